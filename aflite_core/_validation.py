@@ -1,0 +1,306 @@
+"""Input validation shared by every public function of :mod:`aflite_core`.
+
+Every check raises ``ValueError`` or ``TypeError`` with one message in scikit-learn's wording:
+"The 'train_size' parameter of aflite must be an int in (n_classes, target_size) or a float in (0, 1).
+Got 1.5 instead." Public functions call these helpers first, before any work is done.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "EncodedLabels",
+    "check_features",
+    "check_fraction_or_count",
+    "check_int",
+    "check_labels",
+    "check_probability",
+    "check_random_state",
+    "param_error",
+]
+
+#: rows checked per pass when scanning a (possibly memory-mapped) matrix for NaN/inf
+_FINITE_CHUNK_ROWS = 65_536
+
+
+def param_error(name: str, func: str, allowed: str, value: Any, exc: type[Exception] = ValueError) -> Exception:
+    """Build the uniform error for a parameter ``name`` of ``func``.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name as the user typed it.
+    func : str
+        Public function the parameter belongs to.
+    allowed : str
+        What is allowed, e.g. ``"an int in [1, inf)"``.
+    value : object
+        The value given.
+    exc : type of Exception
+        ``ValueError`` (default) or ``TypeError``.
+
+    Returns
+    -------
+    Exception
+        The exception, ready to raise.
+    """
+    shown = _short_repr(value)
+    return exc(f"The '{name}' parameter of {func} must be {allowed}. Got {shown} instead.")
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(value: Any, name: str, func: str, *, low: int, high: int | None = None) -> int:
+    """Check ``value`` is an int in ``[low, high]`` (``high=None`` means unbounded)."""
+    bounds = f"[{low}, {'inf' if high is None else high}]"
+    if not _is_int(value):
+        raise param_error(name, func, f"an int in {bounds}", value, TypeError)
+    if value < low or (high is not None and value > high):
+        raise param_error(name, func, f"an int in {bounds}", value)
+    return int(value)
+
+
+def check_probability(value: Any, name: str, func: str) -> float:
+    """Check ``value`` is a real number in ``[0, 1]``."""
+    if not _is_real(value):
+        raise param_error(name, func, "a float in [0, 1]", value, TypeError)
+    if not (0.0 <= float(value) <= 1.0) or np.isnan(float(value)):
+        raise param_error(name, func, "a float in [0, 1]", value)
+    return float(value)
+
+
+def check_fraction_or_count(
+    value: Any, name: str, func: str, *, n: int, low: int, high: int, range_text: str | None = None
+) -> int:
+    """Resolve an int count or a float fraction of ``n`` and check it lies in ``(low, high)``.
+
+    Parameters
+    ----------
+    value : int or float
+        A count, or a float in (0, 1) meaning ``round(value * n)``.
+    name, func : str
+        For the error message.
+    n : int
+        What a fraction is a fraction of.
+    low, high : int
+        Exclusive bounds for the resolved count.
+    range_text : str, optional
+        Human-readable bounds for the message, e.g. ``"(n_classes, target_size)"``.
+
+    Returns
+    -------
+    int
+        The resolved count.
+    """
+    rng_text = range_text or f"({low}, {high})"
+    allowed = f"an int in {rng_text} or a float in (0, 1)"
+    if _is_int(value):
+        count = int(value)
+    elif _is_real(value):
+        if not 0.0 < float(value) < 1.0:
+            raise param_error(name, func, allowed, value)
+        count = round(float(value) * n)
+    else:
+        raise param_error(name, func, allowed, value, TypeError)
+    if not low < count < high:
+        if _is_int(value):
+            raise param_error(name, func, allowed + f" (here {rng_text} = ({low}, {high}))", value)
+        raise ValueError(
+            f"The '{name}' parameter of {func} must be an int in {rng_text} or a float in (0, 1) "
+            f"(here {rng_text} = ({low}, {high})). Got {value!r}, which is {count} rows of {n}, instead."
+        )
+    return count
+
+
+def check_random_state(random_state: Any, func: str) -> int:
+    """Turn ``random_state`` into the one integer seed a run uses.
+
+    ``None`` draws fresh OS entropy; an int is used as is; a ``np.random.Generator`` or
+    ``np.random.RandomState`` gives one integer drawn from it. The integer is recorded in the result so
+    the run can be repeated exactly.
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy % (2**63))
+    if _is_int(random_state):
+        if random_state < 0:
+            raise param_error("random_state", func, "None, an int in [0, inf) or a numpy Generator", random_state)
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    raise param_error(
+        "random_state", func, "None, an int in [0, inf) or a numpy Generator", random_state, TypeError
+    )
+
+
+def check_features(X: Any, name: str, func: str, *, n_rows: int | None = None, n_cols: int | None = None):
+    """Return ``X`` as a 2-D float32 array (no copy when it already is one, e.g. a read-only memmap).
+
+    Checks: 2-D, numeric, at least one row and column, finite (NaN/inf are reported with the first bad
+    row), and optionally the number of rows / columns.
+    """
+    if isinstance(X, (pd.DataFrame, pd.Series)):
+        X = X.to_numpy()
+    if not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except Exception as exc:  # ragged lists and similar
+            raise TypeError(f"The '{name}' parameter of {func} must be a 2-D numeric array. {exc}") from None
+    if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+        raise param_error(name, func, "a 2-D numeric array", X, TypeError)
+    if X.ndim != 2:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must be a 2-D array of shape (n_samples, n_features). "
+            f"Got an array with {X.ndim} dimension(s) and shape {X.shape} instead."
+            + (" Reshape 1-D data with X.reshape(-1, 1)." if X.ndim == 1 else "")
+        )
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have at least one row and one column. "
+            f"Got shape {X.shape} instead."
+        )
+    if n_rows is not None and X.shape[0] != n_rows:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have {n_rows} rows to match the labels. "
+            f"Got {X.shape[0]} rows instead."
+        )
+    if n_cols is not None and X.shape[1] != n_cols:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have {n_cols} columns, like the training features. "
+            f"Got {X.shape[1]} columns instead."
+        )
+    if X.dtype != np.float32:
+        X = X.astype(np.float32)
+    elif not (X.flags.c_contiguous or X.flags.f_contiguous):
+        X = np.ascontiguousarray(X)
+    for start in range(0, X.shape[0], _FINITE_CHUNK_ROWS):
+        block = X[start : start + _FINITE_CHUNK_ROWS]
+        finite = np.isfinite(block)
+        if not finite.all():
+            bad_row = start + int(np.flatnonzero(~finite.all(axis=1))[0])
+            raise ValueError(
+                f"The '{name}' parameter of {func} must contain only finite values. "
+                f"Got NaN or infinity (first in row {bad_row}) instead."
+            )
+    return X
+
+
+@dataclass(frozen=True)
+class EncodedLabels:
+    """Labels as integer codes ``0..n_classes-1`` plus the class names they stand for."""
+
+    codes: np.ndarray
+    classes: tuple
+
+    @property
+    def n_classes(self) -> int:
+        """Number of distinct classes."""
+        return len(self.classes)
+
+    def encode(self, values: Sequence[Hashable], name: str, func: str) -> np.ndarray:
+        """Map further labels (e.g. evaluation labels) onto the same codes; unknown classes are an error."""
+        arr = _as_label_array(values, name, func)
+        lookup = {c: i for i, c in enumerate(self.classes)}
+        codes = np.empty(len(arr), dtype=np.int32)
+        for i, value in enumerate(arr):
+            key = _label_key(value)
+            if key not in lookup:
+                raise ValueError(
+                    f"The '{name}' parameter of {func} must only contain classes seen in the training "
+                    f"labels {list(self.classes)[:10]}. Got {value!r} instead."
+                )
+            codes[i] = lookup[key]
+        return codes
+
+
+def _label_key(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _as_label_array(y: Any, name: str, func: str) -> np.ndarray:
+    if isinstance(y, pd.DataFrame):
+        if y.shape[1] != 1:
+            raise ValueError(
+                f"The '{name}' parameter of {func} must be 1-D (one label per row). "
+                f"Got a table with {y.shape[1]} columns instead."
+            )
+        y = y.iloc[:, 0]
+    if isinstance(y, pd.Series):
+        y = y.to_numpy()
+    try:
+        arr = np.asarray(y) if not isinstance(y, np.ndarray) else y
+    except Exception as exc:
+        raise TypeError(f"The '{name}' parameter of {func} must be a 1-D sequence of labels. {exc}") from None
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must be 1-D (one label per row). "
+            f"Got an array of shape {arr.shape} instead."
+        )
+    return arr
+
+
+def check_labels(y: Any, name: str, func: str, *, n_rows: int, min_per_class: int = 2) -> EncodedLabels:
+    """Encode labels of any hashable type as integer codes.
+
+    Classes are sorted when they can be compared (as scikit-learn's ``LabelEncoder`` does) and kept in
+    order of first appearance otherwise. Checks: 1-D, ``n_rows`` long, no missing labels, at least two
+    classes, each with at least ``min_per_class`` rows.
+    """
+    arr = _as_label_array(y, name, func)
+    if len(arr) != n_rows:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have one label per row of X ({n_rows}). "
+            f"Got {len(arr)} labels instead."
+        )
+    values = [_label_key(v) for v in arr] if arr.dtype == object else arr
+    series = pd.Series(values, dtype=object if arr.dtype == object else None)
+    if series.isna().any():
+        first = int(np.flatnonzero(series.isna().to_numpy())[0])
+        raise ValueError(f"The '{name}' parameter of {func} must not contain missing labels. Row {first} has none.")
+    for v in series.iloc[: min(len(series), 1000)]:
+        if not isinstance(v, Hashable):
+            raise param_error(name, func, "a sequence of hashable labels", v, TypeError)
+    try:
+        codes, uniques = pd.factorize(series, sort=True)
+    except TypeError:
+        codes, uniques = pd.factorize(series, sort=False)
+    classes = tuple(_label_key(u) for u in uniques)
+    if len(classes) < 2:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must contain at least 2 classes. Got {len(classes)} class"
+            f"{'' if len(classes) == 1 else 'es'} ({list(classes)!r}) instead."
+        )
+    counts = np.bincount(codes, minlength=len(classes))
+    small = np.flatnonzero(counts < min_per_class)
+    if small.size:
+        c = int(small[0])
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have at least {min_per_class} rows in every class. "
+            f"Got {int(counts[c])} row(s) of class {classes[c]!r} instead."
+        )
+    return EncodedLabels(codes=codes.astype(np.int32), classes=classes)

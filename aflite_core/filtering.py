@@ -1,0 +1,526 @@
+"""AFLite: adversarial filtering of dataset biases (Le Bras et al., ICML 2020, Algorithm 1).
+
+Symbols of the paper and their names here:
+
+======  =====================  ======================================================
+paper   here                   meaning
+======  =====================  ======================================================
+Φ(X)    ``X``                  pre-computed representation, one row per instance
+M       ``model``              model family (default: fast batched linear classifiers)
+n       ``target_size``        the filtered set never gets smaller than this
+m       ``n_partitions``       random partitions (models) per round
+t       ``train_size``         training rows per partition, t < n
+k       ``slice_size``         rows removed per round at most
+τ       ``tau``                early-stopping threshold on the predictability score
+======  =====================  ======================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from . import _validation as v
+from .models import resolve_model
+from .partitions import RoundScores, score_round
+from .result import AFLiteResult, RoundProgress
+
+__all__ = ["STRATEGIES", "aflite", "predictability"]
+
+#: filtering strategies (ICLR version §2): A = greedy, B = greedy slicing (AFLite), C = slice sampling
+STRATEGIES = ("slice", "greedy", "sample")
+
+HISTORY_COLUMNS = [
+    "round", "size_before", "n_scored", "n_qualified", "n_removed", "size_after", "min_removed_score",
+    "max_score", "mean_predictability", "mean_model_accuracy", "eval_size_before", "eval_removed", "seconds",
+]  # fmt: skip
+
+
+def _versions() -> dict[str, str]:
+    import scipy
+    import sklearn
+
+    from . import __version__
+
+    return {
+        "aflite_core": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "pandas": pd.__version__,
+    }
+
+
+def _hash_array(a: NDArray) -> str:
+    h = hashlib.sha256()
+    h.update(f"{a.dtype.str}{a.shape}".encode())
+    if a.ndim == 2:
+        step = max(1, (64 * 2**20) // max(1, a.shape[1] * a.itemsize))
+        for start in range(0, a.shape[0], step):
+            h.update(np.ascontiguousarray(a[start : start + step]).tobytes())
+    else:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def _hash_labels(codes: NDArray, classes: tuple) -> str:
+    h = hashlib.sha256(repr(classes).encode())
+    h.update(np.ascontiguousarray(codes, dtype=np.int32).tobytes())
+    return h.hexdigest()
+
+
+def _threads(n_threads: int | None):
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=n_threads) if n_threads else _NullContext()
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _select(
+    p: NDArray[np.float32], qualified: NDArray[np.bool_], k: int, strategy: str, rng
+) -> NDArray[np.intp]:
+    """Positions to remove this round (Algorithm 1 line 12, or strategy C).
+
+    Both draws below happen every round whatever the outcome, so the random stream does not depend on the
+    scores.
+    """
+    n = len(p)
+    tie_break = rng.random(n)  # seeded random order for equal scores, never the index
+    gumbel = rng.gumbel(size=n) if strategy == "sample" else None
+    cand = np.flatnonzero(qualified)
+    if len(cand) == 0 or k == 0:
+        return cand[:0]
+    if strategy == "sample":
+        # Gumbel top-k on log p: k draws without replacement with probability ∝ p (ICLR version §2, C)
+        with np.errstate(divide="ignore"):
+            keys = np.log(p[cand].astype(np.float64)) + gumbel[cand]
+        order = np.lexsort((tie_break[cand], -keys))
+    else:
+        order = np.lexsort((tie_break[cand], -p[cand].astype(np.float64)))
+    return np.sort(cand[order[:k]])
+
+
+def _resolve(X, y, *, func, target_size, n_partitions, train_size, slice_size, tau, strategy, eval_X, eval_y,
+             ids, eval_ids) -> dict[str, Any]:
+    """Validate every argument (first thing every public function does) and resolve counts."""
+    if strategy not in STRATEGIES:
+        raise ValueError(
+            f"The 'strategy' parameter of {func} must be a str among {set(STRATEGIES)}. Got {strategy!r} instead."
+        )
+    Xv = v.check_features(X, "X", func)
+    n_rows = Xv.shape[0]
+    labels = v.check_labels(y, "y", func, n_rows=n_rows)
+    C = labels.n_classes
+    m = v.check_int(n_partitions, "n_partitions", func, low=1)
+    tau_v = v.check_probability(tau, "tau", func)
+    n_target = v.check_fraction_or_count(target_size, "target_size", func, n=n_rows, low=C, high=n_rows,
+                                         range_text="(n_classes, n_samples)")
+    t = v.check_fraction_or_count(train_size, "train_size", func, n=n_rows, low=C, high=n_target,
+                                  range_text="(n_classes, target_size)")
+    if strategy == "greedy":
+        if slice_size not in (None, 1):
+            raise ValueError(
+                f"The 'slice_size' parameter of {func} must be 1 or None with strategy='greedy' (strategy A "
+                f"removes one row per round). Got {slice_size!r} instead."
+            )
+        k = 1
+    else:
+        if slice_size is None:
+            raise ValueError(
+                f"The 'slice_size' parameter of {func} must be an int in [1, inf) with strategy={strategy!r}. "
+                "Got None instead."
+            )
+        k = v.check_int(slice_size, "slice_size", func, low=1)
+    out = {"X": Xv, "labels": labels, "m": m, "tau": tau_v, "n_target": n_target, "t": t, "k": k}
+    if (eval_X is None) != (eval_y is None):
+        raise ValueError(
+            f"The 'eval_X' and 'eval_y' parameters of {func} must be given together. "
+            f"Got {'eval_X' if eval_y is None else 'eval_y'} alone instead."
+        )
+    if eval_X is not None:
+        EX = v.check_features(eval_X, "eval_X", func, n_cols=Xv.shape[1])
+        if len(v._as_label_array(eval_y, "eval_y", func)) != EX.shape[0]:
+            raise ValueError(
+                f"The 'eval_y' parameter of {func} must have one label per row of eval_X ({EX.shape[0]}). "
+                f"Got {len(v._as_label_array(eval_y, 'eval_y', func))} labels instead."
+            )
+        out["eval_X"] = EX
+        out["eval_codes"] = labels.encode(eval_y, "eval_y", func)
+    for name, value, n in (("ids", ids, n_rows), ("eval_ids", eval_ids, None if eval_X is None else len(out["eval_X"]))):
+        if value is None:
+            out[name] = None
+            continue
+        if n is None:
+            raise ValueError(f"The '{name}' parameter of {func} needs an evaluation set (eval_X, eval_y).")
+        arr = np.asarray(value.to_numpy() if isinstance(value, pd.Series) else value)
+        if arr.ndim != 1 or len(arr) != n:
+            raise ValueError(
+                f"The '{name}' parameter of {func} must have one id per row ({n}). Got shape {arr.shape} instead."
+            )
+        out[name] = arr
+    return out
+
+
+def aflite(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    target_size: int | float,
+    n_partitions: int = 64,
+    train_size: int | float,
+    slice_size: int | None = None,
+    tau: float = 0.75,
+    strategy: str = "slice",
+    model: Any = "linear",
+    eval_X: ArrayLike | None = None,
+    eval_y: ArrayLike | None = None,
+    random_state: int | np.random.Generator | None = None,
+    callback: Callable[[RoundProgress], bool | None] | None = None,
+    ids: ArrayLike | None = None,
+    eval_ids: ArrayLike | None = None,
+    n_threads: int | None = 1,
+) -> AFLiteResult:
+    """Filter the rows a model family finds predictable from Φ(X), round by round (AFLite, Algorithm 1).
+
+    Every round draws ``n_partitions`` random partitions of the current set S, trains one model per
+    partition on ``train_size`` rows and lets it predict the rows it did not see. A row's predictability
+    p(i) is the share of those out-of-sample predictions that are correct (in [0, 1]; higher means more
+    predictable, removed first). Up to ``slice_size`` rows with the highest p(i) ≥ ``tau`` are removed; the
+    run stops when fewer than ``slice_size`` rows reached ``tau`` or S reached ``target_size``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The representation Φ(X) (float32 is used throughout; a read-only memory-mapped array is not copied).
+    y : array-like of shape (n_samples,)
+        Labels of any hashable type (strings, ints …); each class needs at least 2 rows.
+    target_size : int or float
+        n: the filtered set never gets smaller. A float in (0, 1) is a fraction of n_samples.
+    n_partitions : int, default=64
+        m: models (random partitions) per round.
+    train_size : int or float
+        t: training rows per partition, ``n_classes < t < target_size``; a float in (0, 1) is a fraction of
+        n_samples.
+    slice_size : int
+        k: rows removed per round at most. Required for ``strategy="slice"`` and ``"sample"``; must be 1 or
+        None for ``"greedy"``.
+    tau : float, default=0.75
+        τ in [0, 1]: only rows with p(i) ≥ τ can be removed (early stop).
+    strategy : {"slice", "greedy", "sample"}, default="slice"
+        ``"slice"``: greedy slicing, remove the top-k (the paper's AFLite, strategy B). ``"greedy"``: one
+        row per round (strategy A). ``"sample"``: sample k rows without replacement with probability ∝ p(i)
+        among those with p(i) ≥ τ, by Gumbel top-k on log p (strategy C).
+    model : "linear", "logistic", LinearFamily or scikit-learn classifier, default="linear"
+        The model family M. ``"linear"`` fits all m models of a round together with batched linear algebra
+        (see :class:`aflite_core.models.LinearFamily`); a scikit-learn classifier is cloned per partition.
+    eval_X, eval_y : array-like, optional
+        An evaluation set filtered alongside (appendix Algorithm 1 of the evaluation-set paper): never used
+        for fitting, scored by all m models every round, and every evaluation row with p ≥ τ is removed in
+        that round. Giving one never changes which training rows are removed.
+    random_state : int, numpy Generator or None
+        The one source of randomness; the integer seed used is recorded in ``result.params["seed"]``.
+    callback : callable, optional
+        Called after every round with a :class:`~aflite_core.result.RoundProgress`; returning ``False``
+        stops the run cleanly (``result.stop_reason == "stopped_by_callback"``).
+    ids, eval_ids : array-like, optional
+        Row ids carried into the result.
+    n_threads : int or None, default=1
+        BLAS threads during the run (``None`` leaves the library default). One thread is the robust choice
+        on shared machines and keeps results bit-identical across machines with the same libraries.
+
+    Returns
+    -------
+    AFLiteResult
+        Kept mask, round of removal, per-round scores and history, stop reason and provenance.
+
+    Notes
+    -----
+    Deliberate deviations from the paper's pseudo-code, all documented in the README:
+
+    * the last slice is clamped so the set never drops below ``target_size`` (the pseudo-code can overshoot);
+    * rows with no out-of-sample prediction in a round are not scored in it and cannot be removed in it;
+    * equal scores are ordered by a seeded random permutation, not by row index;
+    * the fast linear family draws each training part as a random union of blocks of rows (size within half a
+      block of t) rather than t independent rows.
+
+    References
+    ----------
+    .. [1] R. Le Bras et al., "Adversarial Filters of Dataset Biases", ICML 2020.
+    .. [2] A. Phang et al., "Adversarially Constructed Evaluation Sets Are More Challenging, but May Not Be
+       Fair", appendix Algorithm 1 (evaluation data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from aflite_core import aflite
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 600)
+    >>> X = rng.normal(size=(600, 5))
+    >>> X[:200, 0] += 4 * (2 * y[:200] - 1)          # a planted, label-revealing feature on 200 rows
+    >>> res = aflite(X, y, target_size=300, train_size=150, slice_size=50, random_state=0)
+    >>> res.n_kept >= 300, res.stop_reason in ("target_size_reached", "fewer_than_k_qualified")
+    (True, True)
+    >>> bool((~res.kept[:200]).mean() > 0.8)          # the planted rows are the ones removed
+    True
+    """
+    func = "aflite"
+    r = _resolve(X, y, func=func, target_size=target_size, n_partitions=n_partitions, train_size=train_size,
+                 slice_size=slice_size, tau=tau, strategy=strategy, eval_X=eval_X, eval_y=eval_y, ids=ids,
+                 eval_ids=eval_ids)
+    family = resolve_model(model, func)
+    if callback is not None and not callable(callback):
+        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
+    if n_threads is not None:
+        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
+    seed = v.check_random_state(random_state, func)
+    Xv, labels = r["X"], r["labels"]
+    codes = labels.codes
+    N = Xv.shape[0]
+    m, t, k, tau_v, n_target = r["m"], r["t"], r["k"], r["tau"], r["n_target"]
+    eval_X_v, eval_codes = r.get("eval_X"), r.get("eval_codes")
+    has_eval = eval_X_v is not None
+    keep_matrix = strategy != "greedy"
+    count_dtype = np.uint16 if m < 2**16 else np.int32
+
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    with _threads(n_threads):
+        session = family.session(Xv, codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
+        S = np.arange(N)
+        removed_round = np.full(N, -1, dtype=np.int32)
+        first_score = np.full(N, np.nan, dtype=np.float32)
+        last_score = np.full(N, np.nan, dtype=np.float32)
+        removal_score = np.full(N, np.nan, dtype=np.float32)
+        score_rows: list[NDArray] = []
+        count_rows: list[NDArray] = []
+        n_eval = len(eval_X_v) if has_eval else 0
+        R = np.arange(n_eval)
+        eval_removed_round = np.full(n_eval, -1, dtype=np.int32)
+        eval_first = np.full(n_eval, np.nan, dtype=np.float32)
+        eval_last = np.full(n_eval, np.nan, dtype=np.float32)
+        eval_removal = np.full(n_eval, np.nan, dtype=np.float32)
+        eval_score_rows: list[NDArray] = []
+        history: list[dict] = []
+        stop_reason = "target_size_reached"
+        rnd = 0
+        while len(S) > n_target:  # Algorithm 1, line 2
+            rnd += 1
+            t0 = time.perf_counter()
+            plan = session.draw_plan(S, rng)
+            rs: RoundScores = score_round(session, Xv, codes, S, plan, rng, eval_X=eval_X_v, eval_codes=eval_codes,
+                                          eval_rows=R if has_eval else None)
+            p = rs.predictability
+            scored = rs.n_predictions > 0
+            qualified = scored & (p >= tau_v)
+            k_eff = min(k, len(S) - n_target)  # never below the target size (documented deviation)
+            pos = _select(p, qualified, k_eff, strategy, rng)
+            gone = S[pos]
+
+            # record the round
+            if rnd == 1:
+                first_score[S] = p
+            last_score[S[scored]] = p[scored]
+            removed_round[gone] = rnd
+            removal_score[gone] = p[pos]
+            if keep_matrix:
+                row = np.full(N, np.nan, dtype=np.float32)
+                row[S] = np.where(scored, p, np.nan)
+                score_rows.append(row)
+                cnt = np.zeros(N, dtype=count_dtype)
+                cnt[S] = rs.n_predictions
+                count_rows.append(cnt)
+            eval_gone = np.empty(0, dtype=np.intp)
+            eval_size_before = len(R)
+            if has_eval:
+                pe = (rs.eval_correct / m).astype(np.float32)
+                if rnd == 1:
+                    eval_first[R] = pe
+                eval_last[R] = pe
+                hit = pe >= tau_v  # every evaluation row with p ≥ τ leaves, no k limit (appendix Alg. 1)
+                eval_gone = R[hit]
+                eval_removed_round[eval_gone] = rnd
+                eval_removal[eval_gone] = pe[hit]
+                if keep_matrix:
+                    erow = np.full(n_eval, np.nan, dtype=np.float32)
+                    erow[R] = pe
+                    eval_score_rows.append(erow)
+                R = R[~hit]
+            keep_pos = np.ones(len(S), dtype=bool)
+            keep_pos[pos] = False
+            size_before = len(S)
+            S = S[keep_pos]
+            session.remove(gone)
+            acc = rs.model_accuracy
+            seconds = time.perf_counter() - t0
+            history.append({
+                "round": rnd,
+                "size_before": size_before,
+                "n_scored": int(scored.sum()),
+                "n_qualified": int(qualified.sum()),
+                "n_removed": len(pos),
+                "size_after": len(S),
+                "min_removed_score": float(p[pos].min()) if len(pos) else float("nan"),
+                "max_score": float(np.nanmax(p)) if scored.any() else float("nan"),
+                "mean_predictability": float(p[scored].mean()) if scored.any() else float("nan"),
+                "mean_model_accuracy": float(np.nanmean(acc)) if np.isfinite(acc).any() else float("nan"),
+                "eval_size_before": eval_size_before if has_eval else -1,
+                "eval_removed": len(eval_gone) if has_eval else -1,
+                "seconds": seconds,
+            })
+            # stopping rules, Algorithm 1 lines 2 and 14
+            if len(S) <= n_target:
+                stop_reason = "target_size_reached"
+            elif int(qualified.sum()) < k:
+                stop_reason = "fewer_than_k_qualified"
+            if callback is not None:
+                progress = RoundProgress(
+                    round=rnd, size=len(S), removed=len(pos), total_removed=N - len(S), target_size=n_target,
+                    n_rows=N, qualified=int(qualified.sum()), eval_size=len(R) if has_eval else None,
+                    seconds=time.perf_counter() - started,
+                )
+                if callback(progress) is False and len(S) > n_target and int(qualified.sum()) >= k:
+                    stop_reason = "stopped_by_callback"
+                    break
+            if len(S) <= n_target or int(qualified.sum()) < k:
+                break
+
+    kept = removed_round < 0
+    hist = pd.DataFrame(history, columns=HISTORY_COLUMNS)
+    params = {
+        "target_size": n_target,
+        "train_size": t,
+        "slice_size": k,
+        "n_partitions": m,
+        "tau": tau_v,
+        "strategy": strategy,
+        "model": family.spec(),
+        "seed": seed,
+        "n_threads": n_threads,
+        "n_rows": N,
+        "n_features": int(Xv.shape[1]),
+        "n_classes": labels.n_classes,
+        "n_eval": n_eval if has_eval else None,
+        "partition_mode": getattr(session, "mode", "exact"),
+        "rows_per_block": int(getattr(session, "rows_per_block", 1)),
+        "target_size_given": target_size,
+        "train_size_given": train_size,
+    }
+    provenance = {
+        "x_sha256": _hash_array(Xv),
+        "y_sha256": _hash_labels(codes, labels.classes),
+        "eval_x_sha256": _hash_array(eval_X_v) if has_eval else None,
+        "eval_y_sha256": _hash_labels(eval_codes, labels.classes) if has_eval else None,
+        "versions": _versions(),
+        "seed": seed,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "ids_given": r["ids"] is not None,
+    }
+    return AFLiteResult(
+        params=params,
+        classes=labels.classes,
+        y=codes,
+        kept=kept,
+        removed_round=removed_round,
+        scores=np.vstack(score_rows) if keep_matrix and score_rows else (np.empty((0, N), np.float32) if keep_matrix else None),
+        n_predictions=np.vstack(count_rows) if keep_matrix and count_rows else (np.empty((0, N), count_dtype) if keep_matrix else None),
+        first_score=first_score,
+        last_score=last_score,
+        removal_score=removal_score,
+        history=hist,
+        stop_reason=stop_reason,
+        provenance=provenance,
+        ids=r["ids"],
+        eval_y=eval_codes if has_eval else None,
+        eval_kept=(eval_removed_round < 0) if has_eval else None,
+        eval_removed_round=eval_removed_round if has_eval else None,
+        eval_scores=(np.vstack(eval_score_rows) if keep_matrix else None) if has_eval else None,
+        eval_first_score=eval_first if has_eval else None,
+        eval_last_score=eval_last if has_eval else None,
+        eval_removal_score=eval_removal if has_eval else None,
+        eval_ids=r["eval_ids"],
+    )
+
+
+def predictability(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    n_partitions: int = 64,
+    train_size: int | float,
+    model: Any = "linear",
+    random_state: int | np.random.Generator | None = None,
+    n_threads: int | None = 1,
+) -> NDArray[np.float32]:
+    """Score every row's out-of-sample predictability once, without removing anything (an audit).
+
+    This is one AFLite filtering phase (Algorithm 1, lines 3-11): m models, each trained on a random
+    ``train_size``-row part, predict the rows they did not see. With the same arguments and seed it equals
+    round 1 of :func:`aflite` (``aflite(...).scores[0]``).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The representation Φ(X).
+    y : array-like of shape (n_samples,)
+        Labels of any hashable type.
+    n_partitions : int, default=64
+        m: models trained.
+    train_size : int or float
+        t: training rows per model, ``n_classes < t < n_samples``; a float in (0, 1) is a fraction.
+    model : "linear", "logistic", LinearFamily or scikit-learn classifier, default="linear"
+        The model family.
+    random_state : int, numpy Generator or None
+        Seed.
+    n_threads : int or None, default=1
+        BLAS threads.
+
+    Returns
+    -------
+    ndarray of float32, shape (n_samples,)
+        p(i) in [0, 1]: the share of correct out-of-sample predictions; higher means more predictable
+        (AFLite removes those first). NaN for a row no model held out (raise ``n_partitions`` to avoid).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from aflite_core import predictability
+    >>> rng = np.random.default_rng(1)
+    >>> y = rng.integers(0, 2, 400)
+    >>> X = rng.normal(size=(400, 3)); X[:100, 0] += 5 * (2 * y[:100] - 1)
+    >>> p = predictability(X, y, train_size=100, random_state=0)
+    >>> bool(np.nanmean(p[:100]) > np.nanmean(p[100:]))
+    True
+    """
+    func = "predictability"
+    Xv = v.check_features(X, "X", func)
+    labels = v.check_labels(y, "y", func, n_rows=Xv.shape[0])
+    m = v.check_int(n_partitions, "n_partitions", func, low=1)
+    t = v.check_fraction_or_count(train_size, "train_size", func, n=Xv.shape[0], low=labels.n_classes,
+                                  high=Xv.shape[0], range_text="(n_classes, n_samples)")
+    family = resolve_model(model, func)
+    if n_threads is not None:
+        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
+    seed = v.check_random_state(random_state, func)
+    rng = np.random.default_rng(seed)
+    with _threads(n_threads):
+        session = family.session(Xv, labels.codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
+        rows = np.arange(Xv.shape[0])
+        plan = session.draw_plan(rows, rng)
+        rs = score_round(session, Xv, labels.codes, rows, plan, rng)
+    return rs.predictability

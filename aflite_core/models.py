@@ -1,0 +1,557 @@
+"""Model families M for AFLite: the fast batched linear family and any scikit-learn classifier.
+
+The paper's model family is "typically a linear classifier" (Algorithm 1, line 7). Public AFLite code fits
+one scikit-learn ``LogisticRegression`` per partition in a Python loop. :class:`LinearFamily` instead fits all
+m partition models of a round together:
+
+* each model is a ridge-regularised least-squares classifier on one-hot labels with an unpenalised
+  intercept (predict the class with the largest score). On the benchmark data its held-out predictions agree
+  with logistic regression on ~97-98 % of rows (see ``benchmarks/README.md``);
+* the statistics a model needs - ``[x, 1, onehot(y)]ᵀ[x, 1, onehot(y)]`` - are sums over rows, so they are
+  computed once per *block* of rows and a partition's statistics are the sum over its blocks (one matrix
+  product for a group of partitions). Blocks persist for the whole run: when rows are removed their
+  contribution is subtracted (a rank-k downdate), so the Gram matrices are built once, not every round;
+* every held-out row is predicted by all m models in one matrix product.
+
+Features are centred by their overall mean before the products (which leaves the fitted classifiers
+unchanged, because the intercept is free, but keeps float32 sums well conditioned); X itself is never
+copied, so a read-only memory-mapped X works.
+
+:class:`SklearnFamily` wraps any scikit-learn classifier: it is cloned per partition and trained on an
+exactly uniform random subset of size t, as in the paper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan
+
+__all__ = ["LinearFamily", "SklearnFamily", "resolve_model"]
+
+#: a partition's training part is (about) this many blocks at the start of a run
+BLOCKS_PER_PARTITION = 32
+#: fewer blocks per partition than this and the family uses exact random subsets instead
+MIN_BLOCKS_PER_PARTITION = 8
+#: partitions whose Gram matrices are summed in one matrix product
+PARTITION_GROUP = 16
+#: rows gathered at once when building or downdating Gram matrices
+GRAM_CHUNK_BYTES = 32 * 2**20
+
+
+def _column_mean(X: NDArray[np.float32]) -> NDArray[np.float32]:
+    total = np.zeros(X.shape[1], dtype=np.float64)
+    step = max(1, GRAM_CHUNK_BYTES // (4 * X.shape[1]))
+    for start in range(0, X.shape[0], step):
+        total += X[start : start + step].sum(axis=0, dtype=np.float64)
+    return (total / X.shape[0]).astype(np.float32)
+
+
+def _exact_plan(n_rows: int, n_partitions: int, train_size: int, rng) -> PartitionPlan:
+    """Uniformly random training parts of exactly ``train_size`` rows (blocks of one row)."""
+    membership = np.zeros((n_partitions, n_rows), dtype=bool)
+    for j in range(n_partitions):
+        membership[j, rng.permutation(n_rows)[:train_size]] = True
+    return PartitionPlan(block_of=np.arange(n_rows, dtype=np.int32), membership=membership)
+
+
+@dataclass(frozen=True)
+class LinearFamily:
+    """Fast linear classifier family: ridge least squares on one-hot labels, all m models batched.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-3
+        Ridge strength relative to the average feature variance of the training part
+        (``λ = alpha · trace(Σ) / d`` with Σ the centred Gram matrix), so the family behaves the same
+        whatever the scale of the features. The intercept is never penalised.
+    block_rows : int or None, default=None
+        Rows per block. ``None`` picks ``ceil(t / 32)``, enlarged if the block Gram matrices would not fit
+        the memory budget; 1 means exact random subsets (the paper's sampling, slower on large data).
+    max_gram_bytes : int or None, default=None
+        Memory budget for the cached block Gram matrices; ``None`` means the size of X (at least 256 MB).
+    iterative : bool, default=True
+        Solve the m ridge systems by batched preconditioned conjugate gradients (float32, relative residual
+        1e-5; systems that do not converge are solved directly). False: direct Cholesky solves in float64.
+
+    Notes
+    -----
+    A partition's training part is a random union of blocks whose total size is within half a block of
+    t; blocks are drawn once per run and shrink as rows are removed. Rows of one block are therefore
+    always trained together; with 32 or more blocks per training part this does not change which rows
+    are removed beyond the run-to-run noise of different seeds (``benchmarks/README.md``).
+    """
+
+    alpha: float = 1e-3
+    block_rows: int | None = None
+    max_gram_bytes: int | None = None
+    iterative: bool = True
+
+    name = "linear"
+
+    def spec(self) -> dict[str, Any]:
+        """JSON-serialisable description of the family (recorded in results)."""
+        return {
+            "family": "linear",
+            "class": "aflite_core.models.LinearFamily",
+            "params": {"alpha": self.alpha, "block_rows": self.block_rows, "max_gram_bytes": self.max_gram_bytes,
+                       "iterative": self.iterative},
+        }
+
+    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng) -> _LinearSession:
+        """Bind the family to one run's data (draws the persistent blocks from ``rng``)."""
+        return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng)
+
+
+@dataclass
+class _LinearWeights:
+    """Fitted partition models as score *differences* to class 0, centring folded into the bias.
+
+    For C classes only C-1 columns per model are needed to find the argmax (class 0 scores 0), and
+    ``(x - μ)·w + b = x·w + (b - μ·w)`` lets X be used without a centred copy.
+    """
+
+    W: NDArray[np.float32]  # (d, C-1, p): w_c - w_0
+    b: NDArray[np.float32]  # (C-1, p): (b_c - b_0) - μ·(w_c - w_0)
+    n_classes: int
+
+    @property
+    def n_models(self) -> int:
+        return int(self.W.shape[2])
+
+    def select(self, models: NDArray[np.intp]) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """Weights and biases of some models, flattened for one matrix product."""
+        W = self.W[:, :, models]
+        return W.reshape(W.shape[0], -1), self.b[:, models].reshape(-1)
+
+
+def _predict_codes(scores: NDArray[np.float32], n_classes: int) -> NDArray[np.int8]:
+    """Class codes from (rows, C-1, models) score differences to class 0; ties go to the lower class."""
+    if n_classes == 2:
+        return (scores[:, 0, :] > 0).view(np.int8)
+    best = np.maximum(scores[:, 0, :], 0)
+    idx = (scores[:, 0, :] > 0).view(np.int8).copy()
+    for c in range(2, n_classes):
+        sc = scores[:, c - 1, :]
+        better = sc > best
+        np.copyto(idx, np.int8(c), where=better)
+        np.maximum(best, sc, out=best)
+    return idx
+
+
+class _LinearSession:
+    """The linear family bound to one run: persistent blocks and their cached Gram matrices."""
+
+    def __init__(self, family: LinearFamily, X, codes, n_classes: int, train_size: int, n_partitions: int,
+                 rng) -> None:
+        self.family = family
+        self.X = X
+        self.codes = codes
+        self.n_classes = n_classes
+        self.train_size = train_size
+        self.n_partitions = n_partitions
+        n, d = X.shape
+        self.d = d
+        self.D = d + 1 + n_classes
+        self.mu = _column_mean(X)
+        self.stack: NDArray[np.float32] | None = None
+        self.block_of_row: NDArray[np.int32] | None = None
+        self.block_sizes: NDArray[np.int64] | None = None
+        self.mode, self.rows_per_block = self._choose_mode(n)
+        if self.mode == "blocks":
+            n_blocks = math.ceil(n / self.rows_per_block)
+            perm = rng.permutation(n)
+            block_of_row = np.empty(n, dtype=np.int32)
+            block_of_row[perm] = (np.arange(n, dtype=np.int64) * n_blocks) // n
+            self.block_of_row = block_of_row
+            self.block_sizes = np.bincount(block_of_row, minlength=n_blocks).astype(np.int64)
+
+    # -- set-up -------------------------------------------------------------------------------------
+    def _choose_mode(self, n: int) -> tuple[str, int]:
+        fam = self.family
+        t = self.train_size
+        if fam.block_rows is not None:
+            return ("exact", 1) if fam.block_rows <= 1 else ("blocks", int(fam.block_rows))
+        rows = math.ceil(t / BLOCKS_PER_PARTITION)
+        if rows < 2:
+            return "exact", 1
+        budget = fam.max_gram_bytes or max(256 * 2**20, self.X.nbytes)
+        per_block = 4 * self.D * self.D
+        n_blocks = math.ceil(n / rows)
+        if n_blocks * per_block > budget:
+            n_blocks = max(1, budget // per_block)
+            rows = math.ceil(n / n_blocks)
+        # blocks only pay off when summing block Grams is cheaper than building each partition's own
+        if t / rows < MIN_BLOCKS_PER_PARTITION or math.ceil(n / rows) >= t:
+            return "exact", 1
+        return "blocks", rows
+
+    def _z(self, rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        """[x - μ, 1, onehot(y)] for ``rows``."""
+        d = self.d
+        Z = np.zeros((len(rows), self.D), dtype=np.float32)
+        np.subtract(self.X[rows], self.mu, out=Z[:, :d])
+        Z[:, d] = 1.0
+        Z[np.arange(len(rows)), d + 1 + self.codes[rows]] = 1.0
+        return Z
+
+    def _gram_of_groups(self, groups: Sequence[NDArray[np.intp]], out: NDArray[np.float32]) -> None:
+        """out[i] = Zᵀ Z over the rows of ``groups[i]`` (rows gathered in bounded chunks)."""
+        chunk = max(1, GRAM_CHUNK_BYTES // (4 * self.D))
+        for i, rows in enumerate(groups):
+            out[i] = 0.0
+            for start in range(0, len(rows), chunk):
+                Z = self._z(np.sort(rows[start : start + chunk]))
+                out[i] += Z.T @ Z
+
+    def _build_stack(self) -> None:
+        n_blocks = len(self.block_sizes)
+        order = np.argsort(self.block_of_row, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(self.block_of_row, minlength=n_blocks))])
+        self.stack = np.empty((n_blocks, self.D, self.D), dtype=np.float32)
+        groups = [order[bounds[b] : bounds[b + 1]] for b in range(n_blocks)]
+        self._gram_of_groups(groups, self.stack)
+        self.total = self.stack.sum(axis=0, dtype=np.float64)  # Gram of all of S, kept up to date in remove()
+
+    def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
+        """Cholesky factor of the ridge system of the whole current set scaled to t rows (for PCG)."""
+        if not self.family.iterative:
+            return None
+        scaled = (self.total * (self.train_size / max(n_rows, 1)))[None].astype(np.float32)
+        A, *_ = _ridge_system(scaled, self.d, self.family.alpha, np.float64)
+        try:
+            return np.linalg.cholesky(A[0]).astype(np.float32)
+        except np.linalg.LinAlgError:
+            return None
+
+    # -- FamilySession ------------------------------------------------------------------------------
+    @property
+    def predict_chunk_rows(self) -> int:
+        """Rows per prediction call."""
+        # small chunks keep the (rows × d) slice and its (rows × m·C) scores in cache
+        width = max(self.d, self.n_partitions * self.n_classes)
+        return max(256, PREDICT_CHUNK_BYTES // (4 * width))
+
+    def draw_plan(self, rows: NDArray[np.intp], rng) -> PartitionPlan:
+        """Random unions of the persistent blocks (blocks mode) or exact random subsets."""
+        if self.mode == "exact":
+            return _exact_plan(len(rows), self.n_partitions, self.train_size, rng)
+        return draw_block_plan(
+            self.block_sizes, self.block_of_row[rows], self.n_partitions, self.train_size, rng
+        )
+
+    def fit(self, rows: NDArray[np.intp], plan: PartitionPlan, partitions: Sequence[int], rng) -> _LinearWeights:
+        """Solve the ridge systems of ``partitions`` (Gram matrices summed per group of partitions)."""
+        parts = np.asarray(list(partitions), dtype=np.intp)
+        d, C = self.d, self.n_classes
+        W = np.empty((d, C - 1, len(parts)), dtype=np.float32)
+        b = np.empty((C - 1, len(parts)), dtype=np.float32)
+        if self.mode == "blocks" and self.stack is None:
+            self._build_stack()
+        precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
+        for g0 in range(0, len(parts), PARTITION_GROUP):
+            group = parts[g0 : g0 + PARTITION_GROUP]
+            if self.mode == "blocks":
+                A = plan.membership[group].astype(np.float32)
+                P = (A @ self.stack.reshape(len(self.block_sizes), -1)).reshape(len(group), self.D, self.D)
+            else:
+                P = np.empty((len(group), self.D, self.D), dtype=np.float32)
+                self._gram_of_groups([rows[plan.membership[j]] for j in group], P)
+            Wg, bg = _solve_ridge(P, d, C, self.family.alpha, precond)  # (g, d, C), (g, C) in float64
+            Wdiff = Wg[:, :, 1:] - Wg[:, :, :1]
+            bdiff = bg[:, 1:] - bg[:, :1] - np.einsum("d,gdc->gc", self.mu.astype(np.float64), Wdiff)
+            W[:, :, g0 : g0 + len(group)] = Wdiff.transpose(1, 2, 0)
+            b[:, g0 : g0 + len(group)] = bdiff.T
+        return _LinearWeights(W, b, C)
+
+    def predict(self, fitted: _LinearWeights, X_rows, mask=None) -> NDArray[np.int8]:
+        """Class codes predicted by every fitted model for every row: shape (n_rows, n_models)."""
+        W, b = fitted.select(np.arange(fitted.n_models))
+        scores = X_rows @ W
+        scores += b
+        return _predict_codes(scores.reshape(len(X_rows), fitted.n_classes - 1, fitted.n_models), fitted.n_classes)
+
+    def score_rows(self, fitted: _LinearWeights, rows: NDArray[np.intp], plan: PartitionPlan, correct, n_pred,
+                   model_correct, model_total) -> bool:
+        """Count correct held-out predictions block by block, predicting each block only with the models
+        that held it out (about half the work of predicting every row with every model).
+
+        Returns False (nothing done) when blocks are too small for this to pay off.
+        """
+        n_blocks = plan.membership.shape[1]
+        if self.mode != "blocks" or n_blocks * 16 > len(rows):
+            return False
+        order = np.argsort(plan.block_of, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(plan.block_of, minlength=n_blocks))])
+        C = fitted.n_classes
+        for blk in range(n_blocks):
+            pos = order[bounds[blk] : bounds[blk + 1]]
+            models = np.flatnonzero(~plan.membership[:, blk])
+            if len(pos) == 0 or len(models) == 0:
+                continue
+            block_rows = rows[pos]
+            W, b = fitted.select(models)
+            scores = self.X[block_rows] @ W
+            scores += b
+            preds = _predict_codes(scores.reshape(len(pos), C - 1, len(models)), C)
+            right = preds == self.codes[block_rows][:, None]
+            correct[pos] = right.sum(axis=1, dtype=np.int32)
+            n_pred[pos] = len(models)
+            model_correct[models] += right.sum(axis=0, dtype=np.int64)
+            model_total[models] += len(pos)
+        return True
+
+    def remove(self, rows: NDArray[np.intp]) -> None:
+        """Subtract removed rows from their blocks' Gram matrices (blocks mode)."""
+        if self.mode != "blocks" or len(rows) == 0:
+            return
+        blocks = self.block_of_row[rows]
+        self.block_sizes -= np.bincount(blocks, minlength=len(self.block_sizes))
+        if self.stack is None:
+            return
+        order = np.argsort(blocks, kind="stable")
+        rows_sorted, blocks_sorted = rows[order], blocks[order]
+        cuts = np.flatnonzero(np.diff(blocks_sorted)) + 1
+        for seg_rows, seg_block in zip(np.split(rows_sorted, cuts), blocks_sorted[np.r_[0, cuts]]):
+            Z = self._z(np.sort(seg_rows))
+            ZtZ = Z.T @ Z
+            self.stack[seg_block] -= ZtZ
+            self.total -= ZtZ
+
+
+def _ridge_system(P: NDArray[np.float32], d: int, alpha: float, dtype=np.float64):
+    """The ridge systems (Gc + λI) w = r with a free intercept, from augmented Grams P of shape (g, D, D).
+
+    With Z = [x, 1, onehot(y)], P holds G = Σxxᵀ, s = Σx, n, XᵀY and ΣY. Eliminating the intercept gives
+    (Gc + λI) w = XᵀY - s ΣYᵀ / n with Gc = G - s sᵀ / n, λ = alpha · trace(Gc) / d, and afterwards
+    b = (ΣY - sᵀw) / n.
+    """
+    Pd = P.astype(dtype, copy=False)
+    s = Pd[:, :d, d].astype(np.float64)
+    n = np.maximum(Pd[:, d, d].astype(np.float64), 1.0)
+    ysum = Pd[:, d, d + 1 :].astype(np.float64)
+    A = Pd[:, :d, :d] - (s[:, :, None] * s[:, None, :] / n[:, None, None]).astype(dtype)
+    rhs = Pd[:, :d, d + 1 :] - (s[:, :, None] * ysum[:, None, :] / n[:, None, None]).astype(dtype)
+    trace = np.trace(A, axis1=1, axis2=2).astype(np.float64) / d
+    lam = alpha * np.where(trace > 0, trace, 1.0)
+    idx = np.arange(d)
+    A[:, idx, idx] += lam[:, None].astype(dtype)
+    return A, rhs, s, n, ysum
+
+
+def _direct_solve(A: NDArray, rhs: NDArray) -> NDArray[np.float64]:
+    """Cholesky solves (LAPACK, float64), least squares where a system is not positive definite."""
+    from scipy.linalg import lapack
+
+    A = A.astype(np.float64, copy=False)
+    rhs = rhs.astype(np.float64, copy=False)
+    w = np.empty(rhs.shape, dtype=np.float64)
+    for i in range(A.shape[0]):
+        c, info = lapack.dpotrf(A[i], lower=False, clean=False, overwrite_a=False)
+        if info == 0:
+            w[i], info = lapack.dpotrs(c, rhs[i], lower=False)
+        if info != 0:
+            w[i] = np.linalg.lstsq(A[i], rhs[i], rcond=None)[0]
+    return w
+
+
+def _pcg_solve(A: NDArray[np.float32], rhs: NDArray[np.float32], L: NDArray[np.float32], *, tol: float = 1e-5,
+               max_iter: int = 60) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Batched preconditioned conjugate gradients for g·C independent systems, in float32.
+
+    ``L`` is the Cholesky factor of a preconditioner close to every A_j (the ridge system of the whole
+    current set, scaled to the training size), so a handful of iterations reach ``tol`` relative residual.
+    Every (system, column) pair iterates on its own and stops on its own residual, so its answer does not
+    depend on which other systems share the batch. Returns the solutions and which systems converged.
+    """
+    from scipy.linalg import solve_triangular
+
+    g, d, C = rhs.shape
+
+    def precond(r):  # M⁻¹ r for all systems at once: (g, d, C) -> (g, d, C)
+        flat = r.transpose(1, 0, 2).reshape(d, g * C)
+        z = solve_triangular(L, flat, lower=True, check_finite=False)
+        z = solve_triangular(L, z, lower=True, trans="T", check_finite=False)
+        return z.reshape(d, g, C).transpose(1, 0, 2)
+
+    bnorm = np.sqrt(np.einsum("gdc,gdc->gc", rhs, rhs))
+    bnorm[bnorm == 0] = 1.0
+    x = precond(rhs)
+    r = rhs - A @ x
+    z = precond(r)
+    p = z.copy()
+    rz = np.einsum("gdc,gdc->gc", r, z)
+    active = np.sqrt(np.einsum("gdc,gdc->gc", r, r)) > tol * bnorm
+    for _ in range(max_iter):
+        if not active.any():
+            break
+        Ap = A @ p
+        pAp = np.einsum("gdc,gdc->gc", p, Ap)
+        step = np.where(active, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(np.float32)
+        x += step[:, None, :] * p
+        r -= step[:, None, :] * Ap
+        active &= np.sqrt(np.einsum("gdc,gdc->gc", r, r)) > tol * bnorm
+        z = precond(r)
+        rz_new = np.einsum("gdc,gdc->gc", r, z)
+        beta = np.where(active, rz_new / np.where(rz != 0, rz, 1.0), 0.0).astype(np.float32)
+        p = z + beta[:, None, :] * p
+        rz = rz_new
+    return x.astype(np.float64), ~active.any(axis=1)
+
+
+def _solve_ridge(P: NDArray[np.float32], d: int, C: int, alpha: float, precond: NDArray[np.float32] | None = None):
+    """Ridge weights (g, d, C) and intercepts (g, C) from augmented Gram matrices ``P`` (g, D, D).
+
+    With a preconditioner factor, systems are solved by batched conjugate gradients (float32) and any that
+    do not converge fall back to a direct Cholesky solve in float64; without one, all are solved directly.
+    """
+    if precond is not None:
+        A, rhs, s, n, ysum = _ridge_system(P, d, alpha, np.float32)
+        w, ok = _pcg_solve(A, rhs, precond)
+        if not ok.all():
+            A64, rhs64, *_ = _ridge_system(P[~ok], d, alpha, np.float64)
+            w[~ok] = _direct_solve(A64, rhs64)
+    else:
+        A, rhs, s, n, ysum = _ridge_system(P, d, alpha, np.float64)
+        w = _direct_solve(A, rhs)
+    b = (ysum - np.einsum("gd,gdc->gc", s, w)) / n[:, None]
+    return w, b
+
+
+# ---------------------------------------------------------------------------------------------------------
+class _ConstantClassifier:
+    """Stand-in when a training part holds a single class: predicts that class."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def predict(self, X):
+        return np.full(len(X), self.code, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class SklearnFamily:
+    """Any scikit-learn classifier as the model family M, cloned per partition.
+
+    Each partition trains a fresh ``sklearn.base.clone`` of ``estimator`` on an exactly uniform random
+    subset of t rows. Estimators with a ``random_state`` parameter get their own integer seed drawn from the
+    run's generator, so runs are reproducible.
+
+    Parameters
+    ----------
+    estimator : sklearn classifier
+        Unfitted estimator with ``fit`` and ``predict``.
+    """
+
+    estimator: Any
+
+    @property
+    def name(self) -> str:
+        """Class name of the estimator."""
+        return type(self.estimator).__name__
+
+    def spec(self) -> dict[str, Any]:
+        """JSON-serialisable description: class name and ``get_params()``."""
+        params = {}
+        for key, value in self.estimator.get_params(deep=False).items():
+            params[key] = value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+        cls = type(self.estimator)
+        return {"family": "sklearn", "class": f"{cls.__module__}.{cls.__qualname__}", "params": params}
+
+    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng) -> _SklearnSession:
+        """Bind the family to one run's data."""
+        return _SklearnSession(self, X, codes, n_classes, train_size, n_partitions)
+
+
+@dataclass
+class _SklearnSession:
+    family: SklearnFamily
+    X: NDArray[np.float32]
+    codes: NDArray[np.int32]
+    n_classes: int
+    train_size: int
+    n_partitions: int
+    mode: str = "exact"
+
+    @property
+    def predict_chunk_rows(self) -> int:
+        return max(8192, 16 * PREDICT_CHUNK_BYTES // (4 * self.X.shape[1]))  # fewer, larger predict calls
+
+    def draw_plan(self, rows, rng) -> PartitionPlan:
+        return _exact_plan(len(rows), self.n_partitions, self.train_size, rng)
+
+    def fit(self, rows, plan: PartitionPlan, partitions: Sequence[int], rng) -> list:
+        from sklearn.base import clone
+
+        parts = list(partitions)
+        seeds = rng.integers(0, 2**31 - 1, size=plan.n_partitions)
+        models = []
+        has_seed = "random_state" in self.family.estimator.get_params(deep=False)
+        for j in parts:
+            train = np.sort(rows[plan.train_mask(j)])
+            y_train = self.codes[train]
+            present = np.unique(y_train)
+            if len(present) < 2:
+                models.append(_ConstantClassifier(int(present[0])))
+                continue
+            est = clone(self.family.estimator)
+            if has_seed:
+                est.set_params(random_state=int(seeds[j]))
+            est.fit(self.X[train], y_train)
+            models.append(est)
+        return models
+
+    def predict(self, fitted: list, X_rows, mask=None) -> NDArray[np.int64]:
+        preds = np.full((len(X_rows), len(fitted)), -1, dtype=np.int64)
+        for j, est in enumerate(fitted):
+            sel = slice(None) if mask is None else mask[:, j]
+            if mask is not None and not sel.any():
+                continue
+            preds[sel, j] = est.predict(X_rows[sel])
+        return preds
+
+    def remove(self, rows) -> None:
+        return None
+
+
+def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFamily:
+    """Turn the ``model`` argument into a model family.
+
+    Parameters
+    ----------
+    model : {"linear", "logistic"} or LinearFamily or SklearnFamily or sklearn classifier
+        ``"linear"``: the fast batched ridge family (default); ``"logistic"``: scikit-learn's
+        ``LogisticRegression`` (the paper's reference choice, slower); any unfitted scikit-learn classifier
+        instance is cloned per partition.
+    func : str
+        Public function name for the error message.
+
+    Returns
+    -------
+    LinearFamily or SklearnFamily
+    """
+    if isinstance(model, (LinearFamily, SklearnFamily)):
+        return model
+    if isinstance(model, str):
+        if model == "linear":
+            return LinearFamily()
+        if model == "logistic":
+            from sklearn.linear_model import LogisticRegression
+
+            return SklearnFamily(LogisticRegression(max_iter=1000))
+        raise ValueError(
+            f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
+            f"scikit-learn classifier. Got {model!r} instead."
+        )
+    if hasattr(model, "fit") and hasattr(model, "predict") and hasattr(model, "get_params"):
+        return SklearnFamily(model)
+    raise TypeError(
+        f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
+        f"scikit-learn classifier. Got {type(model).__name__} instead."
+    )

@@ -1,0 +1,226 @@
+r"""Random partitions of the current set S and the per-round scoring unit.
+
+Algorithm 1 (Le Bras et al., 2020, lines 5-11) trains m models per round, each on a random part
+``S \\ T_j`` of ``|S \\ T_j| = t`` rows, and asks each to predict its held-out rows ``T_j``. This module owns:
+
+* :class:`PartitionPlan` - which rows train which of the m models in a round. Rows are grouped into
+  *blocks*; a partition's training part is a union of randomly chosen blocks. With blocks of one row this is
+  exactly the paper's uniformly random subset of size t; with larger blocks (the fast linear family) the
+  training part is a random union of blocks whose size is within half a block of t.
+* :func:`score_round` - the one unit every backend runs: fit the m partition models, predict every row of S
+  (and every evaluation row) with them, and count, per row, the correct out-of-sample predictions. Its inputs
+  are index arrays and its outputs are small count arrays, so a distributed backend can run it per partition
+  group / row chunk and add the counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
+__all__ = ["FamilySession", "PartitionPlan", "RoundScores", "draw_block_plan", "score_round"]
+
+#: bytes of features predicted per chunk: small enough to stay in cache, so peak memory stays near X
+PREDICT_CHUNK_BYTES = 4 * 2**20
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """Which rows of S train each of the m partition models in one round.
+
+    Attributes
+    ----------
+    block_of : ndarray of int32, shape (n_S,)
+        Block id of each position of S (positions index the round's sorted row array).
+    membership : ndarray of bool, shape (m, n_blocks)
+        ``membership[j, b]`` is True when block ``b`` is in the training part of partition ``j``.
+    """
+
+    block_of: NDArray[np.int32]
+    membership: NDArray[np.bool_]
+
+    @property
+    def n_partitions(self) -> int:
+        """Number of partitions m."""
+        return int(self.membership.shape[0])
+
+    def train_mask(self, j: int) -> NDArray[np.bool_]:
+        """Boolean mask over positions of S: True for rows that train partition ``j``."""
+        return self.membership[j, self.block_of]
+
+    def heldout(self, positions: NDArray[np.intp] | slice, partitions: Sequence[int] | None = None):
+        """Boolean matrix (len(positions), m): True where the model did *not* train on the row."""
+        member = self.membership if partitions is None else self.membership[np.asarray(partitions)]
+        return ~member[:, self.block_of[positions]].T
+
+    def train_sizes(self) -> NDArray[np.int64]:
+        """Number of training rows of each partition."""
+        sizes = np.bincount(self.block_of, minlength=self.membership.shape[1])
+        return self.membership.astype(np.int64) @ sizes
+
+
+def draw_block_plan(
+    block_sizes: NDArray[np.int64], block_of: NDArray[np.int32], n_partitions: int, train_size: int, rng
+) -> PartitionPlan:
+    """Draw m training parts as random unions of blocks, each of size as close to ``train_size`` as possible.
+
+    For each partition the blocks are put in a random order and the shortest prefix whose total size is
+    closest to ``train_size`` is taken (at least one block, never all of them, so every partition has
+    held-out rows).
+
+    Parameters
+    ----------
+    block_sizes : ndarray of shape (n_blocks,)
+        Current number of rows in each block (blocks may have shrunk as rows were removed).
+    block_of : ndarray of shape (n_S,)
+        Block id of each position of S.
+    n_partitions : int
+        m.
+    train_size : int
+        t.
+    rng : numpy.random.Generator
+        The run's generator (the only source of randomness).
+
+    Returns
+    -------
+    PartitionPlan
+    """
+    n_blocks = len(block_sizes)
+    order = np.argsort(rng.random((n_partitions, n_blocks)), axis=1)
+    cum = np.cumsum(block_sizes[order], axis=1)
+    # index of the prefix whose cumulative size is closest to t; ties go to the smaller prefix
+    take = np.argmin(np.abs(cum - train_size), axis=1)
+    take = np.clip(take, 0, max(n_blocks - 2, 0))
+    membership = np.zeros((n_partitions, n_blocks), dtype=bool)
+    ranks = np.arange(n_blocks)[None, :] <= take[:, None]
+    rows = np.repeat(np.arange(n_partitions), n_blocks)
+    membership[rows, order.ravel()] = ranks.ravel()
+    return PartitionPlan(block_of=np.ascontiguousarray(block_of, dtype=np.int32), membership=membership)
+
+
+@dataclass
+class RoundScores:
+    """What one round of m partition models found, as counts (additive across partition groups)."""
+
+    correct: NDArray[np.int32]
+    """Per position of S: correct out-of-sample predictions."""
+    n_predictions: NDArray[np.int32]
+    """Per position of S: number of models that held the row out (predicted it)."""
+    model_correct: NDArray[np.int64]
+    """Per partition model: correct predictions on its held-out rows."""
+    model_total: NDArray[np.int64]
+    """Per partition model: number of its held-out rows."""
+    eval_correct: NDArray[np.int32] | None = None
+    """Per remaining evaluation row: correct predictions among all m models."""
+
+    @property
+    def predictability(self) -> NDArray[np.float32]:
+        """p(i) = correct / predictions (Algorithm 1 line 11); NaN where a row got no prediction."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = self.correct / self.n_predictions.astype(np.float64)
+        return p.astype(np.float32)
+
+    @property
+    def model_accuracy(self) -> NDArray[np.float64]:
+        """Held-out accuracy of each partition model (NaN if it held out nothing)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.model_correct / self.model_total
+
+
+class FamilySession(Protocol):
+    """A model family bound to one run's data: what :func:`score_round` needs from it."""
+
+    def draw_plan(self, rows: NDArray[np.intp], rng) -> PartitionPlan:
+        """Draw this round's partitions of the current rows."""
+
+    def fit(self, rows: NDArray[np.intp], plan: PartitionPlan, partitions: Sequence[int], rng) -> object:
+        """Fit the models of ``partitions`` on their training parts."""
+
+    def predict(self, fitted: object, X_rows: NDArray[np.float32], mask: NDArray[np.bool_] | None) -> NDArray:
+        """Predict class codes, shape (n_rows, n_fitted); entries outside ``mask`` may be anything."""
+
+    def remove(self, rows: NDArray[np.intp]) -> None:
+        """Forget rows removed from S (e.g. downdate cached statistics)."""
+
+    @property
+    def predict_chunk_rows(self) -> int:
+        """Rows per prediction call."""
+
+
+def _count(preds, codes_chunk, heldout, out_correct, out_n, model_correct, model_total) -> None:
+    right = (preds == codes_chunk[:, None]) & heldout
+    out_correct += right.sum(axis=1, dtype=np.int32)
+    out_n += heldout.sum(axis=1, dtype=np.int32)
+    model_correct += right.sum(axis=0, dtype=np.int64)
+    model_total += heldout.sum(axis=0, dtype=np.int64)
+
+
+def score_round(
+    session: FamilySession,
+    X: NDArray[np.float32],
+    codes: NDArray[np.int32],
+    rows: NDArray[np.intp],
+    plan: PartitionPlan,
+    rng,
+    *,
+    eval_X: NDArray[np.float32] | None = None,
+    eval_codes: NDArray[np.int32] | None = None,
+    eval_rows: NDArray[np.intp] | None = None,
+) -> RoundScores:
+    """Fit the m partition models of a round and count each row's correct out-of-sample predictions.
+
+    Algorithm 1, lines 5-11: every model predicts only the rows it did not train on; for evaluation rows
+    (appendix Algorithm 1 of the evaluation-set paper) every model predicts every remaining row, and
+    evaluation rows are never used for fitting.
+
+    Parameters
+    ----------
+    session : FamilySession
+        The model family bound to this run.
+    X, codes : ndarray
+        All training features (float32, possibly memory-mapped) and label codes.
+    rows : ndarray of int
+        Sorted row indices of the current S.
+    plan : PartitionPlan
+        This round's partitions (positions refer to ``rows``).
+    rng : numpy.random.Generator
+        Source of the model seeds (families that need them).
+    eval_X, eval_codes, eval_rows : ndarray, optional
+        Evaluation features, codes and the indices of the evaluation rows still remaining.
+
+    Returns
+    -------
+    RoundScores
+    """
+    m = plan.n_partitions
+    n = len(rows)
+    fitted = session.fit(rows, plan, range(m), rng)
+    correct = np.zeros(n, dtype=np.int32)
+    n_pred = np.zeros(n, dtype=np.int32)
+    model_correct = np.zeros(m, dtype=np.int64)
+    model_total = np.zeros(m, dtype=np.int64)
+    step = max(1, session.predict_chunk_rows)
+    fast = getattr(session, "score_rows", None)
+    done = fast is not None and fast(fitted, rows, plan, correct, n_pred, model_correct, model_total)
+    for start in range(0, 0 if done else n, step):
+        pos = slice(start, min(start + step, n))
+        chunk_rows = rows[pos]
+        heldout = plan.heldout(pos)
+        preds = session.predict(fitted, X[chunk_rows], heldout)
+        _count(preds, codes[chunk_rows], heldout, correct[pos], n_pred[pos], model_correct, model_total)
+    eval_correct = None
+    if eval_X is not None and eval_rows is not None and len(eval_rows):
+        eval_correct = np.zeros(len(eval_rows), dtype=np.int32)
+        for start in range(0, len(eval_rows), step):
+            sel = eval_rows[start : start + step]
+            preds = session.predict(fitted, eval_X[sel], None)
+            eval_correct[start : start + len(sel)] = (preds == eval_codes[sel][:, None]).sum(axis=1)
+    elif eval_rows is not None:
+        eval_correct = np.zeros(0, dtype=np.int32)
+    return RoundScores(correct, n_pred, model_correct, model_total, eval_correct)

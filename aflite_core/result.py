@@ -1,0 +1,541 @@
+"""The record of an AFLite run: :class:`AFLiteResult`, with exact save/load (Parquet + JSON, never pickle)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+__all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress"]
+
+FORMAT = "aflite-studio-run"
+FORMAT_VERSION = 1
+
+#: stop reasons and how they read in words (``AFLiteResult.stop_message``)
+STOP_REASONS = {
+    "target_size_reached": "The filtered set reached the target size of {target} rows.",
+    "fewer_than_k_qualified": (
+        "Early stop (τ): in round {round} only {qualified} row(s) had predictability ≥ τ = {tau}, fewer than "
+        "the slice size k = {k}, so the filter stopped with {size} rows left."
+    ),
+    "stopped_by_callback": "Stopped on request after round {round}; this result is partial ({size} rows left).",
+}
+
+#: evaluation-row history categories (Figure 1 of the evaluation-set paper)
+EVAL_CATEGORIES = ("removed in round 1", "removed later", "selected")
+
+
+@dataclass(frozen=True)
+class RoundProgress:
+    """What the progress callback receives after every round.
+
+    Attributes
+    ----------
+    round : int
+        Round just completed (1-based).
+    size : int
+        Rows left in S after the round.
+    removed : int
+        Rows removed in this round.
+    total_removed : int
+        Rows removed so far.
+    target_size : int
+        The target size n.
+    n_rows : int
+        Rows at the start (N).
+    qualified : int
+        Rows with predictability ≥ τ in this round.
+    eval_size : int or None
+        Evaluation rows left, when an evaluation set is filtered.
+    seconds : float
+        Wall time of the round.
+    """
+
+    round: int
+    size: int
+    removed: int
+    total_removed: int
+    target_size: int
+    n_rows: int
+    qualified: int
+    eval_size: int | None
+    seconds: float
+
+    @property
+    def fraction_done(self) -> float:
+        """Share of the way from N down to the target size, in [0, 1]."""
+        span = max(self.n_rows - self.target_size, 1)
+        return min(1.0, self.total_removed / span)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return repr(value)
+
+
+def _encode_values(values: Any) -> tuple[list, bool]:
+    """Values as JSON-able Python scalars; True when some had to become their repr."""
+    out, lossy = [], False
+    for v in values:
+        v = v.item() if isinstance(v, np.generic) else v
+        if isinstance(v, float) and not math.isfinite(v):
+            out.append(repr(v))
+            lossy = True
+        elif isinstance(v, (str, int, float, bool)) or v is None:
+            out.append(v)
+        else:
+            out.append(repr(v))
+            lossy = True
+    return out, lossy
+
+
+@dataclass(eq=False)
+class AFLiteResult:
+    """Everything an AFLite run did, per row and per round; nothing needs re-running to draw it.
+
+    Row arrays are aligned with the rows of ``X`` given to :func:`aflite_core.aflite`; round arrays have one
+    row per completed round (round r is row r-1).
+
+    Attributes
+    ----------
+    params : dict
+        Resolved parameters (``target_size``, ``train_size`` … as row counts), the model family's spec and
+        the integer ``seed`` actually used.
+    classes : tuple
+        Class names; label codes index into it.
+    y : ndarray of int32, shape (N,)
+        Label code of every row.
+    kept : ndarray of bool, shape (N,)
+        True for rows in the filtered set.
+    removed_round : ndarray of int32, shape (N,)
+        Round in which the row was removed, -1 if kept.
+    scores : ndarray of float32, shape (rounds, N), or None
+        Predictability p(i) of every row in every round; NaN where not scored or already removed.
+        ``None`` for ``strategy="greedy"`` (one round per removed row), which keeps only the compact columns.
+    n_predictions : ndarray of uint16 (int32 if m > 65535), shape (rounds, N), or None
+        Out-of-sample predictions each row received per round (0 where not scored).
+    first_score, last_score, removal_score : ndarray of float32, shape (N,)
+        Score in round 1, in the last round the row was scored, and in the round it was removed (NaN if kept).
+    history : pandas.DataFrame
+        One row per round: ``round, size_before, n_scored, n_qualified, n_removed, size_after,
+        min_removed_score, mean_predictability`` (the representation-bias estimate R(Φ,S,M) of eq. 5 as the
+        mean p over scored rows), ``mean_model_accuracy`` (held-out accuracy of the m models),
+        ``eval_size_before, eval_removed, seconds``.
+    stop_reason : str
+        A key of :data:`STOP_REASONS`.
+    provenance : dict
+        Hashes of X and y, package versions, seed, creation time.
+    ids : ndarray or None
+        Row ids given by the user.
+    eval_y, eval_kept, eval_removed_round, eval_scores, eval_first_score, eval_last_score, eval_removal_score
+        The same for evaluation rows (``None`` without an evaluation set).
+    eval_ids : ndarray or None
+        Evaluation row ids.
+    """
+
+    params: dict
+    classes: tuple
+    y: NDArray[np.int32]
+    kept: NDArray[np.bool_]
+    removed_round: NDArray[np.int32]
+    scores: NDArray[np.float32] | None
+    n_predictions: NDArray | None
+    first_score: NDArray[np.float32]
+    last_score: NDArray[np.float32]
+    removal_score: NDArray[np.float32]
+    history: pd.DataFrame
+    stop_reason: str
+    provenance: dict = field(default_factory=dict)
+    ids: NDArray | None = None
+    eval_y: NDArray[np.int32] | None = None
+    eval_kept: NDArray[np.bool_] | None = None
+    eval_removed_round: NDArray[np.int32] | None = None
+    eval_scores: NDArray[np.float32] | None = None
+    eval_first_score: NDArray[np.float32] | None = None
+    eval_last_score: NDArray[np.float32] | None = None
+    eval_removal_score: NDArray[np.float32] | None = None
+    eval_ids: NDArray | None = None
+
+    # -- summaries ----------------------------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        """N, the number of input rows."""
+        return len(self.kept)
+
+    @property
+    def n_rounds(self) -> int:
+        """Completed rounds."""
+        return len(self.history)
+
+    @property
+    def n_kept(self) -> int:
+        """Rows in the filtered set."""
+        return int(self.kept.sum())
+
+    @property
+    def n_removed(self) -> int:
+        """Rows removed."""
+        return self.n_rows - self.n_kept
+
+    @property
+    def stopped(self) -> bool:
+        """True when the run was stopped through the callback (a partial result)."""
+        return self.stop_reason == "stopped_by_callback"
+
+    @property
+    def labels(self) -> NDArray:
+        """Class name of every row."""
+        return _names(self.classes, self.y)
+
+    @property
+    def representation_bias(self) -> pd.Series:
+        """Per-round estimate of R(Φ, S, M) (eq. 5): mean predictability over the scored rows."""
+        return self.history.set_index("round")["mean_predictability"]
+
+    @property
+    def stop_message(self) -> str:
+        """The stop reason in words."""
+        last = self.history.iloc[-1] if len(self.history) else None
+        return STOP_REASONS[self.stop_reason].format(
+            target=self.params["target_size"],
+            round=int(last["round"]) if last is not None else 0,
+            qualified=int(last["n_qualified"]) if last is not None else 0,
+            tau=self.params["tau"],
+            k=self.params["slice_size"],
+            size=self.n_kept,
+        )
+
+    @property
+    def eval_category(self) -> NDArray | None:
+        """For evaluation rows: 'removed in round 1', 'removed later' or 'selected' (the history H)."""
+        if self.eval_removed_round is None:
+            return None
+        cat = np.full(len(self.eval_removed_round), EVAL_CATEGORIES[2], dtype=object)
+        cat[self.eval_removed_round == 1] = EVAL_CATEGORIES[0]
+        cat[self.eval_removed_round > 1] = EVAL_CATEGORIES[1]
+        return cat
+
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers (what the CLI prints)."""
+        out = {
+            "kept": self.n_kept,
+            "removed": self.n_removed,
+            "rounds": self.n_rounds,
+            "seconds": round(float(self.history["seconds"].sum()), 3) if len(self.history) else 0.0,
+            "stop_reason": self.stop_reason,
+        }
+        if self.eval_kept is not None:
+            out["eval_kept"] = int(self.eval_kept.sum())
+            out["eval_removed"] = int((~self.eval_kept).sum())
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"AFLiteResult(kept={self.n_kept}/{self.n_rows}, rounds={self.n_rounds}, "
+            f"stop_reason={self.stop_reason!r}, strategy={self.params.get('strategy')!r})"
+        )
+
+    # -- tables -------------------------------------------------------------------------------------------
+    def to_frame(self, *, round_scores: bool = False) -> pd.DataFrame:
+        """One row per example: id, label (class name), kept, removed_round and scores.
+
+        Parameters
+        ----------
+        round_scores : bool, default=False
+            Add one column ``p_round_<r>`` per round (not available for ``strategy="greedy"``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by row position.
+        """
+        df = pd.DataFrame(
+            {
+                "label": self.labels,
+                "kept": self.kept,
+                "removed_round": self.removed_round,
+                "first_score": self.first_score,
+                "last_score": self.last_score,
+                "removal_score": self.removal_score,
+            }
+        )
+        if self.ids is not None:
+            df.insert(0, "id", self.ids)
+        df.index.name = "row"
+        if round_scores and self.scores is not None:
+            extra = pd.DataFrame(self.scores.T, columns=[f"p_round_{r + 1}" for r in range(self.scores.shape[0])])
+            df = pd.concat([df, extra.set_index(df.index)], axis=1)
+        return df
+
+    def eval_frame(self) -> pd.DataFrame | None:
+        """One row per evaluation example: id, label, category, removed_round and scores."""
+        if self.eval_kept is None:
+            return None
+        df = pd.DataFrame(
+            {
+                "label": _names(self.classes, self.eval_y),
+                "category": self.eval_category,
+                "kept": self.eval_kept,
+                "removed_round": self.eval_removed_round,
+                "first_score": self.eval_first_score,
+                "last_score": self.eval_last_score,
+                "removal_score": self.eval_removal_score,
+            }
+        )
+        if self.eval_ids is not None:
+            df.insert(0, "id", self.eval_ids)
+        df.index.name = "row"
+        return df
+
+    # -- comparison ---------------------------------------------------------------------------------------
+    def equals(self, other: AFLiteResult, *, timings: bool = False) -> bool:
+        """True when both runs made the same decisions and recorded the same arrays and tables.
+
+        Parameters
+        ----------
+        other : AFLiteResult
+        timings : bool, default=False
+            Also compare the ``seconds`` column and creation time.
+        """
+        arrays = [
+            "y", "kept", "removed_round", "scores", "n_predictions", "first_score", "last_score", "removal_score",
+            "ids", "eval_y", "eval_kept", "eval_removed_round", "eval_scores", "eval_first_score",
+            "eval_last_score", "eval_removal_score", "eval_ids",
+        ]  # fmt: skip
+        for name in arrays:
+            a, b = getattr(self, name), getattr(other, name)
+            if (a is None) != (b is None):
+                return False
+            if a is not None and not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=a.dtype.kind == "f"):
+                return False
+            if a is not None and np.asarray(a).dtype != np.asarray(b).dtype:
+                return False
+        if self.classes != other.classes or self.stop_reason != other.stop_reason:
+            return False
+        cols = [c for c in self.history.columns if timings or c != "seconds"]
+        if list(self.history.columns) != list(other.history.columns):
+            return False
+        if not self.history[cols].equals(other.history[cols]):
+            return False
+        mine = {k: v for k, v in self.params.items()}
+        theirs = {k: v for k, v in other.params.items()}
+        if json.dumps(mine, sort_keys=True, default=_json_default) != json.dumps(
+            theirs, sort_keys=True, default=_json_default
+        ):
+            return False
+        skip = set() if timings else {"created"}
+        prov_a = {k: v for k, v in self.provenance.items() if k not in skip}
+        prov_b = {k: v for k, v in other.provenance.items() if k not in skip}
+        return json.dumps(prov_a, sort_keys=True, default=_json_default) == json.dumps(
+            prov_b, sort_keys=True, default=_json_default
+        )
+
+    # -- persistence --------------------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        """Write the run to ``directory`` as Parquet tables plus ``result.json`` (no pickle).
+
+        Files: ``result.json`` (parameters, classes, stop reason, provenance), ``rows.parquet``,
+        ``history.parquet``, ``scores.parquet`` (per-round scores and prediction counts, one column per round)
+        and, with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``. Existing files of a run
+        in that directory are overwritten.
+
+        Parameters
+        ----------
+        directory : str or Path
+            Created if missing.
+
+        Returns
+        -------
+        Path
+            The directory.
+        """
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        classes, classes_lossy = _encode_values(self.classes)
+        meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "params": self.params,
+            "classes": classes,
+            "classes_are_repr": classes_lossy,
+            "stop_reason": self.stop_reason,
+            "provenance": self.provenance,
+            "n_rows": self.n_rows,
+            "n_rounds": self.n_rounds,
+            "has_scores": self.scores is not None,
+            "n_predictions_dtype": None if self.n_predictions is None else str(self.n_predictions.dtype),
+            "n_eval": None if self.eval_kept is None else len(self.eval_kept),
+            "ids": _ids_meta(self.ids),
+            "eval_ids": _ids_meta(self.eval_ids),
+        }
+        rows = pd.DataFrame(
+            {
+                "y": self.y,
+                "kept": self.kept,
+                "removed_round": self.removed_round,
+                "first_score": self.first_score,
+                "last_score": self.last_score,
+                "removal_score": self.removal_score,
+            }
+        )
+        if self.ids is not None:
+            rows["id"] = _ids_for_parquet(self.ids)
+        rows.to_parquet(out / "rows.parquet", index=False)
+        self.history.reset_index(drop=True).to_parquet(out / "history.parquet", index=False)
+        _write_round_matrix(out / "scores.parquet", self.scores, self.n_predictions)
+        for name in ("eval_rows.parquet", "eval_scores.parquet"):
+            (out / name).unlink(missing_ok=True)
+        if self.eval_kept is not None:
+            erows = pd.DataFrame(
+                {
+                    "y": self.eval_y,
+                    "kept": self.eval_kept,
+                    "removed_round": self.eval_removed_round,
+                    "first_score": self.eval_first_score,
+                    "last_score": self.eval_last_score,
+                    "removal_score": self.eval_removal_score,
+                }
+            )
+            if self.eval_ids is not None:
+                erows["id"] = _ids_for_parquet(self.eval_ids)
+            erows.to_parquet(out / "eval_rows.parquet", index=False)
+            _write_round_matrix(out / "eval_scores.parquet", self.eval_scores, None)
+        (out / "result.json").write_text(json.dumps(meta, indent=2, default=_json_default, ensure_ascii=False))
+        return out
+
+    @classmethod
+    def load(cls, directory: str | Path) -> AFLiteResult:
+        """Read a run written by :meth:`save` (or by the CLI).
+
+        Raises
+        ------
+        ValueError
+            When the directory does not hold a readable run, with what is missing.
+        """
+        src = Path(directory)
+        meta_path = src / "result.json"
+        if not meta_path.is_file():
+            raise ValueError(f"'{src}' is not an AFLite run directory: it has no result.json.")
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"'{meta_path}' is not valid JSON: {exc}") from None
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"'{src}' does not hold an AFLite Studio run (format {meta.get('format')!r}).")
+        if meta.get("format_version", 0) > FORMAT_VERSION:
+            raise ValueError(
+                f"'{src}' was written by a newer AFLite Studio (format version {meta['format_version']}); "
+                "upgrade to read it."
+            )
+        try:
+            rows = pd.read_parquet(src / "rows.parquet")
+            history = pd.read_parquet(src / "history.parquet")
+            scores, counts = _read_round_matrix(src / "scores.parquet", meta["n_rounds"], meta["has_scores"],
+                                                meta.get("n_predictions_dtype"))
+            eval_kw: dict[str, Any] = {}
+            if meta.get("n_eval") is not None:
+                erows = pd.read_parquet(src / "eval_rows.parquet")
+                escores, _ = _read_round_matrix(src / "eval_scores.parquet", meta["n_rounds"], meta["has_scores"],
+                                                None)
+                eval_kw = {
+                    "eval_y": erows["y"].to_numpy(np.int32),
+                    "eval_kept": erows["kept"].to_numpy(bool),
+                    "eval_removed_round": erows["removed_round"].to_numpy(np.int32),
+                    "eval_scores": escores,
+                    "eval_first_score": erows["first_score"].to_numpy(np.float32),
+                    "eval_last_score": erows["last_score"].to_numpy(np.float32),
+                    "eval_removal_score": erows["removal_score"].to_numpy(np.float32),
+                    "eval_ids": _ids_from_parquet(erows, meta.get("eval_ids")),
+                }
+        except (OSError, KeyError, ValueError) as exc:
+            raise ValueError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}") from None
+        return cls(
+            params=meta["params"],
+            classes=tuple(meta["classes"]),
+            y=rows["y"].to_numpy(np.int32),
+            kept=rows["kept"].to_numpy(bool),
+            removed_round=rows["removed_round"].to_numpy(np.int32),
+            scores=scores,
+            n_predictions=counts,
+            first_score=rows["first_score"].to_numpy(np.float32),
+            last_score=rows["last_score"].to_numpy(np.float32),
+            removal_score=rows["removal_score"].to_numpy(np.float32),
+            history=history,
+            stop_reason=meta["stop_reason"],
+            provenance=meta.get("provenance", {}),
+            ids=_ids_from_parquet(rows, meta.get("ids")),
+            **eval_kw,
+        )
+
+
+def _names(classes: tuple, codes: NDArray | None) -> NDArray:
+    arr = np.empty(len(classes), dtype=object)
+    arr[:] = list(classes)
+    return arr[codes]
+
+
+def _ids_meta(ids: NDArray | None) -> dict | None:
+    if ids is None:
+        return None
+    kind = np.asarray(ids).dtype.kind
+    if kind in "iu":
+        return {"kind": "int"}
+    if kind == "f":
+        return {"kind": "float"}
+    values = list(ids)
+    if all(isinstance(v, str) for v in values):
+        return {"kind": "str"}
+    return {"kind": "repr"}
+
+
+def _ids_for_parquet(ids: NDArray) -> Any:
+    kind = _ids_meta(ids)["kind"]
+    if kind in ("int", "float"):
+        return np.asarray(ids)
+    if kind == "str":
+        return pd.array(list(ids), dtype=object)
+    return pd.array([repr(v) if not isinstance(v, str) else v for v in ids], dtype=object)
+
+
+def _ids_from_parquet(frame: pd.DataFrame, meta: dict | None) -> NDArray | None:
+    if meta is None or "id" not in frame:
+        return None
+    col = frame["id"]
+    if meta["kind"] in ("int", "float"):
+        return col.to_numpy()
+    out = np.empty(len(col), dtype=object)
+    out[:] = [str(v) for v in col.tolist()]
+    return out
+
+
+def _write_round_matrix(path: Path, scores: NDArray | None, counts: NDArray | None) -> None:
+    cols: dict[str, Any] = {}
+    if scores is not None:
+        for r in range(scores.shape[0]):
+            cols[f"p_round_{r + 1}"] = scores[r]
+            if counts is not None:
+                cols[f"n_round_{r + 1}"] = counts[r]
+    pd.DataFrame(cols).to_parquet(path, index=False)
+
+
+def _read_round_matrix(path: Path, n_rounds: int, has_scores: bool, count_dtype: str | None):
+    if not has_scores:
+        return None, None
+    frame = pd.read_parquet(path)
+    n = len(frame)
+    scores = np.empty((n_rounds, n), dtype=np.float32)
+    counts = np.empty((n_rounds, n), dtype=np.dtype(count_dtype)) if count_dtype else None
+    for r in range(n_rounds):
+        scores[r] = frame[f"p_round_{r + 1}"].to_numpy(np.float32)
+        if counts is not None:
+            counts[r] = frame[f"n_round_{r + 1}"].to_numpy(counts.dtype)
+    return scores, counts
