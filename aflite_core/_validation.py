@@ -72,7 +72,7 @@ def _is_real(value: Any) -> bool:
 
 def check_int(value: Any, name: str, func: str, *, low: int, high: int | None = None) -> int:
     """Check ``value`` is an int in ``[low, high]`` (``high=None`` means unbounded)."""
-    bounds = f"[{low}, {'inf' if high is None else high}]"
+    bounds = f"[{low}, inf)" if high is None else f"[{low}, {high}]"
     if not _is_int(value):
         raise param_error(name, func, f"an int in {bounds}", value, TypeError)
     if value < low or (high is not None and value > high):
@@ -251,7 +251,17 @@ def _as_label_array(y: Any, name: str, func: str) -> np.ndarray:
     if isinstance(y, pd.Series):
         y = y.to_numpy()
     try:
-        arr = np.asarray(y) if not isinstance(y, np.ndarray) else y
+        if isinstance(y, np.ndarray):
+            arr = y
+        else:
+            values = list(y)
+            kinds = {type(v) for v in values[:10_000]}
+            mixed = len(kinds) > 1 and not all(issubclass(k, (int, float, np.number)) for k in kinds)
+            if mixed or any(issubclass(k, tuple) for k in kinds):
+                arr = np.empty(len(values), dtype=object)  # keep 1 and "one" apart; tuples are labels
+                arr[:] = values
+            else:
+                arr = np.asarray(values)
     except Exception as exc:
         raise TypeError(f"The '{name}' parameter of {func} must be a 1-D sequence of labels. {exc}") from None
     if arr.ndim == 2 and arr.shape[1] == 1:

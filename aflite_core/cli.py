@@ -51,7 +51,7 @@ class Progress:
         if self.quiet:
             return True
         width = 30
-        filled = int(round(progress.fraction_done * width))
+        filled = round(progress.fraction_done * width)
         bar = "#" * filled + "-" * (width - filled)
         extra = f" | eval left {progress.eval_size}" if progress.eval_size is not None else ""
         line = (

@@ -162,7 +162,8 @@ def _resolve(X, y, *, func, target_size, n_partitions, train_size, slice_size, t
             )
         out["eval_X"] = EX
         out["eval_codes"] = labels.encode(eval_y, "eval_y", func)
-    for name, value, n in (("ids", ids, n_rows), ("eval_ids", eval_ids, None if eval_X is None else len(out["eval_X"]))):
+    n_eval = None if eval_X is None else len(out["eval_X"])
+    for name, value, n in (("ids", ids, n_rows), ("eval_ids", eval_ids, n_eval)):
         if value is None:
             out[name] = None
             continue
@@ -437,8 +438,8 @@ def aflite(
         y=codes,
         kept=kept,
         removed_round=removed_round,
-        scores=np.vstack(score_rows) if keep_matrix and score_rows else (np.empty((0, N), np.float32) if keep_matrix else None),
-        n_predictions=np.vstack(count_rows) if keep_matrix and count_rows else (np.empty((0, N), count_dtype) if keep_matrix else None),
+        scores=np.vstack(score_rows) if keep_matrix else None,
+        n_predictions=np.vstack(count_rows) if keep_matrix else None,
         first_score=first_score,
         last_score=last_score,
         removal_score=removal_score,

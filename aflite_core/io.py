@@ -7,6 +7,7 @@ app can show it as is.
 from __future__ import annotations
 
 import io as _io
+import json
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["LABEL_COLUMN_NAMES", "read_features", "read_labels"]
+__all__ = ["LABEL_COLUMN_NAMES", "TABLE_FORMATS", "read_features", "read_labels", "read_table", "source_name"]
 
 #: header cells recognised as naming the label column of a one-column file
 LABEL_COLUMN_NAMES = ("label", "labels", "y", "target", "class", "gold_label")
@@ -195,3 +196,200 @@ def read_labels(
         first = values.index("")
         raise ValueError(f"Label file '{name}' has an empty label (row {first}).")
     return _maybe_numeric(values)
+
+
+#: file-name endings of the tables :func:`read_table` reads, and the format each stands for
+TABLE_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
+
+
+class _NamedBytesIO(_io.BytesIO):
+    """Bytes with a file name, like an uploaded file."""
+
+    def __init__(self, data: bytes, name: str) -> None:
+        super().__init__(data)
+        self.name = name
+
+
+def source_name(source: Any, name: str | None = None) -> str:
+    """The file name shown in messages: ``name`` if given, else the path or the file-like's ``name``."""
+    if name:
+        return str(name)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return "uploaded file"
+    return _name(source)
+
+
+def _read_bytes(source: Any, *, name: str, max_bytes: int | None, what: str = "") -> bytes:
+    """All bytes of a path, bytes object or binary file-like, refusing more than ``max_bytes``."""
+    label = f"{what} '{name}'" if what else f"'{name}'"
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise ValueError(f"{label[0].upper()}{label[1:]} does not exist.")
+        _check_size(path, max_bytes)
+        return path.read_bytes()
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    elif hasattr(source, "read"):
+        _check_size(source, max_bytes)
+        if hasattr(source, "seek"):
+            try:
+                source.seek(0)
+            except (OSError, ValueError):  # pragma: no cover - unseekable streams are read from where they are
+                pass
+        data = source.read() if max_bytes is None else source.read(max_bytes + 1)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+    else:
+        raise TypeError(
+            f"Cannot read {label}: expected a path, bytes or a binary file-like, got {type(source).__name__}."
+        )
+    if max_bytes is not None and len(data) > max_bytes:
+        raise ValueError(
+            f"'{name}' is more than the {max_bytes / 2**20:.0f} MB allowed here; "
+            "use the command line (python -m aflite_core filter ...) for large files."
+        )
+    return data
+
+
+def _table_format(name: str, format: str | None) -> str:
+    if format is not None:
+        fmt = format.lower().lstrip(".")
+        fmt = TABLE_FORMATS.get("." + fmt, fmt)
+        if fmt not in set(TABLE_FORMATS.values()):
+            raise ValueError(f"Unknown table format {format!r} for '{name}'; use one of csv, tsv, parquet or jsonl.")
+        return fmt
+    suffix = Path(name).suffix.lower()
+    if suffix not in TABLE_FORMATS:
+        raise ValueError(
+            f"Table file '{name}' must be .csv, .tsv, .parquet or .jsonl; got '{suffix or 'no extension'}'."
+        )
+    return TABLE_FORMATS[suffix]
+
+
+def _decode(data: bytes, name: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"'{name}' is not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8."
+        ) from None
+
+
+def _parse_delimited(text: str, name: str, sep: str) -> pd.DataFrame:
+    kind = "TSV" if sep == "\t" else "CSV"
+    try:
+        # only empty cells are missing: "NA", "None" or "null" in a text column stay text
+        return pd.read_csv(_io.StringIO(text), sep=sep, keep_default_na=False, na_values=[""])
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"'{name}' is empty.") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ValueError(f"'{name}' is not a readable {kind} file: {detail}") from None
+
+
+def _parse_jsonl(text: str, name: str) -> pd.DataFrame:
+    rows: list[dict] = []
+    # split on newlines only: JSON strings may hold U+2028 and other characters str.splitlines() splits on
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"'{name}' is not valid JSON Lines: line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})."
+            ) from None
+        if not isinstance(value, dict):
+            raise ValueError(
+                f"'{name}' is not valid JSON Lines: line {lineno} holds a JSON {type(value).__name__}, "
+                "not an object ({\"column\": value, ...})."
+            )
+        rows.append(value)
+    return pd.DataFrame(rows)
+
+
+def _parse_parquet(data: bytes, name: str) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if data[:4] != b"PAR1":
+        raise ValueError(f"'{name}' is not a Parquet file (it does not start with the Parquet magic bytes).")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+        return table.to_pandas()
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise ValueError(f"'{name}' is not a readable Parquet file: {exc}") from None
+
+
+def read_table(
+    source: str | Path | bytes | BinaryIO,
+    *,
+    name: str | None = None,
+    format: str | None = None,
+    max_bytes: int | None = None,
+) -> pd.DataFrame:
+    r"""Read a table (CSV, TSV, Parquet or JSON Lines) from a path, bytes or an uploaded file-like.
+
+    Parsing is safe: CSV, TSV and JSONL are decoded as UTF-8 text, Parquet is read with pyarrow; nothing is
+    ever unpickled. In CSV and TSV only empty cells count as missing (the texts ``NA`` or ``None`` stay text).
+
+    Parameters
+    ----------
+    source : path, bytes or binary file-like
+        The table. A file-like (e.g. Streamlit's ``UploadedFile``) is read from its start.
+    name : str, optional
+        File name used for the format and in messages (needed for bytes; default: the path or ``source.name``).
+    format : {"csv", "tsv", "parquet", "jsonl"}, optional
+        Overrides the format the file name implies.
+    max_bytes : int, optional
+        Refuse larger files.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per line / record, columns as in the file.
+
+    Raises
+    ------
+    ValueError
+        With one sentence naming the file and the problem: missing, too large, unknown extension, empty,
+        not UTF-8, malformed (JSONL with the line number), or without rows.
+
+    Examples
+    --------
+    >>> from aflite_core.io import read_table
+    >>> read_table(b'{"text": "a cat", "label": 1}\n{"text": "a dog", "label": 0}\n', name="pets.jsonl")
+        text  label
+    0  a cat      1
+    1  a dog      0
+    """
+    shown = source_name(source, name)
+    fmt = _table_format(shown, format)
+    data = _read_bytes(source, name=shown, max_bytes=max_bytes, what="Table file")
+    if not data.strip():
+        raise ValueError(f"'{shown}' is empty.")
+    if fmt == "parquet":
+        frame = _parse_parquet(data, shown)
+    else:
+        text = _decode(data, shown)
+        if not text.strip():
+            raise ValueError(f"'{shown}' is empty.")
+        if fmt == "jsonl":
+            frame = _parse_jsonl(text, shown)
+        else:
+            frame = _parse_delimited(text, shown, "\t" if fmt == "tsv" else ",")
+    if frame.shape[1] == 0:
+        raise ValueError(f"'{shown}' has no columns.")
+    if len(frame) == 0:
+        raise ValueError(f"'{shown}' has no rows (only a header).")
+    return frame

@@ -279,8 +279,9 @@ class _LinearSession:
 
     def score_rows(self, fitted: _LinearWeights, rows: NDArray[np.intp], plan: PartitionPlan, correct, n_pred,
                    model_correct, model_total) -> bool:
-        """Count correct held-out predictions block by block, predicting each block only with the models
-        that held it out (about half the work of predicting every row with every model).
+        """Count correct held-out predictions block by block, with only the models that held each block out.
+
+        That is about half the work of predicting every row with every model.
 
         Returns False (nothing done) when blocks are too small for this to pay off.
         """
