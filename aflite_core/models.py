@@ -39,8 +39,16 @@ __all__ = ["LinearFamily", "SklearnFamily", "resolve_model"]
 BLOCKS_PER_PARTITION = 32
 #: fewer blocks per partition than this and the family uses exact random subsets instead
 MIN_BLOCKS_PER_PARTITION = 8
-#: partitions whose Gram matrices are summed in one matrix product
-PARTITION_GROUP = 16
+#: memory for the partition Gram matrices summed in one matrix product (fewer passes over the block Grams)
+PARTITION_GROUP_BYTES = 512 * 2**20
+
+
+def partition_group_size(n_partitions: int, D: int) -> int:
+    """Partitions fitted together: as many as fit in :data:`PARTITION_GROUP_BYTES`.
+
+    A function of m and the system size only, so every backend groups partitions the same way.
+    """
+    return int(min(n_partitions, max(1, PARTITION_GROUP_BYTES // (4 * D * D))))
 #: rows gathered at once when building or downdating Gram matrices
 GRAM_CHUNK_BYTES = 32 * 2**20
 
@@ -220,15 +228,23 @@ class _LinearSession:
         self.total = self.stack.sum(axis=0, dtype=np.float64)  # Gram of all of S, kept up to date in remove()
 
     def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
-        """Cholesky factor of the ridge system of the whole current set scaled to t rows (for PCG)."""
+        """Inverse of the ridge system of the whole current set scaled to t rows (the PCG preconditioner).
+
+        Stored explicitly so applying it is one matrix product (triangular solves with few right-hand
+        sides run far below BLAS speed).
+        """
         if not self.family.iterative:
             return None
-        scaled = (self.total * (self.train_size / max(n_rows, 1)))[None].astype(np.float32)
-        A, *_ = _ridge_system(scaled, self.d, self.family.alpha, np.float64)
+        scaled = (self.total * (self.train_size / max(n_rows, 1)))[None]
+        A, *_ = _ridge_system(scaled, self.d, self.family.alpha)
         try:
-            return np.linalg.cholesky(A[0]).astype(np.float32)
+            L = np.linalg.cholesky(A[0])
         except np.linalg.LinAlgError:
             return None
+        from scipy.linalg import solve_triangular
+
+        L_inv = solve_triangular(L, np.eye(self.d), lower=True, check_finite=False)
+        return np.ascontiguousarray((L_inv.T @ L_inv).astype(np.float32))
 
     # -- FamilySession ------------------------------------------------------------------------------
     @property
@@ -255,8 +271,9 @@ class _LinearSession:
         if self.mode == "blocks" and self.stack is None:
             self._build_stack()
         precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
-        for g0 in range(0, len(parts), PARTITION_GROUP):
-            group = parts[g0 : g0 + PARTITION_GROUP]
+        step = partition_group_size(self.n_partitions, self.D)
+        for g0 in range(0, len(parts), step):
+            group = parts[g0 : g0 + step]
             if self.mode == "blocks":
                 A = plan.membership[group].astype(np.float32)
                 P = (A @ self.stack.reshape(len(self.block_sizes), -1)).reshape(len(group), self.D, self.D)
@@ -319,66 +336,80 @@ class _LinearSession:
         order = np.argsort(blocks, kind="stable")
         rows_sorted, blocks_sorted = rows[order], blocks[order]
         cuts = np.flatnonzero(np.diff(blocks_sorted)) + 1
+        removed = np.zeros((self.D, self.D), dtype=np.float32)
         for seg_rows, seg_block in zip(np.split(rows_sorted, cuts), blocks_sorted[np.r_[0, cuts]]):
             Z = self._z(np.sort(seg_rows))
             ZtZ = Z.T @ Z
             self.stack[seg_block] -= ZtZ
-            self.total -= ZtZ
+            removed += ZtZ
+        self.total -= removed
 
 
-def _ridge_system(P: NDArray[np.float32], d: int, alpha: float, dtype=np.float64):
-    """The ridge systems (Gc + λI) w = r with a free intercept, from augmented Grams P of shape (g, D, D).
+def _ridge_system(P: NDArray, d: int, alpha: float):
+    """Turn augmented Grams P (g, D, D) into ridge systems (Gc + λI) w = r, *in place* (no copy of P).
 
-    With Z = [x, 1, onehot(y)], P holds G = Σxxᵀ, s = Σx, n, XᵀY and ΣY. Eliminating the intercept gives
-    (Gc + λI) w = XᵀY - s ΣYᵀ / n with Gc = G - s sᵀ / n, λ = alpha · trace(Gc) / d, and afterwards
-    b = (ΣY - sᵀw) / n.
+    With Z = [x, 1, onehot(y)], P holds G = Σxxᵀ, s = Σx, n, XᵀY and ΣY. Eliminating the free intercept
+    gives (Gc + λI) w = XᵀY - s ΣYᵀ / n with Gc = G - s sᵀ / n and λ = alpha · trace(Gc) / d; afterwards
+    b = (ΣY - sᵀw) / n. Returns A (a view into P), r (float64), s, n and ΣY.
     """
-    Pd = P.astype(dtype, copy=False)
-    s = Pd[:, :d, d].astype(np.float64)
-    n = np.maximum(Pd[:, d, d].astype(np.float64), 1.0)
-    ysum = Pd[:, d, d + 1 :].astype(np.float64)
-    A = Pd[:, :d, :d] - (s[:, :, None] * s[:, None, :] / n[:, None, None]).astype(dtype)
-    rhs = Pd[:, :d, d + 1 :] - (s[:, :, None] * ysum[:, None, :] / n[:, None, None]).astype(dtype)
-    trace = np.trace(A, axis1=1, axis2=2).astype(np.float64) / d
-    lam = alpha * np.where(trace > 0, trace, 1.0)
+    s = P[:, :d, d].astype(np.float64)
+    n = np.maximum(P[:, d, d].astype(np.float64), 1.0)
+    ysum = P[:, d, d + 1 :].astype(np.float64)
+    rhs = P[:, :d, d + 1 :].astype(np.float64) - s[:, :, None] * (ysum / n[:, None])[:, None, :]
+    A = P[:, :d, :d]
+    s_over_n = s / n[:, None]
     idx = np.arange(d)
-    A[:, idx, idx] += lam[:, None].astype(dtype)
+    for i in range(len(A)):  # rank-one centring and the ridge, in place
+        A[i] -= np.multiply.outer(s[i], s_over_n[i]).astype(P.dtype, copy=False)
+        trace = float(np.trace(A[i], dtype=np.float64)) / d
+        A[i, idx, idx] += alpha * (trace if trace > 0 else 1.0)
     return A, rhs, s, n, ysum
 
 
 def _direct_solve(A: NDArray, rhs: NDArray) -> NDArray[np.float64]:
-    """Cholesky solves (LAPACK, float64), least squares where a system is not positive definite."""
+    """Cholesky solves (LAPACK, float64, one system at a time), least squares where not positive definite."""
     from scipy.linalg import lapack
 
-    A = A.astype(np.float64, copy=False)
-    rhs = rhs.astype(np.float64, copy=False)
     w = np.empty(rhs.shape, dtype=np.float64)
     for i in range(A.shape[0]):
-        c, info = lapack.dpotrf(A[i], lower=False, clean=False, overwrite_a=False)
+        Ai = np.array(A[i], dtype=np.float64, order="F")
+        c, info = lapack.dpotrf(Ai, lower=False, clean=False, overwrite_a=True)
         if info == 0:
             w[i], info = lapack.dpotrs(c, rhs[i], lower=False)
         if info != 0:
-            w[i] = np.linalg.lstsq(A[i], rhs[i], rcond=None)[0]
+            w[i] = np.linalg.lstsq(np.asarray(A[i], dtype=np.float64), rhs[i], rcond=None)[0]
     return w
 
 
-def _pcg_solve(A: NDArray[np.float32], rhs: NDArray[np.float32], L: NDArray[np.float32], *, tol: float = 1e-5,
+#: bytes of system matrices iterated together by PCG (bounds the float32 working set)
+PCG_CHUNK_BYTES = 512 * 2**20
+
+
+def _pcg_solve(A: NDArray[np.float32], rhs: NDArray, M_inv: NDArray[np.float32], *, tol: float = 1e-5,
                max_iter: int = 60) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Batched preconditioned conjugate gradients for g·C independent systems, in float32.
 
-    ``L`` is the Cholesky factor of a preconditioner close to every A_j (the ridge system of the whole
-    current set, scaled to the training size), so a handful of iterations reach ``tol`` relative residual.
-    Every (system, column) pair iterates on its own and stops on its own residual, so its answer does not
-    depend on which other systems share the batch. Returns the solutions and which systems converged.
+    ``M_inv`` is the inverse of a preconditioner close to every A_j (the ridge system of the whole current
+    set, scaled to the training size), so a handful of iterations reach ``tol`` relative residual. Every
+    (system, column) pair iterates on its own and stops on its own residual, so its answer does not depend
+    on which other systems share the batch; systems are processed a few at a time so their matrices stay in
+    cache across iterations. Returns the solutions and which systems converged.
     """
-    from scipy.linalg import solve_triangular
+    g, d, C = rhs.shape
+    x_all = np.empty((g, d, C), dtype=np.float64)
+    ok_all = np.empty(g, dtype=bool)
+    step = max(1, PCG_CHUNK_BYTES // (4 * d * d))
+    for g0 in range(0, g, step):
+        sl = slice(g0, min(g0 + step, g))
+        x_all[sl], ok_all[sl] = _pcg_batch(A[sl], rhs[sl].astype(np.float32), M_inv, tol, max_iter)
+    return x_all, ok_all
 
+
+def _pcg_batch(A, rhs, M_inv, tol, max_iter):
     g, d, C = rhs.shape
 
     def precond(r):  # M⁻¹ r for all systems at once: (g, d, C) -> (g, d, C)
-        flat = r.transpose(1, 0, 2).reshape(d, g * C)
-        z = solve_triangular(L, flat, lower=True, check_finite=False)
-        z = solve_triangular(L, z, lower=True, trans="T", check_finite=False)
+        z = M_inv @ r.transpose(1, 0, 2).reshape(d, g * C)
         return z.reshape(d, g, C).transpose(1, 0, 2)
 
     bnorm = np.sqrt(np.einsum("gdc,gdc->gc", rhs, rhs))
@@ -407,19 +438,17 @@ def _pcg_solve(A: NDArray[np.float32], rhs: NDArray[np.float32], L: NDArray[np.f
 
 
 def _solve_ridge(P: NDArray[np.float32], d: int, C: int, alpha: float, precond: NDArray[np.float32] | None = None):
-    """Ridge weights (g, d, C) and intercepts (g, C) from augmented Gram matrices ``P`` (g, D, D).
+    """Ridge weights (g, d, C) and intercepts (g, C) from augmented Gram matrices ``P`` (g, D, D; overwritten).
 
     With a preconditioner factor, systems are solved by batched conjugate gradients (float32) and any that
     do not converge fall back to a direct Cholesky solve in float64; without one, all are solved directly.
     """
+    A, rhs, s, n, ysum = _ridge_system(P, d, alpha)
     if precond is not None:
-        A, rhs, s, n, ysum = _ridge_system(P, d, alpha, np.float32)
         w, ok = _pcg_solve(A, rhs, precond)
         if not ok.all():
-            A64, rhs64, *_ = _ridge_system(P[~ok], d, alpha, np.float64)
-            w[~ok] = _direct_solve(A64, rhs64)
+            w[~ok] = _direct_solve(A[~ok], rhs[~ok])
     else:
-        A, rhs, s, n, ysum = _ridge_system(P, d, alpha, np.float64)
         w = _direct_solve(A, rhs)
     b = (ysum - np.einsum("gd,gdc->gc", s, w)) / n[:, None]
     return w, b

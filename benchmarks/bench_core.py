@@ -1,0 +1,210 @@
+"""Benchmark the AFLite engine against the straightforward reference loop (and at the SNLI scale).
+
+Usage::
+
+    python benchmarks/bench_core.py                 # (a) and (b) on both data variants, then (c)
+    python benchmarks/bench_core.py --settings b --data anisotropic
+    python benchmarks/bench_core.py --settings c    # the SNLI-shaped run (needs ~6 GB RAM, ~3 GB disk)
+
+Prints one block per setting and a JSON line per measurement (``--json-out FILE`` appends them). Figures go
+into benchmarks/README.md by hand, from one run; nothing here asserts a time.
+
+Settings (Le Bras et al. 2020 symbols: m partitions, t training rows, k slice, τ threshold, n target):
+
+* (a) N=5,000, d=64, 2 classes, m=64, t=1,500, k=250, τ=0.75, n=2,000
+* (b) N=50,000, d=256, 3 classes, m=64, t=20,000, k=2,500, τ=0.75, n=30,000
+* (c) N=500,000, d=1,024 float32, 3 classes, m=64, t=40,000, k=10,000, τ=0.75, n=92,000 (engine only)
+
+Data: :func:`aflite_core.synthetic.make_planted_bias` - Gaussian classes a linear model separates only
+moderately plus 25 % of rows shifted along a class-specific direction (almost perfectly predictable).
+Two variants: ``isotropic`` noise (logistic regression converges in ~8 L-BFGS iterations: the reference's
+best case) and ``anisotropic`` (randomly rotated, spectrum decaying as i^-0.5, offset 1, like real
+embeddings: L-BFGS runs to its default 100 iterations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+SETTINGS = {
+    "a": dict(n=5_000, d=64, classes=2, m=64, t=1_500, k=250, tau=0.75, target=2_000),
+    "b": dict(n=50_000, d=256, classes=3, m=64, t=20_000, k=2_500, tau=0.75, target=30_000),
+    "c": dict(n=500_000, d=1_024, classes=3, m=64, t=40_000, k=10_000, tau=0.75, target=92_000),
+}
+DATA = {"isotropic": 0.0, "anisotropic": 0.5}
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    union = (a | b).sum()
+    return float((a & b).sum() / union) if union else 1.0
+
+
+def emit(record: dict, json_out: str | None) -> None:
+    line = json.dumps(record)
+    print(line, flush=True)
+    if json_out:
+        with open(json_out, "a") as fh:
+            fh.write(line + "\n")
+
+
+def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | None, threads: int) -> None:
+    from threadpoolctl import threadpool_limits
+
+    from aflite_core import aflite
+    from aflite_core.synthetic import make_planted_bias
+    from reference import reference_aflite
+
+    s = SETTINGS[name]
+    X, y, biased = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[data],
+                                     random_state=0)
+    kw = dict(target_size=s["target"], n_partitions=s["m"], train_size=s["t"], slice_size=s["k"], tau=s["tau"])
+    print(f"\n== ({name}) {data}: N={s['n']:,} d={s['d']} C={s['classes']} m={s['m']} t={s['t']:,} "
+          f"k={s['k']:,} tau={s['tau']} target={s['target']:,}", flush=True)
+    engine = {}
+    for seed in (0, 1):
+        aflite(X[:2000], y[:2000], target_size=1000, train_size=300, slice_size=100, random_state=seed)  # warm
+        t0 = time.perf_counter()
+        res = aflite(X, y, **kw, random_state=seed, n_threads=threads)
+        engine[seed] = (res, time.perf_counter() - t0)
+    ref = {}
+    with threadpool_limits(threads):
+        for seed in range(ref_seeds):
+            kept, rounds, secs = reference_aflite(X, y, **kw, random_state=seed)
+            ref[seed] = (kept, rounds, secs)
+            print(f"   reference seed {seed}: {secs:8.1f} s, {rounds} rounds, kept {kept.sum():,}", flush=True)
+    fast, fast_s = engine[0]
+    ref_kept, ref_rounds, ref_s = ref[0]
+    rec = {
+        "setting": name, "data": data, "threads": threads,
+        "engine_seconds": round(fast_s, 3), "engine_rounds": fast.n_rounds, "engine_kept": fast.n_kept,
+        "engine_stop": fast.stop_reason, "reference_seconds": round(ref_s, 2), "reference_rounds": ref_rounds,
+        "reference_kept": int(ref_kept.sum()), "speedup": round(ref_s / fast_s, 1),
+        "jaccard_removed_engine_vs_ref": round(jaccard(~fast.kept, ~ref_kept), 3),
+        "jaccard_kept_engine_vs_ref": round(jaccard(fast.kept, ref_kept), 3),
+        "jaccard_removed_engine_seed0_vs_seed1": round(jaccard(~fast.kept, ~engine[1][0].kept), 3),
+        "planted_removed_engine": round(float((~fast.kept[biased]).mean()), 3),
+        "planted_removed_reference": round(float((~ref_kept[biased]).mean()), 3),
+        "partition_mode": fast.params["partition_mode"], "rows_per_block": fast.params["rows_per_block"],
+    }
+    if ref_seeds > 1:
+        other = ref[1][0]
+        rec["jaccard_removed_ref_seed0_vs_seed1 (floor)"] = round(jaccard(~ref_kept, ~other), 3)
+        rec["jaccard_kept_ref_seed0_vs_seed1"] = round(jaccard(ref_kept, other), 3)
+        rec["jaccard_removed_engine_vs_ref_seed1"] = round(jaccard(~fast.kept, ~other), 3)
+    print(f"   engine: {fast_s:.2f} s ({fast.n_rounds} rounds) -> {ref_s / fast_s:.0f}x faster; removed-set "
+          f"Jaccard vs reference {rec['jaccard_removed_engine_vs_ref']:.3f}"
+          + (f" (reference vs reference, other seed: {rec['jaccard_removed_ref_seed0_vs_seed1 (floor)']:.3f})"
+             if ref_seeds > 1 else ""), flush=True)
+    emit(rec, json_out)
+
+
+def write_snli_shaped(path: Path, s: dict, seed: int = 0) -> np.ndarray:
+    """Write the (c) features chunk by chunk to a .npy (never 2 copies in memory); return labels."""
+    rng = np.random.default_rng(seed)
+    n, d, C = s["n"], s["d"], s["classes"]
+    y = rng.permutation(np.arange(n) % C)
+    centres = rng.normal(size=(C, d))
+    centres *= 0.5 / np.linalg.norm(centres, axis=1, keepdims=True)
+    directions = rng.normal(size=(C, d))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    biased = np.zeros(n, dtype=bool)
+    biased[rng.permutation(n)[: n // 4]] = True
+    q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    mix = (q * np.arange(1, d + 1) ** -0.5).astype(np.float32)
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(n, d))
+    for start in range(0, n, 50_000):
+        sl = slice(start, min(start + 50_000, n))
+        Z = rng.normal(size=(sl.stop - start, d)).astype(np.float32) + centres[y[sl]].astype(np.float32)
+        Z[biased[sl]] += 6.0 * directions[y[sl][biased[sl]]].astype(np.float32)
+        out[sl] = Z @ mix + 1.0
+    out.flush()
+    del out
+    np.save(path.with_suffix(".labels.npy"), y)
+    np.save(path.with_suffix(".biased.npy"), biased)
+    return y
+
+
+CHILD = r"""
+import json, resource, sys, time
+import numpy as np
+sys.path.insert(0, {root!r})
+from aflite_core import aflite
+X = np.load({path!r})            # the feature matrix in RAM, as a user would have it
+y = np.load({labels!r})
+biased = np.load({biased!r})
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+t0 = time.perf_counter()
+res = aflite(X, y, target_size={target}, n_partitions={m}, train_size={t}, slice_size={k}, tau={tau},
+             random_state=0, n_threads={threads},
+             callback=lambda p: print(f"   round {{p.round}}: size {{p.size:,}} ({{p.seconds:.0f}} s)", file=sys.stderr,
+                                      flush=True))
+secs = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=res.stop_reason,
+                      peak_rss=peak, rss_after_load=base, x_bytes=X.nbytes,
+                      planted_removed=float((~res.kept[biased]).mean()),
+                      mode=res.params["partition_mode"], rows_per_block=res.params["rows_per_block"])))
+"""
+
+
+def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -> None:
+    s = SETTINGS["c"]
+    print(f"\n== (c) SNLI-shaped: N={s['n']:,} d={s['d']} float32 C=3 m={s['m']} t={s['t']:,} k={s['k']:,} "
+          f"target={s['target']:,}", flush=True)
+    tmp = Path(workdir or tempfile.mkdtemp(prefix="aflite-bench-"))
+    path = tmp / "snli_shaped.npy"
+    if not path.exists():
+        t0 = time.perf_counter()
+        write_snli_shaped(path, s)
+        print(f"   wrote {path} in {time.perf_counter() - t0:.0f} s", flush=True)
+    code = CHILD.format(root=str(HERE.parent), path=str(path), labels=str(path.with_suffix(".labels.npy")),
+                        biased=str(path.with_suffix(".biased.npy")), target=s["target"], m=s["m"], t=s["t"],
+                        k=s["k"], tau=s["tau"], threads=threads)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
+    sys.stderr.write(proc.stderr)
+    if proc.returncode != 0:
+        print("   (c) failed", flush=True)
+        return
+    rec = json.loads(proc.stdout.strip().splitlines()[-1])
+    rec.update(setting="c", threads=threads, peak_over_x=round(rec["peak_rss"] / rec["x_bytes"], 2))
+    print(f"   engine: {rec['seconds'] / 60:.1f} min, {rec['rounds']} rounds, kept {rec['kept']:,} "
+          f"({rec['stop']}); peak RSS {rec['peak_rss'] / 2**30:.2f} GiB = {rec['peak_over_x']}x the "
+          f"{rec['x_bytes'] / 2**30:.2f} GiB feature matrix", flush=True)
+    emit(rec, json_out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--settings", default="a,b,c", help="comma list among a,b,c")
+    ap.add_argument("--data", default="anisotropic,isotropic", help="comma list among anisotropic,isotropic")
+    ap.add_argument("--reference-seeds", type=int, default=2, help="reference runs (2 gives the noise floor)")
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads for engine and reference")
+    ap.add_argument("--json-out", default=None)
+    ap.add_argument("--workdir", default=None, help="where (c) writes its 2 GB feature file (reused if present)")
+    args = ap.parse_args()
+    print(f"machine: {os.cpu_count()} cores; numpy {np.__version__}; "
+          f"maxrss unit check {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
+    for name in args.settings.split(","):
+        if name in ("a", "b"):
+            for data in args.data.split(","):
+                bench_vs_reference(name, data, args.reference_seeds, args.json_out, args.threads)
+        elif name == "c":
+            bench_snli_shaped(args.json_out, args.threads, args.workdir)
+
+
+if __name__ == "__main__":
+    main()
