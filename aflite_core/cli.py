@@ -179,12 +179,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: further commands registered by other modules: (name, function(subparsers, name))
-_EXTRA_COMMANDS: list[tuple[str, Callable]] = []
+def _lazy(module: str) -> Callable:
+    """Register a command whose module is imported only when the parser is built."""
+
+    def register(subparsers, name: str) -> None:
+        import importlib
+
+        importlib.import_module(f"aflite_core.{module}").add_cli(subparsers, name)
+
+    return register
+
+
+#: further commands and the modules that define them: (name, function(subparsers, name))
+_EXTRA_COMMANDS: list[tuple[str, Callable]] = [("dynamics", _lazy("dynamics"))]
 
 
 _OPTION_OF = {"n_partitions": "--partitions", "random_state": "--seed", "X": "--features", "y": "--labels",
-              "eval_X": "--eval-features", "eval_y": "--eval-labels", "n_threads": "--threads"}
+              "eval_X": "--eval-features", "eval_y": "--eval-labels", "n_threads": "--threads",
+              "X_partial": "--partial-features"}
 
 
 def _as_option_names(message: str) -> str:
