@@ -13,6 +13,7 @@ this package.
 
 __version__ = "0.1.0"
 
+from .datasets import Dataset, dataset_from_table, load_digits_dataset, load_table_dataset
 from .filtering import STRATEGIES, aflite, predictability
 from .models import LinearFamily, SklearnFamily
 from .result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
@@ -22,10 +23,14 @@ __all__ = [
     "STOP_REASONS",
     "STRATEGIES",
     "AFLiteResult",
+    "Dataset",
     "LinearFamily",
     "RoundProgress",
     "SklearnFamily",
     "__version__",
     "aflite",
+    "dataset_from_table",
+    "load_digits_dataset",
+    "load_table_dataset",
     "predictability",
 ]

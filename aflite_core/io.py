@@ -227,6 +227,31 @@ def source_name(source: Any, name: str | None = None) -> str:
     return _name(source)
 
 
+def _human(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"  # pragma: no cover
+
+
+def _too_large(name: str, size: int | None, max_bytes: int) -> ValueError:
+    what = f"'{name}' is {_human(size)}, more" if size is not None else f"'{name}' is more"
+    return ValueError(
+        f"{what} than the {_human(max_bytes)} allowed here; "
+        "use the command line (python -m aflite_core filter ...) for large files."
+    )
+
+
+def _known_size(source: Any) -> int | None:
+    if isinstance(source, (str, Path)):
+        return Path(source).stat().st_size
+    if hasattr(source, "getbuffer"):
+        return source.getbuffer().nbytes
+    size = getattr(source, "size", None)
+    return size if isinstance(size, int) else None
+
+
 def _read_bytes(source: Any, *, name: str, max_bytes: int | None, what: str = "") -> bytes:
     """All bytes of a path, bytes object or binary file-like, refusing more than ``max_bytes``."""
     label = f"{what} '{name}'" if what else f"'{name}'"
@@ -234,12 +259,16 @@ def _read_bytes(source: Any, *, name: str, max_bytes: int | None, what: str = ""
         path = Path(source)
         if not path.is_file():
             raise ValueError(f"{label[0].upper()}{label[1:]} does not exist.")
-        _check_size(path, max_bytes)
+        size = path.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise _too_large(name, size, max_bytes)
         return path.read_bytes()
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     elif hasattr(source, "read"):
-        _check_size(source, max_bytes)
+        size = _known_size(source)
+        if max_bytes is not None and size is not None and size > max_bytes:
+            raise _too_large(name, size, max_bytes)
         if hasattr(source, "seek"):
             try:
                 source.seek(0)
@@ -253,10 +282,7 @@ def _read_bytes(source: Any, *, name: str, max_bytes: int | None, what: str = ""
             f"Cannot read {label}: expected a path, bytes or a binary file-like, got {type(source).__name__}."
         )
     if max_bytes is not None and len(data) > max_bytes:
-        raise ValueError(
-            f"'{name}' is more than the {max_bytes / 2**20:.0f} MB allowed here; "
-            "use the command line (python -m aflite_core filter ...) for large files."
-        )
+        raise _too_large(name, len(data) if isinstance(source, (bytes, bytearray, memoryview)) else None, max_bytes)
     return data
 
 
