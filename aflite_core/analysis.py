@@ -39,6 +39,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from . import _validation as v
+from ._utils import blas_threads
 from .result import AFLiteResult
 
 __all__ = [
@@ -88,18 +89,6 @@ TOKEN_PATTERN = r"(?u)\b\w+(?:'\w+)?\b"
 
 
 # -- shared helpers ------------------------------------------------------------------------------------------
-def _threads(n_threads: int | None):
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=n_threads) if n_threads else _NullContext()
-
-
-class _NullContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _rng(random_state: Any, func: str) -> np.random.Generator:
@@ -370,7 +359,7 @@ def _cv_scores(
                   else (tr, te) for (tr, te), s in zip(splits, sub_seeds)]
         notes.append(f"training folds subsampled to {max_train_rows} rows")
     scores: dict[str, list[float]] = {name: [] for name in models}
-    with _threads(n_threads), warnings.catch_warnings():
+    with blas_threads(n_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for f, (train, test) in enumerate(splits):
             if len(np.unique(codes[train])) < 2 or len(test) == 0:
@@ -645,7 +634,7 @@ def one_shot_filter(
     test = np.flatnonzero(~is_train)
     from sklearn.exceptions import ConvergenceWarning
 
-    with _threads(threads), warnings.catch_warnings():
+    with blas_threads(threads), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(Xv[is_train], codes[is_train])
         model_classes = np.asarray(est.classes_)
@@ -955,7 +944,7 @@ def knn_distance_table(
     t_rows = np.flatnonzero(~held)
     Kmax = max(K_list)
     records = []
-    with _threads(threads):
+    with blas_threads(threads):
         Q = Z[q_rows]
         for stage, sel in stages.items():
             q_sel = sel[q_rows]
@@ -1185,13 +1174,15 @@ def class_impact(
     *,
     threshold: float = 0.5,
     min_rows: int = 2,
+    margin: float = 0.1,
 ) -> pd.DataFrame:
     """Class counts before and after filtering, the share each class lost, and warnings.
 
     A class is flagged when it loses more than ``threshold`` of its rows (default: more than half, i.e. "most
-    of its rows"), or when fewer than ``min_rows`` of it remain (a class that small cannot be trained on and
-    tested, and AFLite's weak models stop seeing it). The message also gives the overall share removed, so a
-    class hit harder than the rest stands out.
+    of its rows") *and* at least ``margin`` more than the rows overall (so a run that halves the data does not
+    flag every class that lost 51 %), or when fewer than ``min_rows`` of it remain (a class that small cannot
+    be trained on and tested, and AFLite's weak models stop seeing it). The message also gives the overall
+    share removed, so a class hit harder than the rest stands out.
 
     Parameters
     ----------
@@ -1203,6 +1194,8 @@ def class_impact(
         Flag a class whose share lost is strictly above this, in [0, 1].
     min_rows : int, default=2
         Flag a class with fewer retained rows than this.
+    margin : float, default=0.1
+        How much more than the overall share a class must lose to be flagged, in [0, 1].
 
     Returns
     -------
@@ -1223,13 +1216,14 @@ def class_impact(
     mask = _kept_mask(kept, len(labels.codes), func)
     thr = v.check_probability(threshold, "threshold", func)
     low = v.check_int(min_rows, "min_rows", func, low=0)
+    extra = v.check_probability(margin, "margin", func)
     C = labels.n_classes
     before = np.bincount(labels.codes, minlength=C)
     after = np.bincount(labels.codes[mask], minlength=C)
     lost = 1.0 - after / np.maximum(before, 1)
     overall = 1.0 - mask.sum() / len(mask)
     rel = lost / overall if overall > 0 else np.full(C, np.nan)
-    warn = (lost > thr) | (after < low)
+    warn = ((lost > thr) & (lost >= overall + extra - 1e-12)) | (after < low)
     messages = []
     for c in range(C):
         if not warn[c]:

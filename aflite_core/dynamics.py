@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from ._utils import blas_threads
 from ._validation import check_features, check_int, check_labels, check_random_state, param_error
 
 __all__ = [
@@ -568,25 +569,13 @@ def train_dynamics(
     return _train(Xc, enc.codes, enc.classes, index, seed, opts, callback, n_threads)
 
 
-def _threads(n_threads: int | None) -> Any:
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=n_threads) if n_threads else _NullContext()
-
 
 def _train(X, codes, classes, index, seed, opts, callback, n_threads) -> TrainingDynamics:
     rng = np.random.default_rng(seed)
-    with _threads(n_threads):
+    with blas_threads(n_threads):
         logits = _fit_and_record(X, codes, len(classes), rng, callback=callback, **opts)
     return TrainingDynamics(logits, codes.astype(np.int64), classes, index)
 
-
-class _NullContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def record_dynamics(
@@ -1057,7 +1046,7 @@ def difficulty_levels(
     standardised = (values - values.mean(axis=0)) / std
     gmm = GaussianMixture(n_components=len(LEVELS), covariance_type=covariance_type, n_init=n_init,
                           random_state=seed % 2**32)
-    with _threads(n_threads):
+    with blas_threads(n_threads):
         component = gmm.fit(standardised).predict(standardised)
     conf = frame["confidence"].to_numpy()
     conf_col = list(frame.columns).index("confidence")

@@ -17,11 +17,8 @@ k       ``slice_size``         rows removed per round at most
 
 from __future__ import annotations
 
-import hashlib
-import platform
-import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,8 +26,10 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from . import _validation as v
+from ._utils import blas_threads
+from .engine import HISTORY_COLUMNS, select_rows  # noqa: F401  (re-exported)
 from .models import resolve_model
-from .partitions import RoundScores, score_round
+from .partitions import score_round
 from .result import AFLiteResult, RoundProgress
 
 __all__ = ["STRATEGIES", "aflite", "predictability"]
@@ -38,82 +37,8 @@ __all__ = ["STRATEGIES", "aflite", "predictability"]
 #: filtering strategies (ICLR version §2): A = greedy, B = greedy slicing (AFLite), C = slice sampling
 STRATEGIES = ("slice", "greedy", "sample")
 
-HISTORY_COLUMNS = [
-    "round", "size_before", "n_scored", "n_qualified", "n_removed", "size_after", "min_removed_score",
-    "max_score", "mean_predictability", "mean_model_accuracy", "eval_size_before", "eval_removed", "seconds",
-]  # fmt: skip
-
-
-def _versions() -> dict[str, str]:
-    import scipy
-    import sklearn
-
-    from . import __version__
-
-    return {
-        "aflite_core": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "scikit-learn": sklearn.__version__,
-        "pandas": pd.__version__,
-    }
-
-
-def _hash_array(a: NDArray) -> str:
-    h = hashlib.sha256()
-    h.update(f"{a.dtype.str}{a.shape}".encode())
-    if a.ndim == 2:
-        step = max(1, (64 * 2**20) // max(1, a.shape[1] * a.itemsize))
-        for start in range(0, a.shape[0], step):
-            h.update(np.ascontiguousarray(a[start : start + step]).tobytes())
-    else:
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
-def _hash_labels(codes: NDArray, classes: tuple) -> str:
-    h = hashlib.sha256(repr(classes).encode())
-    h.update(np.ascontiguousarray(codes, dtype=np.int32).tobytes())
-    return h.hexdigest()
-
-
-def _threads(n_threads: int | None):
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=n_threads) if n_threads else _NullContext()
-
-
-class _NullContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def _select(
-    p: NDArray[np.float32], qualified: NDArray[np.bool_], k: int, strategy: str, rng
-) -> NDArray[np.intp]:
-    """Positions to remove this round (Algorithm 1 line 12, or strategy C).
-
-    Both draws below happen every round whatever the outcome, so the random stream does not depend on the
-    scores.
-    """
-    n = len(p)
-    tie_break = rng.random(n)  # seeded random order for equal scores, never the index
-    gumbel = rng.gumbel(size=n) if strategy == "sample" else None
-    cand = np.flatnonzero(qualified)
-    if len(cand) == 0 or k == 0:
-        return cand[:0]
-    if strategy == "sample":
-        # Gumbel top-k on log p: k draws without replacement with probability ∝ p (ICLR version §2, C)
-        with np.errstate(divide="ignore"):
-            keys = np.log(p[cand].astype(np.float64)) + gumbel[cand]
-        order = np.lexsort((tie_break[cand], -keys))
-    else:
-        order = np.lexsort((tie_break[cand], -p[cand].astype(np.float64)))
-    return np.sort(cand[order[:k]])
+#: kept for callers of the old private name
+_select = select_rows
 
 
 def _resolve(X, y, *, func, target_size, n_partitions, train_size, slice_size, tau, strategy, eval_X, eval_y,
@@ -196,6 +121,9 @@ def aflite(
     ids: ArrayLike | None = None,
     eval_ids: ArrayLike | None = None,
     n_threads: int | None = 1,
+    backend: Any = None,
+    checkpoint: str | Path | None = None,
+    resume: bool = False,
 ) -> AFLiteResult:
     """Filter the rows a model family finds predictable from Φ(X), round by round (AFLite, Algorithm 1).
 
@@ -244,6 +172,14 @@ def aflite(
     n_threads : int or None, default=1
         BLAS threads during the run (``None`` leaves the library default). One thread is the robust choice
         on shared machines and keeps results bit-identical across machines with the same libraries.
+    backend : None, "local", "dask" or dask.distributed.Client, default=None
+        Where each round's partition fits and predictions run: in this process, or as Dask tasks (the
+        current client for ``"dask"``). The same seed gives the same result on every backend.
+    checkpoint : str or Path, optional
+        Folder to write the run's state to after every round (see ``resume``).
+    resume : bool, default=False
+        Continue from the state in ``checkpoint`` if there is one (same data and parameters required);
+        the final result is identical to an uninterrupted run.
 
     Returns
     -------
@@ -290,171 +226,39 @@ def aflite(
     if n_threads is not None:
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)
     seed = v.check_random_state(random_state, func)
-    Xv, labels = r["X"], r["labels"]
-    codes = labels.codes
-    N = Xv.shape[0]
-    m, t, k, tau_v, n_target = r["m"], r["t"], r["k"], r["tau"], r["n_target"]
-    eval_X_v, eval_codes = r.get("eval_X"), r.get("eval_codes")
-    has_eval = eval_X_v is not None
-    keep_matrix = strategy != "greedy"
-    count_dtype = np.uint16 if m < 2**16 else np.int32
+    from .engine import Run, RunConfig
 
-    rng = np.random.default_rng(seed)
-    started = time.perf_counter()
-    with _threads(n_threads):
-        session = family.session(Xv, codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
-        S = np.arange(N)
-        removed_round = np.full(N, -1, dtype=np.int32)
-        first_score = np.full(N, np.nan, dtype=np.float32)
-        last_score = np.full(N, np.nan, dtype=np.float32)
-        removal_score = np.full(N, np.nan, dtype=np.float32)
-        score_rows: list[NDArray] = []
-        count_rows: list[NDArray] = []
-        n_eval = len(eval_X_v) if has_eval else 0
-        R = np.arange(n_eval)
-        eval_removed_round = np.full(n_eval, -1, dtype=np.int32)
-        eval_first = np.full(n_eval, np.nan, dtype=np.float32)
-        eval_last = np.full(n_eval, np.nan, dtype=np.float32)
-        eval_removal = np.full(n_eval, np.nan, dtype=np.float32)
-        eval_score_rows: list[NDArray] = []
-        history: list[dict] = []
-        stop_reason = "target_size_reached"
-        rnd = 0
-        while len(S) > n_target:  # Algorithm 1, line 2
-            rnd += 1
-            t0 = time.perf_counter()
-            plan = session.draw_plan(S, rng)
-            rs: RoundScores = score_round(session, Xv, codes, S, plan, rng, eval_X=eval_X_v, eval_codes=eval_codes,
-                                          eval_rows=R if has_eval else None)
-            p = rs.predictability
-            scored = rs.n_predictions > 0
-            qualified = scored & (p >= tau_v)
-            k_eff = min(k, len(S) - n_target)  # never below the target size (documented deviation)
-            pos = _select(p, qualified, k_eff, strategy, rng)
-            gone = S[pos]
+    labels = r["labels"]
+    config = RunConfig(target_size=r["n_target"], train_size=r["t"], slice_size=r["k"], n_partitions=r["m"],
+                       tau=r["tau"], strategy=strategy, seed=seed, n_threads=n_threads)
+    run = Run(X=r["X"], codes=labels.codes, classes=labels.classes, config=config, family=family,
+              backend=_resolve_backend(backend, func), callback=callback, eval_X=r.get("eval_X"),
+              eval_codes=r.get("eval_codes"), ids=r["ids"], eval_ids=r["eval_ids"],
+              checkpoint_dir=None if checkpoint is None else Path(checkpoint),
+              extra_state={"params": {"target_size_given": target_size, "train_size_given": train_size}})
+    if resume:
+        if checkpoint is None:
+            raise ValueError("The 'resume' parameter of aflite needs 'checkpoint' (the folder to resume from).")
+        if (Path(checkpoint) / "state.json").exists():
+            run.restore(checkpoint)
+    return run.execute()
 
-            # record the round
-            if rnd == 1:
-                first_score[S] = p
-            last_score[S[scored]] = p[scored]
-            removed_round[gone] = rnd
-            removal_score[gone] = p[pos]
-            if keep_matrix:
-                row = np.full(N, np.nan, dtype=np.float32)
-                row[S] = np.where(scored, p, np.nan)
-                score_rows.append(row)
-                cnt = np.zeros(N, dtype=count_dtype)
-                cnt[S] = rs.n_predictions
-                count_rows.append(cnt)
-            eval_gone = np.empty(0, dtype=np.intp)
-            eval_size_before = len(R)
-            if has_eval:
-                pe = (rs.eval_correct / m).astype(np.float32)
-                if rnd == 1:
-                    eval_first[R] = pe
-                eval_last[R] = pe
-                hit = pe >= tau_v  # every evaluation row with p ≥ τ leaves, no k limit (appendix Alg. 1)
-                eval_gone = R[hit]
-                eval_removed_round[eval_gone] = rnd
-                eval_removal[eval_gone] = pe[hit]
-                if keep_matrix:
-                    erow = np.full(n_eval, np.nan, dtype=np.float32)
-                    erow[R] = pe
-                    eval_score_rows.append(erow)
-                R = R[~hit]
-            keep_pos = np.ones(len(S), dtype=bool)
-            keep_pos[pos] = False
-            size_before = len(S)
-            S = S[keep_pos]
-            session.remove(gone)
-            acc = rs.model_accuracy
-            seconds = time.perf_counter() - t0
-            history.append({
-                "round": rnd,
-                "size_before": size_before,
-                "n_scored": int(scored.sum()),
-                "n_qualified": int(qualified.sum()),
-                "n_removed": len(pos),
-                "size_after": len(S),
-                "min_removed_score": float(p[pos].min()) if len(pos) else float("nan"),
-                "max_score": float(np.nanmax(p)) if scored.any() else float("nan"),
-                "mean_predictability": float(p[scored].mean()) if scored.any() else float("nan"),
-                "mean_model_accuracy": float(np.nanmean(acc)) if np.isfinite(acc).any() else float("nan"),
-                "eval_size_before": eval_size_before if has_eval else -1,
-                "eval_removed": len(eval_gone) if has_eval else -1,
-                "seconds": seconds,
-            })
-            # stopping rules, Algorithm 1 lines 2 and 14
-            if len(S) <= n_target:
-                stop_reason = "target_size_reached"
-            elif int(qualified.sum()) < k:
-                stop_reason = "fewer_than_k_qualified"
-            if callback is not None:
-                progress = RoundProgress(
-                    round=rnd, size=len(S), removed=len(pos), total_removed=N - len(S), target_size=n_target,
-                    n_rows=N, qualified=int(qualified.sum()), eval_size=len(R) if has_eval else None,
-                    seconds=time.perf_counter() - started,
-                )
-                if callback(progress) is False and len(S) > n_target and int(qualified.sum()) >= k:
-                    stop_reason = "stopped_by_callback"
-                    break
-            if len(S) <= n_target or int(qualified.sum()) < k:
-                break
 
-    kept = removed_round < 0
-    hist = pd.DataFrame(history, columns=HISTORY_COLUMNS)
-    params = {
-        "target_size": n_target,
-        "train_size": t,
-        "slice_size": k,
-        "n_partitions": m,
-        "tau": tau_v,
-        "strategy": strategy,
-        "model": family.spec(),
-        "seed": seed,
-        "n_threads": n_threads,
-        "n_rows": N,
-        "n_features": int(Xv.shape[1]),
-        "n_classes": labels.n_classes,
-        "n_eval": n_eval if has_eval else None,
-        "partition_mode": getattr(session, "mode", "exact"),
-        "rows_per_block": int(getattr(session, "rows_per_block", 1)),
-        "target_size_given": target_size,
-        "train_size_given": train_size,
-    }
-    provenance = {
-        "x_sha256": _hash_array(Xv),
-        "y_sha256": _hash_labels(codes, labels.classes),
-        "eval_x_sha256": _hash_array(eval_X_v) if has_eval else None,
-        "eval_y_sha256": _hash_labels(eval_codes, labels.classes) if has_eval else None,
-        "versions": _versions(),
-        "seed": seed,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "ids_given": r["ids"] is not None,
-    }
-    return AFLiteResult(
-        params=params,
-        classes=labels.classes,
-        y=codes,
-        kept=kept,
-        removed_round=removed_round,
-        scores=np.vstack(score_rows) if keep_matrix else None,
-        n_predictions=np.vstack(count_rows) if keep_matrix else None,
-        first_score=first_score,
-        last_score=last_score,
-        removal_score=removal_score,
-        history=hist,
-        stop_reason=stop_reason,
-        provenance=provenance,
-        ids=r["ids"],
-        eval_y=eval_codes if has_eval else None,
-        eval_kept=(eval_removed_round < 0) if has_eval else None,
-        eval_removed_round=eval_removed_round if has_eval else None,
-        eval_scores=(np.vstack(eval_score_rows) if keep_matrix else None) if has_eval else None,
-        eval_first_score=eval_first if has_eval else None,
-        eval_last_score=eval_last if has_eval else None,
-        eval_removal_score=eval_removal if has_eval else None,
-        eval_ids=r["eval_ids"],
+def _resolve_backend(backend: Any, func: str):
+    """None / "local" -> in-process; "dask" -> the current dask.distributed client; a Client -> that client."""
+    from .engine import LocalBackend
+
+    if backend is None or backend == "local":
+        return LocalBackend()
+    if backend == "dask" or type(backend).__name__ == "Client" or hasattr(backend, "scatter"):
+        from .distributed import DaskBackend
+
+        return DaskBackend(None if backend == "dask" else backend)
+    if hasattr(backend, "draw_plan") and hasattr(backend, "score"):
+        return backend
+    raise ValueError(
+        f"The 'backend' parameter of {func} must be None, 'local', 'dask' or a dask.distributed.Client. "
+        f"Got {backend!r} instead."
     )
 
 
@@ -519,7 +323,7 @@ def predictability(
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)
     seed = v.check_random_state(random_state, func)
     rng = np.random.default_rng(seed)
-    with _threads(n_threads):
+    with blas_threads(n_threads):
         session = family.session(Xv, labels.codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
         rows = np.arange(Xv.shape[0])
         plan = session.draw_plan(rows, rng)

@@ -43,12 +43,13 @@ MIN_BLOCKS_PER_PARTITION = 8
 PARTITION_GROUP_BYTES = 512 * 2**20
 
 
-def partition_group_size(n_partitions: int, D: int) -> int:
-    """Partitions fitted together: as many as fit in :data:`PARTITION_GROUP_BYTES`.
+def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
+    """Partitions fitted together: ``preferred``, fewer if their Grams exceed :data:`PARTITION_GROUP_BYTES`.
 
-    A function of m and the system size only, so every backend groups partitions the same way.
+    A function of m, the system size and the family's setting only, so every backend groups partitions the
+    same way (matrix products of different shapes can round differently).
     """
-    return int(min(n_partitions, max(1, PARTITION_GROUP_BYTES // (4 * D * D))))
+    return int(max(1, min(n_partitions, preferred, PARTITION_GROUP_BYTES // (4 * D * D))))
 #: rows gathered at once when building or downdating Gram matrices
 GRAM_CHUNK_BYTES = 32 * 2**20
 
@@ -87,6 +88,9 @@ class LinearFamily:
     iterative : bool, default=True
         Solve the m ridge systems by batched preconditioned conjugate gradients (float32, relative residual
         1e-5; systems that do not converge are solved directly). False: direct Cholesky solves in float64.
+    partition_group : int, default=16
+        Partitions fitted together (one matrix product over the block Grams). Fixed, so every backend groups
+        the same partitions and gets bit-identical models; smaller when Gram matrices are very large.
 
     Notes
     -----
@@ -100,6 +104,7 @@ class LinearFamily:
     block_rows: int | None = None
     max_gram_bytes: int | None = None
     iterative: bool = True
+    partition_group: int = 16
 
     name = "linear"
 
@@ -109,7 +114,7 @@ class LinearFamily:
             "family": "linear",
             "class": "aflite_core.models.LinearFamily",
             "params": {"alpha": self.alpha, "block_rows": self.block_rows, "max_gram_bytes": self.max_gram_bytes,
-                       "iterative": self.iterative},
+                       "iterative": self.iterative, "partition_group": self.partition_group},
         }
 
     def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng) -> _LinearSession:
@@ -157,7 +162,7 @@ class _LinearSession:
     """The linear family bound to one run: persistent blocks and their cached Gram matrices."""
 
     def __init__(self, family: LinearFamily, X, codes, n_classes: int, train_size: int, n_partitions: int,
-                 rng) -> None:
+                 rng, layout: dict | None = None) -> None:
         self.family = family
         self.X = X
         self.codes = codes
@@ -171,6 +176,12 @@ class _LinearSession:
         self.stack: NDArray[np.float32] | None = None
         self.block_of_row: NDArray[np.int32] | None = None
         self.block_sizes: NDArray[np.int64] | None = None
+        if layout is not None:  # another process drew the blocks (a cluster worker): take them as they are
+            self.mode, self.rows_per_block = layout["mode"], int(layout["rows_per_block"])
+            if self.mode == "blocks":
+                self.block_of_row = np.asarray(layout["block_of_row"], dtype=np.int32)
+                self.block_sizes = np.bincount(self.block_of_row, minlength=int(layout["n_blocks"])).astype(np.int64)
+            return
         self.mode, self.rows_per_block = self._choose_mode(n)
         if self.mode == "blocks":
             n_blocks = math.ceil(n / self.rows_per_block)
@@ -179,6 +190,11 @@ class _LinearSession:
             block_of_row[perm] = (np.arange(n, dtype=np.int64) * n_blocks) // n
             self.block_of_row = block_of_row
             self.block_sizes = np.bincount(block_of_row, minlength=n_blocks).astype(np.int64)
+
+    def layout(self) -> dict:
+        """The per-run block assignment, to rebuild the same session elsewhere (see ``layout=``)."""
+        return {"mode": self.mode, "rows_per_block": self.rows_per_block, "block_of_row": self.block_of_row,
+                "n_blocks": 0 if self.block_sizes is None else len(self.block_sizes)}
 
     # -- set-up -------------------------------------------------------------------------------------
     def _choose_mode(self, n: int) -> tuple[str, int]:
@@ -246,6 +262,15 @@ class _LinearSession:
         L_inv = solve_triangular(L, np.eye(self.d), lower=True, check_finite=False)
         return np.ascontiguousarray((L_inv.T @ L_inv).astype(np.float32))
 
+    def prepare(self) -> None:
+        """Build the block Gram matrices now, before any removal.
+
+        Replaying removals on resume, or on another worker, then repeats exactly the same floating-point
+        operations as the original run.
+        """
+        if self.mode == "blocks" and self.stack is None:
+            self._build_stack()
+
     # -- FamilySession ------------------------------------------------------------------------------
     @property
     def predict_chunk_rows(self) -> int:
@@ -271,7 +296,7 @@ class _LinearSession:
         if self.mode == "blocks" and self.stack is None:
             self._build_stack()
         precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
-        step = partition_group_size(self.n_partitions, self.D)
+        step = partition_group_size(self.n_partitions, self.D, self.family.partition_group)
         for g0 in range(0, len(parts), step):
             group = parts[g0 : g0 + step]
             if self.mode == "blocks":
@@ -294,36 +319,18 @@ class _LinearSession:
         scores += b
         return _predict_codes(scores.reshape(len(X_rows), fitted.n_classes - 1, fitted.n_models), fitted.n_classes)
 
-    def score_rows(self, fitted: _LinearWeights, rows: NDArray[np.intp], plan: PartitionPlan, correct, n_pred,
-                   model_correct, model_total) -> bool:
-        """Count correct held-out predictions block by block, with only the models that held each block out.
+    def score_block(self, fitted: _LinearWeights, block_rows: NDArray[np.intp], models: NDArray[np.intp]):
+        """Correctness (rows × models, bool) of the models that held a block out on that block's rows.
 
-        That is about half the work of predicting every row with every model.
-
-        Returns False (nothing done) when blocks are too small for this to pay off.
+        Predicting each block only with the models that held it out is about half the work of predicting
+        every row with every model.
         """
-        n_blocks = plan.membership.shape[1]
-        if self.mode != "blocks" or n_blocks * 16 > len(rows):
-            return False
-        order = np.argsort(plan.block_of, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(plan.block_of, minlength=n_blocks))])
+        W, b = fitted.select(models)
+        scores = self.X[block_rows] @ W
+        scores += b
         C = fitted.n_classes
-        for blk in range(n_blocks):
-            pos = order[bounds[blk] : bounds[blk + 1]]
-            models = np.flatnonzero(~plan.membership[:, blk])
-            if len(pos) == 0 or len(models) == 0:
-                continue
-            block_rows = rows[pos]
-            W, b = fitted.select(models)
-            scores = self.X[block_rows] @ W
-            scores += b
-            preds = _predict_codes(scores.reshape(len(pos), C - 1, len(models)), C)
-            right = preds == self.codes[block_rows][:, None]
-            correct[pos] = right.sum(axis=1, dtype=np.int32)
-            n_pred[pos] = len(models)
-            model_correct[models] += right.sum(axis=0, dtype=np.int64)
-            model_total[models] += len(pos)
-        return True
+        preds = _predict_codes(scores.reshape(len(block_rows), C - 1, len(models)), C)
+        return preds == self.codes[block_rows][:, None]
 
     def remove(self, rows: NDArray[np.intp]) -> None:
         """Subtract removed rows from their blocks' Gram matrices (blocks mode)."""

@@ -24,7 +24,10 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Sequence
 
-__all__ = ["FamilySession", "PartitionPlan", "RoundScores", "draw_block_plan", "score_round"]
+__all__ = [
+    "FamilySession", "PartitionPlan", "RoundScores", "draw_block_plan", "merge_pieces", "run_pieces", "score_round",
+    "scoring_pieces",
+]
 
 #: bytes of features predicted per chunk: small enough to stay in cache, so peak memory stays near X
 PREDICT_CHUNK_BYTES = 4 * 2**20
@@ -161,6 +164,91 @@ def _count(preds, codes_chunk, heldout, out_correct, out_n, model_correct, model
     model_total += heldout.sum(axis=0, dtype=np.int64)
 
 
+# -- scoring pieces ------------------------------------------------------------------------------------------
+# A round's scoring is cut into self-contained *pieces*: a block of rows with the models that held it out, a
+# chunk of rows with its held-out matrix, or a chunk of evaluation rows. Each piece's arithmetic depends only
+# on the piece, so pieces can be grouped into any number of tasks (on any machine) with identical results.
+
+
+def scoring_pieces(session: FamilySession, rows: NDArray[np.intp], plan: PartitionPlan,
+                   eval_rows: NDArray[np.intp] | None) -> list[dict]:
+    """The pieces of one round's scoring, in a fixed order (see the comment above)."""
+    pieces: list[dict] = []
+    n = len(rows)
+    n_blocks = plan.membership.shape[1]
+    if getattr(session, "mode", "exact") == "blocks" and hasattr(session, "score_block") and n_blocks * 16 <= n:
+        order = np.argsort(plan.block_of, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(plan.block_of, minlength=n_blocks))])
+        for blk in range(n_blocks):
+            pos = order[bounds[blk] : bounds[blk + 1]]
+            models = np.flatnonzero(~plan.membership[:, blk])
+            if len(pos) and len(models):
+                pieces.append({"kind": "block", "positions": pos, "rows": rows[pos], "models": models})
+    else:
+        step = max(1, session.predict_chunk_rows)
+        for start in range(0, n, step):
+            sl = slice(start, min(start + step, n))
+            pieces.append({"kind": "chunk", "positions": np.arange(sl.start, sl.stop), "rows": rows[sl],
+                           "heldout": plan.heldout(sl)})
+    if eval_rows is not None:
+        step = max(1, session.predict_chunk_rows)
+        for start in range(0, len(eval_rows), step):
+            pieces.append({"kind": "eval", "start": start, "rows": eval_rows[start : start + step]})
+    return pieces
+
+
+def run_pieces(session: FamilySession, fitted: object, pieces: list[dict], X, codes, eval_X=None,
+               eval_codes=None) -> list[dict]:
+    """Score pieces with fitted models; returns one small dict of counts per piece."""
+    out = []
+    for piece in pieces:
+        kind = piece["kind"]
+        if kind == "block":
+            right = session.score_block(fitted, piece["rows"], piece["models"])
+            out.append({"kind": kind, "positions": piece["positions"], "models": piece["models"],
+                        "correct": right.sum(axis=1, dtype=np.int32), "n_pred": len(piece["models"]),
+                        "model_correct": right.sum(axis=0, dtype=np.int64), "model_total": len(piece["rows"])})
+        elif kind == "chunk":
+            r = piece["rows"]
+            heldout = piece["heldout"]
+            preds = session.predict(fitted, X[r], heldout)
+            m = heldout.shape[1]
+            c, nn = np.zeros(len(r), np.int32), np.zeros(len(r), np.int32)
+            mc, mt = np.zeros(m, np.int64), np.zeros(m, np.int64)
+            _count(preds, codes[r], heldout, c, nn, mc, mt)
+            out.append({"kind": kind, "positions": piece["positions"], "correct": c, "n_pred": nn,
+                        "model_correct": mc, "model_total": mt})
+        else:
+            r = piece["rows"]
+            preds = session.predict(fitted, eval_X[r], None)
+            out.append({"kind": kind, "start": piece["start"],
+                        "eval_correct": (preds == eval_codes[r][:, None]).sum(axis=1).astype(np.int32)})
+    return out
+
+
+def merge_pieces(results: list[dict], n_rows: int, n_partitions: int, n_eval: int | None) -> RoundScores:
+    """Add up the pieces' counts into one :class:`RoundScores`."""
+    correct = np.zeros(n_rows, dtype=np.int32)
+    n_pred = np.zeros(n_rows, dtype=np.int32)
+    model_correct = np.zeros(n_partitions, dtype=np.int64)
+    model_total = np.zeros(n_partitions, dtype=np.int64)
+    eval_correct = None if n_eval is None else np.zeros(n_eval, dtype=np.int32)
+    for res in results:
+        if res["kind"] == "eval":
+            eval_correct[res["start"] : res["start"] + len(res["eval_correct"])] = res["eval_correct"]
+        elif res["kind"] == "block":
+            correct[res["positions"]] = res["correct"]
+            n_pred[res["positions"]] = res["n_pred"]
+            model_correct[res["models"]] += res["model_correct"]
+            model_total[res["models"]] += res["model_total"]
+        else:
+            correct[res["positions"]] += res["correct"]
+            n_pred[res["positions"]] += res["n_pred"]
+            model_correct += res["model_correct"]
+            model_total += res["model_total"]
+    return RoundScores(correct, n_pred, model_correct, model_total, eval_correct)
+
+
 def score_round(
     session: FamilySession,
     X: NDArray[np.float32],
@@ -199,28 +287,8 @@ def score_round(
     RoundScores
     """
     m = plan.n_partitions
-    n = len(rows)
     fitted = session.fit(rows, plan, range(m), rng)
-    correct = np.zeros(n, dtype=np.int32)
-    n_pred = np.zeros(n, dtype=np.int32)
-    model_correct = np.zeros(m, dtype=np.int64)
-    model_total = np.zeros(m, dtype=np.int64)
-    step = max(1, session.predict_chunk_rows)
-    fast = getattr(session, "score_rows", None)
-    done = fast is not None and fast(fitted, rows, plan, correct, n_pred, model_correct, model_total)
-    for start in range(0, 0 if done else n, step):
-        pos = slice(start, min(start + step, n))
-        chunk_rows = rows[pos]
-        heldout = plan.heldout(pos)
-        preds = session.predict(fitted, X[chunk_rows], heldout)
-        _count(preds, codes[chunk_rows], heldout, correct[pos], n_pred[pos], model_correct, model_total)
-    eval_correct = None
-    if eval_X is not None and eval_rows is not None and len(eval_rows):
-        eval_correct = np.zeros(len(eval_rows), dtype=np.int32)
-        for start in range(0, len(eval_rows), step):
-            sel = eval_rows[start : start + step]
-            preds = session.predict(fitted, eval_X[sel], None)
-            eval_correct[start : start + len(sel)] = (preds == eval_codes[sel][:, None]).sum(axis=1)
-    elif eval_rows is not None:
-        eval_correct = np.zeros(0, dtype=np.int32)
-    return RoundScores(correct, n_pred, model_correct, model_total, eval_correct)
+    with_eval = eval_X is not None and eval_rows is not None
+    pieces = scoring_pieces(session, rows, plan, eval_rows if with_eval else None)
+    results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes)
+    return merge_pieces(results, len(rows), m, None if eval_rows is None else len(eval_rows))

@@ -304,7 +304,7 @@ class AFLiteResult:
         ----------
         other : AFLiteResult
         timings : bool, default=False
-            Also compare the ``seconds`` column and creation time.
+            Also compare the ``seconds`` column and creation time. The backend a run used never counts.
         """
         arrays = [
             "y", "kept", "removed_round", "scores", "n_predictions", "first_score", "last_score", "removal_score",
@@ -332,7 +332,7 @@ class AFLiteResult:
             theirs, sort_keys=True, default=_json_default
         ):
             return False
-        skip = set() if timings else {"created"}
+        skip = {"backend"} if timings else {"created", "backend"}  # where it ran does not change a result
         prov_a = {k: v for k, v in self.provenance.items() if k not in skip}
         prov_b = {k: v for k, v in other.provenance.items() if k not in skip}
         return json.dumps(prov_a, sort_keys=True, default=_json_default) == json.dumps(

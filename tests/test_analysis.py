@@ -292,8 +292,12 @@ def test_class_impact_counts_and_warnings():
     assert "lost 70% of its rows (7 of 10; overall 50%)" in f.loc[1, "message"]
     assert "Only 1 row(s) remain" in f.loc[2, "message"] and f.loc[0, "message"] == ""
     assert np.allclose(f["relative_loss"], [0.4, 1.4, 1.5])
-    strict = class_impact(y, kept, threshold=0.1, min_rows=0)
-    assert strict["warning"].all()
+    strict = class_impact(y, kept, threshold=0.1, min_rows=0, margin=0.0)
+    assert strict["warning"].tolist() == [False, True, True]  # 'a' lost less than the rows overall
+    # halving every class is not a warning: a class must lose more than the rest
+    even = class_impact(["a"] * 20 + ["b"] * 20, np.r_[np.tile([True, False], 10), np.ones(9, bool),
+                                                      np.zeros(11, bool)])
+    assert even["warning"].tolist() == [False, False]
     with pytest.raises(ValueError, match="'threshold' parameter of class_impact must be a float in \\[0, 1\\]"):
         class_impact(y, kept, threshold=2)
 

@@ -1,0 +1,64 @@
+"""Small shared helpers (private): BLAS thread limits, hashing, package versions."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import platform
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["blas_threads", "hash_array", "hash_labels", "versions"]
+
+
+def blas_threads(n_threads: int | None) -> contextlib.AbstractContextManager[Any]:
+    """Limit BLAS/OpenMP threads inside a ``with`` block (``None`` leaves the library default).
+
+    One thread is the robust default on shared machines: on a busy 2-core host two BLAS threads made small
+    fits several times slower, and a fixed thread count keeps float results bit-identical across runs.
+    """
+    if not n_threads:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=n_threads)
+
+
+def hash_array(a: NDArray) -> str:
+    """sha256 of an array's dtype, shape and bytes (read in chunks, so a memory-mapped array is fine)."""
+    h = hashlib.sha256()
+    h.update(f"{a.dtype.str}{a.shape}".encode())
+    if a.ndim == 2:
+        step = max(1, (64 * 2**20) // max(1, a.shape[1] * a.itemsize))
+        for start in range(0, a.shape[0], step):
+            h.update(np.ascontiguousarray(a[start : start + step]).tobytes())
+    else:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def hash_labels(codes: NDArray, classes: tuple) -> str:
+    """sha256 of label codes and the class names they stand for."""
+    h = hashlib.sha256(repr(classes).encode())
+    h.update(np.ascontiguousarray(codes, dtype=np.int32).tobytes())
+    return h.hexdigest()
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the packages a result depends on."""
+    import pandas as pd
+    import scipy
+    import sklearn
+
+    from . import __version__
+
+    return {
+        "aflite_core": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "pandas": pd.__version__,
+    }

@@ -1,0 +1,487 @@
+"""The AFLite loop (Algorithm 1) as a resumable run over a pluggable backend.
+
+:func:`aflite_core.aflite` validates its arguments and hands them to :class:`Run`. A run keeps everything a
+round changes (the current set S, the remaining evaluation rows R, per-row and per-round records, the random
+generator) so it can write a checkpoint after every round and continue from one with a bit-identical result.
+The per-round work - fit the m partition models and count correct out-of-sample predictions - goes through a
+backend: :class:`LocalBackend` here, ``aflite_core.distributed.DaskBackend`` on a cluster. Both run the same
+partition unit with the same grouping and chunking, so they give identical results for the same seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from ._utils import blas_threads, hash_array, hash_labels, versions
+from .partitions import PartitionPlan, RoundScores, score_round
+from .result import AFLiteResult, RoundProgress
+
+__all__ = ["HISTORY_COLUMNS", "Backend", "LocalBackend", "Run", "select_rows"]
+
+HISTORY_COLUMNS = [
+    "round", "size_before", "n_scored", "n_qualified", "n_removed", "size_after", "min_removed_score",
+    "max_score", "mean_predictability", "mean_model_accuracy", "eval_size_before", "eval_removed", "seconds",
+]  # fmt: skip
+
+CHECKPOINT_FORMAT = "aflite-studio-checkpoint"
+CHECKPOINT_VERSION = 1
+
+
+def select_rows(p: NDArray[np.float32], qualified: NDArray[np.bool_], k: int, strategy: str, rng) -> NDArray[np.intp]:
+    """Positions to remove this round (Algorithm 1 line 12, or strategy C).
+
+    Both random draws happen every round whatever the outcome, so the random stream does not depend on the
+    scores: a seeded random order breaks ties (never the index), and for ``"sample"`` Gumbel noise on log p
+    turns top-k into k draws without replacement with probability ∝ p (ICLR version §2, C).
+    """
+    n = len(p)
+    tie_break = rng.random(n)
+    gumbel = rng.gumbel(size=n) if strategy == "sample" else None
+    cand = np.flatnonzero(qualified)
+    if len(cand) == 0 or k == 0:
+        return cand[:0]
+    if strategy == "sample":
+        with np.errstate(divide="ignore"):
+            keys = np.log(p[cand].astype(np.float64)) + gumbel[cand]
+        order = np.lexsort((tie_break[cand], -keys))
+    else:
+        order = np.lexsort((tie_break[cand], -p[cand].astype(np.float64)))
+    return np.sort(cand[order[:k]])
+
+
+class Backend(Protocol):
+    """Where a round's partition models are fitted and scored."""
+
+    mode: str
+    rows_per_block: int
+
+    def open(self, X, codes, n_classes: int, family: Any, *, train_size: int, n_partitions: int, rng,
+             eval_X=None, eval_codes=None) -> None:
+        """Bind the data and the model family (draws any per-run randomness, e.g. blocks, from ``rng``)."""
+
+    def draw_plan(self, rows: NDArray[np.intp], rng) -> PartitionPlan:
+        """Draw the partitions of the current rows for this round."""
+
+    def score(self, rows: NDArray[np.intp], plan: PartitionPlan, rng, eval_rows: NDArray[np.intp] | None,
+              round_no: int) -> RoundScores:
+        """Fit and score one round."""
+
+    def remove(self, rows: NDArray[np.intp], round_no: int) -> None:
+        """Rows removed in round ``round_no`` (in order; replayed on resume)."""
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class LocalBackend:
+    """Run every round in this process (the default)."""
+
+    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None,
+             eval_codes=None) -> None:
+        """Create the family's session (its per-run randomness comes from ``rng`` first)."""
+        self.X, self.codes = X, codes
+        self.eval_X, self.eval_codes = eval_X, eval_codes
+        self.session = family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions,
+                                      rng=rng)
+        prepare = getattr(self.session, "prepare", None)
+        if prepare is not None:
+            prepare()
+        self.mode = getattr(self.session, "mode", "exact")
+        self.rows_per_block = int(getattr(self.session, "rows_per_block", 1))
+
+    def draw_plan(self, rows, rng) -> PartitionPlan:
+        """Delegate to the session."""
+        return self.session.draw_plan(rows, rng)
+
+    def score(self, rows, plan, rng, eval_rows, round_no) -> RoundScores:
+        """One round with :func:`aflite_core.partitions.score_round`."""
+        return score_round(self.session, self.X, self.codes, rows, plan, rng, eval_X=self.eval_X,
+                           eval_codes=self.eval_codes, eval_rows=eval_rows)
+
+    def remove(self, rows, round_no) -> None:
+        """Forget removed rows (downdates cached statistics)."""
+        self.session.remove(rows)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+@dataclass
+class RunConfig:
+    """Resolved parameters of a run (counts, not fractions)."""
+
+    target_size: int
+    train_size: int
+    slice_size: int
+    n_partitions: int
+    tau: float
+    strategy: str
+    seed: int
+    n_threads: int | None
+
+
+@dataclass
+class Run:
+    """One AFLite run: its state, the loop, checkpoints, and the final :class:`AFLiteResult`."""
+
+    X: NDArray[np.float32]
+    codes: NDArray[np.int32]
+    classes: tuple
+    config: RunConfig
+    family: Any
+    backend: Any = None
+    callback: Callable[[RoundProgress], bool | None] | None = None
+    eval_X: NDArray[np.float32] | None = None
+    eval_codes: NDArray[np.int32] | None = None
+    ids: NDArray | None = None
+    eval_ids: NDArray | None = None
+    checkpoint_dir: Path | None = None
+    extra_state: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        N = self.X.shape[0]
+        cfg = self.config
+        self.backend = self.backend or LocalBackend()
+        self.keep_matrix = cfg.strategy != "greedy"
+        self.count_dtype = np.uint16 if cfg.n_partitions < 2**16 else np.int32
+        self.has_eval = self.eval_X is not None
+        n_eval = len(self.eval_X) if self.has_eval else 0
+        self.n_eval = n_eval
+        self.removed_round = np.full(N, -1, dtype=np.int32)
+        self.first_score = np.full(N, np.nan, dtype=np.float32)
+        self.last_score = np.full(N, np.nan, dtype=np.float32)
+        self.removal_score = np.full(N, np.nan, dtype=np.float32)
+        self.score_rows: list[NDArray] = []
+        self.count_rows: list[NDArray] = []
+        self.eval_removed_round = np.full(n_eval, -1, dtype=np.int32)
+        self.eval_first = np.full(n_eval, np.nan, dtype=np.float32)
+        self.eval_last = np.full(n_eval, np.nan, dtype=np.float32)
+        self.eval_removal = np.full(n_eval, np.nan, dtype=np.float32)
+        self.eval_score_rows: list[NDArray] = []
+        self.history: list[dict] = []
+        self.stop_reason = "target_size_reached"
+        self.finished = False
+        self.round = 0
+        self.rng = np.random.default_rng(cfg.seed)
+        self.hashes = {
+            "x_sha256": hash_array(self.X),
+            "y_sha256": hash_labels(self.codes, self.classes),
+            "eval_x_sha256": hash_array(self.eval_X) if self.has_eval else None,
+            "eval_y_sha256": hash_labels(self.eval_codes, self.classes) if self.has_eval else None,
+        }
+
+    # -- the current sets ----------------------------------------------------------------------------------
+    @property
+    def S(self) -> NDArray[np.intp]:
+        """Sorted indices of the rows still in the set."""
+        return np.flatnonzero(self.removed_round < 0)
+
+    @property
+    def R(self) -> NDArray[np.intp]:
+        """Sorted indices of the evaluation rows still remaining."""
+        return np.flatnonzero(self.eval_removed_round < 0)
+
+    # -- the loop ------------------------------------------------------------------------------------------
+    def open(self) -> None:
+        """Bind the backend (first use of the random generator: the family's per-run draws)."""
+        cfg = self.config
+        self.backend.open(self.X, self.codes, len(self.classes), self.family, train_size=cfg.train_size,
+                          n_partitions=cfg.n_partitions, rng=self.rng, eval_X=self.eval_X,
+                          eval_codes=self.eval_codes)
+
+    def execute(self) -> AFLiteResult:
+        """Run rounds until Algorithm 1 stops (or the callback asks to), then build the result."""
+        cfg = self.config
+        started = time.perf_counter()
+        with blas_threads(cfg.n_threads):
+            if self.round == 0:
+                self.open()
+            S = self.S
+            while not self.finished and len(S) > cfg.target_size:  # Algorithm 1, line 2
+                S = self._round(S, started)
+            self.finished = True
+        self.backend.close()
+        return self.result()
+
+    def _round(self, S: NDArray[np.intp], started: float) -> NDArray[np.intp]:
+        cfg = self.config
+        N = self.X.shape[0]
+        self.round += 1
+        rnd = self.round
+        t0 = time.perf_counter()
+        R = self.R
+        plan = self.backend.draw_plan(S, self.rng)
+        rs = self.backend.score(S, plan, self.rng, R if self.has_eval else None, rnd)
+        p = rs.predictability
+        scored = rs.n_predictions > 0
+        qualified = scored & (p >= cfg.tau)
+        n_qualified = int(qualified.sum())
+        k_eff = min(cfg.slice_size, len(S) - cfg.target_size)  # never below the target (documented deviation)
+        pos = select_rows(p, qualified, k_eff, cfg.strategy, self.rng)
+        gone = S[pos]
+        if rnd == 1:
+            self.first_score[S] = p
+        self.last_score[S[scored]] = p[scored]
+        self.removed_round[gone] = rnd
+        self.removal_score[gone] = p[pos]
+        if self.keep_matrix:
+            row = np.full(N, np.nan, dtype=np.float32)
+            row[S] = np.where(scored, p, np.nan)
+            self.score_rows.append(row)
+            cnt = np.zeros(N, dtype=self.count_dtype)
+            cnt[S] = rs.n_predictions
+            self.count_rows.append(cnt)
+        eval_gone = np.empty(0, dtype=np.intp)
+        if self.has_eval:
+            pe = (rs.eval_correct / cfg.n_partitions).astype(np.float32)
+            if rnd == 1:
+                self.eval_first[R] = pe
+            self.eval_last[R] = pe
+            hit = pe >= cfg.tau  # every evaluation row with p ≥ τ leaves, no k limit (appendix Algorithm 1)
+            eval_gone = R[hit]
+            self.eval_removed_round[eval_gone] = rnd
+            self.eval_removal[eval_gone] = pe[hit]
+            if self.keep_matrix:
+                erow = np.full(self.n_eval, np.nan, dtype=np.float32)
+                erow[R] = pe
+                self.eval_score_rows.append(erow)
+        keep_pos = np.ones(len(S), dtype=bool)
+        keep_pos[pos] = False
+        size_before = len(S)
+        S = S[keep_pos]
+        self.backend.remove(gone, rnd)
+        acc = rs.model_accuracy
+        self.history.append({
+            "round": rnd,
+            "size_before": size_before,
+            "n_scored": int(scored.sum()),
+            "n_qualified": n_qualified,
+            "n_removed": len(pos),
+            "size_after": len(S),
+            "min_removed_score": float(p[pos].min()) if len(pos) else float("nan"),
+            "max_score": float(np.nanmax(p)) if scored.any() else float("nan"),
+            "mean_predictability": float(p[scored].mean()) if scored.any() else float("nan"),
+            "mean_model_accuracy": float(np.nanmean(acc)) if np.isfinite(acc).any() else float("nan"),
+            "eval_size_before": len(R) if self.has_eval else -1,
+            "eval_removed": len(eval_gone) if self.has_eval else -1,
+            "seconds": time.perf_counter() - t0,
+        })
+        # stopping rules, Algorithm 1 lines 2 and 14
+        natural_stop = len(S) <= cfg.target_size or n_qualified < cfg.slice_size
+        if len(S) <= cfg.target_size:
+            self.stop_reason = "target_size_reached"
+        elif n_qualified < cfg.slice_size:
+            self.stop_reason = "fewer_than_k_qualified"
+        self.finished = natural_stop
+        if self.checkpoint_dir is not None:
+            self.write_checkpoint()
+        if self.callback is not None:
+            progress = RoundProgress(
+                round=rnd, size=len(S), removed=len(pos), total_removed=N - len(S), target_size=cfg.target_size,
+                n_rows=N, qualified=n_qualified, eval_size=int((self.eval_removed_round < 0).sum())
+                if self.has_eval else None, seconds=time.perf_counter() - started,
+            )
+            if self.callback(progress) is False and not natural_stop:
+                self.stop_reason = "stopped_by_callback"
+                self.finished = True
+                if self.checkpoint_dir is not None:
+                    self.write_checkpoint()
+        return S
+
+    # -- the result ----------------------------------------------------------------------------------------
+    def params(self) -> dict[str, Any]:
+        """The resolved parameters recorded in the result."""
+        cfg = self.config
+        out = {
+            "target_size": cfg.target_size,
+            "train_size": cfg.train_size,
+            "slice_size": cfg.slice_size,
+            "n_partitions": cfg.n_partitions,
+            "tau": cfg.tau,
+            "strategy": cfg.strategy,
+            "model": self.family.spec(),
+            "seed": cfg.seed,
+            "n_threads": cfg.n_threads,
+            "n_rows": int(self.X.shape[0]),
+            "n_features": int(self.X.shape[1]),
+            "n_classes": len(self.classes),
+            "n_eval": self.n_eval if self.has_eval else None,
+            "partition_mode": getattr(self.backend, "mode", "exact"),
+            "rows_per_block": int(getattr(self.backend, "rows_per_block", 1)),
+        }
+        out.update(self.extra_state.get("params", {}))
+        return out
+
+    def result(self) -> AFLiteResult:
+        """The run so far as an :class:`AFLiteResult`."""
+        N = self.X.shape[0]
+        km = self.keep_matrix
+        provenance = dict(self.hashes)
+        provenance.update({
+            "versions": versions(),
+            "seed": self.config.seed,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "ids_given": self.ids is not None,
+            "backend": type(self.backend).__name__,
+        })
+        return AFLiteResult(
+            params=self.params(),
+            classes=self.classes,
+            y=self.codes,
+            kept=self.removed_round < 0,
+            removed_round=self.removed_round.copy(),
+            scores=(np.vstack(self.score_rows) if self.score_rows else np.empty((0, N), np.float32)) if km else None,
+            n_predictions=(np.vstack(self.count_rows) if self.count_rows else np.empty((0, N), self.count_dtype))
+            if km else None,
+            first_score=self.first_score.copy(),
+            last_score=self.last_score.copy(),
+            removal_score=self.removal_score.copy(),
+            history=pd.DataFrame(self.history, columns=HISTORY_COLUMNS),
+            stop_reason=self.stop_reason,
+            provenance=provenance,
+            ids=self.ids,
+            eval_y=self.eval_codes if self.has_eval else None,
+            eval_kept=(self.eval_removed_round < 0) if self.has_eval else None,
+            eval_removed_round=self.eval_removed_round.copy() if self.has_eval else None,
+            eval_scores=((np.vstack(self.eval_score_rows) if self.eval_score_rows
+                          else np.empty((0, self.n_eval), np.float32)) if km else None) if self.has_eval else None,
+            eval_first_score=self.eval_first.copy() if self.has_eval else None,
+            eval_last_score=self.eval_last.copy() if self.has_eval else None,
+            eval_removal_score=self.eval_removal.copy() if self.has_eval else None,
+            eval_ids=self.eval_ids,
+        )
+
+    # -- checkpoints ---------------------------------------------------------------------------------------
+    def _fingerprint(self) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "hashes": self.hashes,
+            "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
+            "model": self.family.spec(),
+        }
+
+    def write_checkpoint(self) -> None:
+        """Write the state after the current round to ``checkpoint_dir`` (atomic renames).
+
+        Per round ``round_NNNNN.npz`` holds that round's score rows (when kept); ``state.npz`` the per-row
+        arrays; ``state.json`` the round number, history, random generator state and a fingerprint of the
+        data and parameters (checked on resume).
+        """
+        d = Path(self.checkpoint_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        if self.keep_matrix and self.score_rows:
+            arrays = {"scores": self.score_rows[-1], "counts": self.count_rows[-1]}
+            if self.has_eval:
+                arrays["eval_scores"] = self.eval_score_rows[-1]
+            _atomic_npz(d / f"round_{self.round:05d}.npz", arrays)
+        state = {"removed_round": self.removed_round, "first_score": self.first_score,
+                 "last_score": self.last_score, "removal_score": self.removal_score}
+        if self.has_eval:
+            state.update(eval_removed_round=self.eval_removed_round, eval_first=self.eval_first,
+                         eval_last=self.eval_last, eval_removal=self.eval_removal)
+        _atomic_npz(d / "state.npz", state)
+        meta = {
+            "format": CHECKPOINT_FORMAT,
+            "version": CHECKPOINT_VERSION,
+            "round": self.round,
+            "finished": self.finished,
+            "stop_reason": self.stop_reason,
+            "history": self.history,
+            "rng_state": self.rng.bit_generator.state,
+            "fingerprint": self._fingerprint(),
+            "extra": self.extra_state,
+            "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        tmp = d / "state.json.tmp"
+        tmp.write_text(json.dumps(meta, default=_json_default))
+        os.replace(tmp, d / "state.json")
+
+    def restore(self, checkpoint_dir: str | Path) -> None:
+        """Continue from a checkpoint: reload the state, re-open the backend and replay the removals.
+
+        Raises
+        ------
+        ValueError
+            When there is no checkpoint or it belongs to other data or parameters.
+        """
+        d = Path(checkpoint_dir)
+        meta = read_checkpoint_meta(d)
+        mine = json.loads(json.dumps(self._fingerprint(), default=_json_default))
+        if meta["fingerprint"] != mine:
+            diff = [k for k in mine if mine[k] != meta["fingerprint"].get(k)]
+            raise ValueError(
+                f"The checkpoint in '{d}' belongs to a different run ({', '.join(diff)} differ); "
+                "resume with the same data and parameters, or start a new run directory."
+            )
+        with np.load(d / "state.npz", allow_pickle=False) as z:
+            self.removed_round = z["removed_round"].copy()
+            self.first_score, self.last_score = z["first_score"].copy(), z["last_score"].copy()
+            self.removal_score = z["removal_score"].copy()
+            if self.has_eval:
+                self.eval_removed_round = z["eval_removed_round"].copy()
+                self.eval_first, self.eval_last = z["eval_first"].copy(), z["eval_last"].copy()
+                self.eval_removal = z["eval_removal"].copy()
+        rounds = int(meta["round"])
+        if self.keep_matrix:
+            for r in range(1, rounds + 1):
+                with np.load(d / f"round_{r:05d}.npz", allow_pickle=False) as z:
+                    self.score_rows.append(z["scores"].copy())
+                    self.count_rows.append(z["counts"].copy())
+                    if self.has_eval:
+                        self.eval_score_rows.append(z["eval_scores"].copy())
+        self.history = list(meta["history"])
+        self.stop_reason = meta["stop_reason"]
+        self.extra_state = dict(meta.get("extra") or {})
+        # the same random draws as at the start, then the same removals in the same order
+        with blas_threads(self.config.n_threads):
+            self.rng = np.random.default_rng(self.config.seed)
+            self.open()
+            for r in range(1, rounds + 1):
+                self.backend.remove(np.flatnonzero(self.removed_round == r), r)
+        self.rng.bit_generator.state = meta["rng_state"]
+        self.round = rounds
+        # a run stopped on request continues; a run that stopped by Algorithm 1 stays finished
+        self.finished = bool(meta["finished"]) and self.stop_reason != "stopped_by_callback"
+        if not self.finished:
+            self.stop_reason = "target_size_reached"
+
+
+def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
+    """The ``state.json`` of a checkpoint folder, validated."""
+    d = Path(directory)
+    path = d / "state.json"
+    if not path.is_file():
+        raise ValueError(f"'{d}' has no checkpoint to resume from (no state.json).")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"The checkpoint '{path}' is damaged: {exc}") from None
+    if meta.get("format") != CHECKPOINT_FORMAT or meta.get("version", 0) > CHECKPOINT_VERSION:
+        raise ValueError(f"'{path}' is not an AFLite Studio checkpoint this version can read.")
+    return meta
+
+
+def _atomic_npz(path: Path, arrays: dict[str, NDArray]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+    os.replace(tmp, path)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return repr(value)
