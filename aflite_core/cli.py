@@ -191,7 +191,11 @@ def _lazy(module: str) -> Callable:
 
 
 #: further commands and the modules that define them: (name, function(subparsers, name))
-_EXTRA_COMMANDS: list[tuple[str, Callable]] = [("synthetic", _lazy("synthetic")), ("dynamics", _lazy("dynamics"))]
+_EXTRA_COMMANDS: list[tuple[str, Callable]] = [
+    ("synthetic", _lazy("synthetic")),
+    ("eval-filter", _lazy("evalsets")),
+    ("dynamics", _lazy("dynamics")),
+]
 
 
 _OPTION_OF = {"n_partitions": "--partitions", "random_state": "--seed", "X": "--features", "y": "--labels",
