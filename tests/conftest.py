@@ -48,3 +48,48 @@ def planted():
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def app_test(monkeypatch):
+    """Factory of AppTests on app.py: caches cleared, runs awaited within one script run.
+
+    ``app_test(page="pages/filter.py", **session_state)`` returns an AppTest that has run the page.
+    AppTest, like a fresh server, starts in Streamlit's legacy "pages/ folder" mode and would run a page file
+    without app.py after ``switch_page``; the patch below makes every run go through app.py's navigation, as
+    the server does once the app has started.
+    """
+    import streamlit as st
+    import streamlit.testing.v1.app_test as app_test_module
+    from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.testing.v1 import AppTest
+
+    class NavigationPagesManager(PagesManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(app_test_module, "PagesManager", NavigationPagesManager)
+    monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "120")
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+    def make(page: str | None = None, **state):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        for key, value in state.items():
+            at.session_state[key] = value
+        at.run()
+        if page is not None:
+            at.switch_page(page).run()
+        return at
+
+    yield make
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def plotly_figures(at) -> list[dict]:
+    """The Plotly figure specs an AppTest rendered (decoded JSON)."""
+    import json
+
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]

@@ -1,0 +1,215 @@
+"""Pure chart builders for the filter views: an ``AFLiteResult`` in, a Plotly figure out (no Streamlit).
+
+Every figure has axis titles with units, class names rather than codes, and the same two colours for kept
+(blue) and removed (vermillion).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from aflite_core import AFLiteResult
+
+from .theme import CLASS_COLOURS, FONT, KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map
+
+__all__ = [
+    "class_counts_chart",
+    "predictability_histogram",
+    "predictability_small_multiples",
+    "removal_chart",
+    "style",
+]
+
+
+def style(fig: go.Figure, *, height: int | None = None, title: str | None = None) -> go.Figure:
+    """The common look: white background, readable font, legend on top."""
+    fig.update_layout(
+        template="plotly_white",
+        font=dict(family=FONT, size=13),
+        margin=dict(l=60, r=30, t=60 if title else 30, b=50),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        hoverlabel=dict(font_size=12),
+    )
+    if title:
+        fig.update_layout(title=dict(text=title, x=0, xanchor="left"))
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+def _removed_per_round_by_class(result: AFLiteResult) -> pd.DataFrame:
+    rounds = np.arange(1, result.n_rounds + 1)
+    table = np.zeros((len(rounds), len(result.classes)), dtype=int)
+    gone = result.removed_round > 0
+    np.add.at(table, (result.removed_round[gone] - 1, result.y[gone]), 1)
+    return pd.DataFrame(table, index=pd.Index(rounds, name="round"), columns=[str(c) for c in result.classes])
+
+
+def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figure:
+    """Rows removed per round split by class, the remaining size, and the representation bias per round.
+
+    Top: stacked bars of rows removed in each round, one colour per class, with the size of the set after
+    the round as a line (right axis). Bottom: mean predictability of the scored rows (the estimate of the
+    representation bias R(Φ, S, M), eq. 5) and the share of scored rows that reached τ, with τ dashed.
+    """
+    hist = result.history
+    by_class = _removed_per_round_by_class(result)
+    colours = class_colour_map(result.classes)
+    fig = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.6, 0.4],
+        specs=[[{"secondary_y": True}], [{"secondary_y": False}]],
+    )
+    for name in by_class.columns:
+        fig.add_trace(
+            go.Bar(x=by_class.index, y=by_class[name], name=f"removed: {name}", marker_color=colours[name],
+                   hovertemplate="round %{x}<br>" + name + ": %{y:,} rows removed<extra></extra>"),
+            row=1, col=1, secondary_y=False,
+        )
+    fig.add_trace(
+        go.Scatter(x=hist["round"], y=hist["size_after"], name="rows left", mode="lines+markers",
+                   line=dict(color=KEPT, width=3),
+                   hovertemplate="after round %{x}: %{y:,} rows left<extra></extra>"),
+        row=1, col=1, secondary_y=True,
+    )
+    fig.add_trace(
+        go.Scatter(x=hist["round"], y=hist["mean_predictability"], name="mean predictability (R estimate)",
+                   mode="lines+markers", line=dict(color=REMOVED, width=2),
+                   hovertemplate="round %{x}: mean p = %{y:.3f}<extra></extra>"),
+        row=2, col=1,
+    )
+    share = hist["n_qualified"] / hist["n_scored"].where(hist["n_scored"] > 0)
+    fig.add_trace(
+        go.Scatter(x=hist["round"], y=share, name="share of scored rows with p ≥ τ", mode="lines+markers",
+                   line=dict(color=NEUTRAL, width=2, dash="dot"),
+                   hovertemplate="round %{x}: %{y:.1%} of scored rows reached τ<extra></extra>"),
+        row=2, col=1,
+    )
+    tau = float(result.params["tau"])
+    fig.add_hline(y=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=2, col=1,
+                  annotation_text=f"τ = {tau:g}", annotation_position="top left")
+    fig.update_layout(barmode="stack", bargap=0.15)
+    if len(by_class.columns) > 3:  # many classes: a legend column on the right instead of rows on top
+        fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.08))
+    fig.update_yaxes(title_text="rows removed", row=1, col=1, secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="rows left", row=1, col=1, secondary_y=True, rangemode="tozero", showgrid=False)
+    fig.update_yaxes(title_text="share (0-1)", row=2, col=1, range=[0, 1.02])
+    fig.update_xaxes(title_text="round", row=2, col=1, dtick=1 if result.n_rounds <= 30 else None)
+    return style(fig, height=560, title=title)
+
+
+def _round_scores(result: AFLiteResult, rnd: int) -> tuple[np.ndarray, np.ndarray]:
+    if result.scores is None:
+        raise ValueError("Per-round scores are not kept for strategy='greedy'; choose 'slice' or 'sample'.")
+    if not 1 <= rnd <= result.n_rounds:
+        raise ValueError(f"Round must be between 1 and {result.n_rounds}; got {rnd}.")
+    p = result.scores[rnd - 1]
+    scored = ~np.isnan(p)
+    return p, scored
+
+
+def _bins(result: AFLiteResult) -> dict:
+    m = int(result.params["n_partitions"])
+    size = 1.0 / min(max(m, 10), 40)
+    return dict(start=-size / 2, end=1 + size / 2, size=size)
+
+
+def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | None = None) -> go.Figure:
+    """Histogram of the predictability p(i) of the rows scored in round ``rnd``, one panel per class.
+
+    Rows removed in that round are drawn in the removed colour, the others in the kept colour; τ is a
+    dashed line. Only rows still in the set at that round were scored.
+    """
+    p, scored = _round_scores(result, rnd)
+    gone = result.removed_round == rnd
+    classes = [str(c) for c in result.classes]
+    n_panels = len(classes)
+    cols = 1 if n_panels <= 3 else 2
+    rows = math.ceil(n_panels / cols)
+    fig = make_subplots(rows=rows, cols=cols, shared_xaxes=True, subplot_titles=classes,
+                        vertical_spacing=0.12 / max(1, rows / 3), horizontal_spacing=0.08)
+    bins = _bins(result)
+    for i, name in enumerate(classes):
+        r, c = i // cols + 1, i % cols + 1
+        in_class = scored & (result.y == i)
+        for mask, label, colour in ((in_class & ~gone, "stayed", KEPT), (in_class & gone, "removed this round",
+                                                                          REMOVED)):
+            fig.add_trace(
+                go.Histogram(x=p[mask], xbins=bins, name=label, marker_color=colour, legendgroup=label,
+                             showlegend=i == 0, opacity=0.85,
+                             hovertemplate=f"{name}<br>p in %{{x}}<br>%{{y}} rows<extra>{label}</extra>"),
+                row=r, col=c,
+            )
+        fig.update_yaxes(title_text="rows" if c == 1 else None, row=r, col=c)
+    tau = float(result.params["tau"])
+    for i in range(n_panels):
+        fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=i // cols + 1, col=i % cols + 1)
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(range=[-0.03, 1.03])
+    for c in range(1, cols + 1):
+        fig.update_xaxes(title_text="predictability p(i) (share of correct out-of-sample predictions)", row=rows,
+                         col=c)
+    return style(fig, height=max(320, 230 * rows), title=title or f"Round {rnd}: predictability by class (τ = {tau:g})")
+
+
+def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48) -> go.Figure:
+    """One small histogram per round (all classes together), removed rows highlighted, τ dashed."""
+    if result.scores is None:
+        raise ValueError("Per-round scores are not kept for strategy='greedy'; choose 'slice' or 'sample'.")
+    n = min(result.n_rounds, max_rounds)
+    cols = min(6, n)
+    rows = math.ceil(n / cols)
+    fig = make_subplots(rows=rows, cols=cols, shared_xaxes=True, shared_yaxes=True,
+                        subplot_titles=[f"round {r}" for r in range(1, n + 1)], vertical_spacing=0.25 / rows,
+                        horizontal_spacing=0.02)
+    bins = _bins(result)
+    edges = np.arange(bins["start"], bins["end"] + bins["size"] / 2, bins["size"])
+    centres = (edges[:-1] + edges[1:]) / 2
+    tau = float(result.params["tau"])
+    top = 1
+    for r in range(1, n + 1):
+        p, scored = _round_scores(result, r)
+        gone = result.removed_round == r
+        row, col = (r - 1) // cols + 1, (r - 1) % cols + 1
+        counts = []
+        for mask, label, colour in ((scored & ~gone, "stayed", KEPT), (scored & gone, "removed this round", REMOVED)):
+            c, _ = np.histogram(p[mask], bins=edges)
+            counts.append(c)
+            fig.add_trace(go.Bar(x=centres, y=c, width=bins["size"], marker_color=colour, name=label,
+                                 legendgroup=label, showlegend=r == 1,
+                                 hovertemplate=f"round {r}: %{{y}} rows at p≈%{{x:.2f}}<extra>{label}</extra>"),
+                          row=row, col=col)
+        top = max(top, int((counts[0] + counts[1]).max()))
+        fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=row, col=col)
+    fig.update_layout(barmode="stack", bargap=0)
+    fig.update_yaxes(range=[0, top * 1.05])  # explicit: Plotly's autorange over matched stacked panels can clip
+    fig.update_xaxes(range=[-0.03, 1.03], tickvals=[0, 0.5, 1])
+    fig.update_xaxes(title_text="p(i)", row=rows)
+    fig.update_yaxes(title_text="rows", col=1)
+    fig.update_annotations(font_size=11)
+    return style(fig, height=max(260, 170 * rows))
+
+
+def class_counts_chart(counts: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Rows per class before and after filtering (grouped bars), with the share lost in the hover.
+
+    ``counts`` has one row per class and columns ``before`` and ``after`` (index = class names).
+    """
+    fig = go.Figure()
+    lost = 1 - counts["after"] / counts["before"].where(counts["before"] > 0)
+    fig.add_trace(go.Bar(x=[str(c) for c in counts.index], y=counts["before"], name="before", marker_color=NEUTRAL,
+                         hovertemplate="%{x}: %{y:,} rows before<extra></extra>"))
+    fig.add_trace(go.Bar(x=[str(c) for c in counts.index], y=counts["after"], name="after (kept)", marker_color=KEPT,
+                         customdata=np.c_[lost.fillna(0).to_numpy()],
+                         hovertemplate="%{x}: %{y:,} rows kept (%{customdata[0]:.0%} removed)<extra></extra>"))
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="class")
+    fig.update_yaxes(title_text="rows", rangemode="tozero")
+    return style(fig, height=340, title=title)
+
+
+_ = CLASS_COLOURS  # re-exported palette lives in theme

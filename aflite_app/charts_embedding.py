@@ -1,0 +1,197 @@
+"""Pure chart builders for the Embedding map page (no Streamlit): the 2-D map and the Figure 1 heatmap.
+
+The map is selectable: every point carries its row position in ``customdata`` (read back by
+:func:`aflite_app.selection.selected_rows`) and the figure starts in lasso mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .charts import style
+from .theme import KEPT, REMOVED, class_colour_map, round_colours
+
+__all__ = ["COLOUR_MODES", "embedding_scatter", "similarity_heatmap"]
+
+#: colour control of the map: key -> label
+COLOUR_MODES = {"status": "kept / removed", "round": "round removed", "class": "class"}
+
+#: above this many points the map uses WebGL (Scattergl)
+WEBGL_POINTS = 5000
+
+
+def _marker_size(n: int) -> float:
+    return 7.0 if n <= 2000 else 5.0 if n <= 10000 else 3.5
+
+
+def _hover(frame: pd.DataFrame) -> np.ndarray:
+    """One hover line per point: id, class, outcome, first-round predictability."""
+    ids = frame["id"].astype(str) if "id" in frame else frame["row"].astype(str)
+    rr = frame["removed_round"].to_numpy()
+    outcome = np.where(rr > 0, "removed in round " + pd.Series(rr).astype(str).to_numpy(dtype=object), "kept")
+    text = "id " + ids.to_numpy(dtype=object) + " · class " + frame["label"].astype(str).to_numpy(dtype=object)
+    text = text + "<br>" + outcome
+    if "first_score" in frame:
+        p = frame["first_score"].to_numpy(dtype=float)
+        p_text = np.where(np.isnan(p), "not scored", pd.Series(p).map("{:.2f}".format).to_numpy(dtype=object))
+        text = text + "<br>first-round p = " + p_text
+    return text
+
+
+def embedding_scatter(
+    frame: pd.DataFrame,
+    colour: str = "status",
+    *,
+    classes: Sequence[str] | None = None,
+    n_rounds: int | None = None,
+    axis_titles: tuple[str, str] = ("component 1", "component 2"),
+    selected: Collection[int] | None = None,
+    revision: int = 0,
+    title: str | None = None,
+    height: int = 600,
+) -> go.Figure:
+    """The 2-D map of the rows, coloured by outcome, by the round a row was removed in, or by class.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        One row per point with ``row`` (position in the dataset, put in ``customdata``), ``x``, ``y``,
+        ``label`` (class name), ``kept``, ``removed_round`` (-1 if kept) and optionally ``id`` and
+        ``first_score`` (for the hover).
+    colour : {"status", "round", "class"}
+        Kept (blue) vs removed (vermillion); removed rows by round on a sequential palette with kept rows in
+        blue; or one colour per class.
+    classes : sequence of str, optional
+        Class names in order (stable class colours); default: the labels in order of appearance.
+    n_rounds : int, optional
+        Rounds of the run (the round palette's range); default: the largest round in ``frame``.
+    axis_titles : (str, str)
+        Titles of the two axes.
+    selected : collection of int, optional
+        Row positions drawn as selected (the others dimmed), e.g. a selection carried over from the map
+        before the colour or the projection changed. Default: no selection.
+    revision : int, default=0
+        Stored in ``layout.meta``: a new revision makes a new figure (Streamlit then forgets the chart's
+        own selection).
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Every trace's ``customdata`` holds the row position of each point (1-D, so a selected point's
+        customdata arrives as a plain number); ``dragmode`` is "lasso".
+    """
+    if colour not in COLOUR_MODES:
+        raise ValueError(f"The 'colour' parameter of embedding_scatter must be one of {list(COLOUR_MODES)}. "
+                         f"Got {colour!r} instead.")
+    n = len(frame)
+    scatter = go.Scattergl if n > WEBGL_POINTS else go.Scatter
+    size = _marker_size(n)
+    hover = _hover(frame)
+    kept = frame["kept"].to_numpy(dtype=bool)
+    rr = frame["removed_round"].to_numpy()
+    fig = go.Figure()
+
+    chosen = None if not selected else np.isin(frame["row"].to_numpy(), np.fromiter(selected, dtype=np.int64))
+
+    def add(mask: np.ndarray, name: str, marker: dict, **kw) -> None:
+        sub = frame.loc[mask]
+        if chosen is not None:
+            kw["selectedpoints"] = np.flatnonzero(chosen[mask]).tolist()
+        fig.add_trace(scatter(
+            x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=name,
+            customdata=sub["row"].to_numpy(dtype=np.int64), hovertext=hover[mask],
+            hovertemplate="%{hovertext}<extra></extra>", marker=dict(size=size, **marker), **kw,
+        ))
+
+    if colour == "status":
+        add(kept, f"kept ({kept.sum():,})", dict(color=KEPT, opacity=0.55))
+        add(~kept, f"removed ({(~kept).sum():,})", dict(color=REMOVED, opacity=0.8))
+    elif colour == "round":
+        last = int(n_rounds if n_rounds is not None else max(1, rr.max(initial=1)))
+        palette = round_colours(min(max(last, 1), 12))
+        if len(palette) == 1:
+            palette = palette * 2
+        scale = [[i / (len(palette) - 1), c] for i, c in enumerate(palette)]
+        add(kept, f"kept ({kept.sum():,})", dict(color=KEPT, opacity=0.35))
+        add(~kept, f"removed ({(~kept).sum():,}), colour = round", dict(
+            color=rr[~kept], colorscale=scale, cmin=1, cmax=max(last, 2), opacity=0.9,
+            colorbar=dict(title=dict(text="round<br>removed"), thickness=14, len=0.75, y=0.45)))
+    else:
+        labels = frame["label"].astype(str).to_numpy()
+        order = [str(c) for c in classes] if classes is not None else list(dict.fromkeys(labels))
+        colours = class_colour_map(order)
+        for name in order:
+            mask = labels == name
+            if mask.any():
+                add(mask, f"{name} ({mask.sum():,})", dict(color=colours[name], opacity=0.7))
+    fig.update_layout(dragmode="lasso", hovermode="closest", clickmode="event+select",
+                      meta={"selection_revision": int(revision)})
+    fig.update_xaxes(title_text=axis_titles[0], zeroline=False)
+    fig.update_yaxes(title_text=axis_titles[1], zeroline=False)
+    fig = style(fig, height=height, title=title)
+    if title:  # room for the title above the legend row
+        fig.update_layout(margin=dict(t=100), title=dict(y=0.98, yanchor="top"))
+    return fig
+
+
+def similarity_heatmap(
+    sim,
+    *,
+    class_name: str,
+    ids: Sequence | np.ndarray | None = None,
+    title: str | None = None,
+    height: int = 520,
+) -> go.Figure:
+    """Figure 1: the cosine-similarity matrix of sampled retained and removed rows of one class.
+
+    Parameters
+    ----------
+    sim : aflite_core.analysis.ClassSimilarity
+        Retained rows first in ``sim.matrix``, then removed rows.
+    class_name : str
+        The class, for the title.
+    ids : array-like, optional
+        Row ids of the dataset (indexed by row position) for the hover; default: row positions.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One heatmap; the retained block is outlined in blue and the removed block in vermillion, and the
+        axis ticks name the two blocks.
+    """
+    r, m = len(sim.retained_rows), len(sim.removed_rows)
+    rows = np.concatenate([np.asarray(sim.retained_rows), np.asarray(sim.removed_rows)]).astype(np.intp)
+    Z = np.asarray(sim.matrix, dtype=float)
+    ident = np.asarray(ids)[rows] if ids is not None else rows
+    who = [f"{'retained' if i < r else 'removed'} id {ident[i]}" for i in range(r + m)]
+    text = [[f"{who[i]}<br>{who[j]}<br>cos = {Z[i, j]:.3f}" for j in range(r + m)] for i in range(r + m)]
+    off = Z[~np.eye(r + m, dtype=bool)] if r + m > 1 else np.array([])
+    zmin, zmax = (float(off.min()), float(off.max())) if off.size else (0.0, 1.0)
+    if zmax - zmin < 1e-6:
+        zmin, zmax = zmin - 0.05, zmax + 0.05
+    fig = go.Figure(go.Heatmap(
+        z=Z, x=np.arange(r + m), y=np.arange(r + m), text=text, hovertemplate="%{text}<extra></extra>",
+        colorscale="Greys", zmin=zmin, zmax=zmax, xgap=1, ygap=1,
+        colorbar=dict(title=dict(text="cosine<br>similarity"), thickness=14),
+    ))
+    ticks, labels = [], []
+    for start, count, name, colour in ((0, r, "retained", KEPT), (r, m, "removed", REMOVED)):
+        if count == 0:
+            continue
+        ticks.append(start + (count - 1) / 2)
+        labels.append(f"{name} ({count})")
+        fig.add_shape(type="rect", x0=start - 0.5, x1=start + count - 0.5, y0=start - 0.5, y1=start + count - 0.5,
+                      line=dict(color=colour, width=3))
+    axis = dict(tickvals=ticks, ticktext=labels, showgrid=False, zeroline=False, range=[-0.6, r + m - 0.4],
+                constrain="domain")
+    fig.update_xaxes(title_text=f"sampled rows of class {class_name}", **axis)
+    fig.update_yaxes(title_text=f"sampled rows of class {class_name}", autorange=None, scaleanchor="x",
+                     **{**axis, "range": [r + m - 0.4, -0.6]})
+    fig = style(fig, height=height, title=title or f"Class {class_name}: cosine similarity of {r} retained and "
+                                                   f"{m} removed rows")
+    fig.update_layout(margin=dict(l=110, r=30, t=60, b=80))
+    return fig

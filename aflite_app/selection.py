@@ -1,0 +1,269 @@
+"""Selections on the Embedding map, as pure functions (no Streamlit): event -> row positions -> display table.
+
+``st.plotly_chart(..., on_select="rerun")`` returns ``{"selection": {"points": [...], "point_indices": [...],
+"box": [...], "lasso": [...]}}``. ``point_indices`` are per trace (one trace per colour), so they do not index
+the data; the map puts each point's row position in ``customdata`` and :func:`selected_rows` reads it back
+from ``points``. :func:`selection_table` lists the selected rows with an image thumbnail (PNG data URI,
+encoded here without extra dependencies) or the dataset's text columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from .images import png_bytes, png_data_uri
+
+__all__ = [
+    "MapSelection",
+    "after_event",
+    "cleared",
+    "for_figure",
+    "png_bytes",
+    "png_data_uri",
+    "selected_rows",
+    "selection_table",
+    "thumbnail",
+    "thumbnails",
+]
+
+
+def _get(obj: Any, key: str) -> Any:
+    """``obj[key]`` for mappings, ``obj.key`` for attribute objects, None when absent."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def _row_of(customdata: Any) -> int | None:
+    """The row position carried in a point's customdata: a scalar, or the first item of a list.
+
+    A row of a 2-D typed array arrives from the browser as ``{"0": 7}`` (a JSON-encoded typed array): its
+    item "0" is taken.
+    """
+    value = customdata
+    while isinstance(value, (list, tuple, np.ndarray, Mapping)):
+        if len(value) == 0:
+            return None
+        if isinstance(value, Mapping):
+            value = value.get("0", value.get(0, next(iter(value.values()))))
+        else:
+            value = value[0]
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not np.isfinite(number) or number != int(number) or number < 0:
+        return None
+    return int(number)
+
+
+def selected_rows(event: Any, *, n_rows: int | None = None) -> list[int]:
+    """Row positions of the selected points of a Plotly chart event, sorted and without duplicates.
+
+    Parameters
+    ----------
+    event : mapping or object, optional
+        What ``st.plotly_chart(..., on_select="rerun")`` returned (``{"selection": {"points": [...]}}``), or
+        its ``selection`` part. Missing keys, ``None`` and empty selections give an empty list.
+    n_rows : int, optional
+        Drop positions outside ``[0, n_rows)`` (a selection left over from another dataset).
+
+    Returns
+    -------
+    list of int
+        Positions read from each point's ``customdata`` (a number, or the first item of a list or of a
+        ``{"0": ...}`` typed-array object), over all traces. Points without customdata are ignored;
+        ``point_indices`` are never used (they count within each trace).
+
+    Examples
+    --------
+    >>> event = {"selection": {"points": [{"curve_number": 1, "point_index": 0, "customdata": [7]},
+    ...                                   {"curve_number": 0, "point_index": 0, "customdata": [3]}],
+    ...                        "point_indices": [0], "box": [], "lasso": []}}
+    >>> selected_rows(event)
+    [3, 7]
+    >>> selected_rows({}), selected_rows(None)
+    ([], [])
+    """
+    selection = _get(event, "selection")
+    if selection is None and _get(event, "points") is not None:
+        selection = event
+    points = _get(selection, "points") or []
+    if isinstance(points, Mapping) or not isinstance(points, Iterable):
+        return []
+    rows = set()
+    for point in points:
+        row = _row_of(_get(point, "customdata"))
+        if row is None or (n_rows is not None and row >= n_rows):
+            continue
+        rows.add(row)
+    return sorted(rows)
+
+
+@dataclass(frozen=True)
+class MapSelection:
+    """The rows selected on the map, kept across changes of the figure.
+
+    Streamlit identifies a chart by its figure, so a new colouring or projection is a new chart whose
+    selection starts empty. The page therefore keeps the selection itself.
+
+    Attributes
+    ----------
+    signature : hashable
+        What the figure shows (e.g. run, colour, projection).
+    rows : tuple of int
+        The selected rows the page lists.
+    baked : tuple of int
+        Rows drawn as selected in the figure: the selection carried over when the figure changed. Fixed while
+        the figure stays, so the chart keeps its identity (and the user's next selection on it).
+    touched : bool
+        True when ``rows`` were selected on the current figure (the chart itself holds that selection).
+    revision : int
+        Bumped by :func:`cleared`; the page puts it in the figure, so clearing makes a new chart.
+    """
+
+    signature: Hashable = None
+    rows: tuple[int, ...] = ()
+    baked: tuple[int, ...] = ()
+    touched: bool = False
+    revision: int = 0
+
+
+def for_figure(state: MapSelection | None, signature: Hashable) -> MapSelection:
+    """The selection state for the figure about to be drawn: a new figure carries the current rows over.
+
+    Examples
+    --------
+    >>> s = for_figure(None, "status")
+    >>> s = after_event(s, {"selection": {"points": [{"customdata": 4}]}})
+    >>> for_figure(s, "status") == s, for_figure(s, "class").baked
+    (True, (4,))
+    """
+    if state is None:
+        return MapSelection(signature)
+    if state.signature != signature:
+        return MapSelection(signature, state.rows, state.rows, False, state.revision)
+    return state
+
+
+def after_event(state: MapSelection | None, event: Any, *, n_rows: int | None = None) -> MapSelection:
+    """The state after the chart reported a selection (``on_select`` callback).
+
+    A non-empty selection replaces the rows. An empty one clears them only when the current figure held a
+    selection of its own (``touched``): Streamlit's chart sends "nothing selected" only when its own value was
+    non-empty, so an empty event for a figure that only shows a carried-over selection is a stale event of an
+    earlier figure (seen when the figure is redrawn) and is ignored.
+    """
+    state = state if state is not None else MapSelection()
+    rows = tuple(selected_rows(event, n_rows=n_rows))
+    if rows:
+        return replace(state, rows=rows, touched=True)
+    if state.touched:
+        return replace(state, rows=(), touched=False)
+    return state
+
+
+def cleared(state: MapSelection | None) -> MapSelection:
+    """No rows selected, and a new figure revision so the chart drops its own selection too."""
+    state = state if state is not None else MapSelection()
+    return MapSelection(state.signature, (), (), False, state.revision + 1)
+
+
+# -- thumbnails ----------------------------------------------------------------------------------------------
+def thumbnail(image: NDArray, *, vmax: float | None = None, invert: bool = True, size: int = 32) -> NDArray[np.uint8]:
+    """A small image as a crisp uint8 thumbnail of about ``size`` pixels (nearest-neighbour upscaling).
+
+    Grey images are scaled by ``vmax`` (default: the image's own maximum) and, with ``invert``, drawn as dark
+    ink on white (the digits' values are ink intensities). Colour images are scaled to 0-255 and not inverted.
+    """
+    a = np.nan_to_num(np.asarray(image, dtype=np.float64))
+    lo = min(0.0, float(a.min())) if a.size else 0.0
+    hi = float(a.max()) if vmax is None else float(vmax)
+    scaled = np.clip((a - lo) / (hi - lo), 0, 1) if hi > lo else np.zeros_like(a)
+    if a.ndim == 2 and invert:
+        scaled = 1 - scaled
+    out = np.round(scaled * 255).astype(np.uint8)
+    factor = max(1, size // max(out.shape[:2]))
+    return np.repeat(np.repeat(out, factor, axis=0), factor, axis=1)
+
+
+def thumbnails(data: Any, rows: Iterable[int], *, size: int = 48) -> list[NDArray[np.uint8]]:
+    """Thumbnails of some rows of a dataset with images (one scale for all, so they compare); [] without images."""
+    if data.images is None:
+        return []
+    images = np.asarray(data.images)
+    vmax = float(images.max()) if images.size else 1.0
+    return [thumbnail(images[int(r)], vmax=vmax, invert=images.ndim == 3, size=size) for r in rows]
+
+
+# -- the table under the map ---------------------------------------------------------------------------------
+def _extra_columns(data: Any) -> list[str]:
+    """Columns of ``data.frame`` worth showing next to a selected row (text, pair, planted truth)."""
+    cols = [*list(data.pair or ()), *data.text_columns, *data.meta.get("planted_truth", [])]
+    seen: list[str] = []
+    for col in cols:
+        if col in data.frame.columns and col not in seen and col != data.label_column:
+            seen.append(col)
+    if not seen and data.images is None:  # nothing descriptive: the first few original columns
+        skip = {data.label_column, data.id_column}
+        seen = [c for c in data.frame.columns if c not in skip][:6]
+    return seen
+
+
+def _scores(values: NDArray[np.float64], missing: str) -> list[str]:
+    """Scores as display text with two decimals ("" or a word where there is none, instead of "None")."""
+    return [missing if np.isnan(v) else f"{v:.2f}" for v in values]
+
+
+def selection_table(data: Any, result: Any, rows: Iterable[int], *, cap: int = 200) -> tuple[pd.DataFrame, dict]:
+    """The selected rows as a display table: image or text, id, class, outcome and predictability.
+
+    Parameters
+    ----------
+    data : aflite_core.datasets.Dataset
+        The dataset the run filtered.
+    result : aflite_core.AFLiteResult
+        The run (aligned with ``data``'s rows).
+    rows : iterable of int
+        Selected row positions.
+    cap : int, default=200
+        Rows listed at most (the first ones, in row order); the counts cover all selected rows.
+
+    Returns
+    -------
+    (DataFrame, dict)
+        Columns ``image`` (PNG data URI, when the dataset has images) or the text / planted-truth columns,
+        then ``id, class, status, round removed`` ("" if kept), ``first-round p`` ("not scored" if never
+        scored), ``removal score`` ("" if kept) as display text with two decimals, and ``row`` (the position);
+        and the counts ``{"selected", "kept", "removed", "shown"}``.
+    """
+    idx = np.asarray(sorted({int(r) for r in rows if 0 <= int(r) < data.n_rows}), dtype=np.intp)
+    kept = np.asarray(result.kept)[idx]
+    counts = {"selected": len(idx), "kept": int(kept.sum()), "removed": int((~kept).sum()),
+              "shown": min(len(idx), cap)}
+    show = idx[:cap]
+    names = np.asarray([str(c) for c in data.classes], dtype=object)
+    table = pd.DataFrame(index=pd.RangeIndex(len(show)))
+    if data.images is not None:
+        table["image"] = [png_data_uri(t) for t in thumbnails(data, show, size=32)]
+    for col in _extra_columns(data):
+        table[col] = data.frame[col].to_numpy()[show]
+    rr = np.asarray(result.removed_round)[show]
+    table["id"] = [str(i) for i in np.asarray(data.ids)[show]]
+    table["class"] = names[np.asarray(data.y)[show]]
+    table["status"] = np.where(rr > 0, "removed", "kept")
+    table["round removed"] = [str(r) if r > 0 else "" for r in rr]
+    table["first-round p"] = _scores(np.asarray(result.first_score, dtype=float)[show], "not scored")
+    table["removal score"] = _scores(np.asarray(result.removal_score, dtype=float)[show], "")
+    table["row"] = show
+    return table, counts

@@ -1,0 +1,159 @@
+"""Small Streamlit helpers shared by the pages: the error boundary, captions, the sidebar."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from . import compute
+from .state import DATASET, LAST, REPRESENTATION, DatasetSpec
+
+
+def page_guard() -> None:
+    """Make a page opened by a direct link run inside the app, with its navigation and sidebar.
+
+    Streamlit keeps its legacy "pages/ folder" mode until ``st.navigation`` has run once in the server
+    process, so on a fresh server a deep link such as ``/filter`` would run the page file alone (no sidebar,
+    no wide layout). Every page calls this first: it switches that mode off and reruns, and the rerun goes
+    through ``app.py`` to the same page.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a Streamlit without the legacy mode: nothing to do
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """The app's one error boundary: a core ValueError/TypeError becomes ``st.error`` and the page stops."""
+    try:
+        yield
+    except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
+        text = str(exc) or type(exc).__name__
+        st.error(text)
+        st.stop()
+
+
+def current_run(what: str):
+    """The Filter page's current run on the sidebar's dataset: ``(spec, result, dataset)``.
+
+    Without one, shows ``Run AFLite on the Filter page first; <what>.`` with a link and stops the page.
+    """
+    spec = st.session_state.get(LAST)
+    if spec is None or spec.dataset != current_dataset_spec():
+        st.info(f"Run AFLite on the Filter page first; {what}.")
+        st.page_link("pages/filter.py", label="Go to Filter")
+        st.stop()
+    with errors():
+        return spec, compute.run_filter(spec), compute.dataset(spec.dataset)
+
+
+def run_in_background(state_key: str, spec, prepare, describe, *, stop_key: str, stop_help: str,
+                      stopping: str, restart: bool = False):
+    """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
+
+    Starts (or keeps) a :class:`~aflite_app.runner.BackgroundRun` in ``st.session_state[state_key]`` running
+    ``prepare(spec)``; a run asked for with other parameters is stopped. Fast runs are simply awaited
+    (:func:`aflite_app.compute.sync_wait`); slower ones show a fragment that polls the progress
+    (``describe(progress_or_None, elapsed_seconds) -> (fraction, text)``) with a Stop button, and the page
+    stops until the result is there. Errors show as ``st.error``. ``restart`` starts over a finished run
+    that gave no result.
+    """
+    from .runner import BackgroundRun
+
+    run = st.session_state.get(state_key)
+    stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
+    if stale or (restart and run.done):
+        if run is not None and not run.done:
+            run.stop()  # other parameters were asked for: the old run is no longer wanted
+        with errors():
+            run = BackgroundRun(spec, prepare(spec)).start()
+        st.session_state[state_key] = run
+    run.wait(compute.sync_wait())
+    if run.error is not None:
+        with errors():
+            raise run.error
+    if run.done:
+        return run.result
+
+    @st.fragment(run_every=0.4)
+    def progress_panel() -> None:
+        current = st.session_state[state_key]
+        if current.done:
+            st.rerun(scope="app")
+        fraction, text = describe(current.progress, current.elapsed)
+        st.progress(fraction, text=text)
+        if current.stop_requested:
+            st.caption(stopping)
+        elif st.button("Stop", key=stop_key, help=stop_help):
+            current.stop()
+            st.rerun(scope="fragment")
+
+    progress_panel()
+    st.stop()
+
+
+def caption(text: str) -> None:
+    """The short 'what am I looking at' line under a chart."""
+    st.caption(text)
+
+
+def current_dataset_spec() -> DatasetSpec:
+    """The dataset and representation chosen in the sidebar."""
+    key = st.session_state.get(DATASET, "digits")
+    data = compute.dataset(key)
+    rep = st.session_state.get(REPRESENTATION)
+    if rep not in data.representations:
+        rep = data.default_representation
+    return DatasetSpec(key, rep)
+
+
+def _on_dataset_change() -> None:
+    st.session_state[REPRESENTATION] = None
+
+
+def sidebar() -> None:
+    """Dataset picker and the current run's summary, on every page."""
+    with st.sidebar:
+        st.markdown("### Dataset")
+        choices = compute.dataset_choices()
+        if st.session_state.get(DATASET) not in choices:
+            st.session_state[DATASET] = "digits"
+        with errors():
+            st.selectbox("Data", options=list(choices), format_func=choices.get, key=DATASET,
+                         on_change=_on_dataset_change, help="Upload your own on the Data page.")
+            data = compute.dataset(st.session_state[DATASET])
+            reps = list(data.representations)
+            if st.session_state.get(REPRESENTATION) not in reps:
+                st.session_state[REPRESENTATION] = data.default_representation
+            st.selectbox("Representation Φ(X)", options=reps, key=REPRESENTATION,
+                         format_func=lambda r: data.representation_descriptions.get(r, r),
+                         help="The features AFLite's models see. Stronger representations find more bias.")
+        counts = ", ".join(f"{c}: {n:,}" for c, n in data.class_counts().items())
+        short = counts[:120] + ("…" if len(counts) > 120 else "")
+        st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ({short})")
+
+def run_summary(box) -> None:
+    """The current run's headline numbers, in a sidebar container (filled after the page ran)."""
+    last = st.session_state.get(LAST)
+    result = compute.stored_result(last) if last is not None else None
+    with box.container():
+        st.markdown("### Current run")
+        if result is None:
+            st.caption("No run yet: open the Filter page.")
+        else:
+            name = compute.dataset_choices().get(last.dataset.key, last.dataset.key)
+            st.caption(
+                f"On {name} · {last.dataset.representation}"
+                f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "
+                f"m = {last.n_partitions}, t = {result.params['train_size']:,}"
+            )
+            c1, c2 = st.columns(2)
+            c1.metric("kept", f"{result.n_kept:,}")
+            c2.metric("removed", f"{result.n_removed:,}")
+            st.caption(result.stop_message)

@@ -1,0 +1,41 @@
+"""AFLite Studio: find and remove the examples a dataset's spurious biases make easy, and see why.
+
+Start with ``streamlit run app.py``. This file sets the page config, the session defaults, the shared sidebar
+and the navigation; every page lives in ``pages/`` and computes through ``aflite_app.compute``.
+"""
+
+import os
+
+os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".numba_cache"))
+
+import streamlit as st
+
+from aflite_app import state, ui
+
+st.set_page_config(page_title="AFLite Studio", page_icon="🧹", layout="wide")
+state.init_session(st)
+
+PAGES = {
+    "AFLite Studio": [
+        st.Page("pages/home.py", title="Home", default=True),
+        st.Page("pages/synthetic.py", title="Synthetic circles", url_path="synthetic"),
+    ],
+    "Filter a dataset": [
+        st.Page("pages/data.py", title="Data", url_path="data"),
+        st.Page("pages/filter.py", title="Filter", url_path="filter"),
+        st.Page("pages/predictability.py", title="Predictability", url_path="predictability"),
+        st.Page("pages/embedding.py", title="Embedding map", url_path="embedding"),
+        st.Page("pages/inspect.py", title="Inspect", url_path="inspect"),
+        st.Page("pages/baselines.py", title="Baselines", url_path="baselines"),
+    ],
+    "Compare methods": [
+        st.Page("pages/evaluation_sets.py", title="Evaluation sets", url_path="evaluation_sets"),
+        st.Page("pages/dynamics.py", title="Training dynamics", url_path="dynamics"),
+    ],
+}
+nav = st.navigation(PAGES)
+ui.sidebar()
+summary = st.sidebar.empty()
+ui.run_summary(summary)  # what is known now (kept if the page stops early) ...
+nav.run()
+ui.run_summary(summary)  # ... and again after the page, so it shows the run the page just made

@@ -1,0 +1,53 @@
+import streamlit as st
+
+from aflite_app import ui
+
+ui.page_guard()  # a direct link on a fresh server runs inside the app
+
+st.title("AFLite Studio")
+st.markdown(
+    "**Find the examples a dataset's spurious biases make easy, remove them, and see what was removed and "
+    "why.** AFLite (Le Bras et al., ICML 2020) asks a simple question of every example: *can a weak model "
+    "trained on other examples predict its label from the features alone?* If almost every such model gets it "
+    "right, the example is probably solvable through an artefact of how the data was made rather than the task "
+    "itself, and AFLite filters it out."
+)
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("How AFLite works")
+    st.markdown(
+        """
+1. **Start** with the whole dataset *S* and a representation Φ(X) of every example (pre-computed features).
+2. **Partition:** draw *m* random splits of *S*; in each, train a simple (linear) model on *t* examples.
+3. **Predict out of sample:** each model labels only the examples it did *not* train on.
+4. **Score:** an example's *predictability* p(i) is the share of those predictions that were correct.
+5. **Remove** up to *k* examples with the highest scores — but only those with p(i) ≥ τ.
+6. **Repeat** on what is left, until fewer than *k* examples reach τ or the set is down to the target size *n*.
+"""
+    )
+    st.info(
+        "The result is a smaller dataset on which the same simple models do much worse — a harder, less biased "
+        "benchmark — plus a record of which examples left in which round and how predictable they were.",
+    )
+with right:
+    st.subheader("Where to start")
+    st.page_link("pages/synthetic.py", label="Synthetic circles — watch AFLite strip a planted bias")
+    st.page_link("pages/filter.py", label="Filter — run AFLite, move τ and k")
+    st.page_link("pages/predictability.py", label="Predictability — scores round by round")
+    st.page_link("pages/embedding.py", label="Embedding map — where the removed rows lie")
+    st.page_link("pages/inspect.py", label="Inspect — the removed instances, exports")
+    st.page_link("pages/baselines.py", label="Baselines — random subset, one-shot filter")
+    st.page_link("pages/data.py", label="Data — upload your own table or features")
+    st.markdown(
+        "**Symbols** used on every page: *m* partitions (models per round), *t* training rows per model, "
+        "*k* slice size (rows removed per round at most), τ threshold, *n* target size."
+    )
+
+st.divider()
+st.caption(
+    "References: R. Le Bras et al., *Adversarial Filters of Dataset Biases*, ICML 2020 · A. Phang et al., "
+    "*Adversarially Constructed Evaluation Sets Are More Challenging, but May Not Be Fair* · A. Cosma et al., "
+    "*difficulty levels from training dynamics*. The bundled digits ship inside scikit-learn; everything runs "
+    "offline."
+)

@@ -1,0 +1,344 @@
+import streamlit as st
+
+from aflite_app import charts_inspect, compute, exports, ui
+from aflite_app.state import LAST, STRATEGY_LABELS
+from aflite_app.theme import KEPT, REMOVED
+
+ui.page_guard()  # a direct link on a fresh server runs inside the app
+
+#: rows the table shows at most (the filters narrow it; downloads always hold every row)
+MAX_ROWS_SHOWN = 5_000
+SEEN = "inspect_upload_seen"  # (file id, error message or None) of the last upload processed
+WHICH = "inspect-which"  # which run is shown: "filter" or "loaded"
+
+st.title("Inspect")
+st.caption("Every row of a run: kept or removed, in which round, how predictable it was, how stable that decision "
+           "is across seeds, and what the removed rows have in common.")
+
+with ui.errors():
+    dspec = ui.current_dataset_spec()
+    data = compute.dataset(dspec)
+data_label = compute.dataset_choices().get(dspec.key, dspec.key)
+
+
+def _on_upload() -> None:
+    """Open an uploaded run before the page runs (so the page shows it at once); never raises."""
+    up = st.session_state.get("inspect-upload")
+    if up is None:
+        st.session_state[SEEN] = None
+        return
+    try:
+        record = compute.open_run_archive(up.getvalue(), up.name, ui.current_dataset_spec())
+    except ValueError as exc:  # exports.RunArchiveError and dataset mismatches: a message, never a traceback
+        st.session_state[SEEN] = (up.file_id, f"Could not open '{up.name}': {exc}")
+        return
+    st.session_state[compute.INSPECT_LOADED] = record
+    st.session_state[SEEN] = (up.file_id, None)
+    st.session_state[WHICH] = "loaded"
+
+
+def open_run_panel() -> None:
+    """The uploader of a saved run (a zip of a run directory); a refused file shows its reason as st.error."""
+    up = st.file_uploader(
+        "A run record (.zip) made on this dataset", type=["zip"], key="inspect-upload", on_change=_on_upload,
+        help="The 'Run record' zip this page downloads, or a zip of the folder the CLI wrote with --out. "
+             f"It must have been made on the dataset selected in the sidebar ({data_label}).")
+    seen = st.session_state.get(SEEN)
+    if up is not None and seen is not None and seen[0] == up.file_id and seen[1]:
+        st.error(seen[1])
+
+
+def forget_loaded() -> None:
+    st.session_state.pop(compute.INSPECT_LOADED, None)
+    st.session_state[WHICH] = "filter"
+
+
+# -- which run ---------------------------------------------------------------------------------------------
+spec = st.session_state.get(LAST)
+# compare fields, not objects: a spec made before a module reload (while developing) is of another class
+same_data = spec is not None and (spec.dataset.key, spec.dataset.representation) == (dspec.key, dspec.representation)
+filter_ref = compute.InspectRef(spec.dataset, spec=spec) if same_data else None
+loaded = st.session_state.get(compute.INSPECT_LOADED)
+loaded_ref = (compute.InspectRef(dspec, digest=loaded["digest"])
+              if loaded is not None and loaded["dataset"] == dspec.key else None)
+
+if filter_ref is None and loaded_ref is None:
+    st.info("Run AFLite on the Filter page first; this page shows that run row by row. You can also open a run "
+            "saved earlier (its 'Run record' zip) below.")
+    st.page_link("pages/filter.py", label="Go to Filter")
+    if loaded is not None:
+        st.caption(f"The run opened from '{loaded['name']}' belongs to another dataset "
+                   f"({compute.dataset_choices().get(loaded['dataset'], loaded['dataset'])}); pick that one in the "
+                   "sidebar to see it.")
+    st.markdown("**Open a saved run**")
+    open_run_panel()
+    st.stop()
+
+names = {"filter": "the Filter page's current run"}
+if loaded_ref is not None:
+    names["loaded"] = f"the run opened from '{loaded['name']}'"
+if filter_ref is not None and loaded_ref is not None:
+    if st.session_state.get(WHICH) not in names:
+        st.session_state[WHICH] = "loaded"
+    which = st.radio("Run shown", list(names), format_func=lambda k: names[k][0].upper() + names[k][1:],
+                     horizontal=True, key=WHICH)
+else:
+    which = "filter" if filter_ref is not None else "loaded"
+ref = filter_ref if which == "filter" else loaded_ref
+
+with ui.errors():
+    result = compute.inspect_result(ref)
+    table = compute.inspect_table(ref)
+    representation = compute.inspect_representation(ref)
+
+p = result.params
+k_text = "1 (greedy)" if p.get("strategy") == "greedy" else f"{p.get('slice_size')}"
+rep_text = f"representation {representation}" if representation else "representation unknown"
+st.markdown(f"**Showing {names[which]}** on {data_label} · {rep_text} · τ = {p['tau']:g}, k = {k_text}, "
+            f"target n = {p['target_size']:,}, m = {p['n_partitions']}, t = {p['train_size']:,}, "
+            f"strategy '{p['strategy']}', seed {p.get('seed', '?')}",
+            help=STRATEGY_LABELS.get(p["strategy"], p["strategy"]))
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Rows kept", f"{result.n_kept:,}", f"{result.n_kept / result.n_rows:.0%} of {result.n_rows:,}",
+          delta_color="off", delta_arrow="off")
+m2.metric("Rows removed", f"{result.n_removed:,}")
+m3.metric("Rounds", f"{result.n_rounds}")
+m4.metric("Classes", f"{data.n_classes}")
+st.caption(result.stop_message)
+
+tab_rows, tab_art, tab_classes, tab_stab, tab_io = st.tabs(
+    ["Rows", "What the removed rows share", "Classes", "Stability across seeds", "Download / open a run"])
+
+# -- stability state (its controls live in their tab; the table shows the column once computed) ---------------
+stab_on = bool(st.session_state.get("inspect-stability-on")) and ref.spec is not None
+n_seeds = int(st.session_state.get("inspect-n-seeds", 5))
+
+# -- rows ----------------------------------------------------------------------------------------------------
+with tab_rows:
+    text_cols = [c for c in exports.text_display_columns(data) if c in table.columns]
+    c1, c2, c3, c4 = st.columns(4)
+    status = c1.selectbox("Status", ["all", "removed", "kept"], key="inspect-status",
+                          format_func={"all": "all rows", "removed": "removed rows", "kept": "kept rows"}.get)
+    classes = c2.multiselect("Classes", [str(c) for c in data.classes], key="inspect-classes",
+                             placeholder="All classes")
+    rounds = None
+    if result.n_removed and result.n_rounds >= 2:
+        rounds = c3.slider("Removed in rounds", 1, result.n_rounds, (1, result.n_rounds),
+                           key=f"inspect-rounds-{result.n_rounds}", disabled=status == "kept",
+                           help="Narrows the removed rows to those removed in these rounds; kept rows are not "
+                                "affected (they were never removed).")
+    else:
+        c3.caption("Round filter: " + ("nothing was removed." if not result.n_removed else
+                                        "all removals happened in round 1."))
+    query = ""
+    if text_cols:
+        query = c4.text_input("Search the text", key="inspect-query", placeholder="word or phrase",
+                              help=f"Case-insensitive, in {', '.join(text_cols)}.")
+    view = exports.filter_rows(table, status=status, classes=classes, rounds=rounds, query=query,
+                               text_columns=text_cols)
+    if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds):
+        freq, _, _ = compute.inspect_stability(ref.spec, n_seeds)
+        view = exports.with_stability(view, freq)
+    shown = view.head(MAX_ROWS_SHOWN)
+    st.caption(f"{len(view):,} of {len(table):,} rows match the filters"
+               + (f"; the first {MAX_ROWS_SHOWN:,} are shown (narrow the filters, or download)."
+                  if len(view) > MAX_ROWS_SHOWN else ".")
+               + " Click a column header to sort.")
+    config = {
+        "row": st.column_config.NumberColumn("row", help="Position of the row in the dataset (0-based).",
+                                             format="%d", width="small"),
+        "id": st.column_config.Column("id", help="The row's stable id.", width="small"),
+        "image": st.column_config.ImageColumn("image", width="small"),
+        "class": st.column_config.TextColumn("class", help="The row's label.", width="small"),
+        "status": st.column_config.TextColumn("status", help="Kept in the filtered set, or removed by AFLite.",
+                                              width="small"),
+        "round": st.column_config.NumberColumn("round removed", format="%d",
+                                               help="The round in which AFLite removed the row (– : kept)."),
+        "p_first": st.column_config.NumberColumn(
+            "p round 1", format="%.2f",
+            help="Predictability in round 1: the share of out-of-sample models that predicted the row's label."),
+        "p_removal": st.column_config.NumberColumn("p at removal", format="%.2f",
+                                                   help="Predictability in the round the row was removed."),
+        "p_last": st.column_config.NumberColumn("p last", format="%.2f",
+                                                help="Predictability in the last round the row was scored."),
+        "p_rounds": st.column_config.LineChartColumn(
+            "p per round", y_min=0, y_max=1,
+            help="Predictability in every round the row was scored (0 to 1), until it was removed."),
+        "seed_frequency": st.column_config.ProgressColumn(
+            f"removed by seeds (of {n_seeds})", min_value=0.0, max_value=1.0, format="percent", width="small",
+            help="Share of the seeds' runs that removed this row (tab 'Stability across seeds')."),
+    }
+    for col in data.meta.get("planted_truth", []) or []:
+        if col in shown.columns:
+            config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
+
+    def colour_status(value: str) -> str:
+        return f"color: {REMOVED}; font-weight: 600" if value == "removed" else f"color: {KEPT}"
+
+    first = [c for c in ("row", "id", "image", *text_cols, "class", "status", "seed_frequency", "round")
+             if c in shown.columns]
+    st.dataframe(shown.style.map(colour_status, subset=["status"]), hide_index=True, width="stretch",
+                 column_order=first + [c for c in shown.columns if c not in first],
+                 height=520, column_config=config, row_height=36 if "image" in shown.columns else None,
+                 placeholder="–", key="inspect-table")
+    ui.caption("One row per example. p is predictability: the share of AFLite's out-of-sample models (trained on "
+               "other rows) that predicted the row's label; AFLite removes rows with p ≥ τ, the highest first. "
+               + ("'p per round' draws p over the rounds the row was scored." if result.scores is not None else
+                  "Strategy 'greedy' keeps no per-round scores, only round 1, removal and last."))
+
+# -- artifacts -----------------------------------------------------------------------------------------------
+with tab_art:
+    if result.n_removed == 0 or result.n_kept == 0:
+        st.info("Nothing to compare: the run " + ("removed no row." if result.n_removed == 0 else "kept no row."))
+    else:
+        texts = exports.artifact_texts(data)
+        grid = None
+        if texts is not None:
+            min_count = 5 if data.n_rows >= 500 else 2
+            with ui.errors():
+                art = compute.inspect_token_artifacts(ref, top_k=15, min_count=min_count)
+            kind, where = "token", texts[1]
+            st.markdown(f"Tokens in {where}, per class, whose share among removed rows differs most from their share "
+                        "among kept rows.")
+        else:
+            sources = exports.feature_sources(data)
+            default = "table" if "table" in sources else (representation if representation in sources else
+                                                          next(iter(sources)))
+            c1, c2 = st.columns(2)
+            source = c1.selectbox("Features compared", list(sources), format_func=sources.get,
+                                  index=list(sources).index(default), key=f"inspect-source-{dspec.key}",
+                                  help="This dataset has no text; compare its numeric features instead.")
+            grid = exports.pixel_grid(data, source)
+            with ui.errors():
+                art = compute.inspect_feature_artifacts(ref, source, top_k=grid[0] * grid[1] if grid else 10)
+            kind, where = "feature", sources[source]
+        present = [str(c) for c in data.classes if (art["label"].astype(str) == str(c)).any()] if len(art) else []
+        if not present:
+            st.info("No " + ("token appears often enough" if kind == "token" else "feature separates the rows")
+                    + " within a class that has both removed and kept rows.")
+        else:
+            slot = c2 if kind == "feature" else st.columns(2)[0]
+            label = slot.selectbox("Class", present, key=f"inspect-art-class-{dspec.key}")
+            if kind == "feature" and grid is not None:
+                st.plotly_chart(charts_inspect.pixel_artifact_chart(art, label, grid), width="stretch",
+                                key="inspect-pixel-chart")
+                ui.caption(
+                    f"Class {label}: the average image of the rows AFLite kept (left) and removed (middle), and for "
+                    "each pixel the AUC of telling a removed row from a kept one by that pixel alone (right; 0.5 = "
+                    "no difference). Vermillion pixels are inked more among removed rows, blue ones among kept "
+                    "rows: the pixel patterns that made rows easy for AFLite's models.")
+            st.plotly_chart(charts_inspect.artifact_chart(art, label, kind=kind, max_bars=10 if grid else 15),
+                            width="stretch",
+                            key="inspect-art-chart")
+            if kind == "token":
+                ui.caption(
+                    f"Class {label}: each bar is a token's smoothed log-odds ratio of appearing in a removed row vs a "
+                    "kept row of this class (0 = equally common). Vermillion bars are skewed toward removed rows: "
+                    "the cues AFLite's models found easy, candidate annotation artifacts (e.g. negation words in "
+                    "contradictions). Blue bars are more common among the rows that stayed. Ranked by z (log-odds / "
+                    "its standard error), so rare tokens need a larger gap.")
+            else:
+                ui.caption(
+                    f"Class {label}: the features that best tell a removed row from a kept row of this class, by "
+                    "AUC (0.5 = no difference; 1 = every removed row has a higher value; 0 = lower). Vermillion "
+                    "bars are higher among removed rows, blue bars higher among kept rows. Compared within the "
+                    "class, so features that merely separate classes do not show up.")
+            with st.expander("Full table (all classes)"):
+                st.dataframe(art, hide_index=True, width="stretch")
+
+# -- classes -------------------------------------------------------------------------------------------------
+with tab_classes:
+    with ui.errors():
+        impact = compute.inspect_class_impact(ref)
+    for msg in impact.loc[impact["warning"], "message"]:
+        st.warning(msg + " The filtered set may be too small in this class to train or evaluate on.")
+    st.plotly_chart(charts_inspect.class_status_chart(impact), width="stretch", key="inspect-class-chart")
+    ui.caption("Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "
+               "number above each bar is the share of the class removed. '!' marks a flagged class: it lost most of "
+               "its rows, clearly more than the data overall, or kept too few rows to train on.")
+    st.dataframe(impact.drop(columns=["message"]), hide_index=True, width="stretch",
+                 column_config={"label": "class", "n_before": "rows before", "n_after": "rows kept",
+                                "n_removed": "rows removed", "warning": "flagged",
+                                "share_lost": st.column_config.NumberColumn("share lost", format="percent"),
+                                "share_before": st.column_config.NumberColumn("share before", format="percent"),
+                                "share_after": st.column_config.NumberColumn("share after", format="percent"),
+                                "relative_loss": st.column_config.NumberColumn("relative loss", format="%.2f",
+                                                                               help="Share lost / overall share lost")})
+
+# -- stability -----------------------------------------------------------------------------------------------
+with tab_stab:
+    if ref.spec is None:
+        st.info("Stability across seeds re-runs AFLite with the Filter page's parameters and other seeds, so it is "
+                "available for the Filter page's run only, not for a run opened from a file.")
+    else:
+        st.markdown("Would another seed remove the same rows? AFLite's partitions are random: rows removed by "
+                    "every seed are robust removals; rows removed by only some seeds are borderline.")
+        c1, c2 = st.columns([1, 3])
+        n_seeds = c1.number_input("Seeds", min_value=2, max_value=compute.MAX_STABILITY_SEEDS, value=5, step=1,
+                                  key="inspect-n-seeds", help="This run's seed and the next ones.")
+        missing = compute.missing_stability_runs(ref.spec, int(n_seeds))
+        cost = (f"{len(missing)} more AFLite run{'s' * (len(missing) != 1)} (about as long as the Filter run each)"
+                if missing else "already computed")
+        stab_on = c2.checkbox(f"Compute removal stability over {int(n_seeds)} seeds ({cost})",
+                              key="inspect-stability-on")
+        if stab_on:
+            if missing:
+                bar = st.progress(0.0, text="Starting…")
+                with ui.errors():
+                    compute.run_stability(ref.spec, int(n_seeds), lambda f, text: bar.progress(min(f, 1.0), text=text))
+                bar.empty()
+                st.rerun()  # the rows table above now gets its frequency column
+            with ui.errors():
+                freq, summary, counts = compute.inspect_stability(ref.spec, int(n_seeds))
+            s1, s2, s3, s4 = st.columns(4)
+            robust = summary["robust_share"]
+            s1.metric("Robust removals", f"{summary['robust']:,}",
+                      "no removals" if summary["removed_here"] == 0 else f"{robust:.0%} of this run's removals",
+                      delta_color="off", delta_arrow="off", help="Removed by every seed.")
+            s2.metric("Sometimes removed", f"{summary['sometimes']:,}", "removed here, kept by some seed",
+                      delta_color="off", delta_arrow="off")
+            s3.metric("Kept here, removed elsewhere", f"{summary['kept_but_removed_elsewhere']:,}",
+                      help="Rows this run kept that at least one other seed removed.")
+            s4.metric("Mean Jaccard of removed sets", f"{summary['mean_jaccard']:.2f}",
+                      help="Overlap of two seeds' removed sets (1 = identical), averaged over pairs of seeds.")
+            st.plotly_chart(charts_inspect.stability_chart(counts, summary["n_runs"]), width="stretch",
+                            key="inspect-stab-chart")
+            ui.caption(f"Seeds {', '.join(map(str, summary['seeds']))}: how many rows (y) were removed by 0, 1, … "
+                       f"{summary['n_runs']} of the runs (x), split by what this run did (vermillion: removed here, "
+                       "blue: kept here). A tall right-most vermillion bar means this run's removals are robust; the "
+                       "Rows tab shows each row's share in the column 'removed by seeds'.")
+
+# -- downloads and opening a run ------------------------------------------------------------------------------
+with tab_io:
+    st.markdown(f"**Download** the filtered dataset ({result.n_kept:,} kept rows), the {result.n_removed:,} removed "
+                "rows, or the whole run record.")
+    run_tag = "opened" if which == "loaded" else f"seed{p.get('seed', 0)}"
+    stem = f"aflite-{data.name}-{run_tag}"
+    d1, d2, d3, d4 = st.columns(4)
+    # the files are built only when a button is clicked (callables), from this run and dataset
+    d1.download_button("Kept rows · CSV",
+                       lambda: exports.csv_bytes(exports.export_frame(result, data)),
+                       file_name=f"{stem}-kept.csv", mime="text/csv", on_click="ignore", key="inspect-dl-kept-csv",
+                       help=f"The {result.n_kept:,} kept rows with every original column plus aflite_* columns.")
+    d2.download_button("Kept rows · Parquet",
+                       lambda: exports.parquet_bytes(exports.export_frame(result, data)),
+                       file_name=f"{stem}-kept.parquet", mime="application/vnd.apache.parquet", on_click="ignore",
+                       key="inspect-dl-kept-parquet", help="The same kept rows as Parquet (types preserved).")
+    d3.download_button("Removed rows · CSV",
+                       lambda: exports.csv_bytes(exports.export_frame(result, data, "removed")),
+                       file_name=f"{stem}-removed.csv", mime="text/csv", on_click="ignore",
+                       key="inspect-dl-removed-csv",
+                       help=f"The {result.n_removed:,} removed rows with the round and score of their removal.")
+    d4.download_button("Run record · zip", lambda: exports.run_zip_bytes(result), file_name=f"{stem}-run.zip",
+                       mime="application/zip", on_click="ignore", key="inspect-dl-run",
+                       help="Everything the run recorded (parameters, per-row and per-round tables): open it here "
+                            "later, or with AFLiteResult.load after unzipping.")
+    ui.caption("Added columns: aflite_id, aflite_label (class), aflite_status, aflite_removed_round, and the "
+               "predictability in round 1, at removal and in the last round scored.")
+    st.divider()
+    st.markdown("**Open a saved run**")
+    open_run_panel()
+    if loaded is not None:
+        st.caption(f"Opened: '{loaded['name']}' ({loaded['result'].n_rows:,} rows, {loaded['result'].n_rounds} "
+                   f"rounds). It stays in this session until you close it.")
+        st.button("Close the opened run", on_click=forget_loaded, key="inspect-forget")

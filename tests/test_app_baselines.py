@@ -1,0 +1,137 @@
+"""AppTest of the Baselines page: no run, a run on the digits, model and partial-input choices."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+from conftest import plotly_figures
+
+pytestmark = pytest.mark.slow
+
+
+def _bars(fig: dict) -> list[dict]:
+    return [t for t in fig["data"] if t.get("type") == "bar"]
+
+
+def _values(v) -> list:
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return list(v)
+
+
+def _accuracy_figure(at) -> dict:
+    figs = plotly_figures(at)
+    return next(f for f in figs if len(_bars(f)) >= 3)
+
+
+def test_without_a_run_the_page_points_to_the_filter_page(app_test):
+    at = app_test(page="pages/baselines.py")
+    assert not at.exception
+    assert any("Filter page first" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+def test_baselines_after_a_filter_run_and_model_choice(app_test):
+    at = app_test(page="pages/filter.py")
+    assert not at.exception, at.exception
+    at.switch_page("pages/baselines.py").run()
+    assert not at.exception, at.exception
+    fig = _accuracy_figure(at)
+    bars = _bars(fig)
+    assert [b["name"] for b in bars] == ["full data", "AFLite kept", "random subset", "one-shot filter"]
+    assert bars[1]["marker"]["color"] == "#0072B2"  # KEPT
+    assert list(bars[0]["x"]) == ["Linear (logistic regression)", "kNN (k = 15)"]
+    assert all(0 <= v <= 1 for b in bars for v in _values(b["y"]))
+    assert len(plotly_figures(at)) == 2  # accuracy + representation bias
+    assert at.dataframe, "the accuracy table"
+    assert any("AFLite subset" in m.value for m in at.markdown)  # the plain-language reading
+    assert any("Computed in" in c.value for c in at.caption)
+    sizes = {m.label: m.value for m in at.metric}
+    assert sizes["AFLite kept"].startswith("719") and sizes["Random subset"].startswith("719")
+
+    at.multiselect(key="bl-models").set_value(["linear", "rbf"]).run()
+    assert not at.exception, at.exception
+    bars = _bars(_accuracy_figure(at))
+    assert list(bars[0]["x"]) == ["Linear (logistic regression)", "RBF SVM"]
+
+    # a second representation as the partial input: a second panel with the same four subsets
+    partial = next(s for s in at.selectbox if s.key.startswith("bl-partial-"))
+    partial.set_value("pixels").run()
+    assert not at.exception, at.exception
+    if not at.get("plotly_chart"):  # estimated above the few seconds the page computes without asking
+        at.button(key="bl-compute").click().run()
+        assert not at.exception, at.exception
+    assert len(_bars(_accuracy_figure(at))) == 8
+    assert any(m.value.count("Partial input") for m in at.markdown)
+
+
+def test_slow_families_wait_for_the_compute_button(app_test):
+    at = app_test(page="pages/filter.py")
+    at.switch_page("pages/baselines.py").run()
+    at.multiselect(key="bl-models").set_value(["linear", "mlp"]).run()
+    assert not at.exception, at.exception
+    assert [b for b in at.button if b.key == "bl-compute"]
+    assert any("roughly" in i.value for i in at.info)
+    assert not at.get("plotly_chart")
+
+
+def _small_upload(seed: int = 0):
+    """A 2-class, 50-row table whose labels are noise: nothing is predictable."""
+    import pandas as pd
+
+    from aflite_app import compute
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(rng.normal(size=(50, 3)), columns=["a", "b", "c"])
+    frame["label"] = np.repeat(["cat", "dog"], 25)
+    outcome = compute.load_upload(frame.to_csv(index=False).encode(), "noise.csv",
+                                  compute.UploadOptions(label_column="label", feature_columns=("a", "b", "c")))
+    assert outcome.ok, outcome.error
+    return outcome
+
+
+def test_small_dataset_with_nothing_removed_is_explained(app_test):
+    upload = _small_upload()
+    at = app_test(uploads={upload.key: upload.dataset}, dataset_key=upload.key)
+    at.switch_page("pages/filter.py").run()
+    assert not at.exception, at.exception
+    at.slider(key="tau").set_value(1.0).run()
+    assert not at.exception, at.exception
+    assert {m.label: m.value for m in at.metric}["Rows removed"] == "0"
+    at.switch_page("pages/baselines.py").run()
+    assert not at.exception, at.exception
+    assert any("removed no rows" in w.value for w in at.warning)
+    assert any("removed no rows" in m.value for m in at.markdown)
+    assert {m.label: m.value for m in at.metric}["AFLite kept"].startswith("50")
+
+
+def test_small_dataset_with_rows_removed(app_test):
+    upload = _small_upload()
+    at = app_test(uploads={upload.key: upload.dataset}, dataset_key=upload.key)
+    at.switch_page("pages/filter.py").run()
+    at.slider(key="tau").set_value(0.5).run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/baselines.py").run()
+    assert not at.exception, at.exception
+    assert len(_bars(_accuracy_figure(at))) == 4
+    assert not [w for w in at.warning if "removed no rows" in w.value]
+
+
+def test_without_a_one_shot_filter_the_page_compares_three_subsets(app_test, monkeypatch):
+    import aflite_core.analysis
+
+    def refuse(*args, **kwargs):
+        raise ValueError("the kept set is too small")
+
+    monkeypatch.setattr(aflite_core.analysis, "one_shot_filter", refuse)
+    upload = _small_upload()
+    at = app_test(uploads={upload.key: upload.dataset}, dataset_key=upload.key)
+    at.switch_page("pages/filter.py").run()
+    at.slider(key="tau").set_value(0.5).run()
+    at.switch_page("pages/baselines.py").run()
+    assert not at.exception, at.exception
+    assert any("one-shot filter not possible here: the kept set is too small" in w.value for w in at.warning)
+    assert [b["name"] for b in _bars(_accuracy_figure(at))] == ["full data", "AFLite kept", "random subset"]
+    assert {m.label: m.value for m in at.metric}["One-shot filter"] == "n/a"

@@ -1,0 +1,113 @@
+"""AppTest of the Home, Filter and Predictability pages: what a user sees and changes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from conftest import plotly_figures
+
+pytestmark = pytest.mark.slow
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_home_explains_aflite(app_test):
+    at = app_test()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "predictability" in text and "τ" in text
+    assert at.title[0].value == "AFLite Studio"
+
+
+def test_filter_renders_and_tau_and_k_change_the_result(app_test):
+    at = app_test(page="pages/filter.py")
+    assert not at.exception, at.exception
+    first = _metrics(at)
+    assert first["Rows kept"] and first["Rows removed"]
+    figs = plotly_figures(at)
+    assert figs and any(t.get("type") == "bar" for t in figs[0]["data"])
+    assert at.success or at.warning  # the stop reason in words
+
+    at.slider(key="tau").set_value(0.99).run()
+    assert not at.exception
+    after_tau = _metrics(at)
+    assert after_tau != first
+
+    k_slider = next(s for s in at.slider if s.key.startswith("k-"))
+    k_slider.set_value(10).run()
+    assert not at.exception
+    assert _metrics(at) != after_tau
+
+
+def _tiny_noise_dataset():
+    import numpy as np
+    import pandas as pd
+
+    from aflite_core import dataset_from_table
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"label": np.repeat(["yes", "no"], 25), "text": [f"row {i}" for i in range(50)]})
+    return dataset_from_table(frame, label_column="label", features=rng.normal(size=(50, 3)), name="tiny noise")
+
+
+def test_two_class_fifty_rows_with_nothing_removed(app_test):
+    at = app_test(page="pages/filter.py", uploads={"upload-tiny": _tiny_noise_dataset()},
+                  dataset_key="upload-tiny")
+    assert not at.exception
+    at.slider(key="tau").set_value(1.0).run()
+    assert not at.exception
+    assert _metrics(at)["Rows removed"] == "0"
+    assert any("Early stop" in s.value for s in at.success)
+    at.switch_page("pages/predictability.py").run()
+    assert not at.exception
+
+
+def test_bad_parameters_show_st_error_not_a_traceback(app_test):
+    at = app_test(page="pages/filter.py")
+    train = next(n for n in at.number_input if n.key.startswith("train-"))
+    target = next(n for n in at.number_input if n.key.startswith("target-"))
+    target.set_value(100)
+    train.set_value(500)  # t must be < n
+    at.button[0].click().run()  # the form's Run button
+    assert not at.exception
+    assert any("train_size" in e.value for e in at.error)
+
+
+def test_stop_button_stops_the_run_and_shows_the_partial_result(app_test, monkeypatch):
+    at = app_test(page="pages/filter.py")
+    monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.3")
+    # logistic regression over 64 partitions takes seconds per round on the digits: long enough to stop
+    model = next(s for s in at.selectbox if s.key.startswith("model-"))
+    model.set_value("logistic")
+    at.button[0].click().run()
+    assert not at.exception
+    stop = [b for b in at.button if b.key == "stop-run"]
+    assert stop, "a running run shows a Stop button"
+    stop[0].click().run()
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        at.run()
+        if any("partial" in w.value for w in at.warning):
+            break
+        time.sleep(1)
+    assert not at.exception
+    assert any("Stopped after round" in w.value for w in at.warning)
+    assert _metrics(at)["Rows removed"]
+
+
+def test_predictability_page_follows_the_filter_run(app_test):
+    at = app_test(page="pages/predictability.py")
+    assert not at.exception
+    assert at.info  # no run yet: points to the Filter page
+    at.switch_page("pages/filter.py").run()
+    at.switch_page("pages/predictability.py").run()
+    assert not at.exception
+    figs = plotly_figures(at)
+    assert len(figs) == 2
+    rounds = at.slider(key="pred-round")
+    first = figs[0]["layout"]["title"]["text"]
+    rounds.set_value(min(2, rounds.max)).run()
+    assert plotly_figures(at)[0]["layout"]["title"]["text"] != first or rounds.max == 1

@@ -1,0 +1,171 @@
+"""AppTest of the Inspect page: the rows table and its filters, artifacts, classes, stability, downloads, and
+opening a saved run (real uploads through AppTest's file uploader)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import plotly_figures
+
+from aflite_app import compute, exports
+
+pytestmark = pytest.mark.slow
+
+PAGE = "pages/inspect.py"
+
+
+def _inspect_after_filter(app_test, **state):
+    at = app_test(page="pages/filter.py", **state)
+    assert not at.exception, at.exception
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _rows(at):
+    """The rows table (the first dataframe of the page)."""
+    return at.dataframe[0].value
+
+
+def _shown(at) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Showing"))
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _tiny_text_dataset(signal: float = 1.5):
+    import pandas as pd
+
+    from aflite_core import dataset_from_table
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(["yes", "no"], 25)
+    words = np.array(["red", "green", "blue", "cat", "dog", "runs", "sleeps"])
+    text = [" ".join(rng.choice(words, 3)) + (" never" if lab == "no" and i % 2 else "") for i, lab in enumerate(y)]
+    X = rng.normal(size=(50, 3))
+    X[:, 0] += np.where(y == "yes", signal, -signal)
+    return dataset_from_table(pd.DataFrame({"label": y, "text": text}), label_column="label", text_columns=["text"],
+                              features=X, name="tiny text")
+
+
+def test_no_run_shows_the_info_and_the_uploader(app_test):
+    at = app_test(page=PAGE)
+    assert not at.exception
+    assert any("Filter page first" in i.value for i in at.info)
+    assert at.get("page_link")
+    assert at.file_uploader(key="inspect-upload")
+    assert not at.dataframe
+
+
+def test_renders_after_a_filter_run_and_the_filters_change_the_rows(app_test):
+    at = _inspect_after_filter(app_test)
+    metrics = _metrics(at)
+    n_removed = int(metrics["Rows removed"].replace(",", ""))
+    assert "Filter page's current run" in _shown(at)
+    rows = _rows(at)
+    assert len(rows) == 1438
+    assert rows["image"].str.startswith("data:image/png;base64,").all()  # digit thumbnails
+    assert {"class", "status", "round", "p_first", "p_removal", "p_last", "p_rounds"} <= set(rows.columns)
+
+    at.selectbox(key="inspect-status").set_value("removed").run()
+    assert not at.exception
+    removed = _rows(at)
+    assert len(removed) == n_removed and set(removed["status"]) == {"removed"}
+
+    at.multiselect(key="inspect-classes").set_value(["3"]).run()
+    assert set(_rows(at)["class"]) == {"3"} and len(_rows(at)) < n_removed
+
+    rounds = next(s for s in at.slider if s.key.startswith("inspect-rounds-"))
+    rounds.set_value((1, 1)).run()
+    assert not at.exception
+    assert set(_rows(at)["round"]) <= {1}
+
+    # downloads, artifacts (digits: pixel maps), classes
+    labels = [d.label for d in at.download_button]
+    assert labels == ["Kept rows · CSV", "Kept rows · Parquet", "Removed rows · CSV", "Run record · zip"]
+    figs = plotly_figures(at)
+    assert sum(t.get("type") == "heatmap" for f in figs for t in f["data"]) == 3
+    assert any(t.get("name") == "kept" for f in figs for t in f["data"])  # the class chart
+    assert any("log-odds" in c.value or "AUC" in c.value for c in at.caption)
+
+
+def test_opening_a_saved_run_and_refusing_bad_files(app_test):
+    at = _inspect_after_filter(app_test, dataset_key="circles")
+    spec = at.session_state["last_result_spec"]
+    payload = exports.run_zip_bytes(compute.stored_result(spec))
+
+    at.file_uploader(key="inspect-upload").upload("my-run.zip", payload, "application/zip")
+    at.run()
+    assert not at.exception and not at.error
+    assert "opened from 'my-run.zip'" in _shown(at)
+    assert at.radio(key="inspect-which").value == "loaded"
+    assert len(_rows(at)) == 1000
+
+    at.file_uploader(key="inspect-upload").set_value(("broken.zip", b"not a zip at all", "application/zip"))
+    at.run()
+    assert not at.exception
+    assert any("not a zip archive" in e.value for e in at.error)
+    assert "opened from 'my-run.zip'" in _shown(at)  # nothing the user had is lost
+
+    from aflite_core import aflite
+
+    rng = np.random.default_rng(0)
+    other = aflite(rng.normal(size=(300, 4)), rng.integers(0, 2, 300), target_size=200, train_size=60,
+                   slice_size=20, random_state=0)
+    at.file_uploader(key="inspect-upload").set_value(("other.zip", exports.run_zip_bytes(other), "application/zip"))
+    at.run()
+    assert not at.exception
+    assert any("300 rows" in e.value and "1,000 rows" in e.value for e in at.error)
+    assert "opened from 'my-run.zip'" in _shown(at)
+
+    at.radio(key="inspect-which").set_value("filter").run()
+    assert "Filter page's current run" in _shown(at)
+    at.button(key="inspect-forget").click().run()
+    assert not at.exception
+    assert not at.radio and "Filter page's current run" in _shown(at)
+
+
+def test_stability_across_seeds_adds_a_column_and_a_summary(app_test):
+    at = _inspect_after_filter(app_test, dataset_key="circles")
+    assert "seed_frequency" not in _rows(at).columns
+    at.number_input(key="inspect-n-seeds").set_value(2)
+    at.checkbox(key="inspect-stability-on").check().run()
+    assert not at.exception, at.exception
+    metrics = _metrics(at)
+    assert "Robust removals" in metrics and "Mean Jaccard of removed sets" in metrics
+    rows = _rows(at)
+    assert "seed_frequency" in rows.columns
+    removed = rows["status"] == "removed"
+    assert (rows.loc[removed, "seed_frequency"] >= 0.5).all()  # this run is one of the seeds
+    assert any(t.get("name") == "removed in this run" for f in plotly_figures(at) for t in f["data"])
+
+
+def test_nothing_removed(app_test):
+    at = app_test(page="pages/filter.py", uploads={"upload-noise": _tiny_text_dataset(signal=0.0)},
+                  dataset_key="upload-noise")
+    at.slider(key="tau").set_value(1.0).run()
+    assert not at.exception
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert _metrics(at)["Rows removed"] == "0"
+    assert any("Nothing to compare" in i.value for i in at.info)
+    at.selectbox(key="inspect-status").set_value("removed").run()
+    assert not at.exception and len(_rows(at)) == 0
+
+
+def test_greedy_on_a_small_text_dataset(app_test):
+    at = app_test(page="pages/filter.py", uploads={"upload-tiny": _tiny_text_dataset()}, dataset_key="upload-tiny")
+    at.selectbox(key="strategy-upload-tiny").set_value("greedy")
+    at.button[0].click().run()  # the form's Run button
+    assert not at.exception, at.exception
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    rows = _rows(at)
+    assert len(rows) == 50 and "text" in rows.columns and "p_rounds" not in rows.columns  # greedy: no per-round
+    at.text_input(key="inspect-query").set_value("never").run()
+    assert not at.exception
+    found = _rows(at)
+    assert 0 < len(found) < 50 and found["text"].str.contains("never").all()
+    assert any(t.get("type") == "bar" for f in plotly_figures(at) for t in f["data"])

@@ -1,0 +1,162 @@
+"""AppTest of the Synthetic circles page (Figure 2, live), and its compute section."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+from conftest import plotly_figures
+
+pytestmark = pytest.mark.slow
+
+PAGE = "pages/synthetic.py"
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _grid(at) -> dict:
+    return next(f for f in plotly_figures(at) if "xaxis8" in f["layout"])
+
+
+def _stepper(at) -> dict:
+    return next(f for f in plotly_figures(at) if any(t.get("legendgroup") == "now" for t in f["data"]))
+
+
+def _titles(fig: dict) -> list[str]:
+    return [a.get("text", "") for a in fig["layout"].get("annotations", [])]
+
+
+def _decode(values) -> np.ndarray:
+    if isinstance(values, dict) and "bdata" in values:
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
+    return np.asarray(values if values is not None else [])
+
+
+def _removed_now(fig: dict) -> list[int]:
+    trace = next(t for t in fig["data"] if t.get("legendgroup") == "now" and t["type"] == "scatter")
+    return sorted(int(row[0]) for row in trace.get("customdata", []))
+
+
+def test_renders_with_defaults(app_test):
+    at = app_test(page=PAGE)
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Synthetic circles"
+    text = " ".join(m.value for m in at.markdown)
+    assert "shortcut" in text and "RBF SVM" in text and "chance" in text
+    grid = _grid(at)
+    assert sum(1 for k in grid["layout"] if k.startswith("xaxis")) == 8
+    assert any("separation 1 (flipped labels)" in t for t in _titles(grid))
+    metrics = _metrics(at)
+    assert float(metrics["Linear accuracy after (mean)"]) < 0.65  # toward chance
+    assert float(metrics["RBF-SVM accuracy after (mean)"]) > 0.75  # the real task survives
+    assert at.slider(key="syn-round").value == 1
+    assert _stepper(at)
+    assert not at.error
+    assert any("Figure 2 summary table" in e.label for e in at.expander)
+
+
+def test_moving_tau_and_k_changes_the_numbers(app_test):
+    at = app_test(page=PAGE)
+    first_metrics, first_titles = _metrics(at), _titles(_grid(at))
+
+    at.slider(key="syn-tau").set_value(0.6).run()
+    assert not at.exception, at.exception
+    after_tau = _titles(_grid(at))
+    assert after_tau != first_titles
+    assert _metrics(at)["Linear accuracy after (mean)"] != first_metrics["Linear accuracy after (mean)"]
+
+    k_slider = next(s for s in at.slider if s.key.startswith("syn-k-"))
+    k_slider.set_value(200).run()
+    assert not at.exception, at.exception
+    assert _titles(_grid(at)) != after_tau
+
+    at.slider(key="syn-tau").set_value(1.0).run()  # the strictest τ still works
+    assert not at.exception, at.exception
+
+
+def test_bad_separation_list_shows_st_error(app_test):
+    at = app_test(page=PAGE)
+    for bad in ("1.0, abc", "", "2.5, 0.4", "0.4, 0.4", "1, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4"):
+        at.text_input(key="syn-seps").set_value(bad)
+        next(b for b in at.button if b.label == "Apply").click().run()
+        assert not at.exception, at.exception
+        assert any("Separations must be" in e.value for e in at.error), bad
+        assert not plotly_figures(at)
+    at.text_input(key="syn-seps").set_value("1.0, 0.2")  # fixed: the page comes back
+    next(b for b in at.button if b.label == "Apply").click().run()
+    assert not at.exception and not at.error
+    assert sum(1 for k in _grid_any(at)["layout"] if k.startswith("xaxis")) == 4
+
+
+def _grid_any(at) -> dict:
+    return next(f for f in plotly_figures(at) if "xaxis2" in f["layout"] and "scaleanchor" in f["layout"]["yaxis"])
+
+
+def test_round_slider_play_and_dataset_change_the_stepper(app_test):
+    at = app_test(page=PAGE)
+    round_1 = _stepper(at)
+    at.slider(key="syn-round").set_value(3).run()
+    assert not at.exception, at.exception
+    round_3 = _stepper(at)
+    assert _removed_now(round_3) != _removed_now(round_1)
+    assert any(t.startswith("Round 3 of") for t in _titles(round_3))
+    assert _metrics(at)["Rows left after the round"] == "1,700"  # 3 rounds × k = 100
+
+    at.button(key="syn-play").click().run()  # one step now; further steps come from the fragment's timer
+    assert not at.exception, at.exception
+    assert at.slider(key="syn-round").value == 4
+    assert at.session_state["syn-playing"]
+    at.button(key="syn-pause").click().run()
+    assert not at.exception
+    assert not at.session_state["syn-playing"]
+
+    at.radio(key="syn-step-data").set_value("separation 0.2").run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith("Left: separation 0.2") for c in at.caption)
+    assert _removed_now(_stepper(at)) != _removed_now(round_3)
+
+
+def test_small_single_dataset_without_bias_removes_nothing(app_test):
+    """Edge cases: one ring gap, 200 points, no bias features (nothing predictable, so nothing to remove)."""
+    at = app_test(page=PAGE)
+    at.number_input(key="syn-n").set_value(200)
+    at.slider(key="syn-bias").set_value(0.0)
+    at.text_input(key="syn-seps").set_value("0.5")
+    next(b for b in at.button if b.label == "Apply").click().run()
+    assert not at.exception, at.exception
+    assert not at.error
+    grid = _grid_any(at)
+    assert sum(1 for k in grid["layout"] if k.startswith("xaxis")) == 2
+    assert _metrics(at)["Share of rows with bias features"] in ("0%", "–", "nan%")
+
+
+# -- the compute section (no AppTest) -------------------------------------------------------------------------
+def test_parse_separations():
+    from aflite_app.compute import parse_separations
+
+    assert parse_separations("1.0, 0.6, 0.4, 0.2") == (1.0, 0.6, 0.4, 0.2)
+    assert parse_separations(" 0.5;0.1 ") == (0.5, 0.1)
+    for bad in ("", "x", "2", "-0.1", "0.3, 0.30", "nan"):
+        with pytest.raises(ValueError, match="Separations must be"):
+            parse_separations(bad)
+
+
+def test_circles_datasets_match_paper_circles_and_apply_the_bias_fraction():
+    import streamlit as st
+
+    from aflite_app.compute import CirclesSpec, circles_datasets
+    from aflite_core.synthetic import paper_circles
+
+    st.cache_resource.clear()
+    ours = circles_datasets(CirclesSpec(n_samples=300, seed=3))
+    ref = paper_circles(300, random_state=3)
+    assert [d.name for d in ours] == [d.name for d in ref]
+    for a, b in zip(ours, ref):
+        np.testing.assert_array_equal(a.X, b.X)
+        np.testing.assert_array_equal(a.is_flipped, b.is_flipped)
+    half = circles_datasets(CirclesSpec(n_samples=300, bias_fraction=0.5, seed=3))
+    assert [int(d.is_biased.sum()) for d in half] == [150] * 4
+    st.cache_resource.clear()

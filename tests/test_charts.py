@@ -1,0 +1,79 @@
+"""Chart builders of the Filter and Predictability pages, without Streamlit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_app import charts
+from aflite_app.theme import KEPT, REMOVED
+from aflite_core import aflite
+from aflite_core.synthetic import make_planted_bias
+
+
+@pytest.fixture(scope="module")
+def result():
+    X, y, _ = make_planted_bias(600, 8, n_classes=3, class_sep=0.3, random_state=0)
+    names = np.array(["ant", "bee", "cat"])[y]
+    return aflite(X, names, target_size=300, train_size=120, slice_size=50, tau=0.6, random_state=0)
+
+
+def _values(trace, axis):
+    v = trace[axis]
+    return np.asarray(v if not isinstance(v, dict) else [], dtype=float)
+
+
+def test_removal_chart_bars_per_class_sum_to_removed(result):
+    fig = charts.removal_chart(result)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert [t.name for t in bars] == ["removed: ant", "removed: bee", "removed: cat"]
+    per_round = np.sum([np.asarray(t.y) for t in bars], axis=0)
+    assert per_round.tolist() == result.history["n_removed"].tolist()
+    size = next(t for t in fig.data if t.name == "rows left")
+    assert list(size.y) == result.history["size_after"].tolist()
+    assert size.line.color == KEPT
+    assert fig.layout.yaxis.title.text == "rows removed"
+    assert fig.layout.xaxis2.title.text == "round"
+    assert any("τ = 0.6" in (a.text or "") for a in fig.layout.annotations)
+
+
+def test_predictability_histogram_splits_removed_rows(result):
+    fig = charts.predictability_histogram(result, 1)
+    removed = [t for t in fig.data if t.name == "removed this round"]
+    stayed = [t for t in fig.data if t.name == "stayed"]
+    assert len(removed) == len(stayed) == 3  # one pair per class
+    assert sum(len(t.x) for t in removed) == int((result.removed_round == 1).sum())
+    assert sum(len(t.x) for t in stayed) + sum(len(t.x) for t in removed) == int(result.history["n_scored"][0])
+    assert all(t.marker.color == REMOVED for t in removed)
+    assert [a.text for a in fig.layout.annotations][:3] == ["ant", "bee", "cat"]
+    assert "Round 1" in fig.layout.title.text
+    with pytest.raises(ValueError, match="between 1 and"):
+        charts.predictability_histogram(result, result.n_rounds + 1)
+
+
+def test_small_multiples_one_panel_per_round(result):
+    fig = charts.predictability_small_multiples(result)
+    titles = [a.text for a in fig.layout.annotations if (a.text or "").startswith("round")]
+    assert titles == [f"round {r}" for r in range(1, result.n_rounds + 1)]
+    assert sum(int(np.sum(t.y)) for t in fig.data if t.name == "removed this round") == result.n_removed
+    stayed = sum(int(np.sum(t.y)) for t in fig.data if t.name == "stayed")
+    assert stayed == int(result.history["n_scored"].sum()) - result.n_removed
+    top = max(float((np.asarray(a.y) + np.asarray(b.y)).max()) for a, b in zip(fig.data[::2], fig.data[1::2]))
+    assert fig.layout.yaxis.range[1] >= top  # nothing clipped
+
+
+def test_greedy_results_explain_missing_scores():
+    X, y, _ = make_planted_bias(120, 4, random_state=0)
+    res = aflite(X, y, target_size=110, train_size=30, strategy="greedy", n_partitions=8, tau=0.5, random_state=0)
+    with pytest.raises(ValueError, match="greedy"):
+        charts.predictability_histogram(res, 1)
+    charts.removal_chart(res)  # the history exists for every strategy
+
+
+def test_class_counts_chart():
+    counts = pd.DataFrame({"before": [10, 20], "after": [2, 15]}, index=["a", "b"])
+    fig = charts.class_counts_chart(counts, title="Classes")
+    assert [t.name for t in fig.data] == ["before", "after (kept)"]
+    assert list(fig.data[1].y) == [2, 15]
+    assert fig.layout.yaxis.title.text == "rows"

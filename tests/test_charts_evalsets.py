@@ -1,0 +1,163 @@
+"""Chart builders of the Evaluation sets page, without Streamlit, on small synthetic adversary studies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aflite_app import charts_evalsets as ce
+from aflite_app.theme import KEPT, REMOVED
+from aflite_core.evalsets import NONE, adversary_study
+from aflite_core.result import EVAL_CATEGORIES
+
+
+def _data(n: int = 700, seed: int = 0):
+    """Three representations of one 2-class problem: the label shows weakly, moderately, strongly."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    reps = {}
+    for name, shift in (("weak", 0.4), ("mid", 1.0), ("strong", 2.0)):
+        X = rng.normal(size=(n, 4))
+        X[:, 0] += shift * (2 * y - 1)
+        reps[name] = X
+    return reps, np.where(y == 1, "yes", "no")
+
+
+@pytest.fixture(scope="module")
+def study():
+    reps, y = _data()
+    tr, ev = slice(0, 500), slice(500, 700)
+    rng = np.random.default_rng(1)
+    gold = y[ev]
+    other = {"yes": "no", "no": "yes"}
+    ann = [[g if rng.random() < 0.8 else other[g] for _ in range(5)] for g in gold]
+    ann[0] = None  # a row without annotator labels
+    src = np.where(rng.random(len(gold)) < 0.8, "random_subset", "chaosnli")
+    return adversary_study({k: X[tr] for k, X in reps.items()}, y[tr], {k: X[ev] for k, X in reps.items()}, y[ev],
+                           target_size=200, train_size=100, slice_size=50, seeds=(0, 1),
+                           adversaries=["weak", "mid", "strong"],
+                           evaluated=[("linear", "weak"), ("knn", "strong"), ("linear", "mid"), ("rbf", "strong")],
+                           annotator_labels=ann, annotator_source=src, random_state=0)
+
+
+def _kendall_titles(fig) -> list[str]:
+    return [a.text for a in fig.layout.annotations if "Kendall" in (a.text or "")]
+
+
+def test_category_bars_sum_to_100_per_adversary_in_strength_order(study):
+    fig = ce.category_chart(study, strength={"weak": 0.6, "mid": 0.7, "strong": 0.9})
+    assert [t.name for t in fig.data] == list(EVAL_CATEGORIES)
+    assert fig.layout.barmode == "stack"
+    for t in fig.data:
+        assert list(t.x) == ["weak", "mid", "strong"]
+    totals = np.sum([np.asarray(t.y, dtype=float) for t in fig.data], axis=0)
+    np.testing.assert_allclose(totals, 100.0, atol=1e-6)
+    colours = {t.name: t.marker.color for t in fig.data}
+    assert colours["selected"] == KEPT and colours["removed in round 1"] == REMOVED
+    assert "strength 0.90" in fig.layout.xaxis.ticktext[-1]
+    assert "%" in fig.layout.yaxis.title.text and "adversary" in fig.layout.xaxis.title.text
+    # the hover carries the row counts
+    assert "rows (mean)" in fig.data[0].hovertemplate
+    counts = np.sum([np.asarray(t.customdata[:, 0], dtype=float) for t in fig.data], axis=0)
+    np.testing.assert_allclose(counts, study.params["n_eval"])
+
+
+def test_accuracy_heatmap_has_a_row_per_adversary_plus_none(study):
+    fig = ce.accuracy_heatmap(study)
+    heat = fig.data[0]
+    z = np.asarray(heat.z, dtype=float)
+    assert z.shape == (len(study.adversaries) + 1, len(study.accuracy_matrix))
+    assert list(heat.y) == [ce.NONE_LABEL, "weak", "mid", "strong"]
+    assert list(heat.x) == ce.model_order(study)
+    # the first row is the unfiltered accuracy, in the heatmap's column order
+    expected = study.accuracy_matrix.loc[list(heat.x), NONE].to_numpy(float)
+    np.testing.assert_allclose(z[0], expected)
+    # every model that shares an adversary's representation gets an outlined cell
+    assert len(fig.layout.shapes) == len(study.same_representation)
+    assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    assert fig.layout.yaxis.autorange == "reversed"
+
+
+def test_accuracy_lines_one_line_per_adversary_and_chance(study):
+    fig = ce.accuracy_lines(study)
+    assert [t.name for t in fig.data] == [ce.NONE_LABEL, "filtered by weak", "filtered by mid", "filtered by strong"]
+    for t in fig.data:
+        assert list(t.x) == ce.model_order(study)
+    chance = [s for s in fig.layout.shapes if s.line.dash == "dash"]
+    assert len(chance) == 1 and chance[0].y0 == pytest.approx(0.5)
+    assert "accuracy" in fig.layout.yaxis.title.text
+
+
+def test_ranking_panels_are_the_adversaries_with_kendall_in_titles(study):
+    fig = ce.ranking_chart(study)
+    titles = _kendall_titles(fig)
+    assert len(titles) == len(study.adversaries)
+    corr = study.rank_correlation.set_index("adversary")["kendall"]
+    for a, title in zip(study.adversaries, titles):
+        assert title.startswith(f"{a}<br>Kendall's coefficient")
+        assert f"{corr[a]:.2f}" in title
+        assert "τ" not in title
+    n_models = len(study.accuracy_matrix)
+    assert len(fig.data) == len(study.adversaries) * n_models
+    # each panel lists the models worst first (top): accuracy ascending along the panel's traces
+    first = [t for t in fig.data if t.xaxis == "x"]
+    acc = [t.x[0] for t in first]
+    assert acc == sorted(acc)
+    # the model sharing the adversary's representation has an outline
+    outlined = [(t.xaxis, t.y[0]) for t in fig.data if t.marker.line.width]
+    assert ("x", "linear:weak") in outlined
+
+
+def test_same_representation_chart_and_table(study):
+    fig = ce.same_representation_chart(study)
+    same = study.same_representation
+    assert len(fig.data) == 3
+    assert len(fig.data[0].y) == len(same)
+    table = ce.same_representation_table(study)
+    assert len(table) == len(same) and "places fallen" in table.columns
+    assert fig.layout.xaxis.title.text.startswith("places fallen")
+    assert fig.layout.xaxis2.title.text.startswith("accuracy lost")
+
+
+def test_agreement_bars_per_adversary_and_category(study):
+    fig = ce.agreement_chart(study)
+    assert fig.data[0].x[0] == ce.NONE_LABEL
+    assert [t.name for t in fig.data[1:]] == list(EVAL_CATEGORIES)
+    for t in fig.data[1:]:
+        assert list(t.x) == list(study.adversaries)
+        y = np.asarray(t.y, dtype=float)
+        assert np.all((y[np.isfinite(y)] >= 0) & (y[np.isfinite(y)] <= 1))
+    assert fig.data[1].error_y.visible  # two seeds: spread shown
+    assert fig.layout.barmode == "group"
+    assert "agreement" in fig.layout.yaxis.title.text
+    info = study.agreement.info
+    assert info["n_used"] + info["n_excluded_by_source"] + info["n_without_labels"] == info["n_eval"]
+
+
+def test_agreement_chart_refuses_a_study_without_labels():
+    reps, y = _data(400)
+    st = adversary_study({"weak": reps["weak"][:300]}, y[:300], {"weak": reps["weak"][300:]}, y[300:],
+                         target_size=150, train_size=60, slice_size=30, seeds=(0,), evaluated=[("linear", "weak")])
+    with pytest.raises(ValueError, match="no annotator labels"):
+        ce.agreement_chart(st)
+    # one adversary, one model: every chart still builds
+    assert len(_kendall_titles(ce.ranking_chart(st))) == 1
+    assert "n/a" in _kendall_titles(ce.ranking_chart(st))[0]  # one model: no ranking to correlate
+    assert ce.same_representation_chart(st).data
+
+
+def test_charts_survive_an_adversary_that_selects_nothing():
+    reps, y = _data(400)
+    tr, ev = slice(0, 300), slice(300, 400)
+    st = adversary_study({k: X[tr] for k, X in reps.items()}, y[tr], {k: X[ev] for k, X in reps.items()}, y[ev],
+                         target_size=150, train_size=60, slice_size=30, seeds=(0,), tau=0.0,
+                         evaluated=[("linear", "weak"), ("knn", "strong")])
+    assert (st.category_table["selected"] == 0).all()
+    heat = ce.accuracy_heatmap(st).data[0]
+    assert "no rows" in heat.text[1]
+    fig = ce.category_chart(st)
+    totals = np.sum([np.asarray(t.y, dtype=float) for t in fig.data], axis=0)
+    np.testing.assert_allclose(totals, 100.0)
+    ce.ranking_chart(st)
+    ce.accuracy_lines(st)
+    ce.same_representation_chart(st)

@@ -1,0 +1,189 @@
+"""Chart builders of the Synthetic circles page, without Streamlit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aflite_app import charts_synthetic as charts
+from aflite_app.theme import KEPT, NEUTRAL, REMOVED, class_colour_map
+from aflite_core import aflite
+from aflite_core.synthetic import make_biased_circles, paper_circles, synthetic_experiment
+
+
+@pytest.fixture(scope="module")
+def exp():
+    data = paper_circles(400, random_state=0)
+    return synthetic_experiment(data, target_size=0.1, train_size=0.05, slice_size=20, tau=0.75, n_partitions=16,
+                                n_splits=2, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def grid(exp):
+    return charts.circles_grid(exp.datasets, [exp.results[d.name] for d in exp.datasets], exp.table)
+
+
+def _ids(trace) -> np.ndarray:
+    cd = trace.customdata
+    if cd is None:
+        return np.array([], dtype=int)
+    arr = np.asarray(cd)
+    return (arr[:, 0] if arr.ndim == 2 else arr).astype(int)
+
+
+def _panel(trace) -> tuple[str, str]:
+    return trace.xaxis, trace.yaxis
+
+
+def test_grid_has_two_rows_of_panels_one_column_per_dataset(exp, grid):
+    axes = [k for k in grid.layout.to_plotly_json() if k.startswith("xaxis")]
+    assert len(axes) == 8  # 4 datasets × (original, after AFLite)
+    assert len({_panel(t) for t in grid.data}) == 8
+    # axis titles with units: bottom row and first column only
+    assert grid.layout.xaxis5.title.text == "ring coordinate 1 (unitless)"
+    assert grid.layout.yaxis.title.text == "ring coordinate 2 (unitless)"
+    assert grid.layout.yaxis5.title.text == "ring coordinate 2 (unitless)"
+    # equal aspect so the rings look round
+    assert grid.layout.yaxis.scaleanchor == "x" and grid.layout.yaxis6.scaleanchor == "x6"
+
+
+def test_grid_traces_per_class_and_planted_kind_with_symbols(exp, grid):
+    assert len(grid.data) == 8 * 2 * 3  # panels × classes × (unbiased, biased, flipped)
+    colours = class_colour_map(charts.CLASS_NAMES)
+    for t in grid.data:
+        cls, kind = t.name.split(" · ")
+        code = charts.CLASS_NAMES.index(cls)
+        k = next(k for k, label in charts.KIND_LABELS.items() if label == kind)
+        assert t.marker.symbol == charts.SYMBOLS[k]
+        assert t.marker.color == colours[cls]
+    assert charts.SYMBOLS["unbiased"] != charts.SYMBOLS["biased"] != charts.SYMBOLS["flipped"]
+    # legend entries once (first panel), not 8 times
+    assert sum(bool(t.showlegend) for t in grid.data) == 6
+    # every trace holds exactly its class × kind rows, original panel = all rows, after panel = kept rows
+    for i, d in enumerate(exp.datasets):
+        kept = exp.results[d.name].kept
+        kind = charts.kind_of_rows(d)
+        for row, mask in ((0, np.ones(d.n_samples, bool)), (1, kept)):
+            axis = f"x{row * 4 + i + 1}" if row * 4 + i else "x"
+            traces = [t for t in grid.data if t.xaxis == axis]
+            assert sum(len(_ids(t)) for t in traces) == int(mask.sum())
+            for t in traces:
+                cls, label = t.name.split(" · ")
+                code = charts.CLASS_NAMES.index(cls)
+                k = next(k for k, lab in charts.KIND_LABELS.items() if lab == label)
+                expected = np.flatnonzero(mask & (d.y == code) & (kind == k))
+                assert sorted(_ids(t).tolist()) == expected.tolist()
+                np.testing.assert_allclose(np.asarray(t.x, dtype=float), d.X[expected, 0])
+
+
+def test_flipped_rows_only_in_the_flipped_dataset(exp, grid):
+    flipped = [t for t in grid.data if t.name.endswith("flipped label") and len(_ids(t))]
+    assert flipped and {t.xaxis for t in flipped} <= {"x", "x5"}  # first column only
+    assert sum(len(_ids(t)) for t in flipped if t.xaxis == "x") == int(exp.datasets[0].is_flipped.sum())
+
+
+def test_grid_titles_carry_accuracies_and_biased_counts(exp, grid):
+    texts = [a.text for a in grid.layout.annotations]
+    for _, row in exp.table.iterrows():
+        top = next(t for t in texts if row["dataset"] in t)
+        assert f"linear {row['linear_before']:.3f}" in top and f"RBF-SVM {row['rbf_before']:.3f}" in top
+        assert f"{int(row['biased_before']):,} biased" in top
+    bottoms = [t for t in texts if t.startswith("<b>after AFLite</b>")]
+    assert len(bottoms) == 4
+    for text, (_, row) in zip(bottoms, exp.table.iterrows()):
+        assert f"linear {row['linear_before']:.3f} → {row['linear_after']:.3f}" in text
+        assert f"RBF-SVM {row['rbf_before']:.3f} → {row['rbf_after']:.3f}" in text
+        assert f"biased {int(row['biased_before']):,} → {int(row['biased_after']):,}" in text
+        assert f"{int(row['n_after']):,} rows" in text
+    assert "flipped" in bottoms[0] and "flipped" not in bottoms[1]
+
+
+def test_grid_rejects_mismatched_inputs(exp):
+    with pytest.raises(ValueError, match="one kept mask"):
+        charts.circles_grid(exp.datasets, [], exp.table)
+    with pytest.raises(ValueError, match="must be a bool array"):  # never a silent "everything kept"
+        charts.circles_grid(exp.datasets, [object()] * 4, exp.table)
+
+
+def test_grid_with_a_single_dataset_and_nothing_removed():
+    d = make_biased_circles(60, separation=1.0, random_state=0)
+    import pandas as pd
+
+    row = {"dataset": d.name, "n_before": 60, "n_after": 60, "linear_before": 0.9, "linear_after": 0.9,
+           "rbf_before": 0.95, "rbf_after": float("nan"), "biased_before": 45, "biased_after": 45,
+           "flipped_before": 0, "flipped_removed_share": float("nan")}
+    fig = charts.circles_grid([d], [np.ones(60, bool)], pd.DataFrame([row]))
+    assert len(fig.data) == 2 * 2 * 3
+    assert any("RBF-SVM 0.950 → –" in a.text for a in fig.layout.annotations)
+
+
+@pytest.mark.parametrize("rnd", [1, 2, 4])
+def test_round_stepper_highlights_exactly_that_rounds_removals(exp, rnd):
+    d = exp.datasets[0]
+    res = exp.results[d.name]
+    assert res.n_rounds >= 4
+    fig = charts.round_stepper(d, res, rnd)
+    scatter = {t.name: t for t in fig.data if t.type == "scatter"}
+    now = scatter[f"removed in round {rnd}"]
+    assert sorted(_ids(now).tolist()) == np.flatnonzero(res.removed_round == rnd).tolist()
+    assert now.marker.color == REMOVED
+    earlier = next(t for t in fig.data if t.type == "scatter" and t.legendgroup == "earlier")
+    assert earlier.marker.color == NEUTRAL
+    assert sorted(_ids(earlier).tolist()) == np.flatnonzero((res.removed_round >= 1)
+                                                            & (res.removed_round < rnd)).tolist()
+    still = [t for t in fig.data if t.type == "scatter" and t.legendgroup.startswith("still-")]
+    n_still = int(((res.removed_round < 1) | (res.removed_round > rnd)).sum())
+    assert sum(len(_ids(t)) for t in still) == n_still
+    # symbols follow the planted truth
+    kind = charts.kind_of_rows(d)
+    assert list(now.marker.symbol) == [charts.SYMBOLS[k] for k in kind[_ids(now)]]
+    # histogram: the rows scored in that round; removed ones in the removed colour, the rest in the kept colour
+    hists = [t for t in fig.data if t.type == "histogram"]
+    scored = ~np.isnan(res.scores[rnd - 1])
+    assert sum(len(t.x) for t in hists) == int(scored.sum())
+    removed_hist = sum(len(t.x) for t in hists if t.marker.color == REMOVED)
+    assert removed_hist == int((res.removed_round == rnd).sum())
+    assert {t.marker.color for t in hists} == {KEPT, REMOVED}
+    assert f"Round {rnd} of {res.n_rounds}" in fig.layout.annotations[0].text
+    assert fig.layout.xaxis2.title.text.startswith("predictability p(i)")
+    assert fig.layout.yaxis2.title.text == "rows"
+
+
+def test_round_stepper_figures_differ_between_rounds(exp):
+    d = exp.datasets[1]
+    res = exp.results[d.name]
+    a = charts.round_stepper(d, res, 1)
+    b = charts.round_stepper(d, res, 2)
+    def now(fig):
+        return next(t for t in fig.data if t.type == "scatter" and t.legendgroup == "now")
+
+    assert _ids(now(a)).tolist() != _ids(now(b)).tolist()
+    assert a.to_json() != b.to_json()
+
+
+def test_round_stepper_rejects_bad_rounds_and_greedy_results(exp):
+    d = exp.datasets[0]
+    res = exp.results[d.name]
+    with pytest.raises(ValueError, match="Round must be between"):
+        charts.round_stepper(d, res, res.n_rounds + 1)
+    small = make_biased_circles(40, separation=1.0, random_state=0)
+    greedy = aflite(small.X, small.y, target_size=36, train_size=10, tau=0.5, n_partitions=4, strategy="greedy",
+                    random_state=0)
+    with pytest.raises(ValueError, match="greedy"):
+        charts.round_stepper(small, greedy, 1)
+
+
+def test_summary_frame_is_readable(exp):
+    frame = charts.summary_frame(exp.table)
+    assert len(frame) == 4
+    assert {"dataset", "linear acc.", "RBF-SVM acc.", "biased rows", "flipped rows removed"} <= set(frame.columns)
+    assert "→" in frame.loc[0, "linear acc."]
+    assert frame.loc[1, "flipped rows removed"] == "–"
+
+
+def test_kind_of_rows_marks_flipped_as_a_subset_of_biased():
+    d = make_biased_circles(200, flip_fraction=0.2, random_state=1)
+    kind = charts.kind_of_rows(d)
+    assert (kind == "flipped").sum() == d.is_flipped.sum()
+    assert (kind == "biased").sum() == (d.is_biased & ~d.is_flipped).sum()
+    assert (kind == "unbiased").sum() == (~d.is_biased).sum()
