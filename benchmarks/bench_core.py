@@ -83,11 +83,13 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     ref = {}
     with threadpool_limits(threads):
         for seed in range(ref_seeds):
-            kept, rounds, secs = reference_aflite(X, y, **kw, random_state=seed)
-            ref[seed] = (kept, rounds, secs)
+            kept, rounds, secs, removed_round, qualified = reference_aflite(X, y, **kw, random_state=seed)
+            ref[seed] = (kept, rounds, secs, removed_round, qualified)
             print(f"   reference seed {seed}: {secs:8.1f} s, {rounds} rounds, kept {kept.sum():,}", flush=True)
     fast, fast_s = engine[0]
-    ref_kept, ref_rounds, ref_s = ref[0]
+    ref_kept, ref_rounds, ref_s, ref_removed_round, ref_qualified = ref[0]
+    common = min(ref_rounds, fast.n_rounds)  # rounds both ran: compare what was removed through them
+    through = lambda rr: (rr > 0) & (rr <= common)  # noqa: E731
     rec = {
         "setting": name, "data": data, "threads": threads,
         "engine_seconds": round(fast_s, 3), "engine_rounds": fast.n_rounds, "engine_kept": fast.n_kept,
@@ -96,6 +98,11 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
         "jaccard_removed_engine_vs_ref": round(jaccard(~fast.kept, ~ref_kept), 3),
         "jaccard_kept_engine_vs_ref": round(jaccard(fast.kept, ref_kept), 3),
         "jaccard_removed_engine_seed0_vs_seed1": round(jaccard(~fast.kept, ~engine[1][0].kept), 3),
+        "common_rounds": common,
+        "jaccard_removed_through_common_rounds": round(jaccard(through(fast.removed_round),
+                                                               through(ref_removed_round)), 3),
+        "qualified_per_round_engine": fast.history["n_qualified"].tolist(),
+        "qualified_per_round_reference": ref_qualified,
         "planted_removed_engine": round(float((~fast.kept[biased]).mean()), 3),
         "planted_removed_reference": round(float((~ref_kept[biased]).mean()), 3),
         "partition_mode": fast.params["partition_mode"], "rows_per_block": fast.params["rows_per_block"],

@@ -19,6 +19,7 @@ def reference_aflite(X, y, *, target_size, n_partitions, train_size, slice_size,
     n_rows = len(y)
     S = np.arange(n_rows)
     removed_round = np.full(n_rows, -1)
+    qualified_per_round = []
     rnd = 0
     t0 = time.perf_counter()
     while len(S) > target_size:
@@ -35,6 +36,7 @@ def reference_aflite(X, y, *, target_size, n_partitions, train_size, slice_size,
         with np.errstate(invalid="ignore"):
             p = correct / count
         qualified = np.flatnonzero((count > 0) & (p >= tau))
+        qualified_per_round.append(len(qualified))
         k = min(slice_size, len(S) - target_size)
         order = np.lexsort((rng.random(len(qualified)), -p[qualified]))
         gone = qualified[order[:k]]
@@ -42,4 +44,4 @@ def reference_aflite(X, y, *, target_size, n_partitions, train_size, slice_size,
         S = np.delete(S, gone)
         if len(qualified) < slice_size:
             break
-    return removed_round < 0, rnd, time.perf_counter() - t0
+    return removed_round < 0, rnd, time.perf_counter() - t0, removed_round, qualified_per_round
