@@ -107,6 +107,7 @@ def _scatter_points(fig: go.Figure, data: BiasedCircles, mask: NDArray[np.bool_]
                                 line=dict(width=1, color=colours[name])),
                     hovertemplate=(f"{panel}<br>row %{{customdata}}<br>{name}<br>{KIND_LABELS[k]}"
                                    "<br>(%{x:.2f}, %{y:.2f})<extra></extra>"),
+                    _validate=False,  # plotly's per-property validation is most of the build time
                 ),
                 row=row, col=col,
             )
@@ -154,6 +155,7 @@ def circles_grid(
     titles = [panel_titles(table.iloc[i]) for i in range(n)]
     fig = make_subplots(rows=2, cols=n, subplot_titles=[t[0] for t in titles] + [t[1] for t in titles],
                         horizontal_spacing=0.03 if n > 1 else 0.0, vertical_spacing=0.17)
+    fig._validate = False  # rebuilt on every τ/k change: skip plotly's per-property validation (built by us)
     for i, (data, k) in enumerate(zip(datasets, kept)):
         # duck-typed: a cached result may predate a module reload, so isinstance(k, AFLiteResult) can be False
         mask = np.asarray(getattr(k, "kept", k))
@@ -217,7 +219,7 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
                        customdata=np.c_[idx[sel], labels[sel], p_text[sel]],
                        marker=dict(color=colour, symbol=list(symbols[sel]), size=size, opacity=opacity, line=line),
                        hovertemplate=(f"{name}<br>row %{{customdata[0]}} · %{{customdata[1]}}<br>"
-                                      "p this round: %{customdata[2]}<extra></extra>")),
+                                      "p this round: %{customdata[2]}<extra></extra>"), _validate=False),
             row=1, col=1,
         )
 
