@@ -61,7 +61,8 @@ def emit(record: dict, json_out: str | None) -> None:
             fh.write(line + "\n")
 
 
-def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | None, threads: int) -> None:
+def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | None, threads: int,
+                       max_iter: int = 1000) -> None:
     from reference import reference_aflite
     from threadpoolctl import threadpool_limits
 
@@ -83,7 +84,8 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     ref = {}
     with threadpool_limits(threads):
         for seed in range(ref_seeds):
-            kept, rounds, secs, removed_round, qualified = reference_aflite(X, y, **kw, random_state=seed)
+            kept, rounds, secs, removed_round, qualified = reference_aflite(X, y, **kw, random_state=seed,
+                                                                                  max_iter=max_iter)
             ref[seed] = (kept, rounds, secs, removed_round, qualified)
             print(f"   reference seed {seed}: {secs:8.1f} s, {rounds} rounds, kept {kept.sum():,}", flush=True)
     fast, fast_s = engine[0]
@@ -91,7 +93,7 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     common = min(ref_rounds, fast.n_rounds)  # rounds both ran: compare what was removed through them
     through = lambda rr: (rr > 0) & (rr <= common)  # noqa: E731
     rec = {
-        "setting": name, "data": data, "threads": threads,
+        "setting": name, "data": data, "threads": threads, "reference_max_iter": max_iter,
         "engine_seconds": round(fast_s, 3), "engine_rounds": fast.n_rounds, "engine_kept": fast.n_kept,
         "engine_stop": fast.stop_reason, "reference_seconds": round(ref_s, 2), "reference_rounds": ref_rounds,
         "reference_kept": int(ref_kept.sum()), "speedup": round(ref_s / fast_s, 1),
@@ -205,6 +207,8 @@ def main() -> None:
     ap.add_argument("--data", default="anisotropic,isotropic", help="comma list among anisotropic,isotropic")
     ap.add_argument("--reference-seeds", type=int, default=2, help="reference runs (2 gives the noise floor)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads for engine and reference")
+    ap.add_argument("--reference-max-iter", type=int, default=1000,
+                    help="L-BFGS cap of the reference's LogisticRegression (1000: converge; sklearn's default: 100)")
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--workdir", default=None, help="where (c) writes its 2 GB feature file (reused if present)")
     args = ap.parse_args()
@@ -213,7 +217,8 @@ def main() -> None:
     for name in args.settings.split(","):
         if name in ("a", "b"):
             for data in args.data.split(","):
-                bench_vs_reference(name, data, args.reference_seeds, args.json_out, args.threads)
+                bench_vs_reference(name, data, args.reference_seeds, args.json_out, args.threads,
+                                   args.reference_max_iter)
         elif name == "c":
             bench_snli_shaped(args.json_out, args.threads, args.workdir)
 
