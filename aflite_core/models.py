@@ -176,6 +176,9 @@ class _LinearSession:
         self.stack: NDArray[np.float32] | None = None
         self.block_of_row: NDArray[np.int32] | None = None
         self.block_sizes: NDArray[np.int64] | None = None
+        # (n_rows, preconditioner): the total Gram changes only in remove(), so the fits of one round share it
+        # (a cluster worker fits several partition groups per round, each as its own call)
+        self._precond_cache: tuple[int, NDArray[np.float32] | None] | None = None
         if layout is not None:  # another process drew the blocks (a cluster worker): take them as they are
             self.mode, self.rows_per_block = layout["mode"], int(layout["rows_per_block"])
             if self.mode == "blocks":
@@ -242,6 +245,7 @@ class _LinearSession:
         groups = [order[bounds[b] : bounds[b + 1]] for b in range(n_blocks)]
         self._gram_of_groups(groups, self.stack)
         self.total = self.stack.sum(axis=0, dtype=np.float64)  # Gram of all of S, kept up to date in remove()
+        self._precond_cache = None
 
     def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
         """Inverse of the ridge system of the whole current set scaled to t rows (the PCG preconditioner).
@@ -251,16 +255,21 @@ class _LinearSession:
         """
         if not self.family.iterative:
             return None
+        if self._precond_cache is not None and self._precond_cache[0] == n_rows:
+            return self._precond_cache[1]
         scaled = (self.total * (self.train_size / max(n_rows, 1)))[None]
         A, *_ = _ridge_system(scaled, self.d, self.family.alpha)
         try:
             L = np.linalg.cholesky(A[0])
         except np.linalg.LinAlgError:
+            self._precond_cache = (n_rows, None)
             return None
         from scipy.linalg import solve_triangular
 
         L_inv = solve_triangular(L, np.eye(self.d), lower=True, check_finite=False)
-        return np.ascontiguousarray((L_inv.T @ L_inv).astype(np.float32))
+        M_inv = np.ascontiguousarray((L_inv.T @ L_inv).astype(np.float32))
+        self._precond_cache = (n_rows, M_inv)
+        return M_inv
 
     def prepare(self) -> None:
         """Build the block Gram matrices now, before any removal.
@@ -336,6 +345,7 @@ class _LinearSession:
         """Subtract removed rows from their blocks' Gram matrices (blocks mode)."""
         if self.mode != "blocks" or len(rows) == 0:
             return
+        self._precond_cache = None
         blocks = self.block_of_row[rows]
         self.block_sizes -= np.bincount(blocks, minlength=len(self.block_sizes))
         if self.stack is None:
