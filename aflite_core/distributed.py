@@ -62,7 +62,13 @@ def local_cluster(n_workers: int = 2, **kwargs: Any):
     opts = dict(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
                 host="127.0.0.1", env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
     opts.update(kwargs)
-    cluster = distributed.LocalCluster(**opts)
+    import dask
+
+    # Dask's nannies set MALLOC_TRIM_THRESHOLD_ in every worker; any explicit value switches off glibc's
+    # dynamic mmap threshold, so each large temporary (a gathered block of rows, a score matrix) is mmapped
+    # and page-faulted afresh: the scoring ran ~1.5x slower in a worker than in-process. Unset it for ours.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        cluster = distributed.LocalCluster(**opts)
     return cluster, distributed.Client(cluster)
 
 
