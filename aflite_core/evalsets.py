@@ -53,7 +53,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _validation as v
 from ._utils import blas_threads, versions
-from .filtering import _resolve, aflite
+from .filtering import _check_run_args, _resolve, aflite
 from .models import resolve_model
 from .partitions import RoundScores
 from .result import EVAL_CATEGORIES, AFLiteResult, RoundProgress
@@ -370,11 +370,7 @@ def ensemble_aflite(
                  train_size=train_size, slice_size=slice_size, tau=tau, strategy="slice",
                  eval_X=None if EXs is None else EXs[names[0]], eval_y=eval_y, ids=ids, eval_ids=eval_ids)
     family = resolve_model(model, func)
-    if callback is not None and not callable(callback):
-        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
-    if n_threads is not None:
-        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
-    seed = v.check_random_state(random_state, func)
+    n_threads, seed = _check_run_args(callback, n_threads, random_state, func)
     from .engine import Run, RunConfig
 
     labels = r["labels"]

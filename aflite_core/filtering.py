@@ -41,6 +41,15 @@ STRATEGIES = ("slice", "greedy", "sample")
 _select = select_rows
 
 
+def _check_run_args(callback, n_threads, random_state, func: str) -> tuple[int | None, int]:
+    """Validate the run arguments every entry point shares; returns ``(n_threads, seed)``."""
+    if callback is not None and not callable(callback):
+        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
+    if n_threads is not None:
+        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
+    return n_threads, v.check_random_state(random_state, func)
+
+
 def _resolve(X, y, *, func, target_size, n_partitions, train_size, slice_size, tau, strategy, eval_X, eval_y,
              ids, eval_ids) -> dict[str, Any]:
     """Validate every argument (first thing every public function does) and resolve counts."""
@@ -221,11 +230,7 @@ def aflite(
                  slice_size=slice_size, tau=tau, strategy=strategy, eval_X=eval_X, eval_y=eval_y, ids=ids,
                  eval_ids=eval_ids)
     family = resolve_model(model, func)
-    if callback is not None and not callable(callback):
-        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
-    if n_threads is not None:
-        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
-    seed = v.check_random_state(random_state, func)
+    n_threads, seed = _check_run_args(callback, n_threads, random_state, func)
     from .engine import Run, RunConfig
 
     labels = r["labels"]
