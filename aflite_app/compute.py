@@ -201,16 +201,16 @@ def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResu
     return prepare_run(spec)(callback or (lambda _p: True))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _class_impact(_result: AFLiteResult, spec: FilterSpec, threshold: float):
+def class_impact(result: AFLiteResult, threshold: float = 0.5):
+    """Per-class counts before/after with a warning flag (see :func:`aflite_core.analysis.class_impact`).
+
+    Takes the result the page already has — a stopped (partial) run is never stored, so fetching it again by
+    its spec would re-run the whole filter. Not cached: a group-by over at most 60k rows costs milliseconds,
+    and a cache keyed by the spec would serve a partial run's counts for the full run of the same spec.
+    """
     from aflite_core.analysis import class_impact as impact
 
-    return impact(_result.labels, _result.kept, threshold=threshold)
-
-
-def class_impact(spec: FilterSpec, threshold: float = 0.5):
-    """Per-class counts before/after with a warning flag (see :func:`aflite_core.analysis.class_impact`)."""
-    return _class_impact(run_filter(spec), spec, threshold)
+    return impact(result.labels, result.kept, threshold=threshold)
 
 
 def result_classes(result: AFLiteResult, data: Dataset) -> AFLiteResult:

@@ -85,7 +85,7 @@ ui.caption(
     "early once fewer than k rows reach τ."
 )
 
-impact = compute.class_impact(spec)
+impact = compute.class_impact(result)
 if impact["warning"].any():
     for msg in impact.loc[impact["warning"], "message"]:
         st.warning(msg)

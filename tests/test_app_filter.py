@@ -29,7 +29,12 @@ def test_filter_renders_and_tau_and_k_change_the_result(app_test):
     assert first["Rows kept"] and first["Rows removed"]
     figs = plotly_figures(at)
     assert figs and any(t.get("type") == "bar" for t in figs[0]["data"])
-    assert at.success or at.warning  # the stop reason in words
+    # the stop reason in words, and it agrees with the numbers shown (a run that was not stopped: success)
+    assert not at.warning and len(at.success) == 1
+    kept = first["Rows kept"].replace(",", "")
+    message = at.success[0].value
+    assert (message == f"The filtered set reached the target size of {kept} rows."
+            or (message.startswith("Early stop (τ):") and f"stopped with {kept} rows left" in message)), message
 
     at.slider(key="tau").set_value(0.99).run()
     assert not at.exception
@@ -96,6 +101,38 @@ def test_stop_button_stops_the_run_and_shows_the_partial_result(app_test, monkey
     assert not at.exception
     assert any("Stopped after round" in w.value for w in at.warning)
     assert _metrics(at)["Rows removed"]
+
+
+def test_after_stop_the_page_never_runs_the_filter_again(app_test, monkeypatch):
+    """A stopped run is not stored; nothing on the page may fetch it again by its spec (that re-ran the whole
+    filter synchronously in the page thread — 49 s on the digits with logistic regression)."""
+    from aflite_app import compute
+
+    calls = []
+    real = compute.aflite
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("random_state"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compute, "aflite", counting)
+    at = app_test(page="pages/filter.py")
+    assert len(calls) == 1  # the default run
+    monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.3")
+    model = next(s for s in at.selectbox if s.key.startswith("model-"))
+    model.set_value("logistic")
+    at.button[0].click().run()
+    stop = [b for b in at.button if b.key == "stop-run"]
+    assert stop, "a running run shows a Stop button"
+    stop[0].click().run()
+    deadline = time.time() + 120
+    while time.time() < deadline and not any("partial" in w.value for w in at.warning):
+        at.run()
+        time.sleep(0.5)
+    assert any("Stopped after round" in w.value for w in at.warning)
+    at.run()  # one more rerun of the page showing the partial result
+    assert not at.exception
+    assert len(calls) == 2, f"the engine ran {len(calls)} times: after Stop nothing may start a second run"
 
 
 def test_predictability_page_follows_the_filter_run(app_test):
