@@ -213,11 +213,6 @@ def class_impact(result: AFLiteResult, threshold: float = 0.5):
     return impact(result.labels, result.kept, threshold=threshold)
 
 
-def result_classes(result: AFLiteResult, data: Dataset) -> AFLiteResult:
-    """Results are computed on label codes; show the dataset's class names instead."""
-    return result
-
-
 # -- run directories made by the CLI -------------------------------------------------------------------------
 #: session key of the opened run directories (see :func:`register_run_directory`)
 RUN_DIRS_KEY = "run_dirs"

@@ -30,9 +30,6 @@ DATASET = "dataset_key"  # str: key of the chosen dataset
 REPRESENTATION = "representation"  # str or None
 UPLOADS = "uploads"  # dict: key -> Dataset (this session's uploads)
 RUN_DIRS = "run_dirs"  # dict: key -> loaded CLI run (AFLiteResult + metadata)
-TAU = "tau"
-SLICE = "slice_size"
-FORM = "filter_form"  # dict of the form's values
 RUN = "background_run"  # BackgroundRun of the Filter page
 LAST = "last_result_spec"  # FilterSpec of the result shown last
 
@@ -71,19 +68,6 @@ class FilterSpec:
         }
 
 
-#: form defaults as fractions of the dataset (resolved per dataset on the Filter page)
-FORM_DEFAULTS = {
-    "target_fraction": 0.5,
-    "train_fraction": 0.25,
-    "n_partitions": 64,
-    "strategy": "slice",
-    "model": "linear",
-    "seed": 0,
-}
-TAU_DEFAULT = 0.75
-SLICE_FRACTION_DEFAULT = 0.05
-
-
 def init_session(st) -> None:
     """Set every session default once (app.py calls this before the pages run)."""
     defaults = {
@@ -91,7 +75,6 @@ def init_session(st) -> None:
         REPRESENTATION: None,
         UPLOADS: {},
         RUN_DIRS: {},
-        FORM: dict(FORM_DEFAULTS),
         RUN: None,
         LAST: None,
     }
