@@ -623,6 +623,7 @@ def load_table_dataset(
     dataset_name: str | None = None,
     format: str | None = None,
     max_bytes: int | None = None,
+    max_rows: int | None = None,
     **options: Any,
 ) -> Dataset:
     """Load a table file (CSV, TSV, Parquet, JSONL) and optional aligned ``.npy`` features as a Dataset.
@@ -647,6 +648,8 @@ def load_table_dataset(
         Overrides the format the file name implies.
     max_bytes : int, optional
         Refuse a table or feature file larger than this.
+    max_rows : int, optional
+        Refuse a table with more rows, before its values are read.
     **options
         Passed to :func:`dataset_from_table` (``id_column``, ``text_columns``, ``pair``, ``feature_columns``,
         ``text_features``, ``image_column``, ``description``, ``random_state`` ...).
@@ -662,7 +665,7 @@ def load_table_dataset(
         One sentence naming the file and the problem.
     """
     shown = source_name(source, name)
-    frame = read_table(source, name=shown, format=format, max_bytes=max_bytes)
+    frame = read_table(source, name=shown, format=format, max_bytes=max_bytes, max_rows=max_rows)
     feats: dict[str, tuple[NDArray, str]] = {}
     files: dict[str, str] = {}
     for key, spec, desc in _feature_items(features):

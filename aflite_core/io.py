@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import io as _io
 import json
+import re
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
+
+from ._validation import shown, shown_list
+from .preflight import _first_line, check_rows, count_rows_up_to, npy_header, read_parquet_checked, text_columns
 
 __all__ = ["LABEL_COLUMN_NAMES", "TABLE_FORMATS", "read_features", "read_labels", "read_table", "source_name"]
 
@@ -42,8 +46,13 @@ def _check_size(source: Any, max_bytes: int | None) -> None:
         )
 
 
-def read_features(source: str | Path | BinaryIO, *, mmap: bool = False, max_bytes: int | None = None) -> NDArray:
+def read_features(
+    source: str | Path | BinaryIO, *, mmap: bool = False, max_bytes: int | None = None, max_rows: int | None = None
+) -> NDArray:
     """Read a 2-D numeric feature matrix from a ``.npy`` file (never unpickles).
+
+    The header (shape, dtype) is checked before any data is read: a file that is not ``.npy``, holds Python
+    objects, is shorter than its header says, or has more than ``max_rows`` rows is refused at once.
 
     Parameters
     ----------
@@ -53,6 +62,8 @@ def read_features(source: str | Path | BinaryIO, *, mmap: bool = False, max_byte
         Memory-map the file read-only instead of reading it (paths only); nothing is copied.
     max_bytes : int, optional
         Refuse larger files.
+    max_rows : int, optional
+        Refuse more rows.
 
     Returns
     -------
@@ -72,25 +83,19 @@ def read_features(source: str | Path | BinaryIO, *, mmap: bool = False, max_byte
         if path.suffix.lower() != ".npy":
             raise ValueError(f"Feature file '{name}' must be a .npy file (numpy.save); got '{path.suffix}'.")
     _check_size(source, max_bytes)
+    shape, dtype = npy_header(source, name, "Feature file")
+    if dtype.kind not in "fiub":
+        raise ValueError(f"Feature file '{name}' must hold numbers; it holds dtype {dtype}.")
+    if len(shape) != 2:
+        raise ValueError(f"Feature file '{name}' must hold a 2-D array (rows × features); its shape is {shape}.")
+    check_rows(shape[0], name, max_rows=max_rows, what="Feature file")
     try:
         if mmap and isinstance(source, (str, Path)):
             arr = np.load(source, mmap_mode="r", allow_pickle=False)
         else:
             arr = np.load(source, allow_pickle=False)
-    except ValueError as exc:
-        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
-            raise ValueError(
-                f"Feature file '{name}' holds Python objects (object dtype); save a numeric array instead."
-            ) from None
-        raise ValueError(f"Feature file '{name}' is not a readable .npy file: {exc}") from None
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"Feature file '{name}' is not a readable .npy file: {exc}") from None
-    if isinstance(arr, np.lib.npyio.NpzFile):  # pragma: no cover - .npz passed as file object
-        raise ValueError(f"Feature file '{name}' is an .npz archive; save one array with numpy.save.")
-    if arr.dtype.kind not in "fiub":
-        raise ValueError(f"Feature file '{name}' must hold numbers; it holds dtype {arr.dtype}.")
-    if arr.ndim != 2:
-        raise ValueError(f"Feature file '{name}' must hold a 2-D array (rows × features); its shape is {arr.shape}.")
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"Feature file '{name}' is not a readable .npy file: {_first_line(exc)}") from None
     return arr
 
 
@@ -117,7 +122,8 @@ def _maybe_numeric(values: list[str]) -> NDArray:
 
 
 def read_labels(
-    source: str | Path | BinaryIO, *, column: str | None = None, max_bytes: int | None = None
+    source: str | Path | BinaryIO, *, column: str | None = None, max_bytes: int | None = None,
+    max_rows: int | None = None,
 ) -> NDArray:
     """Read one label per row from ``.npy``, ``.txt`` (one per line) or ``.csv`` / ``.tsv``.
 
@@ -133,6 +139,8 @@ def read_labels(
         Column holding the labels in a CSV/TSV with several columns.
     max_bytes : int, optional
         Refuse larger files.
+    max_rows : int, optional
+        Refuse more labels (counted before anything is parsed).
 
     Returns
     -------
@@ -146,21 +154,29 @@ def read_labels(
     if suffix == ".npy":
         _check_size(source, max_bytes)
         try:
-            arr = np.load(source, allow_pickle=False)
+            shape, _dtype = npy_header(source, name, "Label file")
         except ValueError as exc:
-            if "pickle" in str(exc).lower() or "object" in str(exc).lower():
+            if "Python objects" in str(exc):
                 raise ValueError(
                     f"Label file '{name}' holds Python objects (object dtype); save numbers or fixed-width "
                     "strings (e.g. numpy.array(labels, dtype=str))."
                 ) from None
-            raise ValueError(f"Label file '{name}' is not a readable .npy file: {exc}") from None
-        except (OSError, EOFError) as exc:
-            raise ValueError(f"Label file '{name}' is not a readable .npy file: {exc}") from None
+            raise
+        if shape:
+            check_rows(shape[0], name, max_rows=max_rows, what="Label file")
+        try:
+            arr = np.load(source, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise ValueError(f"Label file '{name}' is not a readable .npy file: {_first_line(exc)}") from None
         if arr.ndim == 2 and arr.shape[1] == 1:
             arr = arr[:, 0]
         if arr.ndim != 1:
             raise ValueError(f"Label file '{name}' must hold a 1-D array; its shape is {arr.shape}.")
         return arr
+    if max_rows is not None and isinstance(source, (str, Path)) and suffix in (".csv", ".tsv", ".txt", ""):
+        fmt = {".csv": "csv", ".tsv": "tsv"}.get(suffix, "jsonl")  # one label per line counts like JSON Lines
+        n, exact = count_rows_up_to(source, fmt, max_rows + (fmt != "jsonl"))  # a header line may come on top
+        check_rows(n - (fmt != "jsonl"), name, max_rows=max_rows, what="Label file", exact=exact)
     text = _read_text(source, max_bytes)
     if not text.strip():
         raise ValueError(f"Label file '{name}' is empty.")
@@ -179,7 +195,7 @@ def read_labels(
             want = column or "label"
             if want not in header:
                 raise ValueError(
-                    f"Label file '{name}' has no column '{want}'; its columns are {header}. "
+                    f"Label file '{name}' has no column {shown(want)}; its columns are {shown_list(header)}. "
                     "Name the label column (--label-column)."
                 )
             values = table.iloc[1:, header.index(want)].tolist()
@@ -252,17 +268,23 @@ def _known_size(source: Any) -> int | None:
     return size if isinstance(size, int) else None
 
 
+def _existing_file(source: str | Path, *, name: str, max_bytes: int | None, what: str = "") -> Path:
+    """The path of an existing file no larger than ``max_bytes`` (nothing is read)."""
+    label = f"{what} '{name}'" if what else f"'{name}'"
+    path = Path(source)
+    if not path.is_file():
+        raise ValueError(f"{label[0].upper()}{label[1:]} does not exist.")
+    size = path.stat().st_size
+    if max_bytes is not None and size > max_bytes:
+        raise _too_large(name, size, max_bytes)
+    return path
+
+
 def _read_bytes(source: Any, *, name: str, max_bytes: int | None, what: str = "") -> bytes:
     """All bytes of a path, bytes object or binary file-like, refusing more than ``max_bytes``."""
     label = f"{what} '{name}'" if what else f"'{name}'"
     if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.is_file():
-            raise ValueError(f"{label[0].upper()}{label[1:]} does not exist.")
-        size = path.stat().st_size
-        if max_bytes is not None and size > max_bytes:
-            raise _too_large(name, size, max_bytes)
-        return path.read_bytes()
+        return _existing_file(source, name=name, max_bytes=max_bytes, what=what).read_bytes()
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     elif hasattr(source, "read"):
@@ -322,15 +344,20 @@ def _parse_delimited(text: str, name: str, sep: str) -> pd.DataFrame:
         raise ValueError(f"'{name}' is not a readable {kind} file: {detail}") from None
 
 
-def _parse_jsonl(text: str, name: str) -> pd.DataFrame:
+def _parse_jsonl(data: bytes, name: str, max_columns: int | None = None) -> pd.DataFrame:
     rows: list[dict] = []
-    # split on newlines only: JSON strings may hold U+2028 and other characters str.splitlines() splits on
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        line = line.strip()
+    keys: set = set()
+    # split on newlines only (lazily): JSON strings may hold U+2028 and other characters str.splitlines() splits on
+    for lineno, raw in enumerate(_io.BytesIO(data), start=1):
+        line = raw.strip()
         if not line:
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(_decode(line, name) if lineno == 1 else line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(
+                f"'{name}' is not UTF-8 text (line {lineno}, byte {exc.start} cannot be decoded); save it as UTF-8."
+            ) from None
         except json.JSONDecodeError as exc:
             raise ValueError(
                 f"'{name}' is not valid JSON Lines: line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})."
@@ -340,21 +367,16 @@ def _parse_jsonl(text: str, name: str) -> pd.DataFrame:
                 f"'{name}' is not valid JSON Lines: line {lineno} holds a JSON {type(value).__name__}, "
                 "not an object ({\"column\": value, ...})."
             )
+        if max_columns is not None:
+            keys.update(value)
+            if len(keys) > max_columns:
+                raise ValueError(f"'{name}' has more than {max_columns:,} columns (keys), the limit here.")
         rows.append(value)
     return pd.DataFrame(rows)
 
 
-def _parse_parquet(data: bytes, name: str) -> pd.DataFrame:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if data[:4] != b"PAR1":
-        raise ValueError(f"'{name}' is not a Parquet file (it does not start with the Parquet magic bytes).")
-    try:
-        table = pq.read_table(pa.BufferReader(data))
-        return table.to_pandas()
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise ValueError(f"'{name}' is not a readable Parquet file: {exc}") from None
+def _blank(data: bytes) -> bool:
+    return re.search(rb"\S", data) is None
 
 
 def read_table(
@@ -363,6 +385,8 @@ def read_table(
     name: str | None = None,
     format: str | None = None,
     max_bytes: int | None = None,
+    max_rows: int | None = None,
+    max_columns: int | None = None,
 ) -> pd.DataFrame:
     r"""Read a table (CSV, TSV, Parquet or JSON Lines) from a path, bytes or an uploaded file-like.
 
@@ -379,6 +403,10 @@ def read_table(
         Overrides the format the file name implies.
     max_bytes : int, optional
         Refuse larger files.
+    max_rows, max_columns : int, optional
+        Refuse more rows or columns. Both are checked before the values are parsed (Parquet: its footer;
+        text formats: a streamed count of lines and the header record), so refusing a large file costs
+        little memory and time.
 
     Returns
     -------
@@ -401,21 +429,33 @@ def read_table(
     """
     shown = source_name(source, name)
     fmt = _table_format(shown, format)
-    data = _read_bytes(source, name=shown, max_bytes=max_bytes, what="Table file")
-    if not data.strip():
-        raise ValueError(f"'{shown}' is empty.")
-    if fmt == "parquet":
-        frame = _parse_parquet(data, shown)
+    src: Path | bytes  # a path is only read once its rows and columns have been counted
+    if isinstance(source, (str, Path)):
+        src = _existing_file(source, name=shown, max_bytes=max_bytes, what="Table file")
     else:
-        text = _decode(data, shown)
-        if not text.strip():
+        src = _read_bytes(source, name=shown, max_bytes=max_bytes, what="Table file")
+    if fmt == "parquet":
+        text_budget = None if max_bytes is None else 4 * max_bytes
+        table = read_parquet_checked(src, shown, max_rows=max_rows, max_columns=max_columns,
+                                     max_text_bytes=text_budget)
+        frame = table.to_pandas()
+    else:
+        if max_rows is not None:
+            n, exact = count_rows_up_to(src, fmt, max_rows)
+            check_rows(n, shown, max_rows=max_rows, exact=exact)
+        if max_columns is not None and fmt != "jsonl" and text_columns(src, fmt) > max_columns:
+            raise ValueError(f"'{shown}' has more than {max_columns:,} columns, the limit here.")
+        data = src.read_bytes() if isinstance(src, Path) else src
+        if _blank(data):
             raise ValueError(f"'{shown}' is empty.")
         if fmt == "jsonl":
-            frame = _parse_jsonl(text, shown)
+            frame = _parse_jsonl(data, shown, max_columns)
         else:
-            frame = _parse_delimited(text, shown, "\t" if fmt == "tsv" else ",")
+            frame = _parse_delimited(_decode(data, shown), shown, "\t" if fmt == "tsv" else ",")
     if frame.shape[1] == 0:
         raise ValueError(f"'{shown}' has no columns.")
     if len(frame) == 0:
         raise ValueError(f"'{shown}' has no rows (only a header).")
+    if max_rows is not None:
+        check_rows(len(frame), shown, max_rows=max_rows)
     return frame

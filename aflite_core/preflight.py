@@ -1,0 +1,303 @@
+"""Cheap checks before expensive reads: how many rows and columns a file holds, learnt without parsing it.
+
+A file of a few kilobytes can declare a hundred million rows (a Parquet column of one repeated value
+compresses to nothing), and a text file's rows are only known once it is parsed. The readers of
+:mod:`aflite_core.io` and :meth:`aflite_core.AFLiteResult.load` therefore ask these functions first and refuse
+a file whose size in rows, columns or values exceeds a limit — or disagrees with the dataset it belongs to —
+before anything is materialised:
+
+* ``.npy``: the header (shape, dtype) is read alone and checked against the file's length;
+* CSV / TSV / JSON Lines: newlines are counted in 1 MB chunks; only when that bound exceeds the limit are
+  records counted exactly (quoted cells may hold newlines), stopping one past the limit;
+* Parquet: the footer's row, column and per-column value counts (nested lists included) are checked, string
+  columns are read dictionary-encoded and their decoded size computed before they are expanded.
+
+Every refusal is a ``ValueError`` with one sentence naming the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RowLimitError", "check_rows", "count_rows_up_to", "npy_header", "read_parquet_checked", "text_columns"]
+
+#: bytes read at a time when counting lines of a file on disk
+CHUNK_BYTES = 1 << 20
+#: a JSON Lines file may hold this many lines (blank ones included) per allowed row
+MAX_LINES_PER_ROW = 16
+#: list cells of a Parquet table may hold this many values per row on average (e.g. annotator labels)
+MAX_VALUES_PER_CELL = 64
+
+
+class RowLimitError(ValueError):
+    """A file with more rows than the limit it was read with; ``n_rows`` is its count when known."""
+
+    def __init__(self, message: str, n_rows: int | None = None) -> None:
+        super().__init__(message)
+        self.n_rows = n_rows
+
+
+def _human_rows(n: int) -> str:
+    return f"{n:,} row" + ("" if n == 1 else "s")
+
+
+def check_rows(n_rows: int, name: str, *, max_rows: int | None = None, expected_rows: int | None = None,
+               what: str = "", exact: bool = True) -> None:
+    """Refuse ``n_rows`` above ``max_rows`` or different from ``expected_rows`` (one sentence).
+
+    ``exact=False`` says ``n_rows`` is only a lower bound (counting stopped there).
+    """
+    label = f"{what} '{name}'".strip() if what else f"'{name}'"
+    if expected_rows is not None and n_rows != expected_rows:
+        raise ValueError(f"{label} has {_human_rows(n_rows)}, but its dataset has {_human_rows(expected_rows)}.")
+    if max_rows is not None and n_rows > max_rows:
+        count = _human_rows(n_rows) if exact else f"more than {_human_rows(n_rows - 1)}"
+        raise RowLimitError(f"{label} has {count}, more than the {max_rows:,} allowed here; use the command line "
+                            "(python -m aflite_core ...) for larger data.", n_rows if exact else None)
+
+
+# -- .npy ------------------------------------------------------------------------------------------------------
+def npy_header(source: Any, name: str, what: str = "") -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of a ``.npy`` file from its header alone (path, bytes or binary file-like).
+
+    Raises
+    ------
+    ValueError
+        When the bytes are not a ``.npy`` file, hold Python objects, or are shorter than the header says.
+    """
+    fmt = np.lib.format
+    label = f"{what} '{name}'".strip() if what else f"'{name}'"
+    if isinstance(source, (str, Path)):
+        fh: Any = open(source, "rb")
+        total = Path(source).stat().st_size
+        close = True
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        fh, total, close = io.BytesIO(bytes(source)), len(source), True
+    else:
+        fh, close = source, False
+        start = fh.tell() if hasattr(fh, "tell") else 0
+        fh.seek(0, io.SEEK_END)
+        total = fh.tell()
+        fh.seek(start)
+    try:
+        magic = fh.read(6)
+        if magic != b"\x93NUMPY":
+            raise ValueError(f"{label} is not a .npy file (numpy.save writes them; it starts with other bytes).")
+        fh.seek(fh.tell() - 6)
+        try:
+            version = fmt.read_magic(fh)
+            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh, max_header_size=10_000)
+        except (ValueError, SyntaxError, EOFError):
+            raise ValueError(f"{label} is not a readable .npy file: its header is damaged.") from None
+        header_end = fh.tell()
+    finally:
+        if close:
+            fh.close()
+        elif hasattr(fh, "seek"):
+            fh.seek(0)
+    if dtype.hasobject:
+        raise ValueError(f"{label} holds Python objects (object dtype); save a numeric array instead.")
+    need = header_end + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if total < need:
+        raise ValueError(f"{label} is truncated: its header declares shape {tuple(shape)} ({need:,} bytes), but the "
+                         f"file has {total:,} bytes.")
+    del fortran
+    return tuple(int(s) for s in shape), dtype
+
+
+# -- CSV / TSV / JSON Lines -------------------------------------------------------------------------------------
+def _chunks(source: Any):
+    if isinstance(source, (str, Path)):
+        with open(source, "rb") as fh:
+            while block := fh.read(CHUNK_BYTES):
+                yield block
+    else:
+        data = memoryview(source)
+        for start in range(0, len(data), CHUNK_BYTES):
+            yield data[start : start + CHUNK_BYTES]
+
+
+def _newline_bound(source: Any) -> int:
+    """Lines in the file (an upper bound of its records): newlines, plus one for an unterminated last line."""
+    count, last = 0, b"\n"
+    for block in _chunks(source):
+        count += bytes(block).count(b"\n") if isinstance(block, memoryview) else block.count(b"\n")
+        if len(block):
+            last = bytes(block[-1:])
+    return count + (last != b"\n")
+
+
+def _binary_stream(source: Any):
+    if isinstance(source, (str, Path)):
+        return open(source, "rb")
+    return io.BytesIO(bytes(source))
+
+
+def count_rows_up_to(source: str | Path | bytes, fmt: str, limit: int) -> tuple[int, bool]:
+    """Data rows of a CSV/TSV (header excluded) or JSON Lines file, counted without parsing any value.
+
+    Newlines are counted first (in chunks); only when they exceed ``limit`` are records counted exactly —
+    quoted CSV cells may hold newlines, blank JSON Lines lines are no rows — up to
+    :data:`MAX_LINES_PER_ROW` × ``limit``. Memory stays at about one chunk whatever the file's size.
+
+    Returns
+    -------
+    (int, bool)
+        The count and whether it is exact (False: there are at least that many rows, counting stopped).
+        A count at most ``limit`` is always an upper bound of the true count, which is all a limit needs.
+    """
+    header = 0 if fmt == "jsonl" else 1
+    lines = _newline_bound(source)
+    if lines - header <= limit:
+        return max(0, lines - header), True
+    cap = MAX_LINES_PER_ROW * limit + 1000
+    if fmt == "jsonl" and lines > cap:
+        return cap + 1, False  # lines are rows or blank: a file this long is refused without counting one by one
+    rows = _exact_rows(source, fmt, cap + 1)
+    return rows, rows <= cap
+
+
+def _exact_rows(source: Any, fmt: str, stop: int | None) -> int:
+    rows = 0
+    with _binary_stream(source) as raw:
+        if fmt == "jsonl":
+            for line in raw:
+                if line.strip():
+                    rows += 1
+                    if stop is not None and rows >= stop:
+                        break
+            return rows
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
+        reader = csv.reader(text, delimiter="\t" if fmt == "tsv" else ",")
+        try:
+            for _record in reader:
+                rows += 1
+                if stop is not None and rows > stop:  # the header is one of the records
+                    break
+        except csv.Error:  # a malformed or huge cell: fall back on the newline count (an upper bound)
+            return stop if stop is not None else max(0, rows - 1)
+        return max(0, rows - 1)
+
+
+def text_columns(source: str | Path | bytes, fmt: str) -> int:
+    """Columns of a CSV/TSV file's header record (read alone)."""
+    with _binary_stream(source) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
+        reader = csv.reader(text, delimiter="\t" if fmt == "tsv" else ",")
+        try:
+            return len(next(reader, []))
+        except csv.Error:
+            return 0
+
+
+# -- Parquet ----------------------------------------------------------------------------------------------------
+def read_parquet_checked(
+    source: str | Path | bytes,
+    name: str,
+    *,
+    max_rows: int | None = None,
+    expected_rows: int | None = None,
+    max_columns: int | None = None,
+    flat: bool = False,
+    max_text_bytes: int | None = None,
+    what: str = "",
+):
+    """Read a Parquet file as a pyarrow Table, after checking its footer against the limits.
+
+    Parameters
+    ----------
+    source : path or bytes
+        The file.
+    name : str
+        How to call it in messages.
+    max_rows, expected_rows : int, optional
+        Refuse more rows than ``max_rows``, or a row count other than ``expected_rows``.
+    max_columns : int, optional
+        Refuse more columns.
+    flat : bool, default=False
+        Refuse nested columns (lists, structs): a run record's tables are flat.
+    max_text_bytes : int, optional
+        Refuse string / binary columns whose values, expanded, exceed this many bytes in all.
+    what : str
+        A word put before the name in messages (e.g. "Table file").
+
+    Returns
+    -------
+    pyarrow.Table
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    label = f"{what} '{name}'".strip() if what else f"'{name}'"
+    reader = pa.BufferReader(bytes(source)) if isinstance(source, (bytes, bytearray, memoryview)) else str(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        magic = bytes(source[:4])
+    else:
+        with open(source, "rb") as fh:
+            magic = fh.read(4)
+    if magic != b"PAR1":
+        raise ValueError(f"{label} is not a Parquet file (it does not start with the Parquet magic bytes).")
+    try:
+        pf = pq.ParquetFile(reader)
+        md = pf.metadata
+        schema = pf.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise ValueError(f"{label} is not a readable Parquet file: {_first_line(exc)}") from None
+    check_rows(int(md.num_rows), name, max_rows=max_rows, expected_rows=expected_rows, what=what)
+    if max_columns is not None and len(schema) > max_columns:
+        raise ValueError(f"{label} has {len(schema):,} columns, more than the {max_columns:,} allowed here.")
+    nested = [f.name for f in schema if pa.types.is_nested(f.type)]
+    if flat and nested:
+        raise ValueError(f"{label} has nested columns ({', '.join(_short(n) for n in nested[:3])}); expected a "
+                         "flat table.")
+    # every leaf column's value count, as the footer declares it (a list column may hold more than its rows)
+    for g in range(md.num_row_groups):
+        group = md.row_group(g)
+        rows = group.num_rows
+        for j in range(group.num_columns):
+            col = group.column(j)
+            cap = rows * (MAX_VALUES_PER_CELL if "." in col.path_in_schema else 1)
+            if col.num_values > cap:
+                raise ValueError(f"{label} is inconsistent or too large: column {_short(col.path_in_schema)} "
+                                 f"declares {col.num_values:,} values in {rows:,} rows.")
+    text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+    try:
+        table = pq.ParquetFile(reader, read_dictionary=text).read() if text else pf.read()
+        if table.num_rows != md.num_rows:
+            raise ValueError(f"{label} is damaged: its footer declares {md.num_rows:,} rows, its data "
+                             f"{table.num_rows:,}.")
+        if text:
+            total = 0
+            for col in text:
+                for chunk in table.column(col).chunks:
+                    if isinstance(chunk, pa.DictionaryArray):
+                        lengths = pc.binary_length(chunk.dictionary)
+                        size = pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0
+                    else:
+                        size = chunk.nbytes
+                    total += int(size)
+            if max_text_bytes is not None and total > max_text_bytes:
+                raise ValueError(f"{label} holds {total:,} bytes of text, more than the {max_text_bytes:,} allowed "
+                                 "here.")
+            table = table.cast(pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema]))
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"{label} is not a readable Parquet file: {_first_line(exc)}") from None
+    return table
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return _short(text[0] if text else type(exc).__name__, 160)
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
