@@ -16,18 +16,42 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "MAX_SHOWN_CHARS",
     "EncodedLabels",
     "check_features",
     "check_fraction_or_count",
+    "check_ids",
     "check_int",
     "check_labels",
     "check_probability",
     "check_random_state",
     "param_error",
+    "shown",
+    "shown_list",
 ]
 
 #: rows checked per pass when scanning a (possibly memory-mapped) matrix for NaN/inf
 _FINITE_CHUNK_ROWS = 65_536
+#: the most characters of one value any message quotes (a message never reproduces a file's content)
+MAX_SHOWN_CHARS = 32
+#: the most values a message lists
+MAX_SHOWN_VALUES = 5
+
+
+def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters (with "…"), for quoting a value in a message."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown_list(values: Any, limit: int = MAX_SHOWN_VALUES) -> str:
+    """A few values for a message: ``['a', 'b', … (12 in all)]``, each cut by :func:`shown`."""
+    values = list(values)
+    head = ", ".join(shown(v) for v in values[:limit])
+    more = f", … ({len(values):,} in all)" if len(values) > limit else ""
+    return f"[{head}{more}]"
 
 
 def param_error(name: str, func: str, allowed: str, value: Any, exc: type[Exception] = ValueError) -> Exception:
@@ -58,8 +82,9 @@ def param_error(name: str, func: str, allowed: str, value: Any, exc: type[Except
 def _short_repr(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    return shown(value)
 
 
 def _is_int(value: Any) -> bool:
@@ -127,7 +152,7 @@ def check_fraction_or_count(
             raise param_error(name, func, allowed + f" (here {rng_text} = ({low}, {high}))", value)
         raise ValueError(
             f"The '{name}' parameter of {func} must be an int in {rng_text} or a float in (0, 1) "
-            f"(here {rng_text} = ({low}, {high})). Got {value!r}, which is {count} rows of {n}, instead."
+            f"(here {rng_text} = ({low}, {high})). Got {shown(value)}, which is {count} rows of {n}, instead."
         )
     return count
 
@@ -169,6 +194,11 @@ def check_features(X: Any, name: str, func: str, *, n_rows: int | None = None, n
             raise TypeError(f"The '{name}' parameter of {func} must be a 2-D numeric array. {exc}") from None
     if X.dtype == object or not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
         raise param_error(name, func, "a 2-D numeric array", X, TypeError)
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise TypeError(
+            f"The '{name}' parameter of {func} must be a 2-D array of real numbers. Got complex numbers (dtype "
+            f"{X.dtype}) instead; pass their real part, magnitude, or both as separate columns."
+        )
     if X.ndim != 2:
         raise ValueError(
             f"The '{name}' parameter of {func} must be a 2-D array of shape (n_samples, n_features). "
@@ -228,7 +258,7 @@ class EncodedLabels:
             if key not in lookup:
                 raise ValueError(
                     f"The '{name}' parameter of {func} must only contain classes seen in the training "
-                    f"labels {list(self.classes)[:10]}. Got {value!r} instead."
+                    f"labels {shown_list(self.classes)}. Got {shown(value)} instead."
                 )
             codes[i] = lookup[key]
         return codes
@@ -303,7 +333,7 @@ def check_labels(y: Any, name: str, func: str, *, n_rows: int, min_per_class: in
     if len(classes) < 2:
         raise ValueError(
             f"The '{name}' parameter of {func} must contain at least 2 classes. Got {len(classes)} class"
-            f"{'' if len(classes) == 1 else 'es'} ({list(classes)!r}) instead."
+            f"{'' if len(classes) == 1 else 'es'} (every row has the same label) instead."
         )
     counts = np.bincount(codes, minlength=len(classes))
     small = np.flatnonzero(counts < min_per_class)
@@ -311,6 +341,44 @@ def check_labels(y: Any, name: str, func: str, *, n_rows: int, min_per_class: in
         c = int(small[0])
         raise ValueError(
             f"The '{name}' parameter of {func} must have at least {min_per_class} rows in every class. "
-            f"Got {int(counts[c])} row(s) of class {classes[c]!r} instead."
+            f"Got {int(counts[c])} row(s) of class {shown(classes[c])} instead."
         )
     return EncodedLabels(codes=codes.astype(np.int32), classes=classes)
+
+
+def check_ids(ids: Any, name: str, func: str, *, n_rows: int) -> np.ndarray:
+    """Check row ids: 1-D, one per row, no missing value, every id once (the first repeat is named).
+
+    Returns
+    -------
+    ndarray
+        The ids as an array (object dtype for text).
+    """
+    if isinstance(ids, (pd.Series, pd.Index)):
+        ids = ids.to_numpy()
+    arr = np.asarray(ids) if isinstance(ids, np.ndarray) else _as_label_array(ids, name, func)
+    if arr.ndim != 1 or len(arr) != n_rows:
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have one id per row ({n_rows}). Got shape {arr.shape} instead."
+        )
+    if arr.dtype.kind == "c":
+        raise TypeError(f"The '{name}' parameter of {func} must hold ints or strings. Got complex numbers instead.")
+    series = pd.Series(arr, dtype=object if arr.dtype == object else None)
+    missing = series.isna().to_numpy()
+    if missing.any():
+        first = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"The '{name}' parameter of {func} must not contain missing ids. Row {first} has none.")
+    try:
+        dup = series.duplicated(keep=False).to_numpy()
+    except TypeError:
+        raise param_error(name, func, "a sequence of hashable ids", series.iloc[0], TypeError) from None
+    if dup.any():
+        rows = np.flatnonzero(dup)
+        first = rows[0]
+        again = rows[1:][series.iloc[rows[1:]].to_numpy() == series.iloc[first]]
+        second = int(again[0]) if len(again) else int(rows[1])
+        raise ValueError(
+            f"The '{name}' parameter of {func} must give every row its own id. Got {shown(series.iloc[first])} "
+            f"in rows {int(first)} and {second} instead."
+        )
+    return arr

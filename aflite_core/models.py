@@ -596,9 +596,27 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
             f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
             f"scikit-learn classifier. Got {model!r} instead."
         )
+    if isinstance(model, type):
+        raise TypeError(
+            f"The 'model' parameter of {func} must be a model instance, not the class {model.__name__}: pass "
+            f"{model.__name__}() (with any parameters) instead."
+        )
     if hasattr(model, "fit") and hasattr(model, "predict") and hasattr(model, "get_params"):
+        from sklearn.base import is_classifier
+
+        if not is_classifier(model):
+            raise TypeError(
+                f"The 'model' parameter of {func} must be a classifier (scikit-learn's is_classifier). Got "
+                f"{type(model).__name__}, a {_estimator_kind(model)}, instead: its outputs are not class labels."
+            )
         return SklearnFamily(model)
     raise TypeError(
         f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
         f"scikit-learn classifier. Got {type(model).__name__} instead."
     )
+
+
+def _estimator_kind(model: Any) -> str:
+    kind = getattr(getattr(model, "__sklearn_tags__", lambda: None)(), "estimator_type", None)
+    return {"regressor": "regressor", "clusterer": "clusterer", "transformer": "transformer"}.get(
+        kind or "", "estimator that is not a classifier")
