@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["blas_threads", "hash_array", "hash_labels", "versions"]
+__all__ = ["blas_threads", "hash_array", "hash_labels", "json_default", "versions"]
 
 
 def blas_threads(n_threads: int | None) -> contextlib.AbstractContextManager[Any]:
@@ -62,3 +62,12 @@ def versions() -> dict[str, str]:
         "scikit-learn": sklearn.__version__,
         "pandas": pd.__version__,
     }
+
+
+def json_default(value: Any) -> Any:
+    """``json.dumps`` fallback: numpy scalars and arrays as Python values, anything else as its repr."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return repr(value)

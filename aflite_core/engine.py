@@ -10,8 +10,6 @@ partition unit with the same grouping and chunking, so they give identical resul
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +22,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._utils import blas_threads, hash_array, hash_labels, versions
+from .checkpoint import read_checkpoint, write_checkpoint
 from .partitions import PartitionPlan, RoundScores, score_round
 from .result import AFLiteResult, RoundProgress
 
@@ -33,9 +32,6 @@ HISTORY_COLUMNS = [
     "round", "size_before", "n_scored", "n_qualified", "n_removed", "size_after", "min_removed_score",
     "max_score", "mean_predictability", "mean_model_accuracy", "eval_size_before", "eval_removed", "seconds",
 ]  # fmt: skip
-
-CHECKPOINT_FORMAT = "aflite-studio-checkpoint"
-CHECKPOINT_VERSION = 1
 
 
 def select_rows(p: NDArray[np.float32], qualified: NDArray[np.bool_], k: int, strategy: str, rng) -> NDArray[np.intp]:
@@ -363,7 +359,8 @@ class Run:
         )
 
     # -- checkpoints ---------------------------------------------------------------------------------------
-    def _fingerprint(self) -> dict[str, Any]:
+    def fingerprint(self) -> dict[str, Any]:
+        """What a checkpoint must match to be resumed by this run: data hashes, parameters, model family."""
         cfg = self.config
         return {
             "hashes": self.hashes,
@@ -372,116 +369,42 @@ class Run:
         }
 
     def write_checkpoint(self) -> None:
-        """Write the state after the current round to ``checkpoint_dir`` (atomic renames).
-
-        Per round ``round_NNNNN.npz`` holds that round's score rows (when kept); ``state.npz`` the per-row
-        arrays; ``state.json`` the round number, history, random generator state and a fingerprint of the
-        data and parameters (checked on resume).
-        """
-        d = Path(self.checkpoint_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        if self.keep_matrix and self.score_rows:
-            arrays = {"scores": self.score_rows[-1], "counts": self.count_rows[-1]}
-            if self.has_eval:
-                arrays["eval_scores"] = self.eval_score_rows[-1]
-            _atomic_npz(d / f"round_{self.round:05d}.npz", arrays)
-        state = {"removed_round": self.removed_round, "first_score": self.first_score,
-                 "last_score": self.last_score, "removal_score": self.removal_score}
-        if self.has_eval:
-            state.update(eval_removed_round=self.eval_removed_round, eval_first=self.eval_first,
-                         eval_last=self.eval_last, eval_removal=self.eval_removal)
-        _atomic_npz(d / "state.npz", state)
-        meta = {
-            "format": CHECKPOINT_FORMAT,
-            "version": CHECKPOINT_VERSION,
-            "round": self.round,
-            "finished": self.finished,
-            "stop_reason": self.stop_reason,
-            "history": self.history,
-            "rng_state": self.rng.bit_generator.state,
-            "fingerprint": self._fingerprint(),
-            "extra": self.extra_state,
-            "written": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-        tmp = d / "state.json.tmp"
-        tmp.write_text(json.dumps(meta, default=_json_default))
-        os.replace(tmp, d / "state.json")
+        """Write the state after the current round to ``checkpoint_dir`` (see :mod:`aflite_core.checkpoint`)."""
+        write_checkpoint(self)
 
     def restore(self, checkpoint_dir: str | Path) -> None:
-        """Continue from a checkpoint: reload the state, re-open the backend and replay the removals.
+        """Continue from a checkpoint: check it, reload the state, re-open the backend and replay the removals.
 
         Raises
         ------
         ValueError
-            When there is no checkpoint or it belongs to other data or parameters.
+            When there is no checkpoint, it belongs to other data or parameters, or it is damaged or
+            inconsistent (one sentence saying what).
         """
-        d = Path(checkpoint_dir)
-        meta = read_checkpoint_meta(d)
-        mine = json.loads(json.dumps(self._fingerprint(), default=_json_default))
-        if meta["fingerprint"] != mine:
-            diff = [k for k in mine if mine[k] != meta["fingerprint"].get(k)]
-            raise ValueError(
-                f"The checkpoint in '{d}' belongs to a different run ({', '.join(diff)} differ); "
-                "resume with the same data and parameters, or start a new run directory."
-            )
-        with np.load(d / "state.npz", allow_pickle=False) as z:
-            self.removed_round = z["removed_round"].copy()
-            self.first_score, self.last_score = z["first_score"].copy(), z["last_score"].copy()
-            self.removal_score = z["removal_score"].copy()
-            if self.has_eval:
-                self.eval_removed_round = z["eval_removed_round"].copy()
-                self.eval_first, self.eval_last = z["eval_first"].copy(), z["eval_last"].copy()
-                self.eval_removal = z["eval_removal"].copy()
-        rounds = int(meta["round"])
-        if self.keep_matrix:
-            for r in range(1, rounds + 1):
-                with np.load(d / f"round_{r:05d}.npz", allow_pickle=False) as z:
-                    self.score_rows.append(z["scores"].copy())
-                    self.count_rows.append(z["counts"].copy())
-                    if self.has_eval:
-                        self.eval_score_rows.append(z["eval_scores"].copy())
-        self.history = list(meta["history"])
-        self.stop_reason = meta["stop_reason"]
-        self.extra_state = dict(meta.get("extra") or {})
+        cp = read_checkpoint(checkpoint_dir, n_rows=int(self.X.shape[0]), n_eval=self.n_eval if self.has_eval else None,
+                             keep_matrix=self.keep_matrix, count_dtype=self.count_dtype,
+                             fingerprint=self.fingerprint())
+        rng = np.random.default_rng(self.config.seed)
+        try:
+            rng.bit_generator.state = cp.rng_state
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"The checkpoint in '{checkpoint_dir}' is damaged or inconsistent (its random-generator "
+                             f"state is unusable: {type(exc).__name__}); it cannot be resumed.") from None
+        for name, values in cp.arrays.items():
+            setattr(self, name, values.copy())
+        self.score_rows, self.count_rows, self.eval_score_rows = cp.score_rows, cp.count_rows, cp.eval_score_rows
+        self.history = list(cp.history)
+        self.stop_reason = cp.stop_reason
+        self.extra_state = cp.extra
         # the same random draws as at the start, then the same removals in the same order
         with blas_threads(self.config.n_threads):
             self.rng = np.random.default_rng(self.config.seed)
             self.open()
-            for r in range(1, rounds + 1):
+            for r in range(1, cp.round + 1):
                 self.backend.remove(np.flatnonzero(self.removed_round == r), r)
-        self.rng.bit_generator.state = meta["rng_state"]
-        self.round = rounds
+        self.rng.bit_generator.state = cp.rng_state
+        self.round = cp.round
         # a run stopped on request continues; a run that stopped by Algorithm 1 stays finished
-        self.finished = bool(meta["finished"]) and self.stop_reason != "stopped_by_callback"
+        self.finished = cp.finished and self.stop_reason != "stopped_by_callback"
         if not self.finished:
             self.stop_reason = "target_size_reached"
-
-
-def read_checkpoint_meta(directory: str | Path) -> dict[str, Any]:
-    """The ``state.json`` of a checkpoint folder, validated."""
-    d = Path(directory)
-    path = d / "state.json"
-    if not path.is_file():
-        raise ValueError(f"'{d}' has no checkpoint to resume from (no state.json).")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"The checkpoint '{path}' is damaged: {exc}") from None
-    if meta.get("format") != CHECKPOINT_FORMAT or meta.get("version", 0) > CHECKPOINT_VERSION:
-        raise ValueError(f"'{path}' is not an AFLite Studio checkpoint this version can read.")
-    return meta
-
-
-def _atomic_npz(path: Path, arrays: dict[str, NDArray]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
-    os.replace(tmp, path)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return repr(value)

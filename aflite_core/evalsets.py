@@ -37,6 +37,7 @@ References
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import sys
@@ -935,8 +936,10 @@ class AdversaryStudy:
         Path
             The directory.
         """
+        from . import _durable
+
         out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+        _durable.make_dirs(out)
         for stem, table in self.tables().items():
             frame = table.copy()
             for col in frame.columns:
@@ -944,8 +947,10 @@ class AdversaryStudy:
                     kinds = {type(x.item() if isinstance(x, np.generic) else x) for x in frame[col] if x is not None}
                     if len(kinds) > 1 or not kinds <= {str, int, float, bool}:
                         frame[col] = frame[col].map(lambda x: x if x is None or isinstance(x, str) else str(x))
-            frame.to_parquet(out / f"{stem}.parquet", index=False)
-            frame.to_csv(out / f"{stem}.csv", index=False)
+            buf = io.BytesIO()
+            frame.to_parquet(buf, index=False)
+            _durable.write_file(out / f"{stem}.parquet", buf.getvalue())  # each file whole or not at all
+            _durable.write_file(out / f"{stem}.csv", frame.to_csv(index=False).encode("utf-8"))
         payload = {
             "format": "aflite-studio-eval-filter",
             "format_version": 1,
@@ -954,8 +959,8 @@ class AdversaryStudy:
             "params": self.params,
             "files": sorted(f"{stem}.{ext}" for stem in self.tables() for ext in ("parquet", "csv")),
         }
-        (out / "summary.json").write_text(json.dumps(payload, indent=2, default=_json_default, ensure_ascii=False)
-                                          + "\n", encoding="utf-8")
+        text = json.dumps(payload, indent=2, default=_json_default, ensure_ascii=False) + "\n"
+        _durable.write_file(out / "summary.json", text.encode("utf-8"))  # written last: the study is complete
         return out
 
     def __repr__(self) -> str:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from . import _validation as v
@@ -103,12 +102,7 @@ def _resolve(X, y, *, func, target_size, n_partitions, train_size, slice_size, t
             continue
         if n is None:
             raise ValueError(f"The '{name}' parameter of {func} needs an evaluation set (eval_X, eval_y).")
-        arr = np.asarray(value.to_numpy() if isinstance(value, pd.Series) else value)
-        if arr.ndim != 1 or len(arr) != n:
-            raise ValueError(
-                f"The '{name}' parameter of {func} must have one id per row ({n}). Got shape {arr.shape} instead."
-            )
-        out[name] = arr
+        out[name] = v.check_ids(value, name, func, n_rows=n)
     return out
 
 
@@ -225,7 +219,29 @@ def aflite(
     >>> bool((~res.kept[:200]).mean() > 0.8)          # the planted rows are the ones removed
     True
     """
-    func = "aflite"
+    run = plan_run(X, y, target_size=target_size, n_partitions=n_partitions, train_size=train_size,
+                   slice_size=slice_size, tau=tau, strategy=strategy, model=model, eval_X=eval_X, eval_y=eval_y,
+                   random_state=random_state, callback=callback, ids=ids, eval_ids=eval_ids, n_threads=n_threads,
+                   backend=backend, checkpoint=checkpoint)
+    return execute_run(run, resume=resume)
+
+
+def plan_run(X: ArrayLike, y: ArrayLike, *, target_size: int | float, n_partitions: int = 64,
+             train_size: int | float, slice_size: int | None = None, tau: float = 0.75, strategy: str = "slice",
+             model: Any = "linear", eval_X: ArrayLike | None = None, eval_y: ArrayLike | None = None,
+             random_state: int | np.random.Generator | None = None,
+             callback: Callable[[RoundProgress], bool | None] | None = None, ids: ArrayLike | None = None,
+             eval_ids: ArrayLike | None = None, n_threads: int | None = 1, backend: Any = None,
+             checkpoint: str | Path | None = None, func: str = "aflite"):
+    """Validate every argument of :func:`aflite` and return the run, not yet started.
+
+    Nothing is computed or written: callers that must prepare something only for valid arguments (the CLI
+    creates its run directory) do it between this and :func:`execute_run`.
+
+    Returns
+    -------
+    aflite_core.engine.Run
+    """
     r = _resolve(X, y, func=func, target_size=target_size, n_partitions=n_partitions, train_size=train_size,
                  slice_size=slice_size, tau=tau, strategy=strategy, eval_X=eval_X, eval_y=eval_y, ids=ids,
                  eval_ids=eval_ids)
@@ -236,16 +252,22 @@ def aflite(
     labels = r["labels"]
     config = RunConfig(target_size=r["n_target"], train_size=r["t"], slice_size=r["k"], n_partitions=r["m"],
                        tau=r["tau"], strategy=strategy, seed=seed, n_threads=n_threads)
-    run = Run(X=r["X"], codes=labels.codes, classes=labels.classes, config=config, family=family,
-              backend=_resolve_backend(backend, func), callback=callback, eval_X=r.get("eval_X"),
-              eval_codes=r.get("eval_codes"), ids=r["ids"], eval_ids=r["eval_ids"],
-              checkpoint_dir=None if checkpoint is None else Path(checkpoint),
-              extra_state={"params": {"target_size_given": target_size, "train_size_given": train_size}})
+    return Run(X=r["X"], codes=labels.codes, classes=labels.classes, config=config, family=family,
+               backend=_resolve_backend(backend, func), callback=callback, eval_X=r.get("eval_X"),
+               eval_codes=r.get("eval_codes"), ids=r["ids"], eval_ids=r["eval_ids"],
+               checkpoint_dir=None if checkpoint is None else Path(checkpoint),
+               extra_state={"params": {"target_size_given": target_size, "train_size_given": train_size}})
+
+
+def execute_run(run: Any, *, resume: bool = False) -> AFLiteResult:
+    """Run a planned run to its end (continuing from its checkpoint when ``resume`` and there is one)."""
     if resume:
-        if checkpoint is None:
+        if run.checkpoint_dir is None:
             raise ValueError("The 'resume' parameter of aflite needs 'checkpoint' (the folder to resume from).")
-        if (Path(checkpoint) / "state.json").exists():
-            run.restore(checkpoint)
+        from .checkpoint import has_checkpoint
+
+        if has_checkpoint(run.checkpoint_dir):
+            run.restore(run.checkpoint_dir)
     return run.execute()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-__all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress"]
+from ._utils import json_default
 
-FORMAT = "aflite-studio-run"
-FORMAT_VERSION = 1
+__all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress"]
 
 #: stop reasons and how they read in words (``AFLiteResult.stop_message``)
 STOP_REASONS = {
@@ -72,30 +70,6 @@ class RoundProgress:
         """Share of the way from N down to the target size, in [0, 1]."""
         span = max(self.n_rows - self.target_size, 1)
         return min(1.0, self.total_removed / span)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return repr(value)
-
-
-def _encode_values(values: Any) -> tuple[list, bool]:
-    """Values as JSON-able Python scalars; True when some had to become their repr."""
-    out, lossy = [], False
-    for v in values:
-        v = v.item() if isinstance(v, np.generic) else v
-        if isinstance(v, float) and not math.isfinite(v):
-            out.append(repr(v))
-            lossy = True
-        elif isinstance(v, (str, int, float, bool)) or v is None:
-            out.append(v)
-        else:
-            out.append(repr(v))
-            lossy = True
-    return out, lossy
 
 
 @dataclass(eq=False)
@@ -328,214 +302,74 @@ class AFLiteResult:
             return False
         mine = {k: v for k, v in self.params.items()}
         theirs = {k: v for k, v in other.params.items()}
-        if json.dumps(mine, sort_keys=True, default=_json_default) != json.dumps(
-            theirs, sort_keys=True, default=_json_default
+        if json.dumps(mine, sort_keys=True, default=json_default) != json.dumps(
+            theirs, sort_keys=True, default=json_default
         ):
             return False
         skip = {"backend"} if timings else {"created", "backend"}  # where it ran does not change a result
         prov_a = {k: v for k, v in self.provenance.items() if k not in skip}
         prov_b = {k: v for k, v in other.provenance.items() if k not in skip}
-        return json.dumps(prov_a, sort_keys=True, default=_json_default) == json.dumps(
-            prov_b, sort_keys=True, default=_json_default
+        return json.dumps(prov_a, sort_keys=True, default=json_default) == json.dumps(
+            prov_b, sort_keys=True, default=json_default
         )
 
     # -- persistence --------------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
-        """Write the run to ``directory`` as Parquet tables plus ``result.json`` (no pickle).
+        """Write the run to ``directory`` as Parquet tables plus ``result.json`` (no pickle), crash-consistently.
 
-        Files: ``result.json`` (parameters, classes, stop reason, provenance), ``rows.parquet``,
-        ``history.parquet``, ``scores.parquet`` (per-round scores and prediction counts, one column per round)
-        and, with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``. Existing files of a run
-        in that directory are overwritten.
+        Files: ``result.json`` (parameters, classes, stop reason, provenance, and the size and sha256 of every
+        file), ``rows.parquet``, ``history.parquet``, ``scores.parquet`` (per-round scores and prediction
+        counts, one column per round) and, with an evaluation set, ``eval_rows.parquet`` /
+        ``eval_scores.parquet``. The run is written into a hidden sibling folder and swapped in, so a reader
+        sees the previous run, no run for a moment, or this one — never a mix (see
+        :mod:`aflite_core.run_record`).
 
         Parameters
         ----------
         directory : str or Path
-            Created if missing.
+            Created if missing. An existing folder must be empty or hold a run (which is replaced).
 
         Returns
         -------
         Path
             The directory.
-        """
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
-        classes, classes_lossy = _encode_values(self.classes)
-        meta = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "params": self.params,
-            "classes": classes,
-            "classes_are_repr": classes_lossy,
-            "stop_reason": self.stop_reason,
-            "provenance": self.provenance,
-            "n_rows": self.n_rows,
-            "n_rounds": self.n_rounds,
-            "has_scores": self.scores is not None,
-            "n_predictions_dtype": None if self.n_predictions is None else str(self.n_predictions.dtype),
-            "n_eval": None if self.eval_kept is None else len(self.eval_kept),
-            "ids": _ids_meta(self.ids),
-            "eval_ids": _ids_meta(self.eval_ids),
-        }
-        rows = pd.DataFrame(
-            {
-                "y": self.y,
-                "kept": self.kept,
-                "removed_round": self.removed_round,
-                "first_score": self.first_score,
-                "last_score": self.last_score,
-                "removal_score": self.removal_score,
-            }
-        )
-        if self.ids is not None:
-            rows["id"] = _ids_for_parquet(self.ids)
-        rows.to_parquet(out / "rows.parquet", index=False)
-        self.history.reset_index(drop=True).to_parquet(out / "history.parquet", index=False)
-        _write_round_matrix(out / "scores.parquet", self.scores, self.n_predictions)
-        for name in ("eval_rows.parquet", "eval_scores.parquet"):
-            (out / name).unlink(missing_ok=True)
-        if self.eval_kept is not None:
-            erows = pd.DataFrame(
-                {
-                    "y": self.eval_y,
-                    "kept": self.eval_kept,
-                    "removed_round": self.eval_removed_round,
-                    "first_score": self.eval_first_score,
-                    "last_score": self.eval_last_score,
-                    "removal_score": self.eval_removal_score,
-                }
-            )
-            if self.eval_ids is not None:
-                erows["id"] = _ids_for_parquet(self.eval_ids)
-            erows.to_parquet(out / "eval_rows.parquet", index=False)
-            _write_round_matrix(out / "eval_scores.parquet", self.eval_scores, None)
-        (out / "result.json").write_text(json.dumps(meta, indent=2, default=_json_default, ensure_ascii=False))
-        return out
-
-    @classmethod
-    def load(cls, directory: str | Path) -> AFLiteResult:
-        """Read a run written by :meth:`save` (or by the CLI).
 
         Raises
         ------
         ValueError
-            When the directory does not hold a readable run, with what is missing.
+            When ``directory`` holds files that are not part of a run (nothing is written then).
         """
-        src = Path(directory)
-        meta_path = src / "result.json"
-        if not meta_path.is_file():
-            raise ValueError(f"'{src}' is not an AFLite run directory: it has no result.json.")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"'{meta_path}' is not valid JSON: {exc}") from None
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"'{src}' does not hold an AFLite Studio run (format {meta.get('format')!r}).")
-        if meta.get("format_version", 0) > FORMAT_VERSION:
-            raise ValueError(
-                f"'{src}' was written by a newer AFLite Studio (format version {meta['format_version']}); "
-                "upgrade to read it."
-            )
-        try:
-            rows = pd.read_parquet(src / "rows.parquet")
-            history = pd.read_parquet(src / "history.parquet")
-            scores, counts = _read_round_matrix(src / "scores.parquet", meta["n_rounds"], meta["has_scores"],
-                                                meta.get("n_predictions_dtype"))
-            eval_kw: dict[str, Any] = {}
-            if meta.get("n_eval") is not None:
-                erows = pd.read_parquet(src / "eval_rows.parquet")
-                escores, _ = _read_round_matrix(src / "eval_scores.parquet", meta["n_rounds"], meta["has_scores"],
-                                                None)
-                eval_kw = {
-                    "eval_y": erows["y"].to_numpy(np.int32),
-                    "eval_kept": erows["kept"].to_numpy(bool),
-                    "eval_removed_round": erows["removed_round"].to_numpy(np.int32),
-                    "eval_scores": escores,
-                    "eval_first_score": erows["first_score"].to_numpy(np.float32),
-                    "eval_last_score": erows["last_score"].to_numpy(np.float32),
-                    "eval_removal_score": erows["removal_score"].to_numpy(np.float32),
-                    "eval_ids": _ids_from_parquet(erows, meta.get("eval_ids")),
-                }
-        except (OSError, KeyError, ValueError) as exc:
-            raise ValueError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}") from None
-        return cls(
-            params=meta["params"],
-            classes=tuple(meta["classes"]),
-            y=rows["y"].to_numpy(np.int32),
-            kept=rows["kept"].to_numpy(bool),
-            removed_round=rows["removed_round"].to_numpy(np.int32),
-            scores=scores,
-            n_predictions=counts,
-            first_score=rows["first_score"].to_numpy(np.float32),
-            last_score=rows["last_score"].to_numpy(np.float32),
-            removal_score=rows["removal_score"].to_numpy(np.float32),
-            history=history,
-            stop_reason=meta["stop_reason"],
-            provenance=meta.get("provenance", {}),
-            ids=_ids_from_parquet(rows, meta.get("ids")),
-            **eval_kw,
-        )
+        from .run_record import save_run
+
+        return save_run(self, directory)
+
+    @classmethod
+    def load(cls, directory: str | Path, *, max_rows: int | None = None,
+             expected_rows: int | None = None) -> AFLiteResult:
+        """Read a run written by :meth:`save` (or by the CLI), after checking it in full.
+
+        Parameters
+        ----------
+        directory : str or Path
+            The run directory.
+        max_rows : int, optional
+            Refuse runs on more rows; checked before any table is read.
+        expected_rows : int, optional
+            Refuse runs on another number of rows (e.g. the dataset the run is opened for).
+
+        Raises
+        ------
+        ValueError
+            With one sentence when the directory does not hold a usable run: a missing or changed file
+            (every file's size and sha256 are recorded), wrong shapes or dtypes, removals that disagree with
+            the history, unknown parameters … Nothing is half-loaded.
+        """
+        from .run_record import load_run
+
+        return load_run(directory, max_rows=max_rows, expected_rows=expected_rows)
 
 
 def _names(classes: tuple, codes: NDArray | None) -> NDArray:
     arr = np.empty(len(classes), dtype=object)
     arr[:] = list(classes)
     return arr[codes]
-
-
-def _ids_meta(ids: NDArray | None) -> dict | None:
-    if ids is None:
-        return None
-    kind = np.asarray(ids).dtype.kind
-    if kind in "iu":
-        return {"kind": "int"}
-    if kind == "f":
-        return {"kind": "float"}
-    values = list(ids)
-    if all(isinstance(v, str) for v in values):
-        return {"kind": "str"}
-    return {"kind": "repr"}
-
-
-def _ids_for_parquet(ids: NDArray) -> Any:
-    kind = _ids_meta(ids)["kind"]
-    if kind in ("int", "float"):
-        return np.asarray(ids)
-    if kind == "str":
-        return pd.array(list(ids), dtype=object)
-    return pd.array([repr(v) if not isinstance(v, str) else v for v in ids], dtype=object)
-
-
-def _ids_from_parquet(frame: pd.DataFrame, meta: dict | None) -> NDArray | None:
-    if meta is None or "id" not in frame:
-        return None
-    col = frame["id"]
-    if meta["kind"] in ("int", "float"):
-        return col.to_numpy()
-    out = np.empty(len(col), dtype=object)
-    out[:] = [str(v) for v in col.tolist()]
-    return out
-
-
-def _write_round_matrix(path: Path, scores: NDArray | None, counts: NDArray | None) -> None:
-    cols: dict[str, Any] = {}
-    if scores is not None:
-        for r in range(scores.shape[0]):
-            cols[f"p_round_{r + 1}"] = scores[r]
-            if counts is not None:
-                cols[f"n_round_{r + 1}"] = counts[r]
-    pd.DataFrame(cols).to_parquet(path, index=False)
-
-
-def _read_round_matrix(path: Path, n_rounds: int, has_scores: bool, count_dtype: str | None):
-    if not has_scores:
-        return None, None
-    frame = pd.read_parquet(path)
-    n = len(frame)
-    scores = np.empty((n_rounds, n), dtype=np.float32)
-    counts = np.empty((n_rounds, n), dtype=np.dtype(count_dtype)) if count_dtype else None
-    for r in range(n_rounds):
-        scores[r] = frame[f"p_round_{r + 1}"].to_numpy(np.float32)
-        if counts is not None:
-            counts[r] = frame[f"n_round_{r + 1}"].to_numpy(counts.dtype)
-    return scores, counts

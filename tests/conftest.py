@@ -93,3 +93,31 @@ def plotly_figures(at) -> list[dict]:
     import json
 
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+#: a small `filter` run (300 rows, a few rounds): the arguments after --features/--labels
+SMALL_RUN_ARGS = ["--target-size", "150", "--train-size", "60", "--slice-size", "40", "--partitions", "16",
+                  "--tau", "0.5", "--seed", "1", "--quiet"]
+
+
+@pytest.fixture
+def small_files(tmp_path):
+    """Folder with X.npy (300 × 6, planted bias) and y.txt, for CLI runs of a few rounds."""
+    from aflite_core.synthetic import make_planted_bias
+
+    X, y, _ = make_planted_bias(300, 6, random_state=0)
+    np.save(tmp_path / "X.npy", X)
+    np.savetxt(tmp_path / "y.txt", y, fmt="%d")
+    return tmp_path
+
+
+@pytest.fixture
+def small_filter(small_files):
+    """``small_filter(out, *extra, labels="y.txt")``: run `filter` on :func:`small_files` into ``out``."""
+    from aflite_core.cli import main
+
+    def run(out, *extra, labels="y.txt"):
+        return main(["filter", "--features", str(small_files / "X.npy"), "--labels", str(small_files / labels),
+                     *SMALL_RUN_ARGS, "--out", str(out), *extra])
+
+    return run
