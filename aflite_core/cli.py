@@ -88,16 +88,12 @@ _REQUIRED_FOR_NEW_RUN = ("features", "labels", "target_size", "train_size", "out
 
 def _cluster(args: argparse.Namespace):
     """(backend, closer) for --scheduler / --dask-local, or (None, no-op)."""
-    if args.scheduler and args.dask_local:
-        raise CLIError("--scheduler and --dask-local cannot be combined")
     if args.scheduler:
         from .distributed import _import_distributed
 
         client = _import_distributed().Client(args.scheduler, timeout="30s")
         return client, client.close
-    if args.dask_local:
-        if args.dask_local < 1:
-            raise CLIError(f"--dask-local must be a number of workers >= 1, got {args.dask_local}")
+    if args.dask_local is not None:
         from .distributed import local_cluster
 
         cluster, client = local_cluster(args.dask_local)
@@ -110,52 +106,120 @@ def _cluster(args: argparse.Namespace):
     return None, lambda: None
 
 
+#: the input files of a run: the option that names each, and the name of its copy under RUN_DIR/inputs/
+_INPUT_FILES = ("features", "labels", "ids", "eval_features", "eval_labels", "eval_ids")
+
+
+def _replaceable(out: Path) -> bool:
+    """True when ``out`` is a run directory --force may replace: a loadable run, or an interrupted CLI run."""
+    from .checkpoint import peek_meta
+    from .result import AFLiteResult
+    from .run_record import is_run_directory
+
+    if not is_run_directory(out):
+        return False
+    try:
+        AFLiteResult.load(out)
+        return True
+    except ValueError:
+        pass
+    if peek_meta(out / "checkpoint") is not None:
+        return True
+    try:  # a run interrupted before its first round wrote only its arguments
+        record = json.loads((out / "cli_args.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    names = {p.name for p in out.iterdir()}
+    return isinstance(record, dict) and "features" in record and names <= {"cli_args.json", "inputs"}
+
+
+def _check_out(args: argparse.Namespace) -> Path:
+    from ._durable import finish_swap
+
+    out = Path(args.out)
+    finish_swap(out)
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"--out '{out}' exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not args.force:
+            raise CLIError(f"--out '{out}' is not empty; pass --force to replace the run in it, or --resume '{out}' "
+                           "to continue it")
+        if not _replaceable(out):
+            raise CLIError(f"--out '{out}' is not an AFLite run directory (it holds other files); --force only "
+                           "replaces a run directory, so choose a new or empty folder")
+    return out
+
+
+def _prepare_out(out: Path, args: argparse.Namespace, record: dict) -> None:
+    """Create the run directory (replacing the old run with --force) and record the arguments in it."""
+    from . import _durable
+
+    _durable.clear_leftovers(out)
+    if out.is_dir() and any(out.iterdir()):  # checked by _check_out: --force over a run directory
+        _durable.discard_dir(out)
+    _durable.make_dirs(out)
+    if args.copy_inputs:
+        _durable.make_dirs(out / "inputs")
+        for key in _INPUT_FILES:
+            if record[key] is not None:
+                src = Path(record[key])
+                dst = out / "inputs" / f"{key}{''.join(src.suffixes[-1:])}"
+                _durable.link_or_copy(src, dst)
+                record[key] = str(dst.relative_to(out))
+        _durable.fsync_dir(out / "inputs")
+    _durable.write_file(out / "cli_args.json", json.dumps(record, indent=2).encode("utf-8"))
+
+
+def _saved_args(out: Path) -> dict:
+    path = out / "cli_args.json"
+    if not path.is_file():
+        raise CLIError(f"--resume '{out}' is not a run directory written by 'filter' (no cli_args.json)")
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CLIError(f"--resume '{out}': its cli_args.json is damaged (not valid JSON)") from None
+    if not isinstance(saved, dict) or any(not isinstance(saved.get(k), (str, type(None))) for k in _INPUT_FILES):
+        raise CLIError(f"--resume '{out}': its cli_args.json is damaged (not the arguments of a run)")
+    for key in _INPUT_FILES:  # files copied into the run are recorded relative to it
+        if saved.get(key) is not None and not Path(saved[key]).is_absolute():
+            saved[key] = str(out / saved[key])
+    return saved
+
+
 def _cmd_filter(args: argparse.Namespace) -> int:
-    from .filtering import aflite
+    from .filtering import execute_run, plan_run
     from .io import read_features, read_labels
     from .models import resolve_model
 
     if args.resume:
+        from ._durable import finish_swap
+
         out = Path(args.resume)
-        saved_path = out / "cli_args.json"
-        if not saved_path.is_file():
-            raise CLIError(f"--resume '{out}' is not a run directory written by 'filter' (no cli_args.json)")
-        saved = json.loads(saved_path.read_text(encoding="utf-8"))
+        finish_swap(out)  # a save interrupted between its two renames is completed first
+        saved = _saved_args(out)
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
     else:
         missing = [f"--{n.replace('_', '-')}" for n in _REQUIRED_FOR_NEW_RUN if getattr(args, n) is None]
         if missing:
             raise CLIError(f"filter needs {', '.join(missing)} (or --resume RUN_DIR)")
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise CLIError(f"--out '{out}' exists and is not a directory")
-        if out.is_dir() and any(out.iterdir()) and not args.force:
-            raise CLIError(f"--out '{out}' is not empty; pass --force to overwrite it, or --resume '{out}' to "
-                           "continue the run in it")
+        out = _check_out(args)
+    if args.dask_local is not None and args.dask_local < 1:
+        raise CLIError(f"--dask-local must be a number of workers >= 1, got {args.dask_local}")
+    if args.scheduler and args.dask_local is not None:
+        raise CLIError("--scheduler and --dask-local cannot be combined")
+    if args.max_rounds is not None and args.max_rounds < 1:
+        raise CLIError(f"--max-rounds must be >= 1, got {args.max_rounds}")
+    if (args.eval_features is None) != (args.eval_labels is None):
+        raise CLIError("--eval-features and --eval-labels must be given together")
     X = read_features(args.features, mmap=args.mmap)
     y = read_labels(args.labels, column=args.label_column)
     eval_X = eval_y = None
-    if (args.eval_features is None) != (args.eval_labels is None):
-        raise CLIError("--eval-features and --eval-labels must be given together")
     if args.eval_features is not None:
         eval_X = read_features(args.eval_features, mmap=args.mmap)
         eval_y = read_labels(args.eval_labels, column=args.label_column)
-    if args.max_rounds is not None and args.max_rounds < 1:
-        raise CLIError(f"--max-rounds must be >= 1, got {args.max_rounds}")
     model = resolve_model(args.model, "aflite")
     ids, eval_ids = _load_ids(args.ids), _load_ids(args.eval_ids)
-    if not args.resume:
-        if out.is_dir() and args.force:
-            import shutil
-
-            shutil.rmtree(out / "checkpoint", ignore_errors=True)
-        out.mkdir(parents=True, exist_ok=True)
-        record = {n: getattr(args, n) for n in _RUN_OPTIONS}
-        for key in ("features", "labels", "ids", "eval_features", "eval_labels", "eval_ids"):
-            if record[key] is not None:
-                record[key] = str(Path(record[key]).resolve())
-        (out / "cli_args.json").write_text(json.dumps(record, indent=2))
     bar = Progress(quiet=args.quiet)
     limit = args.max_rounds
 
@@ -163,14 +227,24 @@ def _cmd_filter(args: argparse.Namespace) -> int:
         bar(p)
         return limit is None or p.round < limit
 
+    # every argument is checked here, before the run directory is touched
+    run = plan_run(X, y, target_size=args.target_size, n_partitions=args.partitions, train_size=args.train_size,
+                   slice_size=args.slice_size, tau=args.tau, strategy=args.strategy, model=model, eval_X=eval_X,
+                   eval_y=eval_y, random_state=args.seed, callback=progress, ids=ids, eval_ids=eval_ids,
+                   n_threads=args.threads, checkpoint=out / "checkpoint")
+    if not args.resume:
+        record = {n: getattr(args, n) for n in _RUN_OPTIONS}
+        for key in _INPUT_FILES:
+            if record[key] is not None:
+                record[key] = str(Path(record[key]).resolve())
+        _prepare_out(out, args, record)
     backend, close = _cluster(args)
     try:
-        result = aflite(
-            X, y, target_size=args.target_size, n_partitions=args.partitions, train_size=args.train_size,
-            slice_size=args.slice_size, tau=args.tau, strategy=args.strategy, model=model, eval_X=eval_X,
-            eval_y=eval_y, random_state=args.seed, callback=progress, ids=ids, eval_ids=eval_ids,
-            n_threads=args.threads, backend=backend, checkpoint=out / "checkpoint", resume=bool(args.resume),
-        )
+        if backend is not None:
+            from .filtering import _resolve_backend
+
+            run.backend = _resolve_backend(backend, "aflite")
+        result = execute_run(run, resume=bool(args.resume))
     finally:
         bar.close()
         close()
@@ -235,7 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--eval-labels", default=None, help="evaluation labels")
     f.add_argument("--eval-ids", default=None, help="evaluation row ids")
     f.add_argument("--out", default=None, help="run directory to write (AFLiteResult.save format + checkpoint)")
-    f.add_argument("--force", action="store_true", help="overwrite a non-empty run directory")
+    f.add_argument("--force", action="store_true",
+                   help="replace the run in --out (only ever a run directory: a saved or interrupted run)")
+    f.add_argument("--copy-inputs", action="store_true",
+                   help="hard-link (or copy) the input files into RUN_DIR/inputs/ and record them relative to the "
+                        "run, so the run directory is self-contained (the app opens runs whose files lie below "
+                        "its run root)")
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     f.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="continue an interrupted run from its last completed round (same final result)")
@@ -298,7 +377,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    except (CLIError, ValueError, TypeError, FileNotFoundError, PermissionError, IsADirectoryError) as exc:
+    except (CLIError, ValueError, TypeError, OSError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         message = _as_option_names(message)
         sys.stderr.write(f"error: {message}\n")
