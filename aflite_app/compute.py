@@ -18,10 +18,14 @@ import streamlit as st
 from aflite_core import AFLiteResult, aflite
 from aflite_core.datasets import Dataset
 
+from .run_root import MAX_DEPTH as RUN_ROOT_DEPTH  # noqa: F401  (shown on the Data page)
+from .run_root import RUN_ROOT_ENV  # noqa: F401
 from .state import BUNDLED, UPLOADS, DatasetSpec, FilterSpec
 
 #: rows above which the app refuses interactive filtering and points to the CLI
 MAX_INTERACTIVE_ROWS = 60_000
+#: columns an uploaded table may have (counted before it is parsed)
+MAX_UPLOAD_COLUMNS = 10_000
 
 
 class LRUStore(OrderedDict):
@@ -214,19 +218,36 @@ def class_impact(result: AFLiteResult, threshold: float = 0.5):
 
 
 # -- run directories made by the CLI -------------------------------------------------------------------------
+def run_root_folder():
+    """The run root the Data page opens runs from (see :mod:`aflite_app.run_root`)."""
+    from .run_root import run_root
+
+    return run_root()
+
+
+def run_directories() -> list[str]:
+    """Run directories below the run root, relative to it (listed afresh on every call: a cheap folder walk)."""
+    from .run_root import list_run_directories, run_root
+
+    return list_run_directories(run_root())
+
+
 #: session key of the opened run directories (see :func:`register_run_directory`)
 RUN_DIRS_KEY = "run_dirs"
 #: runs larger than this skip re-hashing the features when opened (shape and label hash are still checked)
 HASH_CHECK_BYTES = 512 * 2**20
 
 
-def open_run_directory(path: str, features: str | None = None, labels: str | None = None):
-    """Open a run directory written by ``python -m aflite_core filter`` (or ``AFLiteResult.save``).
+def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
+                       labels: tuple[str, bytes] | None = None):
+    """Open a run directory below the run root, written by ``python -m aflite_core filter`` or ``save``.
 
-    The run's own record (``cli_args.json``) says where its features and labels are; ``features`` /
-    ``labels`` override those paths (e.g. when the files moved). Features are memory-mapped, never copied.
-    Checks that the files are the ones the run used: same shape, same labels (hash), and for feature files up
-    to :data:`HASH_CHECK_BYTES` the same bytes.
+    ``path`` is relative to the run root (:func:`aflite_app.run_root.run_root`); nothing outside it is ever
+    opened, symbolic links included. The run's own record (``cli_args.json``) says where its features and
+    labels are; they are memory-mapped when they lie below the run root too. Otherwise (or when the files
+    moved) the user uploads them: ``features`` / ``labels`` are ``(file name, bytes)``. Checks that the files
+    are the ones the run used: same shape, same labels (hash), and for feature files up to
+    :data:`HASH_CHECK_BYTES` the same bytes. No message quotes a file's content.
 
     Returns
     -------
@@ -235,55 +256,92 @@ def open_run_directory(path: str, features: str | None = None, labels: str | Non
     Raises
     ------
     ValueError
-        With one sentence saying what is missing or does not match.
+        With one sentence saying what is missing, outside the run root, or does not match.
     """
+    import io
     import json
     from pathlib import Path
 
     from aflite_core._utils import hash_array, hash_labels
+    from aflite_core._validation import check_labels
     from aflite_core.io import read_features, read_labels
 
+    from .run_root import inside_root, run_root
     from .state import DatasetSpec
 
-    run_dir = Path(str(path).strip()).expanduser()
+    root = run_root()
     if not str(path).strip():
-        raise ValueError("Give the path of a run directory (the --out folder of `python -m aflite_core filter`).")
-    if not run_dir.is_dir():
-        raise ValueError(f"'{run_dir}' is not a folder on the machine running the app.")
+        raise ValueError("Choose a run directory (the --out folder of `python -m aflite_core filter`, saved below "
+                         "the run root).")
+    run_dir = inside_root(root, path, what="That run directory")
+    if not run_dir.is_dir() or not (run_dir / "result.json").is_file():
+        raise ValueError(f"'{path}' below the run root is not a run directory (it has no result.json).")
+    shown_dir = run_dir.relative_to(root).as_posix() or "."
     result = AFLiteResult.load(run_dir)
-    record = {}
+    record: dict = {}
     if (run_dir / "cli_args.json").is_file():
-        record = json.loads((run_dir / "cli_args.json").read_text(encoding="utf-8"))
-    features = features or record.get("features")
-    labels_path = labels or record.get("labels")
-    if not features or not labels_path:
-        raise ValueError(f"'{run_dir}' does not say where its features and labels are (no cli_args.json): give "
-                         "the .npy features and the labels file it was run on.")
-    X = read_features(features, mmap=True)
-    if X.shape != (result.n_rows, int(result.params["n_features"])):
-        raise ValueError(f"The features '{features}' have shape {X.shape}, but the run was made on "
-                         f"{result.n_rows:,} rows × {result.params['n_features']} features.")
-    y = read_labels(labels_path, column=record.get("label_column"))
-    from aflite_core._validation import check_labels
+        try:
+            record = json.loads((run_dir / "cli_args.json").read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            record = {}
+        record = record if isinstance(record, dict) else {}
 
-    enc = check_labels(y, "labels", "open_run_directory", n_rows=len(y))
+    def recorded(key: str, what: str):
+        value = record.get(key)
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"The run '{shown_dir}' does not say where its {what} are (no cli_args.json): upload "
+                             f"the {what} it was run on below.")
+        try:
+            return inside_root(root, value, base=run_dir, what=f"This run's {what} file ({Path(value).name})")
+        except ValueError as exc:
+            raise ValueError(f"{exc} Upload the {what} the run was made on below, or re-run the CLI with "
+                             "--copy-inputs so the run directory holds them.") from None
+
+    if features is not None:
+        X = read_features(io.BytesIO(features[1]), max_bytes=upload_limit_bytes())
+        features_name = features[0]
+    else:
+        features_path = recorded("features", "features")
+        X = read_features(features_path, mmap=True)
+        features_name = features_path.name
+    if X.shape != (result.n_rows, int(result.params["n_features"])):
+        raise ValueError(f"The features '{features_name}' have shape {X.shape}, but the run was made on "
+                         f"{result.n_rows:,} rows × {result.params['n_features']} features.")
+    if labels is not None:
+        source = io.BytesIO(labels[1])
+        source.name = labels[0]
+        labels_name = labels[0]
+    else:
+        source = recorded("labels", "labels")
+        labels_name = source.name
+    mismatch = ValueError(f"The labels '{labels_name}' are not the ones the run in '{shown_dir}' was made with.")
+    label_column = record.get("label_column") if isinstance(record.get("label_column"), str) else None
+    try:  # a labels file that does not fit is refused without quoting it
+        y = read_labels(source, column=label_column, max_bytes=upload_limit_bytes() if labels else None,
+                        max_rows=result.n_rows)
+        enc = check_labels(y, "labels", "open_run_directory", n_rows=result.n_rows)
+    except ValueError:
+        raise mismatch from None
     if enc.classes != tuple(result.classes) or hash_labels(enc.codes, enc.classes) != result.provenance.get(
             "y_sha256", hash_labels(enc.codes, enc.classes)):
-        raise ValueError(f"The labels '{labels_path}' are not the ones the run in '{run_dir}' was made with.")
+        raise mismatch
     if X.dtype == np.float32 and X.nbytes <= HASH_CHECK_BYTES and result.provenance.get("x_sha256") and \
             hash_array(X) != result.provenance["x_sha256"]:
-        raise ValueError(f"The features '{features}' are not the ones the run in '{run_dir}' was made with "
+        raise ValueError(f"The features '{features_name}' are not the ones the run in '{shown_dir}' was made with "
                          "(their sha256 differs).")
+    features = features_name
+    labels_path = labels_name
     import pandas as pd
 
     ids = result.ids if result.ids is not None else np.arange(result.n_rows)
     frame = pd.DataFrame({"id": ids, "label": result.labels})
-    key = "run-" + hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]
-    data = Dataset(name=f"run {run_dir.name}", frame=frame, label_column="label", classes=tuple(result.classes),
+    key = "run-" + hashlib.sha256(str(run_dir).encode()).hexdigest()[:12]
+    how = "memory-mapped" if isinstance(X, np.memmap) else "uploaded"
+    data = Dataset(name=f"run {shown_dir}", frame=frame, label_column="label", classes=tuple(result.classes),
                    y=result.y, ids=np.asarray(ids), representations={"features": X},
-                   representation_descriptions={"features": f"{Path(features).name} ({X.shape[1]}-d, memory-mapped)"},
-                   description=f"Features and labels of the CLI run in {run_dir}.", id_column="id",
-                   meta={"run_dir": str(run_dir), "features": str(features), "labels": str(labels_path)})
+                   representation_descriptions={"features": f"{features} ({X.shape[1]}-d, {how})"},
+                   description=f"Features and labels of the CLI run '{shown_dir}' (below the run root).",
+                   id_column="id", meta={"run_dir": shown_dir, "features": str(features), "labels": str(labels_path)})
     p = result.params
     family = p["model"].get("class", "")
     model = "linear" if p["model"].get("family") == "linear" else (
@@ -822,7 +880,7 @@ def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
     from . import exports
 
     data = dataset(dspec)
-    result = exports.load_run_zip(payload, name=f"'{name}'")
+    result = exports.load_run_zip(payload, name=f"'{name}'", expected_rows=data.n_rows)
     exports.check_run_matches(result, data, data_label=f"the dataset '{dataset_choices().get(dspec.key, dspec.key)}'")
     digest = hashlib.sha256(payload).hexdigest()[:16]
     return {"result": result, "name": name, "digest": digest, "dataset": dspec.key}
@@ -1194,9 +1252,10 @@ class UploadOutcome:
         return self.dataset is not None
 
 
-def _too_many_rows(n_rows: int, name: str, label_column: str = "label") -> ValueError:
+def _too_many_rows(n_rows: int | None, name: str, label_column: str = "label") -> ValueError:
+    count = f"{n_rows:,} rows" if n_rows is not None else "more rows"
     return ValueError(
-        f"'{name}' has {n_rows:,} rows, more than the app filters interactively ({MAX_INTERACTIVE_ROWS:,}). "
+        f"'{name}' has {count}, more than the app filters interactively ({MAX_INTERACTIVE_ROWS:,}). "
         f"Filter it from the command line instead: `{cli_hint(name, label_column)}` (features as an aligned .npy "
         "file)."
     )
@@ -1205,8 +1264,13 @@ def _too_many_rows(n_rows: int, name: str, label_column: str = "label") -> Value
 @st.cache_resource(max_entries=2, show_spinner="Reading the table…")
 def _read_upload_table(digest: str, name: str, _payload: bytes):
     from aflite_core.io import read_table
+    from aflite_core.preflight import RowLimitError
 
-    return read_table(_payload, name=name, max_bytes=upload_limit_bytes())
+    try:  # rows and columns are counted before anything is parsed: a huge upload is refused cheaply
+        return read_table(_payload, name=name, max_bytes=upload_limit_bytes(), max_rows=MAX_INTERACTIVE_ROWS,
+                          max_columns=MAX_UPLOAD_COLUMNS)
+    except RowLimitError as exc:
+        raise _too_many_rows(exc.n_rows, name) from None
 
 
 def upload_table(payload: bytes, name: str):
@@ -1309,6 +1373,7 @@ def _load_upload(key: str, name: str, options: UploadOptions, _table: bytes,
             described.append("TF-IDF of " + ", ".join(f"'{c}'" for c in texts))
         data = load_table_dataset(
             _table, name=name, label_column=options.label_column, features=feats or None, max_bytes=limit,
+            max_rows=MAX_INTERACTIVE_ROWS,
             id_column=options.id_column, text_columns=list(options.text_columns), pair=options.pair,
             feature_columns=list(options.feature_columns) or None,
             text_features=bool(options.text_features) if texts else None, n_components=options.n_components,
@@ -1587,7 +1652,8 @@ def evalsets_upload(dataset_key: str, table: bytes, name: str,
     store = _evalsets_upload_store()
     if store.recall(digest) is not None:
         return EvalSetSpec(dataset=dataset_key, source="upload", upload=digest)
-    frame = read_table(table, name=name, max_bytes=upload_limit_bytes())
+    frame = read_table(table, name=name, max_bytes=upload_limit_bytes(),
+                       max_rows=max(1, MAX_INTERACTIVE_ROWS - data.n_rows), max_columns=MAX_UPLOAD_COLUMNS)
     if data.n_rows + len(frame) > MAX_INTERACTIVE_ROWS:
         raise ValueError(f"Training and evaluation rows together ({data.n_rows + len(frame):,}) are more than the app "
                          f"handles interactively ({MAX_INTERACTIVE_ROWS:,}); use `python -m aflite_core eval-filter`.")

@@ -69,31 +69,48 @@ with bundled_tab:
 RUN_ERROR = "data-run-error"
 
 
+def _upload(key: str):
+    file = st.session_state.get(key)
+    return None if file is None else (file.name, file.getvalue())
+
+
 def _open_run() -> None:
-    """Button callback: open the run directory (before the sidebar renders, so it can select it)."""
+    """Button callback: open the chosen run directory (before the sidebar renders, so it can select it)."""
     st.session_state[RUN_ERROR] = None
     try:
-        opened = compute.open_run_directory(st.session_state.get("run-dir", ""),
-                                            st.session_state.get("run-features") or None,
-                                            st.session_state.get("run-labels") or None)
+        opened = compute.open_run_directory(st.session_state.get("run-dir") or "", _upload("run-features-file"),
+                                            _upload("run-labels-file"))
     except (ValueError, TypeError, OSError) as exc:
-        st.session_state[RUN_ERROR] = str(exc)
+        st.session_state[RUN_ERROR] = str(exc).strip().splitlines()[0] if str(exc).strip() else "It cannot be opened."
+        return
+    except Exception:  # never a traceback in the browser, whatever the folder holds
+        st.session_state[RUN_ERROR] = "This run directory cannot be opened: one of its files is damaged."
         return
     compute.register_run_directory(st.session_state, *opened)
 
 
 with run_tab:
+    root = compute.run_root_folder()
     st.markdown(
         "Open a run made with the command line — for example on a cluster: `python -m aflite_core filter ... "
-        "--out RUN_DIR` — and look at it on every page. The run's features are memory-mapped from the path it "
-        "recorded, so even very large runs open quickly (the embedding map then works on a sample)."
+        "--out RUN_DIR` — and look at it on every page. The app opens runs only below its **run root** "
+        f"(`{compute.RUN_ROOT_ENV}`, here the folder `{root.name}`): save runs there, or start the app with "
+        f"`{compute.RUN_ROOT_ENV}=/path/to/runs`. The run's features are memory-mapped when they lie below the "
+        "run root too, so even very large runs open quickly (the embedding map then works on a sample)."
     )
-    st.text_input("Run directory (a folder on the machine running this app)", key="run-dir",
-                  placeholder="/path/to/RUN_DIR")
-    with st.expander("The files moved? Give the features and labels it was run on"):
-        st.text_input("Features (.npy)", key="run-features")
-        st.text_input("Labels (.npy, .txt, .csv)", key="run-labels")
-    st.button("Open run", key="open-run", on_click=_open_run, type="primary")
+    runs = compute.run_directories()
+    if not runs:
+        st.info(f"No run directories below the run root yet. Write one there, e.g. `python -m aflite_core filter "
+                f"... --out {root.name}/my-run --copy-inputs`, then reload this page.")
+    else:
+        st.selectbox("Run directory (below the run root)", runs, key="run-dir",
+                     help="Folders below the run root that hold a result.json, found at most "
+                          f"{compute.RUN_ROOT_DEPTH} levels deep.")
+        with st.expander("Its features or labels are not below the run root? Upload the ones it was run on"):
+            st.file_uploader("Features (.npy)", type=["npy"], key="run-features-file")
+            st.file_uploader("Labels (.npy, .txt, .csv, .tsv)", type=["npy", "txt", "csv", "tsv"],
+                             key="run-labels-file")
+        st.button("Open run", key="open-run", on_click=_open_run, type="primary")
     if st.session_state.get(RUN_ERROR):
         st.error(st.session_state[RUN_ERROR])
     for key, entry in st.session_state.get(compute.RUN_DIRS_KEY, {}).items():
