@@ -150,7 +150,7 @@ def similarity_heatmap(
 
     Parameters
     ----------
-    sim : aflite_core.analysis.ClassSimilarity
+    sim : aflite_core.geometry.ClassSimilarity
         Retained rows first in ``sim.matrix``, then removed rows.
     class_name : str
         The class, for the title.

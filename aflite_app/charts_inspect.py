@@ -18,7 +18,7 @@ __all__ = ["artifact_chart", "class_status_chart", "pixel_artifact_chart", "stab
 def class_status_chart(impact: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Rows per class, kept (blue) and removed (vermillion) stacked, the share lost written above each bar.
 
-    ``impact`` is :func:`aflite_core.analysis.class_impact`'s table (``label, n_after, n_removed, share_lost,
+    ``impact`` is :func:`aflite_core.stability.class_impact`'s table (``label, n_after, n_removed, share_lost,
     warning``); flagged classes get their share lost in bold with a "!".
     """
     names = [str(c) for c in impact["label"]]
@@ -62,9 +62,9 @@ def artifact_chart(frame: pd.DataFrame, label: str, *, kind: str = "token", max_
                    title: str | None = None) -> go.Figure:
     """The artifact table of one class as horizontal bars (strongest at the top).
 
-    ``kind="token"``: ``frame`` from :func:`aflite_core.analysis.token_artifacts`; bars are the log-odds ratio
+    ``kind="token"``: ``frame`` from :func:`aflite_core.artifacts.token_artifacts`; bars are the log-odds ratio
     of a token appearing in removed vs kept rows (right, vermillion: skewed toward removed rows).
-    ``kind="feature"``: ``frame`` from :func:`aflite_core.analysis.feature_artifacts` with a ``feature`` column;
+    ``kind="feature"``: ``frame`` from :func:`aflite_core.artifacts.feature_artifacts` with a ``feature`` column;
     bars are the AUC of the feature for "removed vs kept", drawn from 0.5 (no separation).
     At most ``max_bars`` bars (per direction for tokens), the strongest.
     """
@@ -107,7 +107,7 @@ def pixel_artifact_chart(frame: pd.DataFrame, label: str, shape: tuple[int, int]
                          title: str | None = None) -> go.Figure:
     """Where removed images of one class differ from kept ones: mean kept, mean removed, and AUC per pixel.
 
-    ``frame`` is :func:`aflite_core.analysis.feature_artifacts` computed for *every* pixel (``top_k`` = number
+    ``frame`` is :func:`aflite_core.artifacts.feature_artifacts` computed for *every* pixel (``top_k`` = number
     of pixels), dimensions numbered row by row over an image of ``shape`` (h, w).
     """
     from plotly.subplots import make_subplots

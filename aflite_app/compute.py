@@ -58,10 +58,11 @@ class LRUStore(OrderedDict):
 @st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")
 def bundled_dataset(key: str) -> Dataset:
     """A bundled dataset by key (see :data:`aflite_app.state.BUNDLED`)."""
-    from aflite_core import datasets, synthetic
+    from aflite_core import synthetic
+    from aflite_core.digits import load_digits_dataset
 
     if key == "digits":
-        return datasets.load_digits_dataset()
+        return load_digits_dataset()
     if key == "planted":
         X, y, biased = synthetic.make_planted_bias(2000, 16, class_sep=0.3, bias_fraction=0.25, random_state=0)
         return _synthetic_dataset("planted", X, y, {"planted bias": biased},
@@ -206,13 +207,13 @@ def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResu
 
 
 def class_impact(result: AFLiteResult, threshold: float = 0.5):
-    """Per-class counts before/after with a warning flag (see :func:`aflite_core.analysis.class_impact`).
+    """Per-class counts before/after with a warning flag (see :func:`aflite_core.stability.class_impact`).
 
     Takes the result the page already has — a stopped (partial) run is never stored, so fetching it again by
     its spec would re-run the whole filter. Not cached: a group-by over at most 60k rows costs milliseconds,
     and a cache keyed by the spec would serve a partial run's counts for the full run of the same spec.
     """
-    from aflite_core.analysis import class_impact as impact
+    from aflite_core.stability import class_impact as impact
 
     return impact(result.labels, result.kept, threshold=threshold)
 
@@ -388,6 +389,7 @@ def class_names(data: Dataset) -> list[str]:
 from dataclasses import dataclass as _syn_dataclass  # noqa: E402
 
 from aflite_core import synthetic as _synthetic  # noqa: E402
+from aflite_core import synthetic_experiment as _experiment  # noqa: E402
 
 #: CV folds of the accuracies in the live view (the paper's protocol uses 5; 3 keeps a τ/k change under ~2 s)
 CIRCLES_LIVE_FOLDS = 3
@@ -466,23 +468,23 @@ def circles_datasets(spec: CirclesSpec) -> tuple[_synthetic.BiasedCircles, ...]:
 @st.cache_data(max_entries=16, show_spinner="Measuring the accuracies before filtering…")
 def circles_before(spec: CirclesSpec, n_splits: int) -> dict[str, dict[str, float]]:
     """Linear and RBF-SVM accuracy of every dataset before filtering (they depend on neither τ nor k)."""
-    return _synthetic.before_accuracies(list(circles_datasets(spec)), n_splits=n_splits, random_state=spec.seed,
+    return _experiment.before_accuracies(list(circles_datasets(spec)), n_splits=n_splits, random_state=spec.seed,
                                         n_threads=1)
 
 
 @st.cache_resource(max_entries=32, show_spinner="Running AFLite on every dataset…")
-def circles_experiment(run: CirclesRunSpec) -> _synthetic.SyntheticExperiment:
+def circles_experiment(run: CirclesRunSpec) -> _experiment.SyntheticExperiment:
     """AFLite on every dataset plus the "after" accuracies and planted-truth counts (``synthetic_experiment``)."""
     data = list(circles_datasets(run.data))
     before = circles_before(run.data, run.n_splits)
-    return _synthetic.synthetic_experiment(
+    return _experiment.synthetic_experiment(
         data, target_size=run.target_size, train_size=run.train_size, slice_size=int(run.slice_size),
         tau=run.tau, n_partitions=run.n_partitions, n_splits=run.n_splits, before=before,
         random_state=run.data.seed, n_threads=1,
     )
 
 
-def circles_headline(exp: _synthetic.SyntheticExperiment) -> dict[str, float]:
+def circles_headline(exp: _experiment.SyntheticExperiment) -> dict[str, float]:
     """Averages over the datasets for the page's metrics: accuracies and biased share before/after."""
     t = exp.table
     flipped = t["flipped_removed_share"].dropna()
@@ -496,7 +498,7 @@ def circles_headline(exp: _synthetic.SyntheticExperiment) -> dict[str, float]:
     }
 
 
-def circles_round(exp: _synthetic.SyntheticExperiment, name: str, rnd: int) -> dict[str, float]:
+def circles_round(exp: _experiment.SyntheticExperiment, name: str, rnd: int) -> dict[str, float]:
     """What round ``rnd`` of the run on dataset ``name`` did, with the planted truth (for the round stepper)."""
     data = next(d for d in exp.datasets if d.name == name)
     res = exp.results[name]
@@ -687,7 +689,7 @@ def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200):
 
 @st.cache_data(max_entries=64, show_spinner="Computing cosine similarities…")
 def _embedding_similarity(spec: FilterSpec, label_code: int, n_per_group: int, seed: int, _result: AFLiteResult):
-    from aflite_core.analysis import similarity_matrices
+    from aflite_core.geometry import similarity_matrices
 
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)
@@ -702,14 +704,14 @@ def embedding_similarity(spec: FilterSpec, label_code: int, *, n_per_group: int 
                          seed: int = EMBED_SEED) -> dict[str, Any]:
     """Figure 1 for one class: a seeded sample's similarity matrix and the class's retained / removed counts.
 
-    Returns ``sim`` (a :class:`aflite_core.analysis.ClassSimilarity`), ``n_retained`` and ``n_removed``.
+    Returns ``sim`` (a :class:`aflite_core.geometry.ClassSimilarity`), ``n_retained`` and ``n_removed``.
     """
     return _embedding_similarity(spec, int(label_code), int(n_per_group), int(seed), run_filter(spec))
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing nearest-neighbour distances…")
 def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
-    from aflite_core.analysis import knn_distance_table, knn_table_wide
+    from aflite_core.geometry import knn_distance_table, knn_table_wide
 
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)
@@ -798,7 +800,7 @@ def inspect_table(ref: InspectRef) -> _inspect_pd.DataFrame:
 @st.cache_data(max_entries=16, show_spinner=False)
 def _inspect_class_impact(ref: InspectRef, threshold: float, _result: AFLiteResult,
                           _data: Dataset) -> _inspect_pd.DataFrame:
-    from aflite_core.analysis import class_impact as impact
+    from aflite_core.stability import class_impact as impact
 
     from . import exports
 
@@ -815,7 +817,7 @@ def inspect_class_impact(ref: InspectRef, threshold: float = 0.5) -> _inspect_pd
 @st.cache_data(max_entries=16, show_spinner="Counting tokens in removed and kept rows…")
 def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLiteResult,
                     _data: Dataset) -> _inspect_pd.DataFrame:
-    from aflite_core.analysis import token_artifacts
+    from aflite_core.artifacts import token_artifacts
 
     from . import exports
 
@@ -827,7 +829,7 @@ def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLite
 @st.cache_data(max_entries=16, show_spinner="Comparing features of removed and kept rows…")
 def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteResult,
                       _data: Dataset) -> _inspect_pd.DataFrame:
-    from aflite_core.analysis import feature_artifacts
+    from aflite_core.artifacts import feature_artifacts
 
     from . import exports
 
@@ -838,7 +840,7 @@ def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteR
 
 
 def inspect_token_artifacts(ref: InspectRef, *, top_k: int = 15, min_count: int = 5) -> _inspect_pd.DataFrame:
-    """Tokens over-represented among removed / kept rows per class (:func:`aflite_core.analysis.token_artifacts`)."""
+    """Tokens over-represented among removed / kept rows per class (:func:`aflite_core.artifacts.token_artifacts`)."""
     return _inspect_tokens(ref, int(top_k), int(min_count), inspect_result(ref), dataset(ref.dataset))
 
 
@@ -931,7 +933,7 @@ def inspect_stability(spec: FilterSpec, n_seeds: int) -> tuple[_inspect_pd.DataF
     run (:func:`aflite_app.exports.stability_frame`) with ``mean_jaccard`` and ``seeds`` added, and the counts
     per "removed in k of n runs" (:func:`aflite_app.exports.stability_counts`).
     """
-    from aflite_core.analysis import stability_from_results
+    from aflite_core.stability import stability_from_results
 
     from . import exports
 
@@ -952,23 +954,23 @@ def inspect_stability(spec: FilterSpec, n_seeds: int) -> tuple[_inspect_pd.DataF
 # page can tell "already computed" from "needs the Compute button".
 from dataclasses import dataclass as _bl_dataclass  # noqa: E402
 
-#: model families of the Baselines page (keys of aflite_core.analysis.MODEL_FAMILIES), cheap ones first
+#: model families of the Baselines page (keys of aflite_core.registry.CLASSIFIERS), cheap ones first
 BASELINE_MODELS = {
-    "linear": "Linear (logistic regression)",
+    "logistic": "Linear (logistic regression)",
     "knn": "kNN (k = 15)",
     "rbf": "RBF SVM",
     "mlp": "Small MLP (64 units)",
 }
-BASELINE_DEFAULT_MODELS = ("linear", "knn")
+BASELINE_DEFAULT_MODELS = ("logistic", "knn")
 #: seconds per family for the four subsets of the digits (1,438 rows × 64-d, one busy core), measured once;
 #: used only to decide whether the page computes at once or behind a button
-_BASELINE_COST = {"linear": 1.2, "knn": 0.35, "rbf": 0.9, "mlp": 13.0}
+_BASELINE_COST = {"logistic": 1.2, "knn": 0.35, "rbf": 0.9, "mlp": 13.0}
 _BASELINE_OVERHEAD = 0.3  # subsets, one-shot filter and representation bias
 _BASELINE_COST_ROWS = 1438
 #: reports estimated to take longer than this wait for the page's Compute button
 BASELINE_AUTO_SECONDS = 3.0
 #: AFLite's family (Filter page) -> the analysis family of the one-shot filter
-_ONE_SHOT_FAMILY = {"linear": "linear", "logistic": "linear", "knn": "knn"}
+_ONE_SHOT_FAMILY = {"linear": "logistic", "logistic": "logistic", "knn": "knn"}
 
 
 @_bl_dataclass(frozen=True)
@@ -1044,7 +1046,7 @@ def _baseline_groups(data: Dataset):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _baseline_subsets(spec: FilterSpec, seed: int) -> dict:
     """Masks of the four subsets of one run (same size except the full data) and a note per subset."""
-    from aflite_core.analysis import one_shot_filter, random_subset
+    from aflite_core.baselines import one_shot_filter, random_subset
 
     result = run_filter(spec)
     data = dataset(spec.dataset)
@@ -1054,7 +1056,7 @@ def _baseline_subsets(spec: FilterSpec, seed: int) -> dict:
              "random": random_subset(n, n_kept, y=data.y, random_state=seed)}
     notes = {}
     t = int(result.params["train_size"])
-    family = _ONE_SHOT_FAMILY.get(spec.model, "linear")
+    family = _ONE_SHOT_FAMILY.get(spec.model, "logistic")
     if n_kept >= n:
         masks["one-shot"] = masks["full"]
         notes["one-shot"] = "nothing removed: the one-shot filter keeps every row too"
@@ -1082,7 +1084,7 @@ def _subset_key(name: str, spec: FilterSpec, n_kept: int, t: int) -> tuple:
 @st.cache_data(max_entries=512, show_spinner=False)
 def _subset_accuracy(data_key: str, subset: tuple, view: str, model: str, n_splits: int, cap: int, seed: int,
                      _X, _y, _mask, _groups) -> dict:
-    from aflite_core.analysis import model_accuracies
+    from aflite_core.baselines import model_accuracies
 
     frame = model_accuracies(_X, _y, mask=_mask, models=[model], n_splits=n_splits, groups=_groups,
                              max_train_rows=cap, random_state=seed, n_threads=1)
@@ -1350,8 +1352,8 @@ def _load_upload(key: str, name: str, options: UploadOptions, _table: bytes,
     import time
     from pathlib import Path
 
-    from aflite_core.datasets import load_table_dataset
     from aflite_core.features import tfidf_features
+    from aflite_core.tables import load_table_dataset
 
     start = time.perf_counter()
     limit = upload_limit_bytes()
@@ -1474,9 +1476,9 @@ def guess_columns(frame) -> dict[str, Any]:
 # evaluation files parsed once and kept in a bounded store by content digest.
 from dataclasses import dataclass as _es_dataclass  # noqa: E402
 
-#: families of evaluated models (aflite_core.evalsets.EVALUATED_FAMILIES), short labels for the page
+#: families of evaluated models (aflite_core.registry.CLASSIFIERS), short labels for the page
 EVALSET_FAMILIES = {
-    "linear": "logistic regression",
+    "logistic": "logistic regression",
     "knn": "kNN (k = 15)",
     "rbf": "RBF SVM",
     "mlp": "MLP (64 units; slow)",
@@ -1766,7 +1768,7 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
                            random_state=int(spec.seed), n_threads=1)
         strength[a] = round(float(np.nanmean(p)), 4)
     full = next((k for k in names if "hypothesis" not in k and "partial" not in k), names[0])
-    evaluated = tuple([("linear", k) for k in names] + [("rbf", full), ("knn", full)])
+    evaluated = tuple([("logistic", k) for k in names] + [("rbf", full), ("knn", full)])
     ann, src = _evalsets_annotators(up.frame, spec)
     return AdversarySetup(
         name=f"{data.name} + {up.name}", train_X=up.train_X, train_y=data.labels, eval_X=up.eval_X,

@@ -204,7 +204,7 @@ def stability_frame(removed: NDArray, kept: NDArray) -> tuple[pd.DataFrame, dict
     Parameters
     ----------
     removed : ndarray of bool, shape (n_runs, n_rows)
-        True where a run removed the row (see :class:`aflite_core.analysis.StabilityReport`).
+        True where a run removed the row (see :class:`aflite_core.stability.StabilityReport`).
     kept : ndarray of bool, shape (n_rows,)
         The displayed run's kept mask.
 

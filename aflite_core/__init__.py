@@ -13,10 +13,12 @@ this package.
 
 __version__ = "0.1.0"
 
-from .datasets import Dataset, dataset_from_table, load_digits_dataset, load_table_dataset
+from .datasets import Dataset
+from .digits import load_digits_dataset
 from .filtering import STRATEGIES, aflite, predictability
 from .models import LinearFamily, SklearnFamily
 from .result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
+from .tables import dataset_from_table, load_table_dataset
 
 __all__ = [
     "EVAL_CATEGORIES",

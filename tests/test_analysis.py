@@ -14,26 +14,17 @@ from hypothesis import strategies as st
 from sklearn.tree import DecisionTreeClassifier
 
 from aflite_core import aflite
-from aflite_core.analysis import (
-    DEFAULT_KS,
-    NEGATION_WORDS,
-    ClassSimilarity,
-    StabilityReport,
+from aflite_core.artifacts import NEGATION_TOKENS, feature_artifacts, token_artifacts
+from aflite_core.baselines import (
     baseline_comparison,
-    class_impact,
-    feature_artifacts,
-    knn_distance_table,
-    knn_table_wide,
-    make_model,
     model_accuracies,
     one_shot_filter,
     random_subset,
-    removal_stability,
     representation_bias,
-    similarity_matrices,
-    stability_from_results,
-    token_artifacts,
 )
+from aflite_core.geometry import DEFAULT_KS, ClassSimilarity, knn_distance_table, knn_table_wide, similarity_matrices
+from aflite_core.registry import make_classifier
+from aflite_core.stability import StabilityReport, class_impact, removal_stability, stability_from_results
 
 # AFLite parameters of the planted run below: target_size=500, train_size=200, slice_size=100, tau=0.75, m=32
 PLANTED_AFLITE = {"target_size": 500, "train_size": 200, "slice_size": 100, "tau": 0.75, "n_partitions": 32}
@@ -51,7 +42,7 @@ def planted_run():
 def test_model_accuracies_all_families_on_planted_data(planted_run):
     X, y, is_biased, _ = planted_run
     frame = model_accuracies(X[:400], y[:400], random_state=0)
-    assert frame["model"].tolist() == ["linear", "rbf", "knn", "mlp"]
+    assert frame["model"].tolist() == ["logistic", "rbf", "knn", "mlp"]
     assert list(frame.columns) == ["model", "accuracy", "accuracy_std", "n_splits", "n_rows", "n_classes",
                                    "majority_rate", "note"]
     assert (frame["n_splits"] == 5).all() and (frame["n_rows"] == 400).all() and (frame["note"] == "").all()
@@ -59,8 +50,8 @@ def test_model_accuracies_all_families_on_planted_data(planted_run):
     again = model_accuracies(X[:400], y[:400], random_state=0)
     pd.testing.assert_frame_equal(frame, again)
     # on the planted rows the linear model is almost perfect, on the others much weaker
-    on_biased = model_accuracies(X, y, mask=is_biased, models="linear", random_state=0)["accuracy"].iloc[0]
-    on_rest = model_accuracies(X, y, mask=~is_biased, models="linear", random_state=0)["accuracy"].iloc[0]
+    on_biased = model_accuracies(X, y, mask=is_biased, models="logistic", random_state=0)["accuracy"].iloc[0]
+    on_rest = model_accuracies(X, y, mask=~is_biased, models="logistic", random_state=0)["accuracy"].iloc[0]
     assert on_biased > 0.95 and on_rest < on_biased - 0.2
 
 
@@ -70,13 +61,13 @@ def test_model_accuracies_handles_tiny_classes_and_single_class_subsets():
     y = np.array(["a"] * 30 + ["b"] * 27 + ["c"] * 3)
     mask = np.ones(60, bool)
     mask[[57, 58]] = False  # one row of class c left in the subset
-    f = model_accuracies(X, y, mask=mask, models=["linear", "knn"], random_state=0)
+    f = model_accuracies(X, y, mask=mask, models=["logistic", "knn"], random_state=0)
     assert "1 class(es) with a single row left out" in f["note"].iloc[0]
     assert (f["n_splits"] == 5).all() and np.isfinite(f["accuracy"]).all()
     g = model_accuracies(X, y, mask=np.r_[np.ones(33, bool), np.zeros(24, bool), np.ones(3, bool)],
-                         models="linear", random_state=0)
+                         models="logistic", random_state=0)
     assert g["n_splits"].iloc[0] == 3 and "3 folds" in g["note"].iloc[0]  # capped by the 3 rows of class c
-    h = model_accuracies(X, y, mask=y == "a", models="linear", random_state=0)
+    h = model_accuracies(X, y, mask=y == "a", models="logistic", random_state=0)
     assert np.isnan(h["accuracy"].iloc[0]) and "accuracy undefined" in h["note"].iloc[0]
 
 
@@ -85,11 +76,11 @@ def test_model_accuracies_with_groups_and_a_custom_estimator():
     X = rng.normal(size=(120, 4))
     y = (X[:, 0] > 0).astype(int)
     groups = np.repeat(np.arange(40), 3)
-    f = model_accuracies(X, y, models={"tree": DecisionTreeClassifier(max_depth=2), "linear": "linear"},
+    f = model_accuracies(X, y, models={"tree": DecisionTreeClassifier(max_depth=2), "linear": "logistic"},
                          groups=groups, random_state=0)
     assert f["model"].tolist() == ["tree", "linear"] and (f["accuracy"] > 0.8).all()
-    assert make_model("knn", n_train=4).n_neighbors == 4
-    capped = model_accuracies(X, y, models="linear", max_train_rows=30, random_state=0)
+    assert make_classifier("knn", n_train=4).n_neighbors == 4
+    capped = model_accuracies(X, y, models="logistic", max_train_rows=30, random_state=0)
     assert capped["note"].iloc[0] == "training folds subsampled to 30 rows" and capped["accuracy"].iloc[0] > 0.8
 
 
@@ -412,13 +403,13 @@ def test_snli_hypothesis_only_bias_is_filtered(shared_data):
     res = aflite(X, y, target_size=0.5, train_size=0.2, slice_size=300, tau=0.6, n_partitions=32, random_state=0)
     same_size = random_subset(len(y), res.n_kept, random_state=1)
     # held-out hypothesis-only accuracy (linear), 5 folds split by premise: a premise never sits on both sides
-    kw = {"models": "linear", "groups": premise, "random_state": 0}
+    kw = {"models": "logistic", "groups": premise, "random_state": 0}
     after = model_accuracies(X, y, mask=res, **kw)["accuracy"].iloc[0]
     control = model_accuracies(X, y, mask=same_size, **kw)["accuracy"].iloc[0]
     assert control > 0.5  # the hypothesis-only bias: ~0.59 with 3 balanced classes
     assert after < control - 0.15
     # negation words are over-represented among removed vs retained contradictions
-    negation = re.compile(r"\b(" + "|".join(NEGATION_WORDS) + r")\b")
+    negation = re.compile(r"\b(" + "|".join(NEGATION_TOKENS) + r")\b")
     has_negation = np.array([bool(negation.search(h.lower())) for h in hypothesis])
     contra = y == "contradiction"
     assert has_negation[contra & ~res.kept].mean() > 2 * has_negation[contra & res.kept].mean()

@@ -51,7 +51,7 @@ def test_baselines_after_a_filter_run_and_model_choice(app_test):
     sizes = {m.label: m.value for m in at.metric}
     assert sizes["AFLite kept"].startswith("719") and sizes["Random subset"].startswith("719")
 
-    at.multiselect(key="bl-models").set_value(["linear", "rbf"]).run()
+    at.multiselect(key="bl-models").set_value(["logistic", "rbf"]).run()
     assert not at.exception, at.exception
     bars = _bars(_accuracy_figure(at))
     assert list(bars[0]["x"]) == ["Linear (logistic regression)", "RBF SVM"]
@@ -70,7 +70,7 @@ def test_baselines_after_a_filter_run_and_model_choice(app_test):
 def test_slow_families_wait_for_the_compute_button(app_test):
     at = app_test(page="pages/filter.py")
     at.switch_page("pages/baselines.py").run()
-    at.multiselect(key="bl-models").set_value(["linear", "mlp"]).run()
+    at.multiselect(key="bl-models").set_value(["logistic", "mlp"]).run()
     assert not at.exception, at.exception
     assert [b for b in at.button if b.key == "bl-compute"]
     assert any("roughly" in i.value for i in at.info)
@@ -120,12 +120,12 @@ def test_small_dataset_with_rows_removed(app_test):
 
 
 def test_without_a_one_shot_filter_the_page_compares_three_subsets(app_test, monkeypatch):
-    import aflite_core.analysis
+    import aflite_core.baselines
 
     def refuse(*args, **kwargs):
         raise ValueError("the kept set is too small")
 
-    monkeypatch.setattr(aflite_core.analysis, "one_shot_filter", refuse)
+    monkeypatch.setattr(aflite_core.baselines, "one_shot_filter", refuse)
     upload = _small_upload()
     at = app_test(uploads={upload.key: upload.dataset}, dataset_key=upload.key)
     at.switch_page("pages/filter.py").run()

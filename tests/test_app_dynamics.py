@@ -130,8 +130,8 @@ def _nli_dataset():
     """90 premise/hypothesis pairs with planted cues: entailment copies words, contradiction negates."""
     import pandas as pd
 
-    from aflite_core.datasets import dataset_from_table
     from aflite_core.features import text_representations
+    from aflite_core.tables import dataset_from_table
 
     people = ["A man", "A woman", "Two kids", "An old man", "A girl", "A boy", "Three friends", "A dog", "A chef",
               "A teacher"]

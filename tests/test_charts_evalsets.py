@@ -36,7 +36,7 @@ def study():
     return adversary_study({k: X[tr] for k, X in reps.items()}, y[tr], {k: X[ev] for k, X in reps.items()}, y[ev],
                            target_size=200, train_size=100, slice_size=50, seeds=(0, 1),
                            adversaries=["weak", "mid", "strong"],
-                           evaluated=[("linear", "weak"), ("knn", "strong"), ("linear", "mid"), ("rbf", "strong")],
+                           evaluated=[("logistic", "weak"), ("knn", "strong"), ("logistic", "mid"), ("rbf", "strong")],
                            annotator_labels=ann, annotator_source=src, random_state=0)
 
 
@@ -105,7 +105,7 @@ def test_ranking_panels_are_the_adversaries_with_kendall_in_titles(study):
     assert acc == sorted(acc)
     # the model sharing the adversary's representation has an outline
     outlined = [(t.xaxis, t.y[0]) for t in fig.data if t.marker.line.width]
-    assert ("x", "linear:weak") in outlined
+    assert ("x", "logistic:weak") in outlined
 
 
 def test_same_representation_chart_and_table(study):
@@ -137,7 +137,7 @@ def test_agreement_bars_per_adversary_and_category(study):
 def test_agreement_chart_refuses_a_study_without_labels():
     reps, y = _data(400)
     st = adversary_study({"weak": reps["weak"][:300]}, y[:300], {"weak": reps["weak"][300:]}, y[300:],
-                         target_size=150, train_size=60, slice_size=30, seeds=(0,), evaluated=[("linear", "weak")])
+                         target_size=150, train_size=60, slice_size=30, seeds=(0,), evaluated=[("logistic", "weak")])
     with pytest.raises(ValueError, match="no annotator labels"):
         ce.agreement_chart(st)
     # one adversary, one model: every chart still builds
@@ -151,7 +151,7 @@ def test_charts_survive_an_adversary_that_selects_nothing():
     tr, ev = slice(0, 300), slice(300, 400)
     st = adversary_study({k: X[tr] for k, X in reps.items()}, y[tr], {k: X[ev] for k, X in reps.items()}, y[ev],
                          target_size=150, train_size=60, slice_size=30, seeds=(0,), tau=0.0,
-                         evaluated=[("linear", "weak"), ("knn", "strong")])
+                         evaluated=[("logistic", "weak"), ("knn", "strong")])
     assert (st.category_table["selected"] == 0).all()
     heat = ce.accuracy_heatmap(st).data[0]
     assert "no rows" in heat.text[1]

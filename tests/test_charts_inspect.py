@@ -8,7 +8,8 @@ import pytest
 
 from aflite_app import charts_inspect
 from aflite_app.theme import KEPT, REMOVED
-from aflite_core.analysis import class_impact, feature_artifacts, token_artifacts
+from aflite_core.artifacts import feature_artifacts, token_artifacts
+from aflite_core.stability import class_impact
 
 
 def _values(v):

@@ -8,7 +8,8 @@ import pytest
 from aflite_app import charts_synthetic as charts
 from aflite_app.theme import KEPT, NEUTRAL, REMOVED, class_colour_map
 from aflite_core import aflite
-from aflite_core.synthetic import make_biased_circles, paper_circles, synthetic_experiment
+from aflite_core.synthetic import make_biased_circles, paper_circles
+from aflite_core.synthetic_experiment import synthetic_experiment
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from aflite_core.cli.dynamics import add_cli
 from aflite_core.dynamics import (
     LEVELS,
     MEASURES,
     DifficultyLevels,
     DynamicsRecord,
     TrainingDynamics,
-    add_cli,
     aum_levels,
     data_maps_levels,
     difficulty_levels,
@@ -487,7 +487,7 @@ def test_cli_reads_cartography_and_measures_texts(tmp_path, capsys):
         (["--dynamics-dir", "DIR", "--out", "x.txt"], "must end in .parquet or .csv"),
         (["--features", "X.npy", "--out", "x.csv"], "--features needs --labels"),
         (["--dynamics-dir", "DIR", "--tests-out", "t.csv", "--out", "x.csv"], "--tests-out needs --table"),
-        (["--dynamics-dir", "DIR", "--table", "nope.csv", "--out", "x.csv"], "Table '.*nope.csv' does not exist"),
+        (["--dynamics-dir", "DIR", "--table", "nope.csv", "--out", "x.csv"], "Table file '.*nope.csv' does not exist"),
         (["--dynamics-dir", "DIR", "--table", "TEXTS", "--text-a", "sentence1", "--out", "x.csv"],
          "has no column 'sentence1'"),
     ],

@@ -11,11 +11,10 @@ import pytest
 from scipy.stats import kendalltau
 
 from aflite_core import aflite
+from aflite_core.cli.eval_filter import add_cli
 from aflite_core.evalsets import (
     NONE,
     AdversaryStudy,
-    _rankings,
-    add_cli,
     adversary_study,
     annotator_agreement,
     category_agreement,
@@ -25,6 +24,7 @@ from aflite_core.evalsets import (
     study_reading,
     text_adversary_setup,
 )
+from aflite_core.evalsets.tables import _rankings
 from aflite_core.result import EVAL_CATEGORIES
 from aflite_core.synthetic import make_planted_bias
 
@@ -48,7 +48,7 @@ def planted_pair():
 def study(planted_pair):
     train_X, y, eval_X, ey, _ = planted_pair
     return adversary_study(train_X, y, eval_X, ey, seeds=(0, 1), ensemble=True,
-                           evaluated=[("linear", "weak"), ("knn", "strong"), ("rbf", "weak"), ("rbf", "strong")],
+                           evaluated=[("logistic", "weak"), ("knn", "strong"), ("rbf", "weak"), ("rbf", "strong")],
                            eval_ids=[f"e{i}" for i in range(len(ey))], **KW)
 
 
@@ -112,7 +112,7 @@ def test_accuracies_are_the_models_on_each_selected_set(study):
             assert sub.loc[model, "n_rows"] == res.eval_kept.sum()
     M = study.accuracy_matrix
     assert list(M.columns) == [NONE, "weak", "strong", "ensemble(weak+strong)"]
-    assert list(M.index) == ["linear:weak", "knn:strong", "rbf:weak", "rbf:strong"]
+    assert list(M.index) == ["logistic:weak", "knn:strong", "rbf:weak", "rbf:strong"]
     mean = acc[acc["adversary"] == "strong"].groupby("model")["accuracy"].mean()
     assert np.allclose(M["strong"], mean.reindex(M.index))
 
@@ -154,7 +154,7 @@ def test_same_representation_rank_change(study):
     same = study.same_representation
     assert set(same["relation"]) == {"same representation", "ensemble member"}
     direct = same[same["relation"] == "same representation"]
-    assert set(zip(direct["adversary"], direct["model"])) == {("weak", "linear:weak"), ("weak", "rbf:weak"),
+    assert set(zip(direct["adversary"], direct["model"])) == {("weak", "logistic:weak"), ("weak", "rbf:weak"),
                                                               ("strong", "knn:strong"), ("strong", "rbf:strong")}
     ranks = study.rankings.set_index(["adversary", "model"])
     for _, row in same.iterrows():
@@ -283,7 +283,7 @@ def test_digits_setup_runs_end_to_end():
 
 
 def test_text_setup_splits_by_premise_and_builds_partial_input_views():
-    from aflite_core.datasets import nli_dataset_from_records
+    from aflite_core.nli import nli_dataset_from_records
 
     rng = np.random.default_rng(0)
     words = ["man", "dog", "girl", "street", "ball", "park", "car", "beach"]
@@ -361,7 +361,7 @@ def test_cli_writes_its_files(table_files, capsys):
         "eval-filter", "--train-table", str(d / "train.csv"), "--eval-table", str(d / "eval.jsonl"),
         "--id-column", "id", "--adversary", f"weak={d / 'weak_train.npy'}:{d / 'weak_eval.npy'}",
         "--adversary", f"strong={d / 'strong_train.npy'}:{d / 'strong_eval.npy'}",
-        "--evaluated", "linear:weak", "--evaluated", "knn:strong", "--seeds", "0,1", "--target-size", "300",
+        "--evaluated", "logistic:weak", "--evaluated", "knn:strong", "--seeds", "0,1", "--target-size", "300",
         "--train-size", "150", "--slice-size", "60", "--partitions", "16", "--ensemble",
         "--annotator-column", "ann", "--annotator-source-column", "src", "--out", str(d / "out"), "--quiet",
     ])
@@ -382,7 +382,7 @@ def test_cli_writes_its_files(table_files, capsys):
 @pytest.mark.parametrize(("argv", "match"), [
     (["--target-size", "300"], "--train-size option is required"),
     (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--adversary", "weak"], "must give files"),
-    (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--evaluated", "linear"],
+    (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--evaluated", "logistic"],
      "FAMILY:REPRESENTATION"),
     (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--seeds", "a,b"], "--seeds option"),
 ])
@@ -411,7 +411,7 @@ def test_cli_main_reports_one_line_and_exit_2(table_files, capsys):
     ({"seeds": (0, 0)}, "distinct ints"),
     ({"adversaries": ["nope"]}, "'adversaries' parameter of adversary_study"),
     ({"evaluated": [("svm", "weak")]}, "'evaluated' parameter of adversary_study"),
-    ({"evaluated": [("linear", "weak"), ("linear", "weak")]}, "names the model 'linear:weak' twice"),
+    ({"evaluated": [("logistic", "weak"), ("logistic", "weak")]}, "names the model 'logistic:weak' twice"),
     ({"ensemble": ["weak"]}, "at least 2 adversaries"),
     ({"train_size": 400}, "'train_size' parameter of adversary_study"),
     ({"annotator_labels": [["cat"]] * 3}, "one entry per row"),
@@ -446,7 +446,7 @@ def test_callback_can_stop_the_study(planted_pair):
         seen.append((progress.stage, progress.adversary))
         return progress.stage != "aflite"
 
-    st = adversary_study(train_X, y, eval_X, ey, seeds=(0, 1), evaluated=[("linear", "weak")],
+    st = adversary_study(train_X, y, eval_X, ey, seeds=(0, 1), evaluated=[("logistic", "weak")],
                          callback=stop_after_first_run, **KW)
     assert seen == [("evaluated models", None), ("aflite", "weak")]
     assert not st.params["complete"] and list(st.runs_detail) == [("weak", 0)]
@@ -456,7 +456,7 @@ def test_callback_can_stop_the_study(planted_pair):
 # -- real NLI data -------------------------------------------------------------------------------------------
 @pytest.mark.shared_data
 def test_snli_round_one_removals_have_higher_annotator_agreement_than_selected_rows(shared_data):
-    from aflite_core.datasets import nli_dataset_from_records
+    from aflite_core.nli import nli_dataset_from_records
 
     frame = pd.read_json(shared_data / "snli_sample.jsonl", lines=True)
     feats = {"hypothesis": np.load(shared_data / "snli_sample.hyp_minilm.npy"),
@@ -464,7 +464,7 @@ def test_snli_round_one_removals_have_higher_annotator_agreement_than_selected_r
     ds = nli_dataset_from_records(frame, name="snli", features=feats, text_features=False)
     setup = text_adversary_setup(ds, tfidf=False, embeddings=False, annotator_column="annotator_labels",
                                  annotator_source_column="annotator_labels_src",
-                                 evaluated=[("linear", "hypothesis"), ("linear", "pair")], random_state=0)
+                                 evaluated=[("logistic", "hypothesis"), ("logistic", "pair")], random_state=0)
     prem = ds.frame.set_index("id")["premise"]
     assert not set(prem[setup.train_ids]) & set(prem[setup.eval_ids])  # split by premise
     st = setup.run(seeds=(0,))
@@ -478,4 +478,4 @@ def test_snli_round_one_removals_have_higher_annotator_agreement_than_selected_r
         assert n[(a, EVAL_CATEGORIES[0])] >= 80 and n[(a, "selected")] >= 200
         # the paper's §5.3: round-1 removals have high agreement, the selected rows lower
         assert table.loc[a, EVAL_CATEGORIES[0]] > table.loc[a, "selected"] + 0.02
-        assert st.accuracy_matrix.loc[f"linear:{a}", a] < st.accuracy_matrix.loc[f"linear:{a}", NONE]
+        assert st.accuracy_matrix.loc[f"logistic:{a}", a] < st.accuracy_matrix.loc[f"logistic:{a}", NONE]

@@ -11,16 +11,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aflite_core.cli.synthetic import add_cli, format_experiment_table
 from aflite_core.synthetic import (
-    EXPERIMENT_DEFAULTS,
     PAPER_SEPARATIONS,
     BiasedCircles,
-    add_cli,
-    before_accuracies,
-    format_experiment_table,
     make_biased_circles,
     make_planted_bias,
     paper_circles,
+)
+from aflite_core.synthetic_experiment import (
+    EXPERIMENT_DEFAULTS,
+    before_accuracies,
     planted_summary,
     subset_accuracies,
     synthetic_experiment,
@@ -282,10 +283,9 @@ def test_cli_bad_values_raise_value_error(extra, match):
         args.func(args)
 
 
-def test_cli_wires_into_the_main_command_line(monkeypatch, capsys):
+def test_cli_wires_into_the_main_command_line(capsys):
     from aflite_core import cli
 
-    monkeypatch.setattr(cli, "_EXTRA_COMMANDS", [("synthetic", add_cli)])
     assert cli.main([*SMALL, "--separations", "x"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: The --separations option") and err.count("\n") == 1

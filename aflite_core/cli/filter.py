@@ -1,80 +1,28 @@
-"""Command line: ``python -m aflite_core <command> ...`` (also installed as ``aflite``).
-
-Commands print machine-readable results on stdout and progress on stderr. Bad input prints one line on
-stderr and exits with status 2, never a traceback.
-"""
+"""``aflite filter`` (run AFLite, write a resumable run directory) and ``aflite predictability``."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main"]
+from .. import _durable
+from ..checkpoint import peek_meta
+from ..filtering import _resolve_backend, execute_run, plan_run, predictability
+from ..io import read_features, read_labels
+from ..models import resolve_model
+from ..result import AFLiteResult
+from ..run_record import is_run_directory
+from ._common import CLIError, Progress, count_or_fraction
 
-EXIT_BAD_INPUT = 2
-
-
-class CLIError(Exception):
-    """Bad input detected by the CLI itself."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2 (argparse's own behaviour, without the usage dump)
-        raise CLIError(f"{self.prog}: {message}")
-
-
-def _number(text: str) -> int | float:
-    """Parse '500' as an int and '0.3' as a float (counts or fractions)."""
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            return float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
-class Progress:
-    """A one-line progress bar on stderr (one line per round when stderr is not a terminal)."""
-
-    def __init__(self, stream=None, quiet: bool = False) -> None:
-        self.stream = stream or sys.stderr
-        self.quiet = quiet
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def __call__(self, progress) -> bool:
-        if self.quiet:
-            return True
-        width = 30
-        filled = round(progress.fraction_done * width)
-        bar = "#" * filled + "-" * (width - filled)
-        extra = f" | eval left {progress.eval_size}" if progress.eval_size is not None else ""
-        line = (
-            f"[{bar}] round {progress.round} | size {progress.size:,} (target {progress.target_size:,}) | "
-            f"removed {progress.removed:,} | {progress.seconds:.1f}s{extra}"
-        )
-        if self.tty:
-            self.stream.write("\r" + line)
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-        return True
-
-    def close(self) -> None:
-        if self.tty and not self.quiet:
-            self.stream.write("\n")
-            self.stream.flush()
+__all__ = ["add_cli"]
 
 
 def _load_ids(path: str | None) -> Any:
     if path is None:
         return None
-    from .io import read_labels
 
     return read_labels(path, column="id")
 
@@ -83,18 +31,20 @@ def _load_ids(path: str | None) -> Any:
 _RUN_OPTIONS = ("features", "labels", "label_column", "partitions", "train_size", "model", "seed", "threads",
                 "mmap", "ids", "target_size", "slice_size", "tau", "strategy", "eval_features", "eval_labels",
                 "eval_ids")
+
+
 _REQUIRED_FOR_NEW_RUN = ("features", "labels", "target_size", "train_size", "out")
 
 
 def _cluster(args: argparse.Namespace):
     """(backend, closer) for --scheduler / --dask-local, or (None, no-op)."""
     if args.scheduler:
-        from .distributed import _import_distributed
+        from ..distributed import _import_distributed
 
         client = _import_distributed().Client(args.scheduler, timeout="30s")
         return client, client.close
     if args.dask_local is not None:
-        from .distributed import local_cluster
+        from ..distributed import local_cluster
 
         cluster, client = local_cluster(args.dask_local)
 
@@ -112,10 +62,6 @@ _INPUT_FILES = ("features", "labels", "ids", "eval_features", "eval_labels", "ev
 
 def _replaceable(out: Path) -> bool:
     """True when ``out`` is a run directory --force may replace: a loadable run, or an interrupted CLI run."""
-    from .checkpoint import peek_meta
-    from .result import AFLiteResult
-    from .run_record import is_run_directory
-
     if not is_run_directory(out):
         return False
     try:
@@ -134,10 +80,9 @@ def _replaceable(out: Path) -> bool:
 
 
 def _check_out(args: argparse.Namespace) -> Path:
-    from ._durable import finish_swap
 
     out = Path(args.out)
-    finish_swap(out)
+    _durable.finish_swap(out)
     if out.exists() and not out.is_dir():
         raise CLIError(f"--out '{out}' exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
@@ -152,8 +97,6 @@ def _check_out(args: argparse.Namespace) -> Path:
 
 def _prepare_out(out: Path, args: argparse.Namespace, record: dict) -> None:
     """Create the run directory (replacing the old run with --force) and record the arguments in it."""
-    from . import _durable
-
     _durable.clear_leftovers(out)
     if out.is_dir() and any(out.iterdir()):  # checked by _check_out: --force over a run directory
         _durable.discard_dir(out)
@@ -187,15 +130,11 @@ def _saved_args(out: Path) -> dict:
 
 
 def _cmd_filter(args: argparse.Namespace) -> int:
-    from .filtering import execute_run, plan_run
-    from .io import read_features, read_labels
-    from .models import resolve_model
 
     if args.resume:
-        from ._durable import finish_swap
 
         out = Path(args.resume)
-        finish_swap(out)  # a save interrupted between its two renames is completed first
+        _durable.finish_swap(out)  # a save interrupted between its two renames is completed first
         saved = _saved_args(out)
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
@@ -241,7 +180,6 @@ def _cmd_filter(args: argparse.Namespace) -> int:
     backend, close = _cluster(args)
     try:
         if backend is not None:
-            from .filtering import _resolve_backend
 
             run.backend = _resolve_backend(backend, "aflite")
         result = execute_run(run, resume=bool(args.resume))
@@ -261,8 +199,6 @@ def _cmd_predictability(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-    from .filtering import predictability
-    from .io import read_features, read_labels
 
     X = read_features(args.features, mmap=args.mmap)
     y = read_labels(args.labels, column=args.label_column)
@@ -281,17 +217,15 @@ def _cmd_predictability(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for documentation and tests)."""
-    parser = _Parser(prog="aflite", description="AFLite Studio: adversarial filtering of dataset biases.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def add_cli(sub: Any) -> None:
+    """Register ``filter`` and ``predictability`` (the commands that run AFLite on a feature file)."""
 
     def common(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument("--features", required=required, help="features Φ(X) as a .npy file (float)")
         p.add_argument("--labels", required=required, help="labels: .npy, .txt (one per line), .csv or .tsv")
         p.add_argument("--label-column", default=None, help="label column of a CSV/TSV with several columns")
         p.add_argument("--partitions", type=int, default=64, help="m, models per round (default 64)")
-        p.add_argument("--train-size", type=_number, required=required,
+        p.add_argument("--train-size", type=count_or_fraction, required=required,
                        help="t, rows per model (count or fraction)")
         p.add_argument("--model", default="linear", choices=["linear", "logistic"], help="model family")
         p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -301,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("filter", help="run AFLite and write the run directory (resumable)")
     common(f, required=False)
-    f.add_argument("--target-size", type=_number, default=None, help="n, never go below (count or fraction)")
+    f.add_argument("--target-size", type=count_or_fraction, default=None, help="n, never go below (count or fraction)")
     f.add_argument("--slice-size", type=int, default=None, help="k, rows removed per round at most")
     f.add_argument("--tau", type=float, default=0.75, help="τ, early-stopping threshold (default 0.75)")
     f.add_argument("--strategy", default="slice", choices=["slice", "greedy", "sample"])
@@ -329,66 +263,3 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--out", required=True, help="CSV to write (row, id, label, predictability)")
     p.set_defaults(func=_cmd_predictability)
-    for name, register in _EXTRA_COMMANDS:
-        register(sub, name)
-    return parser
-
-
-def _lazy(module: str) -> Callable:
-    """Register a command whose module is imported only when the parser is built."""
-
-    def register(subparsers, name: str) -> None:
-        import importlib
-
-        importlib.import_module(f"aflite_core.{module}").add_cli(subparsers, name)
-
-    return register
-
-
-#: further commands and the modules that define them: (name, function(subparsers, name))
-_EXTRA_COMMANDS: list[tuple[str, Callable]] = [
-    ("synthetic", _lazy("synthetic")),
-    ("eval-filter", _lazy("evalsets")),
-    ("dynamics", _lazy("dynamics")),
-]
-
-
-_OPTION_OF = {"n_partitions": "--partitions", "random_state": "--seed", "X": "--features", "y": "--labels",
-              "eval_X": "--eval-features", "eval_y": "--eval-labels", "n_threads": "--threads",
-              "X_partial": "--partial-features"}
-
-
-def _as_option_names(message: str) -> str:
-    """Say '--train-size' where the library says 'the train_size parameter of aflite'."""
-    import re
-
-    def repl(match: re.Match) -> str:
-        name = match.group(1)
-        return f"The {_OPTION_OF.get(name, '--' + name.replace('_', '-'))} option"
-
-    return re.sub(r"The '(\w+)' parameter of \w+", repl, message)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        return int(args.func(args) or 0)
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
-    except (CLIError, ValueError, TypeError, OSError) as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        message = _as_option_names(message)
-        sys.stderr.write(f"error: {message}\n")
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
-    except MemoryError:
-        sys.stderr.write("error: not enough memory for this run (try --mmap or a smaller --partitions)\n")
-        return 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,238 @@
+"""Which tokens or feature directions a run removed (smoothed log-odds, Monroe et al. 2008)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from . import _validation as v
+from ._measure_args import _encode_labels, _kept_mask
+from .result import AFLiteResult
+
+__all__ = ["NEGATION_TOKENS", "TOKEN_PATTERN", "feature_artifacts", "token_artifacts"]
+
+
+#: negation words of the NLI artifact literature (Gururangan et al., 2018), lower case, whole tokens of
+#: :func:`token_artifacts` (contractions such as "isn't" are single tokens there and are not listed). Not the
+#: same list as :data:`aflite_core.spurious.NEGATION_WORDS`, which also counts "cannot" and any "n't" token.
+NEGATION_TOKENS = ("no", "not", "nobody", "never", "nothing", "none", "nowhere", "neither", "nor")
+
+#: how the tokenizer of :func:`token_artifacts` splits text by default: words with an optional
+#: apostrophe part ("isn't", "man's"), numbers; lower-cased first
+TOKEN_PATTERN = r"(?u)\b\w+(?:'\w+)?\b"
+
+
+# -- artifact discovery --------------------------------------------------------------------------------------
+def _check_texts(texts: Any, n: int | None, func: str) -> list[str]:
+    if isinstance(texts, pd.Series):
+        texts = texts.tolist()
+    if isinstance(texts, str) or not isinstance(texts, Sequence | np.ndarray):
+        raise v.param_error("texts", func, "a sequence of str", texts, TypeError)
+    values = list(texts)
+    for i, t in enumerate(values):
+        if not isinstance(t, str):
+            raise ValueError(f"The 'texts' parameter of {func} must be a sequence of str. Row {i} is {t!r}.")
+    if n is not None and len(values) != n:
+        raise ValueError(f"The 'texts' parameter of {func} must have one text per label ({n}). Got {len(values)}.")
+    return values
+
+
+def token_artifacts(
+    texts: Sequence[str],
+    y: ArrayLike,
+    kept: AFLiteResult | ArrayLike,
+    *,
+    min_count: int = 5,
+    top_k: int = 15,
+    alpha: float = 0.5,
+    token_pattern: str = TOKEN_PATTERN,
+) -> pd.DataFrame:
+    """Tokens whose share among removed rows differs most from their share among retained rows, per label.
+
+    Within each label, for every token w: ``a`` removed rows and ``b`` retained rows contain it, out of
+    ``n_rem`` and ``n_ret``. The smoothed log-odds ratio is
+    ``log((a+α)/(n_rem−a+α)) − log((b+α)/(n_ret−b+α))`` with variance
+    ``1/(a+α) + 1/(n_rem−a+α) + 1/(b+α) + 1/(n_ret−b+α)``; tokens are ranked by ``z`` = log-odds / sd
+    (positive: over-represented among removed rows, the artifacts a model exploited, e.g. "nobody" among
+    removed contradictions of NLI data). Tokens are counted once per row (document frequency), after
+    lower-casing, with a simple regular expression.
+
+    Parameters
+    ----------
+    texts : sequence of str, length n_samples
+        The text of every row (for NLI, the hypothesis).
+    y : array-like of shape (n_samples,)
+        Labels.
+    kept : AFLiteResult or boolean array of shape (n_samples,)
+        Retained rows.
+    min_count : int, default=5
+        Only tokens in at least this many rows of the label (removed and retained together).
+    top_k : int, default=15
+        Tokens per label and direction.
+    alpha : float, default=0.5
+        Smoothing added to every cell (> 0).
+    token_pattern : str
+        Regular expression of a token (default: words with an optional apostrophe part, e.g. "isn't").
+
+    Returns
+    -------
+    pandas.DataFrame
+        Per label, the ``top_k`` tokens most over-represented among removed rows (``direction="removed"``)
+        and among retained rows (``direction="retained"``): ``label, direction, rank, token, n_removed,
+        n_retained`` (rows containing it), ``share_removed, share_retained, log_odds, z``.
+
+    Examples
+    --------
+    >>> texts = ["nobody sleeps"] * 6 + ["a man sleeps"] * 6
+    >>> kept = [False] * 6 + [True] * 6
+    >>> t = token_artifacts(texts, ["c"] * 12, kept, min_count=3, top_k=1)
+    >>> t[["direction", "token"]].values.tolist()
+    [['removed', 'nobody'], ['retained', 'a']]
+    """
+    func = "token_artifacts"
+    labels = _encode_labels(y, func)
+    n = len(labels.codes)
+    docs = _check_texts(texts, n, func)
+    mask = _kept_mask(kept, n, func)
+    mc = v.check_int(min_count, "min_count", func, low=1)
+    k = v.check_int(top_k, "top_k", func, low=1)
+    if not v._is_real(alpha) or not float(alpha) > 0:
+        raise v.param_error("alpha", func, "a float in (0, inf)", alpha)
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    vec = CountVectorizer(lowercase=True, token_pattern=token_pattern, binary=True)
+    try:
+        M = vec.fit_transform(docs).tocsc()
+    except ValueError:  # empty vocabulary
+        M = None
+    cols = ["label", "direction", "rank", "token", "n_removed", "n_retained", "share_removed", "share_retained",
+            "log_odds", "z"]
+    if M is None:
+        return pd.DataFrame(columns=cols)
+    vocab = vec.get_feature_names_out()
+    C = labels.n_classes
+    group = labels.codes * 2 + mask.astype(np.int64)  # 2c = removed, 2c+1 = retained
+    import scipy.sparse as sp
+
+    G = sp.csr_matrix((np.ones(n), (group, np.arange(n))), shape=(2 * C, n))
+    counts = np.asarray((G @ M).todense(), dtype=np.float64)  # (2C, V): rows containing each token
+    sizes = np.bincount(group, minlength=2 * C).astype(np.float64)
+    a_ = float(alpha)
+    frames = []
+    for c in range(C):
+        a, b = counts[2 * c], counts[2 * c + 1]
+        n_rem, n_ret = sizes[2 * c], sizes[2 * c + 1]
+        if n_rem == 0 or n_ret == 0:
+            continue
+        ok = (a + b) >= mc
+        if not ok.any():
+            continue
+        lo = np.log((a + a_) / (n_rem - a + a_)) - np.log((b + a_) / (n_ret - b + a_))
+        var = 1 / (a + a_) + 1 / (n_rem - a + a_) + 1 / (b + a_) + 1 / (n_ret - b + a_)
+        z = lo / np.sqrt(var)
+        idx = np.flatnonzero(ok)
+        for direction, sign in (("removed", -1.0), ("retained", 1.0)):
+            order = idx[np.lexsort((vocab[idx], sign * z[idx]))][:k]
+            order = order[(z[order] > 0) if direction == "removed" else (z[order] < 0)]
+            frames.append(pd.DataFrame({
+                "label": [labels.classes[c]] * len(order),
+                "direction": direction,
+                "rank": np.arange(1, len(order) + 1),
+                "token": vocab[order],
+                "n_removed": a[order].astype(int),
+                "n_retained": b[order].astype(int),
+                "share_removed": a[order] / n_rem,
+                "share_retained": b[order] / n_ret,
+                "log_odds": lo[order],
+                "z": z[order],
+            }))
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True)[cols]
+
+
+def feature_artifacts(
+    X: ArrayLike,
+    kept: AFLiteResult | ArrayLike,
+    *,
+    y: ArrayLike | None = None,
+    top_k: int = 10,
+) -> pd.DataFrame:
+    """The feature dimensions that best separate removed from retained rows (dense features).
+
+    Per dimension: the standardised mean difference ``smd = (mean_removed − mean_retained) / pooled sd``
+    and the AUC = P(a removed row's value > a retained row's value) (ties count half; 0.5 = no separation),
+    from ranks. Dimensions are ranked by ``|AUC − 0.5|``. With ``y`` the comparison is made within each
+    label (removed vs retained rows of the same class), so a dimension that only tells classes apart does not
+    show up merely because AFLite removed more of one class.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Features.
+    kept : AFLiteResult or boolean array of shape (n_samples,)
+        Retained rows.
+    y : array-like of shape (n_samples,), optional
+        Labels; compare within each label.
+    top_k : int, default=10
+        Dimensions per group.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``label`` ("all" without y), ``rank, dimension, mean_removed, mean_retained, smd, auc``; groups with
+        no removed or no retained row are left out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 5)); kept = np.ones(200, bool); kept[:50] = False; X[:50, 3] += 2
+    >>> feature_artifacts(X, kept, top_k=1)["dimension"].tolist()
+    [3]
+    """
+    from scipy.stats import rankdata
+
+    func = "feature_artifacts"
+    Xv = v.check_features(X, "X", func)
+    n = Xv.shape[0]
+    mask = _kept_mask(kept, n, func)
+    k = v.check_int(top_k, "top_k", func, low=1)
+    if y is None:
+        groups = [("all", np.arange(n))]
+    else:
+        labels = _encode_labels(y, func, n)
+        groups = [(labels.classes[c], np.flatnonzero(labels.codes == c)) for c in range(labels.n_classes)]
+    frames = []
+    for name, rows in groups:
+        rem = ~mask[rows]
+        n1, n0 = int(rem.sum()), int((~rem).sum())
+        if n1 == 0 or n0 == 0:
+            continue
+        A = Xv[rows].astype(np.float64)
+        m1, m0 = A[rem].mean(axis=0), A[~rem].mean(axis=0)
+        v1 = A[rem].var(axis=0, ddof=1) if n1 > 1 else np.zeros(A.shape[1])
+        v0 = A[~rem].var(axis=0, ddof=1) if n0 > 1 else np.zeros(A.shape[1])
+        pooled = np.sqrt(((n1 - 1) * v1 + (n0 - 1) * v0) / max(n1 + n0 - 2, 1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            smd = np.where(pooled > 0, (m1 - m0) / pooled, 0.0)
+        ranks = rankdata(A, axis=0)
+        auc = (ranks[rem].sum(axis=0) - n1 * (n1 + 1) / 2) / (n1 * n0)
+        order = np.lexsort((np.arange(A.shape[1]), -np.abs(auc - 0.5)))[:k]
+        frames.append(pd.DataFrame({
+            "label": [name] * len(order),
+            "rank": np.arange(1, len(order) + 1),
+            "dimension": order,
+            "mean_removed": m1[order],
+            "mean_retained": m0[order],
+            "smd": smd[order],
+            "auc": auc[order],
+        }))
+    cols = ["label", "rank", "dimension", "mean_removed", "mean_retained", "smd", "auc"]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True)[cols]

@@ -1,0 +1,70 @@
+"""Command line: ``python -m aflite_core <command> ...`` (also installed as ``aflite``).
+
+Commands print machine-readable results on stdout and progress on stderr. Bad input prints one line on
+stderr and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from ._common import CLIError, Parser
+
+__all__ = ["EXIT_BAD_INPUT", "build_parser", "main"]
+
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> Parser:
+    """The argument parser of every command (exposed for documentation and tests)."""
+    from . import dynamics, eval_filter, filter, synthetic
+
+    parser = Parser(prog="aflite", description="AFLite Studio: adversarial filtering of dataset biases.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    filter.add_cli(sub)
+    synthetic.add_cli(sub, "synthetic")
+    eval_filter.add_cli(sub, "eval-filter")
+    dynamics.add_cli(sub, "dynamics")
+    return parser
+
+
+_OPTION_OF = {"n_partitions": "--partitions", "random_state": "--seed", "X": "--features", "y": "--labels",
+              "eval_X": "--eval-features", "eval_y": "--eval-labels", "n_threads": "--threads",
+              "X_partial": "--partial-features"}
+
+
+def _as_option_names(message: str) -> str:
+    """Say '--train-size' where the library says 'the train_size parameter of aflite'."""
+    import re
+
+    def repl(match: re.Match) -> str:
+        name = match.group(1)
+        return f"The {_OPTION_OF.get(name, '--' + name.replace('_', '-'))} option"
+
+    return re.sub(r"The '(\w+)' parameter of \w+", repl, message)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except (CLIError, ValueError, TypeError, OSError) as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = _as_option_names(message)
+        sys.stderr.write(f"error: {message}\n")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except MemoryError:
+        sys.stderr.write("error: not enough memory for this run (try --mmap or a smaller --partitions)\n")
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

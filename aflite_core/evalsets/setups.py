@@ -1,0 +1,405 @@
+"""Ready-made studies: the bundled digits with four adversaries, and any text table with representations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import _validation as v
+from .evaluated import _check_evaluated
+from .study import AdversaryStudy, _check_names, adversary_study
+
+__all__ = ["DIGITS_STUDY_DEFAULTS", "AdversarySetup", "digits_adversary_setup", "text_adversary_setup"]
+
+
+#: AFLite parameters of :func:`digits_adversary_setup` (counts of the ~1,006 training rows)
+DIGITS_STUDY_DEFAULTS: dict[str, Any] = {
+    "target_size": 400,
+    "train_size": 100,
+    "slice_size": 100,
+    "tau": 0.75,
+    "n_partitions": 64,
+}
+
+
+#: evaluated models of the digits setup: (family, representation)
+DIGITS_EVALUATED: tuple[tuple[str, str], ...] = (
+    ("logistic", "pixels"),
+    ("knn", "pca"),
+    ("rbf", "mlp"),
+    ("mlp", "pixels"),
+    ("forest", "pixels"),
+    ("logistic", "mlp_small"),
+)
+
+
+#: AFLite parameters of :func:`text_adversary_setup`, as fractions of the training rows
+TEXT_STUDY_FRACTIONS: dict[str, float] = {"target_size": 0.5, "train_size": 0.4, "slice_size": 0.05}
+
+
+@dataclass(frozen=True, eq=False)
+class AdversarySetup:
+    """Training and evaluation matrices per representation, with the adversaries and evaluated models to use.
+
+    Attributes
+    ----------
+    name : str
+        Name of the data.
+    train_X, eval_X : dict of str to ndarray of float32
+        Representations of the training and evaluation rows.
+    train_y, eval_y : ndarray
+        Labels (class names).
+    adversaries : tuple of str
+        Adversaries, weakest first.
+    evaluated : tuple of (str, str)
+        Evaluated models as (family, representation).
+    params : dict
+        AFLite parameters (``target_size``, ``train_size``, ``slice_size``, ``tau``, ``n_partitions``).
+    train_ids, eval_ids : ndarray
+        Row ids.
+    annotator_labels : list or None
+        Per evaluation row its annotator labels (None where absent), when the data has them.
+    annotator_source : ndarray or None
+        Per evaluation row the source of its annotator labels.
+    descriptions : dict of str to str
+        One line per representation.
+    strength : dict of str to float
+        Each adversary's strength: mean out-of-sample predictability of the training rows in one scoring
+        round with the study's parameters (the estimate of R(Φ) of Le Bras et al., eq. 5).
+    meta : dict
+        How the split was made.
+    """
+
+    name: str
+    train_X: dict[str, NDArray[np.float32]]
+    train_y: NDArray
+    eval_X: dict[str, NDArray[np.float32]]
+    eval_y: NDArray
+    adversaries: tuple[str, ...]
+    evaluated: tuple[tuple[str, str], ...]
+    params: dict[str, Any]
+    train_ids: NDArray | None = None
+    eval_ids: NDArray | None = None
+    annotator_labels: list | None = None
+    annotator_source: NDArray | None = None
+    descriptions: dict[str, str] = field(default_factory=dict)
+    strength: dict[str, float] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def study_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`adversary_study` for this setup."""
+        kw: dict[str, Any] = {
+            "adversaries": self.adversaries, "evaluated": self.evaluated, "ids": self.train_ids,
+            "eval_ids": self.eval_ids, **self.params,
+        }
+        if self.annotator_labels is not None:
+            kw["annotator_labels"] = self.annotator_labels
+            kw["annotator_source"] = self.annotator_source
+        return kw
+
+    def run(self, **overrides: Any) -> AdversaryStudy:
+        """Run :func:`adversary_study` on this setup (keyword arguments override the setup's)."""
+        kw = {**self.study_kwargs(), **overrides}
+        return adversary_study(self.train_X, self.train_y, self.eval_X, self.eval_y, **kw)
+
+    def __repr__(self) -> str:
+        n_train = len(self.train_y)
+        return (
+            f"AdversarySetup(name={self.name!r}, n_train={n_train}, n_eval={len(self.eval_y)}, "
+            f"adversaries={list(self.adversaries)}, evaluated={[f'{f}:{r}' for f, r in self.evaluated]})"
+        )
+
+
+def _strengths(train_X: Mapping[str, NDArray], y: NDArray, names: Sequence[str], *, train_size: int,
+               n_partitions: int, seed: int, n_threads: int | None) -> dict[str, float]:
+    from ..filtering import predictability
+
+    out = {}
+    for a in names:
+        p = predictability(train_X[a], y, n_partitions=n_partitions, train_size=train_size, random_state=seed,
+                           n_threads=n_threads)
+        out[a] = round(float(np.nanmean(p)), 4)
+    return out
+
+
+def digits_adversary_setup(
+    *,
+    random_state: int | np.random.Generator | None = 0,
+    eval_fraction: float = 0.3,
+    adversaries: Sequence[str] | None = None,
+    evaluated: Sequence[tuple[str, str]] | None = None,
+    n_threads: int | None = 1,
+) -> AdversarySetup:
+    """The bundled digits split into training and evaluation parts, with four adversaries and evaluated models.
+
+    :func:`aflite_core.digits.load_digits_dataset` gives 1,438 digits (its warm-up rows already left out)
+    with four representations: raw ``pixels`` (64-d), ``pca`` (16 components), and the hidden layers of two
+    warm-up MLPs, ``mlp_small`` (8 units) and ``mlp`` (64 units). A stratified, seeded ``eval_fraction``
+    becomes the evaluation set (432 rows by default; 1,006 training rows).
+
+    The adversaries are ordered weakest first by their measured strength with the study's parameters
+    (``strength``: mean out-of-sample predictability of the training rows in one round). Evaluated models
+    (:data:`DIGITS_EVALUATED`): ``linear:pixels``, ``knn:pca``, ``rbf:mlp``, ``mlp:pixels``,
+    ``forest:pixels`` and ``linear:mlp_small``, so every adversary shares its representation with at least
+    one of them (Figure 4).
+
+    AFLite parameters (:data:`DIGITS_STUDY_DEFAULTS`): ``target_size=400``, ``train_size=100``,
+    ``slice_size=100``, ``tau=0.75``, ``n_partitions=64``. With these 70-85 % of the evaluation rows leave in
+    round 1 (more for stronger adversaries), 6-11 % later and 9-19 % (about 40-80 rows) are selected; every
+    run reaches the target size, or stops early by τ, within seven rounds.
+
+    Parameters
+    ----------
+    random_state : int, numpy Generator or None, default=0
+        Seed of the split (and of the strength measurement).
+    eval_fraction : float, default=0.3
+        Share of the rows in the evaluation set, in (0, 1).
+    adversaries : sequence of str, optional
+        A subset of ``("pixels", "pca", "mlp_small", "mlp")`` (still ordered by strength).
+    evaluated : sequence of (family, representation), optional
+        Replaces the default evaluated models.
+    n_threads : int or None, default=1
+        BLAS threads for the strength measurement.
+
+    Returns
+    -------
+    AdversarySetup
+        ``setup.run()`` runs the study (about 10-20 s on a busy 2-core machine with three seeds).
+
+    Examples
+    --------
+    >>> from aflite_core.evalsets import digits_adversary_setup
+    >>> setup = digits_adversary_setup()
+    >>> len(setup.train_y), len(setup.eval_y), sorted(setup.adversaries)
+    (1006, 432, ['mlp', 'mlp_small', 'pca', 'pixels'])
+    """
+    func = "digits_adversary_setup"
+    if not v._is_real(eval_fraction) or not 0.0 < float(eval_fraction) < 1.0:
+        raise v.param_error("eval_fraction", func, "a float in (0, 1)", eval_fraction)
+    seed = v.check_random_state(random_state, func)
+    from sklearn.model_selection import train_test_split
+
+    from ..digits import DIGITS_REPRESENTATIONS, load_digits_dataset
+
+    ds = load_digits_dataset()
+    available = ("pixels", "pca", "mlp_small", "mlp")
+    names = available if adversaries is None else _check_names(adversaries, "adversaries", func, available)
+    models = DIGITS_EVALUATED if evaluated is None else tuple((f, r) for f, r in evaluated)
+    _check_evaluated(models, available, func)
+    rng = np.random.default_rng(seed)
+    split_seed, strength_seed = (int(s) for s in rng.integers(0, 2**31 - 1, size=2))
+    idx = np.arange(ds.n_rows)
+    tr, ev = train_test_split(idx, test_size=float(eval_fraction), stratify=ds.y, random_state=split_seed)
+    tr, ev = np.sort(tr), np.sort(ev)
+    labels = ds.labels
+    train_X = {r: np.ascontiguousarray(ds.representation(r)[tr]) for r in available}
+    eval_X = {r: np.ascontiguousarray(ds.representation(r)[ev]) for r in available}
+    params = dict(DIGITS_STUDY_DEFAULTS)
+    strength = _strengths(train_X, ds.y[tr], names, train_size=params["train_size"],
+                          n_partitions=16, seed=strength_seed, n_threads=n_threads)
+    ordered = tuple(sorted(names, key=lambda a: strength[a]))
+    return AdversarySetup(
+        name="digits",
+        train_X=train_X,
+        train_y=labels[tr],
+        eval_X=eval_X,
+        eval_y=labels[ev],
+        adversaries=ordered,
+        evaluated=tuple(models),
+        params=params,
+        train_ids=ds.ids[tr],
+        eval_ids=ds.ids[ev],
+        descriptions={r: DIGITS_REPRESENTATIONS.get(r, r) for r in available},
+        strength=strength,
+        meta={"split": "sklearn train_test_split, stratified", "eval_fraction": float(eval_fraction),
+              "random_state": seed, "split_seed": split_seed, "source": ds.meta.get("source"),
+              "n_warmup_rows_left_out": ds.meta.get("n_warmup")},
+    )
+
+
+def text_adversary_setup(
+    dataset: Any,
+    *,
+    eval_fraction: float = 0.3,
+    group_column: str | None = "auto",
+    representations: Sequence[str] | None = None,
+    tfidf: bool = True,
+    embeddings: bool | None = None,
+    n_components: int = 128,
+    annotator_column: str | None = None,
+    annotator_source_column: str | None = None,
+    evaluated: Sequence[tuple[str, str]] | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    n_threads: int | None = 1,
+) -> AdversarySetup:
+    """Adversaries for a text :class:`~aflite_core.datasets.Dataset`: TF-IDF, partial input, sentence embeddings.
+
+    Built representations (for a sentence pair such as NLI; without a pair the text columns are used and no
+    partial-input view is built):
+
+    * ``tfidf`` - TF-IDF + SVD of premise and hypothesis (:func:`aflite_core.features.tfidf_features`);
+    * ``tfidf_hypothesis`` - the partial-input view, the hypothesis alone;
+    * ``embedding`` / ``embedding_hypothesis`` - all-MiniLM-L6-v2 sentence embeddings of the pair text and of
+      the hypothesis (:func:`aflite_core.features.embedding_features`), when the optional ``embeddings`` extra
+      is installed.
+
+    The dataset's own representations (e.g. embeddings loaded from ``.npy`` files) are kept too. TF-IDF and
+    the SVD are fitted on all rows (no labels are used). The split keeps each premise on one side
+    (``group_column``), so a premise's other hypotheses cannot leak into the evaluation set.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A text dataset (``pair`` or ``text_columns`` set).
+    eval_fraction : float, default=0.3
+        Share of the rows (of the groups, with a group column) in the evaluation set.
+    group_column : str or None, default="auto"
+        Rows sharing a value stay on one side; ``"auto"`` uses the premise column of a pair, None splits
+        stratified by label.
+    representations : sequence of str, optional
+        The dataset's representations to keep (default: all).
+    tfidf : bool, default=True
+        Build the TF-IDF views.
+    embeddings : bool or None, default=None
+        Build sentence embeddings: None when the optional packages are installed, True always (ImportError
+        with an install hint when missing), False never.
+    n_components : int, default=128
+        TF-IDF dimensions.
+    annotator_column, annotator_source_column : str, optional
+        Columns with per-row annotator labels and their source (carried to the evaluation rows).
+    evaluated : sequence of (family, representation), optional
+        Default: a linear model on every representation, plus RBF SVM and kNN on the first full-input one.
+    random_state : int, numpy Generator or None, default=0
+        One seed for the split and TF-IDF.
+    n_threads : int or None, default=1
+        Threads for TF-IDF, embeddings and the strength measurement.
+
+    Returns
+    -------
+    AdversarySetup
+        AFLite parameters as fractions of the training rows (:data:`TEXT_STUDY_FRACTIONS`):
+        ``target_size`` 0.5, ``train_size`` 0.4, ``slice_size`` 5 % (counts), ``tau`` 0.75, m = 64. With the
+        shared SNLI sample and MiniLM embeddings these remove 15-40 % of the evaluation rows in round 1.
+    """
+    func = "text_adversary_setup"
+    from ..datasets import Dataset
+
+    if not isinstance(dataset, Dataset):
+        raise v.param_error("dataset", func, "an aflite_core Dataset", dataset, TypeError)
+    if not v._is_real(eval_fraction) or not 0.0 < float(eval_fraction) < 1.0:
+        raise v.param_error("eval_fraction", func, "a float in (0, 1)", eval_fraction)
+    seed = v.check_random_state(random_state, func)
+    rng = np.random.default_rng(seed)
+    split_seed, tfidf_seed, strength_seed = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
+    frame = dataset.frame
+    pair = dataset.pair
+    text_cols = list(pair) if pair else list(dataset.text_columns)
+    if (tfidf or embeddings) and not text_cols:
+        raise ValueError(f"The 'dataset' parameter of {func} must have text columns (a pair or text_columns).")
+    keep = tuple(dataset.representations) if representations is None else _check_names(
+        representations, "representations", func, tuple(dataset.representations))
+    reps: dict[str, NDArray[np.float32]] = {k: dataset.representations[k] for k in keep}
+    descs = {k: dataset.representation_descriptions.get(k, k) for k in keep}
+    if tfidf:
+        from ..features import tfidf_features
+
+        if "tfidf" not in reps:
+            reps["tfidf"] = tfidf_features(frame, columns=text_cols, n_components=n_components,
+                                           random_state=tfidf_seed, n_threads=n_threads)
+            descs["tfidf"] = f"TF-IDF + SVD of {' + '.join(text_cols)}"
+        if pair and "tfidf_hypothesis" not in reps:
+            reps["tfidf_hypothesis"] = tfidf_features(frame, columns=[pair[1]], n_components=n_components,
+                                                      random_state=tfidf_seed + 1, n_threads=n_threads)
+            descs["tfidf_hypothesis"] = f"partial input: TF-IDF + SVD of {pair[1]} alone"
+    notes = []
+    if embeddings is not False:
+        from ..features import EMBEDDINGS_INSTALL_HINT, embedding_features, load_sentence_model
+
+        try:
+            st_model = load_sentence_model()
+        except ImportError:
+            if embeddings:
+                raise ImportError(EMBEDDINGS_INSTALL_HINT) from None
+            st_model = None
+            notes.append("sentence embeddings skipped: optional packages not installed")
+        if st_model is not None:
+            if "embedding" not in reps:
+                reps["embedding"] = embedding_features(frame, text_cols, model=st_model, n_threads=n_threads)
+                descs["embedding"] = f"all-MiniLM-L6-v2 of {' [SEP] '.join(text_cols)}"
+            if pair and "embedding_hypothesis" not in reps:
+                reps["embedding_hypothesis"] = embedding_features(frame, [pair[1]], model=st_model,
+                                                                  n_threads=n_threads)
+                descs["embedding_hypothesis"] = f"partial input: all-MiniLM-L6-v2 of {pair[1]} alone"
+    if not reps:
+        raise ValueError(f"{func} built no representation: enable tfidf or embeddings, or keep some of the "
+                         "dataset's own.")
+    group = (pair[0] if pair else None) if group_column == "auto" else group_column
+    if group is not None and group not in frame.columns:
+        raise ValueError(
+            f"The 'group_column' parameter of {func} must be a column of the dataset {list(frame.columns)}. Got "
+            f"{group!r} instead."
+        )
+    idx = np.arange(dataset.n_rows)
+    if group is not None:
+        from sklearn.model_selection import GroupShuffleSplit
+
+        gss = GroupShuffleSplit(n_splits=1, test_size=float(eval_fraction), random_state=split_seed)
+        tr, ev = next(gss.split(idx, groups=frame[group].astype(str).to_numpy()))
+    else:
+        from sklearn.model_selection import train_test_split
+
+        tr, ev = train_test_split(idx, test_size=float(eval_fraction), stratify=dataset.y, random_state=split_seed)
+    tr, ev = np.sort(tr), np.sort(ev)
+    labels = dataset.labels
+    n_train = len(tr)
+    params = {
+        "target_size": round(TEXT_STUDY_FRACTIONS["target_size"] * n_train),
+        "train_size": round(TEXT_STUDY_FRACTIONS["train_size"] * n_train),
+        "slice_size": max(1, round(TEXT_STUDY_FRACTIONS["slice_size"] * n_train)),
+        "tau": 0.75,
+        "n_partitions": 64,
+    }
+    train_X = {k: np.ascontiguousarray(X[tr]) for k, X in reps.items()}
+    eval_X = {k: np.ascontiguousarray(X[ev]) for k, X in reps.items()}
+    names = tuple(reps)
+    if evaluated is None:
+        full = next((k for k in names if "hypothesis" not in k and "hyp" not in k), names[0])
+        models = tuple([("logistic", k) for k in names] + [("rbf", full), ("knn", full)])
+    else:
+        models = tuple((f, r) for f, r in evaluated)
+        _check_evaluated(models, names, func)
+    strength = _strengths(train_X, dataset.y[tr], names, train_size=params["train_size"], n_partitions=16,
+                          seed=strength_seed, n_threads=n_threads)
+    ann = src = None
+    if annotator_column is not None:
+        if annotator_column not in frame.columns:
+            raise ValueError(f"The 'annotator_column' parameter of {func} must be a column of the dataset. Got "
+                             f"{annotator_column!r} instead.")
+        ann = [frame[annotator_column].iloc[i] for i in ev]
+    if annotator_source_column is not None:
+        if annotator_source_column not in frame.columns:
+            raise ValueError(f"The 'annotator_source_column' parameter of {func} must be a column of the dataset. "
+                             f"Got {annotator_source_column!r} instead.")
+        src = frame[annotator_source_column].to_numpy()[ev]
+    return AdversarySetup(
+        name=dataset.name,
+        train_X=train_X,
+        train_y=labels[tr],
+        eval_X=eval_X,
+        eval_y=labels[ev],
+        adversaries=tuple(sorted(names, key=lambda a: strength[a])),
+        evaluated=models,
+        params=params,
+        train_ids=dataset.ids[tr],
+        eval_ids=dataset.ids[ev],
+        annotator_labels=ann,
+        annotator_source=src,
+        descriptions=descs,
+        strength=strength,
+        meta={"group_column": group, "eval_fraction": float(eval_fraction), "random_state": seed,
+              "notes": notes},
+    )
