@@ -49,18 +49,23 @@ def _category_of(removed_round: NDArray[np.int32]) -> NDArray:
     return cat
 
 
-def _categories_frame(detail, names, seeds, eval_ids, eval_labels) -> pd.DataFrame:
-    parts = []
+def _finished_runs(detail, names, seeds):
+    """(adversary, seed, result) of every run that finished, adversaries in order, then seeds."""
     for a in names:
         for s in seeds:
             res = detail.get((a, s))
-            if res is None:
-                continue
-            rr = res.eval_removed_round
-            parts.append(pd.DataFrame({
-                "adversary": a, "seed": s, "row": np.arange(len(rr)), "id": eval_ids, "label": eval_labels,
-                "category": _category_of(rr), "removed_round": rr, "first_score": res.eval_first_score,
-            }))
+            if res is not None:
+                yield a, s, res
+
+
+def _categories_frame(detail, names, seeds, eval_ids, eval_labels) -> pd.DataFrame:
+    parts = []
+    for a, s, res in _finished_runs(detail, names, seeds):
+        rr = res.eval_removed_round
+        parts.append(pd.DataFrame({
+            "adversary": a, "seed": s, "row": np.arange(len(rr)), "id": eval_ids, "label": eval_labels,
+            "category": _category_of(rr), "removed_round": rr, "first_score": res.eval_first_score,
+        }))
     cols = ["adversary", "seed", "row", "id", "label", "category", "removed_round", "first_score"]
     if not parts:
         return pd.DataFrame(columns=cols)
@@ -91,19 +96,15 @@ def _category_summary(categories: pd.DataFrame, names: Sequence[str]) -> pd.Data
 
 def _runs_frame(detail, names, seeds) -> pd.DataFrame:
     rows = []
-    for a in names:
-        for s in seeds:
-            res = detail.get((a, s))
-            if res is None:
-                continue
-            rr = res.eval_removed_round
-            rows.append({
-                "adversary": a, "seed": s, "rounds": res.n_rounds, "stop_reason": res.stop_reason,
-                "train_rows": res.n_rows, "train_kept": res.n_kept, "n_eval": len(rr),
-                "removed_in_round_1": int((rr == 1).sum()), "removed_later": int((rr > 1).sum()),
-                "selected": int((rr < 0).sum()),
-                "seconds": round(float(res.history["seconds"].sum()), 4) if len(res.history) else 0.0,
-            })
+    for a, s, res in _finished_runs(detail, names, seeds):
+        rr = res.eval_removed_round
+        rows.append({
+            "adversary": a, "seed": s, "rounds": res.n_rounds, "stop_reason": res.stop_reason,
+            "train_rows": res.n_rows, "train_kept": res.n_kept, "n_eval": len(rr),
+            "removed_in_round_1": int((rr == 1).sum()), "removed_later": int((rr > 1).sum()),
+            "selected": int((rr < 0).sum()),
+            "seconds": round(float(res.history["seconds"].sum()), 4) if len(res.history) else 0.0,
+        })
     return pd.DataFrame(rows, columns=["adversary", "seed", "rounds", "stop_reason", "train_rows", "train_kept",
                                        "n_eval", "removed_in_round_1", "removed_later", "selected", "seconds"])
 
@@ -120,11 +121,8 @@ def _accuracies_frame(detail, names, seeds, models, correct) -> pd.DataFrame:
                          "representation": rep, "accuracy": float(acc[j]), "n_rows": n})
 
     add(NONE, None, np.ones(len(correct), dtype=bool))
-    for a in names:
-        for s in seeds:
-            res = detail.get((a, s))
-            if res is not None:
-                add(a, s, res.eval_kept)
+    for a, s, res in _finished_runs(detail, names, seeds):
+        add(a, s, res.eval_kept)
     frame = pd.DataFrame(rows, columns=["adversary", "seed", "model", "family", "representation", "accuracy",
                                         "n_rows"])
     frame["seed"] = frame["seed"].astype("Int64")
