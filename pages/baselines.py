@@ -1,7 +1,7 @@
 import streamlit as st
 
-from aflite_app import charts_baselines as cb
 from aflite_app import compute, ui
+from aflite_app.charts import baselines as cb
 from aflite_app.state import MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app

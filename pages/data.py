@@ -3,8 +3,8 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from aflite_app import charts_baselines as cb
 from aflite_app import compute, ui
+from aflite_app.charts import data as cb
 from aflite_app.state import BUNDLED, DATASET, UPLOADS
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app

@@ -1,7 +1,7 @@
 import streamlit as st
 
-from aflite_app import charts_dynamics as cd
 from aflite_app import compute, ui
+from aflite_app.charts import dynamics as cd
 from aflite_app.state import LAST
 
 ui.page_guard()

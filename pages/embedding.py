@@ -1,7 +1,7 @@
 import streamlit as st
 
 from aflite_app import compute, selection, ui
-from aflite_app.charts_embedding import COLOUR_MODES, embedding_scatter, similarity_heatmap
+from aflite_app.charts.embedding import COLOUR_MODES, embedding_scatter, similarity_heatmap
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 

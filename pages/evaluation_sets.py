@@ -2,8 +2,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from aflite_app import charts_evalsets as ce
 from aflite_app import compute, ui
+from aflite_app.charts import evalsets as ce
 from aflite_app.state import MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app

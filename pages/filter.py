@@ -1,6 +1,7 @@
 import streamlit as st
 
-from aflite_app import charts, compute, ui
+from aflite_app import compute, ui
+from aflite_app.charts import runs as charts
 from aflite_app.state import LAST, MODEL_FAMILIES, RUN, STRATEGY_LABELS, FilterSpec
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app

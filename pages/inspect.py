@@ -1,8 +1,8 @@
 import streamlit as st
 
-from aflite_app import charts_inspect, compute, exports, ui
+from aflite_app import compute, exports, ui
+from aflite_app.charts import inspect as charts_inspect
 from aflite_app.state import LAST, STRATEGY_LABELS
-from aflite_app.theme import KEPT, REMOVED
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
@@ -172,12 +172,9 @@ with tab_rows:
         if col in shown.columns:
             config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
 
-    def colour_status(value: str) -> str:
-        return f"color: {REMOVED}; font-weight: 600" if value == "removed" else f"color: {KEPT}"
-
     first = [c for c in ("row", "id", "image", *text_cols, "class", "status", "seed_frequency", "round")
              if c in shown.columns]
-    st.dataframe(shown.style.map(colour_status, subset=["status"]), hide_index=True, width="stretch",
+    st.dataframe(shown.style.map(charts_inspect.status_cell_style, subset=["status"]), hide_index=True, width="stretch",
                  column_order=first + [c for c in shown.columns if c not in first],
                  height=520, column_config=config, row_height=36 if "image" in shown.columns else None,
                  placeholder="–", key="inspect-table")

@@ -1,7 +1,7 @@
 import streamlit as st
 
-from aflite_app import charts_synthetic as charts
 from aflite_app import compute, ui
+from aflite_app.charts import synthetic as charts
 from aflite_app.compute import CIRCLES_LIVE_FOLDS, CirclesRunSpec, CirclesSpec
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app

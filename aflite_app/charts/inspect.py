@@ -9,10 +9,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .charts import style
-from .theme import KEPT, REMOVED, TAU_LINE
+from .theme import KEPT, REMOVED, TAU_LINE, style
 
-__all__ = ["artifact_chart", "class_status_chart", "pixel_artifact_chart", "stability_chart"]
+__all__ = ["artifact_chart", "class_status_chart", "pixel_artifact_chart", "stability_chart", "status_cell_style"]
+
+
+def status_cell_style(value: str) -> str:
+    """CSS of a ``status`` cell of the rows table: removed in bold vermillion, kept in blue (``Styler.map``)."""
+    return f"color: {REMOVED}; font-weight: 600" if value == "removed" else f"color: {KEPT}"
 
 
 def class_status_chart(impact: pd.DataFrame, *, title: str | None = None) -> go.Figure:

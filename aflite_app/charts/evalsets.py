@@ -20,8 +20,7 @@ from plotly.subplots import make_subplots
 from aflite_core.evalsets import NONE, AdversaryStudy
 from aflite_core.result import EVAL_CATEGORIES
 
-from .charts import style
-from .theme import CLASS_COLOURS, KEPT, NEUTRAL, REMOVED, TAU_LINE
+from .theme import CLASS_COLOURS, KEPT, NEUTRAL, REMOVED, TAU_LINE, style
 
 __all__ = [
     "CATEGORY_COLOURS",
