@@ -81,13 +81,13 @@ def _small_upload(seed: int = 0):
     """A 2-class, 50-row table whose labels are noise: nothing is predictable."""
     import pandas as pd
 
-    from aflite_app import compute
+    from aflite_app.compute import uploads
 
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame(rng.normal(size=(50, 3)), columns=["a", "b", "c"])
     frame["label"] = np.repeat(["cat", "dog"], 25)
-    outcome = compute.load_upload(frame.to_csv(index=False).encode(), "noise.csv",
-                                  compute.UploadOptions(label_column="label", feature_columns=("a", "b", "c")))
+    outcome = uploads.load_upload(frame.to_csv(index=False).encode(), "noise.csv",
+                                  uploads.UploadOptions(label_column="label", feature_columns=("a", "b", "c")))
     assert outcome.ok, outcome.error
     return outcome
 

@@ -1,393 +1,34 @@
-"""The one module that owns the app's caches: datasets, AFLite runs, and everything derived from them.
+"""The app's cached compute layer (being split into one module per page; the remaining sections live here).
 
 Pages call these functions with small frozen specs (:mod:`aflite_app.state`) and never compute themselves.
-Datasets and results are immutable by convention, so ``st.cache_resource`` hands out the same object
-without copying; every cache is bounded.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
-import streamlit as st
-
-from aflite_core import AFLiteResult, aflite
-from aflite_core.datasets import Dataset
-
-from .run_root import MAX_DEPTH as RUN_ROOT_DEPTH  # noqa: F401  (shown on the Data page)
-from .run_root import RUN_ROOT_ENV  # noqa: F401
-from .state import BUNDLED, UPLOADS, DatasetSpec, FilterSpec
-
-#: rows above which the app refuses interactive filtering and points to the CLI
-MAX_INTERACTIVE_ROWS = 60_000
-#: columns an uploaded table may have (counted before it is parsed)
-MAX_UPLOAD_COLUMNS = 10_000
-
-
-class LRUStore(OrderedDict):
-    """A bounded store of finished computations (runs, studies, reports), shared by every session.
-
-    ``st.cache_resource`` keeps one store per kind; background threads put results in it, pages look them up.
-    Least recently used entries go first once ``limit`` is reached.
-    """
-
-    def __init__(self, limit: int) -> None:
-        super().__init__()
-        self.limit = limit
-
-    def recall(self, key):
-        """The entry for ``key`` (marked as just used), or None."""
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        return None
-
-    def keep(self, key, value) -> None:
-        """Store ``value`` under ``key``, dropping the least recently used entries beyond the limit."""
-        self[key] = value
-        self.move_to_end(key)
-        while len(self) > self.limit:
-            self.popitem(last=False)
-
-
-# -- datasets ------------------------------------------------------------------------------------------------
-@st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")
-def bundled_dataset(key: str) -> Dataset:
-    """A bundled dataset by key (see :data:`aflite_app.state.BUNDLED`)."""
-    from aflite_core import datasets, synthetic
-
-    if key == "digits":
-        return datasets.load_digits_dataset()
-    if key == "planted":
-        X, y, biased = synthetic.make_planted_bias(2000, 16, class_sep=0.3, bias_fraction=0.25, random_state=0)
-        return _synthetic_dataset("planted", X, y, {"planted bias": biased},
-                                  "Two Gaussian classes a linear model separates only weakly; 25 % of the rows "
-                                  "carry a label-revealing shift (the planted bias AFLite should remove).")
-    if key == "circles":
-        data = synthetic.make_biased_circles(1000, separation=0.5, flip_fraction=0.1, random_state=0)
-        return _synthetic_dataset("circles", data.X, data.y, {"planted bias": data.is_biased,
-                                                             "flipped label": data.is_flipped},
-                                  "Two classes on concentric circles; 75 % of each class carry class-specific "
-                                  "bias features, some biased rows have flipped labels (ICML 2020, §3).")
-    raise ValueError(f"Unknown bundled dataset {key!r}; choose one of {list(BUNDLED)}.")
-
-
-def _synthetic_dataset(name: str, X, y, truth: dict[str, np.ndarray], description: str) -> Dataset:
-    import pandas as pd
-
-    frame = pd.DataFrame({"label": np.asarray(y)})
-    for col, values in truth.items():
-        frame[col] = np.asarray(values, dtype=bool)
-    for j in range(min(X.shape[1], 4)):
-        frame[f"x{j}"] = X[:, j]
-    classes = tuple(sorted(set(np.asarray(y).tolist())))
-    return Dataset(name=name, frame=frame, label_column="label", classes=classes,
-                   y=np.searchsorted(classes, y).astype(np.int32), ids=np.arange(len(y)),
-                   representations={"features": np.asarray(X, dtype=np.float32)},
-                   representation_descriptions={"features": f"raw features ({X.shape[1]}-d)"},
-                   description=description, meta={"planted_truth": list(truth)})
-
-
-def dataset(spec: DatasetSpec | str) -> Dataset:
-    """The dataset behind a spec: bundled (cached for everyone) or uploaded in this session."""
-    key = spec.key if isinstance(spec, DatasetSpec) else spec
-    uploads = st.session_state.get(UPLOADS, {})
-    if key in uploads:
-        return uploads[key]
-    return bundled_dataset(key)
-
-
-def dataset_choices() -> dict[str, str]:
-    """Key -> label of every dataset this session can pick."""
-    out = dict(BUNDLED)
-    for key, data in st.session_state.get(UPLOADS, {}).items():
-        kind = "Opened" if key.startswith("run-") else "Uploaded"
-        out[key] = f"{kind}: {data.name} ({data.n_rows:,} rows)"
-    return out
-
-
-def upload_key(payload: bytes, options: dict[str, Any]) -> str:
-    """Stable key of an upload (content + parsing options)."""
-    h = hashlib.sha256(payload)
-    h.update(repr(sorted(options.items())).encode())
-    return "upload-" + h.hexdigest()[:12]
-
-
-# -- AFLite runs ---------------------------------------------------------------------------------------------
-def _model(name: str):
-    if name == "knn":
-        from sklearn.neighbors import KNeighborsClassifier
-
-        return KNeighborsClassifier(n_neighbors=15)
-    return name
-
-
-RESULT_STORE_SIZE = 48
-
-
-@st.cache_resource(max_entries=1)
-def _result_store() -> LRUStore:
-    """Finished runs by spec, shared by the cached path and background runs."""
-    return LRUStore(RESULT_STORE_SIZE)
-
-
-def stored_result(spec: FilterSpec) -> AFLiteResult | None:
-    """A finished run for this spec, if any (no computation): opened run directories first, then the store."""
-    from .state import RUN_DIRS
-
-    opened = st.session_state.get(RUN_DIRS, {})
-    for entry in opened.values():
-        if entry["spec"] == spec:
-            return entry["result"]
-    return _result_store().recall(spec)
-
-
-def sync_wait() -> float:
-    """Seconds a page waits for a run before showing the progress bar (fast runs then appear at once).
-
-    ``AFLITE_APP_SYNC_WAIT`` overrides the default 1.5 s (tests set it high so runs finish within one script run).
-    """
-    import os
-
-    return float(os.environ.get("AFLITE_APP_SYNC_WAIT", "1.5"))
-
-
-def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
-    """Starting values of the Filter form for a dataset of ``n_rows`` rows."""
-    target = max(n_classes + 2, round(0.5 * n_rows))
-    train = max(n_classes + 1, min(round(0.25 * n_rows), target - 1))
-    return {"target_size": int(target), "train_size": int(train), "n_partitions": 64,
-            "slice_size": int(max(1, round(0.05 * n_rows)))}
-
-
-def _prepared(spec: FilterSpec):
-    data = dataset(spec.dataset)
-    if data.n_rows > MAX_INTERACTIVE_ROWS:
-        raise ValueError(
-            f"{data.n_rows:,} rows is more than the app filters interactively ({MAX_INTERACTIVE_ROWS:,}). Run "
-            "`python -m aflite_core filter ... --out RUN_DIR` and open the run directory on the Data page."
-        )
-    return data.representation(spec.dataset.representation), data.y, data.ids
-
-
-def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
-    """Everything a background thread needs to run ``spec``, resolved now (threads see no session state).
-
-    Validation happens here, in the page's thread, so bad parameters show as ``st.error`` at once.
-    """
-    X, y, ids = _prepared(spec)
-    store = _result_store()
-    kwargs = spec.as_kwargs()
-    from aflite_core.filtering import _resolve
-
-    _resolve(X, y, func="aflite", eval_X=None, eval_y=None, ids=None, eval_ids=None,
-             **{k: kwargs[k] for k in ("target_size", "n_partitions", "train_size", "slice_size", "tau", "strategy")})
-
-    def target(callback: Callable) -> AFLiteResult:
-        result = aflite(X, y, model=_model(spec.model), random_state=spec.seed, callback=callback, ids=ids,
-                        **kwargs)
-        if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
-            store.keep(spec, result)
-        return result
-
-    return target
-
-
-def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResult:
-    """Run (or fetch) AFLite for ``spec`` in this thread."""
-    hit = stored_result(spec)
-    if hit is not None:
-        return hit
-    return prepare_run(spec)(callback or (lambda _p: True))
-
-
-def class_impact(result: AFLiteResult, threshold: float = 0.5):
-    """Per-class counts before/after with a warning flag (see :func:`aflite_core.analysis.class_impact`).
-
-    Takes the result the page already has — a stopped (partial) run is never stored, so fetching it again by
-    its spec would re-run the whole filter. Not cached: a group-by over at most 60k rows costs milliseconds,
-    and a cache keyed by the spec would serve a partial run's counts for the full run of the same spec.
-    """
-    from aflite_core.analysis import class_impact as impact
-
-    return impact(result.labels, result.kept, threshold=threshold)
-
-
-# -- run directories made by the CLI -------------------------------------------------------------------------
-def run_root_folder():
-    """The run root the Data page opens runs from (see :mod:`aflite_app.run_root`)."""
-    from .run_root import run_root
-
-    return run_root()
-
-
-def run_directories() -> list[str]:
-    """Run directories below the run root, relative to it (listed afresh on every call: a cheap folder walk)."""
-    from .run_root import list_run_directories, run_root
-
-    return list_run_directories(run_root())
-
-
-#: session key of the opened run directories (see :func:`register_run_directory`)
-RUN_DIRS_KEY = "run_dirs"
-#: runs larger than this skip re-hashing the features when opened (shape and label hash are still checked)
-HASH_CHECK_BYTES = 512 * 2**20
-
-
-def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
-                       labels: tuple[str, bytes] | None = None):
-    """Open a run directory below the run root, written by ``python -m aflite_core filter`` or ``save``.
-
-    ``path`` is relative to the run root (:func:`aflite_app.run_root.run_root`); nothing outside it is ever
-    opened, symbolic links included. The run's own record (``cli_args.json``) says where its features and
-    labels are; they are memory-mapped when they lie below the run root too. Otherwise (or when the files
-    moved) the user uploads them: ``features`` / ``labels`` are ``(file name, bytes)``. Checks that the files
-    are the ones the run used: same shape, same labels (hash), and for feature files up to
-    :data:`HASH_CHECK_BYTES` the same bytes. No message quotes a file's content.
-
-    Returns
-    -------
-    (key, Dataset, FilterSpec, AFLiteResult)
-
-    Raises
-    ------
-    ValueError
-        With one sentence saying what is missing, outside the run root, or does not match.
-    """
-    import io
-    import json
-    from pathlib import Path
-
-    from aflite_core._utils import hash_array, hash_labels
-    from aflite_core._validation import check_labels
-    from aflite_core.io import read_features, read_labels
-
-    from .run_root import inside_root, run_root
-    from .state import DatasetSpec
-
-    root = run_root()
-    if not str(path).strip():
-        raise ValueError("Choose a run directory (the --out folder of `python -m aflite_core filter`, saved below "
-                         "the run root).")
-    run_dir = inside_root(root, path, what="That run directory")
-    if not run_dir.is_dir() or not (run_dir / "result.json").is_file():
-        raise ValueError(f"'{path}' below the run root is not a run directory (it has no result.json).")
-    shown_dir = run_dir.relative_to(root).as_posix() or "."
-    result = AFLiteResult.load(run_dir)
-    record: dict = {}
-    if (run_dir / "cli_args.json").is_file():
-        try:
-            record = json.loads((run_dir / "cli_args.json").read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            record = {}
-        record = record if isinstance(record, dict) else {}
-
-    def recorded(key: str, what: str):
-        value = record.get(key)
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"The run '{shown_dir}' does not say where its {what} are (no cli_args.json): upload "
-                             f"the {what} it was run on below.")
-        try:
-            return inside_root(root, value, base=run_dir, what=f"This run's {what} file ({Path(value).name})")
-        except ValueError as exc:
-            raise ValueError(f"{exc} Upload the {what} the run was made on below, or re-run the CLI with "
-                             "--copy-inputs so the run directory holds them.") from None
-
-    if features is not None:
-        X = read_features(io.BytesIO(features[1]), max_bytes=upload_limit_bytes())
-        features_name = features[0]
-    else:
-        features_path = recorded("features", "features")
-        X = read_features(features_path, mmap=True)
-        features_name = features_path.name
-    if X.shape != (result.n_rows, int(result.params["n_features"])):
-        raise ValueError(f"The features '{features_name}' have shape {X.shape}, but the run was made on "
-                         f"{result.n_rows:,} rows × {result.params['n_features']} features.")
-    if labels is not None:
-        source = io.BytesIO(labels[1])
-        source.name = labels[0]
-        labels_name = labels[0]
-    else:
-        source = recorded("labels", "labels")
-        labels_name = source.name
-    mismatch = ValueError(f"The labels '{labels_name}' are not the ones the run in '{shown_dir}' was made with.")
-    label_column = record.get("label_column") if isinstance(record.get("label_column"), str) else None
-    try:  # a labels file that does not fit is refused without quoting it
-        y = read_labels(source, column=label_column, max_bytes=upload_limit_bytes() if labels else None,
-                        max_rows=result.n_rows)
-        enc = check_labels(y, "labels", "open_run_directory", n_rows=result.n_rows)
-    except ValueError:
-        raise mismatch from None
-    if enc.classes != tuple(result.classes) or hash_labels(enc.codes, enc.classes) != result.provenance.get(
-            "y_sha256", hash_labels(enc.codes, enc.classes)):
-        raise mismatch
-    if X.dtype == np.float32 and X.nbytes <= HASH_CHECK_BYTES and result.provenance.get("x_sha256") and \
-            hash_array(X) != result.provenance["x_sha256"]:
-        raise ValueError(f"The features '{features_name}' are not the ones the run in '{shown_dir}' was made with "
-                         "(their sha256 differs).")
-    features = features_name
-    labels_path = labels_name
-    import pandas as pd
-
-    ids = result.ids if result.ids is not None else np.arange(result.n_rows)
-    frame = pd.DataFrame({"id": ids, "label": result.labels})
-    key = "run-" + hashlib.sha256(str(run_dir).encode()).hexdigest()[:12]
-    how = "memory-mapped" if isinstance(X, np.memmap) else "uploaded"
-    data = Dataset(name=f"run {shown_dir}", frame=frame, label_column="label", classes=tuple(result.classes),
-                   y=result.y, ids=np.asarray(ids), representations={"features": X},
-                   representation_descriptions={"features": f"{features} ({X.shape[1]}-d, {how})"},
-                   description=f"Features and labels of the CLI run '{shown_dir}' (below the run root).",
-                   id_column="id", meta={"run_dir": shown_dir, "features": str(features), "labels": str(labels_path)})
-    p = result.params
-    family = p["model"].get("class", "")
-    model = "linear" if p["model"].get("family") == "linear" else (
-        "logistic" if family.endswith("LogisticRegression") else "knn" if family.endswith("KNeighborsClassifier")
-        else "linear")
-    spec = FilterSpec(dataset=DatasetSpec(key, "features"), target_size=int(p["target_size"]),
-                      train_size=int(p["train_size"]), slice_size=int(p["slice_size"]), tau=float(p["tau"]),
-                      n_partitions=int(p["n_partitions"]), strategy=str(p["strategy"]), model=model,
-                      seed=int(p["seed"]))
-    return key, data, spec, result
-
-
-def register_run_directory(session: Any, key: str, data: Dataset, spec: FilterSpec, result: AFLiteResult) -> None:
-    """Make an opened run the current dataset and run of this session (call from a widget callback)."""
-    from .state import LAST, RUN_DIRS, UPLOADS
-
-    session.setdefault(UPLOADS, {})[key] = data
-    session.setdefault(RUN_DIRS, {})[key] = {"spec": spec, "result": result}
-    select_dataset(session, key)
-    session[LAST] = spec
-    # the Filter page then shows this run (its widgets start at the run's parameters)
-    for name, value in (("target", spec.target_size), ("train", spec.train_size), ("m", spec.n_partitions),
-                        ("seed", spec.seed), ("k", spec.slice_size), ("strategy", spec.strategy),
-                        ("model", spec.model)):
-        session[f"{name}-{key}"] = value
-    session["tau"] = spec.tau
-
-
-# -- predictability views ------------------------------------------------------------------------------------
-def class_names(data: Dataset) -> list[str]:
-    """Class names as strings, in code order."""
-    return [str(c) for c in data.classes]
-
-
-# ============================================================================================================
-# Page sections. Each page's cached computations live in its own section below (one owner per section).
-# ============================================================================================================
 
 # == section: synthetic ==
 # The Synthetic circles page (the paper's Figure 2, live). Three caches, from slowest-changing to fastest:
 # the datasets (cache_resource, keyed by CirclesSpec), their "before" accuracies (cache_data, keyed by
 # CirclesSpec + folds; independent of τ and k) and the AFLite runs with the "after" accuracies
 # (cache_resource, keyed by CirclesRunSpec = CirclesSpec + AFLite parameters).
-from dataclasses import dataclass as _syn_dataclass  # noqa: E402
+from dataclasses import dataclass as _syn_dataclass
+from typing import Any
 
-from aflite_core import synthetic as _synthetic  # noqa: E402
+import numpy as np
+import streamlit as st
+
+from aflite_core import AFLiteResult
+from aflite_core import synthetic as _synthetic
+from aflite_core.datasets import Dataset
+
+from ..state import UPLOADS, DatasetSpec, FilterSpec
+from ._stores import MAX_INTERACTIVE_ROWS, MAX_UPLOAD_COLUMNS, LRUStore, upload_limit_bytes
+from .datasets import class_names, dataset, dataset_choices  # noqa: F401  (interim: pages still use them)
+from .runs import model_for as _model
+from .runs import run_filter, stored_result
+from .uploads import UPLOAD_TABLE_TYPES  # noqa: F401  (interim: the Evaluation sets page)
 
 #: CV folds of the accuracies in the live view (the paper's protocol uses 5; 3 keeps a τ/k change under ~2 s)
 CIRCLES_LIVE_FOLDS = 3
@@ -622,7 +263,7 @@ def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
     """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation)."""
-    from .runner import BackgroundRun
+    from ..runner import BackgroundRun
 
     rows = embedding_rows(_X.shape[0])
     sample = np.array(_X[rows], dtype=np.float32)
@@ -680,7 +321,7 @@ def embedding_frame(spec: FilterSpec, view: EmbeddingView):
 
 def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200):
     """The selected rows as a display table (first ``cap``) and their counts (see :mod:`aflite_app.selection`)."""
-    from . import selection
+    from .. import selection
 
     return selection.selection_table(dataset(spec.dataset), run_filter(spec), rows, cap=cap)
 
@@ -778,14 +419,14 @@ def inspect_result(ref: InspectRef) -> AFLiteResult:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _inspect_thumbnails(key: str, _data: Dataset) -> list[str] | None:
-    from . import exports
+    from .. import exports
 
     return None if _data.images is None else exports.image_thumbnails(_data.images)
 
 
 @st.cache_data(max_entries=8, show_spinner="Building the table of rows…")
 def _inspect_table(ref: InspectRef, _result: AFLiteResult, _data: Dataset) -> _inspect_pd.DataFrame:
-    from . import exports
+    from .. import exports
 
     return exports.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
 
@@ -800,7 +441,7 @@ def _inspect_class_impact(ref: InspectRef, threshold: float, _result: AFLiteResu
                           _data: Dataset) -> _inspect_pd.DataFrame:
     from aflite_core.analysis import class_impact as impact
 
-    from . import exports
+    from .. import exports
 
     frame = impact(exports.class_names(_data, _result), _result.kept, threshold=threshold)
     order = {str(c): i for i, c in enumerate(_data.classes)}
@@ -817,7 +458,7 @@ def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLite
                     _data: Dataset) -> _inspect_pd.DataFrame:
     from aflite_core.analysis import token_artifacts
 
-    from . import exports
+    from .. import exports
 
     texts, _ = exports.artifact_texts(_data)
     return token_artifacts(texts, exports.class_names(_data, _result), _result.kept, top_k=top_k,
@@ -829,7 +470,7 @@ def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteR
                       _data: Dataset) -> _inspect_pd.DataFrame:
     from aflite_core.analysis import feature_artifacts
 
-    from . import exports
+    from .. import exports
 
     X, names = exports.feature_matrix(_data, source)
     frame = feature_artifacts(X, _result.kept, y=exports.class_names(_data, _result), top_k=top_k)
@@ -877,7 +518,7 @@ def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
     Returns the session record of :data:`INSPECT_LOADED` (the page stores it). Nothing is cached: the run
     lives in this session only.
     """
-    from . import exports
+    from .. import exports
 
     data = dataset(dspec)
     result = exports.load_run_zip(payload, name=f"'{name}'", expected_rows=data.n_rows)
@@ -933,7 +574,7 @@ def inspect_stability(spec: FilterSpec, n_seeds: int) -> tuple[_inspect_pd.DataF
     """
     from aflite_core.analysis import stability_from_results
 
-    from . import exports
+    from .. import exports
 
     specs = stability_specs(spec, n_seeds)
     report = stability_from_results([run_filter(s) for s in specs])
@@ -1199,271 +840,6 @@ def default_partial_input(data: Dataset, used: str | None) -> str | None:
     return choices[0] if choices and _is_partial(data, choices[0]) else None
 # == end section: baselines ==
 
-# == section: data ==
-# The Data page: bundled datasets, and "bytes + options -> Dataset or error message" for uploads (a plain
-# function, so tests can call it without a file uploader). Parsing goes through aflite_core's loaders, which never
-# unpickle and raise ValueError with one sentence naming the file and the problem.
-from dataclasses import asdict as _up_asdict  # noqa: E402
-from dataclasses import dataclass as _up_dataclass  # noqa: E402
-
-#: table files the uploader accepts (aflite_core.io.TABLE_FORMATS)
-UPLOAD_TABLE_TYPES = ("csv", "tsv", "tab", "parquet", "pq", "jsonl", "ndjson")
-#: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
-MAX_SESSION_UPLOADS = 5
-
-
-def cli_hint(name: str = "TABLE.csv", label_column: str = "label") -> str:
-    """The command that filters data too large for the app (the CLI reads .npy features and a label file)."""
-    return (f"python -m aflite_core filter --features FEATURES.npy --labels {name} --label-column {label_column} "
-            "--train-size 0.25 --target-size 0.5 --out RUN_DIR")
-
-
-def upload_limit_bytes() -> int:
-    """The upload limit of the Streamlit server (``server.maxUploadSize`` in .streamlit/config.toml, MB)."""
-    return int(st.get_option("server.maxUploadSize")) * 2**20
-
-
-@_up_dataclass(frozen=True)
-class UploadOptions:
-    """How to read an uploaded table: which columns are what, which features to build."""
-
-    label_column: str
-    id_column: str | None = None
-    text_columns: tuple[str, ...] = ()
-    pair: tuple[str, str] | None = None  # (premise, hypothesis)
-    feature_columns: tuple[str, ...] = ()  # numeric columns used as one representation
-    text_features: bool = False  # TF-IDF + SVD of the text columns (and hypothesis-only for a pair)
-    partial_columns: tuple[str, ...] = ()  # an extra partial-input TF-IDF view of only these text columns
-    n_components: int = 128
-
-
-@_up_dataclass(frozen=True)
-class UploadOutcome:
-    """A parsed upload: the Dataset and its session key, or the loader's error message."""
-
-    key: str
-    dataset: Dataset | None
-    error: str | None
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        """True when the upload gave a Dataset."""
-        return self.dataset is not None
-
-
-def _too_many_rows(n_rows: int | None, name: str, label_column: str = "label") -> ValueError:
-    count = f"{n_rows:,} rows" if n_rows is not None else "more rows"
-    return ValueError(
-        f"'{name}' has {count}, more than the app filters interactively ({MAX_INTERACTIVE_ROWS:,}). "
-        f"Filter it from the command line instead: `{cli_hint(name, label_column)}` (features as an aligned .npy "
-        "file)."
-    )
-
-
-@st.cache_resource(max_entries=2, show_spinner="Reading the table…")
-def _read_upload_table(digest: str, name: str, _payload: bytes):
-    from aflite_core.io import read_table
-    from aflite_core.preflight import RowLimitError
-
-    try:  # rows and columns are counted before anything is parsed: a huge upload is refused cheaply
-        return read_table(_payload, name=name, max_bytes=upload_limit_bytes(), max_rows=MAX_INTERACTIVE_ROWS,
-                          max_columns=MAX_UPLOAD_COLUMNS)
-    except RowLimitError as exc:
-        raise _too_many_rows(exc.n_rows, name) from None
-
-
-def upload_table(payload: bytes, name: str):
-    """The uploaded table as a DataFrame (cached by content; treat it as read-only).
-
-    Raises
-    ------
-    ValueError
-        The reader's message (not UTF-8, malformed, empty, unknown extension …), or too many rows for
-        interactive use (with the CLI command to use instead).
-    """
-    frame = _read_upload_table(hashlib.sha256(payload).hexdigest(), name, payload)
-    if len(frame) > MAX_INTERACTIVE_ROWS:
-        raise _too_many_rows(len(frame), name)
-    return frame
-
-
-def _feature_files(features: Any, features_name: str | None) -> tuple[tuple[str, bytes], ...]:
-    """``bytes`` (+ its name) or a sequence of ``(file name, bytes)`` -> a tuple of (file name, bytes)."""
-    if features is None:
-        return ()
-    if isinstance(features, (bytes, bytearray, memoryview)):
-        return ((features_name or "features.npy", bytes(features)),)
-    return tuple((str(n), bytes(b)) for n, b in features)
-
-
-def feature_representation_names(file_names: list[str], table_name: str) -> list[str]:
-    """A representation name per .npy file: its stem without the table's stem (``snli.hyp.npy`` -> ``hyp``)."""
-    from pathlib import Path
-
-    table_stem = Path(table_name).stem
-    names: list[str] = []
-    for fname in file_names:
-        stem = Path(fname).name
-        stem = stem[:-4] if stem.lower().endswith(".npy") else stem
-        if stem.startswith(table_stem + ".") or stem.startswith(table_stem + "_"):
-            stem = stem[len(table_stem) + 1:]
-        base = stem or "features"
-        candidate, i = base, 2
-        while candidate in names:
-            candidate, i = f"{base}_{i}", i + 1
-        names.append(candidate)
-    return names
-
-
-def upload_options_key(table: bytes, name: str, options: UploadOptions, features: Any = None,
-                       features_name: str | None = None) -> str:
-    """The session key of an upload: :func:`upload_key` of the table bytes and every option (features by hash).
-
-    ``features``: the bytes of one .npy file (named by ``features_name``) or a sequence of (file name, bytes).
-    """
-    files = _feature_files(features, features_name)
-    opts = {k: v for k, v in _up_asdict(options).items()}
-    opts.update(table_name=name, features=tuple((n, hashlib.sha256(b).hexdigest()) for n, b in files))
-    return upload_key(table, opts)
-
-
-def load_upload(table: bytes, name: str, options: UploadOptions, features: Any = None,
-                features_name: str | None = None) -> UploadOutcome:
-    """Bytes of a table (+ optional aligned .npy features) and the column choices -> a Dataset or an error.
-
-    ``features`` is the bytes of one .npy file (named by ``features_name``) or a sequence of (file name, bytes),
-    one representation per file (named by :func:`feature_representation_names`). Never raises for bad input: the
-    loader's ValueError/TypeError message comes back in ``error`` (missing label column, one class, duplicate ids,
-    not UTF-8, malformed JSONL, misaligned or pickled .npy, no features, too many rows …). Cached by
-    :func:`upload_options_key` (bounded).
-    """
-    files = _feature_files(features, features_name)
-    key = upload_options_key(table, name, options, files)
-    return _load_upload(key, name, options, table, files)
-
-
-@st.cache_resource(max_entries=4, show_spinner="Building the dataset (TF-IDF features may take a few seconds)…")
-def _load_upload(key: str, name: str, options: UploadOptions, _table: bytes,
-                 _files: tuple[tuple[str, bytes], ...]) -> UploadOutcome:
-    import io
-    import time
-    from pathlib import Path
-
-    from aflite_core.datasets import load_table_dataset
-    from aflite_core.features import tfidf_features
-
-    start = time.perf_counter()
-    limit = upload_limit_bytes()
-    try:
-        frame = upload_table(_table, name)  # fast refusal of huge tables before any feature is built
-        del frame
-        feats = {}
-        for rep, (fname, payload) in zip(feature_representation_names([f for f, _ in _files], name), _files):
-            fh = io.BytesIO(payload)
-            fh.name = fname
-            feats[rep] = fh
-        texts = tuple(options.text_columns) + tuple(c for c in (options.pair or ()) if c not in options.text_columns)
-        described = [f"label column '{options.label_column}'"]
-        if _files:
-            described.append("features from " + ", ".join(f"'{f}'" for f, _ in _files))
-        if options.feature_columns:
-            described.append(f"{len(options.feature_columns)} numeric feature columns")
-        if texts and options.text_features:
-            described.append("TF-IDF of " + ", ".join(f"'{c}'" for c in texts))
-        data = load_table_dataset(
-            _table, name=name, label_column=options.label_column, features=feats or None, max_bytes=limit,
-            max_rows=MAX_INTERACTIVE_ROWS,
-            id_column=options.id_column, text_columns=list(options.text_columns), pair=options.pair,
-            feature_columns=list(options.feature_columns) or None,
-            text_features=bool(options.text_features) if texts else None, n_components=options.n_components,
-            description=f"Uploaded table '{name}': " + "; ".join(described) + ".",
-        )
-        if options.partial_columns:
-            X = tfidf_features(data.frame, columns=list(options.partial_columns), n_components=options.n_components,
-                               random_state=1, n_threads=1)
-            cols = " + ".join(f"'{c}'" for c in options.partial_columns)
-            data = data.with_representation("tfidf_partial", X,
-                                            f"partial input: TF-IDF + SVD of {cols} alone ({X.shape[1]}-d)")
-        if data.n_classes < 2:  # pragma: no cover - the loader refuses one class already
-            raise ValueError(f"'{name}' has only one class; AFLite needs at least 2.")
-        small = data.class_counts()
-        small = small[small < 2]
-        if len(small):
-            raise ValueError(f"'{name}' has classes with a single row ({', '.join(map(str, small.index[:5]))}); "
-                             "AFLite needs at least 2 rows per class. Remove or merge them.")
-        return UploadOutcome(key=key, dataset=data, error=None, seconds=time.perf_counter() - start)
-    except (ValueError, TypeError, MemoryError) as exc:
-        return UploadOutcome(key=key, dataset=None, error=str(exc) or type(exc).__name__,
-                             seconds=time.perf_counter() - start)
-    except UnicodeError as exc:  # pragma: no cover - the readers turn decoding errors into ValueError
-        return UploadOutcome(key=key, dataset=None, error=f"'{Path(name).name}' is not UTF-8 text: {exc}",
-                             seconds=time.perf_counter() - start)
-
-
-def register_upload(session: Any, key: str, data: Dataset) -> None:
-    """Add an uploaded dataset to this session and select it (call from a widget callback).
-
-    ``session`` is ``st.session_state``. The sidebar lists every registered upload; at most
-    :data:`MAX_SESSION_UPLOADS` are kept (the oldest not selected is dropped first).
-    """
-    from .state import DATASET, REPRESENTATION
-
-    uploads = session.get(UPLOADS)
-    if uploads is None:
-        uploads = {}
-        session[UPLOADS] = uploads
-    uploads.pop(key, None)
-    uploads[key] = data
-    while len(uploads) > MAX_SESSION_UPLOADS:
-        oldest = next(k for k in uploads if k != key)
-        del uploads[oldest]
-    session[DATASET] = key
-    session[REPRESENTATION] = None
-
-
-def select_dataset(session: Any, key: str) -> None:
-    """Select a bundled or registered dataset (call from a widget callback, before the sidebar renders)."""
-    from .state import DATASET, REPRESENTATION
-
-    session[DATASET] = key
-    session[REPRESENTATION] = None
-
-
-def guess_columns(frame) -> dict[str, Any]:
-    """Starting choices for an uploaded table: label, id, text columns, pair and numeric feature columns."""
-    import pandas as pd
-
-    cols = [str(c) for c in frame.columns]
-    lower = {c.lower(): c for c in cols}
-    label = next((lower[n] for n in ("label", "labels", "gold_label", "y", "target", "class") if n in lower),
-                 cols[-1])
-    ident = next((lower[n] for n in ("id", "pairid", "uid", "guid", "example_id") if n in lower), None)
-    if ident is not None and frame[ident].duplicated().any():
-        ident = None
-    import re
-
-    texts = []
-    for c in cols:
-        if c in (label, ident) or pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
-            continue
-        # ids and label metadata are not text to learn from (SNLI's pair_id even ends in the label's initial)
-        if re.search(r"(^|[^a-z])(id|ids|label|labels|gold)($|[^a-z])", c.lower()) or c.lower().endswith("id"):
-            continue
-        sample = frame[c].dropna().head(200)
-        if len(sample) and sample.map(lambda x: isinstance(x, str)).all() \
-                and sample.str.split().str.len().mean() >= 3:  # sentences, not codes
-            texts.append(c)
-    pair = None
-    for a, b in (("premise", "hypothesis"), ("sentence1", "sentence2")):
-        if a in lower and b in lower:
-            pair = (lower[a], lower[b])
-            break
-    numeric = [c for c in cols if c not in (label, ident) and pd.api.types.is_numeric_dtype(frame[c])
-               and not pd.api.types.is_bool_dtype(frame[c])]
-    return {"label": label, "id": ident, "texts": [t for t in texts if not pair or t not in pair], "pair": pair,
-            "numeric": numeric}
-# == end section: data ==
 
 # == section: evalsets ==
 # The Evaluation sets page (Phang et al., "Adversarially Constructed Evaluation Sets Are More Challenging, but May
@@ -2270,7 +1646,7 @@ def _dynamics_examples(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, 
                        seed: int, _frame, _data: Dataset, _spurious):
     import pandas as pd
 
-    from . import exports
+    from .. import exports
 
     in_cell = _frame[(_frame["level"] == cell[0]) & (_frame["status"] == cell[1])]
     if len(in_cell) > n:
