@@ -1,8 +1,9 @@
 import streamlit as st
 
-from aflite_app import compute, ui
+from aflite_app import ui
 from aflite_app.charts import synthetic as charts
-from aflite_app.compute import CIRCLES_LIVE_FOLDS, CirclesRunSpec, CirclesSpec
+from aflite_app.compute import synthetic as compute
+from aflite_app.compute.synthetic import CIRCLES_LIVE_FOLDS, CirclesRunSpec, CirclesSpec
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
