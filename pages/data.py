@@ -1,6 +1,3 @@
-import hashlib
-
-import pandas as pd
 import streamlit as st
 
 from aflite_app import state, ui
@@ -23,12 +20,6 @@ def _use_upload(key: str, data) -> None:
     state.register_upload(st.session_state, key, data)
 
 
-def _representations(data) -> pd.DataFrame:
-    return pd.DataFrame({"representation": list(data.representations),
-                         "dimensions": [X.shape[1] for X in data.representations.values()],
-                         "what it is": [data.representation_descriptions.get(r, r) for r in data.representations]})
-
-
 current = st.session_state.get(DATASET)
 bundled_tab, upload_tab, run_tab = st.tabs(["Bundled datasets", "Upload your own", "Open a run directory"])
 
@@ -48,7 +39,7 @@ with bundled_tab:
                        + ", ".join(f"{c}: {n:,}" for c, n in counts.items()) + ")"
                        + (f" · planted truth columns: {', '.join(data.meta['planted_truth'])}"
                           if data.meta.get("planted_truth") else ""))
-            st.dataframe(_representations(data), hide_index=True, width="stretch")
+            st.dataframe(datasets.representation_table(data), hide_index=True, width="stretch")
             if data.images is not None:
                 st.plotly_chart(charts.sample_grid(data.images, data.y, data.classes, per_class=12), width="stretch",
                                 key=f"grid-{key}")
@@ -151,7 +142,7 @@ with upload_tab:
     with ui.errors():
         frame = uploads.upload_table(table_bytes, table_file.name)
     guess = uploads.guess_columns(frame)
-    tag = hashlib.sha256(table_bytes).hexdigest()[:10]  # new file, fresh choices
+    tag = uploads.content_tag(table_bytes)  # new file, fresh choices
     columns = [str(c) for c in frame.columns]
 
     st.markdown(f"**{table_file.name}**: {len(frame):,} rows, {len(columns)} columns.")
@@ -233,7 +224,7 @@ with upload_tab:
         st.plotly_chart(charts.class_count_chart(data.class_counts()), width="stretch", key="up-classes")
         ui.caption(f"Rows per class in '{label_column}'. AFLite needs at least 2 rows in every class.")
     with right:
-        st.dataframe(_representations(data), hide_index=True, width="stretch")
+        st.dataframe(datasets.representation_table(data), hide_index=True, width="stretch")
         ui.caption("The representations Φ(X) AFLite can filter with (chosen in the sidebar once in use).")
     if outcome.seconds > 0.5:
         st.caption(f"Built in {outcome.seconds:.1f} s.")

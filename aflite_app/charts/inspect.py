@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from .theme import KEPT, REMOVED, TAU_LINE, style
 
@@ -114,8 +115,6 @@ def pixel_artifact_chart(frame: pd.DataFrame, label: str, shape: tuple[int, int]
     ``frame`` is :func:`aflite_core.analysis.feature_artifacts` computed for *every* pixel (``top_k`` = number
     of pixels), dimensions numbered row by row over an image of ``shape`` (h, w).
     """
-    from plotly.subplots import make_subplots
-
     h, w = shape
     part = frame[frame["label"].astype(str) == str(label)]
     grids = {}

@@ -17,8 +17,16 @@ from aflite_core.datasets import Dataset, load_digits_dataset
 
 from ..state import BUNDLED, DatasetSpec, session_data
 
-__all__ = ["bundled_dataset", "class_names", "dataset", "dataset_choices", "default_partial_input", "is_partial_input",
-           "partial_input_choices"]
+__all__ = [
+    "bundled_dataset",
+    "class_names",
+    "dataset",
+    "dataset_choices",
+    "default_partial_input",
+    "is_partial_input",
+    "partial_input_choices",
+    "representation_table",
+]
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")
@@ -70,6 +78,13 @@ def dataset_choices() -> dict[str, str]:
         kind = "Opened" if key.startswith("run-") else "Uploaded"
         out[key] = f"{kind}: {data.name} ({data.n_rows:,} rows)"
     return out
+
+
+def representation_table(data: Dataset) -> pd.DataFrame:
+    """The representations Φ(X) of a dataset: name, dimensions and what each is (for a table on the Data page)."""
+    return pd.DataFrame({"representation": list(data.representations),
+                         "dimensions": [X.shape[1] for X in data.representations.values()],
+                         "what it is": [data.representation_descriptions.get(r, r) for r in data.representations]})
 
 
 def class_names(data: Dataset) -> list[str]:

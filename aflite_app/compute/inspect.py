@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core import AFLiteResult
+from aflite_core._utils import hash_array
 from aflite_core.analysis import class_impact, feature_artifacts, stability_from_results, token_artifacts
 from aflite_core.datasets import Dataset
 
@@ -135,10 +136,7 @@ def inspect_feature_artifacts(ref: InspectRef, result: AFLiteResult, source: str
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _inspect_representation(ref: InspectRef, x_sha256: str | None, _data: Dataset) -> str | None:
-    try:  # the engine's fingerprint of X (provenance["x_sha256"]); private to the core, so fail soft
-        from aflite_core._utils import hash_array
-    except ImportError:
-        return None
+    # the engine's fingerprint of X (provenance["x_sha256"]), the one opening a run directory checks too
     for name, X in _data.representations.items():
         if x_sha256 is not None and hash_array(X) == x_sha256:
             return name

@@ -26,8 +26,14 @@ from ..run_root import RUN_ROOT_ENV, inside_root, list_run_directories, run_root
 from ..state import DatasetSpec, FilterSpec
 from ._stores import upload_limit_bytes
 
-__all__ = ["HASH_CHECK_BYTES", "RUN_ROOT_DEPTH", "RUN_ROOT_ENV", "open_run_directory", "run_directories",
-           "run_root_folder"]
+__all__ = [
+    "HASH_CHECK_BYTES",
+    "RUN_ROOT_DEPTH",
+    "RUN_ROOT_ENV",
+    "open_run_directory",
+    "run_directories",
+    "run_root_folder",
+]
 
 #: runs larger than this skip re-hashing the features when opened (shape and label hash are still checked)
 HASH_CHECK_BYTES = 512 * 2**20

@@ -21,8 +21,15 @@ from ..state import FilterSpec, session_data
 from . import _stores
 from .datasets import dataset
 
-__all__ = ["RESULT_STORE_SIZE", "class_impact", "filter_defaults", "model_for", "prepare_run", "run_filter",
-           "stored_result"]
+__all__ = [
+    "RESULT_STORE_SIZE",
+    "class_impact",
+    "filter_defaults",
+    "model_for",
+    "prepare_run",
+    "run_filter",
+    "stored_result",
+]
 
 RESULT_STORE_SIZE = 48
 

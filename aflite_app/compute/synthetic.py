@@ -16,8 +16,18 @@ import streamlit as st
 
 from aflite_core import synthetic
 
-__all__ = ["CIRCLES_LIVE_FOLDS", "CIRCLES_MAX_LEVELS", "CirclesRunSpec", "CirclesSpec", "circles_before",
-           "circles_datasets", "circles_experiment", "circles_headline", "circles_round", "parse_separations"]
+__all__ = [
+    "CIRCLES_LIVE_FOLDS",
+    "CIRCLES_MAX_LEVELS",
+    "CirclesRunSpec",
+    "CirclesSpec",
+    "circles_before",
+    "circles_datasets",
+    "circles_experiment",
+    "circles_headline",
+    "circles_round",
+    "parse_separations",
+]
 
 #: CV folds of the accuracies in the live view (the paper's protocol uses 5; 3 keeps a τ/k change under ~2 s)
 CIRCLES_LIVE_FOLDS = 3

@@ -26,8 +26,20 @@ from aflite_core.preflight import RowLimitError
 
 from . import _stores
 
-__all__ = ["UPLOAD_TABLE_TYPES", "UploadOptions", "UploadOutcome", "cli_hint", "feature_representation_names",
-           "guess_columns", "load_upload", "upload_key", "upload_limits", "upload_options_key", "upload_table"]
+__all__ = [
+    "UPLOAD_TABLE_TYPES",
+    "UploadOptions",
+    "UploadOutcome",
+    "cli_hint",
+    "content_tag",
+    "feature_representation_names",
+    "guess_columns",
+    "load_upload",
+    "upload_key",
+    "upload_limits",
+    "upload_options_key",
+    "upload_table",
+]
 
 #: table files the uploader accepts (aflite_core.io.TABLE_FORMATS)
 UPLOAD_TABLE_TYPES = ("csv", "tsv", "tab", "parquet", "pq", "jsonl", "ndjson")
@@ -36,6 +48,11 @@ UPLOAD_TABLE_TYPES = ("csv", "tsv", "tab", "parquet", "pq", "jsonl", "ndjson")
 def upload_limits() -> tuple[int, int]:
     """What an upload may hold: ``(bytes, rows)`` (the server's upload limit and the app's row limit)."""
     return _stores.upload_limit_bytes(), _stores.MAX_INTERACTIVE_ROWS
+
+
+def content_tag(payload: bytes) -> str:
+    """A short digest of a file's bytes: widget keys built with it start afresh for every new file."""
+    return hashlib.sha256(payload).hexdigest()[:10]
 
 
 def upload_key(payload: bytes, options: dict[str, Any]) -> str:
