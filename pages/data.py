@@ -12,14 +12,6 @@ st.caption("Choose what AFLite filters: a bundled dataset, or your own table wit
            "dataset you pick here is the one in the sidebar, used by every page.")
 
 
-def _select(key: str) -> None:
-    state.select_dataset(st.session_state, key)
-
-
-def _use_upload(key: str, data) -> None:
-    state.register_upload(st.session_state, key, data)
-
-
 current = st.session_state.get(DATASET)
 bundled_tab, upload_tab, run_tab = st.tabs(["Bundled datasets", "Upload your own", "Open a run directory"])
 
@@ -32,7 +24,8 @@ with bundled_tab:
             if key == current:
                 button.success("In use")
             else:
-                button.button("Use this dataset", key=f"use-{key}", on_click=_select, args=(key,))
+                button.button("Use this dataset", key=f"use-{key}", on_click=state.select_dataset,
+                              args=(st.session_state, key))
             st.markdown(data.description)
             counts = data.class_counts()
             st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ("
@@ -56,7 +49,8 @@ with bundled_tab:
             if key == current:
                 right.success("In use")
             else:
-                right.button("Use this dataset", key=f"use-{key}", on_click=_select, args=(key,))
+                right.button("Use this dataset", key=f"use-{key}", on_click=state.select_dataset,
+                             args=(st.session_state, key))
 
 def _upload(key: str):
     file = st.session_state.get(key)
@@ -208,8 +202,8 @@ with upload_tab:
         b1.success("In use")
         b2.page_link("pages/filter.py", label="Filter it now")
     else:
-        b1.button("Use this dataset", type="primary", key="use-upload", on_click=_use_upload,
-                  args=(outcome.key, data))
+        b1.button("Use this dataset", type="primary", key="use-upload", on_click=state.register_upload,
+                  args=(st.session_state, outcome.key, data))
         b2.caption("Adds it to the sidebar's dataset list and selects it for every page.")
 
     st.subheader("Preview")
