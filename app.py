@@ -13,7 +13,7 @@ import streamlit as st
 from aflite_app import state, ui
 
 st.set_page_config(page_title="AFLite Studio", page_icon="🧹", layout="wide")
-state.init_session(st)
+state.init_session(st.session_state)
 
 PAGES = {
     "AFLite Studio": [

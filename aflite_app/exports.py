@@ -45,6 +45,7 @@ __all__ = [
     "feature_matrix",
     "feature_sources",
     "filter_rows",
+    "human_bytes",
     "image_thumbnails",
     "load_run_zip",
     "parquet_bytes",
@@ -397,7 +398,8 @@ def run_zip_bytes(result: AFLiteResult) -> bytes:
     return buf.getvalue()
 
 
-def _human(n: float) -> str:
+def human_bytes(n: float) -> str:
+    """A byte count for people: "512 bytes", "1.5 KB", "200.0 MB", "1.2 GB" (powers of 1024)."""
     for unit in ("bytes", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
@@ -451,8 +453,8 @@ def _plan(infos: list[zipfile.ZipInfo], max_member: int, max_total: int) -> dict
             raise RunArchiveError(f"The archive holds '{path.name}' twice ({chosen[path.name].filename!r} and "
                                   f"{name!r}); it must hold one run.")
         if info.file_size > max_member:
-            raise RunArchiveError(f"Refused: '{name}' would unpack to {_human(info.file_size)}, more than the limit "
-                                  f"of {_human(max_member)} per file.")
+            raise RunArchiveError(f"Refused: '{name}' would unpack to {human_bytes(info.file_size)}, more than the "
+                                  f"limit of {human_bytes(max_member)} per file.")
         chosen[path.name] = info
         folders.add(str(path.parent))
     if "result.json" not in chosen:
@@ -463,8 +465,8 @@ def _plan(infos: list[zipfile.ZipInfo], max_member: int, max_total: int) -> dict
                               "hold one run.")
     total = sum(i.file_size for i in chosen.values())
     if total > max_total:
-        raise RunArchiveError(f"Refused: the run files would unpack to {_human(total)}, more than the limit of "
-                              f"{_human(max_total)}.")
+        raise RunArchiveError(f"Refused: the run files would unpack to {human_bytes(total)}, more than the limit of "
+                              f"{human_bytes(max_total)}.")
     return chosen
 
 
@@ -480,7 +482,7 @@ def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, budget: int
             written += len(block)
             if written > limit:
                 raise RunArchiveError(f"Refused: '{info.filename}' unpacks to more than it declares "
-                                      f"({_human(info.file_size)}).")
+                                      f"({human_bytes(info.file_size)}).")
             out.write(block)
     return written
 
@@ -528,8 +530,8 @@ def load_run_zip(
         raise RunArchiveError(f"Expected the bytes of a zip archive. Got {type(payload).__name__}.")
     payload = bytes(payload)
     if len(payload) > max_archive_bytes:
-        raise RunArchiveError(f"Refused: {name} is {_human(len(payload))}, more than the limit of "
-                              f"{_human(max_archive_bytes)}.")
+        raise RunArchiveError(f"Refused: {name} is {human_bytes(len(payload))}, more than the limit of "
+                              f"{human_bytes(max_archive_bytes)}.")
     if not payload:
         raise RunArchiveError(f"{name} is empty.")
     try:

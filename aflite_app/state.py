@@ -1,9 +1,23 @@
-"""Session-state keys, defaults and the small frozen specs that key every cache."""
+"""Session state in one place: every key and its default, the frozen specs that key the caches, and the writers.
+
+Who touches ``st.session_state``: pages (their own widgets and the keys below), :mod:`aflite_app.ui` (the
+sidebar) and the writer functions here, which take the session as an argument (``st.session_state`` from a
+widget callback, or a plain dict in a test). The compute layer never writes it; it reads this session's own
+data (uploaded datasets, opened run directories) through :func:`session_data` only.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, MutableMapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import streamlit as st
+
+if TYPE_CHECKING:  # only for type hints: state stays importable before the core's heavier modules
+    from aflite_core import AFLiteResult
+    from aflite_core.datasets import Dataset
 
 #: bundled datasets the sidebar offers (uploaded ones and opened runs are added per session)
 BUNDLED = {
@@ -25,15 +39,60 @@ STRATEGY_LABELS = {
     "greedy": "Greedy, one row per round (slow)",
 }
 
-# session-state keys
+# -- session-state keys every page may read ----------------------------------------------------------------------
 DATASET = "dataset_key"  # str: key of the chosen dataset
 REPRESENTATION = "representation"  # str or None
-UPLOADS = "uploads"  # dict: key -> Dataset (this session's uploads)
-RUN_DIRS = "run_dirs"  # dict: key -> loaded CLI run (AFLiteResult + metadata)
+UPLOADS = "uploads"  # dict: key -> Dataset (this session's uploads and opened run directories)
+RUN_DIRS = "run_dirs"  # dict: key -> {"spec": FilterSpec, "result": AFLiteResult} of opened CLI runs
 RUN = "background_run"  # BackgroundRun of the Filter page
-LAST = "last_result_spec"  # FilterSpec of the result shown last
+LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
+
+#: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
+MAX_SESSION_UPLOADS = 5
+
+# -- keys of one page (read or written outside the widget that owns them) ----------------------------------------
+# Filter: the form's widgets are keyed per dataset (filter_key); an opened run directory pre-sets them
+TAU = "tau"
+FILTER_WIDGETS = ("target", "train", "m", "seed", "k", "strategy", "model")
+# Data: the run-directory tab
+RUN_DIR = "run-dir"  # selectbox: the run directory chosen below the run root
+RUN_FEATURES_FILE = "run-features-file"  # file uploaders of a run's inputs
+RUN_LABELS_FILE = "run-labels-file"
+RUN_ERROR = "data-run-error"  # str or None: why the last "Open run" failed
+# Inspect
+INSPECT_LOADED = "inspect_loaded_run"  # {"result", "name", "digest", "dataset"} of the run opened from a zip
+INSPECT_UPLOAD = "inspect-upload"  # file uploader of that zip
+INSPECT_SEEN = "inspect_upload_seen"  # (file id, error message or None) of the last upload processed
+INSPECT_WHICH = "inspect-which"  # which run is shown: "filter" or "loaded"
+INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stability
+INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report
+# Evaluation sets
+EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the page
+EVALSETS_SHOWN = "evalsets_shown"  # dict: EvalSetSpec -> the EvalStudySpec submitted last for it
+EVALSETS_UPLOADED = "evalsets_uploaded"  # dict: dataset key -> EvalSetSpec of its uploaded evaluation table
+# Synthetic circles: the round stepper
+SYN_PLAYING = "syn-playing"  # the stepper is playing
+SYN_TIMER = "syn-timer"  # whether the stepper fragment was declared with a timer in this script run
+SYN_ROUND = "syn-round"  # slider: the round shown
+SYN_STEP_DATA = "syn-step-data"  # radio: the dataset stepped through
 
 
+def filter_key(name: str, dataset_key: str) -> str:
+    """Key of a Filter-page widget (one of :data:`FILTER_WIDGETS`) for a dataset: each dataset keeps its own."""
+    return f"{name}-{dataset_key}"
+
+
+def embedding_map_key(dataset_key: str, representation: str | None) -> str:
+    """Key of the Embedding map chart of a dataset and representation (its selection is keyed after it)."""
+    return f"emb-map-{dataset_key}-{representation}"
+
+
+def embedding_selection_key(map_key: str) -> str:
+    """Key of the rows selected on a map (an :class:`aflite_app.selection.MapSelection`)."""
+    return f"{map_key}-selection"
+
+
+# -- the specs that key the caches -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DatasetSpec:
     """Which dataset and representation: the cache key of everything computed on it."""
@@ -68,8 +127,9 @@ class FilterSpec:
         }
 
 
-def init_session(st) -> None:
-    """Set every session default once (app.py calls this before the pages run)."""
+# -- defaults and the one reader of the compute layer ------------------------------------------------------------
+def init_session(session: MutableMapping) -> None:
+    """Set every session default once (app.py calls this with ``st.session_state`` before the pages run)."""
     defaults = {
         DATASET: "digits",
         REPRESENTATION: None,
@@ -79,5 +139,90 @@ def init_session(st) -> None:
         LAST: None,
     }
     for key, value in defaults.items():
-        if key not in st.session_state:
-            st.session_state[key] = value
+        if key not in session:
+            session[key] = value
+
+
+@dataclass(frozen=True)
+class SessionData:
+    """The session's own data, read-only: all the compute layer may see of the session."""
+
+    uploads: Mapping[str, Dataset]  # uploaded datasets and the datasets of opened run directories
+    run_dirs: Mapping[str, dict]  # opened run directories: {"spec": FilterSpec, "result": AFLiteResult}
+
+
+def session_data() -> SessionData:
+    """The session's uploaded datasets and opened run directories (read-only views; empty outside a session)."""
+    return SessionData(MappingProxyType(st.session_state.get(UPLOADS) or {}),
+                       MappingProxyType(st.session_state.get(RUN_DIRS) or {}))
+
+
+# -- writers (from widget callbacks, before the sidebar renders) -------------------------------------------------
+def select_dataset(session: MutableMapping, key: str) -> None:
+    """Select a bundled or registered dataset; its default representation is chosen by the sidebar."""
+    session[DATASET] = key
+    session[REPRESENTATION] = None
+
+
+def register_upload(session: MutableMapping, key: str, data: Dataset) -> None:
+    """Add an uploaded dataset to this session and select it.
+
+    The sidebar lists every registered upload; at most :data:`MAX_SESSION_UPLOADS` are kept (the oldest not
+    selected is dropped first).
+    """
+    uploads = session.get(UPLOADS)
+    if uploads is None:
+        uploads = {}
+        session[UPLOADS] = uploads
+    uploads.pop(key, None)
+    uploads[key] = data
+    while len(uploads) > MAX_SESSION_UPLOADS:
+        oldest = next(k for k in uploads if k != key)
+        del uploads[oldest]
+    select_dataset(session, key)
+
+
+def register_run_directory(session: MutableMapping, key: str, data: Dataset, spec: FilterSpec,
+                           result: AFLiteResult) -> None:
+    """Make an opened run the current dataset and run of this session.
+
+    The Filter page then shows this run: its widgets start at the run's parameters.
+    """
+    session.setdefault(UPLOADS, {})[key] = data
+    session.setdefault(RUN_DIRS, {})[key] = {"spec": spec, "result": result}
+    select_dataset(session, key)
+    session[LAST] = spec
+    values = (spec.target_size, spec.train_size, spec.n_partitions, spec.seed, spec.slice_size, spec.strategy,
+              spec.model)
+    for name, value in zip(FILTER_WIDGETS, values):
+        session[filter_key(name, key)] = value
+    session[TAU] = spec.tau
+
+
+def init_filter_widgets(session: MutableMapping, dataset_key: str, defaults: Mapping[str, int]) -> None:
+    """Start the Filter page's widgets of a dataset at ``defaults`` unless set before (e.g. by an opened run).
+
+    ``defaults`` are :func:`aflite_app.compute.runs.filter_defaults`; the seed starts at 0 and τ at 0.75.
+    """
+    for name, value in (("target", defaults["target_size"]), ("train", defaults["train_size"]),
+                        ("m", defaults["n_partitions"]), ("seed", 0), ("k", defaults["slice_size"])):
+        session.setdefault(filter_key(name, dataset_key), value)
+    session.setdefault(TAU, 0.75)
+
+
+def set_last_run(session: MutableMapping, spec: FilterSpec | None) -> None:
+    """Record the run the Filter page shows (None after a stopped run: no other page shows a partial run)."""
+    session[LAST] = spec
+
+
+def keep_inspect_run(session: MutableMapping, record: dict, file_id: str) -> None:
+    """Keep a run opened from a zip on the Inspect page (and show it)."""
+    session[INSPECT_LOADED] = record
+    session[INSPECT_SEEN] = (file_id, None)
+    session[INSPECT_WHICH] = "loaded"
+
+
+def forget_inspect_run(session: MutableMapping) -> None:
+    """Close the run opened on the Inspect page; the page shows the Filter page's run again."""
+    session.pop(INSPECT_LOADED, None)
+    session[INSPECT_WHICH] = "filter"

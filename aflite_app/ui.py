@@ -1,14 +1,24 @@
-"""Small Streamlit helpers shared by the pages: the error boundary, captions, the sidebar."""
+"""Small Streamlit helpers shared by the pages: the error boundary, the current dataset and run, the sidebar.
+
+Pages import only this module, :mod:`aflite_app.state` and their own compute and chart modules; what several
+pages need of the shared compute modules (the sidebar's dataset, the Filter page's run) comes through here.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import streamlit as st
 
-from . import compute
-from .state import DATASET, LAST, REPRESENTATION, DatasetSpec
+from aflite_core import AFLiteResult
+from aflite_core.datasets import Dataset
+
+from .compute import datasets, runs
+from .runner import BackgroundRun
+from .state import DATASET, LAST, REPRESENTATION, DatasetSpec, FilterSpec
 
 
 def page_guard() -> None:
@@ -39,7 +49,7 @@ def errors() -> Iterator[None]:
         st.stop()
 
 
-def current_run(what: str):
+def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
     """The Filter page's current run on the sidebar's dataset: ``(spec, result, dataset)``.
 
     Without one, shows ``Run AFLite on the Filter page first; <what>.`` with a link and stops the page.
@@ -50,22 +60,43 @@ def current_run(what: str):
         st.page_link("pages/filter.py", label="Go to Filter")
         st.stop()
     with errors():
-        return spec, compute.run_filter(spec), compute.dataset(spec.dataset)
+        return spec, runs.run_filter(spec), datasets.dataset(spec.dataset)
 
 
-def run_in_background(state_key: str, spec, prepare, describe, *, stop_key: str, stop_help: str,
-                      stopping: str, restart: bool = False):
+def current_dataset() -> tuple[DatasetSpec, Dataset]:
+    """The dataset chosen in the sidebar: its spec (with the representation) and the Dataset.
+
+    Inside the error boundary: a dataset that cannot be loaded shows as ``st.error`` and stops the page.
+    """
+    with errors():
+        dspec = current_dataset_spec()
+        return dspec, datasets.dataset(dspec)
+
+
+def dataset_label(key: str) -> str:
+    """How the sidebar names the dataset ``key``."""
+    return datasets.dataset_choices().get(key, key)
+
+
+def sync_wait() -> float:
+    """Seconds a page waits for a run before showing the progress bar (fast runs then appear at once).
+
+    ``AFLITE_APP_SYNC_WAIT`` overrides the default 1.5 s (tests set it high so runs finish within one script run).
+    """
+    return float(os.environ.get("AFLITE_APP_SYNC_WAIT", "1.5"))
+
+
+def run_in_background(state_key: str, spec: Any, prepare: Callable[[Any], Callable], describe: Callable, *,
+                      stop_key: str, stop_help: str, stopping: str, restart: bool = False) -> Any:
     """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
 
     Starts (or keeps) a :class:`~aflite_app.runner.BackgroundRun` in ``st.session_state[state_key]`` running
     ``prepare(spec)``; a run asked for with other parameters is stopped. Fast runs are simply awaited
-    (:func:`aflite_app.compute.sync_wait`); slower ones show a fragment that polls the progress
+    (:func:`sync_wait`); slower ones show a fragment that polls the progress
     (``describe(progress_or_None, elapsed_seconds) -> (fraction, text)``) with a Stop button, and the page
     stops until the result is there. Errors show as ``st.error``. ``restart`` starts over a finished run
     that gave no result.
     """
-    from .runner import BackgroundRun
-
     run = st.session_state.get(state_key)
     stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
     if stale or (restart and run.done):
@@ -74,7 +105,7 @@ def run_in_background(state_key: str, spec, prepare, describe, *, stop_key: str,
         with errors():
             run = BackgroundRun(spec, prepare(spec)).start()
         st.session_state[state_key] = run
-    run.wait(compute.sync_wait())
+    run.wait(sync_wait())
     if run.error is not None:
         with errors():
             raise run.error
@@ -106,7 +137,7 @@ def caption(text: str) -> None:
 def current_dataset_spec() -> DatasetSpec:
     """The dataset and representation chosen in the sidebar."""
     key = st.session_state.get(DATASET, "digits")
-    data = compute.dataset(key)
+    data = datasets.dataset(key)
     rep = st.session_state.get(REPRESENTATION)
     if rep not in data.representations:
         rep = data.default_representation
@@ -114,20 +145,20 @@ def current_dataset_spec() -> DatasetSpec:
 
 
 def _on_dataset_change() -> None:
-    st.session_state[REPRESENTATION] = None
+    st.session_state[REPRESENTATION] = None  # the sidebar then picks the new dataset's default representation
 
 
 def sidebar() -> None:
     """Dataset picker and the current run's summary, on every page."""
     with st.sidebar:
         st.markdown("### Dataset")
-        choices = compute.dataset_choices()
+        choices = datasets.dataset_choices()
         if st.session_state.get(DATASET) not in choices:
             st.session_state[DATASET] = "digits"
         with errors():
             st.selectbox("Data", options=list(choices), format_func=choices.get, key=DATASET,
                          on_change=_on_dataset_change, help="Upload your own on the Data page.")
-            data = compute.dataset(st.session_state[DATASET])
+            data = datasets.dataset(st.session_state[DATASET])
             reps = list(data.representations)
             if st.session_state.get(REPRESENTATION) not in reps:
                 st.session_state[REPRESENTATION] = data.default_representation
@@ -138,16 +169,17 @@ def sidebar() -> None:
         short = counts[:120] + ("…" if len(counts) > 120 else "")
         st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ({short})")
 
-def run_summary(box) -> None:
+
+def run_summary(box: Any) -> None:
     """The current run's headline numbers, in a sidebar container (filled after the page ran)."""
     last = st.session_state.get(LAST)
-    result = compute.stored_result(last) if last is not None else None
+    result = runs.stored_result(last) if last is not None else None
     with box.container():
         st.markdown("### Current run")
         if result is None:
             st.caption("No run yet: open the Filter page.")
         else:
-            name = compute.dataset_choices().get(last.dataset.key, last.dataset.key)
+            name = dataset_label(last.dataset.key)
             st.caption(
                 f"On {name} · {last.dataset.representation}"
                 f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "

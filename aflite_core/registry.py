@@ -18,7 +18,7 @@ from typing import Any
 
 from . import _validation as v
 
-__all__ = ["CLASSIFIERS", "make_classifier"]
+__all__ = ["CLASSIFIERS", "CLASSIFIER_LABELS", "make_classifier"]
 
 
 #: classifier families that measure (held-out accuracies, baselines, the synthetic experiment, the evaluated
@@ -29,6 +29,16 @@ CLASSIFIERS: dict[str, str] = {
     "knn": "KNeighborsClassifier(n_neighbors=min(15, n_train), distance-weighted) on the features as given",
     "mlp": "StandardScaler + MLPClassifier(hidden_layer_sizes=(64,), max_iter=200, alpha=1e-3), seeded",
     "forest": "RandomForestClassifier(n_estimators=200, n_jobs=1), seeded",
+}
+
+
+#: short names of the classifier families, for menus, legends and tables
+CLASSIFIER_LABELS: dict[str, str] = {
+    "logistic": "Logistic regression",
+    "knn": "kNN (k = 15)",
+    "rbf": "RBF SVM",
+    "mlp": "MLP (64 units)",
+    "forest": "Random forest (200 trees)",
 }
 
 

@@ -1,7 +1,8 @@
 import streamlit as st
 
-from aflite_app import charts_baselines as cb
-from aflite_app import compute, ui
+from aflite_app import ui
+from aflite_app.charts import baselines as charts
+from aflite_app.compute import baselines as compute
 from aflite_app.state import MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
@@ -80,13 +81,13 @@ m3.metric("Random subset", f"{report.sizes['random']:,} rows")
 m4.metric("One-shot filter", f"{report.sizes['one-shot']:,} rows" if "one-shot" in report.sizes else "n/a")
 
 partial_label = None if options.partial is None else data.representation_descriptions.get(options.partial)
-reading = cb.plain_reading(acc, bias, model_labels=compute.BASELINE_MODELS,
+reading = charts.plain_reading(acc, bias, model_labels=compute.BASELINE_MODELS,
                            partial_label=None if options.partial is None else f"'{options.partial}'")
 if reading:
     st.markdown("\n".join(f"- {line}" for line in reading))
 
 view_labels = {"full input": f"full input: Φ = '{used}'", "partial input": f"partial input: '{options.partial}'"}
-fig = cb.accuracy_chart(acc, model_labels=compute.BASELINE_MODELS, view_labels=view_labels)
+fig = charts.accuracy_chart(acc, model_labels=compute.BASELINE_MODELS, view_labels=view_labels)
 st.plotly_chart(fig, width="stretch", key="bl-accuracy")
 groups_text = (f" Folds keep every '{report.grouped_by}' on one side (a premise never trains and tests)."
                if report.grouped_by else "")
@@ -95,7 +96,7 @@ ui.caption(
     f"subset: grey the full data, blue AFLite's kept rows, green a random subset of the same size (same class mix "
     f"as the full data), purple the rows a one-shot filter keeps (one {report.one_shot_model} model trained once on "
     f"t = {report.train_size:,} rows removes the held-out rows it predicts most confidently). Lower means the "
-    f"family finds the subset harder. {cb.chance_text(acc, fig)}{groups_text}"
+    f"family finds the subset harder. {charts.chance_text(acc, fig)}{groups_text}"
     + (f" The right panel scores the same four subsets with the partial input '{options.partial}' ({partial_label})."
        if options.partial
        else (" This dataset has no partial input (no premise/hypothesis text pair); pick a second representation "
@@ -104,7 +105,7 @@ ui.caption(
 )
 
 st.subheader("Accuracy table")
-st.dataframe(cb.baseline_table(acc, model_labels=compute.BASELINE_MODELS,
+st.dataframe(charts.baseline_table(acc, model_labels=compute.BASELINE_MODELS,
                               view_labels={"full input": "full", "partial input": "partial"}),
              hide_index=True, width="stretch")
 ui.caption("Cross-validated accuracy of each model family in each subset (the column names give the subset sizes). "
@@ -112,7 +113,7 @@ ui.caption("Cross-validated accuracy of each model family in each subset (the co
            "random makes it.")
 
 st.subheader("Representation bias of each subset")
-st.plotly_chart(cb.bias_chart(bias), width="stretch", key="bl-bias")
+st.plotly_chart(charts.bias_chart(bias), width="stretch", key="bl-bias")
 ui.caption(
     f"How predictable each subset is from Φ = '{used}' for AFLite's own model family "
     f"({MODEL_FAMILIES.get(report.bias_model, report.bias_model)}): one AFLite scoring phase "

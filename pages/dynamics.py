@@ -1,7 +1,8 @@
 import streamlit as st
 
-from aflite_app import charts_dynamics as cd
-from aflite_app import compute, ui
+from aflite_app import ui
+from aflite_app.charts import dynamics as charts
+from aflite_app.compute import dynamics as compute
 from aflite_app.state import LAST
 
 ui.page_guard()
@@ -16,11 +17,9 @@ st.caption("A second way to find the easy rows (Cosma et al., EMNLP 2024): train
            "partial input; clustering them gives the levels easy, ambiguous and hard. Below, the levels are set "
            "against the rows AFLite removes.")
 
-with ui.errors():
-    dspec = ui.current_dataset_spec()
-    data = compute.dataset(dspec)
+dspec, data = ui.current_dataset()
 key = dspec.key
-class_names = [str(c) for c in data.classes]
+class_names = compute.class_names(data)
 
 # -- where the dynamics come from ----------------------------------------------------------------------------
 st.subheader("Record or bring the dynamics")
@@ -28,8 +27,8 @@ source = st.radio("Where the dynamics come from", list(SOURCES), format_func=SOU
                   key="dyn-source")
 seed = 0
 if source == "record":
-    partials = compute.dynamics_partial_choices(data, dspec.representation)
-    natural = [r for r in partials if compute.dynamics_is_partial(data, r)]
+    partials = compute.partial_input_choices(data, dspec.representation)
+    natural = [r for r in partials if compute.is_partial_input(data, r)]
     c1, c2, c3 = st.columns([3, 1, 1])
     partial = c1.selectbox(
         "Partial input (a second model sees only this)", [*partials, NONE],
@@ -112,7 +111,7 @@ if compute.stored_dynamics(spec) is None:
 with ui.errors():
     frame = compute.dynamics_frame(spec, level)
 
-counts = cd.level_counts(frame)
+counts = charts.level_counts(frame)
 cols = st.columns(4)
 for col, (_, row) in zip(cols, counts.iterrows()):
     col.metric(f"{row['level']} rows", f"{int(row['rows']):,}", f"{row['share']:.0%} of {len(frame):,}",
@@ -122,7 +121,7 @@ cols[3].metric("Features clustered" if method == "gmm" else "Features used",
                ("8" if has_partial else "4") if method == "gmm" else ("AUM" if method == "aum" else "conf. + var."),
                "full + partial input" if has_partial and method == "gmm" else "full input", delta_color="off")
 
-st.plotly_chart(cd.data_map(frame), width="stretch", key="dyn-map")
+st.plotly_chart(charts.data_map(frame), width="stretch", key="dyn-map")
 ui.caption("The data map: each point is a row; up = the model gave its gold class a high probability on average "
            "(confidence), right = that probability changed a lot across epochs (variability). Colour = difficulty "
            "level, symbol = in how many epochs the model got the row right. Easy rows sit top-left, hard rows "
@@ -138,16 +137,16 @@ if fspec is None or fspec.dataset != dspec:
 else:
     with ui.errors():
         vs = compute.dynamics_vs_aflite(spec, level, fspec)
-    table = cd.level_crosstab(vs["level"], vs["kept"])
-    st.markdown(f"**{cd.crosstab_sentence(table)}**")
+    table = charts.level_crosstab(vs["level"], vs["kept"])
+    st.markdown(f"**{charts.crosstab_sentence(table)}**")
     x1, x2 = st.columns([1, 1])
-    x1.plotly_chart(cd.crosstab_chart(table), width="stretch", key="dyn-crosstab")
-    x2.dataframe(cd.crosstab_display(table), hide_index=True, width="stretch", column_config={
+    x1.plotly_chart(charts.crosstab_chart(table), width="stretch", key="dyn-crosstab")
+    x2.dataframe(charts.crosstab_display(table), hide_index=True, width="stretch", column_config={
         c: st.column_config.NumberColumn(format="%.1f %%") for c in ("% removed", "% of all removed")})
     ui.caption(f"Rows of each difficulty level that the Filter page's run (τ = {fspec.tau:g}, k = {fspec.slice_size}) "
                "kept (blue) or removed (vermillion). If both methods find the same artifacts, AFLite removes mostly "
                "easy rows and keeps the hard ones.")
-    cells = {f"{lv} · {status}": (lv, status, n) for lv, status, n in cd.crosstab_cells(table)}
+    cells = {f"{lv} · {status}": (lv, status, n) for lv, status, n in charts.crosstab_cells(table)}
     pick = st.selectbox("Example rows from the cell", list(cells), key="dyn-cell",
                         format_func=lambda c: f"{c} ({cells[c][2]:,} rows)")
     lv, status, n_cell = cells[pick]
@@ -167,14 +166,14 @@ else:
 
 # -- what the levels look like -------------------------------------------------------------------------------
 st.subheader("Features per level")
-st.plotly_chart(cd.feature_distributions(frame), width="stretch", key="dyn-features")
+st.plotly_chart(charts.feature_distributions(frame), width="stretch", key="dyn-features")
 ui.caption("Distribution of each training-dynamics feature within each level (box: quartiles and median, whiskers: "
            "1.5 × IQR). Top row: the full-input model" + ("; bottom row: the partial-input model." if has_partial
                                                            else "; no partial input was recorded."))
 
 st.subheader("Classes per level")
 scale = st.radio("Bar height", ["rows", "share of the level"], horizontal=True, key="dyn-class-scale")
-st.plotly_chart(cd.class_counts_chart(frame, data.classes, share=scale != "rows"), width="stretch",
+st.plotly_chart(charts.class_counts_chart(frame, data.classes, share=scale != "rows"), width="stretch",
                 key="dyn-classes")
 ui.caption("Rows of each class in each level" + (" (as shares, so small levels can be compared)" if scale != "rows"
                                                  else "") + ". A class that is mostly easy is one the model picks up "
@@ -191,7 +190,7 @@ if data.pair is None:
 else:
     with ui.errors():
         _, paper = compute.dynamics_spurious_tests(spec, level)
-    shown = cd.spurious_display(paper)
+    shown = charts.spurious_display(paper)
     config = {c: st.column_config.NumberColumn(f"mean · {c}", format="%.3f") for c in class_names
               if c in shown.columns}
     config.update({c: st.column_config.TextColumn(c, width=int(6.5 * len(c)) + 14) for c in shown.columns

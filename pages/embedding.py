@@ -1,7 +1,9 @@
 import streamlit as st
 
-from aflite_app import compute, selection, ui
-from aflite_app.charts_embedding import COLOUR_MODES, embedding_scatter, similarity_heatmap
+from aflite_app import ui
+from aflite_app.charts import embedding as charts
+from aflite_app.compute import embedding as compute
+from aflite_app.state import embedding_map_key, embedding_selection_key
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
@@ -16,13 +18,14 @@ rep_text = data.representation_descriptions.get(rep, rep)
 
 # -- the map -------------------------------------------------------------------------------------------------
 c1, c2 = st.columns([3, 2])
-colour = c1.radio("Colour by", list(COLOUR_MODES), format_func=COLOUR_MODES.get, horizontal=True, key="emb-colour")
+colour = c1.radio("Colour by", list(charts.COLOUR_MODES), format_func=charts.COLOUR_MODES.get, horizontal=True,
+                  key="emb-colour")
 method = c2.radio("Projection", ["UMAP", "PCA"], horizontal=True, key="emb-method",
                   help="UMAP keeps neighbourhoods (clusters); PCA keeps the two directions of largest variance. "
                        "UMAP is computed in the background the first time; PCA is shown until it is ready.")
 
-map_key = f"emb-map-{spec.dataset.key}-{rep}"
-sel_key = f"{map_key}-selection"
+map_key = embedding_map_key(spec.dataset.key, rep)
+sel_key = embedding_selection_key(map_key)
 with ui.errors():
     view = compute.embedding_view(spec.dataset, method)
     frame = compute.embedding_frame(spec, view)
@@ -43,16 +46,16 @@ elif method == "UMAP" and view.umap_status in ("failed", "off"):
     st.warning(f"{view.message} Showing PCA instead.")
 
 # the selection survives a new colouring, projection or run (Streamlit resets a chart whose figure changes)
-sel = selection.for_figure(st.session_state.get(sel_key), (repr(spec), colour, proj.method))
+sel = compute.for_figure(st.session_state.get(sel_key), (repr(spec), colour, proj.method))
 st.session_state[sel_key] = sel
 
 
 def _on_select() -> None:
-    st.session_state[sel_key] = selection.after_event(st.session_state.get(sel_key), st.session_state.get(map_key),
+    st.session_state[sel_key] = compute.after_event(st.session_state.get(sel_key), st.session_state.get(map_key),
                                                       n_rows=data.n_rows)
 
 
-fig = embedding_scatter(frame, colour, classes=names, n_rounds=result.n_rounds, axis_titles=proj.axis_titles,
+fig = charts.embedding_scatter(frame, colour, classes=names, n_rounds=result.n_rounds, axis_titles=proj.axis_titles,
                         selected=sel.baked, revision=sel.revision, title=f"{proj.method} of Φ = {rep_text}")
 st.plotly_chart(fig, key=map_key, on_select=_on_select, selection_mode=("points", "box", "lasso"), width="stretch")
 shown = proj.method
@@ -84,7 +87,7 @@ else:
     t1.markdown(f"**{counts['selected']:,} rows selected**: {counts['kept']:,} kept, {counts['removed']:,} "
                 f"removed{more}")
     if t2.button("Clear selection", key="emb-clear", width="stretch"):
-        st.session_state[sel_key] = selection.cleared(st.session_state.get(sel_key))
+        st.session_state[sel_key] = compute.cleared(st.session_state.get(sel_key))
         st.rerun()
     st.dataframe(
         table, hide_index=True, width="stretch", column_order=[c for c in table.columns if c != "row"],
@@ -109,7 +112,7 @@ with ui.errors():
     out = compute.embedding_similarity(spec, code, n_per_group=per, seed=seed)
 sim = out["sim"]
 h1, h2 = st.columns([3, 2])
-h1.plotly_chart(similarity_heatmap(sim, class_name=names[code], ids=data.ids, height=480), width="stretch",
+h1.plotly_chart(charts.similarity_heatmap(sim, class_name=names[code], ids=data.ids, height=480), width="stretch",
                 key="emb-sim-heatmap")
 
 
@@ -134,7 +137,7 @@ with h2:
         for label, sample in (("Retained sample", sim.retained_rows), ("Removed sample", sim.removed_rows)):
             if len(sample):
                 st.markdown(f"**{label}**")
-                st.image(selection.thumbnails(data, sample), width=34)
+                st.image(compute.thumbnails(data, sample), width=34)
 ui.caption(
     f"Class {names[code]}: pairwise cosine similarity in Φ of {len(sim.retained_rows)} retained (blue box) and "
     f"{len(sim.removed_rows)} removed (vermillion box) rows sampled with seed {seed}; darker = more alike. The "

@@ -2,15 +2,13 @@ from dataclasses import replace
 
 import streamlit as st
 
-from aflite_app import charts_evalsets as ce
-from aflite_app import compute, ui
-from aflite_app.state import MODEL_FAMILIES
+from aflite_app import ui
+from aflite_app.charts import evalsets as charts
+from aflite_app.compute import evalsets as compute
+from aflite_app.state import EVALSETS_RUN, EVALSETS_SHOWN, EVALSETS_UPLOADED, MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
-RUN = "evalsets_run"  # BackgroundRun of this page
-SHOWN = "evalsets_shown"  # dict: EvalSetSpec -> the EvalStudySpec submitted last for it
-UPLOADED = "evalsets_uploaded"  # dict: dataset key -> EvalSetSpec of its uploaded evaluation table
 NONE_CHOICE = "(none)"
 
 st.title("Evaluation sets")
@@ -22,14 +20,12 @@ st.caption(
     "Fair”). Choose the evaluation rows, the adversaries and the evaluated models, then press Run study."
 )
 
-with ui.errors():
-    dspec = ui.current_dataset_spec()
-    data = compute.dataset(dspec)
+dspec, data = ui.current_dataset()
 key = dspec.key
 kind = compute.evalsets_kind(key, data)
 is_upload = compute.evalsets_is_upload(key)
-shown: dict = st.session_state.setdefault(SHOWN, {})
-uploaded: dict = st.session_state.setdefault(UPLOADED, {})
+shown: dict = st.session_state.setdefault(EVALSETS_SHOWN, {})
+uploaded: dict = st.session_state.setdefault(EVALSETS_UPLOADED, {})
 
 # -- 1. evaluation rows ----------------------------------------------------------------------------------------
 st.subheader("1 · Evaluation rows")
@@ -156,7 +152,8 @@ with st.form(f"es-study-{skey}"):
         key=f"es-models-{skey}",
         help="Trained once on all training rows, independently of the adversaries, and scored on the full "
              "evaluation set and on each adversary's selected rows. Families: "
-             + "; ".join(f"{f} = {label}" for f, label in compute.EVALSET_FAMILIES.items()) + ".")
+             + "; ".join(f"{f} = {label}" for f, label in compute.EVALSET_FAMILIES.items())
+             + f" ({' and '.join(compute.EVALSET_SLOW_FAMILIES)} are slow).")
     c3, c4, c5 = st.columns(3)
     n_seeds = c3.number_input("Seeds (AFLite runs per adversary)", 1, compute.EVALSET_MAX_SEEDS, 1,
                               key=f"es-seeds-{skey}", help="The paper averages three seeds.")
@@ -215,7 +212,7 @@ def _describe(p, elapsed: float) -> tuple[float, str]:
 
 
 study = compute.stored_evalsets_study(spec) or ui.run_in_background(
-    RUN, spec, compute.prepare_evalsets_study, _describe, stop_key="es-stop",
+    EVALSETS_RUN, spec, compute.prepare_evalsets_study, _describe, stop_key="es-stop",
     stop_help="Stop after the current AFLite run and show what is done",
     stopping="Stopping after the AFLite run in progress…", restart=submitted)
 
@@ -248,7 +245,7 @@ if overview or per_adversary:
         lines += [f"- **{a}**: " + " ".join(sents) for a, sents in per_adversary.items() if sents]
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
-st.plotly_chart(ce.category_chart(study, strength=setup.strength), width="stretch", key="es-categories")
+st.plotly_chart(charts.category_chart(study, strength=setup.strength), width="stretch", key="es-categories")
 ui.caption(
     f"Figure 1 · What AFLite did to the {study.params['n_eval']:,} evaluation rows with each adversary (mean over "
     f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}): removed in the first round (dark), removed in a later "
@@ -259,21 +256,21 @@ ui.caption(
 st.subheader("Accuracy of the evaluated models")
 tab1, tab2 = st.tabs(["Heatmap (Figure 7)", "Lines (Figure 2)"])
 with tab1:
-    st.plotly_chart(ce.accuracy_heatmap(study), width="stretch", key="es-heatmap")
+    st.plotly_chart(charts.accuracy_heatmap(study), width="stretch", key="es-heatmap")
     ui.caption(
         "Accuracy of each evaluated model (columns, weakest to strongest on the full set) on the full evaluation set "
         "(top row) and on the rows each adversary selected (mean over seeds). Darker is lower. Outlined cells: the "
         "model uses the adversary's own representation — the paper finds those hurt most."
     )
 with tab2:
-    st.plotly_chart(ce.accuracy_lines(study), width="stretch", key="es-lines")
+    st.plotly_chart(charts.accuracy_lines(study), width="stretch", key="es-lines")
     ui.caption(
         "The same numbers as lines: x = evaluated model (weakest to strongest on the full set), one line per "
         "adversary plus the full set (black); the dashed line is chance (1 / number of classes)."
     )
 
 st.subheader("Ranking of the evaluated models")
-st.plotly_chart(ce.ranking_chart(study), width="stretch", key="es-ranking")
+st.plotly_chart(charts.ranking_chart(study), width="stretch", key="es-ranking")
 ui.caption(
     "For each adversary, the evaluated models sorted from worst (top) to best (bottom) on the rows it selected, with "
     "their rank there and on the full set (was); each model keeps its colour, and a thick outline marks the model "
@@ -283,13 +280,13 @@ ui.caption(
 )
 
 st.subheader("Filtering with your own representation")
-st.plotly_chart(ce.same_representation_chart(study), width="stretch", key="es-same")
+st.plotly_chart(charts.same_representation_chart(study), width="stretch", key="es-same")
 ui.caption(
     "Figure 4 · Each evaluated model that uses an adversary's representation: how many places it fell in the ranking "
     "(left; > 0 fell, < 0 rose) and how much accuracy it lost (full set minus selected rows) next to the other models' "
     "mean loss (right, grey). A fair filter would hurt it no more than the others."
 )
-table = ce.same_representation_table(study)
+table = charts.same_representation_table(study)
 if len(table):
     st.dataframe(table, hide_index=True, width="stretch",
                  column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns
@@ -302,7 +299,7 @@ if study.agreement is None:
                   "Choose a column of per-annotator labels in step 1 to see it."))
 else:
     info = study.agreement.info
-    st.plotly_chart(ce.agreement_chart(study), width="stretch", key="es-agreement")
+    st.plotly_chart(charts.agreement_chart(study), width="stretch", key="es-agreement")
     used = (f"{info['n_used']:,} of the {info['n_eval']:,} evaluation rows used: "
             f"{info['n_without_labels']:,} have no annotator labels")
     if info.get("source_column_given"):

@@ -1,7 +1,9 @@
 import streamlit as st
 
-from aflite_app import charts, compute, ui
-from aflite_app.state import LAST, MODEL_FAMILIES, RUN, STRATEGY_LABELS, FilterSpec
+from aflite_app import state, ui
+from aflite_app.charts import runs as charts
+from aflite_app.compute import runs as compute
+from aflite_app.state import MODEL_FAMILIES, RUN, STRATEGY_LABELS, TAU, FilterSpec, filter_key
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
@@ -9,41 +11,37 @@ st.title("Filter")
 st.caption("Run AFLite on the dataset chosen in the sidebar. τ and k re-run as you move them; the other "
            "parameters apply when you press Run.")
 
-with ui.errors():
-    dspec = ui.current_dataset_spec()
-    data = compute.dataset(dspec)
+dspec, data = ui.current_dataset()
 n = data.n_rows
 key = dspec.key
-defaults = compute.filter_defaults(n, data.n_classes)
 # widget state starts from the defaults (or from an opened run's parameters, set by the Data page)
-for name, value in (("target", defaults["target_size"]), ("train", defaults["train_size"]),
-                    ("m", defaults["n_partitions"]), ("seed", 0), ("k", defaults["slice_size"])):
-    st.session_state.setdefault(f"{name}-{key}", value)
-st.session_state.setdefault("tau", 0.75)
+state.init_filter_widgets(st.session_state, key, compute.filter_defaults(n, data.n_classes))
 
 with st.expander("Parameters: target size n, partitions m, training size t, strategy, model, seed",
                  expanded=False), st.form(f"form-{key}"):
     c1, c2, c3 = st.columns(3)
     target = c1.number_input("Target size n (never go below)", min_value=data.n_classes + 2, max_value=n - 1,
-                             step=10, key=f"target-{key}")
+                             step=10, key=filter_key("target", key))
     train = c2.number_input("Training rows per model t (t < n)", min_value=data.n_classes + 1, max_value=n - 2,
-                            step=10, key=f"train-{key}")
-    parts = c3.number_input("Partitions m (models per round)", min_value=1, max_value=256, step=8, key=f"m-{key}")
+                            step=10, key=filter_key("train", key))
+    parts = c3.number_input("Partitions m (models per round)", min_value=1, max_value=256, step=8,
+                            key=filter_key("m", key))
     c4, c5, c6 = st.columns(3)
     strategy = c4.selectbox("Strategy", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get,
-                            key=f"strategy-{key}")
-    model = c5.selectbox("Model family M", list(MODEL_FAMILIES), format_func=MODEL_FAMILIES.get, key=f"model-{key}")
-    seed = c6.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key=f"seed-{key}")
+                            key=filter_key("strategy", key))
+    model = c5.selectbox("Model family M", list(MODEL_FAMILIES), format_func=MODEL_FAMILIES.get,
+                         key=filter_key("model", key))
+    seed = c6.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key=filter_key("seed", key))
     st.form_submit_button("Run", type="primary")
 
 s1, s2 = st.columns(2)
-tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key="tau")
-k = s2.slider("k — rows removed per round at most", 1, max(2, n // 4, st.session_state[f"k-{key}"]), key=f"k-{key}",
-              disabled=strategy == "greedy", help="Strategy 'greedy' always removes one row per round.")
+tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU)
+k = s2.slider("k — rows removed per round at most", 1, max(2, n // 4, st.session_state[filter_key("k", key)]),
+              key=filter_key("k", key), disabled=strategy == "greedy",
+              help="Strategy 'greedy' always removes one row per round.")
 
 spec = FilterSpec(dataset=dspec, target_size=int(target), train_size=int(train), slice_size=int(k), tau=float(tau),
                   n_partitions=int(parts), strategy=strategy, model=model, seed=int(seed))
-
 
 
 def _describe(p, elapsed: float) -> tuple[float, str]:
@@ -58,7 +56,7 @@ result = compute.stored_result(spec) or ui.run_in_background(
     stop_help="Stop after the current round and keep the partial result",
     stopping="Stopping after the round in progress…")
 
-st.session_state[LAST] = spec if not result.stopped else None
+state.set_last_run(st.session_state, spec if not result.stopped else None)
 
 if result.stopped:
     st.warning(f"Stopped after round {result.n_rounds}: this is a partial result. {result.stop_message}")

@@ -1,56 +1,55 @@
 import streamlit as st
 
-from aflite_app import charts_inspect, compute, exports, ui
-from aflite_app.state import LAST, STRATEGY_LABELS
-from aflite_app.theme import KEPT, REMOVED
+from aflite_app import state, ui
+from aflite_app.charts import inspect as charts
+from aflite_app.compute import inspect as compute
+from aflite_app.state import (
+    INSPECT_LOADED,
+    INSPECT_N_SEEDS,
+    INSPECT_SEEN,
+    INSPECT_STABILITY_ON,
+    INSPECT_UPLOAD,
+    INSPECT_WHICH,
+    LAST,
+    STRATEGY_LABELS,
+)
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 #: rows the table shows at most (the filters narrow it; downloads always hold every row)
 MAX_ROWS_SHOWN = 5_000
-SEEN = "inspect_upload_seen"  # (file id, error message or None) of the last upload processed
-WHICH = "inspect-which"  # which run is shown: "filter" or "loaded"
 
 st.title("Inspect")
 st.caption("Every row of a run: kept or removed, in which round, how predictable it was, how stable that decision "
            "is across seeds, and what the removed rows have in common.")
 
-with ui.errors():
-    dspec = ui.current_dataset_spec()
-    data = compute.dataset(dspec)
-data_label = compute.dataset_choices().get(dspec.key, dspec.key)
+dspec, data = ui.current_dataset()
+data_label = ui.dataset_label(dspec.key)
 
 
 def _on_upload() -> None:
     """Open an uploaded run before the page runs (so the page shows it at once); never raises."""
-    up = st.session_state.get("inspect-upload")
+    up = st.session_state.get(INSPECT_UPLOAD)
     if up is None:
-        st.session_state[SEEN] = None
+        st.session_state[INSPECT_SEEN] = None
         return
     try:
         record = compute.open_run_archive(up.getvalue(), up.name, ui.current_dataset_spec())
     except ValueError as exc:  # exports.RunArchiveError and dataset mismatches: a message, never a traceback
-        st.session_state[SEEN] = (up.file_id, f"Could not open '{up.name}': {exc}")
+        st.session_state[INSPECT_SEEN] = (up.file_id, f"Could not open '{up.name}': {exc}")
         return
-    st.session_state[compute.INSPECT_LOADED] = record
-    st.session_state[SEEN] = (up.file_id, None)
-    st.session_state[WHICH] = "loaded"
+    state.keep_inspect_run(st.session_state, record, up.file_id)
 
 
 def open_run_panel() -> None:
     """The uploader of a saved run (a zip of a run directory); a refused file shows its reason as st.error."""
     up = st.file_uploader(
-        "A run record (.zip) made on this dataset", type=["zip"], key="inspect-upload", on_change=_on_upload,
+        "A run record (.zip) made on this dataset", type=["zip"], key=INSPECT_UPLOAD, on_change=_on_upload,
         help="The 'Run record' zip this page downloads, or a zip of the folder the CLI wrote with --out. "
              f"It must have been made on the dataset selected in the sidebar ({data_label}).")
-    seen = st.session_state.get(SEEN)
+    seen = st.session_state.get(INSPECT_SEEN)
     if up is not None and seen is not None and seen[0] == up.file_id and seen[1]:
         st.error(seen[1])
-
-
-def forget_loaded() -> None:
-    st.session_state.pop(compute.INSPECT_LOADED, None)
-    st.session_state[WHICH] = "filter"
 
 
 # -- which run ---------------------------------------------------------------------------------------------
@@ -58,7 +57,7 @@ spec = st.session_state.get(LAST)
 # compare fields, not objects: a spec made before a module reload (while developing) is of another class
 same_data = spec is not None and (spec.dataset.key, spec.dataset.representation) == (dspec.key, dspec.representation)
 filter_ref = compute.InspectRef(spec.dataset, spec=spec) if same_data else None
-loaded = st.session_state.get(compute.INSPECT_LOADED)
+loaded = st.session_state.get(INSPECT_LOADED)
 loaded_ref = (compute.InspectRef(dspec, digest=loaded["digest"])
               if loaded is not None and loaded["dataset"] == dspec.key else None)
 
@@ -68,7 +67,7 @@ if filter_ref is None and loaded_ref is None:
     st.page_link("pages/filter.py", label="Go to Filter")
     if loaded is not None:
         st.caption(f"The run opened from '{loaded['name']}' belongs to another dataset "
-                   f"({compute.dataset_choices().get(loaded['dataset'], loaded['dataset'])}); pick that one in the "
+                   f"({ui.dataset_label(loaded['dataset'])}); pick that one in the "
                    "sidebar to see it.")
     st.markdown("**Open a saved run**")
     open_run_panel()
@@ -78,18 +77,18 @@ names = {"filter": "the Filter page's current run"}
 if loaded_ref is not None:
     names["loaded"] = f"the run opened from '{loaded['name']}'"
 if filter_ref is not None and loaded_ref is not None:
-    if st.session_state.get(WHICH) not in names:
-        st.session_state[WHICH] = "loaded"
+    if st.session_state.get(INSPECT_WHICH) not in names:
+        st.session_state[INSPECT_WHICH] = "loaded"
     which = st.radio("Run shown", list(names), format_func=lambda k: names[k][0].upper() + names[k][1:],
-                     horizontal=True, key=WHICH)
+                     horizontal=True, key=INSPECT_WHICH)
 else:
     which = "filter" if filter_ref is not None else "loaded"
 ref = filter_ref if which == "filter" else loaded_ref
 
 with ui.errors():
-    result = compute.inspect_result(ref)
-    table = compute.inspect_table(ref)
-    representation = compute.inspect_representation(ref)
+    result = compute.inspect_result(ref, loaded)
+    table = compute.inspect_table(ref, result)
+    representation = compute.inspect_representation(ref, result)
 
 p = result.params
 k_text = "1 (greedy)" if p.get("strategy") == "greedy" else f"{p.get('slice_size')}"
@@ -110,16 +109,16 @@ tab_rows, tab_art, tab_classes, tab_stab, tab_io = st.tabs(
     ["Rows", "What the removed rows share", "Classes", "Stability across seeds", "Download / open a run"])
 
 # -- stability state (its controls live in their tab; the table shows the column once computed) ---------------
-stab_on = bool(st.session_state.get("inspect-stability-on")) and ref.spec is not None
-n_seeds = int(st.session_state.get("inspect-n-seeds", 5))
+stab_on = bool(st.session_state.get(INSPECT_STABILITY_ON)) and ref.spec is not None
+n_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
 
 # -- rows ----------------------------------------------------------------------------------------------------
 with tab_rows:
-    text_cols = [c for c in exports.text_display_columns(data) if c in table.columns]
+    text_cols = [c for c in compute.text_display_columns(data) if c in table.columns]
     c1, c2, c3, c4 = st.columns(4)
     status = c1.selectbox("Status", ["all", "removed", "kept"], key="inspect-status",
                           format_func={"all": "all rows", "removed": "removed rows", "kept": "kept rows"}.get)
-    classes = c2.multiselect("Classes", [str(c) for c in data.classes], key="inspect-classes",
+    classes = c2.multiselect("Classes", compute.class_names(data), key="inspect-classes",
                              placeholder="All classes")
     rounds = None
     if result.n_removed and result.n_rounds >= 2:
@@ -134,11 +133,11 @@ with tab_rows:
     if text_cols:
         query = c4.text_input("Search the text", key="inspect-query", placeholder="word or phrase",
                               help=f"Case-insensitive, in {', '.join(text_cols)}.")
-    view = exports.filter_rows(table, status=status, classes=classes, rounds=rounds, query=query,
+    view = compute.filter_rows(table, status=status, classes=classes, rounds=rounds, query=query,
                                text_columns=text_cols)
     if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds):
         freq, _, _ = compute.inspect_stability(ref.spec, n_seeds)
-        view = exports.with_stability(view, freq)
+        view = compute.with_stability(view, freq)
     shown = view.head(MAX_ROWS_SHOWN)
     st.caption(f"{len(view):,} of {len(table):,} rows match the filters"
                + (f"; the first {MAX_ROWS_SHOWN:,} are shown (narrow the filters, or download)."
@@ -172,12 +171,9 @@ with tab_rows:
         if col in shown.columns:
             config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
 
-    def colour_status(value: str) -> str:
-        return f"color: {REMOVED}; font-weight: 600" if value == "removed" else f"color: {KEPT}"
-
     first = [c for c in ("row", "id", "image", *text_cols, "class", "status", "seed_frequency", "round")
              if c in shown.columns]
-    st.dataframe(shown.style.map(colour_status, subset=["status"]), hide_index=True, width="stretch",
+    st.dataframe(shown.style.map(charts.status_cell_style, subset=["status"]), hide_index=True, width="stretch",
                  column_order=first + [c for c in shown.columns if c not in first],
                  height=520, column_config=config, row_height=36 if "image" in shown.columns else None,
                  placeholder="–", key="inspect-table")
@@ -191,28 +187,28 @@ with tab_art:
     if result.n_removed == 0 or result.n_kept == 0:
         st.info("Nothing to compare: the run " + ("removed no row." if result.n_removed == 0 else "kept no row."))
     else:
-        texts = exports.artifact_texts(data)
+        texts = compute.artifact_texts(data)
         grid = None
         if texts is not None:
             min_count = 5 if data.n_rows >= 500 else 2
             with ui.errors():
-                art = compute.inspect_token_artifacts(ref, top_k=15, min_count=min_count)
+                art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count)
             kind, where = "token", texts[1]
             st.markdown(f"Tokens in {where}, per class, whose share among removed rows differs most from their share "
                         "among kept rows.")
         else:
-            sources = exports.feature_sources(data)
+            sources = compute.feature_sources(data)
             default = "table" if "table" in sources else (representation if representation in sources else
                                                           next(iter(sources)))
             c1, c2 = st.columns(2)
             source = c1.selectbox("Features compared", list(sources), format_func=sources.get,
                                   index=list(sources).index(default), key=f"inspect-source-{dspec.key}",
                                   help="This dataset has no text; compare its numeric features instead.")
-            grid = exports.pixel_grid(data, source)
+            grid = compute.pixel_grid(data, source)
             with ui.errors():
-                art = compute.inspect_feature_artifacts(ref, source, top_k=grid[0] * grid[1] if grid else 10)
+                art = compute.inspect_feature_artifacts(ref, result, source, top_k=grid[0] * grid[1] if grid else 10)
             kind, where = "feature", sources[source]
-        present = [str(c) for c in data.classes if (art["label"].astype(str) == str(c)).any()] if len(art) else []
+        present = [c for c in compute.class_names(data) if (art["label"].astype(str) == c).any()] if len(art) else []
         if not present:
             st.info("No " + ("token appears often enough" if kind == "token" else "feature separates the rows")
                     + " within a class that has both removed and kept rows.")
@@ -220,14 +216,14 @@ with tab_art:
             slot = c2 if kind == "feature" else st.columns(2)[0]
             label = slot.selectbox("Class", present, key=f"inspect-art-class-{dspec.key}")
             if kind == "feature" and grid is not None:
-                st.plotly_chart(charts_inspect.pixel_artifact_chart(art, label, grid), width="stretch",
+                st.plotly_chart(charts.pixel_artifact_chart(art, label, grid), width="stretch",
                                 key="inspect-pixel-chart")
                 ui.caption(
                     f"Class {label}: the average image of the rows AFLite kept (left) and removed (middle), and for "
                     "each pixel the AUC of telling a removed row from a kept one by that pixel alone (right; 0.5 = "
                     "no difference). Vermillion pixels are inked more among removed rows, blue ones among kept "
                     "rows: the pixel patterns that made rows easy for AFLite's models.")
-            st.plotly_chart(charts_inspect.artifact_chart(art, label, kind=kind, max_bars=10 if grid else 15),
+            st.plotly_chart(charts.artifact_chart(art, label, kind=kind, max_bars=10 if grid else 15),
                             width="stretch",
                             key="inspect-art-chart")
             if kind == "token":
@@ -249,10 +245,10 @@ with tab_art:
 # -- classes -------------------------------------------------------------------------------------------------
 with tab_classes:
     with ui.errors():
-        impact = compute.inspect_class_impact(ref)
+        impact = compute.inspect_class_impact(ref, result)
     for msg in impact.loc[impact["warning"], "message"]:
         st.warning(msg + " The filtered set may be too small in this class to train or evaluate on.")
-    st.plotly_chart(charts_inspect.class_status_chart(impact), width="stretch", key="inspect-class-chart")
+    st.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
     ui.caption("Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "
                "number above each bar is the share of the class removed. '!' marks a flagged class: it lost most of "
                "its rows, clearly more than the data overall, or kept too few rows to train on.")
@@ -275,12 +271,12 @@ with tab_stab:
                     "every seed are robust removals; rows removed by only some seeds are borderline.")
         c1, c2 = st.columns([1, 3])
         n_seeds = c1.number_input("Seeds", min_value=2, max_value=compute.MAX_STABILITY_SEEDS, value=5, step=1,
-                                  key="inspect-n-seeds", help="This run's seed and the next ones.")
+                                  key=INSPECT_N_SEEDS, help="This run's seed and the next ones.")
         missing = compute.missing_stability_runs(ref.spec, int(n_seeds))
         cost = (f"{len(missing)} more AFLite run{'s' * (len(missing) != 1)} (about as long as the Filter run each)"
                 if missing else "already computed")
         stab_on = c2.checkbox(f"Compute removal stability over {int(n_seeds)} seeds ({cost})",
-                              key="inspect-stability-on")
+                              key=INSPECT_STABILITY_ON)
         if stab_on:
             if missing:
                 bar = st.progress(0.0, text="Starting…")
@@ -301,7 +297,7 @@ with tab_stab:
                       help="Rows this run kept that at least one other seed removed.")
             s4.metric("Mean Jaccard of removed sets", f"{summary['mean_jaccard']:.2f}",
                       help="Overlap of two seeds' removed sets (1 = identical), averaged over pairs of seeds.")
-            st.plotly_chart(charts_inspect.stability_chart(counts, summary["n_runs"]), width="stretch",
+            st.plotly_chart(charts.stability_chart(counts, summary["n_runs"]), width="stretch",
                             key="inspect-stab-chart")
             ui.caption(f"Seeds {', '.join(map(str, summary['seeds']))}: how many rows (y) were removed by 0, 1, … "
                        f"{summary['n_runs']} of the runs (x), split by what this run did (vermillion: removed here, "
@@ -317,19 +313,19 @@ with tab_io:
     d1, d2, d3, d4 = st.columns(4)
     # the files are built only when a button is clicked (callables), from this run and dataset
     d1.download_button("Kept rows · CSV",
-                       lambda: exports.csv_bytes(exports.export_frame(result, data)),
+                       lambda: compute.download_bytes(result, data, "kept", "csv"),
                        file_name=f"{stem}-kept.csv", mime="text/csv", on_click="ignore", key="inspect-dl-kept-csv",
                        help=f"The {result.n_kept:,} kept rows with every original column plus aflite_* columns.")
     d2.download_button("Kept rows · Parquet",
-                       lambda: exports.parquet_bytes(exports.export_frame(result, data)),
+                       lambda: compute.download_bytes(result, data, "kept", "parquet"),
                        file_name=f"{stem}-kept.parquet", mime="application/vnd.apache.parquet", on_click="ignore",
                        key="inspect-dl-kept-parquet", help="The same kept rows as Parquet (types preserved).")
     d3.download_button("Removed rows · CSV",
-                       lambda: exports.csv_bytes(exports.export_frame(result, data, "removed")),
+                       lambda: compute.download_bytes(result, data, "removed", "csv"),
                        file_name=f"{stem}-removed.csv", mime="text/csv", on_click="ignore",
                        key="inspect-dl-removed-csv",
                        help=f"The {result.n_removed:,} removed rows with the round and score of their removal.")
-    d4.download_button("Run record · zip", lambda: exports.run_zip_bytes(result), file_name=f"{stem}-run.zip",
+    d4.download_button("Run record · zip", lambda: compute.run_zip_bytes(result), file_name=f"{stem}-run.zip",
                        mime="application/zip", on_click="ignore", key="inspect-dl-run",
                        help="Everything the run recorded (parameters, per-row and per-round tables): open it here "
                             "later, or with AFLiteResult.load after unzipping.")
@@ -341,4 +337,5 @@ with tab_io:
     if loaded is not None:
         st.caption(f"Opened: '{loaded['name']}' ({loaded['result'].n_rows:,} rows, {loaded['result'].n_rounds} "
                    f"rounds). It stays in this session until you close it.")
-        st.button("Close the opened run", on_click=forget_loaded, key="inspect-forget")
+        st.button("Close the opened run", on_click=state.forget_inspect_run, args=(st.session_state,),
+                  key="inspect-forget")

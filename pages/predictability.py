@@ -1,6 +1,7 @@
 import streamlit as st
 
-from aflite_app import charts, ui
+from aflite_app import ui
+from aflite_app.charts import runs as charts
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 

@@ -1,16 +1,14 @@
 import streamlit as st
 
-from aflite_app import charts_synthetic as charts
-from aflite_app import compute, ui
-from aflite_app.compute import CIRCLES_LIVE_FOLDS, CirclesRunSpec, CirclesSpec
+from aflite_app import ui
+from aflite_app.charts import synthetic as charts
+from aflite_app.compute import synthetic as compute
+from aflite_app.compute.synthetic import CIRCLES_LIVE_FOLDS, CirclesRunSpec, CirclesSpec
+from aflite_app.state import SYN_PLAYING, SYN_ROUND, SYN_STEP_DATA, SYN_TIMER
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
-PLAYING = "syn-playing"  # the round stepper is playing
-TIMER = "syn-timer"  # whether the stepper fragment was declared with a timer in this script run
-ROUND = "syn-round"
-STEP_DATA = "syn-step-data"
-STEP_SECONDS = 1.2
+STEP_SECONDS = 1.2  # the stepper shows the next round after this long while playing
 
 st.title("Synthetic circles")
 st.markdown(
@@ -118,44 +116,44 @@ st.caption("Pick a dataset and step through AFLite's rounds (or press Play): the
 
 
 def _play(n_rounds: int) -> None:
-    st.session_state[PLAYING] = True
-    if int(st.session_state.get(ROUND, 1)) >= n_rounds:
-        st.session_state[ROUND] = 0  # start over; the first step shows round 1
+    st.session_state[SYN_PLAYING] = True
+    if int(st.session_state.get(SYN_ROUND, 1)) >= n_rounds:
+        st.session_state[SYN_ROUND] = 0  # start over; the first step shows round 1
 
 
 def _pause() -> None:
-    st.session_state[PLAYING] = False
+    st.session_state[SYN_PLAYING] = False
 
 
-playing = bool(st.session_state.get(PLAYING, False))
-st.session_state[TIMER] = playing
+playing = bool(st.session_state.get(SYN_PLAYING, False))
+st.session_state[SYN_TIMER] = playing
 
 
 @st.fragment(run_every=STEP_SECONDS if playing else None)
 def round_stepper(exp) -> None:
-    if bool(st.session_state.get(PLAYING, False)) != st.session_state.get(TIMER):
+    if bool(st.session_state.get(SYN_PLAYING, False)) != st.session_state.get(SYN_TIMER):
         st.rerun()  # Play / Pause changed: re-declare the fragment with (or without) its timer
     names = [d.name for d in exp.datasets]
-    if st.session_state.get(STEP_DATA) not in names:
-        st.session_state[STEP_DATA] = names[0]
-    name = st.radio("Dataset", names, horizontal=True, key=STEP_DATA)
+    if st.session_state.get(SYN_STEP_DATA) not in names:
+        st.session_state[SYN_STEP_DATA] = names[0]
+    name = st.radio("Dataset", names, horizontal=True, key=SYN_STEP_DATA)
     data = next(d for d in exp.datasets if d.name == name)
     result = exp.results[name]
     n_rounds = result.n_rounds
     if n_rounds < 1:
         st.info("AFLite removed nothing on this dataset: there is no round to show.")
         return
-    current = int(st.session_state.get(ROUND, 1))
-    if st.session_state.get(PLAYING):
+    current = int(st.session_state.get(SYN_ROUND, 1))
+    if st.session_state.get(SYN_PLAYING):
         current += 1
         if current >= n_rounds:
-            st.session_state[PLAYING] = False  # the next run stops the timer
-    st.session_state[ROUND] = min(max(current, 1), n_rounds)
+            st.session_state[SYN_PLAYING] = False  # the next run stops the timer
+    st.session_state[SYN_ROUND] = min(max(current, 1), n_rounds)
     c1, c2 = st.columns([5, 1], vertical_alignment="bottom")
-    rnd = c1.slider("Round", 1, max(n_rounds, 2), key=ROUND, disabled=n_rounds < 2,
+    rnd = c1.slider("Round", 1, max(n_rounds, 2), key=SYN_ROUND, disabled=n_rounds < 2,
                     help="Rows scored and removed in this round; earlier removals are grey.")
     rnd = min(int(rnd), n_rounds)
-    if st.session_state.get(PLAYING):
+    if st.session_state.get(SYN_PLAYING):
         c2.button("Pause", key="syn-pause", on_click=_pause, width="stretch")
     else:
         c2.button("Play", key="syn-play", on_click=_play, args=(n_rounds,), width="stretch",

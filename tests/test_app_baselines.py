@@ -42,7 +42,7 @@ def test_baselines_after_a_filter_run_and_model_choice(app_test):
     bars = _bars(fig)
     assert [b["name"] for b in bars] == ["full data", "AFLite kept", "random subset", "one-shot filter"]
     assert bars[1]["marker"]["color"] == "#0072B2"  # KEPT
-    assert list(bars[0]["x"]) == ["Linear (logistic regression)", "kNN (k = 15)"]
+    assert list(bars[0]["x"]) == ["Logistic regression", "kNN (k = 15)"]  # labels from the core registry
     assert all(0 <= v <= 1 for b in bars for v in _values(b["y"]))
     assert len(plotly_figures(at)) == 2  # accuracy + representation bias
     assert at.dataframe, "the accuracy table"
@@ -54,7 +54,7 @@ def test_baselines_after_a_filter_run_and_model_choice(app_test):
     at.multiselect(key="bl-models").set_value(["logistic", "rbf"]).run()
     assert not at.exception, at.exception
     bars = _bars(_accuracy_figure(at))
-    assert list(bars[0]["x"]) == ["Linear (logistic regression)", "RBF SVM"]
+    assert list(bars[0]["x"]) == ["Logistic regression", "RBF SVM"]
 
     # a second representation as the partial input: a second panel with the same four subsets
     partial = next(s for s in at.selectbox if s.key.startswith("bl-partial-"))
@@ -81,13 +81,13 @@ def _small_upload(seed: int = 0):
     """A 2-class, 50-row table whose labels are noise: nothing is predictable."""
     import pandas as pd
 
-    from aflite_app import compute
+    from aflite_app.compute import uploads
 
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame(rng.normal(size=(50, 3)), columns=["a", "b", "c"])
     frame["label"] = np.repeat(["cat", "dog"], 25)
-    outcome = compute.load_upload(frame.to_csv(index=False).encode(), "noise.csv",
-                                  compute.UploadOptions(label_column="label", feature_columns=("a", "b", "c")))
+    outcome = uploads.load_upload(frame.to_csv(index=False).encode(), "noise.csv",
+                                  uploads.UploadOptions(label_column="label", feature_columns=("a", "b", "c")))
     assert outcome.ok, outcome.error
     return outcome
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import plotly_figures
 
-from aflite_app import compute
+from aflite_app.compute import _stores, datasets, uploads
 from aflite_app.state import BUNDLED, DATASET, REPRESENTATION, UPLOADS
 
 pytestmark = pytest.mark.slow
@@ -35,15 +35,15 @@ def _npy(array: np.ndarray, allow_pickle: bool = False) -> bytes:
 # -- the bytes + options -> Dataset step ------------------------------------------------------------------------
 def test_load_upload_numeric_columns():
     frame = _table()
-    options = compute.UploadOptions(label_column="label", feature_columns=("x0", "x1", "x2", "x3"))
-    outcome = compute.load_upload(_csv(frame), "small.csv", options)
+    options = uploads.UploadOptions(label_column="label", feature_columns=("x0", "x1", "x2", "x3"))
+    outcome = uploads.load_upload(_csv(frame), "small.csv", options)
     assert outcome.ok and outcome.error is None
     data = outcome.dataset
     assert data.n_rows == 50 and data.classes == ("no", "yes")
     assert data.representation("columns").shape == (50, 4)
-    assert outcome.key == compute.upload_options_key(_csv(frame), "small.csv", options)
+    assert outcome.key == uploads.upload_options_key(_csv(frame), "small.csv", options)
     assert outcome.key.startswith("upload-")
-    other = compute.load_upload(_csv(frame), "small.csv", compute.UploadOptions(label_column="label",
+    other = uploads.load_upload(_csv(frame), "small.csv", uploads.UploadOptions(label_column="label",
                                                                                  feature_columns=("x0",)))
     assert other.key != outcome.key
 
@@ -54,11 +54,11 @@ def test_load_upload_with_aligned_npy_and_pair_text_features():
                           "label": ["contradiction", "entailment", "neutral"] * 10})
     jsonl = frame.to_json(orient="records", lines=True).encode()
     feats = np.random.default_rng(0).normal(size=(30, 5)).astype(np.float32)
-    options = compute.UploadOptions(label_column="label", pair=("premise", "hypothesis"), text_features=True)
-    outcome = compute.load_upload(jsonl, "nli.jsonl", options, _npy(feats), "emb.npy")
+    options = uploads.UploadOptions(label_column="label", pair=("premise", "hypothesis"), text_features=True)
+    outcome = uploads.load_upload(jsonl, "nli.jsonl", options, _npy(feats), "emb.npy")
     assert outcome.ok, outcome.error
     assert list(outcome.dataset.representations) == ["emb", "tfidf", "tfidf_hypothesis"]
-    assert compute.default_partial_input(outcome.dataset, "emb") == "tfidf_hypothesis"
+    assert datasets.default_partial_input(outcome.dataset, "emb") == "tfidf_hypothesis"
     assert outcome.dataset.pair == ("premise", "hypothesis")
 
 
@@ -66,30 +66,30 @@ def test_several_npy_files_become_named_representations():
     frame = _table()
     files = [("small.pair_emb.npy", _npy(np.ones((50, 3), np.float32))),
              ("small.hyp_emb.npy", _npy(np.zeros((50, 2), np.float32)))]
-    assert compute.feature_representation_names([f for f, _ in files], "small.csv") == ["pair_emb", "hyp_emb"]
-    assert compute.feature_representation_names(["a.npy", "a.npy"], "t.csv") == ["a", "a_2"]
-    outcome = compute.load_upload(_csv(frame), "small.csv", compute.UploadOptions(label_column="label"), files)
+    assert uploads.feature_representation_names([f for f, _ in files], "small.csv") == ["pair_emb", "hyp_emb"]
+    assert uploads.feature_representation_names(["a.npy", "a.npy"], "t.csv") == ["a", "a_2"]
+    outcome = uploads.load_upload(_csv(frame), "small.csv", uploads.UploadOptions(label_column="label"), files)
     assert outcome.ok, outcome.error
     assert {k: X.shape[1] for k, X in outcome.dataset.representations.items()} == {"pair_emb": 3, "hyp_emb": 2}
-    assert compute.partial_input_choices(outcome.dataset, "pair_emb") == ["hyp_emb"]
-    assert compute.default_partial_input(outcome.dataset, "pair_emb") == "hyp_emb"
-    assert compute.default_partial_input(outcome.dataset, "hyp_emb") is None
+    assert datasets.partial_input_choices(outcome.dataset, "pair_emb") == ["hyp_emb"]
+    assert datasets.default_partial_input(outcome.dataset, "pair_emb") == "hyp_emb"
+    assert datasets.default_partial_input(outcome.dataset, "hyp_emb") is None
 
 
 @pytest.mark.shared_data
 def test_real_snli_sample_with_pair_and_hypothesis_embeddings(shared_data):
     files = [(f"snli_sample.{k}_minilm.npy", (shared_data / f"snli_sample.{k}_minilm.npy").read_bytes())
              for k in ("pair", "hyp")]
-    guess = compute.guess_columns(compute.upload_table((shared_data / "snli_sample.jsonl").read_bytes(),
+    guess = uploads.guess_columns(uploads.upload_table((shared_data / "snli_sample.jsonl").read_bytes(),
                                                        "snli_sample.jsonl"))
     assert guess["pair"] == ("premise", "hypothesis") and guess["label"] == "label"
-    outcome = compute.load_upload((shared_data / "snli_sample.jsonl").read_bytes(), "snli_sample.jsonl",
-                                  compute.UploadOptions(label_column="label", pair=guess["pair"]), files)
+    outcome = uploads.load_upload((shared_data / "snli_sample.jsonl").read_bytes(), "snli_sample.jsonl",
+                                  uploads.UploadOptions(label_column="label", pair=guess["pair"]), files)
     assert outcome.ok, outcome.error
     data = outcome.dataset
     assert data.n_rows == 6891 and data.n_classes == 3 and data.pair == ("premise", "hypothesis")
     assert list(data.representations) == ["pair_minilm", "hyp_minilm"]
-    assert compute.default_partial_input(data, "pair_minilm") == "hyp_minilm"
+    assert datasets.default_partial_input(data, "pair_minilm") == "hyp_minilm"
 
 
 @pytest.mark.parametrize(
@@ -111,15 +111,15 @@ def test_real_snli_sample_with_pair_and_hypothesis_embeddings(shared_data):
          "bad-jsonl", "unknown-extension"],
 )
 def test_load_upload_errors_are_messages(table, name, options, features, message):
-    outcome = compute.load_upload(table, name, compute.UploadOptions(**options), features,
+    outcome = uploads.load_upload(table, name, uploads.UploadOptions(**options), features,
                                   None if features is None else "f.npy")
     assert not outcome.ok and outcome.dataset is None
     assert message in outcome.error
 
 
 def test_too_many_rows_points_to_the_cli(monkeypatch):
-    monkeypatch.setattr(compute, "MAX_INTERACTIVE_ROWS", 20)
-    outcome = compute.load_upload(_csv(_table(25, seed=3)), "big.csv", compute.UploadOptions(label_column="label"))
+    monkeypatch.setattr(_stores, "MAX_INTERACTIVE_ROWS", 20)
+    outcome = uploads.load_upload(_csv(_table(25, seed=3)), "big.csv", uploads.UploadOptions(label_column="label"))
     assert not outcome.ok
     assert "more than the app filters interactively" in outcome.error
     assert "python -m aflite_core filter" in outcome.error
@@ -129,7 +129,7 @@ def test_guess_columns():
     frame = pd.DataFrame({"id": [1, 2, 3], "premise": ["A long sentence here."] * 3,
                           "hypothesis": ["Another long sentence."] * 3, "score": [0.1, 0.2, 0.3],
                           "gold_label": ["a", "b", "a"]})
-    g = compute.guess_columns(frame)
+    g = uploads.guess_columns(frame)
     assert g["label"] == "gold_label" and g["id"] == "id" and g["pair"] == ("premise", "hypothesis")
     assert g["numeric"] == ["score"] and g["texts"] == []
 
@@ -207,7 +207,7 @@ def test_bad_uploads_show_the_loader_message(app_test, table, features, message)
 
 
 def test_too_large_upload_is_refused_with_the_cli_command(app_test, monkeypatch):
-    monkeypatch.setattr(compute, "MAX_INTERACTIVE_ROWS", 30)
+    monkeypatch.setattr(_stores, "MAX_INTERACTIVE_ROWS", 30)
     at = app_test(page="pages/data.py")
     at.file_uploader(key="upload-table").set_value(("big.csv", _csv(_table(40)), "text/csv")).run()
     assert not at.exception, at.exception

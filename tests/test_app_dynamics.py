@@ -176,14 +176,14 @@ def digits_dynamics(tmp_path):
     import numpy as np
     import streamlit as st
 
-    from aflite_app import compute
+    from aflite_app.compute import datasets
     from aflite_app.state import DatasetSpec
     from aflite_core.dynamics import TrainingDynamics, train_dynamics
 
     st.cache_resource.clear()  # the store of uploaded dynamics
     st.cache_data.clear()
     dspec = DatasetSpec("digits", "mlp")
-    data = compute.dataset(dspec)
+    data = datasets.dataset(dspec)
     td = train_dynamics(data.representation("mlp"), data.y, epochs=3, ids=data.ids, random_state=0)
     order = np.random.default_rng(0).permutation(data.n_rows)
     shuffled = TrainingDynamics(td.logits[order], td.gold[order], td.classes, td.ids[order])
@@ -194,7 +194,7 @@ def digits_dynamics(tmp_path):
 def test_upload_aligns_to_the_dataset_ids(digits_dynamics):
     import numpy as np
 
-    from aflite_app import compute
+    from aflite_app.compute import dynamics as compute
 
     dspec, data, td, files = digits_dynamics
     spec = compute.dynamics_upload(dspec, files[::-1])  # any upload order
@@ -209,7 +209,7 @@ def test_upload_aligns_to_the_dataset_ids(digits_dynamics):
 def test_upload_errors_are_clear(digits_dynamics):
     import json
 
-    from aflite_app import compute
+    from aflite_app.compute import dynamics as compute
 
     dspec, _, _, files = digits_dynamics
     name, payload = files[0]
@@ -235,7 +235,7 @@ def test_upload_errors_are_clear(digits_dynamics):
 
 
 def test_upload_size_limit(digits_dynamics, monkeypatch):
-    from aflite_app import compute
+    from aflite_app.compute import dynamics as compute
 
     dspec, _, _, files = digits_dynamics
     monkeypatch.setattr(compute, "DYN_MAX_UPLOAD_BYTES", 1000)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import plotly_figures
 
-from aflite_app import compute
+from aflite_app.compute import datasets
+from aflite_app.compute import embedding as compute
 
 pytestmark = pytest.mark.slow
 
@@ -19,11 +20,11 @@ def umap_gate(monkeypatch):
     """Replace the (slow, numba-compiling) UMAP fit by a fake that waits until the test opens the gate."""
     gate = threading.Event()
 
-    def fake_umap(X, seed=0):
+    def fake_umap(X, random_state=0):
         gate.wait(60)
         return np.asarray(X[:, :2], dtype=np.float32) * 10
 
-    monkeypatch.setattr(compute, "_umap_2d", fake_umap)
+    monkeypatch.setattr(compute, "umap_2d", fake_umap)
     monkeypatch.delenv("AFLITE_APP_UMAP", raising=False)
     yield gate
     gate.set()
@@ -60,7 +61,7 @@ def test_map_after_a_filter_run(app_test, umap_gate):
     assert not at.exception, at.exception
     at.switch_page("pages/embedding.py").run()
     assert not at.exception, at.exception
-    n_rows = compute.dataset("digits").n_rows
+    n_rows = datasets.dataset("digits").n_rows
 
     # PCA is shown at once while UMAP computes in the background
     fig = _map(at)

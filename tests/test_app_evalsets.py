@@ -170,7 +170,7 @@ def test_evaluation_table_upload_rebuilds_tfidf(app_test):
 
     import streamlit as st
 
-    from aflite_app import compute
+    from aflite_app.compute import evalsets as compute
 
     buf = io.BytesIO()
     evaluation.to_json(buf, orient="records", lines=True)

@@ -106,16 +106,16 @@ def test_stop_button_stops_the_run_and_shows_the_partial_result(app_test, monkey
 def test_after_stop_the_page_never_runs_the_filter_again(app_test, monkeypatch):
     """A stopped run is not stored; nothing on the page may fetch it again by its spec (that re-ran the whole
     filter synchronously in the page thread — 49 s on the digits with logistic regression)."""
-    from aflite_app import compute
+    from aflite_app.compute import runs
 
     calls = []
-    real = compute.aflite
+    real = runs.aflite
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("random_state"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(compute, "aflite", counting)
+    monkeypatch.setattr(runs, "aflite", counting)
     at = app_test(page="pages/filter.py")
     assert len(calls) == 1  # the default run
     monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.3")

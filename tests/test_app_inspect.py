@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from conftest import plotly_figures
 
-from aflite_app import compute, exports
+from aflite_app import exports
+from aflite_app.compute import runs
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +95,7 @@ def test_renders_after_a_filter_run_and_the_filters_change_the_rows(app_test):
 def test_opening_a_saved_run_and_refusing_bad_files(app_test):
     at = _inspect_after_filter(app_test, dataset_key="circles")
     spec = at.session_state["last_result_spec"]
-    payload = exports.run_zip_bytes(compute.stored_result(spec))
+    payload = exports.run_zip_bytes(runs.stored_result(spec))
 
     at.file_uploader(key="inspect-upload").upload("my-run.zip", payload, "application/zip")
     at.run()

@@ -135,7 +135,7 @@ def test_small_single_dataset_without_bias_removes_nothing(app_test):
 
 # -- the compute section (no AppTest) -------------------------------------------------------------------------
 def test_parse_separations():
-    from aflite_app.compute import parse_separations
+    from aflite_app.compute.synthetic import parse_separations
 
     assert parse_separations("1.0, 0.6, 0.4, 0.2") == (1.0, 0.6, 0.4, 0.2)
     assert parse_separations(" 0.5;0.1 ") == (0.5, 0.1)
@@ -147,7 +147,7 @@ def test_parse_separations():
 def test_circles_datasets_match_paper_circles_and_apply_the_bias_fraction():
     import streamlit as st
 
-    from aflite_app.compute import CirclesSpec, circles_datasets
+    from aflite_app.compute.synthetic import CirclesSpec, circles_datasets
     from aflite_core.synthetic import paper_circles
 
     st.cache_resource.clear()

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_app import charts_dynamics as cd
-from aflite_app.theme import KEPT, REMOVED
+from aflite_app.charts import dynamics as cd
+from aflite_app.charts.theme import KEPT, REMOVED
 
 
 def _frame(partial: bool = True) -> pd.DataFrame:

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_app.charts_embedding import COLOUR_MODES, WEBGL_POINTS, embedding_scatter, similarity_heatmap
-from aflite_app.theme import KEPT, REMOVED, class_colour_map
+from aflite_app.charts.embedding import COLOUR_MODES, WEBGL_POINTS, embedding_scatter, similarity_heatmap
+from aflite_app.charts.theme import KEPT, REMOVED, class_colour_map
 from aflite_core.geometry import similarity_matrices
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aflite_app import charts_evalsets as ce
-from aflite_app.theme import KEPT, REMOVED
+from aflite_app.charts import evalsets as ce
+from aflite_app.charts.theme import KEPT, REMOVED
 from aflite_core.evalsets import NONE, adversary_study
 from aflite_core.result import EVAL_CATEGORIES
 

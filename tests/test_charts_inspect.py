@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_app import charts_inspect
-from aflite_app.theme import KEPT, REMOVED
+from aflite_app.charts import inspect as charts_inspect
+from aflite_app.charts.theme import KEPT, REMOVED
 from aflite_core.artifacts import feature_artifacts, token_artifacts
 from aflite_core.stability import class_impact
 
@@ -87,3 +87,8 @@ def test_pixel_artifact_chart_has_three_image_panels():
     assert z.shape == (4, 4) and np.unravel_index(np.nanargmax(z), z.shape) == (1, 1)  # pixel 5 = row 1, col 1
     assert fig.layout.xaxis.title.text == "pixel column" and fig.layout.yaxis.title.text == "pixel row"
     assert heat[2].colorscale[0][1] == KEPT and heat[2].colorscale[-1][1] == REMOVED
+
+
+def test_status_cells_use_the_kept_and_removed_colours():
+    assert charts_inspect.status_cell_style("removed") == f"color: {REMOVED}; font-weight: 600"
+    assert charts_inspect.status_cell_style("kept") == f"color: {KEPT}"

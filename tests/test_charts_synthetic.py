@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aflite_app import charts_synthetic as charts
-from aflite_app.theme import KEPT, NEUTRAL, REMOVED, class_colour_map
+from aflite_app.charts import synthetic as charts
+from aflite_app.charts.theme import KEPT, NEUTRAL, REMOVED, class_colour_map
 from aflite_core import aflite
 from aflite_core.synthetic import make_biased_circles, paper_circles
 from aflite_core.synthetic_experiment import synthetic_experiment

@@ -67,15 +67,15 @@ def test_listing_finds_runs_below_the_root_only(root, tmp_path):
 
 
 def test_opening_outside_the_root_is_refused_in_one_sentence(root, tmp_path):
-    from aflite_app import compute
+    from aflite_app.compute import rundirs
 
     for path in ["../outside", str(tmp_path / "outside"), "/etc", "link/../.."]:
         with pytest.raises(ValueError, match="not below the app's run root"):
-            compute.open_run_directory(path)
+            rundirs.open_run_directory(path)
 
 
 def test_recorded_input_paths_outside_the_root_are_never_read(root, files, small_filter):
-    from aflite_app import compute
+    from aflite_app.compute import rundirs
 
     run = root / "cli-run"
     assert small_filter(run) == 0
@@ -83,19 +83,19 @@ def test_recorded_input_paths_outside_the_root_are_never_read(root, files, small
     record["labels"] = "/etc/passwd"
     (run / "cli_args.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match="not below the app's run root") as info:
-        compute.open_run_directory("cli-run")
+        rundirs.open_run_directory("cli-run")
     assert "root:" not in str(info.value)
 
 
 def test_a_secret_labels_file_below_the_root_is_refused_without_quoting_it(root, files, small_filter):
-    from aflite_app import compute
+    from aflite_app.compute import rundirs
 
     run = root / "cli-run"
     assert small_filter(run, "--copy-inputs") == 0
     (run / "inputs" / "labels.txt").unlink()
     (run / "inputs" / "labels.txt").write_text(SECRET + "\n")
     with pytest.raises(ValueError, match="are not the ones the run") as info:
-        compute.open_run_directory("cli-run")
+        rundirs.open_run_directory("cli-run")
     assert SECRET[:24] not in str(info.value)
 
 

@@ -23,8 +23,7 @@ from plotly.subplots import make_subplots
 from aflite_core import AFLiteResult
 from aflite_core.synthetic import BiasedCircles
 
-from .charts import style
-from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map
+from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, style
 
 __all__ = [
     "CLASS_NAMES",

@@ -1,6 +1,22 @@
-"""One visual language for every page: the kept/removed colours, class colours, labels."""
+"""One visual language for every chart: the kept/removed colours, class colours, fonts and the common layout."""
 
 from __future__ import annotations
+
+import plotly.colors as pc
+import plotly.graph_objects as go
+
+__all__ = [
+    "CLASS_COLOURS",
+    "FONT",
+    "KEPT",
+    "KEPT_REMOVED",
+    "NEUTRAL",
+    "REMOVED",
+    "TAU_LINE",
+    "class_colour_map",
+    "round_colours",
+    "style",
+]
 
 #: Okabe-Ito colour-blind-safe palette; blue means kept and vermillion means removed on every page.
 KEPT = "#0072B2"
@@ -21,8 +37,21 @@ def class_colour_map(classes) -> dict[str, str]:
 
 def round_colours(n_rounds: int) -> list[str]:
     """A sequential palette for 'round removed' (early rounds dark, late rounds light)."""
-    import plotly.colors as pc
-
     if n_rounds <= 1:
         return [REMOVED]
     return pc.sample_colorscale("OrRd_r", [0.1 + 0.75 * i / (n_rounds - 1) for i in range(n_rounds)])
+
+def style(fig: go.Figure, *, height: int | None = None, title: str | None = None) -> go.Figure:
+    """The common look: white background, readable font, legend on top."""
+    fig.update_layout(
+        template="plotly_white",
+        font=dict(family=FONT, size=13),
+        margin=dict(l=60, r=30, t=60 if title else 30, b=50),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        hoverlabel=dict(font_size=12),
+    )
+    if title:
+        fig.update_layout(title=dict(text=title, x=0, xanchor="left"))
+    if height:
+        fig.update_layout(height=height)
+    return fig

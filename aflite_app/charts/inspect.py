@@ -8,11 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from .charts import style
-from .theme import KEPT, REMOVED, TAU_LINE
+from .theme import KEPT, REMOVED, TAU_LINE, style
 
-__all__ = ["artifact_chart", "class_status_chart", "pixel_artifact_chart", "stability_chart"]
+__all__ = ["artifact_chart", "class_status_chart", "pixel_artifact_chart", "stability_chart", "status_cell_style"]
+
+
+def status_cell_style(value: str) -> str:
+    """CSS of a ``status`` cell of the rows table: removed in bold vermillion, kept in blue (``Styler.map``)."""
+    return f"color: {REMOVED}; font-weight: 600" if value == "removed" else f"color: {KEPT}"
 
 
 def class_status_chart(impact: pd.DataFrame, *, title: str | None = None) -> go.Figure:
@@ -110,8 +115,6 @@ def pixel_artifact_chart(frame: pd.DataFrame, label: str, shape: tuple[int, int]
     ``frame`` is :func:`aflite_core.artifacts.feature_artifacts` computed for *every* pixel (``top_k`` = number
     of pixels), dimensions numbered row by row over an image of ``shape`` (h, w).
     """
-    from plotly.subplots import make_subplots
-
     h, w = shape
     part = frame[frame["label"].astype(str) == str(label)]
     grids = {}

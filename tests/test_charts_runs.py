@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_app import charts
-from aflite_app.theme import KEPT, REMOVED
+from aflite_app.charts import runs as charts
+from aflite_app.charts.theme import KEPT, REMOVED
 from aflite_core import aflite
 from aflite_core.synthetic import make_planted_bias
 

@@ -14,14 +14,14 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+import plotly.colors as pc
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from aflite_core.evalsets import NONE, AdversaryStudy
 from aflite_core.result import EVAL_CATEGORIES
 
-from .charts import style
-from .theme import CLASS_COLOURS, KEPT, NEUTRAL, REMOVED, TAU_LINE
+from .theme import CLASS_COLOURS, KEPT, NEUTRAL, REMOVED, TAU_LINE, style
 
 __all__ = [
     "CATEGORY_COLOURS",
@@ -73,8 +73,6 @@ def _same_pairs(study: AdversaryStudy) -> set[tuple[str, str]]:
 
 def _adversary_colours(names: list[str]) -> dict[str, str]:
     """A sequential palette for adversaries: the weakest light, the strongest dark (purple, away from blue/red)."""
-    import plotly.colors as pc
-
     if len(names) == 1:
         return {names[0]: "#6A3D9A"}
     cols = pc.sample_colorscale("Purples", [0.4 + 0.55 * i / (len(names) - 1) for i in range(len(names))])

@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .charts import style
-from .theme import KEPT, REMOVED, class_colour_map, round_colours
+from .theme import KEPT, REMOVED, class_colour_map, round_colours, style
 
 __all__ = ["COLOUR_MODES", "embedding_scatter", "similarity_heatmap"]
 

@@ -7,7 +7,7 @@ input was recorded, their ``partial_`` versions. For the comparison with AFLite 
 (bool) and ``status`` (``"kept"`` / ``"removed"``).
 
 Levels are coloured green (easy), orange (ambiguous) and purple (hard) everywhere on the page; kept and removed
-use the app's blue and vermillion (:mod:`aflite_app.theme`).
+use the app's blue and vermillion (:mod:`aflite_app.charts.theme`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .charts import style
-from .theme import KEPT_REMOVED, NEUTRAL, class_colour_map
+from .theme import KEPT_REMOVED, NEUTRAL, class_colour_map, style
 
 __all__ = [
     "CORRECTNESS_BUCKETS",

@@ -1,4 +1,4 @@
-"""Pure chart builders for the filter views: an ``AFLiteResult`` in, a Plotly figure out (no Streamlit).
+"""Chart builders of one AFLite run (Filter and Predictability pages): an ``AFLiteResult`` in, a figure out.
 
 Every figure has axis titles with units, class names rather than codes, and the same two colours for kept
 (blue) and removed (vermillion).
@@ -15,31 +15,16 @@ from plotly.subplots import make_subplots
 
 from aflite_core import AFLiteResult
 
-from .theme import CLASS_COLOURS, FONT, KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map
+from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, style
 
 __all__ = [
     "class_counts_chart",
     "predictability_histogram",
     "predictability_small_multiples",
     "removal_chart",
-    "style",
 ]
 
 
-def style(fig: go.Figure, *, height: int | None = None, title: str | None = None) -> go.Figure:
-    """The common look: white background, readable font, legend on top."""
-    fig.update_layout(
-        template="plotly_white",
-        font=dict(family=FONT, size=13),
-        margin=dict(l=60, r=30, t=60 if title else 30, b=50),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-        hoverlabel=dict(font_size=12),
-    )
-    if title:
-        fig.update_layout(title=dict(text=title, x=0, xanchor="left"))
-    if height:
-        fig.update_layout(height=height)
-    return fig
 
 
 def _removed_per_round_by_class(result: AFLiteResult) -> pd.DataFrame:
@@ -212,4 +197,3 @@ def class_counts_chart(counts: pd.DataFrame, *, title: str | None = None) -> go.
     return style(fig, height=340, title=title)
 
 
-_ = CLASS_COLOURS  # re-exported palette lives in theme

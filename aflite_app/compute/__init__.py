@@ -1,0 +1,23 @@
+"""The app's cached compute layer: one module per page, each owning that page's ``st.cache_*`` functions.
+
+A page calls its module with small frozen specs (:mod:`aflite_app.state`) and draws what comes back with its
+chart module; it never computes itself. The modules a page does not own are shared: ``datasets`` (the
+sidebar's datasets), ``runs`` (the Filter page's AFLite runs, which most pages show) and ``_stores`` (the
+bounded result stores and the one row guard). Nothing here writes session state; the session's own datasets
+and opened runs are read through :func:`aflite_app.state.session_data`.
+
+==================  ===========================  ==================================================
+module              page                         holds
+==================  ===========================  ==================================================
+``datasets``        Data (bundled), every page   bundled and session datasets, class names, partial inputs
+``uploads``         Data (upload)                uploaded table -> Dataset, column guesses
+``rundirs``         Data (run directory)         CLI run directories opened below the run root
+``runs``            Filter, Predictability       AFLite runs, the result store, class impact
+``synthetic``       Synthetic circles            the Figure 2 datasets, runs and accuracies
+``embedding``       Embedding map                PCA/UMAP map, selection, Figure 1, Table 3
+``inspect``         Inspect                      rows table, artifacts, stability, downloads
+``baselines``       Baselines                    equal-size random and one-shot comparisons
+``evalsets``        Evaluation sets              adversary studies on an evaluation set
+``dynamics``        Training dynamics            recorded or uploaded dynamics, difficulty levels
+==================  ===========================  ==================================================
+"""

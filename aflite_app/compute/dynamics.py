@@ -1,0 +1,345 @@
+"""The Training dynamics page (Cosma et al., EMNLP 2024): difficulty levels from training dynamics vs AFLite.
+
+Per-epoch logits are recorded on the sidebar's dataset (full input = its representation, plus a partial-input
+representation) or read from uploaded allenai/cartography JSONL files (parsed and aligned to the dataset by
+:mod:`aflite_core.dynamics_align`); difficulty levels come from the GMM (the paper's method) or a baseline; text
+pairs get the spurious-correlation tests; the levels are crossed with the Filter page's AFLite run. Recorded and
+uploaded dynamics sit in a bounded store keyed by :class:`DynamicsSpec` (so the page can tell "already
+recorded" from "needs the button"); levels are cache_resource (DifficultyLevels); per-row frames and tables are
+cache_data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from aflite_core.datasets import Dataset
+from aflite_core.dynamics import (
+    DynamicsRecord,
+    TrainingDynamics,
+    aum_levels,
+    data_maps_levels,
+    difficulty_levels,
+    record_dynamics,
+)
+from aflite_core.dynamics_align import align_dynamics, parse_class_order, read_epoch_files
+from aflite_core.spurious import compare_classes, paper_table, spurious_measures
+
+from .. import exports
+from ..exports import human_bytes
+from ..state import DatasetSpec, FilterSpec
+from . import _stores
+from .datasets import class_names, dataset, is_partial_input, partial_input_choices
+from .runs import run_filter
+
+__all__ = [
+    "DYN_AUTO_SECONDS",
+    "DYN_EXAMPLES",
+    "DYN_LEVEL_METHODS",
+    "DYN_MAX_EPOCHS",
+    "DYN_MAX_UPLOAD_BYTES",
+    "DYN_MAX_UPLOAD_FILES",
+    "DynamicsSpec",
+    "LevelSpec",
+    "class_names",
+    "dynamics_estimate",
+    "dynamics_examples",
+    "dynamics_frame",
+    "dynamics_levels",
+    "dynamics_record",
+    "dynamics_spurious_measures",
+    "dynamics_spurious_tests",
+    "dynamics_upload",
+    "dynamics_vs_aflite",
+    "is_partial_input",
+    "partial_input_choices",
+    "stored_dynamics",
+]
+
+#: recordings estimated to take longer than this wait for the page's Record button (digits: ~0.1 s)
+DYN_AUTO_SECONDS = 3.0
+#: seconds per (row × feature × epoch) of record_dynamics' softmax model, measured on this machine (digits
+#: 1,438 × (64 + 8) × 5: 0.1 s; 7,000 × (384 + 192) × 5: 2.4 s; 20,000 × (128 + 64) × 5: 3.7 s)
+_DYN_COST = 2e-7
+#: epochs the page offers
+DYN_MAX_EPOCHS = 20
+#: uploaded dynamics: at most this many epoch files and this many bytes per input
+DYN_MAX_UPLOAD_FILES = 50
+DYN_MAX_UPLOAD_BYTES = 100 * 2**20
+#: the level methods of the page
+DYN_LEVEL_METHODS = {
+    "gmm": "GMM on the training-dynamics features (the paper's method)",
+    "data_maps": "Data Maps baseline (top variability = ambiguous)",
+    "aum": "AUM percentile bands",
+}
+DYN_STORE_SIZE = 16
+#: example rows shown per cross-tab cell
+DYN_EXAMPLES = 8
+
+
+@dataclass(frozen=True)
+class DynamicsSpec:
+    """Which training dynamics: recorded on ``dataset`` (+ ``partial``) or uploaded (``upload`` = content digest).
+
+    For uploads ``partial``, ``epochs`` and ``seed`` are unused (``epochs`` is 0).
+    """
+
+    dataset: DatasetSpec
+    partial: str | None = None
+    epochs: int = 5
+    seed: int = 0
+    upload: str | None = None
+
+
+@dataclass(frozen=True)
+class LevelSpec:
+    """How the dynamics become levels: ``method`` (a key of DYN_LEVEL_METHODS) and its parameters."""
+
+    method: str = "gmm"
+    ambiguous_fraction: float = 0.33
+    lower: float = 0.33
+    upper: float = 0.66
+    seed: int = 0
+
+
+def dynamics_estimate(spec: DynamicsSpec) -> float:
+    """Rough seconds :func:`dynamics_record` needs to record ``spec`` (0 for uploads)."""
+    if spec.upload is not None:
+        return 0.0
+    data = dataset(spec.dataset)
+    dims = data.representation(spec.dataset.representation).shape[1]
+    if spec.partial is not None and spec.partial in data.representations:
+        dims += data.representation(spec.partial).shape[1]
+    return float(_DYN_COST * data.n_rows * dims * spec.epochs)
+
+
+@st.cache_resource(max_entries=1)
+def _dynamics_store() -> _stores.LRUStore:
+    """Recorded or uploaded dynamics by DynamicsSpec."""
+    return _stores.LRUStore(DYN_STORE_SIZE)
+
+
+def _dyn_put(spec: DynamicsSpec, record) -> None:
+    _dynamics_store().keep(spec, record)
+
+
+def stored_dynamics(spec: DynamicsSpec):
+    """The DynamicsRecord of ``spec`` if it was recorded or uploaded before (no computation), else None."""
+    return _dynamics_store().recall(spec)
+
+
+def _dyn_check_size(data: Dataset) -> None:
+    _stores.check_rows(data.n_rows, doing="handles", instead="Record the dynamics from the command line: `python -m "
+                       "aflite_core dynamics --features FEATURES.npy --partial-features PARTIAL.npy --labels "
+                       "LABELS.csv --out levels.parquet`.")
+
+
+def dynamics_record(spec: DynamicsSpec):
+    """Record (or fetch) the training dynamics of ``spec``: full input and, when chosen, the partial input.
+
+    Uses :func:`aflite_core.dynamics.record_dynamics` (softmax model, Adam, batch 32, in-sample) with the
+    dataset's ids; uploaded dynamics are only fetched (see :func:`dynamics_upload`).
+    """
+    hit = stored_dynamics(spec)
+    if hit is not None:
+        return hit
+    if spec.upload is not None:
+        raise ValueError("The uploaded training dynamics are no longer in memory; upload the files again.")
+    data = dataset(spec.dataset)
+    _dyn_check_size(data)
+    if spec.partial is not None and spec.partial not in data.representations:
+        raise ValueError(f"Dataset '{data.name}' has no representation {spec.partial!r} to use as the partial input; "
+                         f"available: {list(data.representations)}.")
+    X = data.representation(spec.dataset.representation)
+    Xp = None if spec.partial is None else data.representation(spec.partial)
+    record = record_dynamics(X, data.y, X_partial=Xp, epochs=int(spec.epochs), ids=data.ids,
+                             random_state=int(spec.seed), n_threads=1)
+    _dyn_put(spec, record)
+    return record
+
+
+def _dyn_read_files(files, classes: list[str], what: str) -> TrainingDynamics:
+    """Uploaded epoch files ``[(name, bytes), ...]`` within the app's limits, parsed by the core."""
+    if len(files) > DYN_MAX_UPLOAD_FILES:
+        raise ValueError(f"{len(files)} {what} files is more than the {DYN_MAX_UPLOAD_FILES} epochs the app reads.")
+    total = sum(len(b) for _, b in files)
+    if total > DYN_MAX_UPLOAD_BYTES:
+        raise ValueError(f"The {what} files hold {human_bytes(total)}, more than the app reads "
+                         f"({human_bytes(DYN_MAX_UPLOAD_BYTES)}); compute the levels with `python -m aflite_core "
+                         "dynamics --dynamics-dir DIR ...` instead.")
+    return read_epoch_files(files, classes=classes, what=what)
+
+
+def _dyn_align(td: TrainingDynamics, data: Dataset, what: str) -> TrainingDynamics:
+    """The uploaded dynamics re-ordered to the dataset's rows (guid ↔ id) and classes (by name)."""
+    return align_dynamics(td, ids=data.ids, y=data.y, classes=data.classes, dataset_name=data.name, what=what)
+
+
+def dynamics_upload(dspec: DatasetSpec, full_files, partial_files=(), class_order: str = "") -> DynamicsSpec:
+    """Read uploaded allenai/cartography dynamics, align them to the dataset, and store them.
+
+    Parameters
+    ----------
+    dspec : DatasetSpec
+        The dataset the dynamics describe (guids must be its ids).
+    full_files, partial_files : sequence of (file name, bytes)
+        ``dynamics_epoch_<e>.jsonl`` files of the full input (required) and of the partial input (optional).
+    class_order : str
+        Class names in logit order, comma-separated (default: the dataset's class order).
+
+    Returns
+    -------
+    DynamicsSpec
+        With ``upload`` set to the content digest; :func:`dynamics_record` returns the aligned record.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, line or id for anything that does not fit (see :func:`_dyn_align`).
+    """
+    data = dataset(dspec)
+    _dyn_check_size(data)
+    full_files, partial_files = list(full_files), list(partial_files)
+    if not full_files:
+        raise ValueError("Upload the full-input dynamics (dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …).")
+    classes = parse_class_order(class_order, data.classes)
+    h = hashlib.sha256(repr((dspec, classes)).encode())
+    for tag, files in (("full", full_files), ("partial", partial_files)):
+        for name, payload in sorted(files, key=lambda f: str(f[0])):
+            h.update(f"{tag}:{name}:{len(payload)}:".encode())
+            h.update(payload)
+    spec = DynamicsSpec(dataset=dspec, partial=None, epochs=0, seed=0, upload=h.hexdigest()[:16])
+    if stored_dynamics(spec) is not None:
+        return spec
+    full = _dyn_align(_dyn_read_files(full_files, classes, "full-input"), data, "full-input")
+    partial = None
+    if partial_files:
+        partial = _dyn_align(_dyn_read_files(partial_files, classes, "partial-input"), data, "partial-input")
+    _dyn_put(spec, DynamicsRecord(full=full, partial=partial))
+    return spec
+
+
+@st.cache_resource(max_entries=32, show_spinner="Sorting the rows into difficulty levels…")
+def _dynamics_levels(spec: DynamicsSpec, level: LevelSpec, _record):
+    if level.method == "gmm":
+        return difficulty_levels(_record, random_state=int(level.seed), n_threads=1)
+    if level.method == "data_maps":
+        return data_maps_levels(_record, ambiguous_fraction=float(level.ambiguous_fraction))
+    if level.method == "aum":
+        return aum_levels(_record, lower=float(level.lower), upper=float(level.upper))
+    raise ValueError(f"Unknown level method {level.method!r}; choose one of {list(DYN_LEVEL_METHODS)}.")
+
+
+def dynamics_levels(spec: DynamicsSpec, level: LevelSpec):
+    """The DifficultyLevels of the dynamics of ``spec`` by ``level`` (GMM, Data Maps or AUM bands)."""
+    return _dynamics_levels(spec, level, dynamics_record(spec))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels):
+    data = dataset(spec.dataset)
+    frame = _record.measures().reset_index(drop=True)
+    names = np.asarray(class_names(data), dtype=object)
+    head = pd.DataFrame({"row": np.arange(data.n_rows), "id": np.asarray(data.ids), "label": names[data.y],
+                         "level": _levels.levels.astype(str).to_numpy()})
+    return pd.concat([head, frame], axis=1)
+
+
+def dynamics_frame(spec: DynamicsSpec, level: LevelSpec):
+    """One row per example: ``row``, ``id``, ``label`` (class name), ``level`` and the (up to) eight measures."""
+    record = dynamics_record(spec)
+    return _dynamics_frame(spec, level, record, _dynamics_levels(spec, level, record))
+
+
+@st.cache_data(max_entries=4, show_spinner="Measuring word overlap, antonyms, length mismatch, misspellings and "
+                                            "negation of every pair (the first time loads WordNet)…")
+def _dynamics_spurious(dspec: DatasetSpec, _data: Dataset):
+    a, b = _data.pair
+    frame = spurious_measures(_data.frame[a].astype(str).tolist(), _data.frame[b].astype(str).tolist())
+    return frame.reset_index(drop=True)
+
+
+def dynamics_spurious_measures(dspec: DatasetSpec):
+    """The five spurious-correlation measures of every pair (None when the dataset has no text pair)."""
+    data = dataset(dspec)
+    if data.pair is None:
+        return None
+    return _dynamics_spurious(DatasetSpec(dspec.key), data)
+
+
+@st.cache_data(max_entries=16, show_spinner="Testing the classes against each other (Mann-Whitney U)…")
+def _dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec, _frame, _measures):
+    tests = compare_classes(_measures, _frame["label"].to_numpy(), _frame["level"].to_numpy())
+    return tests, paper_table(tests)
+
+
+def dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec):
+    """Spurious-measure tests of the levels: ``(tests, table)``, or None without a text pair.
+
+    ``tests``: two-sided Mann-Whitney U between every pair of classes per level and measure, Bonferroni over the
+    table (:func:`aflite_core.spurious.compare_classes`); ``table``: its wide view (:func:`paper_table`).
+    """
+    measures = dynamics_spurious_measures(spec.dataset)
+    if measures is None:
+        return None
+    return _dynamics_spurious_tests(spec, level, dynamics_frame(spec, level), measures)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, _frame, _result):
+    kept = np.asarray(_result.kept, dtype=bool)
+    if len(kept) != len(_frame):
+        raise ValueError(f"The AFLite run has {len(kept):,} rows but the dynamics {len(_frame):,}; run AFLite again "
+                         "on this dataset.")
+    out = _frame.copy()
+    out["kept"] = kept
+    out["status"] = np.where(kept, "kept", "removed")
+    out["removed_round"] = np.asarray(_result.removed_round)
+    return out
+
+
+def dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec):
+    """The per-row frame of :func:`dynamics_frame` with AFLite's ``kept``, ``status`` and ``removed_round``."""
+    return _dynamics_vs_aflite(spec, level, fspec, dynamics_frame(spec, level), run_filter(fspec))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _dynamics_examples(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, cell: tuple[str, str], n: int,
+                       seed: int, _frame, _data: Dataset, _spurious):
+    in_cell = _frame[(_frame["level"] == cell[0]) & (_frame["status"] == cell[1])]
+    if len(in_cell) > n:
+        in_cell = in_cell.iloc[np.sort(np.random.default_rng(seed).choice(len(in_cell), size=n, replace=False))]
+    rows = in_cell["row"].to_numpy()
+    out = pd.DataFrame({"id": in_cell["id"].astype(str).to_numpy()})
+    if _data.images is not None and len(rows):
+        out["image"] = exports.image_thumbnails(_data.images[rows])
+    for col in exports.text_display_columns(_data):
+        out[col] = _data.frame[col].iloc[rows].astype(str).to_numpy()
+    out["class"] = in_cell["label"].to_numpy()
+    out["level"] = in_cell["level"].to_numpy()
+    out["AFLite"] = [f"removed in round {r}" if r > 0 else "kept" for r in in_cell["removed_round"]]
+    for col in in_cell.columns:
+        if col in ("confidence", "variability", "correctness", "aum") or col.startswith("partial_"):
+            out[col] = in_cell[col].to_numpy()
+    if _spurious is not None:
+        for col in _spurious.columns:
+            out[col] = _spurious[col].iloc[rows].to_numpy()
+    return out
+
+
+def dynamics_examples(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, cell: tuple[str, str], *,
+                      n: int = DYN_EXAMPLES, seed: int = 0):
+    """Up to ``n`` seeded example rows of one cross-tab cell ``(level, "kept" | "removed")`` for display.
+
+    Columns: ``id``, ``image`` (PNG data URI, for image data), the text columns, ``class``, ``level``,
+    ``AFLite`` (kept / removed in round r), the training-dynamics measures and, for text pairs, the spurious
+    measures.
+    """
+    data = dataset(spec.dataset)
+    return _dynamics_examples(spec, level, fspec, tuple(cell), int(n), int(seed),
+                              dynamics_vs_aflite(spec, level, fspec), data, dynamics_spurious_measures(spec.dataset))

@@ -1,0 +1,222 @@
+"""The Embedding map page: a 2-D map of the run's representation Φ, the rows selected on it, Figure 1 and Table 3.
+
+The map is PCA at once (cache_resource, keyed by DatasetSpec) and UMAP from a background thread started once
+per DatasetSpec (cache_resource holding the BackgroundRun); the page polls until UMAP is ready and swaps it in.
+Both come from :mod:`aflite_core.projection`; above :data:`EMBED_MAX_ROWS` rows both map one seeded sample. The
+per-row frame of the map, the Figure 1 similarity matrices and the Table 3 kNN distances are small tables
+(cache_data, keyed by FilterSpec + view parameters). The selection's state machine is
+:mod:`aflite_app.selection`, re-exported here for the page.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from aflite_core import AFLiteResult
+from aflite_core.geometry import knn_distance_table, knn_table_wide, similarity_matrices
+from aflite_core.projection import pca_2d, sample_rows, umap_2d
+
+from .. import selection
+from ..runner import BackgroundRun
+from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
+from ..state import DatasetSpec, FilterSpec
+from .datasets import class_names, dataset
+from .runs import run_filter
+
+__all__ = [
+    "EMBED_KNN_KS",
+    "EMBED_MAX_ROWS",
+    "EMBED_SEED",
+    "EmbeddingView",
+    "MapSelection",
+    "Projection",
+    "after_event",
+    "class_names",
+    "cleared",
+    "embedding_frame",
+    "embedding_knn",
+    "embedding_rows",
+    "embedding_selection",
+    "embedding_similarity",
+    "embedding_view",
+    "for_figure",
+    "thumbnails",
+]
+
+#: rows above which the map and the kNN table use a seeded sample of this many rows
+EMBED_MAX_ROWS = 20_000
+#: seed of that sample and of the UMAP fit
+EMBED_SEED = 0
+#: neighbour counts of the kNN-distance table (the ICLR version's Table 3)
+EMBED_KNN_KS = (1, 5, 10, 50)
+
+
+@dataclass(frozen=True, eq=False)
+class Projection:
+    """2-D coordinates of (a seeded sample of) a dataset's rows.
+
+    ``rows`` are row positions in the dataset, ``xy`` their coordinates (one row each), ``n_rows`` the
+    dataset's size (more than ``len(rows)`` when the projection used a sample).
+    """
+
+    method: str
+    rows: np.ndarray
+    xy: np.ndarray
+    n_rows: int
+    axis_titles: tuple[str, str]
+
+    @property
+    def sampled(self) -> bool:
+        """True when only a sample of the rows was projected."""
+        return len(self.rows) < self.n_rows
+
+
+@dataclass(frozen=True, eq=False)
+class EmbeddingView:
+    """The projection the page shows and the state of the UMAP job ("ready", "running", "failed", "off")."""
+
+    projection: Projection
+    umap_status: str
+    message: str = ""
+    elapsed: float = 0.0
+
+
+def embedding_rows(n_rows: int, max_rows: int | None = None, seed: int = EMBED_SEED) -> np.ndarray:
+    """Row positions the map uses: all rows, or above ``max_rows`` (default EMBED_MAX_ROWS) a seeded sample."""
+    return sample_rows(n_rows, EMBED_MAX_ROWS if max_rows is None else max_rows, random_state=seed)
+
+
+def _umap_enabled() -> bool:
+    return os.environ.get("AFLITE_APP_UMAP", "1") != "0"
+
+
+@st.cache_resource(max_entries=8, show_spinner="Projecting the representation (PCA)…")
+def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
+    rows = embedding_rows(_X.shape[0])
+    xy, ratio = pca_2d(_X[rows], random_state=EMBED_SEED, n_threads=1)
+    titles = [f"PCA component {i + 1} ({r:.0%} of variance)" for i, r in enumerate(ratio)]
+    if len(titles) == 1:
+        titles.append("(Φ has a single direction of variance)")
+    return Projection("PCA", rows, xy, _X.shape[0], (titles[0], titles[1]))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
+    """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation)."""
+    rows = embedding_rows(_X.shape[0])
+    sample = np.array(_X[rows], dtype=np.float32)
+    n_rows = _X.shape[0]
+
+    def target(_callback) -> Projection:
+        xy = umap_2d(sample, random_state=EMBED_SEED)
+        return Projection("UMAP", rows, xy, n_rows, ("UMAP 1 (arbitrary units)", "UMAP 2 (arbitrary units)"))
+
+    return BackgroundRun(dspec, target).start()
+
+
+def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
+    """The map to show for ``dspec``: UMAP once its background fit is done, PCA until then (or on request).
+
+    The UMAP job starts on the first call for a (dataset, representation) and is never restarted; setting
+    ``AFLITE_APP_UMAP=0`` turns it off (PCA only).
+    """
+    X = dataset(dspec).representation(dspec.representation)
+    pca = _pca_projection(dspec, X)
+    if not _umap_enabled():
+        return EmbeddingView(pca, "off", "UMAP is turned off on this server (AFLITE_APP_UMAP=0).")
+    job = _umap_job(dspec, X)
+    if job.done and job.error is None:
+        return EmbeddingView(job.result if method == "UMAP" else pca, "ready", elapsed=job.elapsed)
+    if job.done:
+        return EmbeddingView(pca, "failed", f"UMAP failed ({type(job.error).__name__}: {job.error}).")
+    return EmbeddingView(pca, "running", elapsed=job.elapsed)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _embedding_frame(spec: FilterSpec, method: str, _proj: Projection, _result: AFLiteResult):
+    data = dataset(spec.dataset)
+    rows = _proj.rows
+    names = np.asarray(class_names(data), dtype=object)
+    return pd.DataFrame({
+        "row": rows,
+        "x": _proj.xy[:, 0],
+        "y": _proj.xy[:, 1],
+        "id": data.ids[rows],
+        "label": names[data.y[rows]],
+        "kept": _result.kept[rows],
+        "removed_round": _result.removed_round[rows],
+        "first_score": _result.first_score[rows],
+        "removal_score": _result.removal_score[rows],
+    })
+
+
+def embedding_frame(spec: FilterSpec, view: EmbeddingView):
+    """One row per mapped row: position ``row``, map coordinates ``x, y``, id, class name and the run's outcome."""
+    return _embedding_frame(spec, view.projection.method, view.projection, run_filter(spec))
+
+
+def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200):
+    """The selected rows as a display table (first ``cap``) and their counts (see :mod:`aflite_app.selection`)."""
+    return selection.selection_table(dataset(spec.dataset), run_filter(spec), rows, cap=cap)
+
+
+@st.cache_data(max_entries=64, show_spinner="Computing cosine similarities…")
+def _embedding_similarity(spec: FilterSpec, label_code: int, n_per_group: int, seed: int, _result: AFLiteResult):
+    data = dataset(spec.dataset)
+    X = data.representation(spec.dataset.representation)
+    sim = similarity_matrices(X, data.y, _result.kept, n_per_group=n_per_group, classes=[label_code],
+                              random_state=seed)[0]
+    in_class = data.y == label_code
+    return {"sim": sim, "n_retained": int((in_class & _result.kept).sum()),
+            "n_removed": int((in_class & ~_result.kept).sum())}
+
+
+def embedding_similarity(spec: FilterSpec, label_code: int, *, n_per_group: int = 10,
+                         seed: int = EMBED_SEED) -> dict[str, Any]:
+    """Figure 1 for one class: a seeded sample's similarity matrix and the class's retained / removed counts.
+
+    Returns ``sim`` (a :class:`aflite_core.geometry.ClassSimilarity`), ``n_retained`` and ``n_removed``.
+    """
+    return _embedding_similarity(spec, int(label_code), int(n_per_group), int(seed), run_filter(spec))
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing nearest-neighbour distances…")
+def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
+    data = dataset(spec.dataset)
+    X = data.representation(spec.dataset.representation)
+    rows = embedding_rows(data.n_rows)
+    long = knn_distance_table(X[rows], data.y[rows], _result.kept[rows], ks=EMBED_KNN_KS, control=True,
+                              random_state=spec.seed, n_threads=1)
+    names = class_names(data)
+    long["row"] = [names[c] + (" vs others" if comp == "other classes" else "")
+                   for c, comp in zip(long["label"], long["comparison"])]
+    wide = knn_table_wide(long)
+
+    def change(stage: str) -> float:
+        if stage not in wide.columns.get_level_values(0):
+            return float("nan")
+        ratio = (wide["after"] / wide[stage]).to_numpy(dtype=float)
+        return float(np.nanmean(ratio) - 1) if np.isfinite(ratio).any() else float("nan")
+
+    after_vs_before, after_vs_random = change("before"), change("random")
+    wide.columns = [f"{stage} · {top}" for stage, top in wide.columns]
+    wide.index.name = "held-out rows of"
+    return {"table": wide, "n_rows": len(rows), "sampled": len(rows) < data.n_rows,
+            "after_vs_before": after_vs_before, "after_vs_random": after_vs_random,
+            "n_heldout": int(long.loc[long["stage"] == "before"].groupby("label")["n_heldout"].first().sum())}
+
+
+def embedding_knn(spec: FilterSpec) -> dict[str, Any]:
+    """Table 3 (ICLR version): kNN cosine distances before / after AFLite / random control, one row per class.
+
+    Returns ``table`` (rows: class names, then "<class> vs others"; columns "<stage> · Top<k>"), ``n_rows``
+    (rows used), ``sampled``, ``n_heldout`` (query rows), and the mean relative change of the distances
+    after AFLite vs before and vs the random control (``after_vs_before``, ``after_vs_random``).
+    """
+    return _embedding_knn(spec, run_filter(spec))

@@ -1,0 +1,238 @@
+"""The Inspect page: the rows table, artifacts, class counts, stability and downloads of one run.
+
+The run is the Filter page's current run or one opened from a zip, named by an :class:`InspectRef`; the page
+resolves it once (:func:`inspect_result`, handing over the opened run it keeps in session state) and passes it
+on. Tables are cache_data keyed by the ref. Removal stability across seeds reuses the Filter page's result
+store (one FilterSpec per seed, so the current run counts as one of them) and caches only the small per-row
+table. The pure table and download helpers are :mod:`aflite_app.exports`; the page's are re-exported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from aflite_core import AFLiteResult
+from aflite_core._utils import hash_array
+from aflite_core.artifacts import feature_artifacts, token_artifacts
+from aflite_core.datasets import Dataset
+from aflite_core.stability import class_impact, stability_from_results
+
+from .. import exports
+from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
+from ..state import DatasetSpec, FilterSpec
+from .datasets import class_names, dataset, dataset_choices
+from .runs import run_filter, stored_result
+
+__all__ = [
+    "MAX_STABILITY_SEEDS",
+    "InspectRef",
+    "artifact_texts",
+    "class_names",
+    "download_bytes",
+    "feature_sources",
+    "filter_rows",
+    "inspect_class_impact",
+    "inspect_feature_artifacts",
+    "inspect_representation",
+    "inspect_result",
+    "inspect_stability",
+    "inspect_table",
+    "inspect_token_artifacts",
+    "missing_stability_runs",
+    "open_run_archive",
+    "pixel_grid",
+    "run_stability",
+    "run_zip_bytes",
+    "stability_specs",
+    "text_display_columns",
+    "with_stability",
+]
+
+#: most AFLite runs one stability report may ask for
+MAX_STABILITY_SEEDS = 10
+
+
+@dataclass(frozen=True)
+class InspectRef:
+    """Which run the Inspect page shows: the Filter page's run (``spec``) or an opened archive (``digest``)."""
+
+    dataset: DatasetSpec
+    spec: FilterSpec | None = None
+    digest: str | None = None
+
+
+def inspect_result(ref: InspectRef, loaded: dict | None = None) -> AFLiteResult:
+    """The run behind ``ref``: the Filter run from the result store, or ``loaded``, the opened run's record.
+
+    ``loaded`` is what :func:`open_run_archive` returned and the page keeps in session state
+    (:data:`aflite_app.state.INSPECT_LOADED`).
+    """
+    if ref.spec is not None:
+        return run_filter(ref.spec)
+    if not loaded or loaded.get("digest") != ref.digest:
+        raise ValueError("The opened run is no longer in this session; open its zip again.")
+    return loaded["result"]
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _inspect_thumbnails(key: str, _data: Dataset) -> list[str] | None:
+    return None if _data.images is None else exports.image_thumbnails(_data.images)
+
+
+@st.cache_data(max_entries=8, show_spinner="Building the table of rows…")
+def _inspect_table(ref: InspectRef, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
+    return exports.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
+
+
+def inspect_table(ref: InspectRef, result: AFLiteResult) -> pd.DataFrame:
+    """One row per example of the run (see :func:`aflite_app.exports.rows_table`)."""
+    return _inspect_table(ref, result, dataset(ref.dataset))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _inspect_class_impact(ref: InspectRef, threshold: float, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
+    frame = class_impact(exports.class_names(_data, _result), _result.kept, threshold=threshold)
+    order = {str(c): i for i, c in enumerate(_data.classes)}
+    return frame.sort_values("label", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+def inspect_class_impact(ref: InspectRef, result: AFLiteResult, threshold: float = 0.5) -> pd.DataFrame:
+    """Per-class counts before/after with a warning flag, class names in the dataset's order."""
+    return _inspect_class_impact(ref, threshold, result, dataset(ref.dataset))
+
+
+@st.cache_data(max_entries=16, show_spinner="Counting tokens in removed and kept rows…")
+def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLiteResult,
+                    _data: Dataset) -> pd.DataFrame:
+    texts, _ = exports.artifact_texts(_data)
+    return token_artifacts(texts, exports.class_names(_data, _result), _result.kept, top_k=top_k,
+                           min_count=min_count)
+
+
+@st.cache_data(max_entries=16, show_spinner="Comparing features of removed and kept rows…")
+def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteResult,
+                      _data: Dataset) -> pd.DataFrame:
+    X, names = exports.feature_matrix(_data, source)
+    frame = feature_artifacts(X, _result.kept, y=exports.class_names(_data, _result), top_k=top_k)
+    frame.insert(3, "feature", [names[int(j)] for j in frame["dimension"]])
+    return frame
+
+
+def inspect_token_artifacts(ref: InspectRef, result: AFLiteResult, *, top_k: int = 15,
+                            min_count: int = 5) -> pd.DataFrame:
+    """Tokens over-represented among removed / kept rows per class (:func:`aflite_core.artifacts.token_artifacts`)."""
+    return _inspect_tokens(ref, int(top_k), int(min_count), result, dataset(ref.dataset))
+
+
+def inspect_feature_artifacts(ref: InspectRef, result: AFLiteResult, source: str, *,
+                              top_k: int = 10) -> pd.DataFrame:
+    """Feature dimensions separating removed from kept rows per class (``feature_artifacts``), with names."""
+    return _inspect_features(ref, source, int(top_k), result, dataset(ref.dataset))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _inspect_representation(ref: InspectRef, x_sha256: str | None, _data: Dataset) -> str | None:
+    # the engine's fingerprint of X (provenance["x_sha256"]), the one opening a run directory checks too
+    for name, X in _data.representations.items():
+        if x_sha256 is not None and hash_array(X) == x_sha256:
+            return name
+    return None
+
+
+def inspect_representation(ref: InspectRef, result: AFLiteResult) -> str | None:
+    """The representation the run was made on, None when unknown.
+
+    For the Filter run, the spec's; for an opened run, the one whose fingerprint (``provenance["x_sha256"]``)
+    matches.
+    """
+    if ref.spec is not None:
+        return ref.spec.dataset.representation
+    return _inspect_representation(ref, result.provenance.get("x_sha256"), dataset(ref.dataset))
+
+
+def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
+    """Load a run archive safely and check it belongs to the dataset of ``dspec`` (ValueError otherwise).
+
+    Returns the record the page keeps in session state (:func:`aflite_app.state.keep_inspect_run`). Nothing is
+    cached: the run lives in this session only.
+    """
+    data = dataset(dspec)
+    result = exports.load_run_zip(payload, name=f"'{name}'", expected_rows=data.n_rows)
+    exports.check_run_matches(result, data, data_label=f"the dataset '{dataset_choices().get(dspec.key, dspec.key)}'")
+    digest = hashlib.sha256(payload).hexdigest()[:16]
+    return {"result": result, "name": name, "digest": digest, "dataset": dspec.key}
+
+
+# -- downloads -------------------------------------------------------------------------------------------------
+def download_bytes(result: AFLiteResult, data: Dataset, which: str = "kept", fmt: str = "csv") -> bytes:
+    """The run's ``which`` rows ("kept", "removed" or "all") with every original column plus AFLite's, as a file.
+
+    ``fmt`` is "csv" or "parquet" (see :func:`aflite_app.exports.export_frame`).
+    """
+    frame = exports.export_frame(result, data, which)
+    if fmt == "csv":
+        return exports.csv_bytes(frame)
+    if fmt == "parquet":
+        return exports.parquet_bytes(frame)
+    raise ValueError(f"The 'fmt' parameter must be 'csv' or 'parquet'. Got {fmt!r} instead.")
+
+
+def run_zip_bytes(result: AFLiteResult) -> bytes:
+    """The whole run record as a zip the page (or :meth:`AFLiteResult.load`, unzipped) opens again."""
+    return exports.run_zip_bytes(result)
+
+
+# -- stability across seeds ------------------------------------------------------------------------------------
+def stability_specs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
+    """The runs of a stability report: ``spec`` with seeds ``seed, seed+1, ...`` (the current run is the first)."""
+    n = int(n_seeds)
+    if not 2 <= n <= MAX_STABILITY_SEEDS:
+        raise ValueError(f"The number of seeds must be between 2 and {MAX_STABILITY_SEEDS}. Got {n} instead.")
+    return [spec.with_(seed=(spec.seed + i) % (2**31 - 1)) for i in range(n)]
+
+
+def missing_stability_runs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
+    """The runs of the report that are not computed yet (no computation)."""
+    return [s for s in stability_specs(spec, n_seeds) if stored_result(s) is None]
+
+
+def run_stability(spec: FilterSpec, n_seeds: int, progress: Callable[[float, str], None] | None = None) -> None:
+    """Compute the missing runs of the report in this thread, reporting ``progress(fraction, text)``.
+
+    Each finished run goes to the result store at once, so an interrupted report resumes where it stopped.
+    """
+    todo = missing_stability_runs(spec, n_seeds)
+    for i, s in enumerate(todo):
+        def callback(p, i=i, s=s):
+            if progress is not None:
+                progress((i + p.fraction_done) / len(todo),
+                         f"Run {i + 1} of {len(todo)} (seed {s.seed}): round {p.round}, {p.size:,} rows left")
+            return True
+
+        if progress is not None:
+            progress(i / len(todo), f"Run {i + 1} of {len(todo)} (seed {s.seed}) starting…")
+        run_filter(s, callback)
+    if progress is not None:
+        progress(1.0, "All runs done.")
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def inspect_stability(spec: FilterSpec, n_seeds: int) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """How often each row is removed over ``n_seeds`` seeds (computes missing runs without progress).
+
+    Returns the per-row frame (``n_runs_removed``, ``removal_frequency``), the summary relative to the current
+    run (:func:`aflite_app.exports.stability_frame`) with ``mean_jaccard`` and ``seeds`` added, and the counts
+    per "removed in k of n runs" (:func:`aflite_app.exports.stability_counts`).
+    """
+    specs = stability_specs(spec, n_seeds)
+    report = stability_from_results([run_filter(s) for s in specs])
+    current = run_filter(spec)
+    frame, summary = exports.stability_frame(report.removed, current.kept)
+    summary["mean_jaccard"] = report.mean_jaccard
+    summary["seeds"] = [s.seed for s in specs]
+    return frame, summary, exports.stability_counts(frame, current.kept, len(specs))

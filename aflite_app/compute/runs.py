@@ -1,0 +1,109 @@
+"""AFLite runs of the Filter page: started in the page's thread or a background thread, kept in one store.
+
+Every other page shows the Filter page's current run; they fetch it here by its
+:class:`~aflite_app.state.FilterSpec` (:func:`run_filter`). A run directory opened on the Data page is found
+first (:func:`stored_result`), so its result is never recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+from sklearn.neighbors import KNeighborsClassifier
+
+from aflite_core import AFLiteResult, aflite
+from aflite_core.filtering import _resolve
+from aflite_core.stability import class_impact as _class_impact
+
+from ..state import FilterSpec, session_data
+from . import _stores
+from .datasets import dataset
+
+__all__ = [
+    "RESULT_STORE_SIZE",
+    "class_impact",
+    "filter_defaults",
+    "model_for",
+    "prepare_run",
+    "run_filter",
+    "stored_result",
+]
+
+RESULT_STORE_SIZE = 48
+
+
+def model_for(name: str) -> Any:
+    """The model argument of :func:`aflite_core.aflite` for a family of :data:`aflite_app.state.MODEL_FAMILIES`."""
+    if name == "knn":
+        return KNeighborsClassifier(n_neighbors=15)
+    return name
+
+
+@st.cache_resource(max_entries=1)
+def _result_store() -> _stores.LRUStore:
+    """Finished runs by spec, shared by the cached path and background runs."""
+    return _stores.LRUStore(RESULT_STORE_SIZE)
+
+
+def stored_result(spec: FilterSpec) -> AFLiteResult | None:
+    """A finished run for this spec, if any (no computation): opened run directories first, then the store."""
+    for entry in session_data().run_dirs.values():
+        if entry["spec"] == spec:
+            return entry["result"]
+    return _result_store().recall(spec)
+
+
+def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
+    """Starting values of the Filter form for a dataset of ``n_rows`` rows."""
+    target = max(n_classes + 2, round(0.5 * n_rows))
+    train = max(n_classes + 1, min(round(0.25 * n_rows), target - 1))
+    return {"target_size": int(target), "train_size": int(train), "n_partitions": 64,
+            "slice_size": int(max(1, round(0.05 * n_rows)))}
+
+
+def _prepared(spec: FilterSpec):
+    data = dataset(spec.dataset)
+    _stores.check_rows(data.n_rows, instead="Run `python -m aflite_core filter ... --out RUN_DIR` and open the run "
+                                            "directory on the Data page.")
+    return data.representation(spec.dataset.representation), data.y, data.ids
+
+
+def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
+    """Everything a background thread needs to run ``spec``, resolved now (threads see no session state).
+
+    Validation happens here, in the page's thread, so bad parameters show as ``st.error`` at once.
+    """
+    X, y, ids = _prepared(spec)
+    store = _result_store()
+    kwargs = spec.as_kwargs()
+    _resolve(X, y, func="aflite", eval_X=None, eval_y=None, ids=None, eval_ids=None,
+             **{k: kwargs[k] for k in ("target_size", "n_partitions", "train_size", "slice_size", "tau", "strategy")})
+
+    def target(callback: Callable) -> AFLiteResult:
+        result = aflite(X, y, model=model_for(spec.model), random_state=spec.seed, callback=callback, ids=ids,
+                        **kwargs)
+        if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
+            store.keep(spec, result)
+        return result
+
+    return target
+
+
+def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResult:
+    """Run (or fetch) AFLite for ``spec`` in this thread."""
+    hit = stored_result(spec)
+    if hit is not None:
+        return hit
+    return prepare_run(spec)(callback or (lambda _p: True))
+
+
+def class_impact(result: AFLiteResult, threshold: float = 0.5):
+    """Per-class counts before/after with a warning flag (see :func:`aflite_core.stability.class_impact`).
+
+    Takes the result the page already has — a stopped (partial) run is never stored, so fetching it again by
+    its spec would re-run the whole filter. Not cached: a group-by over at most 60k rows costs milliseconds,
+    and a cache keyed by the spec would serve a partial run's counts for the full run of the same spec.
+    """
+    return _class_impact(result.labels, result.kept, threshold=threshold)

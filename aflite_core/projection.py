@@ -1,0 +1,171 @@
+"""Two-dimensional maps of a feature matrix Φ(X): PCA, UMAP, and the seeded row sample both use on large data.
+
+PCA is fast and shown at once; UMAP keeps neighbourhoods but its first fit in a process compiles with numba.
+Pure numpy / scikit-learn / umap-learn: nothing here plots, caches or knows about Streamlit.
+
+=====================================  ======================================================================
+what                                   function
+=====================================  ======================================================================
+seeded, sorted sample of row positions :func:`sample_rows`
+first two principal components         :func:`pca_2d` (with the share of variance of each axis)
+UMAP to two dimensions                 :func:`umap_2d` (seeded; the first fit in a process compiles with numba)
+=====================================  ======================================================================
+
+The app's Embedding map shows :func:`pca_2d` first and swaps in :func:`umap_2d` once its fit is done.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import _validation as v
+from ._utils import blas_threads
+
+__all__ = ["UMAP_INSTALL_HINT", "UMAP_MIN_ROWS", "pca_2d", "sample_rows", "umap_2d"]
+
+#: what an ImportError of :func:`umap_2d` says (umap-learn is an optional dependency: the ``app`` extra)
+UMAP_INSTALL_HINT = "The UMAP map needs umap-learn: pip install umap-learn"
+#: fewest rows :func:`umap_2d` maps (its neighbour graph needs a few points)
+UMAP_MIN_ROWS = 5
+
+
+def sample_rows(n_rows: int, max_rows: int, *, random_state: int | np.random.Generator | None = 0) -> NDArray[np.intp]:
+    """Row positions to map: all ``n_rows`` rows, or above ``max_rows`` a seeded sample of ``max_rows`` of them.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the data, at least 0.
+    max_rows : int
+        Rows mapped at most, at least 1.
+    random_state : int, numpy Generator or None, default=0
+        Seed of the sample (an int gives the same rows every time).
+
+    Returns
+    -------
+    ndarray of int, shape (min(n_rows, max_rows),)
+        Sorted, distinct row positions in ``[0, n_rows)``.
+
+    Examples
+    --------
+    >>> sample_rows(5, 10).tolist()
+    [0, 1, 2, 3, 4]
+    >>> rows = sample_rows(1000, 3, random_state=0)
+    >>> len(rows), bool((rows == sample_rows(1000, 3, random_state=0)).all())
+    (3, True)
+    """
+    func = "sample_rows"
+    n_rows = v.check_int(n_rows, "n_rows", func, low=0)
+    max_rows = v.check_int(max_rows, "max_rows", func, low=1)
+    seed = v.check_random_state(random_state, func)
+    if n_rows <= max_rows:
+        return np.arange(n_rows)
+    return np.sort(np.random.default_rng(seed).choice(n_rows, size=max_rows, replace=False))
+
+
+def pca_2d(X: ArrayLike, *, random_state: int | np.random.Generator | None = 0,
+           n_threads: int | None = 1) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+    """The first two principal components of every row of ``X``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rows, n_features)
+        Finite features, at least one row and one column.
+    random_state : int, numpy Generator or None, default=0
+        Seed of scikit-learn's randomized SVD (used on large inputs).
+    n_threads : int or None, default=1
+        BLAS threads during the fit (None: the library default).
+
+    Returns
+    -------
+    xy : ndarray of float32, shape (n_rows, 2)
+        The coordinates. When ``X`` has a single direction of variance (one row, or one column) the second
+        coordinate is 0.
+    variance_ratio : ndarray of float64, shape (n_components,)
+        Share of the variance each fitted component explains (``n_components`` is 2, or 1 as above); constant
+        features give 0 instead of NaN.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 0.0, 1.0], [1.0, 1.0, 1.0], [2.0, 2.1, 1.0], [3.0, 2.9, 1.0]])
+    >>> xy, ratio = pca_2d(X)
+    >>> xy.shape, xy.dtype, len(ratio), bool(ratio[0] > 0.99)
+    ((4, 2), dtype('float32'), 2, True)
+    """
+    from sklearn.decomposition import PCA
+
+    func = "pca_2d"
+    X = v.check_features(X, "X", func)
+    seed = v.check_random_state(random_state, func)
+    n_threads = None if n_threads is None else v.check_int(n_threads, "n_threads", func, low=1)
+    n, d = X.shape
+    k = max(1, min(2, n - 1, d))
+    with blas_threads(n_threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # constant features: 0/0 variance ratios, reported as 0
+        pca = PCA(n_components=k, random_state=seed)
+        Z = pca.fit_transform(np.asarray(X, dtype=np.float64))
+    ratio = np.nan_to_num(np.asarray(pca.explained_variance_ratio_, dtype=np.float64), nan=0.0)
+    if k == 1:
+        Z = np.c_[Z, np.zeros(n)]
+    return Z.astype(np.float32), ratio
+
+
+def umap_2d(X: ArrayLike, *, n_neighbors: int = 15, min_dist: float = 0.1,
+            random_state: int | np.random.Generator | None = 0) -> NDArray[np.float32]:
+    """UMAP of the rows of ``X`` to two dimensions (seeded: the same map for the same input and seed).
+
+    Uses ``init="pca"``: UMAP's default spectral initialisation can hang on a disconnected neighbour graph.
+    ``n_neighbors`` is lowered to ``n_rows - 1`` on small inputs. The first fit in a new process spends
+    ~20 s compiling (numba); set ``NUMBA_CACHE_DIR`` to a writable folder to keep the compiled code.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rows, n_features)
+        Finite features, at least :data:`UMAP_MIN_ROWS` rows.
+    n_neighbors : int, default=15
+        Size of the local neighbourhood UMAP keeps (at least 2).
+    min_dist : float, default=0.1
+        How tightly UMAP packs neighbours, in [0, 1].
+    random_state : int, numpy Generator or None, default=0
+        Seed of the fit.
+
+    Returns
+    -------
+    ndarray of float32, shape (n_rows, 2)
+        The coordinates (arbitrary units).
+
+    Raises
+    ------
+    ImportError
+        Without umap-learn (:data:`UMAP_INSTALL_HINT`).
+    ValueError
+        For fewer than :data:`UMAP_MIN_ROWS` rows or invalid parameters.
+    """
+    func = "umap_2d"
+    X = v.check_features(X, "X", func)
+    n_neighbors = v.check_int(n_neighbors, "n_neighbors", func, low=2)
+    min_dist = v.check_probability(min_dist, "min_dist", func)
+    seed = v.check_random_state(random_state, func)
+    n = X.shape[0]
+    if n < UMAP_MIN_ROWS:
+        raise ValueError(f"The 'X' parameter of {func} must have at least {UMAP_MIN_ROWS} rows to map. Got {n} "
+                         "rows instead.")
+    umap = _import_umap()
+    reducer = umap.UMAP(n_components=2, n_neighbors=max(2, min(n_neighbors, n - 1)), min_dist=min_dist, init="pca",
+                        random_state=seed, n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(reducer.fit_transform(X), dtype=np.float32)
+
+
+def _import_umap() -> Any:
+    """umap-learn, imported on first use (heavy: it loads numba)."""
+    try:
+        import umap
+    except ImportError as exc:  # pragma: no cover - umap-learn is installed with the app extra
+        raise ImportError(UMAP_INSTALL_HINT) from exc
+    return umap
