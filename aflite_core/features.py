@@ -17,7 +17,7 @@ Everything returns C-ordered float32 arrays aligned with the rows given.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -306,6 +306,7 @@ def embed_texts(
     batch_size: int = 64,
     device: str = "cpu",
     n_threads: int | None = 1,
+    progress: Callable[[int, int], Any] | None = None,
 ) -> NDArray[np.float32]:
     """Sentence embeddings of texts (default: all-MiniLM-L6-v2, 384-d, rows of unit length).
 
@@ -325,6 +326,9 @@ def embed_texts(
         Torch device when the model is loaded here.
     n_threads : int or None, default=1
         Torch threads during the call (restored afterwards); ``None`` leaves torch's setting.
+    progress : callable, optional
+        Called as ``progress(done, total)`` (texts) after every chunk of ``8 * batch_size`` texts; its return
+        value is ignored. Without it the texts go to the model in one call.
 
     Returns
     -------
@@ -340,6 +344,8 @@ def embed_texts(
     v.check_int(batch_size, "batch_size", func, low=1)
     if n_threads is not None:
         v.check_int(n_threads, "n_threads", func, low=1)
+    if progress is not None and not callable(progress):
+        raise v.param_error("progress", func, "a callable or None", progress, TypeError)
     values, _ = _texts_of(list(texts) if not isinstance(texts, str) else texts, None, func)
     if model is None or isinstance(model, str):
         model = load_sentence_model(model, device=device)
@@ -351,7 +357,18 @@ def embed_texts(
     if torch is not None and n_threads is not None:
         torch.set_num_threads(n_threads)
     try:
-        E = model.encode(values[0], batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        if progress is None:
+            E = model.encode(values[0], batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        else:
+            chunk = 8 * batch_size
+            parts = []
+            total = len(values[0])
+            for start in range(0, total, chunk):
+                part = model.encode(values[0][start:start + chunk], batch_size=batch_size, convert_to_numpy=True,
+                                    show_progress_bar=False)
+                parts.append(np.asarray(part, dtype=np.float32))
+                progress(min(start + chunk, total), total)
+            E = np.concatenate(parts, axis=0)
     finally:
         if torch is not None:
             torch.set_num_threads(previous)
@@ -367,6 +384,7 @@ def embedding_features(
     batch_size: int = 64,
     device: str = "cpu",
     n_threads: int | None = 1,
+    progress: Callable[[int, int], Any] | None = None,
 ) -> NDArray[np.float32]:
     """Sentence embeddings of one or more text columns of a table.
 
@@ -382,8 +400,8 @@ def embedding_features(
         Text columns, joined in this order.
     join : str, default=" [SEP] "
         Separator between columns.
-    model, batch_size, device, n_threads
-        As in :func:`embed_texts`.
+    model, batch_size, device, n_threads, progress
+        As in :func:`embed_texts`. :func:`aflite_core.embeddings.embed_views` adds a disk cache.
 
     Returns
     -------
@@ -392,4 +410,5 @@ def embedding_features(
     """
     texts, _ = _texts_of(frame, columns, "embedding_features")
     joined = [join.join(parts) for parts in zip(*texts)]
-    return embed_texts(joined, model=model, batch_size=batch_size, device=device, n_threads=n_threads)
+    return embed_texts(joined, model=model, batch_size=batch_size, device=device, n_threads=n_threads,
+                       progress=progress)

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from . import _validation as v
 from .datasets import Dataset
 from .io import read_table, source_name
 from .tables import dataset_from_table
 
-__all__ = ["NLI_LABELS", "fetch_nli_records", "load_nli_dataset", "nli_dataset_from_records", "normalize_nli_frame"]
+__all__ = ["NLI_LABELS", "NLI_SPLITS", "FetchProgress", "fetch_nli_records", "load_nli_dataset",
+           "nli_dataset_from_records", "normalize_nli_frame"]
 
 
 #: NLI class names, in the integer order of the Hugging Face SNLI / MultiNLI releases (0, 1, 2)
@@ -181,42 +184,192 @@ def nli_dataset_from_records(
     return dataclasses.replace(ds, classes=tuple(order), y=remap[ds.y])
 
 
-def fetch_nli_records(name: str, split: str = "validation") -> pd.DataFrame:
+@dataclasses.dataclass(frozen=True)
+class FetchProgress:
+    """What the progress callback of :func:`fetch_nli_records` receives at each stage.
+
+    Attributes
+    ----------
+    stage : {"load", "sample", "convert", "done"}
+        ``load``: the ``datasets`` library is loading (downloading on first use, which it reports on its own
+        progress bars); ``sample``: drawing the capped rows; ``convert``: building the table; ``done``.
+    fraction : float
+        Rough share of the work done, in [0, 1] (stages, not bytes).
+    message : str
+        One line for a progress bar.
+    """
+
+    stage: str
+    fraction: float
+    message: str
+
+
+#: the splits of each dataset by name (MultiNLI's ``validation`` means ``validation_matched``)
+NLI_SPLITS = {"snli": ("train", "validation", "test"),
+              "mnli": ("train", "validation_matched", "validation_mismatched")}
+
+#: the ``datasets`` builder of each local file type :func:`fetch_nli_records` reads through ``data_files``
+_BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
+
+
+def _check_split(key: str, split: Any) -> str:
+    family = "snli" if key == "snli" else "mnli"
+    if family == "mnli" and split == "validation":
+        split = "validation_matched"
+    if split not in NLI_SPLITS[family]:
+        raise ValueError(f"Unknown split {split!r} of {key}; use one of {list(NLI_SPLITS[family])}.")
+    return split
+
+
+def _local_files(data_files: Any, split: str) -> tuple[str, list[str]]:
+    """The ``datasets`` builder and the files of ``split`` in a local file or folder (Hugging Face layout)."""
+    paths = [Path(p) for p in data_files] if isinstance(data_files, list | tuple) else [Path(data_files)]
+    files: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            # <split>.<ext> or <split>-00000-of-00001.<ext>, in the folder or any sub-folder ("validation" does not
+            # match "validation_matched")
+            pattern = re.compile(rf"^{re.escape(split)}(?:[-.])")
+            files += sorted(f for f in path.rglob("*") if f.is_file() and f.suffix.lower() in _BUILDERS
+                            and pattern.match(f.name))
+        else:
+            raise ValueError(f"The local NLI data '{path}' does not exist.")
+    if not files:
+        raise ValueError(f"No file of split {split!r} in {', '.join(repr(str(p)) for p in paths)}: expected "
+                         f"{split}.jsonl, {split}.parquet or {split}-00000-of-00001.parquet.")
+    kinds = {_BUILDERS.get(f.suffix.lower()) for f in files}
+    if None in kinds or len(kinds) != 1:
+        raise ValueError(f"The local NLI files of split {split!r} must all be .parquet, .jsonl / .json or .csv. Got "
+                         f"{sorted({f.suffix for f in files})}.")
+    return kinds.pop(), [str(f) for f in files]
+
+
+def _gold_rows(ds: Any) -> NDArray[np.int64]:
+    """Positions of the rows with a gold label, read from the Arrow column (nothing else is decoded)."""
+    names = ds.column_names
+    col = next((c for c in ("label", "gold_label") if c in names), None)
+    if col is None:
+        return np.arange(len(ds))
+    values = ds.with_format("arrow")[col]
+    arr = values.to_numpy(zero_copy_only=False) if hasattr(values, "to_numpy") else np.asarray(values)
+    if arr.dtype.kind in "iuf":
+        keep = arr >= 0
+    else:
+        keep = np.array([x is not None and str(x).strip().lower() not in _NO_GOLD for x in arr], dtype=bool)
+    return np.flatnonzero(keep)
+
+
+def fetch_nli_records(
+    name: str,
+    split: str = "validation",
+    *,
+    max_rows: int | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    data_files: str | Path | Sequence[str | Path] | None = None,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[FetchProgress], Any] | None = None,
+) -> pd.DataFrame:
     """Fetch SNLI or MultiNLI rows with the optional ``datasets`` library (network, or its local cache).
+
+    The first call downloads the split into the library's cache (SNLI: about 100 MB for all splits; MultiNLI:
+    about 220 MB); later calls, also offline (``HF_HUB_OFFLINE=1``), read the cache. The rows stay
+    memory-mapped Arrow data until the capped sample is converted, so capping a 550k-row split costs little.
 
     Parameters
     ----------
     name : {"snli", "mnli"}
-        Dataset name.
+        Dataset name (``multinli`` / ``multi_nli`` mean ``mnli``).
     split : str, default="validation"
         SNLI: ``train``, ``validation``, ``test``; MultiNLI: ``train``, ``validation_matched``,
         ``validation_mismatched`` (``validation`` means ``validation_matched``).
+    max_rows : int, optional
+        Keep a seeded random sample of this many rows *with a gold label* (in their original order).
+    random_state : int, numpy Generator or None, default=0
+        Seed of that sample.
+    data_files : path or list of paths, optional
+        Read local files through the same library path instead of the Hub: a file, or a folder holding the
+        split as ``<split>.jsonl`` / ``<split>.parquet`` / ``<split>-00000-of-00001.parquet`` (the Hugging Face
+        layout, e.g. a downloaded copy of the dataset repository), in the Hugging Face column layout or the
+        original one (``sentence1``, ``sentence2``, ``gold_label``).
+    cache_dir : path, optional
+        The ``datasets`` cache folder (default: the library's, ``HF_DATASETS_CACHE``).
+    progress : callable, optional
+        Called with a :class:`FetchProgress` at each stage; its return value is ignored.
 
     Returns
     -------
     DataFrame
-        Raw rows in the Hugging Face layout (integer labels, -1 = no gold label).
+        Raw rows in the layout of the source (Hugging Face: integer labels, -1 = no gold label); pass them to
+        :func:`nli_dataset_from_records` or :func:`normalize_nli_frame`.
+
+    Raises
+    ------
+    ImportError
+        When ``datasets`` is not installed (one sentence: what to install).
+    ValueError
+        For an unknown name or split, and, in one sentence, when the library cannot provide the split (offline
+        and not cached, or a damaged cache).
     """
-    key = name.lower()
+    func = "fetch_nli_records"
+    key = name.lower() if isinstance(name, str) else name
     if key not in _HF_NLI:
         raise ValueError(f"Unknown NLI dataset {name!r}; use one of {sorted(_HF_NLI)} or a local file.")
+    split = _check_split(key, split)
+    if max_rows is not None:
+        v.check_int(max_rows, "max_rows", func, low=1)
+    seed = v.check_random_state(random_state, func)
+    if progress is not None and not callable(progress):
+        raise v.param_error("progress", func, "a callable or None", progress, TypeError)
+
+    def report(stage: str, fraction: float, message: str) -> None:
+        if progress is not None:
+            progress(FetchProgress(stage, fraction, message))
+
     try:
         from datasets import load_dataset
     except ImportError as exc:
         raise ImportError(
-            "Fetching SNLI / MultiNLI by name needs the optional 'datasets' package: pip install datasets. "
-            "Without it (or offline), load a local copy of the original JSONL file instead."
+            "Fetching SNLI / MultiNLI by name needs the optional 'datasets' package: pip install datasets (or load "
+            "a local copy of the original JSONL file instead)."
         ) from exc
     hf_name = _HF_NLI[key]
-    if hf_name.endswith("multi_nli") and split == "validation":
-        split = "validation_matched"
+    kwargs: dict[str, Any] = {} if cache_dir is None else {"cache_dir": str(cache_dir)}
+    if data_files is None:
+        where, path, args = f"{name} ({hf_name}, split {split!r})", hf_name, {"split": split}
+    else:
+        builder, files = _local_files(data_files, split)
+        where, path, args = f"{name} from local files ({len(files)} {builder} file(s), split {split!r})", builder, \
+            {"data_files": {split: files}, "split": split}
+    report("load", 0.0, f"Loading {where} with the datasets library")
     try:
-        return load_dataset(hf_name, split=split).to_pandas()
-    except Exception as exc:  # network, cache or unknown split: one clear message for the app and the CLI
+        ds = load_dataset(path, **args, **kwargs)
+    except Exception as exc:  # network, cache or format: one clear sentence for the app and the CLI
+        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        offline = isinstance(exc, ConnectionError) or "offline" in detail.lower()
+        hint = ("it is not in the local cache and the Hub cannot be reached (offline)" if offline and data_files is None
+                else detail)
         raise ValueError(
-            f"Could not fetch {name} ({hf_name}, split {split!r}) with the datasets library: {exc}. Fetching needs "
-            "network access once; offline, load a local copy of the original JSONL file instead."
+            f"Could not fetch {where} with the datasets library: {hint}; fetching by name needs network access "
+            "once, so offline load a local copy of the original JSONL file instead."
         ) from None
+    if max_rows is None or not hasattr(ds, "select"):
+        report("convert", 0.6, f"Building the table of {where}")
+        frame = ds.to_pandas()
+    else:
+        gold = _gold_rows(ds)
+        n_all = len(ds)
+        if max_rows < len(gold):
+            rng = np.random.default_rng(seed)
+            rows = np.sort(rng.choice(gold, size=max_rows, replace=False))
+        else:
+            rows = gold
+        report("sample", 0.5, f"Keeping {len(rows):,} of {n_all:,} rows ({len(gold):,} with a gold label)")
+        report("convert", 0.6, f"Building the table of {len(rows):,} rows")
+        frame = ds.select(rows).to_pandas()
+    report("done", 1.0, f"{len(frame):,} rows of {where}")
+    return frame
 
 
 def load_nli_dataset(
@@ -226,6 +379,9 @@ def load_nli_dataset(
     format: str | None = None,
     file_name: str | None = None,
     max_bytes: int | None = None,
+    data_files: str | Path | Sequence[str | Path] | None = None,
+    cache_dir: str | Path | None = None,
+    progress: Callable[[FetchProgress], Any] | None = None,
     **options: Any,
 ) -> Dataset:
     """SNLI / MultiNLI by name (fetched with ``datasets``) or from a local file in any supported layout.
@@ -246,21 +402,36 @@ def load_nli_dataset(
         Name of uploaded bytes.
     max_bytes : int, optional
         Refuse larger files.
+    data_files, cache_dir, progress
+        By name only: see :func:`fetch_nli_records` (``data_files`` reads a local copy through the ``datasets``
+        library instead of the Hub).
     **options
         Passed to :func:`nli_dataset_from_records` (``features``, ``max_rows``, ``n_components``,
-        ``random_state``, ``text_features``).
+        ``random_state``, ``text_features``). By name, ``max_rows`` and ``random_state`` also cap the fetch
+        (a seeded sample of rows with a gold label, drawn before the table is built).
 
     Returns
     -------
     Dataset
         See :func:`nli_dataset_from_records`.
+
+    Notes
+    -----
+    By name this is slow the first time (a download) and a few seconds after (reading the cache and building
+    TF-IDF views); an app should cache the returned dataset by (name, split, max_rows, random_state).
     """
     if isinstance(name_or_path, str) and name_or_path.lower() in _HF_NLI and not Path(name_or_path).exists():
         key = name_or_path.lower()
-        split = split or "validation"
-        raw = fetch_nli_records(key, split)
+        split = _check_split(key, split or "validation")
+        options.pop("name", None)
+        raw = fetch_nli_records(key, split, max_rows=options.get("max_rows"),
+                                random_state=options.get("random_state", 0), data_files=data_files,
+                                cache_dir=cache_dir, progress=progress)
         return nli_dataset_from_records(raw, name=key if key == "snli" else "mnli", split=split,
                                         source=f"{key} ({split})", **options)
+    if data_files is not None:
+        raise ValueError("The 'data_files' parameter of load_nli_dataset goes with a dataset name (snli or mnli); "
+                         "to read one local file, pass its path as the first argument.")
     if isinstance(name_or_path, (str, Path)) and not Path(name_or_path).is_file():
         raise ValueError(
             f"'{name_or_path}' is neither a known NLI dataset name ({', '.join(sorted(_HF_NLI))}) nor an existing file."

@@ -18,7 +18,7 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> Parser:
     """The argument parser of every command (exposed for documentation and tests)."""
-    from . import dynamics, eval_filter, filter, synthetic
+    from . import artifacts, dynamics, eval_filter, filter, synthetic
 
     parser = Parser(prog="aflite", description="AFLite Studio: adversarial filtering of dataset biases.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -26,6 +26,7 @@ def build_parser() -> Parser:
     synthetic.add_cli(sub, "synthetic")
     eval_filter.add_cli(sub, "eval-filter")
     dynamics.add_cli(sub, "dynamics")
+    artifacts.add_cli(sub, "artifacts")
     return parser
 
 

@@ -11,7 +11,9 @@ Where the dynamics come from:
 * :func:`train_dynamics` / :func:`record_dynamics` train a small softmax model (or a one-hidden-layer MLP) with
   Adam on a feature matrix, in numpy, deterministic given ``random_state``;
 * :func:`read_cartography_dynamics` reads the JSONL files written by allenai/cartography (one
-  ``dynamics_epoch_<e>.jsonl`` per epoch) or by any trainer that writes the same format.
+  ``dynamics_epoch_<e>.jsonl`` per epoch) or by any trainer that writes the same format;
+* :func:`write_epoch`, :func:`add_cartography_callback` (Hugging Face ``Trainer``) and
+  :func:`write_torch_epoch` (a plain PyTorch loop) write that format from your own training runs.
 
 The four measures (paper symbols → our names), for example *i* with gold class y_i over E epochs, p⁽ᵉ⁾ the
 softmax probabilities and z⁽ᵉ⁾ the logits at epoch e:
@@ -41,6 +43,7 @@ Margin Ranking. NeurIPS 2020.
 from .cartography import read_cartography_dynamics
 from .levels import LEVELS, DifficultyLevels, aum_levels, data_maps_levels, difficulty_levels
 from .measures import MEASURES, PARTIAL_PREFIX, DynamicsRecord, TrainingDynamics, training_measures
+from .recorder import add_cartography_callback, write_epoch, write_torch_epoch
 from .trainer import RECORD_MODES, record_dynamics, train_dynamics
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "DifficultyLevels",
     "DynamicsRecord",
     "TrainingDynamics",
+    "add_cartography_callback",
     "aum_levels",
     "data_maps_levels",
     "difficulty_levels",
@@ -58,4 +62,6 @@ __all__ = [
     "record_dynamics",
     "train_dynamics",
     "training_measures",
+    "write_epoch",
+    "write_torch_epoch",
 ]

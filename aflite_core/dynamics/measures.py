@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,18 +227,13 @@ class TrainingDynamics:
         """Write the allenai/cartography format: ``dynamics_epoch_<e>.jsonl`` per epoch in ``directory``.
 
         Each line is ``{"guid": id, "logits_epoch_<e>": [...], "gold": class index}``; returns the files.
+        Every file goes through :func:`aflite_core.dynamics.recorder.write_epoch` (crash-consistent; ids must
+        be str or int).
         """
-        out = Path(directory)
-        out.mkdir(parents=True, exist_ok=True)
+        from .recorder import write_epoch
+
         ids = [i.item() if isinstance(i, np.generic) else i for i in self.ids]
-        files = []
-        for e in range(self.n_epochs):
-            path = out / f"dynamics_epoch_{e}.jsonl"
-            with path.open("w", encoding="utf-8") as fh:
-                for guid, z, g in zip(ids, self.logits[:, e, :].tolist(), self.gold.tolist()):
-                    fh.write(json.dumps({"guid": guid, f"logits_epoch_{e}": z, "gold": g}) + "\n")
-            files.append(path)
-        return files
+        return [write_epoch(directory, e, ids, self.logits[:, e, :], self.gold) for e in range(self.n_epochs)]
 
 
 @dataclass(frozen=True, eq=False)
