@@ -1,4 +1,4 @@
-"""Uploaded training dynamics made to fit a dataset (aflite_core.dynamics_align): parsing and alignment."""
+"""Uploaded training dynamics made to fit a dataset (aflite_core.dynamics.align): parsing and alignment."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aflite_core.dynamics import TrainingDynamics
-from aflite_core.dynamics_align import align_dynamics, epoch_of_file, parse_class_order, read_epoch_files
+from aflite_core.dynamics.align import align_dynamics, epoch_of_file, parse_class_order, read_epoch_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "cartography_example"

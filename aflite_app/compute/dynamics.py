@@ -2,7 +2,7 @@
 
 Per-epoch logits are recorded on the sidebar's dataset (full input = its representation, plus a partial-input
 representation) or read from uploaded allenai/cartography JSONL files (parsed and aligned to the dataset by
-:mod:`aflite_core.dynamics_align`); difficulty levels come from the GMM (the paper's method) or a baseline; text
+:mod:`aflite_core.dynamics.align`); difficulty levels come from the GMM (the paper's method) or a baseline; text
 pairs get the spurious-correlation tests; the levels are crossed with the Filter page's AFLite run. Recorded and
 uploaded dynamics sit in a bounded store keyed by :class:`DynamicsSpec` (so the page can tell "already
 recorded" from "needs the button"); levels are cache_resource (DifficultyLevels); per-row frames and tables are
@@ -27,7 +27,7 @@ from aflite_core.dynamics import (
     difficulty_levels,
     record_dynamics,
 )
-from aflite_core.dynamics_align import align_dynamics, parse_class_order, read_epoch_files
+from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_epoch_files
 from aflite_core.spurious import compare_classes, paper_table, spurious_measures
 
 from .. import exports

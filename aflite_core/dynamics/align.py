@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from .dynamics import TrainingDynamics, read_cartography_dynamics
+from .cartography import read_cartography_dynamics
+from .measures import TrainingDynamics
 
 __all__ = ["EPOCH_FILE_PATTERN", "align_dynamics", "epoch_of_file", "parse_class_order", "read_epoch_files"]
 
