@@ -117,9 +117,10 @@ class LinearFamily:
                        "iterative": self.iterative, "partition_group": self.partition_group},
         }
 
-    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng) -> _LinearSession:
-        """Bind the family to one run's data (draws the persistent blocks from ``rng``)."""
-        return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng)
+    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng,
+                layout: dict | None = None) -> _LinearSession:
+        """Bind the family to one run's data (draws the persistent blocks from ``rng``, or takes ``layout``)."""
+        return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
 
 
 @dataclass
@@ -282,6 +283,11 @@ class _LinearSession:
 
     # -- FamilySession ------------------------------------------------------------------------------
     @property
+    def fit_group(self) -> int:
+        """Partitions fitted together (every backend groups them the same way)."""
+        return partition_group_size(self.n_partitions, self.D, self.family.partition_group)
+
+    @property
     def predict_chunk_rows(self) -> int:
         """Rows per prediction call."""
         # small chunks keep the (rows × d) slice and its (rows × m·C) scores in cache
@@ -305,7 +311,7 @@ class _LinearSession:
         if self.mode == "blocks" and self.stack is None:
             self._build_stack()
         precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
-        step = partition_group_size(self.n_partitions, self.D, self.family.partition_group)
+        step = self.fit_group
         for g0 in range(0, len(parts), step):
             group = parts[g0 : g0 + step]
             if self.mode == "blocks":
@@ -572,9 +578,9 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
 
     Parameters
     ----------
-    model : {"linear", "logistic"} or LinearFamily or SklearnFamily or sklearn classifier
-        ``"linear"``: the fast batched ridge family (default); ``"logistic"``: scikit-learn's
-        ``LogisticRegression`` (the paper's reference choice, slower); any unfitted scikit-learn classifier
+    model : {"linear", "ridge", "logistic"} or LinearFamily or SklearnFamily or sklearn classifier
+        ``"linear"`` (default) and ``"ridge"``: the closed-form ridge :class:`LinearFamily`; ``"logistic"``:
+        scikit-learn's ``LogisticRegression`` cloned per partition (slow); any unfitted scikit-learn classifier
         instance is cloned per partition.
     func : str
         Public function name for the error message.
@@ -586,15 +592,15 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
     if isinstance(model, (LinearFamily, SklearnFamily)):
         return model
     if isinstance(model, str):
-        if model == "linear":
+        if model in ("linear", "ridge"):
             return LinearFamily()
         if model == "logistic":
             from sklearn.linear_model import LogisticRegression
 
             return SklearnFamily(LogisticRegression(max_iter=1000))
         raise ValueError(
-            f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
-            f"scikit-learn classifier. Got {model!r} instead."
+            f"The 'model' parameter of {func} must be 'linear', 'logistic', 'ridge', a LinearFamily or an "
+            f"unfitted scikit-learn classifier. Got {model!r} instead."
         )
     if hasattr(model, "fit") and hasattr(model, "predict") and hasattr(model, "get_params"):
         return SklearnFamily(model)
