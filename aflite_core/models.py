@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan
 
-__all__ = ["LinearFamily", "SklearnFamily", "resolve_model"]
+__all__ = ["LinearFamily", "SklearnFamily", "family_from_spec", "resolve_model"]
 
 #: a partition's training part is (about) this many blocks at the start of a run
 BLOCKS_PER_PARTITION = 32
@@ -579,9 +579,10 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
     Parameters
     ----------
     model : {"linear", "ridge", "logistic"} or LinearFamily or SklearnFamily or sklearn classifier
-        ``"linear"`` (default) and ``"ridge"``: the closed-form ridge :class:`LinearFamily`; ``"logistic"``:
-        scikit-learn's ``LogisticRegression`` cloned per partition (slow); any unfitted scikit-learn classifier
-        instance is cloned per partition.
+        ``"linear"`` (default): :class:`~aflite_core.logistic.LogisticFamily`, scikit-learn's logistic
+        regression fitted for all m partitions at once; ``"ridge"``: the closed-form ridge
+        :class:`LinearFamily` (the default before); ``"logistic"``: scikit-learn's ``LogisticRegression``
+        cloned per partition (slow); any unfitted scikit-learn classifier instance is cloned per partition.
     func : str
         Public function name for the error message.
 
@@ -593,7 +594,9 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
         return model
     if isinstance(model, str):
         if model in ("linear", "ridge"):
-            return LinearFamily()
+            from .logistic import LogisticFamily
+
+            return LogisticFamily() if model == "linear" else LinearFamily()
         if model == "logistic":
             from sklearn.linear_model import LogisticRegression
 
@@ -608,3 +611,26 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
         f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
         f"scikit-learn classifier. Got {type(model).__name__} instead."
     )
+
+
+def family_from_spec(spec: dict[str, Any]) -> LinearFamily | SklearnFamily:
+    """Rebuild the family a result or checkpoint recorded (``result.params["model"]``, ``family.spec()``).
+
+    A resumed run continues with the family it started with, whatever the default is now (an old run's
+    ``LinearFamily`` spec gives that ridge family with its parameters). Raises ``ValueError`` otherwise.
+    """
+    import importlib
+
+    from .logistic import LogisticFamily
+
+    path, params = str(spec.get("class", "")), dict(spec.get("params") or {})
+    ours = {"aflite_core.models.LinearFamily": LinearFamily, "aflite_core.logistic.LogisticFamily": LogisticFamily}
+    try:
+        if path in ours:
+            return ours[path](**params)
+        if spec.get("family") == "sklearn" and path.startswith("sklearn."):
+            module, _, name = path.rpartition(".")
+            return SklearnFamily(getattr(importlib.import_module(module), name)(**params))
+    except (TypeError, ValueError, ImportError, AttributeError) as exc:
+        raise ValueError(f"Cannot rebuild the recorded model family {path}: {exc}") from None
+    raise ValueError(f"Cannot rebuild the recorded model family {spec!r}.")
