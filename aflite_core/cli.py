@@ -123,6 +123,15 @@ def _cmd_filter(args: argparse.Namespace) -> int:
         saved = json.loads(saved_path.read_text(encoding="utf-8"))
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
+        # continue with the family the run started with (its recorded spec), not what its name means today
+        from .engine import read_checkpoint_meta
+        from .models import family_from_spec
+
+        if (out / "checkpoint" / "state.json").is_file():
+            args.model = family_from_spec(read_checkpoint_meta(out / "checkpoint")["fingerprint"]["model"])
+        elif (out / "result.json").is_file():
+            args.model = family_from_spec(json.loads((out / "result.json").read_text(encoding="utf-8"))["params"]
+                                          ["model"])
     else:
         missing = [f"--{n.replace('_', '-')}" for n in _REQUIRED_FOR_NEW_RUN if getattr(args, n) is None]
         if missing:
