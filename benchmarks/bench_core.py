@@ -226,6 +226,7 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -
     print(f"\n== (c) SNLI-shaped: N={s['n']:,} d={s['d']} float32 C=3 m={s['m']} t={s['t']:,} k={s['k']:,} "
           f"target={s['target']:,}", flush=True)
     tmp = Path(workdir or tempfile.mkdtemp(prefix="aflite-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / f"snli_shaped_sep{CLASS_SEP:g}.npy"
     if not path.exists():
         t0 = time.perf_counter()
