@@ -228,12 +228,19 @@ class _LogisticSession(_LinearSession):
             current = np.flatnonzero(self.present)
             if len(current) != len(rows):
                 raise RuntimeError("The logistic family's view of the current set is out of date.")
-            members = plan.membership[:, self.block_of_row[current]]
+            block = self.block_of_row[current]
+
+            def training_rows(j: int) -> NDArray[np.intp]:
+                return current[plan.membership[j, block]]
+
             sizes = plan.membership.astype(np.int64) @ self.block_sizes
         else:
             current = np.asarray(rows)
-            members = plan.membership
-            sizes = members.sum(axis=1)
+
+            def training_rows(j: int) -> NDArray[np.intp]:
+                return current[plan.membership[j]]
+
+            sizes = plan.membership.sum(axis=1)
         longest = int(sizes.max())  # one padded length for the whole round: every batch computes alike
         H_inv = self._logistic_preconditioner(len(current))
         W = np.empty((d, C - 1, len(parts)), dtype=np.float32)
@@ -252,7 +259,7 @@ class _LogisticSession(_LinearSession):
             codes = np.zeros((len(group), longest), dtype=np.intp)
             mask = np.zeros((len(group), longest), dtype=np.float32)
             for i, j in enumerate(group):
-                train = current[members[j]]
+                train = training_rows(j)
                 np.subtract(self.X[train], self.mu, out=Xg[i, : len(train), :d])
                 Xg[i, : len(train), d] = 1.0
                 codes[i, : len(train)] = self.codes[train]
