@@ -223,3 +223,24 @@ def test_memoised_fits_are_exactly_the_refitted_ones(monkeypatch):
     refitted = aflite(X, y, tau=0.7, **kw)
     assert len(calls) == 2 * first
     assert memoised.equals(refitted)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_dask_gives_the_local_result_for_both_solvers_of_the_default_family():
+    pytest.importorskip("distributed")
+    from aflite_core import logistic
+    from aflite_core.distributed import local_cluster
+
+    X, y, _ = make_planted_bias(2500, 12, n_classes=3, random_state=1)
+    kw = dict(target_size=1000, train_size=400, slice_size=200, tau=0.5, random_state=4)
+    cluster, client = local_cluster(2)
+    try:
+        for family in (LogisticFamily(), LogisticFamily(max_work=1), LogisticFamily(block_rows=1)):
+            logistic._MEMO.clear()
+            local = aflite(X, y, model=family, **kw)
+            assert local.n_rounds >= 2
+            assert aflite(X, y, model=family, backend=client, **kw).equals(local)
+    finally:
+        client.close()
+        cluster.close()
