@@ -1,4 +1,7 @@
-"""Model families M for AFLite: the fast batched linear family and any scikit-learn classifier.
+"""Model families M for AFLite: the batched ridge family, its machinery, and any scikit-learn classifier.
+
+(The default family, batched logistic regression, is :class:`aflite_core.logistic.LogisticFamily`, built on
+:class:`LinearFamily`'s blocks and sessions.)
 
 The paper's model family is "typically a linear classifier" (Algorithm 1, line 7). Public AFLite code fits
 one scikit-learn ``LogisticRegression`` per partition in a Python loop. :class:`LinearFamily` instead fits all
