@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
+from aflite_core.registry import ADVERSARY_LABELS
+
 if TYPE_CHECKING:  # only for type hints: state stays importable before the core's heavier modules
     from aflite_core import AFLiteResult
     from aflite_core.datasets import Dataset
@@ -26,12 +28,8 @@ BUNDLED = {
     "circles": "Synthetic: concentric circles + bias features (1,000 rows)",
 }
 
-#: model families offered on the Filter page
-MODEL_FAMILIES = {
-    "linear": "Linear (fast batched ridge, default)",
-    "logistic": "Logistic regression (scikit-learn, slower)",
-    "knn": "k-nearest neighbours (scikit-learn, k=15)",
-}
+#: adversary families offered on the Filter page: the core registry's names and labels
+MODEL_FAMILIES = dict(ADVERSARY_LABELS)
 
 STRATEGY_LABELS = {
     "slice": "Greedy slicing (AFLite, top-k per round)",

@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 from .datasets import Dataset
 from .digits import load_digits_dataset
 from .filtering import STRATEGIES, aflite, predictability
+from .logistic import LogisticFamily
 from .models import LinearFamily, SklearnFamily
 from .result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
 from .tables import dataset_from_table, load_table_dataset
@@ -27,6 +28,7 @@ __all__ = [
     "AFLiteResult",
     "Dataset",
     "LinearFamily",
+    "LogisticFamily",
     "RoundProgress",
     "SklearnFamily",
     "__version__",

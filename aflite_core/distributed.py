@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._utils import blas_threads
-from .models import LinearFamily, SklearnFamily, partition_group_size
+from .models import LinearFamily, SklearnFamily
 from .partitions import PartitionPlan, RoundScores, merge_pieces, run_pieces, scoring_pieces
 
 __all__ = ["DaskBackend", "local_cluster"]
@@ -93,11 +93,9 @@ def _session(key: str, spec: dict, x_ref: Any) -> dict:
         if entry is None:
             X = _array(x_ref)
             family = spec["family"]
-            if isinstance(family, LinearFamily):
-                from .models import _LinearSession
-
-                session = _LinearSession(family, X, spec["codes"], spec["n_classes"], spec["train_size"],
-                                         spec["n_partitions"], None, layout=spec["layout"])
+            if isinstance(family, LinearFamily):  # its subclasses too (the logistic family): their own session
+                session = family.session(X, spec["codes"], spec["n_classes"], train_size=spec["train_size"],
+                                         n_partitions=spec["n_partitions"], rng=None, layout=spec["layout"])
             else:
                 session = family.session(X, spec["codes"], spec["n_classes"], train_size=spec["train_size"],
                                          n_partitions=spec["n_partitions"], rng=None)
@@ -122,10 +120,8 @@ def _bring_up_to_date(entry: dict, removals: list[NDArray[np.intp]], need_stack:
 
 
 def _rebuild(session):
-    from .models import _LinearSession
-
-    return _LinearSession(session.family, session.X, session.codes, session.n_classes, session.train_size,
-                          session.n_partitions, None, layout=session.layout())
+    return session.family.session(session.X, session.codes, session.n_classes, train_size=session.train_size,
+                                  n_partitions=session.n_partitions, rng=None, layout=session.layout())
 
 
 class _Seeds:
@@ -286,7 +282,7 @@ class DaskBackend:
 
     def _score_linear(self, rows, plan, eval_rows, round_no) -> RoundScores:
         m = self.n_partitions
-        step = partition_group_size(m, self.local.D, self.family.partition_group)
+        step = self.local.fit_group  # the grouping a local run uses
         groups = [list(range(g0, min(g0 + step, m))) for g0 in range(0, m, step)]
         exact = self.mode == "exact"
         membership = plan.membership

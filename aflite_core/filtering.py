@@ -27,8 +27,8 @@ from numpy.typing import ArrayLike, NDArray
 from . import _validation as v
 from ._utils import blas_threads
 from .engine import HISTORY_COLUMNS, select_rows  # noqa: F401  (re-exported)
-from .models import resolve_model
 from .partitions import score_round
+from .registry import resolve_model
 from .result import AFLiteResult, RoundProgress
 
 __all__ = ["STRATEGIES", "aflite", "predictability"]
@@ -158,9 +158,11 @@ def aflite(
         ``"slice"``: greedy slicing, remove the top-k (the paper's AFLite, strategy B). ``"greedy"``: one
         row per round (strategy A). ``"sample"``: sample k rows without replacement with probability ∝ p(i)
         among those with p(i) ≥ τ, by Gumbel top-k on log p (strategy C).
-    model : "linear", "logistic", LinearFamily or scikit-learn classifier, default="linear"
-        The model family M. ``"linear"`` fits all m models of a round together with batched linear algebra
-        (see :class:`aflite_core.models.LinearFamily`); a scikit-learn classifier is cloned per partition.
+    model : {"linear", "ridge", "logistic", "knn"}, LinearFamily or scikit-learn classifier, default="linear"
+        The model family M (:data:`aflite_core.registry.ADVERSARIES`). ``"linear"`` fits scikit-learn's
+        ``LogisticRegression(C=1)`` objective for all m models of a round together
+        (:class:`aflite_core.logistic.LogisticFamily`); ``"ridge"`` is the batched ridge classifier
+        (:class:`aflite_core.models.LinearFamily`); a scikit-learn classifier is cloned per partition.
     eval_X, eval_y : array-like, optional
         An evaluation set filtered alongside (appendix Algorithm 1 of the evaluation-set paper): never used
         for fitting, scored by all m models every round, and every evaluation row with p ≥ τ is removed in
@@ -315,8 +317,8 @@ def predictability(
         m: models trained.
     train_size : int or float
         t: training rows per model, ``n_classes < t < n_samples``; a float in (0, 1) is a fraction.
-    model : "linear", "logistic", LinearFamily or scikit-learn classifier, default="linear"
-        The model family.
+    model : {"linear", "ridge", "logistic", "knn"}, LinearFamily or scikit-learn classifier, default="linear"
+        The model family (see :func:`aflite`).
     random_state : int, numpy Generator or None
         Seed.
     n_threads : int or None, default=1

@@ -1,4 +1,7 @@
-"""Model families M for AFLite: the fast batched linear family and any scikit-learn classifier.
+"""Model families M for AFLite: the batched ridge family, its machinery, and any scikit-learn classifier.
+
+(The default family, batched logistic regression, is :class:`aflite_core.logistic.LogisticFamily`, built on
+:class:`LinearFamily`'s blocks and sessions.)
 
 The paper's model family is "typically a linear classifier" (Algorithm 1, line 7). Public AFLite code fits
 one scikit-learn ``LogisticRegression`` per partition in a Python loop. :class:`LinearFamily` instead fits all
@@ -33,7 +36,7 @@ from numpy.typing import NDArray
 
 from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan
 
-__all__ = ["LinearFamily", "SklearnFamily", "resolve_model"]
+__all__ = ["LinearFamily", "SklearnFamily"]
 
 #: a partition's training part is (about) this many blocks at the start of a run
 BLOCKS_PER_PARTITION = 32
@@ -117,9 +120,10 @@ class LinearFamily:
                        "iterative": self.iterative, "partition_group": self.partition_group},
         }
 
-    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng) -> _LinearSession:
-        """Bind the family to one run's data (draws the persistent blocks from ``rng``)."""
-        return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng)
+    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng,
+                layout: dict | None = None) -> _LinearSession:
+        """Bind the family to one run's data (draws the persistent blocks from ``rng``, or takes ``layout``)."""
+        return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
 
 
 @dataclass
@@ -282,6 +286,11 @@ class _LinearSession:
 
     # -- FamilySession ------------------------------------------------------------------------------
     @property
+    def fit_group(self) -> int:
+        """Partitions fitted together (every backend groups them the same way)."""
+        return partition_group_size(self.n_partitions, self.D, self.family.partition_group)
+
+    @property
     def predict_chunk_rows(self) -> int:
         """Rows per prediction call."""
         # small chunks keep the (rows × d) slice and its (rows × m·C) scores in cache
@@ -305,7 +314,7 @@ class _LinearSession:
         if self.mode == "blocks" and self.stack is None:
             self._build_stack()
         precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
-        step = partition_group_size(self.n_partitions, self.D, self.family.partition_group)
+        step = self.fit_group
         for g0 in range(0, len(parts), step):
             group = parts[g0 : g0 + step]
             if self.mode == "blocks":
@@ -565,58 +574,3 @@ class _SklearnSession:
 
     def remove(self, rows) -> None:
         return None
-
-
-def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFamily:
-    """Turn the ``model`` argument into a model family.
-
-    Parameters
-    ----------
-    model : {"linear", "logistic"} or LinearFamily or SklearnFamily or sklearn classifier
-        ``"linear"``: the fast batched ridge family (default); ``"logistic"``: scikit-learn's
-        ``LogisticRegression`` (the paper's reference choice, slower); any unfitted scikit-learn classifier
-        instance is cloned per partition.
-    func : str
-        Public function name for the error message.
-
-    Returns
-    -------
-    LinearFamily or SklearnFamily
-    """
-    if isinstance(model, (LinearFamily, SklearnFamily)):
-        return model
-    if isinstance(model, str):
-        if model == "linear":
-            return LinearFamily()
-        if model == "logistic":
-            from sklearn.linear_model import LogisticRegression
-
-            return SklearnFamily(LogisticRegression(max_iter=1000))
-        raise ValueError(
-            f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
-            f"scikit-learn classifier. Got {model!r} instead."
-        )
-    if isinstance(model, type):
-        raise TypeError(
-            f"The 'model' parameter of {func} must be a model instance, not the class {model.__name__}: pass "
-            f"{model.__name__}() (with any parameters) instead."
-        )
-    if hasattr(model, "fit") and hasattr(model, "predict") and hasattr(model, "get_params"):
-        from sklearn.base import is_classifier
-
-        if not is_classifier(model):
-            raise TypeError(
-                f"The 'model' parameter of {func} must be a classifier (scikit-learn's is_classifier). Got "
-                f"{type(model).__name__}, a {_estimator_kind(model)}, instead: its outputs are not class labels."
-            )
-        return SklearnFamily(model)
-    raise TypeError(
-        f"The 'model' parameter of {func} must be 'linear', 'logistic', a LinearFamily or an unfitted "
-        f"scikit-learn classifier. Got {type(model).__name__} instead."
-    )
-
-
-def _estimator_kind(model: Any) -> str:
-    kind = getattr(getattr(model, "__sklearn_tags__", lambda: None)(), "estimator_type", None)
-    return {"regressor": "regressor", "clusterer": "clusterer", "transformer": "transformer"}.get(
-        kind or "", "estimator that is not a classifier")

@@ -73,6 +73,7 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     X, y, biased = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[data],
                                      random_state=0)
     kw = dict(target_size=s["target"], n_partitions=s["m"], train_size=s["t"], slice_size=s["k"], tau=s["tau"])
+    print(f"   load average {os.getloadavg()}", flush=True)
     print(f"\n== ({name}) {data}: N={s['n']:,} d={s['d']} C={s['classes']} m={s['m']} t={s['t']:,} "
           f"k={s['k']:,} tau={s['tau']} target={s['target']:,}", flush=True)
     engine = {}
@@ -84,12 +85,13 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     ref = {}
     with threadpool_limits(threads):
         for seed in range(ref_seeds):
-            kept, rounds, secs, removed_round, qualified = reference_aflite(X, y, **kw, random_state=seed,
-                                                                                  max_iter=max_iter)
-            ref[seed] = (kept, rounds, secs, removed_round, qualified)
+            kept, rounds, secs, removed_round, qualified, qsets = reference_aflite(X, y, **kw, random_state=seed,
+                                                                                         max_iter=max_iter)
+            ref[seed] = (kept, rounds, secs, removed_round, qualified, qsets)
             print(f"   reference seed {seed}: {secs:8.1f} s, {rounds} rounds, kept {kept.sum():,}", flush=True)
     fast, fast_s = engine[0]
-    ref_kept, ref_rounds, ref_s, ref_removed_round, ref_qualified = ref[0]
+    ref_kept, ref_rounds, ref_s, ref_removed_round, ref_qualified, ref_qsets = ref[0]
+    n_rows = len(y)
     common = min(ref_rounds, fast.n_rounds)  # rounds both ran: compare what was removed through them
     through = lambda rr: (rr > 0) & (rr <= common)  # noqa: E731
     rec = {
@@ -105,20 +107,63 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
                                                                through(ref_removed_round)), 3),
         "qualified_per_round_engine": fast.history["n_qualified"].tolist(),
         "qualified_per_round_reference": ref_qualified,
+        # the agreement that survives ties: with many rows tied at p = 1 and a random tie-break, the slices
+        # removed can be nearly disjoint between two correct implementations while the qualified sets agree
+        "jaccard_qualified_per_round_engine_vs_ref": _per_round_jaccard(
+            _engine_qualified_sets(fast, s["tau"]), ref_qsets, n_rows),
+        "jaccard_removed_per_round_engine_vs_ref": _per_round_jaccard(
+            _removed_sets(fast.removed_round, fast.n_rounds), _removed_sets(ref_removed_round, ref_rounds), n_rows),
         "planted_removed_engine": round(float((~fast.kept[biased]).mean()), 3),
         "planted_removed_reference": round(float((~ref_kept[biased]).mean()), 3),
         "partition_mode": fast.params["partition_mode"], "rows_per_block": fast.params["rows_per_block"],
+        "engine_family": fast.params["model"]["class"], "engine_solver": _solver(fast),
+        "load_average_at_end": [round(v, 2) for v in os.getloadavg()],
     }
     if ref_seeds > 1:
         other = ref[1][0]
         rec["jaccard_removed_ref_seed0_vs_seed1 (floor)"] = round(jaccard(~ref_kept, ~other), 3)
         rec["jaccard_kept_ref_seed0_vs_seed1"] = round(jaccard(ref_kept, other), 3)
         rec["jaccard_removed_engine_vs_ref_seed1"] = round(jaccard(~fast.kept, ~other), 3)
+        rec["jaccard_qualified_per_round_ref_seed0_vs_seed1 (floor)"] = _per_round_jaccard(ref_qsets, ref[1][5],
+                                                                                         n_rows)
+        rec["jaccard_qualified_per_round_engine_seed0_vs_seed1"] = _per_round_jaccard(
+            _engine_qualified_sets(fast, s["tau"]), _engine_qualified_sets(engine[1][0], s["tau"]), n_rows)
+    print(f"   qualified-set Jaccard per round, engine vs reference: "
+          f"{rec['jaccard_qualified_per_round_engine_vs_ref']}; removed slices: "
+          f"{rec['jaccard_removed_per_round_engine_vs_ref']}", flush=True)
     print(f"   engine: {fast_s:.2f} s ({fast.n_rounds} rounds) -> {ref_s / fast_s:.0f}x faster; removed-set "
           f"Jaccard vs reference {rec['jaccard_removed_engine_vs_ref']:.3f}"
           + (f" (reference vs reference, other seed: {rec['jaccard_removed_ref_seed0_vs_seed1 (floor)']:.3f})"
              if ref_seeds > 1 else ""), flush=True)
     emit(rec, json_out)
+
+
+def _solver(res) -> str:
+    """What the default family fitted in a run ("logistic" or its "ridge" fallback), from the recorded spec."""
+    from aflite_core.models import family_from_spec
+
+    fam, p = family_from_spec(res.params["model"]), res.params
+    solver = getattr(fam, "solver", None)
+    return "ridge" if solver is None else solver(p["n_partitions"], p["train_size"], p["n_features"], p["n_classes"])
+
+
+def _engine_qualified_sets(res, tau: float) -> list[np.ndarray]:
+    """Rows with p >= τ in each round of an engine result (``scores`` is NaN where a row was not scored)."""
+    return [np.flatnonzero(np.nan_to_num(row, nan=-1.0) >= tau) for row in res.scores]
+
+
+def _removed_sets(removed_round: np.ndarray, rounds: int) -> list[np.ndarray]:
+    return [np.flatnonzero(removed_round == r) for r in range(1, rounds + 1)]
+
+
+def _per_round_jaccard(a: list, b: list, n_rows: int) -> list[float]:
+    """Jaccard of two lists of row sets, round by round, through the rounds both made."""
+    out = []
+    for rows_a, rows_b in zip(a, b):
+        ma, mb = np.zeros(n_rows, bool), np.zeros(n_rows, bool)
+        ma[rows_a], mb[rows_b] = True, True
+        out.append(round(jaccard(ma, mb), 3))
+    return out
 
 
 #: class-centre distance of the (c) data: linear models start at ~85 % accuracy, so predictable rows keep
@@ -171,7 +216,8 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=res.stop_reason,
                       peak_rss=peak, rss_after_load=base, x_bytes=X.nbytes,
                       planted_removed=float((~res.kept[biased]).mean()),
-                      mode=res.params["partition_mode"], rows_per_block=res.params["rows_per_block"])))
+                      mode=res.params["partition_mode"], rows_per_block=res.params["rows_per_block"],
+                      family=res.params["model"]["class"])))
 """
 
 
@@ -180,6 +226,7 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -
     print(f"\n== (c) SNLI-shaped: N={s['n']:,} d={s['d']} float32 C=3 m={s['m']} t={s['t']:,} k={s['k']:,} "
           f"target={s['target']:,}", flush=True)
     tmp = Path(workdir or tempfile.mkdtemp(prefix="aflite-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / f"snli_shaped_sep{CLASS_SEP:g}.npy"
     if not path.exists():
         t0 = time.perf_counter()
@@ -194,7 +241,8 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -
         print("   (c) failed", flush=True)
         return
     rec = json.loads(proc.stdout.strip().splitlines()[-1])
-    rec.update(setting="c", threads=threads, peak_over_x=round(rec["peak_rss"] / rec["x_bytes"], 2))
+    rec.update(setting="c", threads=threads, peak_over_x=round(rec["peak_rss"] / rec["x_bytes"], 2),
+               load_average_at_end=[round(v, 2) for v in os.getloadavg()])
     print(f"   engine: {rec['seconds'] / 60:.1f} min, {rec['rounds']} rounds, kept {rec['kept']:,} "
           f"({rec['stop']}); peak RSS {rec['peak_rss'] / 2**30:.2f} GiB = {rec['peak_over_x']}x the "
           f"{rec['x_bytes'] / 2**30:.2f} GiB feature matrix", flush=True)

@@ -89,7 +89,9 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     assert any("Run study" in i.value for i in at.info)
     assert not at.get("plotly_chart")
     adv = at.multiselect(key=next(m.key for m in at.multiselect if m.label.startswith("Adversaries")))
-    assert adv.value == ["pixels", "mlp_small", "pca", "mlp"]  # weakest first, as the setup measured
+    # weakest first, as the setup measures with the default family (logistic regression since issue #13:
+    # mlp_small 0.874, pca 0.890, pixels 0.891, mlp 0.933; the ridge default ranked pixels weakest)
+    assert adv.value == ["mlp_small", "pca", "pixels", "mlp"]
     models = next(m for m in at.multiselect if m.label.startswith("Evaluated"))
     assert len(models.value) == 4 and not any(v.startswith(("mlp:", "forest:")) for v in models.value)
 
@@ -100,7 +102,7 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     cats = _figure_with(at, "share of the evaluation rows")
     assert cats is not None and [t["name"] for t in cats["data"]] == ["removed in round 1", "removed later",
                                                                       "selected"]
-    assert cats["data"][0]["x"] == ["pixels", "mlp_small", "pca", "mlp"]
+    assert cats["data"][0]["x"] == ["mlp_small", "pca", "pixels", "mlp"]
     ranking = _figure_with(at, "Kendall's coefficient")
     assert len(_kendall_titles(ranking)) == 4
     heat = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")

@@ -90,7 +90,9 @@ def test_categories_partition_the_evaluation_set(planted_pair, study):
 def test_a_stronger_planted_adversary_removes_more_evaluation_rows(planted_pair, study):
     biased = planted_pair[4]
     shares = study.category_table
-    assert shares.loc["strong", "selected"] < shares.loc["weak", "selected"] - 0.1
+    # 0.08 apart with the logistic default, 0.11 with the weaker ridge default before it: both adversaries
+    # find more with logistic regression, the weak one mostly in later rounds
+    assert shares.loc["strong", "selected"] < shares.loc["weak", "selected"] - 0.05
     assert shares.loc["strong", EVAL_CATEGORIES[0]] > shares.loc["weak", EVAL_CATEGORIES[0]] + 0.1
     for s in (0, 1):  # the strong adversary finds the planted rows, mostly in round 1
         res = study.runs_detail[("strong", s)]

@@ -245,7 +245,7 @@ def test_any_sklearn_classifier_is_a_model_family(planted, model):
 
 def test_linear_family_blocks_and_exact_modes_agree_in_behaviour(planted):
     X, y, biased = planted
-    blocks = aflite(X, y, target_size=700, train_size=400, slice_size=100, random_state=0)
+    blocks = aflite(X, y, target_size=700, train_size=400, slice_size=100, random_state=0, model=LinearFamily())
     exact = aflite(X, y, target_size=700, train_size=400, slice_size=100, random_state=0,
                    model=LinearFamily(block_rows=1))
     direct = aflite(X, y, target_size=700, train_size=400, slice_size=100, random_state=0,

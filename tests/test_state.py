@@ -52,7 +52,7 @@ def test_every_session_key_is_distinct():
 def test_offered_labels_match_what_the_core_accepts():
     assert set(state.STRATEGY_LABELS) == set(STRATEGIES)
     assert next(iter(state.BUNDLED)) == "digits"  # the default dataset comes first
-    assert set(state.MODEL_FAMILIES) == {"linear", "logistic", "knn"}
+    assert set(state.MODEL_FAMILIES) == {"linear", "ridge", "logistic", "knn"}
 
 
 def test_widget_keys_are_per_dataset():

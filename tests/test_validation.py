@@ -55,7 +55,8 @@ CASES = [
     ("partitions 0", dict(n_partitions=0), ValueError, r"'n_partitions' parameter of aflite must be an int in \[1, "
      r"inf\)\. Got 0"),
     ("strategy", dict(strategy="random"), ValueError, r"'strategy' parameter of aflite must be a str among"),
-    ("model", dict(model="svm"), ValueError, r"'model' parameter of aflite must be 'linear', 'logistic'"),
+    ("model", dict(model="svm"), ValueError,
+     r"'model' parameter of aflite must be one of \['linear', 'ridge', 'logistic', 'knn'\]"),
     ("model type", dict(model=3), TypeError, r"'model' parameter of aflite"),
     ("eval width", dict(eval_X=X[:10, :3], eval_y=y[:10]), ValueError,
      r"'eval_X' parameter of aflite must have 4 columns.*Got 3"),

@@ -26,7 +26,7 @@ from aflite_core.registry import CLASSIFIER_LABELS
 from ..state import FilterSpec
 from . import _stores
 from .datasets import dataset, default_partial_input, partial_input_choices
-from .runs import model_for, run_filter
+from .runs import run_filter
 
 __all__ = [
     "BASELINE_AUTO_SECONDS",
@@ -186,7 +186,7 @@ def _subset_bias(data_key: str, subset: tuple, rep: str | None, family: str, t: 
     if len(np.unique(y)) < 2 or t >= len(rows):
         out["note"] = "fewer than 2 classes or too few rows to score"
         return out
-    p = predictability(np.asarray(_X)[rows], y, n_partitions=m, train_size=t, model=model_for(family),
+    p = predictability(np.asarray(_X)[rows], y, n_partitions=m, train_size=t, model=family,
                        random_state=seed, n_threads=1)
     scored = ~np.isnan(p)
     out.update(n_scored=int(scored.sum()), mean_predictability=float(np.nanmean(p)) if scored.any() else float("nan"))

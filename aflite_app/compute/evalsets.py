@@ -37,7 +37,6 @@ from aflite_core.registry import CLASSIFIER_LABELS
 from ..state import session_data
 from . import _stores
 from .datasets import dataset
-from .runs import model_for
 from .uploads import UPLOAD_TABLE_TYPES
 
 __all__ = [
@@ -431,7 +430,7 @@ def _evalsets_kwargs(setup, spec: EvalStudySpec) -> dict[str, Any]:
         "adversaries": tuple(a for a in setup.adversaries if a in spec.adversaries),  # weakest first
         "evaluated": evaluated, "seeds": spec.seeds, "tau": float(spec.tau), "target_size": int(spec.target_size),
         "train_size": int(spec.train_size), "slice_size": int(spec.slice_size),
-        "n_partitions": int(spec.n_partitions), "model": model_for(spec.model), "ensemble": bool(spec.ensemble),
+        "n_partitions": int(spec.n_partitions), "model": spec.model, "ensemble": bool(spec.ensemble),
         "random_state": int(spec.setup.seed), "n_threads": 1,
     }
     if setup.annotator_labels is not None:

@@ -20,6 +20,7 @@ from aflite_core._utils import hash_array, hash_labels
 from aflite_core._validation import check_labels
 from aflite_core.datasets import Dataset
 from aflite_core.io import read_features, read_labels
+from aflite_core.registry import adversary_name
 
 from ..run_root import MAX_DEPTH as RUN_ROOT_DEPTH
 from ..run_root import RUN_ROOT_ENV, inside_root, list_run_directories, run_root
@@ -142,10 +143,7 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
                    description=f"Features and labels of the CLI run '{shown_dir}' (below the run root).",
                    id_column="id", meta={"run_dir": shown_dir, "features": str(features), "labels": str(labels_path)})
     p = result.params
-    family = p["model"].get("class", "")
-    model = "linear" if p["model"].get("family") == "linear" else (
-        "logistic" if family.endswith("LogisticRegression") else "knn" if family.endswith("KNeighborsClassifier")
-        else "linear")
+    model = adversary_name(p["model"]) or "linear"
     spec = FilterSpec(dataset=DatasetSpec(key, "features"), target_size=int(p["target_size"]),
                       train_size=int(p["train_size"]), slice_size=int(p["slice_size"]), tau=float(p["tau"]),
                       n_partitions=int(p["n_partitions"]), strategy=str(p["strategy"]), model=model,

@@ -8,10 +8,8 @@ first (:func:`stored_result`), so its result is never recomputed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import streamlit as st
-from sklearn.neighbors import KNeighborsClassifier
 
 from aflite_core import AFLiteResult, aflite
 from aflite_core.filtering import _resolve
@@ -25,20 +23,12 @@ __all__ = [
     "RESULT_STORE_SIZE",
     "class_impact",
     "filter_defaults",
-    "model_for",
     "prepare_run",
     "run_filter",
     "stored_result",
 ]
 
 RESULT_STORE_SIZE = 48
-
-
-def model_for(name: str) -> Any:
-    """The model argument of :func:`aflite_core.aflite` for a family of :data:`aflite_app.state.MODEL_FAMILIES`."""
-    if name == "knn":
-        return KNeighborsClassifier(n_neighbors=15)
-    return name
 
 
 @st.cache_resource(max_entries=1)
@@ -82,7 +72,7 @@ def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
              **{k: kwargs[k] for k in ("target_size", "n_partitions", "train_size", "slice_size", "tau", "strategy")})
 
     def target(callback: Callable) -> AFLiteResult:
-        result = aflite(X, y, model=model_for(spec.model), random_state=spec.seed, callback=callback, ids=ids,
+        result = aflite(X, y, model=spec.model, random_state=spec.seed, callback=callback, ids=ids,
                         **kwargs)
         if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
             store.keep(spec, result)

@@ -12,7 +12,7 @@ from .. import _durable
 from ..checkpoint import peek_meta
 from ..filtering import _resolve_backend, execute_run, plan_run, predictability
 from ..io import read_features, read_labels
-from ..models import resolve_model
+from ..registry import ADVERSARIES, family_from_spec, resolve_model
 from ..result import AFLiteResult
 from ..run_record import is_run_directory
 from ._common import CLIError, Progress, count_or_fraction
@@ -130,14 +130,18 @@ def _saved_args(out: Path) -> dict:
 
 
 def _cmd_filter(args: argparse.Namespace) -> int:
-
     if args.resume:
-
         out = Path(args.resume)
         _durable.finish_swap(out)  # a save interrupted between its two renames is completed first
         saved = _saved_args(out)
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
+        # continue with the family the run started with (its recorded spec), not what its name means today
+        spec = ((peek_meta(out / "checkpoint") or {}).get("fingerprint") or {}).get("model")
+        if spec is None and (out / "result.json").is_file():
+            spec = AFLiteResult.load(out).params.get("model")
+        if isinstance(spec, dict):
+            args.model = family_from_spec(spec)
     else:
         missing = [f"--{n.replace('_', '-')}" for n in _REQUIRED_FOR_NEW_RUN if getattr(args, n) is None]
         if missing:
@@ -227,7 +231,8 @@ def add_cli(sub: Any) -> None:
         p.add_argument("--partitions", type=int, default=64, help="m, models per round (default 64)")
         p.add_argument("--train-size", type=count_or_fraction, required=required,
                        help="t, rows per model (count or fraction)")
-        p.add_argument("--model", default="linear", choices=["linear", "logistic"], help="model family")
+        p.add_argument("--model", default="linear", choices=list(ADVERSARIES),
+                       help="model family M (default linear: batched logistic regression)")
         p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
         p.add_argument("--mmap", action="store_true", help="memory-map the .npy feature files")

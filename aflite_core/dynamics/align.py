@@ -120,7 +120,7 @@ def read_epoch_files(files: Sequence[tuple[str, bytes]], *, classes: Sequence[Ha
 
     Examples
     --------
-    >>> folder = Path(__file__).parents[1] / "sample_data" / "cartography_example"
+    >>> folder = Path(__file__).parents[2] / "sample_data" / "cartography_example"
     >>> files = [(p.name, p.read_bytes()) for p in sorted(folder.glob("dynamics_epoch_*.jsonl"))]
     >>> td = read_epoch_files(files[::-1], classes=["entailment", "neutral", "contradiction"])
     >>> td.n_examples, td.n_epochs, td.n_classes

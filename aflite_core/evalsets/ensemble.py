@@ -15,8 +15,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
 from ..filtering import _check_run_args, _resolve
-from ..models import resolve_model
 from ..partitions import RoundScores
+from ..registry import resolve_model
 from ..result import AFLiteResult, RoundProgress
 
 __all__ = ["EnsembleResult", "ensemble_aflite", "ensemble_name"]

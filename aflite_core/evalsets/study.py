@@ -18,8 +18,7 @@ from numpy.typing import ArrayLike
 from .. import _validation as v
 from .._utils import json_default, versions
 from ..filtering import _resolve, aflite
-from ..models import resolve_model
-from ..registry import CLASSIFIERS
+from ..registry import CLASSIFIERS, resolve_model
 from ..result import EVAL_CATEGORIES, AFLiteResult
 from .agreement import (
     DEFAULT_ANNOTATOR_SOURCES,
@@ -346,8 +345,8 @@ def adversary_study(
         τ, AFLite's threshold (Table 3 of the paper).
     n_partitions : int, default=64
         m, models per round (Table 3).
-    model : "linear", "logistic", LinearFamily or scikit-learn classifier, default="linear"
-        The adversaries' weak model family M.
+    model : {"linear", "ridge", "logistic", "knn"}, LinearFamily or scikit-learn classifier, default="linear"
+        The adversaries' weak model family M (see :func:`aflite_core.aflite`).
     ensemble : bool or sequence of str, default=False
         Also filter with the pooled ensemble of all adversaries (True) or of the named ones (§7); it appears
         as one more adversary named ``ensemble(a+b+...)`` (see :func:`ensemble_aflite`).
