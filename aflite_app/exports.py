@@ -192,8 +192,14 @@ def filter_rows(
         hit = np.zeros(len(table), dtype=bool)
         for col in text_columns:
             if col in table.columns:
-                hit |= table[col].astype("string").str.lower().str.contains(q, regex=False).fillna(False).to_numpy(
-                    dtype=bool)
+                hit |= (
+                    table[col]
+                    .astype("string")
+                    .str.lower()
+                    .str.contains(q, regex=False)
+                    .fillna(False)
+                    .to_numpy(dtype=bool)
+                )
         mask &= hit
     return table.loc[mask]
 
@@ -243,11 +249,13 @@ def stability_counts(frame: pd.DataFrame, kept: NDArray, n_runs: int) -> pd.Data
     keep = np.asarray(kept, dtype=bool)
     count = frame["n_runs_removed"].to_numpy()
     ks = np.arange(n_runs + 1)
-    return pd.DataFrame({
-        "k": ks,
-        "removed": [int(((count == k) & ~keep).sum()) for k in ks],
-        "kept": [int(((count == k) & keep).sum()) for k in ks],
-    })
+    return pd.DataFrame(
+        {
+            "k": ks,
+            "removed": [int(((count == k) & ~keep).sum()) for k in ks],
+            "kept": [int(((count == k) & keep).sum()) for k in ks],
+        }
+    )
 
 
 def with_stability(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
@@ -276,8 +284,13 @@ def artifact_texts(data: Dataset) -> tuple[list[str], str] | None:
 
 
 def _table_feature_columns(data: Dataset) -> list[str]:
-    skip = {data.label_column, data.id_column, *(data.meta.get("planted_truth") or []), *data.text_columns,
-            *(data.pair or ())}
+    skip = {
+        data.label_column,
+        data.id_column,
+        *(data.meta.get("planted_truth") or []),
+        *data.text_columns,
+        *(data.pair or ()),
+    }
     out = []
     for col in data.frame.columns:
         s = data.frame[col]
@@ -322,8 +335,11 @@ def pixel_grid(data: Dataset, source: str) -> tuple[int, int] | None:
     if data.images is None or np.asarray(data.images).ndim != 3 or source not in ("table", "pixels"):
         return None
     h, w = np.asarray(data.images).shape[1:]
-    n = len(_table_feature_columns(data)) if source == "table" else (
-        data.representation(source).shape[1] if source in data.representations else -1)
+    n = (
+        len(_table_feature_columns(data))
+        if source == "table"
+        else (data.representation(source).shape[1] if source in data.representations else -1)
+    )
     return (int(h), int(w)) if n == h * w else None
 
 
@@ -427,8 +443,10 @@ def _is_junk(name: str) -> bool:
 def _plan(infos: list[zipfile.ZipInfo], max_member: int, max_total: int) -> dict[str, zipfile.ZipInfo]:
     """The run files to extract (base name -> entry), after every safety check of the listing."""
     if len(infos) > MAX_ENTRIES:
-        raise RunArchiveError(f"The archive lists {len(infos):,} entries; a saved run has at most "
-                              f"{len(RUN_FILES)} files. It is not a run archive.")
+        raise RunArchiveError(
+            f"The archive lists {len(infos):,} entries; a saved run has at most "
+            f"{len(RUN_FILES)} files. It is not a run archive."
+        )
     chosen: dict[str, zipfile.ZipInfo] = {}
     folders: set[str] = set()
     for info in infos:
@@ -447,26 +465,37 @@ def _plan(infos: list[zipfile.ZipInfo], max_member: int, max_total: int) -> dict
         if path.name not in RUN_FILES:
             continue  # never extracted
         if len(path.parts) > 2:
-            raise RunArchiveError(f"The run file {name!r} is nested too deep; put the run's files at the top of "
-                                  "the archive or in one folder.")
+            raise RunArchiveError(
+                f"The run file {name!r} is nested too deep; put the run's files at the top of "
+                "the archive or in one folder."
+            )
         if path.name in chosen:
-            raise RunArchiveError(f"The archive holds '{path.name}' twice ({chosen[path.name].filename!r} and "
-                                  f"{name!r}); it must hold one run.")
+            raise RunArchiveError(
+                f"The archive holds '{path.name}' twice ({chosen[path.name].filename!r} and "
+                f"{name!r}); it must hold one run."
+            )
         if info.file_size > max_member:
-            raise RunArchiveError(f"Refused: '{name}' would unpack to {human_bytes(info.file_size)}, more than the "
-                                  f"limit of {human_bytes(max_member)} per file.")
+            raise RunArchiveError(
+                f"Refused: '{name}' would unpack to {human_bytes(info.file_size)}, more than the "
+                f"limit of {human_bytes(max_member)} per file."
+            )
         chosen[path.name] = info
         folders.add(str(path.parent))
     if "result.json" not in chosen:
-        raise RunArchiveError("The archive has no result.json: it is not a saved AFLite run. Download one with "
-                              "'Run record · zip' on the Inspect page, or zip the folder the CLI wrote with --out.")
+        raise RunArchiveError(
+            "The archive has no result.json: it is not a saved AFLite run. Download one with "
+            "'Run record · zip' on the Inspect page, or zip the folder the CLI wrote with --out."
+        )
     if len(folders) > 1:
-        raise RunArchiveError(f"The run files are spread over several folders ({sorted(folders)}); the archive must "
-                              "hold one run.")
+        raise RunArchiveError(
+            f"The run files are spread over several folders ({sorted(folders)}); the archive must hold one run."
+        )
     total = sum(i.file_size for i in chosen.values())
     if total > max_total:
-        raise RunArchiveError(f"Refused: the run files would unpack to {human_bytes(total)}, more than the limit of "
-                              f"{human_bytes(max_total)}.")
+        raise RunArchiveError(
+            f"Refused: the run files would unpack to {human_bytes(total)}, more than the limit of "
+            f"{human_bytes(max_total)}."
+        )
     return chosen
 
 
@@ -481,8 +510,9 @@ def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path, budget: int
                 break
             written += len(block)
             if written > limit:
-                raise RunArchiveError(f"Refused: '{info.filename}' unpacks to more than it declares "
-                                      f"({human_bytes(info.file_size)}).")
+                raise RunArchiveError(
+                    f"Refused: '{info.filename}' unpacks to more than it declares ({human_bytes(info.file_size)})."
+                )
             out.write(block)
     return written
 
@@ -530,15 +560,17 @@ def load_run_zip(
         raise RunArchiveError(f"Expected the bytes of a zip archive. Got {type(payload).__name__}.")
     payload = bytes(payload)
     if len(payload) > max_archive_bytes:
-        raise RunArchiveError(f"Refused: {name} is {human_bytes(len(payload))}, more than the limit of "
-                              f"{human_bytes(max_archive_bytes)}.")
+        raise RunArchiveError(
+            f"Refused: {name} is {human_bytes(len(payload))}, more than the limit of {human_bytes(max_archive_bytes)}."
+        )
     if not payload:
         raise RunArchiveError(f"{name} is empty.")
     try:
         zf = zipfile.ZipFile(io.BytesIO(payload))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError):
-        raise RunArchiveError(f"{name} is not a zip archive (or it is damaged). Upload the 'Run record' zip "
-                              "the Inspect page downloads.") from None
+        raise RunArchiveError(
+            f"{name} is not a zip archive (or it is damaged). Upload the 'Run record' zip the Inspect page downloads."
+        ) from None
     with zf, tempfile.TemporaryDirectory(prefix="aflite-upload-") as tmp:
         plan = _plan(zf.infolist(), max_member_bytes, max_total_bytes)
         budget = max_total_bytes
@@ -571,13 +603,21 @@ def check_run_matches(result: AFLiteResult, data: Dataset, *, data_label: str = 
     Checks the number of rows, the ids (when the run has ids) and the labels of every row.
     """
     if result.n_rows != data.n_rows:
-        raise ValueError(f"This run was made on {result.n_rows:,} rows, but {data_label} has {data.n_rows:,} rows. "
-                         "Pick the dataset the run was made on in the sidebar, then open the run again.")
+        raise ValueError(
+            f"This run was made on {result.n_rows:,} rows, but {data_label} has {data.n_rows:,} rows. "
+            "Pick the dataset the run was made on in the sidebar, then open the run again."
+        )
     if result.ids is not None and not _same_ids(result.ids, data.ids):
-        n_diff = int(np.sum(np.asarray([str(v) for v in result.ids.tolist()], dtype=object)
-                            != np.asarray([str(v) for v in np.asarray(data.ids).tolist()], dtype=object)))
-        raise ValueError(f"This run has the same number of rows as {data_label}, but {n_diff:,} of its row ids "
-                         "differ: it was made on other rows (or in another order).")
+        n_diff = int(
+            np.sum(
+                np.asarray([str(v) for v in result.ids.tolist()], dtype=object)
+                != np.asarray([str(v) for v in np.asarray(data.ids).tolist()], dtype=object)
+            )
+        )
+        raise ValueError(
+            f"This run has the same number of rows as {data_label}, but {n_diff:,} of its row ids "
+            "differ: it was made on other rows (or in another order)."
+        )
     names = np.asarray([str(c) for c in result.classes], dtype=object)[result.y]
     if tuple(str(c) for c in result.classes) == tuple(str(c) for c in range(data.n_classes)):
         same = np.array_equal(result.y, data.y)  # a run on label codes (what the app and most callers pass)

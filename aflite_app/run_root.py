@@ -53,8 +53,9 @@ def inside_root(root: Path, path: str | Path, *, base: Path | None = None, what:
         or does not exist: nothing about the server's other files is revealed.
     """
     text = str(path).strip()
-    refusal = OutsideRoot(f"{what} is not below the app's run root ({RUN_ROOT_ENV}); only runs and files inside "
-                          "it can be opened here.")
+    refusal = OutsideRoot(
+        f"{what} is not below the app's run root ({RUN_ROOT_ENV}); only runs and files inside it can be opened here."
+    )
     if not text or "\x00" in text:
         raise refusal
     candidate = Path(text).expanduser()

@@ -249,8 +249,7 @@ def selection_table(data: Any, result: Any, rows: Iterable[int], *, cap: int = 2
     """
     idx = np.asarray(sorted({int(r) for r in rows if 0 <= int(r) < data.n_rows}), dtype=np.intp)
     kept = np.asarray(result.kept)[idx]
-    counts = {"selected": len(idx), "kept": int(kept.sum()), "removed": int((~kept).sum()),
-              "shown": min(len(idx), cap)}
+    counts = {"selected": len(idx), "kept": int(kept.sum()), "removed": int((~kept).sum()), "shown": min(len(idx), cap)}
     show = idx[:cap]
     names = np.asarray([str(c) for c in data.classes], dtype=object)
     table = pd.DataFrame(index=pd.RangeIndex(len(show)))

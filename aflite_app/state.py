@@ -151,8 +151,9 @@ class SessionData:
 
 def session_data() -> SessionData:
     """The session's uploaded datasets and opened run directories (read-only views; empty outside a session)."""
-    return SessionData(MappingProxyType(st.session_state.get(UPLOADS) or {}),
-                       MappingProxyType(st.session_state.get(RUN_DIRS) or {}))
+    return SessionData(
+        MappingProxyType(st.session_state.get(UPLOADS) or {}), MappingProxyType(st.session_state.get(RUN_DIRS) or {})
+    )
 
 
 # -- writers (from widget callbacks, before the sidebar renders) -------------------------------------------------
@@ -180,8 +181,9 @@ def register_upload(session: MutableMapping, key: str, data: Dataset) -> None:
     select_dataset(session, key)
 
 
-def register_run_directory(session: MutableMapping, key: str, data: Dataset, spec: FilterSpec,
-                           result: AFLiteResult) -> None:
+def register_run_directory(
+    session: MutableMapping, key: str, data: Dataset, spec: FilterSpec, result: AFLiteResult
+) -> None:
     """Make an opened run the current dataset and run of this session.
 
     The Filter page then shows this run: its widgets start at the run's parameters.
@@ -190,8 +192,15 @@ def register_run_directory(session: MutableMapping, key: str, data: Dataset, spe
     session.setdefault(RUN_DIRS, {})[key] = {"spec": spec, "result": result}
     select_dataset(session, key)
     session[LAST] = spec
-    values = (spec.target_size, spec.train_size, spec.n_partitions, spec.seed, spec.slice_size, spec.strategy,
-              spec.model)
+    values = (
+        spec.target_size,
+        spec.train_size,
+        spec.n_partitions,
+        spec.seed,
+        spec.slice_size,
+        spec.strategy,
+        spec.model,
+    )
     for name, value in zip(FILTER_WIDGETS, values):
         session[filter_key(name, key)] = value
     session[TAU] = spec.tau
@@ -202,8 +211,13 @@ def init_filter_widgets(session: MutableMapping, dataset_key: str, defaults: Map
 
     ``defaults`` are :func:`aflite_app.compute.runs.filter_defaults`; the seed starts at 0 and τ at 0.75.
     """
-    for name, value in (("target", defaults["target_size"]), ("train", defaults["train_size"]),
-                        ("m", defaults["n_partitions"]), ("seed", 0), ("k", defaults["slice_size"])):
+    for name, value in (
+        ("target", defaults["target_size"]),
+        ("train", defaults["train_size"]),
+        ("m", defaults["n_partitions"]),
+        ("seed", 0),
+        ("k", defaults["slice_size"]),
+    ):
         session.setdefault(filter_key(name, dataset_key), value)
     session.setdefault(TAU, 0.75)
 

@@ -86,8 +86,17 @@ def sync_wait() -> float:
     return float(os.environ.get("AFLITE_APP_SYNC_WAIT", "1.5"))
 
 
-def run_in_background(state_key: str, spec: Any, prepare: Callable[[Any], Callable], describe: Callable, *,
-                      stop_key: str, stop_help: str, stopping: str, restart: bool = False) -> Any:
+def run_in_background(
+    state_key: str,
+    spec: Any,
+    prepare: Callable[[Any], Callable],
+    describe: Callable,
+    *,
+    stop_key: str,
+    stop_help: str,
+    stopping: str,
+    restart: bool = False,
+) -> Any:
     """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
 
     Starts (or keeps) a :class:`~aflite_app.runner.BackgroundRun` in ``st.session_state[state_key]`` running
@@ -156,15 +165,25 @@ def sidebar() -> None:
         if st.session_state.get(DATASET) not in choices:
             st.session_state[DATASET] = "digits"
         with errors():
-            st.selectbox("Data", options=list(choices), format_func=choices.get, key=DATASET,
-                         on_change=_on_dataset_change, help="Upload your own on the Data page.")
+            st.selectbox(
+                "Data",
+                options=list(choices),
+                format_func=choices.get,
+                key=DATASET,
+                on_change=_on_dataset_change,
+                help="Upload your own on the Data page.",
+            )
             data = datasets.dataset(st.session_state[DATASET])
             reps = list(data.representations)
             if st.session_state.get(REPRESENTATION) not in reps:
                 st.session_state[REPRESENTATION] = data.default_representation
-            st.selectbox("Representation Φ(X)", options=reps, key=REPRESENTATION,
-                         format_func=lambda r: data.representation_descriptions.get(r, r),
-                         help="The features AFLite's models see. Stronger representations find more bias.")
+            st.selectbox(
+                "Representation Φ(X)",
+                options=reps,
+                key=REPRESENTATION,
+                format_func=lambda r: data.representation_descriptions.get(r, r),
+                help="The features AFLite's models see. Stronger representations find more bias.",
+            )
         counts = ", ".join(f"{c}: {n:,}" for c, n in data.class_counts().items())
         short = counts[:120] + ("…" if len(counts) > 120 else "")
         st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ({short})")

@@ -19,8 +19,19 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["carry_into", "clear_leftovers", "discard_dir", "finish_swap", "fsync_dir", "link_or_copy", "make_dirs",
-           "remove_tree", "replace_dir", "scratch_sibling", "write_file"]
+__all__ = [
+    "carry_into",
+    "clear_leftovers",
+    "discard_dir",
+    "finish_swap",
+    "fsync_dir",
+    "link_or_copy",
+    "make_dirs",
+    "remove_tree",
+    "replace_dir",
+    "scratch_sibling",
+    "write_file",
+]
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:

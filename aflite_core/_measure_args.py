@@ -35,8 +35,9 @@ def _kept_mask(kept: Any, n_rows: int, func: str, name: str = "kept") -> NDArray
             if arr.ndim == 1 and arr.dtype.kind in "iu" and len(arr) and np.isin(arr, (0, 1)).all():
                 arr = arr.astype(bool)
             else:
-                raise v.param_error(name, func, f"an AFLiteResult or a boolean array of length {n_rows}", kept,
-                                    TypeError)
+                raise v.param_error(
+                    name, func, f"an AFLiteResult or a boolean array of length {n_rows}", kept, TypeError
+                )
     if arr.ndim != 1 or len(arr) != n_rows:
         raise ValueError(
             f"The '{name}' parameter of {func} must be an AFLiteResult or a boolean array with one entry per row "

@@ -174,9 +174,7 @@ def check_random_state(random_state: Any, func: str) -> int:
         return int(random_state.integers(0, 2**63 - 1))
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, 2**31 - 1))
-    raise param_error(
-        "random_state", func, "None, an int in [0, inf) or a numpy Generator", random_state, TypeError
-    )
+    raise param_error("random_state", func, "None, an int in [0, inf) or a numpy Generator", random_state, TypeError)
 
 
 def check_features(X: Any, name: str, func: str, *, n_rows: int | None = None, n_cols: int | None = None):
@@ -207,8 +205,7 @@ def check_features(X: Any, name: str, func: str, *, n_rows: int | None = None, n
         )
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(
-            f"The '{name}' parameter of {func} must have at least one row and one column. "
-            f"Got shape {X.shape} instead."
+            f"The '{name}' parameter of {func} must have at least one row and one column. Got shape {X.shape} instead."
         )
     if n_rows is not None and X.shape[0] != n_rows:
         raise ValueError(

@@ -53,8 +53,20 @@ __all__ = ["SHARE_COLUMNS", "STAT_COLUMNS", "artifact_shares", "artifact_statist
 STAT_COLUMNS = ("token", "label", "count", "label_count", "p_hat", "z", "p_value", "significant", "pmi")
 
 #: columns of :func:`artifact_shares`, in order
-SHARE_COLUMNS = ("token", "label", "count", "count_kept", "count_removed", "share_kept", "share_removed",
-                 "removed_fraction", "p_hat", "p_hat_kept", "z", "z_kept")
+SHARE_COLUMNS = (
+    "token",
+    "label",
+    "count",
+    "count_kept",
+    "count_removed",
+    "share_kept",
+    "share_removed",
+    "removed_fraction",
+    "p_hat",
+    "p_hat_kept",
+    "z",
+    "z_kept",
+)
 
 
 @functools.cache
@@ -108,8 +120,9 @@ def _check_tokenizer(tokenizer: Any, func: str) -> Callable[[str], Iterable[str]
     return tokenizer
 
 
-def _tokens_of(docs: Sequence[str], tokenizer: Callable[[str], Iterable[str]], once: bool, func: str
-               ) -> tuple[dict[str, int], NDArray[np.int64], NDArray[np.int64]]:
+def _tokens_of(
+    docs: Sequence[str], tokenizer: Callable[[str], Iterable[str]], once: bool, func: str
+) -> tuple[dict[str, int], NDArray[np.int64], NDArray[np.int64]]:
     """Vocabulary, and (row, token id) of every counted occurrence."""
     vocab: dict[str, int] = {}
     rows: list[int] = []
@@ -117,13 +130,16 @@ def _tokens_of(docs: Sequence[str], tokenizer: Callable[[str], Iterable[str]], o
     for i, doc in enumerate(docs):
         toks = tokenizer(doc)
         if isinstance(toks, str) or not isinstance(toks, Iterable):
-            raise ValueError(f"The 'tokenizer' parameter of {func} must return a list of str tokens. Got "
-                             f"{v.shown(toks)} for row {i} instead.")
+            raise ValueError(
+                f"The 'tokenizer' parameter of {func} must return a list of str tokens. Got "
+                f"{v.shown(toks)} for row {i} instead."
+            )
         toks = list(toks)
         for t in toks:
             if not isinstance(t, str):
-                raise ValueError(f"The 'tokenizer' parameter of {func} must return str tokens. Got {v.shown(t)} "
-                                 f"for row {i} instead.")
+                raise ValueError(
+                    f"The 'tokenizer' parameter of {func} must return str tokens. Got {v.shown(t)} for row {i} instead."
+                )
         if once:
             toks = list(dict.fromkeys(toks))
         for t in toks:
@@ -252,9 +268,17 @@ def artifact_statistics(
     z_crit = _critical_z(a, n_tests)
     label_texts = np.bincount(enc.codes, minlength=K)
     words = np.array(list(vocab), dtype=object)
-    attrs = {"alpha": a, "n_tests": int(n_tests), "z_critical": z_crit, "p0": p0, "n_texts": n_texts,
-             "labels": list(enc.classes), "label_texts": [int(c) for c in label_texts], "min_count": mc,
-             "once_per_text": bool(once_per_text)}
+    attrs = {
+        "alpha": a,
+        "n_tests": int(n_tests),
+        "z_critical": z_crit,
+        "p0": p0,
+        "n_texts": n_texts,
+        "labels": list(enc.classes),
+        "label_texts": [int(c) for c in label_texts],
+        "min_count": mc,
+        "once_per_text": bool(once_per_text),
+    }
     if not len(tested):
         out = pd.DataFrame({c: pd.Series(dtype=object if c in ("token", "label") else float) for c in STAT_COLUMNS})
         out.attrs.update(attrs)
@@ -269,17 +293,19 @@ def artifact_statistics(
         pmi = np.log((k + s) / (nn + s * K)) - np.log(label_texts / n_texts)[None, :]
     label_names = np.empty(K, dtype=object)
     label_names[:] = list(enc.classes)
-    out = pd.DataFrame({
-        "token": np.repeat(words[tested], K),
-        "label": np.tile(label_names, len(tested)),
-        "count": np.repeat(n[tested], K).astype(np.int64),
-        "label_count": k.ravel().astype(np.int64),
-        "p_hat": p_hat.ravel(),
-        "z": z.ravel(),
-        "p_value": ndtr(-z.ravel()),
-        "significant": z.ravel() > z_crit,
-        "pmi": pmi.ravel(),
-    })
+    out = pd.DataFrame(
+        {
+            "token": np.repeat(words[tested], K),
+            "label": np.tile(label_names, len(tested)),
+            "count": np.repeat(n[tested], K).astype(np.int64),
+            "label_count": k.ravel().astype(np.int64),
+            "p_hat": p_hat.ravel(),
+            "z": z.ravel(),
+            "p_value": ndtr(-z.ravel()),
+            "significant": z.ravel() > z_crit,
+            "pmi": pmi.ravel(),
+        }
+    )
     codes = np.tile(np.arange(K), len(tested))
     order = np.lexsort((codes, out["token"].to_numpy(dtype=str), -out["z"].to_numpy()))
     out = out.iloc[order].reset_index(drop=True)
@@ -287,9 +313,7 @@ def artifact_statistics(
     return out
 
 
-def significance_curve(
-    counts: ArrayLike, *, n_labels: int, n_tests: int, alpha: float = 0.01
-) -> NDArray[np.float64]:
+def significance_curve(counts: ArrayLike, *, n_labels: int, n_tests: int, alpha: float = 0.01) -> NDArray[np.float64]:
     """The p̂(y|x) a token seen in ``n`` texts needs to be significant: ``p0 + z* sqrt(p0 (1 − p0) / n)``.
 
     ``p0 = 1 / n_labels`` and ``z* = Φ⁻¹(1 − α / n_tests)`` as in :func:`artifact_statistics` (take
@@ -336,8 +360,10 @@ def _pairs(tokens: Any, func: str) -> tuple[list[str], list[Any] | None]:
     """Tokens (and labels, when given) from a statistics frame or a sequence of tokens."""
     if isinstance(tokens, pd.DataFrame):
         if "token" not in tokens.columns:
-            raise ValueError(f"The 'tokens' parameter of {func} must be a table with a 'token' column (and "
-                             f"usually 'label'). Got columns {v.shown_list(tokens.columns)} instead.")
+            raise ValueError(
+                f"The 'tokens' parameter of {func} must be a table with a 'token' column (and "
+                f"usually 'label'). Got columns {v.shown_list(tokens.columns)} instead."
+            )
         frame = tokens
         if "significant" in frame.columns:
             frame = frame[frame["significant"].astype(bool)]
@@ -420,8 +446,10 @@ def artifact_shares(
         known = set(enc.classes)
         for lab in labs:
             if lab not in known:
-                raise ValueError(f"The 'tokens' parameter of {func} names the label {v.shown(lab)}, which is not "
-                                 f"one of the labels {v.shown_list(enc.classes)}.")
+                raise ValueError(
+                    f"The 'tokens' parameter of {func} names the label {v.shown(lab)}, which is not "
+                    f"one of the labels {v.shown_list(enc.classes)}."
+                )
     K = len(enc.classes)
     p0 = 1.0 / K
     vocab, rows, ids = _tokens_of(docs, tok, bool(once_per_text), func)
@@ -440,12 +468,18 @@ def artifact_shares(
         c = counts[wanted[t]]  # (K, 2): [:, 0] removed, [:, 1] kept
         total, in_kept, in_removed = int(c.sum()), int(c[:, 1].sum()), int(c[:, 0].sum())
         row: dict[str, Any] = {
-            "token": t, "label": None if labs is None else labs[i], "count": total, "count_kept": in_kept,
+            "token": t,
+            "label": None if labs is None else labs[i],
+            "count": total,
+            "count_kept": in_kept,
             "count_removed": in_removed,
             "share_kept": in_kept / n_kept if n_kept else np.nan,
             "share_removed": in_removed / n_removed if n_removed else np.nan,
             "removed_fraction": in_removed / total if total else np.nan,
-            "p_hat": np.nan, "p_hat_kept": np.nan, "z": np.nan, "z_kept": np.nan,
+            "p_hat": np.nan,
+            "p_hat_kept": np.nan,
+            "z": np.nan,
+            "z_kept": np.nan,
         }
         if labs is not None:
             y = enc.classes.index(labs[i])

@@ -109,8 +109,18 @@ def token_artifacts(
         M = vec.fit_transform(docs).tocsc()
     except ValueError:  # empty vocabulary
         M = None
-    cols = ["label", "direction", "rank", "token", "n_removed", "n_retained", "share_removed", "share_retained",
-            "log_odds", "z"]
+    cols = [
+        "label",
+        "direction",
+        "rank",
+        "token",
+        "n_removed",
+        "n_retained",
+        "share_removed",
+        "share_retained",
+        "log_odds",
+        "z",
+    ]
     if M is None:
         return pd.DataFrame(columns=cols)
     vocab = vec.get_feature_names_out()
@@ -138,18 +148,22 @@ def token_artifacts(
         for direction, sign in (("removed", -1.0), ("retained", 1.0)):
             order = idx[np.lexsort((vocab[idx], sign * z[idx]))][:k]
             order = order[(z[order] > 0) if direction == "removed" else (z[order] < 0)]
-            frames.append(pd.DataFrame({
-                "label": [labels.classes[c]] * len(order),
-                "direction": direction,
-                "rank": np.arange(1, len(order) + 1),
-                "token": vocab[order],
-                "n_removed": a[order].astype(int),
-                "n_retained": b[order].astype(int),
-                "share_removed": a[order] / n_rem,
-                "share_retained": b[order] / n_ret,
-                "log_odds": lo[order],
-                "z": z[order],
-            }))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "label": [labels.classes[c]] * len(order),
+                        "direction": direction,
+                        "rank": np.arange(1, len(order) + 1),
+                        "token": vocab[order],
+                        "n_removed": a[order].astype(int),
+                        "n_retained": b[order].astype(int),
+                        "share_removed": a[order] / n_rem,
+                        "share_retained": b[order] / n_ret,
+                        "log_odds": lo[order],
+                        "z": z[order],
+                    }
+                )
+            )
     if not frames:
         return pd.DataFrame(columns=cols)
     return pd.concat(frames, ignore_index=True)[cols]
@@ -223,15 +237,19 @@ def feature_artifacts(
         ranks = rankdata(A, axis=0)
         auc = (ranks[rem].sum(axis=0) - n1 * (n1 + 1) / 2) / (n1 * n0)
         order = np.lexsort((np.arange(A.shape[1]), -np.abs(auc - 0.5)))[:k]
-        frames.append(pd.DataFrame({
-            "label": [name] * len(order),
-            "rank": np.arange(1, len(order) + 1),
-            "dimension": order,
-            "mean_removed": m1[order],
-            "mean_retained": m0[order],
-            "smd": smd[order],
-            "auc": auc[order],
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "label": [name] * len(order),
+                    "rank": np.arange(1, len(order) + 1),
+                    "dimension": order,
+                    "mean_removed": m1[order],
+                    "mean_retained": m0[order],
+                    "smd": smd[order],
+                    "auc": auc[order],
+                }
+            )
+        )
     cols = ["label", "rank", "dimension", "mean_removed", "mean_retained", "smd", "auc"]
     if not frames:
         return pd.DataFrame(columns=cols)

@@ -82,8 +82,12 @@ def _cv_scores(
     seeds = {name: [_seed(rng) for _ in splits] for name in models}
     sub_seeds = [_seed(rng) for _ in splits]  # drawn whatever max_train_rows is: the stream stays the same
     if max_train_rows is not None and any(len(tr) > max_train_rows for tr, _ in splits):
-        splits = [(np.sort(np.random.default_rng(s).permutation(tr)[:max_train_rows]), te) if len(tr) > max_train_rows
-                  else (tr, te) for (tr, te), s in zip(splits, sub_seeds)]
+        splits = [
+            (np.sort(np.random.default_rng(s).permutation(tr)[:max_train_rows]), te)
+            if len(tr) > max_train_rows
+            else (tr, te)
+            for (tr, te), s in zip(splits, sub_seeds)
+        ]
         notes.append(f"training folds subsampled to {max_train_rows} rows")
     scores: dict[str, list[float]] = {name: [] for name in models}
     with blas_threads(n_threads), warnings.catch_warnings():
@@ -181,24 +185,34 @@ def model_accuracies(
 def _accuracy_frame(Xv, codes, sel, specs, k, grp, rng, threads, standardize=False, cap=None) -> pd.DataFrame:
     rows = np.flatnonzero(sel)
     sub_codes = codes[rows]
-    scores, _, note = _cv_scores(Xv[rows], sub_codes, specs, n_splits=k,
-                                    groups=None if grp is None else grp[rows], rng=rng, n_threads=threads,
-                                 standardize=standardize, max_train_rows=cap)
+    scores, _, note = _cv_scores(
+        Xv[rows],
+        sub_codes,
+        specs,
+        n_splits=k,
+        groups=None if grp is None else grp[rows],
+        rng=rng,
+        n_threads=threads,
+        standardize=standardize,
+        max_train_rows=cap,
+    )
     counts = np.bincount(sub_codes) if len(rows) else np.zeros(1, int)
     majority = float(counts.max() / max(len(rows), 1))
     out = []
     for name in specs:
         s = np.asarray(scores[name], dtype=float)
-        out.append({
-            "model": name,
-            "accuracy": float(s.mean()) if len(s) else float("nan"),
-            "accuracy_std": float(s.std(ddof=1)) if len(s) > 1 else float("nan"),
-            "n_splits": len(s),
-            "n_rows": len(rows),
-            "n_classes": int((counts > 0).sum()),
-            "majority_rate": majority,
-            "note": note,
-        })
+        out.append(
+            {
+                "model": name,
+                "accuracy": float(s.mean()) if len(s) else float("nan"),
+                "accuracy_std": float(s.std(ddof=1)) if len(s) > 1 else float("nan"),
+                "n_splits": len(s),
+                "n_rows": len(rows),
+                "n_classes": int((counts > 0).sum()),
+                "majority_rate": majority,
+                "note": note,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -348,8 +362,9 @@ def one_shot_filter(
     labels = v.check_labels(y, "y", func, n_rows=n)
     C = labels.n_classes
     keep_n = v.check_int(size, "size", func, low=C + 1, high=n - 1)
-    t = v.check_fraction_or_count(train_size, "train_size", func, n=n, low=C, high=keep_n,
-                                  range_text="(n_classes, size)")
+    t = v.check_fraction_or_count(
+        train_size, "train_size", func, n=n, low=C, high=keep_n, range_text="(n_classes, size)"
+    )
     spec = _resolve_models({"model": model} if not isinstance(model, str) else (model,), func)
     spec_value = next(iter(spec.values()))
     threads = _check_n_threads(n_threads, func)
@@ -387,8 +402,13 @@ def one_shot_filter(
     order = np.lexsort((tie, -p_true, ~correct_test))  # correct first, then by score, then seeded ties
     kept = np.ones(n, dtype=bool)
     kept[test[order[: n - keep_n]]] = False
-    return OneShotFilter(kept=kept, score=score, correct=correct, is_train=is_train,
-                         params={"size": keep_n, "train_size": t, "seed": seed})
+    return OneShotFilter(
+        kept=kept,
+        score=score,
+        correct=correct,
+        is_train=is_train,
+        params={"size": keep_n, "train_size": t, "seed": seed},
+    )
 
 
 def baseline_comparison(
@@ -461,8 +481,9 @@ def baseline_comparison(
     threads = _check_n_threads(n_threads, func)
     cap = None if max_train_rows is None else v.check_int(max_train_rows, "max_train_rows", func, low=2)
     if train_size is None:
-        train_size = kept.params["train_size"] if isinstance(kept, AFLiteResult) else max(labels.n_classes + 1,
-                                                                                          round(0.1 * n))
+        train_size = (
+            kept.params["train_size"] if isinstance(kept, AFLiteResult) else max(labels.n_classes + 1, round(0.1 * n))
+        )
     rng = _rng(random_state, func)
     n_kept = int(mask.sum())
     subsets: dict[str, NDArray[np.bool_]] = {
@@ -471,8 +492,9 @@ def baseline_comparison(
         "random": random_subset(n, n_kept, random_state=rng),
     }
     if one_shot:
-        subsets["one-shot"] = one_shot_filter(Xv, labels.codes, size=n_kept, train_size=train_size, random_state=rng,
-                                              n_threads=threads).kept
+        subsets["one-shot"] = one_shot_filter(
+            Xv, labels.codes, size=n_kept, train_size=train_size, random_state=rng, n_threads=threads
+        ).kept
     views = {"full input": Xv} if PX is None else {"full input": Xv, "partial input": PX}
     frames = []
     for subset, sel in subsets.items():
@@ -517,12 +539,14 @@ def representation_bias(result: AFLiteResult) -> pd.DataFrame:
     if not isinstance(result, AFLiteResult):
         raise v.param_error("result", "representation_bias", "an AFLiteResult", result, TypeError)
     h = result.history
-    return pd.DataFrame({
-        "round": h["round"].astype(int).to_numpy(),
-        "size": h["size_before"].astype(int).to_numpy(),
-        "n_scored": h["n_scored"].astype(int).to_numpy(),
-        "representation_bias": h["mean_predictability"].astype(float).to_numpy(),
-        "mean_model_accuracy": h["mean_model_accuracy"].astype(float).to_numpy(),
-        "n_removed": h["n_removed"].astype(int).to_numpy(),
-        "size_after": h["size_after"].astype(int).to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "round": h["round"].astype(int).to_numpy(),
+            "size": h["size_before"].astype(int).to_numpy(),
+            "n_scored": h["n_scored"].astype(int).to_numpy(),
+            "representation_bias": h["mean_predictability"].astype(float).to_numpy(),
+            "mean_model_accuracy": h["mean_model_accuracy"].astype(float).to_numpy(),
+            "n_removed": h["n_removed"].astype(int).to_numpy(),
+            "size_after": h["size_after"].astype(int).to_numpy(),
+        }
+    )

@@ -30,8 +30,16 @@ from numpy.typing import NDArray
 from . import _durable
 from ._utils import json_default
 
-__all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSION", "Checkpoint", "has_checkpoint", "peek_meta", "peek_round",
-           "read_checkpoint", "write_checkpoint"]
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "CHECKPOINT_VERSION",
+    "Checkpoint",
+    "has_checkpoint",
+    "peek_meta",
+    "peek_round",
+    "read_checkpoint",
+    "write_checkpoint",
+]
 
 CHECKPOINT_FORMAT = "aflite-studio-checkpoint"
 CHECKPOINT_VERSION = 2
@@ -40,10 +48,18 @@ LEGACY_META_FILE = "state.json"
 #: largest state file read (the per-row arrays of a 100M-row run are ~1.7 GB)
 MAX_STATE_BYTES = 8 * 2**30
 
-ROW_ARRAYS = {"removed_round": np.int32, "first_score": np.float32, "last_score": np.float32,
-              "removal_score": np.float32}
-EVAL_ARRAYS = {"eval_removed_round": np.int32, "eval_first": np.float32, "eval_last": np.float32,
-               "eval_removal": np.float32}
+ROW_ARRAYS = {
+    "removed_round": np.int32,
+    "first_score": np.float32,
+    "last_score": np.float32,
+    "removal_score": np.float32,
+}
+EVAL_ARRAYS = {
+    "eval_removed_round": np.int32,
+    "eval_first": np.float32,
+    "eval_last": np.float32,
+    "eval_removal": np.float32,
+}
 
 
 def fingerprint_digest(fingerprint: dict) -> str:
@@ -92,8 +108,12 @@ def write_checkpoint(run: Any) -> None:
     fingerprint = json.loads(json.dumps(run.fingerprint(), default=json_default))
     digest = fingerprint_digest(fingerprint)
     if run.keep_matrix and run.score_rows:
-        arrays = {"scores": run.score_rows[-1], "counts": run.count_rows[-1], "round": np.int64(run.round),
-                  "run": np.str_(digest)}
+        arrays = {
+            "scores": run.score_rows[-1],
+            "counts": run.count_rows[-1],
+            "round": np.int64(run.round),
+            "run": np.str_(digest),
+        }
         if run.has_eval:
             arrays["eval_scores"] = run.eval_score_rows[-1]
         _durable.write_file(d / f"round_{run.round:05d}.npz", _npz_bytes(arrays))
@@ -158,8 +178,15 @@ def _load_npz(path: Path, what: str) -> dict[str, NDArray]:
         raise _Refuse(f"{what} is not readable: {type(exc).__name__}") from None
 
 
-def read_checkpoint(directory: str | Path, *, n_rows: int, n_eval: int | None, keep_matrix: bool,
-                    count_dtype: np.dtype, fingerprint: dict) -> Checkpoint:
+def read_checkpoint(
+    directory: str | Path,
+    *,
+    n_rows: int,
+    n_eval: int | None,
+    keep_matrix: bool,
+    count_dtype: np.dtype,
+    fingerprint: dict,
+) -> Checkpoint:
     """Read and check the checkpoint in ``directory`` for a run on ``n_rows`` rows with ``fingerprint``.
 
     Raises
@@ -176,8 +203,9 @@ def read_checkpoint(directory: str | Path, *, n_rows: int, n_eval: int | None, k
         raise _damaged(d, str(exc)) from None
 
 
-def _read(d: Path, n_rows: int, n_eval: int | None, keep_matrix: bool, count_dtype: np.dtype,
-          fingerprint: dict) -> Checkpoint:
+def _read(
+    d: Path, n_rows: int, n_eval: int | None, keep_matrix: bool, count_dtype: np.dtype, fingerprint: dict
+) -> Checkpoint:
     from .engine import HISTORY_COLUMNS
     from .result import STOP_REASONS
 
@@ -216,8 +244,9 @@ def _read(d: Path, n_rows: int, n_eval: int | None, keep_matrix: bool, count_dty
     if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
         raise _Refuse("its round number is not a count")
     if not isinstance(history, list) or len(history) != rounds:
-        raise _Refuse(f"its history has {len(history) if isinstance(history, list) else 'no'} rounds, its state "
-                      f"says {rounds}")
+        raise _Refuse(
+            f"its history has {len(history) if isinstance(history, list) else 'no'} rounds, its state says {rounds}"
+        )
     for r, entry in enumerate(history, start=1):
         if not isinstance(entry, dict) or set(entry) != set(HISTORY_COLUMNS) or entry["round"] != r:
             raise _Refuse(f"history entry {r} is malformed")
@@ -261,9 +290,19 @@ def _read(d: Path, n_rows: int, n_eval: int | None, keep_matrix: bool, count_dty
             count_rows.append(z["counts"])
             if n_eval is not None:
                 eval_rows.append(z["eval_scores"])
-    return Checkpoint(round=rounds, finished=meta["finished"], stop_reason=meta["stop_reason"], history=history,
-                      rng_state=meta["rng_state"], fingerprint=theirs, extra=dict(meta.get("extra") or {}),
-                      arrays=arrays, score_rows=score_rows, count_rows=count_rows, eval_score_rows=eval_rows)
+    return Checkpoint(
+        round=rounds,
+        finished=meta["finished"],
+        stop_reason=meta["stop_reason"],
+        history=history,
+        rng_state=meta["rng_state"],
+        fingerprint=theirs,
+        extra=dict(meta.get("extra") or {}),
+        arrays=arrays,
+        score_rows=score_rows,
+        count_rows=count_rows,
+        eval_score_rows=eval_rows,
+    )
 
 
 def _has_meta(path: Path) -> bool:
@@ -274,13 +313,12 @@ def _has_meta(path: Path) -> bool:
         return False
 
 
-def _check_removals(removed_round: NDArray, history: list[dict], rounds: int, column: str,
-                    n_rows: int | None) -> None:
+def _check_removals(removed_round: NDArray, history: list[dict], rounds: int, column: str, n_rows: int | None) -> None:
     """Rows removed in each round must be exactly what the history says (catches a state from another round)."""
-    if removed_round.size and (removed_round.min() < -1 or removed_round.max() > rounds or
-                               (removed_round == 0).any()):
-        raise _Refuse(f"rows were removed in rounds the history does not have (round {int(removed_round.max())} "
-                      f"of {rounds})")
+    if removed_round.size and (removed_round.min() < -1 or removed_round.max() > rounds or (removed_round == 0).any()):
+        raise _Refuse(
+            f"rows were removed in rounds the history does not have (round {int(removed_round.max())} of {rounds})"
+        )
     counts = np.bincount(removed_round[removed_round > 0], minlength=rounds + 1)[1:]
     recorded = np.array([int(h[column]) for h in history], dtype=np.int64)
     if len(counts) != len(recorded) or not np.array_equal(counts, recorded):

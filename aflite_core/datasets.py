@@ -213,8 +213,7 @@ class Dataset:
     def __repr__(self) -> str:
         reps = ", ".join(f"{k}:{X.shape[1]}" for k, X in self.representations.items())
         return (
-            f"Dataset(name={self.name!r}, n_rows={self.n_rows}, n_classes={self.n_classes}, "
-            f"representations=[{reps}])"
+            f"Dataset(name={self.name!r}, n_rows={self.n_rows}, n_classes={self.n_classes}, representations=[{reps}])"
         )
 
     # ---- derived datasets --------------------------------------------------------------------------------

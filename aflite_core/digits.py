@@ -85,16 +85,33 @@ def _digits_recipe(warmup_fraction: float, seed: int) -> dict[str, Any]:
         "warmup_fraction": warmup_fraction,
         "scaling": "pixels / 16",
         "split": "sklearn.model_selection.train_test_split(idx, train_size=warmup_fraction, stratify=y, "
-                 "random_state=<seed 0 drawn from random_state>)",
-        "mlp": {"estimator": "sklearn.neural_network.MLPClassifier", "hidden_layer_sizes": [_MLP_SIZES["mlp"]],
-                "activation": "tanh", "solver": "lbfgs", "alpha": 1e-3, "max_iter": 1000,
-                "random_state": "<seed 2 drawn from random_state>", "features": "tanh(X @ W1 + b1)"},
-        "mlp_small": {"estimator": "sklearn.neural_network.MLPClassifier",
-                      "hidden_layer_sizes": [_MLP_SIZES["mlp_small"]], "activation": "tanh", "solver": "lbfgs",
-                      "alpha": 1e-3, "max_iter": 1000, "random_state": "<seed 1 drawn from random_state>",
-                      "features": "tanh(X @ W1 + b1)"},
-        "pca": {"estimator": "sklearn.decomposition.PCA", "n_components": _PCA_COMPONENTS, "svd_solver": "full",
-                "fitted_on": "warm-up rows"},
+        "random_state=<seed 0 drawn from random_state>)",
+        "mlp": {
+            "estimator": "sklearn.neural_network.MLPClassifier",
+            "hidden_layer_sizes": [_MLP_SIZES["mlp"]],
+            "activation": "tanh",
+            "solver": "lbfgs",
+            "alpha": 1e-3,
+            "max_iter": 1000,
+            "random_state": "<seed 2 drawn from random_state>",
+            "features": "tanh(X @ W1 + b1)",
+        },
+        "mlp_small": {
+            "estimator": "sklearn.neural_network.MLPClassifier",
+            "hidden_layer_sizes": [_MLP_SIZES["mlp_small"]],
+            "activation": "tanh",
+            "solver": "lbfgs",
+            "alpha": 1e-3,
+            "max_iter": 1000,
+            "random_state": "<seed 1 drawn from random_state>",
+            "features": "tanh(X @ W1 + b1)",
+        },
+        "pca": {
+            "estimator": "sklearn.decomposition.PCA",
+            "n_components": _PCA_COMPONENTS,
+            "svd_solver": "full",
+            "fitted_on": "warm-up rows",
+        },
         "threads": 1,
     }
 
@@ -145,8 +162,14 @@ def build_digits_arrays(
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for key, seed_i in (("mlp_small", seeds[1]), ("mlp", seeds[2])):
-            mlp = MLPClassifier(hidden_layer_sizes=(_MLP_SIZES[key],), activation="tanh", solver="lbfgs",
-                                alpha=1e-3, max_iter=1000, random_state=seed_i)
+            mlp = MLPClassifier(
+                hidden_layer_sizes=(_MLP_SIZES[key],),
+                activation="tanh",
+                solver="lbfgs",
+                alpha=1e-3,
+                max_iter=1000,
+                random_state=seed_i,
+            )
             mlp.fit(X[warm], target[warm])
             out[key] = np.tanh(X[rest] @ mlp.coefs_[0] + mlp.intercepts_[0]).astype(np.float32)
             accuracy[key] = round(float(mlp.score(X[rest], target[rest])), 4)
@@ -199,7 +222,7 @@ def write_digits_arrays(directory: str | Path | None = None, **kwargs: Any) -> P
         "name": "digits",
         "format": _DIGITS_FORMAT,
         "description": "Representations of scikit-learn's bundled handwritten digits for AFLite Studio. Rebuild "
-                       "with `python sample_data/build_digits.py`.",
+        "with `python sample_data/build_digits.py`.",
         "recipe": arrays["recipe"],
         "digits_sha256": arrays["digits_sha256"],
         "warmup_accuracy": arrays["warmup_accuracy"],
@@ -298,8 +321,9 @@ def load_digits_dataset(
     seed = v.check_random_state(random_state, func)
     data, target, digest = _digits_raw()
     folder = Path(data_dir) if data_dir is not None else SAMPLE_DATA_DIR / _DIGITS_DIR
-    arrays, reason = (None, "recompute=True") if recompute else _read_shipped_digits(folder, warmup_fraction, seed,
-                                                                                     digest)
+    arrays, reason = (
+        (None, "recompute=True") if recompute else _read_shipped_digits(folder, warmup_fraction, seed, digest)
+    )
     if arrays is None:
         arrays = build_digits_arrays(warmup_fraction=warmup_fraction, random_state=seed)
         arrays["versions"] = _versions()

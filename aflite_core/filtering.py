@@ -49,8 +49,9 @@ def _check_run_args(callback, n_threads, random_state, func: str) -> tuple[int |
     return n_threads, v.check_random_state(random_state, func)
 
 
-def _resolve(X, y, *, func, target_size, n_partitions, train_size, slice_size, tau, strategy, eval_X, eval_y,
-             ids, eval_ids) -> dict[str, Any]:
+def _resolve(
+    X, y, *, func, target_size, n_partitions, train_size, slice_size, tau, strategy, eval_X, eval_y, ids, eval_ids
+) -> dict[str, Any]:
     """Validate every argument (first thing every public function does) and resolve counts."""
     if strategy not in STRATEGIES:
         raise ValueError(
@@ -62,10 +63,12 @@ def _resolve(X, y, *, func, target_size, n_partitions, train_size, slice_size, t
     C = labels.n_classes
     m = v.check_int(n_partitions, "n_partitions", func, low=1)
     tau_v = v.check_probability(tau, "tau", func)
-    n_target = v.check_fraction_or_count(target_size, "target_size", func, n=n_rows, low=C, high=n_rows,
-                                         range_text="(n_classes, n_samples)")
-    t = v.check_fraction_or_count(train_size, "train_size", func, n=n_rows, low=C, high=n_target,
-                                  range_text="(n_classes, target_size)")
+    n_target = v.check_fraction_or_count(
+        target_size, "target_size", func, n=n_rows, low=C, high=n_rows, range_text="(n_classes, n_samples)"
+    )
+    t = v.check_fraction_or_count(
+        train_size, "train_size", func, n=n_rows, low=C, high=n_target, range_text="(n_classes, target_size)"
+    )
     if strategy == "greedy":
         if slice_size not in (None, 1):
             raise ValueError(
@@ -221,20 +224,51 @@ def aflite(
     >>> bool((~res.kept[:200]).mean() > 0.8)          # the planted rows are the ones removed
     True
     """
-    run = plan_run(X, y, target_size=target_size, n_partitions=n_partitions, train_size=train_size,
-                   slice_size=slice_size, tau=tau, strategy=strategy, model=model, eval_X=eval_X, eval_y=eval_y,
-                   random_state=random_state, callback=callback, ids=ids, eval_ids=eval_ids, n_threads=n_threads,
-                   backend=backend, checkpoint=checkpoint)
+    run = plan_run(
+        X,
+        y,
+        target_size=target_size,
+        n_partitions=n_partitions,
+        train_size=train_size,
+        slice_size=slice_size,
+        tau=tau,
+        strategy=strategy,
+        model=model,
+        eval_X=eval_X,
+        eval_y=eval_y,
+        random_state=random_state,
+        callback=callback,
+        ids=ids,
+        eval_ids=eval_ids,
+        n_threads=n_threads,
+        backend=backend,
+        checkpoint=checkpoint,
+    )
     return execute_run(run, resume=resume)
 
 
-def plan_run(X: ArrayLike, y: ArrayLike, *, target_size: int | float, n_partitions: int = 64,
-             train_size: int | float, slice_size: int | None = None, tau: float = 0.75, strategy: str = "slice",
-             model: Any = "linear", eval_X: ArrayLike | None = None, eval_y: ArrayLike | None = None,
-             random_state: int | np.random.Generator | None = None,
-             callback: Callable[[RoundProgress], bool | None] | None = None, ids: ArrayLike | None = None,
-             eval_ids: ArrayLike | None = None, n_threads: int | None = 1, backend: Any = None,
-             checkpoint: str | Path | None = None, func: str = "aflite"):
+def plan_run(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    target_size: int | float,
+    n_partitions: int = 64,
+    train_size: int | float,
+    slice_size: int | None = None,
+    tau: float = 0.75,
+    strategy: str = "slice",
+    model: Any = "linear",
+    eval_X: ArrayLike | None = None,
+    eval_y: ArrayLike | None = None,
+    random_state: int | np.random.Generator | None = None,
+    callback: Callable[[RoundProgress], bool | None] | None = None,
+    ids: ArrayLike | None = None,
+    eval_ids: ArrayLike | None = None,
+    n_threads: int | None = 1,
+    backend: Any = None,
+    checkpoint: str | Path | None = None,
+    func: str = "aflite",
+):
     """Validate every argument of :func:`aflite` and return the run, not yet started.
 
     Nothing is computed or written: callers that must prepare something only for valid arguments (the CLI
@@ -244,21 +278,51 @@ def plan_run(X: ArrayLike, y: ArrayLike, *, target_size: int | float, n_partitio
     -------
     aflite_core.engine.Run
     """
-    r = _resolve(X, y, func=func, target_size=target_size, n_partitions=n_partitions, train_size=train_size,
-                 slice_size=slice_size, tau=tau, strategy=strategy, eval_X=eval_X, eval_y=eval_y, ids=ids,
-                 eval_ids=eval_ids)
+    r = _resolve(
+        X,
+        y,
+        func=func,
+        target_size=target_size,
+        n_partitions=n_partitions,
+        train_size=train_size,
+        slice_size=slice_size,
+        tau=tau,
+        strategy=strategy,
+        eval_X=eval_X,
+        eval_y=eval_y,
+        ids=ids,
+        eval_ids=eval_ids,
+    )
     family = resolve_model(model, func)
     n_threads, seed = _check_run_args(callback, n_threads, random_state, func)
     from .engine import Run, RunConfig
 
     labels = r["labels"]
-    config = RunConfig(target_size=r["n_target"], train_size=r["t"], slice_size=r["k"], n_partitions=r["m"],
-                       tau=r["tau"], strategy=strategy, seed=seed, n_threads=n_threads)
-    return Run(X=r["X"], codes=labels.codes, classes=labels.classes, config=config, family=family,
-               backend=_resolve_backend(backend, func), callback=callback, eval_X=r.get("eval_X"),
-               eval_codes=r.get("eval_codes"), ids=r["ids"], eval_ids=r["eval_ids"],
-               checkpoint_dir=None if checkpoint is None else Path(checkpoint),
-               extra_state={"params": {"target_size_given": target_size, "train_size_given": train_size}})
+    config = RunConfig(
+        target_size=r["n_target"],
+        train_size=r["t"],
+        slice_size=r["k"],
+        n_partitions=r["m"],
+        tau=r["tau"],
+        strategy=strategy,
+        seed=seed,
+        n_threads=n_threads,
+    )
+    return Run(
+        X=r["X"],
+        codes=labels.codes,
+        classes=labels.classes,
+        config=config,
+        family=family,
+        backend=_resolve_backend(backend, func),
+        callback=callback,
+        eval_X=r.get("eval_X"),
+        eval_codes=r.get("eval_codes"),
+        ids=r["ids"],
+        eval_ids=r["eval_ids"],
+        checkpoint_dir=None if checkpoint is None else Path(checkpoint),
+        extra_state={"params": {"target_size_given": target_size, "train_size_given": train_size}},
+    )
 
 
 def execute_run(run: Any, *, resume: bool = False) -> AFLiteResult:
@@ -345,8 +409,15 @@ def predictability(
     Xv = v.check_features(X, "X", func)
     labels = v.check_labels(y, "y", func, n_rows=Xv.shape[0])
     m = v.check_int(n_partitions, "n_partitions", func, low=1)
-    t = v.check_fraction_or_count(train_size, "train_size", func, n=Xv.shape[0], low=labels.n_classes,
-                                  high=Xv.shape[0], range_text="(n_classes, n_samples)")
+    t = v.check_fraction_or_count(
+        train_size,
+        "train_size",
+        func,
+        n=Xv.shape[0],
+        low=labels.n_classes,
+        high=Xv.shape[0],
+        range_text="(n_classes, n_samples)",
+    )
     family = resolve_model(model, func)
     if n_threads is not None:
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)

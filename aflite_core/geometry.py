@@ -209,21 +209,35 @@ def knn_distance_table(
                     for k in K_list:
                         k_used = min(k, D.shape[1])
                         total = float(csum[:, k_used - 1].mean())
-                        records.append({
-                            "stage": stage,
-                            "label": labels.classes[c],
-                            "comparison": comparison,
-                            "row": str(labels.classes[c]) + (" vs others" if comparison == "other classes" else ""),
-                            "k": k,
-                            "k_used": k_used,
-                            "distance_sum": total,
-                            "distance_mean": total / k_used,
-                            "n_heldout": int(qi.sum()),
-                            "n_pool": n_pool,
-                        })
-    return pd.DataFrame.from_records(records, columns=[
-        "stage", "label", "comparison", "row", "k", "k_used", "distance_sum", "distance_mean", "n_heldout", "n_pool",
-    ])
+                        records.append(
+                            {
+                                "stage": stage,
+                                "label": labels.classes[c],
+                                "comparison": comparison,
+                                "row": str(labels.classes[c]) + (" vs others" if comparison == "other classes" else ""),
+                                "k": k,
+                                "k_used": k_used,
+                                "distance_sum": total,
+                                "distance_mean": total / k_used,
+                                "n_heldout": int(qi.sum()),
+                                "n_pool": n_pool,
+                            }
+                        )
+    return pd.DataFrame.from_records(
+        records,
+        columns=[
+            "stage",
+            "label",
+            "comparison",
+            "row",
+            "k",
+            "k_used",
+            "distance_sum",
+            "distance_mean",
+            "n_heldout",
+            "n_pool",
+        ],
+    )
 
 
 def knn_table_wide(table: pd.DataFrame, *, value: str = "distance_sum") -> pd.DataFrame:
@@ -397,8 +411,14 @@ def similarity_matrices(
         m_s = np.sort(rem[rng.permutation(len(rem))[:per]])
         rows = np.concatenate([r_s, m_s])
         S = Z[rows] @ Z[rows].T
-        out.append(ClassSimilarity(
-            label=labels.classes[c], retained_rows=r_s, removed_rows=m_s, matrix=S.astype(np.float32),
-            mean_retained_all=_mean_pairwise_cosine(Z[ret]), mean_removed_all=_mean_pairwise_cosine(Z[rem]),
-        ))
+        out.append(
+            ClassSimilarity(
+                label=labels.classes[c],
+                retained_rows=r_s,
+                removed_rows=m_s,
+                matrix=S.astype(np.float32),
+                mean_retained_all=_mean_pairwise_cosine(Z[ret]),
+                mean_removed_all=_mean_pairwise_cosine(Z[rem]),
+            )
+        )
     return out

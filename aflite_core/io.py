@@ -122,7 +122,10 @@ def _maybe_numeric(values: list[str]) -> NDArray:
 
 
 def read_labels(
-    source: str | Path | BinaryIO, *, column: str | None = None, max_bytes: int | None = None,
+    source: str | Path | BinaryIO,
+    *,
+    column: str | None = None,
+    max_bytes: int | None = None,
     max_rows: int | None = None,
 ) -> NDArray:
     """Read one label per row from ``.npy``, ``.txt`` (one per line) or ``.csv`` / ``.tsv``.
@@ -365,7 +368,7 @@ def _parse_jsonl(data: bytes, name: str, max_columns: int | None = None) -> pd.D
         if not isinstance(value, dict):
             raise ValueError(
                 f"'{name}' is not valid JSON Lines: line {lineno} holds a JSON {type(value).__name__}, "
-                "not an object ({\"column\": value, ...})."
+                'not an object ({"column": value, ...}).'
             )
         if max_columns is not None:
             keys.update(value)
@@ -436,8 +439,7 @@ def read_table(
         src = _read_bytes(source, name=shown, max_bytes=max_bytes, what="Table file")
     if fmt == "parquet":
         text_budget = None if max_bytes is None else 4 * max_bytes
-        table = read_parquet_checked(src, shown, max_rows=max_rows, max_columns=max_columns,
-                                     max_text_bytes=text_budget)
+        table = read_parquet_checked(src, shown, max_rows=max_rows, max_columns=max_columns, max_text_bytes=text_budget)
         frame = table.to_pandas()
     else:
         if max_rows is not None:

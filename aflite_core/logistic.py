@@ -117,11 +117,13 @@ class LogisticFamily(LinearFamily):
         for key in ("C", "tol", "max_work"):
             value = getattr(self, key)
             if not (isinstance(value, (int, float)) and (math.isfinite(value) or key == "max_work") and value > 0):
-                raise ValueError(f"The '{key}' parameter of LogisticFamily must be a float in (0, inf). "
-                                 f"Got {value!r} instead.")
+                raise ValueError(
+                    f"The '{key}' parameter of LogisticFamily must be a float in (0, inf). Got {value!r} instead."
+                )
         if not (isinstance(self.max_iter, int) and self.max_iter >= 1):
-            raise ValueError(f"The 'max_iter' parameter of LogisticFamily must be an int in [1, inf). "
-                             f"Got {self.max_iter!r} instead.")
+            raise ValueError(
+                f"The 'max_iter' parameter of LogisticFamily must be an int in [1, inf). Got {self.max_iter!r} instead."
+            )
 
     def spec(self) -> dict[str, Any]:
         """JSON-serialisable description of the family (recorded in results and checkpoints)."""
@@ -144,8 +146,9 @@ class LogisticFamily(LinearFamily):
         ridge_is_enough = n_classes <= RIDGE_MAX_CLASSES and train_size >= RIDGE_MIN_ROWS_PER_FEATURE * (n_features + 1)
         return "ridge" if ridge_is_enough and work > self.max_work else "logistic"
 
-    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng,
-                layout: dict | None = None) -> _LogisticSession:
+    def session(
+        self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng, layout: dict | None = None
+    ) -> _LogisticSession:
         """Bind the family to one run's data (draws the persistent blocks from ``rng``)."""
         return _LogisticSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
 
@@ -153,8 +156,17 @@ class LogisticFamily(LinearFamily):
 class _LogisticSession(_LinearSession):
     """The logistic family bound to one run: the linear session's blocks, plus the rows still present."""
 
-    def __init__(self, family: LogisticFamily, X, codes, n_classes: int, train_size: int, n_partitions: int,
-                 rng, layout: dict | None = None) -> None:
+    def __init__(
+        self,
+        family: LogisticFamily,
+        X,
+        codes,
+        n_classes: int,
+        train_size: int,
+        n_partitions: int,
+        rng,
+        layout: dict | None = None,
+    ) -> None:
         super().__init__(family, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
         self.solver = family.solver(n_partitions, train_size, self.d, n_classes)
         self.K = 1 if n_classes == 2 else n_classes
@@ -264,8 +276,9 @@ class _LogisticSession(_LinearSession):
                 Xg[i, : len(train), d] = 1.0
                 codes[i, : len(train)] = self.codes[train]
                 mask[i, : len(train)] = 1.0
-            Wg, bg, _ = fit_logistic(Xg, codes, mask, K, H_inv, C=self.family.C, tol=self.family.tol,
-                                     max_iter=self.family.max_iter)
+            Wg, bg, _ = fit_logistic(
+                Xg, codes, mask, K, H_inv, C=self.family.C, tol=self.family.tol, max_iter=self.family.max_iter
+            )
             Wg, bg = Wg.astype(np.float64), bg.astype(np.float64)
             if K == 1:
                 Wdiff, bdiff = Wg, bg
@@ -287,9 +300,12 @@ class _LogisticSession(_LinearSession):
         if self.X.nbytes > MEMO_MAX_X_BYTES:
             return None
         if self._memo_base is None:
-            parts = [json.dumps(self.family.spec(), sort_keys=True, default=repr), hash_array(self.X),
-                     hash_array(np.asarray(self.codes)), repr((self.n_classes, self.train_size, self.n_partitions,
-                                                               self.mode, self.rows_per_block))]
+            parts = [
+                json.dumps(self.family.spec(), sort_keys=True, default=repr),
+                hash_array(self.X),
+                hash_array(np.asarray(self.codes)),
+                repr((self.n_classes, self.train_size, self.n_partitions, self.mode, self.rows_per_block)),
+            ]
             if self.block_of_row is not None:
                 parts.append(hash_array(self.block_of_row))
             self._memo_base = hashlib.sha256("|".join(parts).encode()).hexdigest()
@@ -358,8 +374,9 @@ _MEMO = _FitMemo(MEMO_BYTES)
 class _Batch:
     """The training data of g models and their objective: summed log-loss + 0.5·λ·||W||²."""
 
-    def __init__(self, Xg: NDArray[np.float32], codes: NDArray[np.intp], mask: NDArray[np.float32], K: int,
-                 lam: float) -> None:
+    def __init__(
+        self, Xg: NDArray[np.float32], codes: NDArray[np.intp], mask: NDArray[np.float32], K: int, lam: float
+    ) -> None:
         g, T, d1 = Xg.shape
         self.g, self.d, self.T, self.K = g, d1 - 1, T, K
         # both layouts: the forward product wants (d + 1, T) per model, the gradient (T, d + 1) (2-3x faster)
@@ -409,9 +426,17 @@ def _dot(a: NDArray, b: NDArray) -> NDArray:
     return np.einsum("gp,gp->g", a, b)
 
 
-def fit_logistic(Xg: NDArray[np.float32], codes: NDArray[np.intp], mask: NDArray[np.float32], K: int,
-                 H_inv: NDArray[np.float32], *, C: float = 1.0, tol: float = 1e-4,
-                 max_iter: int = 100) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.intp]]:
+def fit_logistic(
+    Xg: NDArray[np.float32],
+    codes: NDArray[np.intp],
+    mask: NDArray[np.float32],
+    K: int,
+    H_inv: NDArray[np.float32],
+    *,
+    C: float = 1.0,
+    tol: float = 1e-4,
+    max_iter: int = 100,
+) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.intp]]:
     """Fit g logistic regressions at once by preconditioned L-BFGS.
 
     Parameters

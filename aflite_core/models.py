@@ -53,6 +53,8 @@ def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
     same way (matrix products of different shapes can round differently).
     """
     return int(max(1, min(n_partitions, preferred, PARTITION_GROUP_BYTES // (4 * D * D))))
+
+
 #: rows gathered at once when building or downdating Gram matrices
 GRAM_CHUNK_BYTES = 32 * 2**20
 
@@ -116,12 +118,18 @@ class LinearFamily:
         return {
             "family": "linear",
             "class": "aflite_core.models.LinearFamily",
-            "params": {"alpha": self.alpha, "block_rows": self.block_rows, "max_gram_bytes": self.max_gram_bytes,
-                       "iterative": self.iterative, "partition_group": self.partition_group},
+            "params": {
+                "alpha": self.alpha,
+                "block_rows": self.block_rows,
+                "max_gram_bytes": self.max_gram_bytes,
+                "iterative": self.iterative,
+                "partition_group": self.partition_group,
+            },
         }
 
-    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng,
-                layout: dict | None = None) -> _LinearSession:
+    def session(
+        self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng, layout: dict | None = None
+    ) -> _LinearSession:
         """Bind the family to one run's data (draws the persistent blocks from ``rng``, or takes ``layout``)."""
         return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
 
@@ -165,8 +173,17 @@ def _predict_codes(scores: NDArray[np.float32], n_classes: int) -> NDArray[np.in
 class _LinearSession:
     """The linear family bound to one run: persistent blocks and their cached Gram matrices."""
 
-    def __init__(self, family: LinearFamily, X, codes, n_classes: int, train_size: int, n_partitions: int,
-                 rng, layout: dict | None = None) -> None:
+    def __init__(
+        self,
+        family: LinearFamily,
+        X,
+        codes,
+        n_classes: int,
+        train_size: int,
+        n_partitions: int,
+        rng,
+        layout: dict | None = None,
+    ) -> None:
         self.family = family
         self.X = X
         self.codes = codes
@@ -200,8 +217,12 @@ class _LinearSession:
 
     def layout(self) -> dict:
         """The per-run block assignment, to rebuild the same session elsewhere (see ``layout=``)."""
-        return {"mode": self.mode, "rows_per_block": self.rows_per_block, "block_of_row": self.block_of_row,
-                "n_blocks": 0 if self.block_sizes is None else len(self.block_sizes)}
+        return {
+            "mode": self.mode,
+            "rows_per_block": self.rows_per_block,
+            "block_of_row": self.block_of_row,
+            "n_blocks": 0 if self.block_sizes is None else len(self.block_sizes),
+        }
 
     # -- set-up -------------------------------------------------------------------------------------
     def _choose_mode(self, n: int) -> tuple[str, int]:
@@ -301,9 +322,7 @@ class _LinearSession:
         """Random unions of the persistent blocks (blocks mode) or exact random subsets."""
         if self.mode == "exact":
             return _exact_plan(len(rows), self.n_partitions, self.train_size, rng)
-        return draw_block_plan(
-            self.block_sizes, self.block_of_row[rows], self.n_partitions, self.train_size, rng
-        )
+        return draw_block_plan(self.block_sizes, self.block_of_row[rows], self.n_partitions, self.train_size, rng)
 
     def fit(self, rows: NDArray[np.intp], plan: PartitionPlan, partitions: Sequence[int], rng) -> _LinearWeights:
         """Solve the ridge systems of ``partitions`` (Gram matrices summed per group of partitions)."""
@@ -411,8 +430,9 @@ def _direct_solve(A: NDArray, rhs: NDArray) -> NDArray[np.float64]:
 PCG_CHUNK_BYTES = 512 * 2**20
 
 
-def _pcg_solve(A: NDArray[np.float32], rhs: NDArray, M_inv: NDArray[np.float32], *, tol: float = 1e-5,
-               max_iter: int = 60) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+def _pcg_solve(
+    A: NDArray[np.float32], rhs: NDArray, M_inv: NDArray[np.float32], *, tol: float = 1e-5, max_iter: int = 60
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """Batched preconditioned conjugate gradients for g·C independent systems, in float32.
 
     ``M_inv`` is the inverse of a preconditioner close to every A_j (the ridge system of the whole current

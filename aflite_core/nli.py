@@ -17,8 +17,15 @@ from .datasets import Dataset
 from .io import read_table, source_name
 from .tables import dataset_from_table
 
-__all__ = ["NLI_LABELS", "NLI_SPLITS", "FetchProgress", "fetch_nli_records", "load_nli_dataset",
-           "nli_dataset_from_records", "normalize_nli_frame"]
+__all__ = [
+    "NLI_LABELS",
+    "NLI_SPLITS",
+    "FetchProgress",
+    "fetch_nli_records",
+    "load_nli_dataset",
+    "nli_dataset_from_records",
+    "normalize_nli_frame",
+]
 
 
 #: NLI class names, in the integer order of the Hugging Face SNLI / MultiNLI releases (0, 1, 2)
@@ -26,12 +33,19 @@ NLI_LABELS = ("entailment", "neutral", "contradiction")
 
 
 #: Hugging Face dataset names, by the names :func:`load_nli_dataset` accepts
-_HF_NLI = {"snli": "stanfordnlp/snli", "mnli": "nyu-mll/multi_nli", "multinli": "nyu-mll/multi_nli",
-           "multi_nli": "nyu-mll/multi_nli"}
+_HF_NLI = {
+    "snli": "stanfordnlp/snli",
+    "mnli": "nyu-mll/multi_nli",
+    "multinli": "nyu-mll/multi_nli",
+    "multi_nli": "nyu-mll/multi_nli",
+}
 
 
-_NLI_ALIASES = {"premise": ("premise", "sentence1"), "hypothesis": ("hypothesis", "sentence2"),
-                "label": ("label", "gold_label")}
+_NLI_ALIASES = {
+    "premise": ("premise", "sentence1"),
+    "hypothesis": ("hypothesis", "sentence2"),
+    "label": ("label", "gold_label"),
+}
 
 
 _NO_GOLD = {"-", "", "none", "null"}
@@ -173,8 +187,16 @@ def nli_dataset_from_records(
             keep = np.sort(rng.choice(len(norm), size=max_rows, replace=False))
             norm = norm.iloc[keep].reset_index(drop=True)
     ds = dataset_from_table(
-        norm, label_column="label", id_column="id", pair=("premise", "hypothesis"), features=features,
-        text_features=text_features, n_components=n_components, name=name, source=src, random_state=feature_seed,
+        norm,
+        label_column="label",
+        id_column="id",
+        pair=("premise", "hypothesis"),
+        features=features,
+        text_features=text_features,
+        n_components=n_components,
+        name=name,
+        source=src,
+        random_state=feature_seed,
         description=f"{name} natural-language inference pairs" + (f" ({split})" if split else ""),
         meta={"split": split, "n_dropped_no_gold_label": dropped, "max_rows": max_rows, "random_state": seed},
     )
@@ -205,8 +227,7 @@ class FetchProgress:
 
 
 #: the splits of each dataset by name (MultiNLI's ``validation`` means ``validation_matched``)
-NLI_SPLITS = {"snli": ("train", "validation", "test"),
-              "mnli": ("train", "validation_matched", "validation_mismatched")}
+NLI_SPLITS = {"snli": ("train", "validation", "test"), "mnli": ("train", "validation_matched", "validation_mismatched")}
 
 #: the ``datasets`` builder of each local file type :func:`fetch_nli_records` reads through ``data_files``
 _BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
@@ -232,17 +253,22 @@ def _local_files(data_files: Any, split: str) -> tuple[str, list[str]]:
             # <split>.<ext> or <split>-00000-of-00001.<ext>, in the folder or any sub-folder ("validation" does not
             # match "validation_matched")
             pattern = re.compile(rf"^{re.escape(split)}(?:[-.])")
-            files += sorted(f for f in path.rglob("*") if f.is_file() and f.suffix.lower() in _BUILDERS
-                            and pattern.match(f.name))
+            files += sorted(
+                f for f in path.rglob("*") if f.is_file() and f.suffix.lower() in _BUILDERS and pattern.match(f.name)
+            )
         else:
             raise ValueError(f"The local NLI data '{path}' does not exist.")
     if not files:
-        raise ValueError(f"No file of split {split!r} in {', '.join(repr(str(p)) for p in paths)}: expected "
-                         f"{split}.jsonl, {split}.parquet or {split}-00000-of-00001.parquet.")
+        raise ValueError(
+            f"No file of split {split!r} in {', '.join(repr(str(p)) for p in paths)}: expected "
+            f"{split}.jsonl, {split}.parquet or {split}-00000-of-00001.parquet."
+        )
     kinds = {_BUILDERS.get(f.suffix.lower()) for f in files}
     if None in kinds or len(kinds) != 1:
-        raise ValueError(f"The local NLI files of split {split!r} must all be .parquet, .jsonl / .json or .csv. Got "
-                         f"{sorted({f.suffix for f in files})}.")
+        raise ValueError(
+            f"The local NLI files of split {split!r} must all be .parquet, .jsonl / .json or .csv. Got "
+            f"{sorted({f.suffix for f in files})}."
+        )
     return kinds.pop(), [str(f) for f in files]
 
 
@@ -340,16 +366,22 @@ def fetch_nli_records(
         where, path, args = f"{name} ({hf_name}, split {split!r})", hf_name, {"split": split}
     else:
         builder, files = _local_files(data_files, split)
-        where, path, args = f"{name} from local files ({len(files)} {builder} file(s), split {split!r})", builder, \
-            {"data_files": {split: files}, "split": split}
+        where, path, args = (
+            f"{name} from local files ({len(files)} {builder} file(s), split {split!r})",
+            builder,
+            {"data_files": {split: files}, "split": split},
+        )
     report("load", 0.0, f"Loading {where} with the datasets library")
     try:
         ds = load_dataset(path, **args, **kwargs)
     except Exception as exc:  # network, cache or format: one clear sentence for the app and the CLI
         detail = " ".join(str(exc).split())[:200] or type(exc).__name__
         offline = isinstance(exc, ConnectionError) or "offline" in detail.lower()
-        hint = ("it is not in the local cache and the Hub cannot be reached (offline)" if offline and data_files is None
-                else detail)
+        hint = (
+            "it is not in the local cache and the Hub cannot be reached (offline)"
+            if offline and data_files is None
+            else detail
+        )
         raise ValueError(
             f"Could not fetch {where} with the datasets library: {hint}; fetching by name needs network access "
             "once, so offline load a local copy of the original JSONL file instead."
@@ -424,19 +456,29 @@ def load_nli_dataset(
         key = name_or_path.lower()
         split = _check_split(key, split or "validation")
         options.pop("name", None)
-        raw = fetch_nli_records(key, split, max_rows=options.get("max_rows"),
-                                random_state=options.get("random_state", 0), data_files=data_files,
-                                cache_dir=cache_dir, progress=progress)
-        return nli_dataset_from_records(raw, name=key if key == "snli" else "mnli", split=split,
-                                        source=f"{key} ({split})", **options)
+        raw = fetch_nli_records(
+            key,
+            split,
+            max_rows=options.get("max_rows"),
+            random_state=options.get("random_state", 0),
+            data_files=data_files,
+            cache_dir=cache_dir,
+            progress=progress,
+        )
+        return nli_dataset_from_records(
+            raw, name=key if key == "snli" else "mnli", split=split, source=f"{key} ({split})", **options
+        )
     if data_files is not None:
-        raise ValueError("The 'data_files' parameter of load_nli_dataset goes with a dataset name (snli or mnli); "
-                         "to read one local file, pass its path as the first argument.")
+        raise ValueError(
+            "The 'data_files' parameter of load_nli_dataset goes with a dataset name (snli or mnli); "
+            "to read one local file, pass its path as the first argument."
+        )
     if isinstance(name_or_path, (str, Path)) and not Path(name_or_path).is_file():
         raise ValueError(
             f"'{name_or_path}' is neither a known NLI dataset name ({', '.join(sorted(_HF_NLI))}) nor an existing file."
         )
     shown = source_name(name_or_path, file_name)
     frame = read_table(name_or_path, name=shown, format=format, max_bytes=max_bytes)
-    return nli_dataset_from_records(frame, name=options.pop("name", Path(shown).stem), split=split, source=shown,
-                                    **options)
+    return nli_dataset_from_records(
+        frame, name=options.pop("name", Path(shown).stem), split=split, source=shown, **options
+    )

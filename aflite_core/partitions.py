@@ -25,7 +25,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Sequence
 
 __all__ = [
-    "FamilySession", "PartitionPlan", "RoundScores", "draw_block_plan", "merge_pieces", "run_pieces", "score_round",
+    "FamilySession",
+    "PartitionPlan",
+    "RoundScores",
+    "draw_block_plan",
+    "merge_pieces",
+    "run_pieces",
+    "score_round",
     "scoring_pieces",
 ]
 
@@ -170,8 +176,9 @@ def _count(preds, codes_chunk, heldout, out_correct, out_n, model_correct, model
 # on the piece, so pieces can be grouped into any number of tasks (on any machine) with identical results.
 
 
-def scoring_pieces(session: FamilySession, rows: NDArray[np.intp], plan: PartitionPlan,
-                   eval_rows: NDArray[np.intp] | None) -> list[dict]:
+def scoring_pieces(
+    session: FamilySession, rows: NDArray[np.intp], plan: PartitionPlan, eval_rows: NDArray[np.intp] | None
+) -> list[dict]:
     """The pieces of one round's scoring, in a fixed order (see the comment above)."""
     pieces: list[dict] = []
     n = len(rows)
@@ -188,8 +195,14 @@ def scoring_pieces(session: FamilySession, rows: NDArray[np.intp], plan: Partiti
         step = max(1, session.predict_chunk_rows)
         for start in range(0, n, step):
             sl = slice(start, min(start + step, n))
-            pieces.append({"kind": "chunk", "positions": np.arange(sl.start, sl.stop), "rows": rows[sl],
-                           "heldout": plan.heldout(sl)})
+            pieces.append(
+                {
+                    "kind": "chunk",
+                    "positions": np.arange(sl.start, sl.stop),
+                    "rows": rows[sl],
+                    "heldout": plan.heldout(sl),
+                }
+            )
     if eval_rows is not None:
         step = max(1, session.predict_chunk_rows)
         for start in range(0, len(eval_rows), step):
@@ -197,17 +210,26 @@ def scoring_pieces(session: FamilySession, rows: NDArray[np.intp], plan: Partiti
     return pieces
 
 
-def run_pieces(session: FamilySession, fitted: object, pieces: list[dict], X, codes, eval_X=None,
-               eval_codes=None) -> list[dict]:
+def run_pieces(
+    session: FamilySession, fitted: object, pieces: list[dict], X, codes, eval_X=None, eval_codes=None
+) -> list[dict]:
     """Score pieces with fitted models; returns one small dict of counts per piece."""
     out = []
     for piece in pieces:
         kind = piece["kind"]
         if kind == "block":
             right = session.score_block(fitted, piece["rows"], piece["models"])
-            out.append({"kind": kind, "positions": piece["positions"], "models": piece["models"],
-                        "correct": right.sum(axis=1, dtype=np.int32), "n_pred": len(piece["models"]),
-                        "model_correct": right.sum(axis=0, dtype=np.int64), "model_total": len(piece["rows"])})
+            out.append(
+                {
+                    "kind": kind,
+                    "positions": piece["positions"],
+                    "models": piece["models"],
+                    "correct": right.sum(axis=1, dtype=np.int32),
+                    "n_pred": len(piece["models"]),
+                    "model_correct": right.sum(axis=0, dtype=np.int64),
+                    "model_total": len(piece["rows"]),
+                }
+            )
         elif kind == "chunk":
             r = piece["rows"]
             heldout = piece["heldout"]
@@ -216,13 +238,26 @@ def run_pieces(session: FamilySession, fitted: object, pieces: list[dict], X, co
             c, nn = np.zeros(len(r), np.int32), np.zeros(len(r), np.int32)
             mc, mt = np.zeros(m, np.int64), np.zeros(m, np.int64)
             _count(preds, codes[r], heldout, c, nn, mc, mt)
-            out.append({"kind": kind, "positions": piece["positions"], "correct": c, "n_pred": nn,
-                        "model_correct": mc, "model_total": mt})
+            out.append(
+                {
+                    "kind": kind,
+                    "positions": piece["positions"],
+                    "correct": c,
+                    "n_pred": nn,
+                    "model_correct": mc,
+                    "model_total": mt,
+                }
+            )
         else:
             r = piece["rows"]
             preds = session.predict(fitted, eval_X[r], None)
-            out.append({"kind": kind, "start": piece["start"],
-                        "eval_correct": (preds == eval_codes[r][:, None]).sum(axis=1).astype(np.int32)})
+            out.append(
+                {
+                    "kind": kind,
+                    "start": piece["start"],
+                    "eval_correct": (preds == eval_codes[r][:, None]).sum(axis=1).astype(np.int32),
+                }
+            )
     return out
 
 

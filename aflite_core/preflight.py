@@ -46,8 +46,15 @@ def _human_rows(n: int) -> str:
     return f"{n:,} row" + ("" if n == 1 else "s")
 
 
-def check_rows(n_rows: int, name: str, *, max_rows: int | None = None, expected_rows: int | None = None,
-               what: str = "", exact: bool = True) -> None:
+def check_rows(
+    n_rows: int,
+    name: str,
+    *,
+    max_rows: int | None = None,
+    expected_rows: int | None = None,
+    what: str = "",
+    exact: bool = True,
+) -> None:
     """Refuse ``n_rows`` above ``max_rows`` or different from ``expected_rows`` (one sentence).
 
     ``exact=False`` says ``n_rows`` is only a lower bound (counting stopped there).
@@ -57,8 +64,11 @@ def check_rows(n_rows: int, name: str, *, max_rows: int | None = None, expected_
         raise ValueError(f"{label} has {_human_rows(n_rows)}, but its dataset has {_human_rows(expected_rows)}.")
     if max_rows is not None and n_rows > max_rows:
         count = _human_rows(n_rows) if exact else f"more than {_human_rows(n_rows - 1)}"
-        raise RowLimitError(f"{label} has {count}, more than the {max_rows:,} allowed here; use the command line "
-                            "(python -m aflite_core ...) for larger data.", n_rows if exact else None)
+        raise RowLimitError(
+            f"{label} has {count}, more than the {max_rows:,} allowed here; use the command line "
+            "(python -m aflite_core ...) for larger data.",
+            n_rows if exact else None,
+        )
 
 
 # -- .npy ------------------------------------------------------------------------------------------------------
@@ -105,8 +115,10 @@ def npy_header(source: Any, name: str, what: str = "") -> tuple[tuple[int, ...],
         raise ValueError(f"{label} holds Python objects (object dtype); save a numeric array instead.")
     need = header_end + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if total < need:
-        raise ValueError(f"{label} is truncated: its header declares shape {tuple(shape)} ({need:,} bytes), but the "
-                         f"file has {total:,} bytes.")
+        raise ValueError(
+            f"{label} is truncated: its header declares shape {tuple(shape)} ({need:,} bytes), but the "
+            f"file has {total:,} bytes."
+        )
     del fortran
     return tuple(int(s) for s in shape), dtype
 
@@ -255,8 +267,9 @@ def read_parquet_checked(
         raise ValueError(f"{label} has {len(schema):,} columns, more than the {max_columns:,} allowed here.")
     nested = [f.name for f in schema if pa.types.is_nested(f.type)]
     if flat and nested:
-        raise ValueError(f"{label} has nested columns ({', '.join(_short(n) for n in nested[:3])}); expected a "
-                         "flat table.")
+        raise ValueError(
+            f"{label} has nested columns ({', '.join(_short(n) for n in nested[:3])}); expected a flat table."
+        )
     # every leaf column's value count, as the footer declares it (a list column may hold more than its rows)
     for g in range(md.num_row_groups):
         group = md.row_group(g)
@@ -265,15 +278,24 @@ def read_parquet_checked(
             col = group.column(j)
             cap = rows * (MAX_VALUES_PER_CELL if "." in col.path_in_schema else 1)
             if col.num_values > cap:
-                raise ValueError(f"{label} is inconsistent or too large: column {_short(col.path_in_schema)} "
-                                 f"declares {col.num_values:,} values in {rows:,} rows.")
-    text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+                raise ValueError(
+                    f"{label} is inconsistent or too large: column {_short(col.path_in_schema)} "
+                    f"declares {col.num_values:,} values in {rows:,} rows."
+                )
+    text = [
+        f.name
+        for f in schema
+        if pa.types.is_string(f.type)
+        or pa.types.is_large_string(f.type)
+        or pa.types.is_binary(f.type)
+        or pa.types.is_large_binary(f.type)
+    ]
     try:
         table = pq.ParquetFile(reader, read_dictionary=text).read() if text else pf.read()
         if table.num_rows != md.num_rows:
-            raise ValueError(f"{label} is damaged: its footer declares {md.num_rows:,} rows, its data "
-                             f"{table.num_rows:,}.")
+            raise ValueError(
+                f"{label} is damaged: its footer declares {md.num_rows:,} rows, its data {table.num_rows:,}."
+            )
         if text:
             total = 0
             for col in text:
@@ -285,8 +307,9 @@ def read_parquet_checked(
                         size = chunk.nbytes
                     total += int(size)
             if max_text_bytes is not None and total > max_text_bytes:
-                raise ValueError(f"{label} holds {total:,} bytes of text, more than the {max_text_bytes:,} allowed "
-                                 "here.")
+                raise ValueError(
+                    f"{label} holds {total:,} bytes of text, more than the {max_text_bytes:,} allowed here."
+                )
             table = table.cast(pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema]))
     except (pa.ArrowException, OSError) as exc:
         raise ValueError(f"{label} is not a readable Parquet file: {_first_line(exc)}") from None

@@ -67,8 +67,9 @@ def sample_rows(n_rows: int, max_rows: int, *, random_state: int | np.random.Gen
     return np.sort(np.random.default_rng(seed).choice(n_rows, size=max_rows, replace=False))
 
 
-def pca_2d(X: ArrayLike, *, random_state: int | np.random.Generator | None = 0,
-           n_threads: int | None = 1) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+def pca_2d(
+    X: ArrayLike, *, random_state: int | np.random.Generator | None = 0, n_threads: int | None = 1
+) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
     """The first two principal components of every row of ``X``.
 
     Parameters
@@ -114,8 +115,9 @@ def pca_2d(X: ArrayLike, *, random_state: int | np.random.Generator | None = 0,
     return Z.astype(np.float32), ratio
 
 
-def umap_2d(X: ArrayLike, *, n_neighbors: int = 15, min_dist: float = 0.1,
-            random_state: int | np.random.Generator | None = 0) -> NDArray[np.float32]:
+def umap_2d(
+    X: ArrayLike, *, n_neighbors: int = 15, min_dist: float = 0.1, random_state: int | np.random.Generator | None = 0
+) -> NDArray[np.float32]:
     """UMAP of the rows of ``X`` to two dimensions (seeded: the same map for the same input and seed).
 
     Uses ``init="pca"``: UMAP's default spectral initialisation can hang on a disconnected neighbour graph.
@@ -152,11 +154,18 @@ def umap_2d(X: ArrayLike, *, n_neighbors: int = 15, min_dist: float = 0.1,
     seed = v.check_random_state(random_state, func)
     n = X.shape[0]
     if n < UMAP_MIN_ROWS:
-        raise ValueError(f"The 'X' parameter of {func} must have at least {UMAP_MIN_ROWS} rows to map. Got {n} "
-                         "rows instead.")
+        raise ValueError(
+            f"The 'X' parameter of {func} must have at least {UMAP_MIN_ROWS} rows to map. Got {n} rows instead."
+        )
     umap = _import_umap()
-    reducer = umap.UMAP(n_components=2, n_neighbors=max(2, min(n_neighbors, n - 1)), min_dist=min_dist, init="pca",
-                        random_state=seed, n_jobs=1)
+    reducer = umap.UMAP(
+        n_components=2,
+        n_neighbors=max(2, min(n_neighbors, n - 1)),
+        min_dist=min_dist,
+        init="pca",
+        random_state=seed,
+        n_jobs=1,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.asarray(reducer.fit_transform(X), dtype=np.float32)

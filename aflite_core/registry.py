@@ -59,8 +59,8 @@ CLASSIFIER_LABELS: dict[str, str] = {
 #: adversary families, by the name ``aflite(model=...)`` takes, with exactly what each one is
 ADVERSARIES: dict[str, str] = {
     "linear": "batched logistic regression: scikit-learn's LogisticRegression(C=1) objective, all m partition "
-              "models fitted together (aflite_core.logistic.LogisticFamily; ridge where it was measured to agree "
-              "and logistic regression would be expensive) — the default",
+    "models fitted together (aflite_core.logistic.LogisticFamily; ridge where it was measured to agree "
+    "and logistic regression would be expensive) — the default",
     "ridge": "batched ridge least squares on one-hot labels (aflite_core.models.LinearFamily; the default before)",
     "logistic": "scikit-learn LogisticRegression(C=1, max_iter=1000), one fit per partition",
     "knn": "scikit-learn KNeighborsClassifier(n_neighbors=15, distance-weighted), one fit per partition",
@@ -249,7 +249,8 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
 def _estimator_kind(model: Any) -> str:
     kind = getattr(getattr(model, "__sklearn_tags__", lambda: None)(), "estimator_type", None)
     return {"regressor": "regressor", "clusterer": "clusterer", "transformer": "transformer"}.get(
-        kind or "", "estimator that is not a classifier")
+        kind or "", "estimator that is not a classifier"
+    )
 
 
 def family_from_spec(spec: dict[str, Any]) -> LinearFamily | SklearnFamily:

@@ -344,8 +344,9 @@ class AFLiteResult:
         return save_run(self, directory)
 
     @classmethod
-    def load(cls, directory: str | Path, *, max_rows: int | None = None,
-             expected_rows: int | None = None) -> AFLiteResult:
+    def load(
+        cls, directory: str | Path, *, max_rows: int | None = None, expected_rows: int | None = None
+    ) -> AFLiteResult:
         """Read a run written by :meth:`save` (or by the CLI), after checking it in full.
 
         Parameters

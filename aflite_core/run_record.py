@@ -37,8 +37,14 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "RUN_FILES", "RunRecordError", "is_run_di
 FORMAT = "aflite-studio-run"
 FORMAT_VERSION = 2
 #: files a saved run may consist of
-RUN_FILES = ("result.json", "rows.parquet", "history.parquet", "scores.parquet", "eval_rows.parquet",
-             "eval_scores.parquet")
+RUN_FILES = (
+    "result.json",
+    "rows.parquet",
+    "history.parquet",
+    "scores.parquet",
+    "eval_rows.parquet",
+    "eval_scores.parquet",
+)
 #: what else a CLI run directory holds (moved along when the run is saved again)
 RUN_EXTRAS = ("cli_args.json", "checkpoint", "inputs")
 #: result.json is small (parameters, classes, provenance); larger is not a run
@@ -49,8 +55,16 @@ MAX_ROUNDS_PER_ROW_LIMIT = 1000
 MAX_ID_BYTES = 1024
 
 ROW_COLUMNS = ("y", "kept", "removed_round", "first_score", "last_score", "removal_score")
-PARAM_TYPES = {"target_size": int, "train_size": int, "slice_size": int, "n_partitions": int, "tau": float,
-               "strategy": str, "model": dict, "seed": int}
+PARAM_TYPES = {
+    "target_size": int,
+    "train_size": int,
+    "slice_size": int,
+    "n_partitions": int,
+    "tau": float,
+    "strategy": str,
+    "model": dict,
+    "seed": int,
+}
 
 
 class _Bad(ValueError):
@@ -129,8 +143,16 @@ def _round_matrix(scores: NDArray | None, counts: NDArray | None) -> pd.DataFram
 
 
 def _row_frame(y, kept, removed_round, first, last, removal, ids) -> pd.DataFrame:
-    frame = pd.DataFrame({"y": y, "kept": kept, "removed_round": removed_round, "first_score": first,
-                          "last_score": last, "removal_score": removal})
+    frame = pd.DataFrame(
+        {
+            "y": y,
+            "kept": kept,
+            "removed_round": removed_round,
+            "first_score": first,
+            "last_score": last,
+            "removal_score": removal,
+        }
+    )
     if ids is not None:
         frame["id"] = _ids_for_parquet(ids)
     return frame
@@ -139,15 +161,32 @@ def _row_frame(y, kept, removed_round, first, last, removal, ids) -> pd.DataFram
 def encode_run(result: Any) -> dict[str, bytes]:
     """The files of a saved run, name -> bytes (``result.json`` with its manifest and checksum last)."""
     files = {
-        "rows.parquet": _parquet_bytes(_row_frame(result.y, result.kept, result.removed_round, result.first_score,
-                                                  result.last_score, result.removal_score, result.ids)),
+        "rows.parquet": _parquet_bytes(
+            _row_frame(
+                result.y,
+                result.kept,
+                result.removed_round,
+                result.first_score,
+                result.last_score,
+                result.removal_score,
+                result.ids,
+            )
+        ),
         "history.parquet": _parquet_bytes(result.history.reset_index(drop=True)),
         "scores.parquet": _parquet_bytes(_round_matrix(result.scores, result.n_predictions)),
     }
     if result.eval_kept is not None:
-        files["eval_rows.parquet"] = _parquet_bytes(_row_frame(
-            result.eval_y, result.eval_kept, result.eval_removed_round, result.eval_first_score,
-            result.eval_last_score, result.eval_removal_score, result.eval_ids))
+        files["eval_rows.parquet"] = _parquet_bytes(
+            _row_frame(
+                result.eval_y,
+                result.eval_kept,
+                result.eval_removed_round,
+                result.eval_first_score,
+                result.eval_last_score,
+                result.eval_removal_score,
+                result.eval_ids,
+            )
+        )
         files["eval_scores.parquet"] = _parquet_bytes(_round_matrix(result.eval_scores, None))
     classes, classes_lossy = _encode_values(result.classes)
     meta = {
@@ -194,8 +233,10 @@ def _extras_of_same_run(out: Path, result: Any) -> list[str]:
         and fp.get("hashes", {}).get("x_sha256") == prov.get("x_sha256")
         and fp.get("hashes", {}).get("y_sha256") == prov.get("y_sha256")
         and fp.get("model") == p.get("model")
-        and all(fp.get("config", {}).get(k) == p.get(k) for k in ("target_size", "train_size", "slice_size",
-                                                                   "n_partitions", "tau", "strategy", "seed"))
+        and all(
+            fp.get("config", {}).get(k) == p.get(k)
+            for k in ("target_size", "train_size", "slice_size", "n_partitions", "tau", "strategy", "seed")
+        )
     )
     return [name for name in RUN_EXTRAS if (out / name).exists()] if same else []
 
@@ -214,8 +255,10 @@ def save_run(result: Any, directory: str | Path) -> Path:
         raise ValueError(f"'{out}' exists and is not a folder; save the run into a new or empty folder.")
     if out.is_dir() and any(out.iterdir()) and not is_run_directory(out):
         extra = sorted(p.name for p in out.iterdir() if p.name not in set(RUN_FILES) | set(RUN_EXTRAS))
-        raise ValueError(f"'{out}' holds files that are not part of a run ({shown_list(extra)}); save the run into a "
-                         "new or empty folder, or over an AFLite run directory.")
+        raise ValueError(
+            f"'{out}' holds files that are not part of a run ({shown_list(extra)}); save the run into a "
+            "new or empty folder, or over an AFLite run directory."
+        )
     files = encode_run(result)
     _durable.make_dirs(out.parent)
     _durable.clear_leftovers(out)
@@ -238,8 +281,10 @@ def _read_file(src: Path, name: str, manifest: dict | None) -> bytes:
     if manifest is not None:
         entry = manifest.get(name)
         if not isinstance(entry, dict) or entry.get("bytes") != size:
-            raise _Bad(f"{name} is inconsistent with result.json ({size:,} bytes, saved as {_num(entry, 'bytes')}: "
-                       "truncated or changed)")
+            raise _Bad(
+                f"{name} is inconsistent with result.json ({size:,} bytes, saved as {_num(entry, 'bytes')}: "
+                "truncated or changed)"
+            )
         data = path.read_bytes()
         if _sha(data) != entry.get("sha256"):
             raise _Bad(f"{name} is inconsistent with result.json (its sha256 differs: changed since it was saved)")
@@ -277,8 +322,14 @@ def _count(meta: dict, key: str, low: int, *, optional: bool = False) -> int | N
 def _table(data: bytes, name: str, rows: int, columns: list[str], *, id_kind: str | None = None) -> pd.DataFrame:
     import pyarrow as pa
 
-    table = read_parquet_checked(data, name, expected_rows=rows, max_columns=len(columns) + 1, flat=True,
-                                 max_text_bytes=MAX_ID_BYTES * max(rows, 1) + 2**20)
+    table = read_parquet_checked(
+        data,
+        name,
+        expected_rows=rows,
+        max_columns=len(columns) + 1,
+        flat=True,
+        max_text_bytes=MAX_ID_BYTES * max(rows, 1) + 2**20,
+    )
     want = list(columns) + (["id"] if id_kind else [])
     if table.column_names != want:
         raise _Bad(f"{name} has the columns {shown_list(table.column_names)}, not {shown_list(want)}")
@@ -286,7 +337,8 @@ def _table(data: bytes, name: str, rows: int, columns: list[str], *, id_kind: st
         t = field.type
         if field.name == "id":
             ok = {"int": pa.types.is_integer, "float": pa.types.is_floating}.get(
-                id_kind or "", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x))(t)
+                id_kind or "", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)
+            )(t)
         elif field.name in ("y", "removed_round"):
             ok = pa.types.is_integer(t)
         elif field.name == "kept":
@@ -315,8 +367,19 @@ def _scores_in_range(values: NDArray, what: str) -> NDArray[np.float32]:
     return arr
 
 
-def _check_rows(prefix: str, y, kept, rr, first, last, removal, n_classes: int, n_rounds: int,
-                history: pd.DataFrame, removed_col: str) -> None:
+def _check_rows(
+    prefix: str,
+    y,
+    kept,
+    rr,
+    first,
+    last,
+    removal,
+    n_classes: int,
+    n_rounds: int,
+    history: pd.DataFrame,
+    removed_col: str,
+) -> None:
     if y.size and (y.min() < 0 or y.max() >= n_classes):
         raise _Bad(f"{prefix}label codes lie outside its {n_classes} classes")
     if rr.size and (rr.min() < -1 or rr.max() > n_rounds or (rr == 0).any()):
@@ -391,8 +454,9 @@ def _load(src: Path, max_rows: int | None, expected_rows: int | None):
     if not isinstance(version, int) or version < 1:
         raise _Bad("result.json has no valid format version")
     if version > FORMAT_VERSION:
-        raise ValueError(f"'{src}' was written by a newer AFLite Studio (format version {version}); upgrade to read "
-                         "it.")
+        raise ValueError(
+            f"'{src}' was written by a newer AFLite Studio (format version {version}); upgrade to read it."
+        )
     manifest = None
     if version >= 2:
         body = {k: v for k, v in meta.items() if k != "checksum"}
@@ -402,8 +466,9 @@ def _load(src: Path, max_rows: int | None, expected_rows: int | None):
     params = _need(meta, "params", dict)
     for key, kind in PARAM_TYPES.items():
         value = params.get(key)
-        if not isinstance(value, int if kind is int else (int, float) if kind is float else kind) or \
-                isinstance(value, bool):
+        if not isinstance(value, int if kind is int else (int, float) if kind is float else kind) or isinstance(
+            value, bool
+        ):
             raise _Bad(f"its parameter '{key}' is missing or of the wrong type")
     if not 0 <= params["tau"] <= 1 or params["strategy"] not in STRATEGIES or params["n_partitions"] < 1:
         raise _Bad("its parameters are out of range")
@@ -441,8 +506,12 @@ def _load(src: Path, max_rows: int | None, expected_rows: int | None):
     if manifest is not None and sorted(manifest) != sorted(names):
         raise _Bad("its manifest does not list the files of a run")
     # -- per round
-    history = _table(_read_file(src, "history.parquet", manifest), "history.parquet", n_rounds,
-                     list(HISTORY_COLUMNS) if version >= 2 else list(_legacy_history_columns(src)))
+    history = _table(
+        _read_file(src, "history.parquet", manifest),
+        "history.parquet",
+        n_rounds,
+        list(HISTORY_COLUMNS) if version >= 2 else list(_legacy_history_columns(src)),
+    )
     if version < 2:
         missing = {"round", "n_removed", "size_after", "eval_removed", "n_qualified"} - set(history.columns)
         if missing:
@@ -450,12 +519,18 @@ def _load(src: Path, max_rows: int | None, expected_rows: int | None):
     if not np.array_equal(history["round"].to_numpy(), np.arange(1, n_rounds + 1)):
         raise _Bad("its history's rounds are not numbered 1, 2, …")
     # -- per row
-    rows = _table(_read_file(src, "rows.parquet", manifest), "rows.parquet", n_rows, list(ROW_COLUMNS),
-                  id_kind=ids_meta["kind"] if ids_meta else None)
+    rows = _table(
+        _read_file(src, "rows.parquet", manifest),
+        "rows.parquet",
+        n_rows,
+        list(ROW_COLUMNS),
+        id_kind=ids_meta["kind"] if ids_meta else None,
+    )
     y, rr = _ints(rows, "y"), _ints(rows, "removed_round")
     kept = rows["kept"].to_numpy(bool)
-    first, last, removal = (_scores_in_range(rows[c].to_numpy(), "rows.parquet")
-                            for c in ("first_score", "last_score", "removal_score"))
+    first, last, removal = (
+        _scores_in_range(rows[c].to_numpy(), "rows.parquet") for c in ("first_score", "last_score", "removal_score")
+    )
     _check_rows("", y, kept, rr, first, last, removal, len(classes), n_rounds, history, "n_removed")
     if n_rounds and int(history["size_after"].iloc[-1]) != int(kept.sum()):
         raise _Bad("the rows kept disagree with the history")
@@ -463,22 +538,48 @@ def _load(src: Path, max_rows: int | None, expected_rows: int | None):
     ids = _ids(rows, ids_meta)
     eval_kw: dict[str, Any] = {}
     if n_eval is not None:
-        erows = _table(_read_file(src, "eval_rows.parquet", manifest), "eval_rows.parquet", n_eval,
-                       list(ROW_COLUMNS), id_kind=eval_ids_meta["kind"] if eval_ids_meta else None)
+        erows = _table(
+            _read_file(src, "eval_rows.parquet", manifest),
+            "eval_rows.parquet",
+            n_eval,
+            list(ROW_COLUMNS),
+            id_kind=eval_ids_meta["kind"] if eval_ids_meta else None,
+        )
         ey, err = _ints(erows, "y"), _ints(erows, "removed_round")
         ekept = erows["kept"].to_numpy(bool)
-        efirst, elast, eremoval = (_scores_in_range(erows[c].to_numpy(), "eval_rows.parquet")
-                                   for c in ("first_score", "last_score", "removal_score"))
-        _check_rows("evaluation ", ey, ekept, err, efirst, elast, eremoval, len(classes), n_rounds, history,
-                    "eval_removed")
+        efirst, elast, eremoval = (
+            _scores_in_range(erows[c].to_numpy(), "eval_rows.parquet")
+            for c in ("first_score", "last_score", "removal_score")
+        )
+        _check_rows(
+            "evaluation ", ey, ekept, err, efirst, elast, eremoval, len(classes), n_rounds, history, "eval_removed"
+        )
         escores, _ = _read_matrix(src, "eval_scores.parquet", manifest, n_eval, n_rounds, has_scores, None)
-        eval_kw = {"eval_y": ey, "eval_kept": ekept, "eval_removed_round": err, "eval_scores": escores,
-                   "eval_first_score": efirst, "eval_last_score": elast, "eval_removal_score": eremoval,
-                   "eval_ids": _ids(erows, eval_ids_meta)}
+        eval_kw = {
+            "eval_y": ey,
+            "eval_kept": ekept,
+            "eval_removed_round": err,
+            "eval_scores": escores,
+            "eval_first_score": efirst,
+            "eval_last_score": elast,
+            "eval_removal_score": eremoval,
+            "eval_ids": _ids(erows, eval_ids_meta),
+        }
     result = AFLiteResult(
-        params=params, classes=tuple(classes), y=y, kept=kept, removed_round=rr, scores=scores,
-        n_predictions=counts, first_score=first, last_score=last, removal_score=removal, history=history,
-        stop_reason=stop_reason, provenance=_need(meta, "provenance", dict, optional=True) or {}, ids=ids,
+        params=params,
+        classes=tuple(classes),
+        y=y,
+        kept=kept,
+        removed_round=rr,
+        scores=scores,
+        n_predictions=counts,
+        first_score=first,
+        last_score=last,
+        removal_score=removal,
+        history=history,
+        stop_reason=stop_reason,
+        provenance=_need(meta, "provenance", dict, optional=True) or {},
+        ids=ids,
         **eval_kw,
     )
     _ = result.stop_message  # the parameters it needs are there and format
@@ -495,8 +596,9 @@ def _legacy_history_columns(src: Path) -> list[str]:
         return []
 
 
-def _read_matrix(src: Path, name: str, manifest: dict | None, n: int, n_rounds: int, has_scores: bool,
-                 count_dtype: str | None):
+def _read_matrix(
+    src: Path, name: str, manifest: dict | None, n: int, n_rounds: int, has_scores: bool, count_dtype: str | None
+):
     data = _read_file(src, name, manifest)
     if not has_scores:
         read_parquet_checked(data, name, expected_rows=0, max_columns=0, flat=True)

@@ -74,7 +74,11 @@ NEGATION_WORDS: frozenset[str] = frozenset(
 )
 #: the columns of :func:`spurious_measures`, in the paper's order
 SPURIOUS_MEASURES: tuple[str, ...] = (
-    "word_overlap", "antonyms", "length_mismatch", "misspelled_words", "contains_negation",
+    "word_overlap",
+    "antonyms",
+    "length_mismatch",
+    "misspelled_words",
+    "contains_negation",
 )
 #: how difficulty levels are ordered in the comparison tables
 LEVEL_ORDER: tuple[str, ...] = ("easy", "ambiguous", "hard")
@@ -118,8 +122,10 @@ def word_overlap(premise: str, hypothesis: str) -> float:
     >>> word_overlap("A man is sleeping.", "The man is awake.")
     0.5
     """
-    a, b = tokenize(_text(premise, "premise", "word_overlap")), tokenize(_text(hypothesis, "hypothesis",
-                                                                              "word_overlap"))
+    a, b = (
+        tokenize(_text(premise, "premise", "word_overlap")),
+        tokenize(_text(hypothesis, "hypothesis", "word_overlap")),
+    )
     return len(set(a) & set(b)) / len(b) if b else 0.0
 
 
@@ -155,9 +161,7 @@ def contains_negation(premise: str, hypothesis: str, *, negation_words: Collecti
     return any(_is_negation(t, words) for t in tokens)
 
 
-def number_of_antonyms(
-    premise: str, hypothesis: str, *, wordnet_dir: str | os.PathLike | None = None
-) -> float:
+def number_of_antonyms(premise: str, hypothesis: str, *, wordnet_dir: str | os.PathLike | None = None) -> float:
     """Hypothesis tokens that are WordNet antonyms of a premise token, per hypothesis token.
 
     Parameters
@@ -233,8 +237,7 @@ def _misspelled_share(tokens: Sequence[str], checker: Any) -> float:
     if not tokens:
         return 0.0
     words = checker.word_frequency.dictionary
-    bad = sum(1 for t in tokens
-              if t not in words and t not in _CONTRACTION_PIECES and not any(c.isdigit() for c in t))
+    bad = sum(1 for t in tokens if t not in words and t not in _CONTRACTION_PIECES and not any(c.isdigit() for c in t))
     return bad / len(tokens)
 
 
@@ -402,8 +405,9 @@ def compare_classes(
 
     func = "compare_classes"
     if not isinstance(measures, pd.DataFrame):
-        raise TypeError(f"The 'measures' parameter of {func} must be a pandas DataFrame. Got {type(measures).__name__} "
-                        "instead.")
+        raise TypeError(
+            f"The 'measures' parameter of {func} must be a pandas DataFrame. Got {type(measures).__name__} instead."
+        )
     n = len(measures)
     label_arr = _one_per_row(labels, "labels", func, n)
     if levels is None:
@@ -412,8 +416,11 @@ def compare_classes(
         level_values = getattr(levels, "levels", levels)  # DifficultyLevels → its Series
         level_arr = _one_per_row(level_values, "levels", func, n)
     if columns is None:
-        columns = [c for c in measures.columns
-                   if pd.api.types.is_bool_dtype(measures[c]) or pd.api.types.is_numeric_dtype(measures[c])]
+        columns = [
+            c
+            for c in measures.columns
+            if pd.api.types.is_bool_dtype(measures[c]) or pd.api.types.is_numeric_dtype(measures[c])
+        ]
         if not columns:
             raise ValueError(f"The 'measures' parameter of {func} must have a numeric column. Got none instead.")
     else:
@@ -421,8 +428,10 @@ def compare_classes(
             columns = [columns]
         unknown = [c for c in columns if c not in measures.columns]
         if unknown:
-            raise ValueError(f"The 'columns' parameter of {func} must name columns of measures "
-                             f"{list(measures.columns)}. Got {unknown!r} instead.")
+            raise ValueError(
+                f"The 'columns' parameter of {func} must name columns of measures "
+                f"{list(measures.columns)}. Got {unknown!r} instead."
+            )
     if family not in _FAMILIES:
         raise ValueError(f"The 'family' parameter of {func} must be one of {list(_FAMILIES)}. Got {family!r} instead.")
     classes = _ordered_unique(label_arr)
@@ -443,13 +452,23 @@ def compare_classes(
                     u, p = float(res.statistic), float(res.pvalue)
                 else:
                     u = p = np.nan
-                rows.append({
-                    "level": level, "measure": col, "class_a": class_a, "class_b": class_b, "n_a": len(a),
-                    "n_b": len(b), "mean_a": float(a.mean()) if len(a) else np.nan,
-                    "mean_b": float(b.mean()) if len(b) else np.nan, "U": u, "p": p,
-                })
-    table = pd.DataFrame(rows, columns=["level", "measure", "class_a", "class_b", "n_a", "n_b", "mean_a", "mean_b",
-                                        "U", "p"])
+                rows.append(
+                    {
+                        "level": level,
+                        "measure": col,
+                        "class_a": class_a,
+                        "class_b": class_b,
+                        "n_a": len(a),
+                        "n_b": len(b),
+                        "mean_a": float(a.mean()) if len(a) else np.nan,
+                        "mean_b": float(b.mean()) if len(b) else np.nan,
+                        "U": u,
+                        "p": p,
+                    }
+                )
+    table = pd.DataFrame(
+        rows, columns=["level", "measure", "class_a", "class_b", "n_a", "n_b", "mean_a", "mean_b", "U", "p"]
+    )
     keys = {"table": [], "level": ["level"], "measure": ["level", "measure"]}[family]
     tested = table["p"].notna()
     if keys:
@@ -487,13 +506,17 @@ def paper_table(tests: pd.DataFrame) -> pd.DataFrame:
     needed = {"level", "measure", "class_a", "class_b", "mean_a", "mean_b", "stars"}
     if not isinstance(tests, pd.DataFrame) or not needed <= set(tests.columns):
         lacking = sorted(needed - set(getattr(tests, "columns", [])))
-        raise ValueError("The 'tests' parameter of paper_table must be the DataFrame returned by compare_classes. "
-                         f"Got {type(tests).__name__} without columns {lacking} instead.")
+        raise ValueError(
+            "The 'tests' parameter of paper_table must be the DataFrame returned by compare_classes. "
+            f"Got {type(tests).__name__} without columns {lacking} instead."
+        )
     classes = _ordered_unique(np.concatenate([tests["class_a"].to_numpy(object), tests["class_b"].to_numpy(object)]))
-    means = pd.concat([
-        tests[["level", "measure", "class_a", "mean_a"]].set_axis(["level", "measure", "class", "mean"], axis=1),
-        tests[["level", "measure", "class_b", "mean_b"]].set_axis(["level", "measure", "class", "mean"], axis=1),
-    ]).drop_duplicates(["level", "measure", "class"])
+    means = pd.concat(
+        [
+            tests[["level", "measure", "class_a", "mean_a"]].set_axis(["level", "measure", "class", "mean"], axis=1),
+            tests[["level", "measure", "class_b", "mean_b"]].set_axis(["level", "measure", "class", "mean"], axis=1),
+        ]
+    ).drop_duplicates(["level", "measure", "class"])
     wide = means.pivot(index=["level", "measure"], columns="class", values="mean")
     wide = wide[[c for c in classes if c in wide.columns]]
     wide.columns = [str(c) for c in wide.columns]
@@ -513,12 +536,16 @@ def _one_per_row(values: Any, name: str, func: str, n: int) -> np.ndarray:
         values = values.to_numpy()
     arr = np.asarray(values, dtype=object)
     if arr.ndim != 1 or len(arr) != n:
-        raise ValueError(f"The '{name}' parameter of {func} must have one value per row of measures ({n}). "
-                         f"Got shape {arr.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have one value per row of measures ({n}). "
+            f"Got shape {arr.shape} instead."
+        )
     missing = pd.isna(arr)
     if missing.any():
-        raise ValueError(f"The '{name}' parameter of {func} must not contain missing values. "
-                         f"Row {int(np.flatnonzero(missing)[0])} has none.")
+        raise ValueError(
+            f"The '{name}' parameter of {func} must not contain missing values. "
+            f"Row {int(np.flatnonzero(missing)[0])} has none."
+        )
     return np.array([v.item() if isinstance(v, np.generic) else v for v in arr], dtype=object)
 
 

@@ -79,23 +79,27 @@ def class_impact(
         if not warn[c]:
             messages.append("")
             continue
-        text = (f"Class {labels.classes[c]!r} lost {lost[c]:.0%} of its rows ({before[c] - after[c]} of "
-                f"{before[c]}; overall {overall:.0%}).")
+        text = (
+            f"Class {labels.classes[c]!r} lost {lost[c]:.0%} of its rows ({before[c] - after[c]} of "
+            f"{before[c]}; overall {overall:.0%})."
+        )
         if after[c] < low:
             text += f" Only {after[c]} row(s) remain, too few to train or evaluate on."
         messages.append(text)
-    frame = pd.DataFrame({
-        "label": _names(labels.classes, np.arange(C)),
-        "n_before": before,
-        "n_after": after,
-        "n_removed": before - after,
-        "share_lost": lost,
-        "share_before": before / before.sum(),
-        "share_after": after / max(int(after.sum()), 1),
-        "relative_loss": rel,
-        "warning": warn,
-        "message": messages,
-    })
+    frame = pd.DataFrame(
+        {
+            "label": _names(labels.classes, np.arange(C)),
+            "n_before": before,
+            "n_after": after,
+            "n_removed": before - after,
+            "share_lost": lost,
+            "share_before": before / before.sum(),
+            "share_after": after / max(int(after.sum()), 1),
+            "relative_loss": rel,
+            "warning": warn,
+            "message": messages,
+        }
+    )
     frame.attrs["overall_share_lost"] = float(overall)
     return frame
 
@@ -158,10 +162,12 @@ class StabilityReport:
         ``status`` is "always removed" (every run), "sometimes removed" or "never removed".
         """
         count = self.removed.sum(axis=0)
-        status = np.where(count == self.n_runs, "always removed",
-                          np.where(count == 0, "never removed", "sometimes removed"))
-        frame = pd.DataFrame({"label": self.labels, "removal_frequency": self.frequency,
-                              "n_runs_removed": count, "status": status})
+        status = np.where(
+            count == self.n_runs, "always removed", np.where(count == 0, "never removed", "sometimes removed")
+        )
+        frame = pd.DataFrame(
+            {"label": self.labels, "removal_frequency": self.frequency, "n_runs_removed": count, "status": status}
+        )
         frame.index.name = "row"
         return frame
 
@@ -213,8 +219,12 @@ def stability_from_results(results: Sequence[AFLiteResult]) -> StabilityReport:
             f"Got runs over {sorted({r.n_rows for r in runs})} rows instead."
         )
     removed = np.vstack([~r.kept for r in runs])
-    return StabilityReport(removed=removed, seeds=tuple(int(r.params.get("seed", -1)) for r in runs),
-                           labels=runs[0].labels, results=tuple(runs))
+    return StabilityReport(
+        removed=removed,
+        seeds=tuple(int(r.params.get("seed", -1)) for r in runs),
+        labels=runs[0].labels,
+        results=tuple(runs),
+    )
 
 
 def removal_stability(

@@ -98,8 +98,9 @@ def make_planted_bias(
 
 
 # -- concentric circles with planted bias features (ICML 2020 §3, Figure 2) ---------------------------------
-def _check_real(value: Any, name: str, func: str, *, low: float, high: float | None = None,
-                high_open: bool = False) -> float:
+def _check_real(
+    value: Any, name: str, func: str, *, low: float, high: float | None = None, high_open: bool = False
+) -> float:
     """A real number in [low, high] (or [low, high) with ``high_open``; ``high=None`` means unbounded)."""
     bounds = f"[{low:g}, {'inf' if high is None else format(high, 'g')}{')' if high_open or high is None else ']'}"
     if not v._is_real(value):
@@ -262,10 +263,24 @@ def make_biased_circles(
     extra[is_biased] += ((y[is_biased] - 0.5) * strength)[:, None] * u  # follows the final label
     perm = rng.permutation(n)
     X = np.c_[xy, extra].astype(np.float32)[perm]
-    params = {"n_samples": n, "separation": sep, "bias_fraction": frac, "bias_dims": d, "bias_strength": strength,
-              "flip_fraction": flip, "noise": sd, "seed": seed}
-    return BiasedCircles(X=X, y=y[perm], is_biased=is_biased[perm], is_flipped=is_flipped[perm],
-                         name=f"separation {sep:g}", params=params)
+    params = {
+        "n_samples": n,
+        "separation": sep,
+        "bias_fraction": frac,
+        "bias_dims": d,
+        "bias_strength": strength,
+        "flip_fraction": flip,
+        "noise": sd,
+        "seed": seed,
+    }
+    return BiasedCircles(
+        X=X,
+        y=y[perm],
+        is_biased=is_biased[perm],
+        is_flipped=is_flipped[perm],
+        name=f"separation {sep:g}",
+        params=params,
+    )
 
 
 #: the four separation levels of :func:`paper_circles`, from cleanly separable to overlapping
@@ -323,8 +338,15 @@ def paper_circles(
     out = []
     for i, sep in enumerate(seps):
         f = flip if i == most else 0.0
-        data = make_biased_circles(n, separation=sep, bias_dims=bias_dims, bias_strength=bias_strength,
-                                   flip_fraction=f, noise=noise, random_state=int(rng.integers(0, 2**63 - 1)))
+        data = make_biased_circles(
+            n,
+            separation=sep,
+            bias_dims=bias_dims,
+            bias_strength=bias_strength,
+            flip_fraction=f,
+            noise=noise,
+            random_state=int(rng.integers(0, 2**63 - 1)),
+        )
         name = f"separation {sep:g}" + (" (flipped labels)" if f > 0 else "")
         out.append(replace(data, name=name))
     return out

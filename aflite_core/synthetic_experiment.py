@@ -88,8 +88,16 @@ def subset_accuracies(
     """
     from .baselines import model_accuracies
 
-    frame = model_accuracies(X, y, mask=mask, models=dict(models), n_splits=n_splits, standardize=True,
-                             random_state=random_state, n_threads=n_threads)
+    frame = model_accuracies(
+        X,
+        y,
+        mask=mask,
+        models=dict(models),
+        n_splits=n_splits,
+        standardize=True,
+        random_state=random_state,
+        n_threads=n_threads,
+    )
     return {str(m): float(a) for m, a in zip(frame["model"], frame["accuracy"])}
 
 
@@ -260,8 +268,9 @@ def synthetic_experiment(
         if v._is_int(slice_size):
             k = v.check_int(slice_size, "slice_size", func, low=1)
         else:
-            k = max(1, _resolve_count(slice_size, "slice_size", func, n, low=0, high=n + 1,
-                                      range_text="[1, n_samples]"))
+            k = max(
+                1, _resolve_count(slice_size, "slice_size", func, n, low=0, high=n + 1, range_text="[1, n_samples]")
+            )
         resolved.append((nt, t, k))
     if before is not None and not isinstance(before, Mapping):
         raise v.param_error("before", func, "None or a mapping from dataset names to accuracies", before, TypeError)
@@ -270,37 +279,56 @@ def synthetic_experiment(
     rows, results = [], {}
     for d, (nt, t, k) in zip(data, resolved):
         seed_run, seed_before, seed_after = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
-        res = aflite(d.X, d.y, target_size=nt, train_size=t, slice_size=k, tau=tau_v, n_partitions=m,
-                     random_state=seed_run, n_threads=n_threads)
+        res = aflite(
+            d.X,
+            d.y,
+            target_size=nt,
+            train_size=t,
+            slice_size=k,
+            tau=tau_v,
+            n_partitions=m,
+            random_state=seed_run,
+            n_threads=n_threads,
+        )
         results[d.name] = res
         cached = None if before is None else before.get(d.name)
-        acc_before = dict(cached) if cached is not None else subset_accuracies(
-            d.X, d.y, None, n_splits=folds, random_state=seed_before, n_threads=n_threads)
-        acc_after = subset_accuracies(d.X, d.y, res.kept, n_splits=folds, random_state=seed_after,
-                                      n_threads=n_threads)
+        acc_before = (
+            dict(cached)
+            if cached is not None
+            else subset_accuracies(d.X, d.y, None, n_splits=folds, random_state=seed_before, n_threads=n_threads)
+        )
+        acc_after = subset_accuracies(d.X, d.y, res.kept, n_splits=folds, random_state=seed_after, n_threads=n_threads)
         truth = planted_summary(d, res.kept)
-        rows.append({
-            "dataset": d.name,
-            "separation": d.separation,
-            "n_before": truth["n_before"],
-            "n_after": truth["n_after"],
-            "linear_before": acc_before.get("linear", float("nan")),
-            "linear_after": acc_after["linear"],
-            "rbf_before": acc_before.get("rbf", float("nan")),
-            "rbf_after": acc_after["rbf"],
-            "biased_before": truth["biased_before"],
-            "biased_after": truth["biased_after"],
-            "biased_share_before": truth["biased_share_before"],
-            "biased_share_after": truth["biased_share_after"],
-            "flipped_before": truth["flipped_before"],
-            "flipped_removed_share": truth["flipped_removed_share"],
-            "unbiased_removed_share": truth["unbiased_removed_share"],
-            "rounds": res.n_rounds,
-            "stop_reason": res.stop_reason,
-        })
-    params = {"target_size": target_size, "train_size": train_size, "slice_size": slice_size, "tau": tau_v,
-              "n_partitions": m, "n_splits": folds,
-              "seed": seed}
+        rows.append(
+            {
+                "dataset": d.name,
+                "separation": d.separation,
+                "n_before": truth["n_before"],
+                "n_after": truth["n_after"],
+                "linear_before": acc_before.get("linear", float("nan")),
+                "linear_after": acc_after["linear"],
+                "rbf_before": acc_before.get("rbf", float("nan")),
+                "rbf_after": acc_after["rbf"],
+                "biased_before": truth["biased_before"],
+                "biased_after": truth["biased_after"],
+                "biased_share_before": truth["biased_share_before"],
+                "biased_share_after": truth["biased_share_after"],
+                "flipped_before": truth["flipped_before"],
+                "flipped_removed_share": truth["flipped_removed_share"],
+                "unbiased_removed_share": truth["unbiased_removed_share"],
+                "rounds": res.n_rounds,
+                "stop_reason": res.stop_reason,
+            }
+        )
+    params = {
+        "target_size": target_size,
+        "train_size": train_size,
+        "slice_size": slice_size,
+        "tau": tau_v,
+        "n_partitions": m,
+        "n_splits": folds,
+        "seed": seed,
+    }
     return SyntheticExperiment(table=pd.DataFrame(rows), results=results, datasets=data, params=params)
 
 
@@ -342,6 +370,5 @@ def before_accuracies(
     out = {}
     for d in data:
         _, seed_before, _ = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
-        out[d.name] = subset_accuracies(d.X, d.y, None, n_splits=folds, random_state=seed_before,
-                                        n_threads=n_threads)
+        out[d.name] = subset_accuracies(d.X, d.y, None, n_splits=folds, random_state=seed_before, n_threads=n_threads)
     return out

@@ -276,8 +276,13 @@ def dataset_from_table(
     compute_text = text_features if text_features is not None else not reps
     if compute_text:
         if not texts:
-            numeric = [c for c in columns if c not in (label_column, id_column)
-                       and pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]
+            numeric = [
+                c
+                for c in columns
+                if c not in (label_column, id_column)
+                and pd.api.types.is_numeric_dtype(frame[c])
+                and not pd.api.types.is_bool_dtype(frame[c])
+            ]
             hint = f" (numeric columns here: {numeric[:10]})" if numeric else ""
             raise ValueError(
                 f"'{src}' gives no features: add an aligned .npy feature file, choose text columns to compute "
@@ -285,8 +290,9 @@ def dataset_from_table(
             )
         from .features import text_representations
 
-        for key, (X, desc) in text_representations(frame, texts, pair=pair, n_components=n_components,
-                                                    random_state=random_state).items():
+        for key, (X, desc) in text_representations(
+            frame, texts, pair=pair, n_components=n_components, random_state=random_state
+        ).items():
             reps.setdefault(key, X)
             descs.setdefault(key, desc)
 
@@ -296,8 +302,13 @@ def dataset_from_table(
         image_array = _parse_images(frame, image_column, image_shape, src)
     elif images is not None:
         image_array = np.asarray(images)
-    info = {"source": src, "n_rows": n, "label_column": label_column, "id_column": id_column,
-            "ids": f"column {id_column!r}" if id_column else "row position in the source (0-based)"}
+    info = {
+        "source": src,
+        "n_rows": n,
+        "label_column": label_column,
+        "id_column": id_column,
+        "ids": f"column {id_column!r}" if id_column else "row position in the source (0-based)",
+    }
     info.update(meta or {})
     return Dataset(
         name=name,
@@ -401,5 +412,6 @@ def load_table_dataset(
     meta = dict(options.pop("meta", None) or {})
     meta["feature_files"] = files
     ds_name = dataset_name or Path(shown).stem
-    return dataset_from_table(frame, label_column=label_column, features=feats or None, name=ds_name,
-                              source=shown, meta=meta, **options)
+    return dataset_from_table(
+        frame, label_column=label_column, features=feats or None, name=ds_name, source=shown, meta=meta, **options
+    )

@@ -47,8 +47,20 @@ sys.path.insert(0, str(HERE))
 SHARED = Path(os.environ.get("AFLITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 M, TAU, SEEDS = 64, 0.75, (0, 1, 2)
 NLI_LABELS = ("entailment", "neutral", "contradiction")
-ROWS = ("snli_hyp", "snli_pair", "mnli_hyp", "mnli_pair", "digits_pixels", "digits_pca", "digits_mlp",
-        "digits_mlp_small", "a_isotropic", "a_anisotropic", "b_isotropic", "b_anisotropic")
+ROWS = (
+    "snli_hyp",
+    "snli_pair",
+    "mnli_hyp",
+    "mnli_pair",
+    "digits_pixels",
+    "digits_pca",
+    "digits_mlp",
+    "digits_mlp_small",
+    "a_isotropic",
+    "a_anisotropic",
+    "b_isotropic",
+    "b_anisotropic",
+)
 
 
 def load(name: str):
@@ -65,15 +77,14 @@ def load(name: str):
         from aflite_core import load_digits_dataset
 
         data = load_digits_dataset()
-        return data.representation(name[len("digits_"):]), np.asarray(data.y)
+        return data.representation(name[len("digits_") :]), np.asarray(data.y)
     from bench_core import DATA, SETTINGS
 
     from aflite_core.synthetic import make_planted_bias
 
     setting, variant = name.split("_")
     s = SETTINGS[setting]
-    X, y, _ = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[variant],
-                                random_state=0)
+    X, y, _ = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[variant], random_state=0)
     return X, y
 
 
@@ -92,8 +103,7 @@ def loop_round(X, y, t, seed, max_iter=100):
 
     stats: dict = {}
     t0 = time.perf_counter()
-    p = reference_predictability(X, y, n_partitions=M, train_size=t, random_state=seed, max_iter=max_iter,
-                                 stats=stats)
+    p = reference_predictability(X, y, n_partitions=M, train_size=t, random_state=seed, max_iter=max_iter, stats=stats)
     return p, time.perf_counter() - t0, float(np.mean(np.array(stats["n_iter"]) >= max_iter))
 
 
@@ -124,12 +134,18 @@ def measure(name: str, X, y, frac: float, converged: str) -> dict:
     pairs = [(0, 1), (0, 2), (1, 2)]
     floor = [jaccard(q(lp[i]), q(lp[j])) for i, j in pairs]
     rec = {
-        "row": name, "fraction": frac, "t": t, "n_rows": len(y), "d": X.shape[1], "classes": n_classes,
+        "row": name,
+        "fraction": frac,
+        "t": t,
+        "n_rows": len(y),
+        "d": X.shape[1],
+        "classes": n_classes,
         "engine_solver": LogisticFamily().solver(M, t, X.shape[1], n_classes),
         "loop_mean_p": float(np.mean([np.nanmean(p) for p in lp])),
         "loop_qualified": float(np.mean([q(p).sum() for p in lp])),
         "loop_qualified_range": [int(min(q(p).sum() for p in lp)), int(max(q(p).sum() for p in lp))],
-        "loop_floor_jaccard": float(np.mean(floor)), "loop_floor_jaccard_range": [min(floor), max(floor)],
+        "loop_floor_jaccard": float(np.mean(floor)),
+        "loop_floor_jaccard_range": [min(floor), max(floor)],
         "loop_floor_corr": float(np.mean([corr(lp[i], lp[j]) for i, j in pairs])),
         "loop_fits_at_max_iter": float(np.mean([c for _, _, c in loops])),
         "loop_seconds": float(np.mean([s for _, s, _ in loops])),
@@ -138,7 +154,8 @@ def measure(name: str, X, y, frac: float, converged: str) -> dict:
         "engine_jaccard": float(np.mean([jaccard(q(a), q(b)) for a in ep for b in lp])),
         "engine_corr": float(np.mean([corr(a, b) for a in ep for b in lp])),
         "engine_seconds": float(np.mean([s for _, s in engines])),
-        "ridge_mean_p": float(np.nanmean(ridge)), "ridge_qualified": int(q(ridge).sum()),
+        "ridge_mean_p": float(np.nanmean(ridge)),
+        "ridge_qualified": int(q(ridge).sum()),
         "ridge_jaccard": float(np.mean([jaccard(q(ridge), q(b)) for b in lp])),
         "ridge_seconds": ridge_s,
     }
@@ -163,29 +180,37 @@ def table_row(r: dict) -> str:
     ok = lambda flag: "✓" if flag else "✗"  # noqa: E731
     conv = ""
     if "engine_jaccard_vs_converged_loop" in r:
-        conv = (f"{r['engine_jaccard_vs_converged_loop']:.3f} (loop: {r['loop_jaccard_vs_converged_loop']:.3f})")
-    return (f"| {r['row']} | {r['t']:,} ({r['fraction']:.0%}) | {r['engine_solver']} "
-            f"| {r['loop_mean_p']:.3f} / {r['engine_mean_p']:.3f} {ok(r['pass_mean_p'])} "
-            f"| {r['loop_qualified']:,.0f} / {r['engine_qualified']:,.0f} {ok(r['pass_qualified'])} "
-            f"| {r['loop_floor_jaccard']:.3f} / {r['engine_jaccard']:.3f} {ok(r['pass_jaccard'])} "
-            f"| {r['loop_floor_corr']:.3f} / {r['engine_corr']:.3f} "
-            f"| {r['loop_seconds']:.1f} / {r['engine_seconds']:.2f} "
-            f"| {r['ridge_mean_p']:.3f} / {r['ridge_qualified']:,} / {r['ridge_jaccard']:.3f} "
-            f"| {r['loop_fits_at_max_iter']:.0%} | {conv} |")
+        conv = f"{r['engine_jaccard_vs_converged_loop']:.3f} (loop: {r['loop_jaccard_vs_converged_loop']:.3f})"
+    return (
+        f"| {r['row']} | {r['t']:,} ({r['fraction']:.0%}) | {r['engine_solver']} "
+        f"| {r['loop_mean_p']:.3f} / {r['engine_mean_p']:.3f} {ok(r['pass_mean_p'])} "
+        f"| {r['loop_qualified']:,.0f} / {r['engine_qualified']:,.0f} {ok(r['pass_qualified'])} "
+        f"| {r['loop_floor_jaccard']:.3f} / {r['engine_jaccard']:.3f} {ok(r['pass_jaccard'])} "
+        f"| {r['loop_floor_corr']:.3f} / {r['engine_corr']:.3f} "
+        f"| {r['loop_seconds']:.1f} / {r['engine_seconds']:.2f} "
+        f"| {r['ridge_mean_p']:.3f} / {r['ridge_qualified']:,} / {r['ridge_jaccard']:.3f} "
+        f"| {r['loop_fits_at_max_iter']:.0%} | {conv} |"
+    )
 
 
-HEADER = ("| data | t | engine fits | mean p: loop / engine | rows at p ≥ τ: loop / engine | qualified-set "
-          "Jaccard: loop floor / engine vs loop | per-row corr: loop floor / engine | s per round: loop / engine "
-          "| old ridge default: mean p / rows / Jaccard | loop fits at max_iter | engine (loop) Jaccard vs "
-          "converged loop |\n" + "| --- " * 11 + "|")
+HEADER = (
+    "| data | t | engine fits | mean p: loop / engine | rows at p ≥ τ: loop / engine | qualified-set "
+    "Jaccard: loop floor / engine vs loop | per-row corr: loop floor / engine | s per round: loop / engine "
+    "| old ridge default: mean p / rows / Jaccard | loop fits at max_iter | engine (loop) Jaccard vs "
+    "converged loop |\n" + "| --- " * 11 + "|"
+)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default=",".join(ROWS), help=f"comma list among {', '.join(ROWS)}")
     ap.add_argument("--fractions", default="0.1,0.3", help="t as fractions of the rows")
-    ap.add_argument("--converged", default="auto", choices=["auto", "always", "never"],
-                    help="also run the loop with max_iter=1000 (auto: where most fits stop at max_iter)")
+    ap.add_argument(
+        "--converged",
+        default="auto",
+        choices=["auto", "always", "never"],
+        help="also run the loop with max_iter=1000 (auto: where most fits stop at max_iter)",
+    )
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
     warnings.simplefilter("ignore")

@@ -29,8 +29,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def free_port() -> int:
@@ -42,10 +50,27 @@ def free_port() -> int:
 def start_server(port: int) -> tuple[subprocess.Popen, float]:
     t0 = time.perf_counter()
     env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-                             str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     while True:
         try:
             if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok":
@@ -90,18 +115,25 @@ def main() -> None:
             page.get_by_text("How AFLite works").wait_for(timeout=60_000)
             first = time.perf_counter() - t0
             cold = time.perf_counter() - t_start
-            print(f"cold app: server healthy after {health:.1f} s; home page rendered {first:.1f} s after "
-                  f"opening the URL; {cold:.1f} s from `streamlit run` to a rendered home page")
+            print(
+                f"cold app: server healthy after {health:.1f} s; home page rendered {first:.1f} s after "
+                f"opening the URL; {cold:.1f} s from `streamlit run` to a rendered home page"
+            )
             t0 = time.perf_counter()
             page.goto(base + "/filter")
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot .bars path').length > 0",
-                                   timeout=120_000)
+            page.wait_for_function(
+                "document.querySelectorAll('.js-plotly-plot .bars path').length > 0", timeout=120_000
+            )
             print(f"Filter page first render (first AFLite run on digits): {time.perf_counter() - t0:.1f} s")
-            has_tau = ("(t) => [...document.querySelectorAll('.js-plotly-plot .annotation-text')]"
-                       ".some(e => e.textContent.includes(t))")
+            has_tau = (
+                "(t) => [...document.querySelectorAll('.js-plotly-plot .annotation-text')]"
+                ".some(e => e.textContent.includes(t))"
+            )
             times = tau_change_latency(page, base, "/filter", 6, has_tau)
-            print(f"Filter page, τ change -> chart shows the new τ (browser, end to end): median "
-                  f"{statistics.median(times):.2f} s, max {max(times):.2f} s over {len(times)} changes")
+            print(
+                f"Filter page, τ change -> chart shows the new τ (browser, end to end): median "
+                f"{statistics.median(times):.2f} s, max {max(times):.2f} s over {len(times)} changes"
+            )
             t0 = time.perf_counter()
             page.goto(base + "/synthetic")
             page.wait_for_selector(".js-plotly-plot", timeout=180_000)
@@ -110,19 +142,24 @@ def main() -> None:
             slider = page.get_by_role("slider").first
             stimes = []
             for _ in range(4):
-                before = page.evaluate("[...document.querySelectorAll('.js-plotly-plot')].map(e => e.innerHTML.length)"
-                                       ".join(',')")
+                before = page.evaluate(
+                    "[...document.querySelectorAll('.js-plotly-plot')].map(e => e.innerHTML.length).join(',')"
+                )
                 slider.focus()
                 t0 = time.perf_counter()
                 page.keyboard.press("ArrowLeft")
                 page.wait_for_function(
                     "(b) => [...document.querySelectorAll('.js-plotly-plot')].map(e => e.innerHTML.length)"
                     ".join(',') !== b && !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                    arg=before, timeout=120_000)
+                    arg=before,
+                    timeout=120_000,
+                )
                 stimes.append(time.perf_counter() - t0)
                 page.wait_for_timeout(500)
-            print(f"Synthetic page, τ change -> panels redrawn (browser): median {statistics.median(stimes):.2f} s, "
-                  f"max {max(stimes):.2f} s")
+            print(
+                f"Synthetic page, τ change -> panels redrawn (browser): median {statistics.median(stimes):.2f} s, "
+                f"max {max(stimes):.2f} s"
+            )
             browser.close()
     finally:
         proc.terminate()
@@ -140,11 +177,11 @@ def main() -> None:
     comp = []
     for tau in np.linspace(0.5, 0.95, 10):
         t0 = time.perf_counter()
-        aflite(X, y, target_size=n // 2, train_size=n // 4, slice_size=round(0.05 * n), tau=float(tau),
-               random_state=0)
+        aflite(X, y, target_size=n // 2, train_size=n // 4, slice_size=round(0.05 * n), tau=float(tau), random_state=0)
         comp.append(time.perf_counter() - t0)
-    print(f"compute only, new τ on the digits (AFLite run): median {statistics.median(comp):.2f} s, "
-          f"max {max(comp):.2f} s")
+    print(
+        f"compute only, new τ on the digits (AFLite run): median {statistics.median(comp):.2f} s, max {max(comp):.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -61,8 +61,9 @@ def emit(record: dict, json_out: str | None) -> None:
             fh.write(line + "\n")
 
 
-def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | None, threads: int,
-                       max_iter: int = 1000) -> None:
+def bench_vs_reference(
+    name: str, data: str, ref_seeds: int, json_out: str | None, threads: int, max_iter: int = 1000
+) -> None:
     from reference import reference_aflite
     from threadpoolctl import threadpool_limits
 
@@ -70,12 +71,14 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     from aflite_core.synthetic import make_planted_bias
 
     s = SETTINGS[name]
-    X, y, biased = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[data],
-                                     random_state=0)
+    X, y, biased = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[data], random_state=0)
     kw = dict(target_size=s["target"], n_partitions=s["m"], train_size=s["t"], slice_size=s["k"], tau=s["tau"])
     print(f"   load average {os.getloadavg()}", flush=True)
-    print(f"\n== ({name}) {data}: N={s['n']:,} d={s['d']} C={s['classes']} m={s['m']} t={s['t']:,} "
-          f"k={s['k']:,} tau={s['tau']} target={s['target']:,}", flush=True)
+    print(
+        f"\n== ({name}) {data}: N={s['n']:,} d={s['d']} C={s['classes']} m={s['m']} t={s['t']:,} "
+        f"k={s['k']:,} tau={s['tau']} target={s['target']:,}",
+        flush=True,
+    )
     engine = {}
     for seed in (0, 1):
         aflite(X[:2000], y[:2000], target_size=1000, train_size=300, slice_size=100, random_state=seed)  # warm
@@ -85,8 +88,9 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     ref = {}
     with threadpool_limits(threads):
         for seed in range(ref_seeds):
-            kept, rounds, secs, removed_round, qualified, qsets = reference_aflite(X, y, **kw, random_state=seed,
-                                                                                         max_iter=max_iter)
+            kept, rounds, secs, removed_round, qualified, qsets = reference_aflite(
+                X, y, **kw, random_state=seed, max_iter=max_iter
+            )
             ref[seed] = (kept, rounds, secs, removed_round, qualified, qsets)
             print(f"   reference seed {seed}: {secs:8.1f} s, {rounds} rounds, kept {kept.sum():,}", flush=True)
     fast, fast_s = engine[0]
@@ -95,28 +99,41 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
     common = min(ref_rounds, fast.n_rounds)  # rounds both ran: compare what was removed through them
     through = lambda rr: (rr > 0) & (rr <= common)  # noqa: E731
     rec = {
-        "setting": name, "data": data, "threads": threads, "reference_max_iter": max_iter,
-        "engine_seconds": round(fast_s, 3), "engine_rounds": fast.n_rounds, "engine_kept": fast.n_kept,
-        "engine_stop": fast.stop_reason, "reference_seconds": round(ref_s, 2), "reference_rounds": ref_rounds,
-        "reference_kept": int(ref_kept.sum()), "speedup": round(ref_s / fast_s, 1),
+        "setting": name,
+        "data": data,
+        "threads": threads,
+        "reference_max_iter": max_iter,
+        "engine_seconds": round(fast_s, 3),
+        "engine_rounds": fast.n_rounds,
+        "engine_kept": fast.n_kept,
+        "engine_stop": fast.stop_reason,
+        "reference_seconds": round(ref_s, 2),
+        "reference_rounds": ref_rounds,
+        "reference_kept": int(ref_kept.sum()),
+        "speedup": round(ref_s / fast_s, 1),
         "jaccard_removed_engine_vs_ref": round(jaccard(~fast.kept, ~ref_kept), 3),
         "jaccard_kept_engine_vs_ref": round(jaccard(fast.kept, ref_kept), 3),
         "jaccard_removed_engine_seed0_vs_seed1": round(jaccard(~fast.kept, ~engine[1][0].kept), 3),
         "common_rounds": common,
-        "jaccard_removed_through_common_rounds": round(jaccard(through(fast.removed_round),
-                                                               through(ref_removed_round)), 3),
+        "jaccard_removed_through_common_rounds": round(
+            jaccard(through(fast.removed_round), through(ref_removed_round)), 3
+        ),
         "qualified_per_round_engine": fast.history["n_qualified"].tolist(),
         "qualified_per_round_reference": ref_qualified,
         # the agreement that survives ties: with many rows tied at p = 1 and a random tie-break, the slices
         # removed can be nearly disjoint between two correct implementations while the qualified sets agree
         "jaccard_qualified_per_round_engine_vs_ref": _per_round_jaccard(
-            _engine_qualified_sets(fast, s["tau"]), ref_qsets, n_rows),
+            _engine_qualified_sets(fast, s["tau"]), ref_qsets, n_rows
+        ),
         "jaccard_removed_per_round_engine_vs_ref": _per_round_jaccard(
-            _removed_sets(fast.removed_round, fast.n_rounds), _removed_sets(ref_removed_round, ref_rounds), n_rows),
+            _removed_sets(fast.removed_round, fast.n_rounds), _removed_sets(ref_removed_round, ref_rounds), n_rows
+        ),
         "planted_removed_engine": round(float((~fast.kept[biased]).mean()), 3),
         "planted_removed_reference": round(float((~ref_kept[biased]).mean()), 3),
-        "partition_mode": fast.params["partition_mode"], "rows_per_block": fast.params["rows_per_block"],
-        "engine_family": fast.params["model"]["class"], "engine_solver": _solver(fast),
+        "partition_mode": fast.params["partition_mode"],
+        "rows_per_block": fast.params["rows_per_block"],
+        "engine_family": fast.params["model"]["class"],
+        "engine_solver": _solver(fast),
         "load_average_at_end": [round(v, 2) for v in os.getloadavg()],
     }
     if ref_seeds > 1:
@@ -124,17 +141,26 @@ def bench_vs_reference(name: str, data: str, ref_seeds: int, json_out: str | Non
         rec["jaccard_removed_ref_seed0_vs_seed1 (floor)"] = round(jaccard(~ref_kept, ~other), 3)
         rec["jaccard_kept_ref_seed0_vs_seed1"] = round(jaccard(ref_kept, other), 3)
         rec["jaccard_removed_engine_vs_ref_seed1"] = round(jaccard(~fast.kept, ~other), 3)
-        rec["jaccard_qualified_per_round_ref_seed0_vs_seed1 (floor)"] = _per_round_jaccard(ref_qsets, ref[1][5],
-                                                                                         n_rows)
+        rec["jaccard_qualified_per_round_ref_seed0_vs_seed1 (floor)"] = _per_round_jaccard(ref_qsets, ref[1][5], n_rows)
         rec["jaccard_qualified_per_round_engine_seed0_vs_seed1"] = _per_round_jaccard(
-            _engine_qualified_sets(fast, s["tau"]), _engine_qualified_sets(engine[1][0], s["tau"]), n_rows)
-    print(f"   qualified-set Jaccard per round, engine vs reference: "
-          f"{rec['jaccard_qualified_per_round_engine_vs_ref']}; removed slices: "
-          f"{rec['jaccard_removed_per_round_engine_vs_ref']}", flush=True)
-    print(f"   engine: {fast_s:.2f} s ({fast.n_rounds} rounds) -> {ref_s / fast_s:.0f}x faster; removed-set "
-          f"Jaccard vs reference {rec['jaccard_removed_engine_vs_ref']:.3f}"
-          + (f" (reference vs reference, other seed: {rec['jaccard_removed_ref_seed0_vs_seed1 (floor)']:.3f})"
-             if ref_seeds > 1 else ""), flush=True)
+            _engine_qualified_sets(fast, s["tau"]), _engine_qualified_sets(engine[1][0], s["tau"]), n_rows
+        )
+    print(
+        f"   qualified-set Jaccard per round, engine vs reference: "
+        f"{rec['jaccard_qualified_per_round_engine_vs_ref']}; removed slices: "
+        f"{rec['jaccard_removed_per_round_engine_vs_ref']}",
+        flush=True,
+    )
+    print(
+        f"   engine: {fast_s:.2f} s ({fast.n_rounds} rounds) -> {ref_s / fast_s:.0f}x faster; removed-set "
+        f"Jaccard vs reference {rec['jaccard_removed_engine_vs_ref']:.3f}"
+        + (
+            f" (reference vs reference, other seed: {rec['jaccard_removed_ref_seed0_vs_seed1 (floor)']:.3f})"
+            if ref_seeds > 1
+            else ""
+        ),
+        flush=True,
+    )
     emit(rec, json_out)
 
 
@@ -223,8 +249,11 @@ print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=r
 
 def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -> None:
     s = SETTINGS["c"]
-    print(f"\n== (c) SNLI-shaped: N={s['n']:,} d={s['d']} float32 C=3 m={s['m']} t={s['t']:,} k={s['k']:,} "
-          f"target={s['target']:,}", flush=True)
+    print(
+        f"\n== (c) SNLI-shaped: N={s['n']:,} d={s['d']} float32 C=3 m={s['m']} t={s['t']:,} k={s['k']:,} "
+        f"target={s['target']:,}",
+        flush=True,
+    )
     tmp = Path(workdir or tempfile.mkdtemp(prefix="aflite-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / f"snli_shaped_sep{CLASS_SEP:g}.npy"
@@ -232,20 +261,36 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -
         t0 = time.perf_counter()
         write_snli_shaped(path, s, class_sep=CLASS_SEP)
         print(f"   wrote {path} in {time.perf_counter() - t0:.0f} s", flush=True)
-    code = CHILD.format(root=str(HERE.parent), path=str(path), labels=str(path.with_suffix(".labels.npy")),
-                        biased=str(path.with_suffix(".biased.npy")), target=s["target"], m=s["m"], t=s["t"],
-                        k=s["k"], tau=s["tau"], threads=threads)
+    code = CHILD.format(
+        root=str(HERE.parent),
+        path=str(path),
+        labels=str(path.with_suffix(".labels.npy")),
+        biased=str(path.with_suffix(".biased.npy")),
+        target=s["target"],
+        m=s["m"],
+        t=s["t"],
+        k=s["k"],
+        tau=s["tau"],
+        threads=threads,
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
     sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
         print("   (c) failed", flush=True)
         return
     rec = json.loads(proc.stdout.strip().splitlines()[-1])
-    rec.update(setting="c", threads=threads, peak_over_x=round(rec["peak_rss"] / rec["x_bytes"], 2),
-               load_average_at_end=[round(v, 2) for v in os.getloadavg()])
-    print(f"   engine: {rec['seconds'] / 60:.1f} min, {rec['rounds']} rounds, kept {rec['kept']:,} "
-          f"({rec['stop']}); peak RSS {rec['peak_rss'] / 2**30:.2f} GiB = {rec['peak_over_x']}x the "
-          f"{rec['x_bytes'] / 2**30:.2f} GiB feature matrix", flush=True)
+    rec.update(
+        setting="c",
+        threads=threads,
+        peak_over_x=round(rec["peak_rss"] / rec["x_bytes"], 2),
+        load_average_at_end=[round(v, 2) for v in os.getloadavg()],
+    )
+    print(
+        f"   engine: {rec['seconds'] / 60:.1f} min, {rec['rounds']} rounds, kept {rec['kept']:,} "
+        f"({rec['stop']}); peak RSS {rec['peak_rss'] / 2**30:.2f} GiB = {rec['peak_over_x']}x the "
+        f"{rec['x_bytes'] / 2**30:.2f} GiB feature matrix",
+        flush=True,
+    )
     emit(rec, json_out)
 
 
@@ -255,18 +300,26 @@ def main() -> None:
     ap.add_argument("--data", default="anisotropic,isotropic", help="comma list among anisotropic,isotropic")
     ap.add_argument("--reference-seeds", type=int, default=2, help="reference runs (2 gives the noise floor)")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads for engine and reference")
-    ap.add_argument("--reference-max-iter", type=int, default=1000,
-                    help="L-BFGS cap of the reference's LogisticRegression (1000: converge; sklearn's default: 100)")
+    ap.add_argument(
+        "--reference-max-iter",
+        type=int,
+        default=1000,
+        help="L-BFGS cap of the reference's LogisticRegression (1000: converge; sklearn's default: 100)",
+    )
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--workdir", default=None, help="where (c) writes its 2 GB feature file (reused if present)")
     args = ap.parse_args()
-    print(f"machine: {os.cpu_count()} cores; numpy {np.__version__}; "
-          f"maxrss unit check {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", flush=True)
+    print(
+        f"machine: {os.cpu_count()} cores; numpy {np.__version__}; "
+        f"maxrss unit check {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}",
+        flush=True,
+    )
     for name in args.settings.split(","):
         if name in ("a", "b"):
             for data in args.data.split(","):
-                bench_vs_reference(name, data, args.reference_seeds, args.json_out, args.threads,
-                                   args.reference_max_iter)
+                bench_vs_reference(
+                    name, data, args.reference_seeds, args.json_out, args.threads, args.reference_max_iter
+                )
         elif name == "c":
             bench_snli_shaped(args.json_out, args.threads, args.workdir)
 

@@ -84,11 +84,24 @@ print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=r
 
 
 def run(path: Path, dask: bool, n_workers: int) -> dict:
-    code = CHILD.format(root=str(HERE.parent), path=str(path), labels=str(path.with_suffix(".labels.npy")),
-                        dask=dask, n_workers=n_workers, target=SNLI["target"], m=SNLI["m"], t=SNLI["t"],
-                        k=SNLI["k"], tau=SNLI["tau"])
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1"))
+    code = CHILD.format(
+        root=str(HERE.parent),
+        path=str(path),
+        labels=str(path.with_suffix(".labels.npy")),
+        dask=dask,
+        n_workers=n_workers,
+        target=SNLI["target"],
+        m=SNLI["m"],
+        t=SNLI["t"],
+        k=SNLI["k"],
+        tau=SNLI["tau"],
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1"),
+    )
     tail = "\n".join(line for line in proc.stderr.splitlines() if line.strip().startswith("round"))
     print(tail, flush=True)
     if proc.returncode != 0:
@@ -115,7 +128,7 @@ def projection(dask_rec: dict) -> str:
     for size in sizes:
         held = max(size - s["t"], 0)
         flops += 2 * held * s["d"] * s["m"] * (s["classes"] - 1)  # scoring (only held-out pairs)
-        flops += 2 * s["m"] * blocks * D * D                         # combining block Grams
+        flops += 2 * s["m"] * blocks * D * D  # combining block Grams
     workers = 2
     repeated = 2 * s["n"] * D * D + len(sizes) * 2 * s["k"] * D * D  # per worker: stack build + downdates
     secs = dask_rec["seconds"]
@@ -132,10 +145,12 @@ def projection(dask_rec: dict) -> str:
         work += 2 * img["m"] * blocks * D * D
         size -= img["k"]
     fixed = 2 * img["n"] * D * D + rounds * 2 * img["k"] * D * D
-    lines = [f"effective rate per worker (measured): {rate / 1e9:.1f} GFLOP/s",
-             f"ImageNet-shaped run: {rounds} rounds, {work / 1e15:.1f} PFLOP shared by the workers, plus "
-             f"{fixed / 1e12:.0f} TFLOP every worker repeats (~{fixed / rate / 3600:.1f} h at that rate); "
-             f"block-Gram stack {blocks * D * D * 4 / 2**30:.1f} GiB per worker"]
+    lines = [
+        f"effective rate per worker (measured): {rate / 1e9:.1f} GFLOP/s",
+        f"ImageNet-shaped run: {rounds} rounds, {work / 1e15:.1f} PFLOP shared by the workers, plus "
+        f"{fixed / 1e12:.0f} TFLOP every worker repeats (~{fixed / rate / 3600:.1f} h at that rate); "
+        f"block-Gram stack {blocks * D * D * 4 / 2**30:.1f} GiB per worker",
+    ]
     for n_workers in (2, 8, 32, 128):
         t = work / (rate * n_workers) + fixed / rate + rounds * overhead
         lines.append(f"  on {n_workers:>3} workers: ~{t / 3600:.1f} h")
@@ -167,16 +182,24 @@ def main() -> None:
         records[label] = rec
         peak = rec["peak"]
         print(f"   {rec['seconds'] / 60:.1f} min, {rec['rounds']} rounds, kept {rec['kept']:,} ({rec['stop']})")
-        print(f"   peak memory: process {peak['self_rss'] / 2**30:.2f} GiB RSS"
-              + (f"; workers {peak['workers_rss'] / 2**30:.2f} GiB RSS / {peak['workers_uss'] / 2**30:.2f} GiB "
-                 f"unique; all {peak['uss'] / 2**30:.2f} GiB unique" if dask else "")
-              + f" (feature matrix {rec['x_bytes'] / 2**30:.2f} GiB, memory-mapped)")
+        print(
+            f"   peak memory: process {peak['self_rss'] / 2**30:.2f} GiB RSS"
+            + (
+                f"; workers {peak['workers_rss'] / 2**30:.2f} GiB RSS / {peak['workers_uss'] / 2**30:.2f} GiB "
+                f"unique; all {peak['uss'] / 2**30:.2f} GiB unique"
+                if dask
+                else ""
+            )
+            + f" (feature matrix {rec['x_bytes'] / 2**30:.2f} GiB, memory-mapped)"
+        )
         if rec["stats"]:
             sent = [s["bytes_sent"] for s in rec["stats"]]
             recv = [s["bytes_received"] for s in rec["stats"]]
-            print(f"   shipped per round: sent {np.mean(sent) / 2**20:.1f} MiB (max {max(sent) / 2**20:.1f}), "
-                  f"received {np.mean(recv) / 2**20:.1f} MiB; once per run: {rec['setup_bytes'] / 2**20:.1f} MiB "
-                  f"(labels; features are read from the file by each worker)")
+            print(
+                f"   shipped per round: sent {np.mean(sent) / 2**20:.1f} MiB (max {max(sent) / 2**20:.1f}), "
+                f"received {np.mean(recv) / 2**20:.1f} MiB; once per run: {rec['setup_bytes'] / 2**20:.1f} MiB "
+                f"(labels; features are read from the file by each worker)"
+            )
         if args.json_out:
             with open(args.json_out, "a") as fh:
                 fh.write(json.dumps({"label": label, **rec}) + "\n")

@@ -40,8 +40,16 @@ def reference_round(X, y, S, *, n_partitions, train_size, rng, max_iter=1000, st
 def reference_predictability(X, y, *, n_partitions, train_size, random_state, max_iter=1000, stats=None):
     """p(i) of one round on all rows (NaN where no model held the row out)."""
     rng = np.random.default_rng(random_state)
-    correct, count = reference_round(X, y, np.arange(len(y)), n_partitions=n_partitions, train_size=train_size,
-                                     rng=rng, max_iter=max_iter, stats=stats)
+    correct, count = reference_round(
+        X,
+        y,
+        np.arange(len(y)),
+        n_partitions=n_partitions,
+        train_size=train_size,
+        rng=rng,
+        max_iter=max_iter,
+        stats=stats,
+    )
     with np.errstate(invalid="ignore"):
         return correct / count
 
@@ -61,8 +69,9 @@ def reference_aflite(X, y, *, target_size, n_partitions, train_size, slice_size,
     t0 = time.perf_counter()
     while len(S) > target_size:
         rnd += 1
-        correct, count = reference_round(X, y, S, n_partitions=n_partitions, train_size=train_size, rng=rng,
-                                         max_iter=max_iter)
+        correct, count = reference_round(
+            X, y, S, n_partitions=n_partitions, train_size=train_size, rng=rng, max_iter=max_iter
+        )
         with np.errstate(invalid="ignore"):
             p = correct / count
         qualified = np.flatnonzero((count > 0) & (p >= tau))

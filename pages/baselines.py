@@ -8,9 +8,11 @@ from aflite_app.state import MODEL_FAMILIES
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Baselines")
-st.caption("Is AFLite's subset harder because of *which* rows it kept, or only because it is smaller? The same "
-           "model families are cross-validated on the full data, on AFLite's kept rows, on a random subset of the "
-           "same size and on the subset a one-shot filter keeps (one model, one split, one pass; ICML 2020 §4.2).")
+st.caption(
+    "Is AFLite's subset harder because of *which* rows it kept, or only because it is smaller? The same "
+    "model families are cross-validated on the full data, on AFLite's kept rows, on a random subset of the "
+    "same size and on the subset a one-shot filter keeps (one model, one split, one pass; ICML 2020 §4.2)."
+)
 
 spec, result, data = ui.current_run("this page compares that run's kept rows with equal-size baselines")
 
@@ -20,47 +22,68 @@ default_partial = compute.default_partial_input(data, used)
 
 c1, c2 = st.columns([3, 2])
 models = c1.multiselect(
-    "Model families", list(compute.BASELINE_MODELS), default=list(compute.BASELINE_DEFAULT_MODELS),
-    format_func=compute.BASELINE_MODELS.get, key="bl-models",
+    "Model families",
+    list(compute.BASELINE_MODELS),
+    default=list(compute.BASELINE_DEFAULT_MODELS),
+    format_func=compute.BASELINE_MODELS.get,
+    key="bl-models",
     help="Each family is trained and tested by k-fold cross-validation inside every subset. RBF SVM and the "
-         "MLP are slower; their training folds are capped (see Options).",
+    "MLP are slower; their training folds are capped (see Options).",
 )
 none_label = "none"
 partial = c2.selectbox(
-    "Partial input (second representation)", [none_label, *partials],
-    index=1 + partials.index(default_partial) if default_partial else 0, key=f"bl-partial-{spec.dataset.key}",
+    "Partial input (second representation)",
+    [none_label, *partials],
+    index=1 + partials.index(default_partial) if default_partial else 0,
+    key=f"bl-partial-{spec.dataset.key}",
     format_func=lambda r: r if r == none_label else data.representation_descriptions.get(r, r),
     help="A model that sees only part of the input (e.g. the hypothesis of a premise/hypothesis pair) should not "
-         "beat chance on a good benchmark. Datasets without a text pair have no partial input; you can still "
-         "compare with another representation of the same rows.",
+    "beat chance on a good benchmark. Datasets without a text pair have no partial input; you can still "
+    "compare with another representation of the same rows.",
 )
 with st.expander("Options: folds, training-row cap, seed"):
     o1, o2, o3 = st.columns(3)
     n_splits = o1.number_input("Folds (k-fold cross-validation)", 2, 10, 5, key="bl-folds")
-    cap = o2.number_input("Max training rows per fold", 100, 20_000, 2000, step=500, key="bl-cap",
-                          help="Every model trains on a seeded random sample of at most this many rows of each "
-                               "training fold (test folds are untouched): keeps RBF SVM and MLP responsive.")
+    cap = o2.number_input(
+        "Max training rows per fold",
+        100,
+        20_000,
+        2000,
+        step=500,
+        key="bl-cap",
+        help="Every model trains on a seeded random sample of at most this many rows of each "
+        "training fold (test folds are untouched): keeps RBF SVM and MLP responsive.",
+    )
     seed = o3.number_input("Seed (random subset, one-shot split, folds)", 0, 2**31 - 1, 0, key="bl-seed")
 
 if not models:
     st.warning("Choose at least one model family.")
     st.stop()
 
-options = compute.BaselineOptions(models=tuple(m for m in compute.BASELINE_MODELS if m in models),
-                                  partial=None if partial == none_label else partial, n_splits=int(n_splits),
-                                  max_train_rows=int(cap), seed=int(seed))
+options = compute.BaselineOptions(
+    models=tuple(m for m in compute.BASELINE_MODELS if m in models),
+    partial=None if partial == none_label else partial,
+    n_splits=int(n_splits),
+    max_train_rows=int(cap),
+    seed=int(seed),
+)
 report = compute.stored_baselines(spec, options)
 if report is None:
     estimate = compute.baseline_estimate(
-        data.n_rows, options, data.representation(used).shape[1],
-        None if options.partial is None else data.representation(options.partial).shape[1])
+        data.n_rows,
+        options,
+        data.representation(used).shape[1],
+        None if options.partial is None else data.representation(options.partial).shape[1],
+    )
     gate = st.empty()
     if estimate > compute.BASELINE_AUTO_SECONDS:
         with gate.container():
-            st.info(f"This comparison trains {len(options.models)} model "
-                    f"famil{'ies' if len(options.models) > 1 else 'y'} × {options.n_splits} folds × 4 subsets"
-                    f"{' × 2 representations' if options.partial else ''} on {data.n_rows:,} rows: roughly "
-                    f"{estimate:.0f} s. It is cached once computed.")
+            st.info(
+                f"This comparison trains {len(options.models)} model "
+                f"famil{'ies' if len(options.models) > 1 else 'y'} × {options.n_splits} folds × 4 subsets"
+                f"{' × 2 representations' if options.partial else ''} on {data.n_rows:,} rows: roughly "
+                f"{estimate:.0f} s. It is cached once computed."
+            )
             clicked = st.button("Compute", type="primary", key="bl-compute")
         if not clicked:
             st.stop()
@@ -75,42 +98,65 @@ for note in report.notes:
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Full data", f"{report.sizes['full']:,} rows")
 share = report.sizes["aflite"] / report.sizes["full"]
-m2.metric("AFLite kept", f"{report.sizes['aflite']:,} rows", f"{share:.0%} of the full data", delta_color="off",
-          delta_arrow="off")
+m2.metric(
+    "AFLite kept",
+    f"{report.sizes['aflite']:,} rows",
+    f"{share:.0%} of the full data",
+    delta_color="off",
+    delta_arrow="off",
+)
 m3.metric("Random subset", f"{report.sizes['random']:,} rows")
 m4.metric("One-shot filter", f"{report.sizes['one-shot']:,} rows" if "one-shot" in report.sizes else "n/a")
 
 partial_label = None if options.partial is None else data.representation_descriptions.get(options.partial)
-reading = charts.plain_reading(acc, bias, model_labels=compute.BASELINE_MODELS,
-                           partial_label=None if options.partial is None else f"'{options.partial}'")
+reading = charts.plain_reading(
+    acc,
+    bias,
+    model_labels=compute.BASELINE_MODELS,
+    partial_label=None if options.partial is None else f"'{options.partial}'",
+)
 if reading:
     st.markdown("\n".join(f"- {line}" for line in reading))
 
 view_labels = {"full input": f"full input: Φ = '{used}'", "partial input": f"partial input: '{options.partial}'"}
 fig = charts.accuracy_chart(acc, model_labels=compute.BASELINE_MODELS, view_labels=view_labels)
 st.plotly_chart(fig, width="stretch", key="bl-accuracy")
-groups_text = (f" Folds keep every '{report.grouped_by}' on one side (a premise never trains and tests)."
-               if report.grouped_by else "")
+groups_text = (
+    f" Folds keep every '{report.grouped_by}' on one side (a premise never trains and tests)."
+    if report.grouped_by
+    else ""
+)
 ui.caption(
     f"Cross-validated accuracy ({options.n_splits}-fold, mean ± one fold sd) of each model family (x) inside each "
     f"subset: grey the full data, blue AFLite's kept rows, green a random subset of the same size (same class mix "
     f"as the full data), purple the rows a one-shot filter keeps (one {report.one_shot_model} model trained once on "
     f"t = {report.train_size:,} rows removes the held-out rows it predicts most confidently). Lower means the "
     f"family finds the subset harder. {charts.chance_text(acc, fig)}{groups_text}"
-    + (f" The right panel scores the same four subsets with the partial input '{options.partial}' ({partial_label})."
-       if options.partial
-       else (" This dataset has no partial input (no premise/hypothesis text pair); pick a second representation "
-             "above to compare one." if partials else " This dataset has no partial input (no text pair) and only "
-                                                       "one representation."))
+    + (
+        f" The right panel scores the same four subsets with the partial input '{options.partial}' ({partial_label})."
+        if options.partial
+        else (
+            " This dataset has no partial input (no premise/hypothesis text pair); pick a second representation "
+            "above to compare one."
+            if partials
+            else " This dataset has no partial input (no text pair) and only one representation."
+        )
+    )
 )
 
 st.subheader("Accuracy table")
-st.dataframe(charts.baseline_table(acc, model_labels=compute.BASELINE_MODELS,
-                              view_labels={"full input": "full", "partial input": "partial"}),
-             hide_index=True, width="stretch")
-ui.caption("Cross-validated accuracy of each model family in each subset (the column names give the subset sizes). "
-           "'AFLite − random' below 0 means the AFLite subset is harder than choosing the same number of rows at "
-           "random makes it.")
+st.dataframe(
+    charts.baseline_table(
+        acc, model_labels=compute.BASELINE_MODELS, view_labels={"full input": "full", "partial input": "partial"}
+    ),
+    hide_index=True,
+    width="stretch",
+)
+ui.caption(
+    "Cross-validated accuracy of each model family in each subset (the column names give the subset sizes). "
+    "'AFLite − random' below 0 means the AFLite subset is harder than choosing the same number of rows at "
+    "random makes it."
+)
 
 st.subheader("Representation bias of each subset")
 st.plotly_chart(charts.bias_chart(bias), width="stretch", key="bl-bias")
@@ -127,5 +173,7 @@ with st.expander("All numbers"):
 notes = sorted({n for n in acc["note"] if n})
 if notes:
     st.caption("Notes: " + "; ".join(notes) + ".")
-st.caption(f"Computed in {report.seconds:.1f} s (cached: changing pages or coming back is instant; adding a model "
-           "family computes only that family).")
+st.caption(
+    f"Computed in {report.seconds:.1f} s (cached: changing pages or coming back is instant; adding a model "
+    "family computes only that family)."
+)

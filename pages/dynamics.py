@@ -11,11 +11,13 @@ NONE = "none"
 SOURCES = {"record": "Record them on this dataset", "upload": "Upload dynamics (allenai/cartography JSONL)"}
 
 st.title("Training dynamics")
-st.caption("A second way to find the easy rows (Cosma et al., EMNLP 2024): train a small model for a few epochs "
-           "on the rows themselves and watch how it learns each one. Four numbers summarise a row's trajectory "
-           "(confidence, variability, correctness, area under the margin), once for the full input and once for a "
-           "partial input; clustering them gives the levels easy, ambiguous and hard. Below, the levels are set "
-           "against the rows AFLite removes.")
+st.caption(
+    "A second way to find the easy rows (Cosma et al., EMNLP 2024): train a small model for a few epochs "
+    "on the rows themselves and watch how it learns each one. Four numbers summarise a row's trajectory "
+    "(confidence, variability, correctness, area under the margin), once for the full input and once for a "
+    "partial input; clustering them gives the levels easy, ambiguous and hard. Below, the levels are set "
+    "against the rows AFLite removes."
+)
 
 dspec, data = ui.current_dataset()
 key = dspec.key
@@ -23,87 +25,132 @@ class_names = compute.class_names(data)
 
 # -- where the dynamics come from ----------------------------------------------------------------------------
 st.subheader("Record or bring the dynamics")
-source = st.radio("Where the dynamics come from", list(SOURCES), format_func=SOURCES.get, horizontal=True,
-                  key="dyn-source")
+source = st.radio(
+    "Where the dynamics come from", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="dyn-source"
+)
 seed = 0
 if source == "record":
     partials = compute.partial_input_choices(data, dspec.representation)
     natural = [r for r in partials if compute.is_partial_input(data, r)]
     c1, c2, c3 = st.columns([3, 1, 1])
     partial = c1.selectbox(
-        "Partial input (a second model sees only this)", [*partials, NONE],
+        "Partial input (a second model sees only this)",
+        [*partials, NONE],
         key=f"dyn-partial-{key}-{dspec.representation}",
-        format_func=lambda r: "none: full input only (four features)" if r == NONE
-        else f"{r}: {data.representation_descriptions.get(r, r)}",
+        format_func=lambda r: (
+            "none: full input only (four features)"
+            if r == NONE
+            else f"{r}: {data.representation_descriptions.get(r, r)}"
+        ),
         help="The paper trains one model on premise + hypothesis and one on the hypothesis alone; a row the "
-             "hypothesis-only model learns easily is likely to carry an annotation artifact.")
-    epochs = c2.number_input("Epochs", 1, compute.DYN_MAX_EPOCHS, 5, key="dyn-epochs",
-                             help="Passes over the data; the paper uses 5.")
-    seed = int(c3.number_input("Seed", 0, 2**31 - 1, 0, key="dyn-seed",
-                               help="Initial weights, shuffles and the Gaussian mixture."))
+        "hypothesis-only model learns easily is likely to carry an annotation artifact.",
+    )
+    epochs = c2.number_input(
+        "Epochs", 1, compute.DYN_MAX_EPOCHS, 5, key="dyn-epochs", help="Passes over the data; the paper uses 5."
+    )
+    seed = int(
+        c3.number_input(
+            "Seed", 0, 2**31 - 1, 0, key="dyn-seed", help="Initial weights, shuffles and the Gaussian mixture."
+        )
+    )
     full_desc = data.representation_descriptions.get(dspec.representation, dspec.representation)
     if partial == NONE:
-        note = ("Only the full input is recorded, so the levels use its four features."
-                if partials else f"'{data.name}' has a single representation, so there is no partial input: the levels "
-                                 "use the four full-input features.")
+        note = (
+            "Only the full input is recorded, so the levels use its four features."
+            if partials
+            else f"'{data.name}' has a single representation, so there is no partial input: the levels "
+            "use the four full-input features."
+        )
     elif natural and partial in natural:
-        note = (f"Partial input '{partial}' is a natural one (part of each example, such as the hypothesis of a "
-                "premise/hypothesis pair): rows its model learns easily carry cues that need no reasoning.")
+        note = (
+            f"Partial input '{partial}' is a natural one (part of each example, such as the hypothesis of a "
+            "premise/hypothesis pair): rows its model learns easily carry cues that need no reasoning."
+        )
     else:
-        note = (f"'{data.name}' has no natural partial input (it is not a premise/hypothesis pair), so '{partial}' is "
-                "simply a second, weaker view of the same rows: read the partial_ features as how easily a weaker "
-                "model learns a row, not as an annotation artifact.")
-    st.caption(f"Full input: the sidebar's representation '{dspec.representation}' ({full_desc}). {note} A softmax "
-               "model is trained with Adam (batch 32, learning rate 0.01 decaying to 0) on all rows, in-sample, as "
-               "the paper does on the test set.")
+        note = (
+            f"'{data.name}' has no natural partial input (it is not a premise/hypothesis pair), so '{partial}' is "
+            "simply a second, weaker view of the same rows: read the partial_ features as how easily a weaker "
+            "model learns a row, not as an annotation artifact."
+        )
+    st.caption(
+        f"Full input: the sidebar's representation '{dspec.representation}' ({full_desc}). {note} A softmax "
+        "model is trained with Adam (batch 32, learning rate 0.01 decaying to 0) on all rows, in-sample, as "
+        "the paper does on the test set."
+    )
     spec = compute.DynamicsSpec(dspec, None if partial == NONE else partial, int(epochs), seed)
 else:
-    st.caption("allenai/cartography writes one file per epoch, dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …, "
-               'each line {"guid": id, "logits_epoch_<e>": [one logit per class], "gold": class index}. The guid must '
-               f"be the row's id in the dataset selected in the sidebar ('{data.name}': ids "
-               f"{', '.join(str(i) for i in data.ids[:3])}, …). At most {compute.DYN_MAX_UPLOAD_FILES} epochs and "
-               f"{compute.DYN_MAX_UPLOAD_BYTES // 2**20} MB per input.")
+    st.caption(
+        "allenai/cartography writes one file per epoch, dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …, "
+        'each line {"guid": id, "logits_epoch_<e>": [one logit per class], "gold": class index}. The guid must '
+        f"be the row's id in the dataset selected in the sidebar ('{data.name}': ids "
+        f"{', '.join(str(i) for i in data.ids[:3])}, …). At most {compute.DYN_MAX_UPLOAD_FILES} epochs and "
+        f"{compute.DYN_MAX_UPLOAD_BYTES // 2**20} MB per input."
+    )
     u1, u2 = st.columns(2)
-    full_files = u1.file_uploader("Full-input dynamics (dynamics_epoch_*.jsonl, all epochs)", type=["jsonl"],
-                                  accept_multiple_files=True, key=f"dyn-up-full-{key}")
-    partial_files = u2.file_uploader("Partial-input dynamics (optional, e.g. hypothesis only)", type=["jsonl"],
-                                     accept_multiple_files=True, key=f"dyn-up-partial-{key}")
-    order = st.text_input("Class names in logit order (comma-separated)", ", ".join(class_names),
-                          key=f"dyn-classes-{key}",
-                          help="Logit j of every line is the j-th class named here; gold may be its index or name.")
+    full_files = u1.file_uploader(
+        "Full-input dynamics (dynamics_epoch_*.jsonl, all epochs)",
+        type=["jsonl"],
+        accept_multiple_files=True,
+        key=f"dyn-up-full-{key}",
+    )
+    partial_files = u2.file_uploader(
+        "Partial-input dynamics (optional, e.g. hypothesis only)",
+        type=["jsonl"],
+        accept_multiple_files=True,
+        key=f"dyn-up-partial-{key}",
+    )
+    order = st.text_input(
+        "Class names in logit order (comma-separated)",
+        ", ".join(class_names),
+        key=f"dyn-classes-{key}",
+        help="Logit j of every line is the j-th class named here; gold may be its index or name.",
+    )
     if not full_files:
         st.info("Upload the full-input epoch files to see the levels, or record the dynamics on this dataset.")
         st.stop()
     with ui.errors():
-        spec = compute.dynamics_upload(dspec, [(f.name, f.getvalue()) for f in full_files],
-                                       [(f.name, f.getvalue()) for f in partial_files or []], order)
+        spec = compute.dynamics_upload(
+            dspec,
+            [(f.name, f.getvalue()) for f in full_files],
+            [(f.name, f.getvalue()) for f in partial_files or []],
+            order,
+        )
 
 # -- level method --------------------------------------------------------------------------------------------
 st.subheader("Difficulty levels")
 m1, m2 = st.columns([2, 3])
-method = m1.radio("Level method", list(compute.DYN_LEVEL_METHODS), format_func=compute.DYN_LEVEL_METHODS.get,
-                  key="dyn-method")
+method = m1.radio(
+    "Level method", list(compute.DYN_LEVEL_METHODS), format_func=compute.DYN_LEVEL_METHODS.get, key="dyn-method"
+)
 if method == "data_maps":
     frac = m2.slider("Ambiguous share (the most variable rows)", 0.05, 0.90, 0.33, 0.01, key="dyn-ambiguous")
-    m2.caption("Swayamdipta et al. (2020): rows in the top variability share are ambiguous; the rest are split at "
-               "their median confidence into easy (above) and hard (below).")
+    m2.caption(
+        "Swayamdipta et al. (2020): rows in the top variability share are ambiguous; the rest are split at "
+        "their median confidence into easy (above) and hard (below)."
+    )
     level = compute.LevelSpec("data_maps", ambiguous_fraction=float(frac))
 elif method == "aum":
     lo, hi = m2.slider("AUM percentiles bounding 'ambiguous'", 0.01, 0.99, (0.33, 0.66), 0.01, key="dyn-aum")
-    m2.caption("Pleiss et al. (2020): rows below the lower percentile of the area under the margin are hard, above "
-               "the upper one easy, in between ambiguous.")
+    m2.caption(
+        "Pleiss et al. (2020): rows below the lower percentile of the area under the margin are hard, above "
+        "the upper one easy, in between ambiguous."
+    )
     level = compute.LevelSpec("aum", lower=float(lo), upper=float(hi))
 else:
-    m2.caption("A 3-component Gaussian mixture over the standardised features (four per input); the clusters are "
-               "ranked by their mean full-input confidence: highest easy, lowest hard. No thresholds to choose; "
-               "levels need not be equal in size (in the paper ~70 % easy, ~10 % hard).")
+    m2.caption(
+        "A 3-component Gaussian mixture over the standardised features (four per input); the clusters are "
+        "ranked by their mean full-input confidence: highest easy, lowest hard. No thresholds to choose; "
+        "levels need not be equal in size (in the paper ~70 % easy, ~10 % hard)."
+    )
     level = compute.LevelSpec("gmm", seed=seed)
 
 if compute.stored_dynamics(spec) is None:
     estimate = compute.dynamics_estimate(spec)
     if estimate > compute.DYN_AUTO_SECONDS:
-        st.info(f"Recording trains {'two models' if spec.partial else 'a model'} for {spec.epochs} epochs on "
-                f"{data.n_rows:,} rows: roughly {estimate:.0f} s. It is cached once recorded.")
+        st.info(
+            f"Recording trains {'two models' if spec.partial else 'a model'} for {spec.epochs} epochs on "
+            f"{data.n_rows:,} rows: roughly {estimate:.0f} s. It is cached once recorded."
+        )
         if not st.button("Record training dynamics", type="primary", key="dyn-record"):
             st.stop()
     with st.spinner("Recording the training dynamics…"), ui.errors():
@@ -114,25 +161,33 @@ with ui.errors():
 counts = charts.level_counts(frame)
 cols = st.columns(4)
 for col, (_, row) in zip(cols, counts.iterrows()):
-    col.metric(f"{row['level']} rows", f"{int(row['rows']):,}", f"{row['share']:.0%} of {len(frame):,}",
-               delta_color="off")
+    col.metric(
+        f"{row['level']} rows", f"{int(row['rows']):,}", f"{row['share']:.0%} of {len(frame):,}", delta_color="off"
+    )
 has_partial = "partial_confidence" in frame.columns
-cols[3].metric("Features clustered" if method == "gmm" else "Features used",
-               ("8" if has_partial else "4") if method == "gmm" else ("AUM" if method == "aum" else "conf. + var."),
-               "full + partial input" if has_partial and method == "gmm" else "full input", delta_color="off")
+cols[3].metric(
+    "Features clustered" if method == "gmm" else "Features used",
+    ("8" if has_partial else "4") if method == "gmm" else ("AUM" if method == "aum" else "conf. + var."),
+    "full + partial input" if has_partial and method == "gmm" else "full input",
+    delta_color="off",
+)
 
 st.plotly_chart(charts.data_map(frame), width="stretch", key="dyn-map")
-ui.caption("The data map: each point is a row; up = the model gave its gold class a high probability on average "
-           "(confidence), right = that probability changed a lot across epochs (variability). Colour = difficulty "
-           "level, symbol = in how many epochs the model got the row right. Easy rows sit top-left, hard rows "
-           "bottom-left, ambiguous ones to the right.")
+ui.caption(
+    "The data map: each point is a row; up = the model gave its gold class a high probability on average "
+    "(confidence), right = that probability changed a lot across epochs (variability). Colour = difficulty "
+    "level, symbol = in how many epochs the model got the row right. Easy rows sit top-left, hard rows "
+    "bottom-left, ambiguous ones to the right."
+)
 
 # -- the comparison with AFLite ------------------------------------------------------------------------------
 st.subheader("Levels vs AFLite")
 fspec = st.session_state.get(LAST)
 if fspec is None or fspec.dataset != dspec:
-    st.info("Run AFLite on the Filter page on this dataset and representation; this section then shows how many "
-            "easy, ambiguous and hard rows AFLite removed, with examples from each cell.")
+    st.info(
+        "Run AFLite on the Filter page on this dataset and representation; this section then shows how many "
+        "easy, ambiguous and hard rows AFLite removed, with examples from each cell."
+    )
     st.page_link("pages/filter.py", label="Go to Filter")
 else:
     with ui.errors():
@@ -141,14 +196,21 @@ else:
     st.markdown(f"**{charts.crosstab_sentence(table)}**")
     x1, x2 = st.columns([1, 1])
     x1.plotly_chart(charts.crosstab_chart(table), width="stretch", key="dyn-crosstab")
-    x2.dataframe(charts.crosstab_display(table), hide_index=True, width="stretch", column_config={
-        c: st.column_config.NumberColumn(format="%.1f %%") for c in ("% removed", "% of all removed")})
-    ui.caption(f"Rows of each difficulty level that the Filter page's run (τ = {fspec.tau:g}, k = {fspec.slice_size}) "
-               "kept (blue) or removed (vermillion). If both methods find the same artifacts, AFLite removes mostly "
-               "easy rows and keeps the hard ones.")
+    x2.dataframe(
+        charts.crosstab_display(table),
+        hide_index=True,
+        width="stretch",
+        column_config={c: st.column_config.NumberColumn(format="%.1f %%") for c in ("% removed", "% of all removed")},
+    )
+    ui.caption(
+        f"Rows of each difficulty level that the Filter page's run (τ = {fspec.tau:g}, k = {fspec.slice_size}) "
+        "kept (blue) or removed (vermillion). If both methods find the same artifacts, AFLite removes mostly "
+        "easy rows and keeps the hard ones."
+    )
     cells = {f"{lv} · {status}": (lv, status, n) for lv, status, n in charts.crosstab_cells(table)}
-    pick = st.selectbox("Example rows from the cell", list(cells), key="dyn-cell",
-                        format_func=lambda c: f"{c} ({cells[c][2]:,} rows)")
+    pick = st.selectbox(
+        "Example rows from the cell", list(cells), key="dyn-cell", format_func=lambda c: f"{c} ({cells[c][2]:,} rows)"
+    )
     lv, status, n_cell = cells[pick]
     if n_cell == 0:
         st.caption(f"No {lv} row was {status}.")
@@ -156,48 +218,62 @@ else:
         with ui.errors():
             examples = compute.dynamics_examples(spec, level, fspec, (lv, status))
         config = {"image": st.column_config.ImageColumn("image", width="small")}
-        config.update({c: st.column_config.TextColumn(c, width="medium") for c in data.text_columns
-                       if c in examples.columns})
-        config.update({c: st.column_config.NumberColumn(format="%.3f") for c in examples.columns
-                       if examples[c].dtype.kind == "f"})
+        config.update(
+            {c: st.column_config.TextColumn(c, width="medium") for c in data.text_columns if c in examples.columns}
+        )
+        config.update(
+            {c: st.column_config.NumberColumn(format="%.3f") for c in examples.columns if examples[c].dtype.kind == "f"}
+        )
         st.dataframe(examples, hide_index=True, width="stretch", column_config=config)
-        ui.caption(f"{min(n_cell, compute.DYN_EXAMPLES)} of the {n_cell:,} {lv} rows AFLite {status} (a seeded random "
-                   "sample), with the class and the training-dynamics measures of each.")
+        ui.caption(
+            f"{min(n_cell, compute.DYN_EXAMPLES)} of the {n_cell:,} {lv} rows AFLite {status} (a seeded random "
+            "sample), with the class and the training-dynamics measures of each."
+        )
 
 # -- what the levels look like -------------------------------------------------------------------------------
 st.subheader("Features per level")
 st.plotly_chart(charts.feature_distributions(frame), width="stretch", key="dyn-features")
-ui.caption("Distribution of each training-dynamics feature within each level (box: quartiles and median, whiskers: "
-           "1.5 × IQR). Top row: the full-input model" + ("; bottom row: the partial-input model." if has_partial
-                                                           else "; no partial input was recorded."))
+ui.caption(
+    "Distribution of each training-dynamics feature within each level (box: quartiles and median, whiskers: "
+    "1.5 × IQR). Top row: the full-input model"
+    + ("; bottom row: the partial-input model." if has_partial else "; no partial input was recorded.")
+)
 
 st.subheader("Classes per level")
 scale = st.radio("Bar height", ["rows", "share of the level"], horizontal=True, key="dyn-class-scale")
-st.plotly_chart(charts.class_counts_chart(frame, data.classes, share=scale != "rows"), width="stretch",
-                key="dyn-classes")
-ui.caption("Rows of each class in each level" + (" (as shares, so small levels can be compared)" if scale != "rows"
-                                                 else "") + ". A class that is mostly easy is one the model picks up "
-           "from shallow cues (in SNLI: contradiction and entailment; neutral rows dominate the hard level).")
+st.plotly_chart(
+    charts.class_counts_chart(frame, data.classes, share=scale != "rows"), width="stretch", key="dyn-classes"
+)
+ui.caption(
+    "Rows of each class in each level"
+    + (" (as shares, so small levels can be compared)" if scale != "rows" else "")
+    + ". A class that is mostly easy is one the model picks up "
+    "from shallow cues (in SNLI: contradiction and entailment; neutral rows dominate the hard level)."
+)
 
 st.subheader("Spurious correlations per level")
 if data.pair is None:
     kind = "images" if data.images is not None else "rows of numbers" if not data.text_columns else "single texts"
-    st.info(f"The spurious-correlation measures (word overlap, antonyms, length mismatch, misspelled words, "
-            f"negation) compare the premise and the hypothesis of a text pair. '{data.name}' has no text pair (its "
-            f"rows are {kind}), so they are not shown. Upload a table with premise and hypothesis columns on the Data "
-            "page to see them.")
+    st.info(
+        f"The spurious-correlation measures (word overlap, antonyms, length mismatch, misspelled words, "
+        f"negation) compare the premise and the hypothesis of a text pair. '{data.name}' has no text pair (its "
+        f"rows are {kind}), so they are not shown. Upload a table with premise and hypothesis columns on the Data "
+        "page to see them."
+    )
     st.page_link("pages/data.py", label="Go to Data")
 else:
     with ui.errors():
         _, paper = compute.dynamics_spurious_tests(spec, level)
     shown = charts.spurious_display(paper)
-    config = {c: st.column_config.NumberColumn(f"mean · {c}", format="%.3f") for c in class_names
-              if c in shown.columns}
-    config.update({c: st.column_config.TextColumn(c, width=int(6.5 * len(c)) + 14) for c in shown.columns
-                   if " vs " in c})
+    config = {c: st.column_config.NumberColumn(f"mean · {c}", format="%.3f") for c in class_names if c in shown.columns}
+    config.update(
+        {c: st.column_config.TextColumn(c, width=int(6.5 * len(c)) + 14) for c in shown.columns if " vs " in c}
+    )
     st.dataframe(shown, hide_index=True, width="stretch", column_config=config, height=35 * (len(shown) + 1) + 3)
-    ui.caption("Per level and measure: whether two classes differ (the 'a vs b' columns: two-sided Mann-Whitney U, "
-               "Bonferroni-corrected over the whole table; *** p ≤ .001, ** p ≤ .01, * p ≤ .05, ns not significant, "
-               "blank = a class has no row in the level), then each class's mean. On SNLI the paper finds "
-               "significant differences in the easy level and none in the hard one: the hard rows carry fewer "
-               "shortcuts.")
+    ui.caption(
+        "Per level and measure: whether two classes differ (the 'a vs b' columns: two-sided Mann-Whitney U, "
+        "Bonferroni-corrected over the whole table; *** p ≤ .001, ** p ≤ .01, * p ≤ .05, ns not significant, "
+        "blank = a class has no row in the level), then each class's mean. On SNLI the paper finds "
+        "significant differences in the easy level and none in the hard one: the hard rows carry fewer "
+        "shortcuts."
+    )

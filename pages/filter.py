@@ -8,8 +8,10 @@ from aflite_app.state import MODEL_FAMILIES, RUN, STRATEGY_LABELS, TAU, FilterSp
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Filter")
-st.caption("Run AFLite on the dataset chosen in the sidebar. τ and k re-run as you move them; the other "
-           "parameters apply when you press Run.")
+st.caption(
+    "Run AFLite on the dataset chosen in the sidebar. τ and k re-run as you move them; the other "
+    "parameters apply when you press Run."
+)
 
 dspec, data = ui.current_dataset()
 n = data.n_rows
@@ -17,44 +19,80 @@ key = dspec.key
 # widget state starts from the defaults (or from an opened run's parameters, set by the Data page)
 state.init_filter_widgets(st.session_state, key, compute.filter_defaults(n, data.n_classes))
 
-with st.expander("Parameters: target size n, partitions m, training size t, strategy, model, seed",
-                 expanded=False), st.form(f"form-{key}"):
+with (
+    st.expander("Parameters: target size n, partitions m, training size t, strategy, model, seed", expanded=False),
+    st.form(f"form-{key}"),
+):
     c1, c2, c3 = st.columns(3)
-    target = c1.number_input("Target size n (never go below)", min_value=data.n_classes + 2, max_value=n - 1,
-                             step=10, key=filter_key("target", key))
-    train = c2.number_input("Training rows per model t (t < n)", min_value=data.n_classes + 1, max_value=n - 2,
-                            step=10, key=filter_key("train", key))
-    parts = c3.number_input("Partitions m (models per round)", min_value=1, max_value=256, step=8,
-                            key=filter_key("m", key))
+    target = c1.number_input(
+        "Target size n (never go below)",
+        min_value=data.n_classes + 2,
+        max_value=n - 1,
+        step=10,
+        key=filter_key("target", key),
+    )
+    train = c2.number_input(
+        "Training rows per model t (t < n)",
+        min_value=data.n_classes + 1,
+        max_value=n - 2,
+        step=10,
+        key=filter_key("train", key),
+    )
+    parts = c3.number_input(
+        "Partitions m (models per round)", min_value=1, max_value=256, step=8, key=filter_key("m", key)
+    )
     c4, c5, c6 = st.columns(3)
-    strategy = c4.selectbox("Strategy", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get,
-                            key=filter_key("strategy", key))
-    model = c5.selectbox("Model family M", list(MODEL_FAMILIES), format_func=MODEL_FAMILIES.get,
-                         key=filter_key("model", key))
+    strategy = c4.selectbox(
+        "Strategy", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get, key=filter_key("strategy", key)
+    )
+    model = c5.selectbox(
+        "Model family M", list(MODEL_FAMILIES), format_func=MODEL_FAMILIES.get, key=filter_key("model", key)
+    )
     seed = c6.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key=filter_key("seed", key))
     st.form_submit_button("Run", type="primary")
 
 s1, s2 = st.columns(2)
 tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU)
-k = s2.slider("k — rows removed per round at most", 1, max(2, n // 4, st.session_state[filter_key("k", key)]),
-              key=filter_key("k", key), disabled=strategy == "greedy",
-              help="Strategy 'greedy' always removes one row per round.")
+k = s2.slider(
+    "k — rows removed per round at most",
+    1,
+    max(2, n // 4, st.session_state[filter_key("k", key)]),
+    key=filter_key("k", key),
+    disabled=strategy == "greedy",
+    help="Strategy 'greedy' always removes one row per round.",
+)
 
-spec = FilterSpec(dataset=dspec, target_size=int(target), train_size=int(train), slice_size=int(k), tau=float(tau),
-                  n_partitions=int(parts), strategy=strategy, model=model, seed=int(seed))
+spec = FilterSpec(
+    dataset=dspec,
+    target_size=int(target),
+    train_size=int(train),
+    slice_size=int(k),
+    tau=float(tau),
+    n_partitions=int(parts),
+    strategy=strategy,
+    model=model,
+    seed=int(seed),
+)
 
 
 def _describe(p, elapsed: float) -> tuple[float, str]:
     if p is None:
         return 0.0, f"Round 1 running… ({elapsed:.0f} s)"
-    return p.fraction_done, (f"Round {p.round} done: {p.size:,} rows left (target {p.target_size:,}), "
-                             f"{p.total_removed:,} removed · {elapsed:.0f} s")
+    return p.fraction_done, (
+        f"Round {p.round} done: {p.size:,} rows left (target {p.target_size:,}), "
+        f"{p.total_removed:,} removed · {elapsed:.0f} s"
+    )
 
 
 result = compute.stored_result(spec) or ui.run_in_background(
-    RUN, spec, compute.prepare_run, _describe, stop_key="stop-run",
+    RUN,
+    spec,
+    compute.prepare_run,
+    _describe,
+    stop_key="stop-run",
     stop_help="Stop after the current round and keep the partial result",
-    stopping="Stopping after the round in progress…")
+    stopping="Stopping after the round in progress…",
+)
 
 state.set_last_run(st.session_state, spec if not result.stopped else None)
 
@@ -65,15 +103,23 @@ else:
 
 hist = result.history
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Rows kept", f"{result.n_kept:,}", f"{result.n_kept / n:.0%} of {n:,}", delta_color="off",
-          delta_arrow="off")
-m2.metric("Rows removed", f"{result.n_removed:,}", f"in {result.n_rounds} round{'s' * (result.n_rounds != 1)}",
-          delta_color="off", delta_arrow="off")
+m1.metric("Rows kept", f"{result.n_kept:,}", f"{result.n_kept / n:.0%} of {n:,}", delta_color="off", delta_arrow="off")
+m2.metric(
+    "Rows removed",
+    f"{result.n_removed:,}",
+    f"in {result.n_rounds} round{'s' * (result.n_rounds != 1)}",
+    delta_color="off",
+    delta_arrow="off",
+)
 r0, r1 = hist["mean_predictability"].iloc[0], hist["mean_predictability"].iloc[-1]
 m3.metric("Representation bias (mean p)", f"{r1:.3f}", f"{r1 - r0:+.3f} since round 1", delta_color="inverse")
 q = hist["n_qualified"] / hist["n_scored"].clip(lower=1)
-m4.metric("Rows at p ≥ τ (last round)", f"{q.iloc[-1]:.0%}", f"{q.iloc[-1] - q.iloc[0]:+.0%} since round 1",
-          delta_color="inverse")
+m4.metric(
+    "Rows at p ≥ τ (last round)",
+    f"{q.iloc[-1]:.0%}",
+    f"{q.iloc[-1] - q.iloc[0]:+.0%} since round 1",
+    delta_color="inverse",
+)
 
 st.plotly_chart(charts.removal_chart(result), width="stretch", key="removal-chart")
 ui.caption(
@@ -88,5 +134,8 @@ if impact["warning"].any():
     for msg in impact.loc[impact["warning"], "message"]:
         st.warning(msg)
 with st.expander("Per-round table"):
-    st.dataframe(hist.drop(columns=[c for c in ("eval_size_before", "eval_removed") if c in hist]), hide_index=True,
-                 width="stretch")
+    st.dataframe(
+        hist.drop(columns=[c for c in ("eval_size_before", "eval_removed") if c in hist]),
+        hide_index=True,
+        width="stretch",
+    )

@@ -20,8 +20,10 @@ ui.page_guard()  # a direct link on a fresh server runs inside the app
 MAX_ROWS_SHOWN = 5_000
 
 st.title("Inspect")
-st.caption("Every row of a run: kept or removed, in which round, how predictable it was, how stable that decision "
-           "is across seeds, and what the removed rows have in common.")
+st.caption(
+    "Every row of a run: kept or removed, in which round, how predictable it was, how stable that decision "
+    "is across seeds, and what the removed rows have in common."
+)
 
 dspec, data = ui.current_dataset()
 data_label = ui.dataset_label(dspec.key)
@@ -44,9 +46,13 @@ def _on_upload() -> None:
 def open_run_panel() -> None:
     """The uploader of a saved run (a zip of a run directory); a refused file shows its reason as st.error."""
     up = st.file_uploader(
-        "A run record (.zip) made on this dataset", type=["zip"], key=INSPECT_UPLOAD, on_change=_on_upload,
+        "A run record (.zip) made on this dataset",
+        type=["zip"],
+        key=INSPECT_UPLOAD,
+        on_change=_on_upload,
         help="The 'Run record' zip this page downloads, or a zip of the folder the CLI wrote with --out. "
-             f"It must have been made on the dataset selected in the sidebar ({data_label}).")
+        f"It must have been made on the dataset selected in the sidebar ({data_label}).",
+    )
     seen = st.session_state.get(INSPECT_SEEN)
     if up is not None and seen is not None and seen[0] == up.file_id and seen[1]:
         st.error(seen[1])
@@ -58,17 +64,24 @@ spec = st.session_state.get(LAST)
 same_data = spec is not None and (spec.dataset.key, spec.dataset.representation) == (dspec.key, dspec.representation)
 filter_ref = compute.InspectRef(spec.dataset, spec=spec) if same_data else None
 loaded = st.session_state.get(INSPECT_LOADED)
-loaded_ref = (compute.InspectRef(dspec, digest=loaded["digest"])
-              if loaded is not None and loaded["dataset"] == dspec.key else None)
+loaded_ref = (
+    compute.InspectRef(dspec, digest=loaded["digest"])
+    if loaded is not None and loaded["dataset"] == dspec.key
+    else None
+)
 
 if filter_ref is None and loaded_ref is None:
-    st.info("Run AFLite on the Filter page first; this page shows that run row by row. You can also open a run "
-            "saved earlier (its 'Run record' zip) below.")
+    st.info(
+        "Run AFLite on the Filter page first; this page shows that run row by row. You can also open a run "
+        "saved earlier (its 'Run record' zip) below."
+    )
     st.page_link("pages/filter.py", label="Go to Filter")
     if loaded is not None:
-        st.caption(f"The run opened from '{loaded['name']}' belongs to another dataset "
-                   f"({ui.dataset_label(loaded['dataset'])}); pick that one in the "
-                   "sidebar to see it.")
+        st.caption(
+            f"The run opened from '{loaded['name']}' belongs to another dataset "
+            f"({ui.dataset_label(loaded['dataset'])}); pick that one in the "
+            "sidebar to see it."
+        )
     st.markdown("**Open a saved run**")
     open_run_panel()
     st.stop()
@@ -79,8 +92,13 @@ if loaded_ref is not None:
 if filter_ref is not None and loaded_ref is not None:
     if st.session_state.get(INSPECT_WHICH) not in names:
         st.session_state[INSPECT_WHICH] = "loaded"
-    which = st.radio("Run shown", list(names), format_func=lambda k: names[k][0].upper() + names[k][1:],
-                     horizontal=True, key=INSPECT_WHICH)
+    which = st.radio(
+        "Run shown",
+        list(names),
+        format_func=lambda k: names[k][0].upper() + names[k][1:],
+        horizontal=True,
+        key=INSPECT_WHICH,
+    )
 else:
     which = "filter" if filter_ref is not None else "loaded"
 ref = filter_ref if which == "filter" else loaded_ref
@@ -93,20 +111,28 @@ with ui.errors():
 p = result.params
 k_text = "1 (greedy)" if p.get("strategy") == "greedy" else f"{p.get('slice_size')}"
 rep_text = f"representation {representation}" if representation else "representation unknown"
-st.markdown(f"**Showing {names[which]}** on {data_label} · {rep_text} · τ = {p['tau']:g}, k = {k_text}, "
-            f"target n = {p['target_size']:,}, m = {p['n_partitions']}, t = {p['train_size']:,}, "
-            f"strategy '{p['strategy']}', seed {p.get('seed', '?')}",
-            help=STRATEGY_LABELS.get(p["strategy"], p["strategy"]))
+st.markdown(
+    f"**Showing {names[which]}** on {data_label} · {rep_text} · τ = {p['tau']:g}, k = {k_text}, "
+    f"target n = {p['target_size']:,}, m = {p['n_partitions']}, t = {p['train_size']:,}, "
+    f"strategy '{p['strategy']}', seed {p.get('seed', '?')}",
+    help=STRATEGY_LABELS.get(p["strategy"], p["strategy"]),
+)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Rows kept", f"{result.n_kept:,}", f"{result.n_kept / result.n_rows:.0%} of {result.n_rows:,}",
-          delta_color="off", delta_arrow="off")
+m1.metric(
+    "Rows kept",
+    f"{result.n_kept:,}",
+    f"{result.n_kept / result.n_rows:.0%} of {result.n_rows:,}",
+    delta_color="off",
+    delta_arrow="off",
+)
 m2.metric("Rows removed", f"{result.n_removed:,}")
 m3.metric("Rounds", f"{result.n_rounds}")
 m4.metric("Classes", f"{data.n_classes}")
 st.caption(result.stop_message)
 
 tab_rows, tab_art, tab_classes, tab_stab, tab_io = st.tabs(
-    ["Rows", "What the removed rows share", "Classes", "Stability across seeds", "Download / open a run"])
+    ["Rows", "What the removed rows share", "Classes", "Stability across seeds", "Download / open a run"]
+)
 
 # -- stability state (its controls live in their tab; the table shows the column once computed) ---------------
 stab_on = bool(st.session_state.get(INSPECT_STABILITY_ON)) and ref.spec is not None
@@ -116,71 +142,121 @@ n_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
 with tab_rows:
     text_cols = [c for c in compute.text_display_columns(data) if c in table.columns]
     c1, c2, c3, c4 = st.columns(4)
-    status = c1.selectbox("Status", ["all", "removed", "kept"], key="inspect-status",
-                          format_func={"all": "all rows", "removed": "removed rows", "kept": "kept rows"}.get)
-    classes = c2.multiselect("Classes", compute.class_names(data), key="inspect-classes",
-                             placeholder="All classes")
+    status = c1.selectbox(
+        "Status",
+        ["all", "removed", "kept"],
+        key="inspect-status",
+        format_func={"all": "all rows", "removed": "removed rows", "kept": "kept rows"}.get,
+    )
+    classes = c2.multiselect("Classes", compute.class_names(data), key="inspect-classes", placeholder="All classes")
     rounds = None
     if result.n_removed and result.n_rounds >= 2:
-        rounds = c3.slider("Removed in rounds", 1, result.n_rounds, (1, result.n_rounds),
-                           key=f"inspect-rounds-{result.n_rounds}", disabled=status == "kept",
-                           help="Narrows the removed rows to those removed in these rounds; kept rows are not "
-                                "affected (they were never removed).")
+        rounds = c3.slider(
+            "Removed in rounds",
+            1,
+            result.n_rounds,
+            (1, result.n_rounds),
+            key=f"inspect-rounds-{result.n_rounds}",
+            disabled=status == "kept",
+            help="Narrows the removed rows to those removed in these rounds; kept rows are not "
+            "affected (they were never removed).",
+        )
     else:
-        c3.caption("Round filter: " + ("nothing was removed." if not result.n_removed else
-                                        "all removals happened in round 1."))
+        c3.caption(
+            "Round filter: " + ("nothing was removed." if not result.n_removed else "all removals happened in round 1.")
+        )
     query = ""
     if text_cols:
-        query = c4.text_input("Search the text", key="inspect-query", placeholder="word or phrase",
-                              help=f"Case-insensitive, in {', '.join(text_cols)}.")
-    view = compute.filter_rows(table, status=status, classes=classes, rounds=rounds, query=query,
-                               text_columns=text_cols)
+        query = c4.text_input(
+            "Search the text",
+            key="inspect-query",
+            placeholder="word or phrase",
+            help=f"Case-insensitive, in {', '.join(text_cols)}.",
+        )
+    view = compute.filter_rows(
+        table, status=status, classes=classes, rounds=rounds, query=query, text_columns=text_cols
+    )
     if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds):
         freq, _, _ = compute.inspect_stability(ref.spec, n_seeds)
         view = compute.with_stability(view, freq)
     shown = view.head(MAX_ROWS_SHOWN)
-    st.caption(f"{len(view):,} of {len(table):,} rows match the filters"
-               + (f"; the first {MAX_ROWS_SHOWN:,} are shown (narrow the filters, or download)."
-                  if len(view) > MAX_ROWS_SHOWN else ".")
-               + " Click a column header to sort.")
+    st.caption(
+        f"{len(view):,} of {len(table):,} rows match the filters"
+        + (
+            f"; the first {MAX_ROWS_SHOWN:,} are shown (narrow the filters, or download)."
+            if len(view) > MAX_ROWS_SHOWN
+            else "."
+        )
+        + " Click a column header to sort."
+    )
     config = {
-        "row": st.column_config.NumberColumn("row", help="Position of the row in the dataset (0-based).",
-                                             format="%d", width="small"),
+        "row": st.column_config.NumberColumn(
+            "row", help="Position of the row in the dataset (0-based).", format="%d", width="small"
+        ),
         "id": st.column_config.Column("id", help="The row's stable id.", width="small"),
         "image": st.column_config.ImageColumn("image", width="small"),
         "class": st.column_config.TextColumn("class", help="The row's label.", width="small"),
-        "status": st.column_config.TextColumn("status", help="Kept in the filtered set, or removed by AFLite.",
-                                              width="small"),
-        "round": st.column_config.NumberColumn("round removed", format="%d",
-                                               help="The round in which AFLite removed the row (– : kept)."),
+        "status": st.column_config.TextColumn(
+            "status", help="Kept in the filtered set, or removed by AFLite.", width="small"
+        ),
+        "round": st.column_config.NumberColumn(
+            "round removed", format="%d", help="The round in which AFLite removed the row (– : kept)."
+        ),
         "p_first": st.column_config.NumberColumn(
-            "p round 1", format="%.2f",
-            help="Predictability in round 1: the share of out-of-sample models that predicted the row's label."),
-        "p_removal": st.column_config.NumberColumn("p at removal", format="%.2f",
-                                                   help="Predictability in the round the row was removed."),
-        "p_last": st.column_config.NumberColumn("p last", format="%.2f",
-                                                help="Predictability in the last round the row was scored."),
+            "p round 1",
+            format="%.2f",
+            help="Predictability in round 1: the share of out-of-sample models that predicted the row's label.",
+        ),
+        "p_removal": st.column_config.NumberColumn(
+            "p at removal", format="%.2f", help="Predictability in the round the row was removed."
+        ),
+        "p_last": st.column_config.NumberColumn(
+            "p last", format="%.2f", help="Predictability in the last round the row was scored."
+        ),
         "p_rounds": st.column_config.LineChartColumn(
-            "p per round", y_min=0, y_max=1,
-            help="Predictability in every round the row was scored (0 to 1), until it was removed."),
+            "p per round",
+            y_min=0,
+            y_max=1,
+            help="Predictability in every round the row was scored (0 to 1), until it was removed.",
+        ),
         "seed_frequency": st.column_config.ProgressColumn(
-            f"removed by seeds (of {n_seeds})", min_value=0.0, max_value=1.0, format="percent", width="small",
-            help="Share of the seeds' runs that removed this row (tab 'Stability across seeds')."),
+            f"removed by seeds (of {n_seeds})",
+            min_value=0.0,
+            max_value=1.0,
+            format="percent",
+            width="small",
+            help="Share of the seeds' runs that removed this row (tab 'Stability across seeds').",
+        ),
     }
     for col in data.meta.get("planted_truth", []) or []:
         if col in shown.columns:
             config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
 
-    first = [c for c in ("row", "id", "image", *text_cols, "class", "status", "seed_frequency", "round")
-             if c in shown.columns]
-    st.dataframe(shown.style.map(charts.status_cell_style, subset=["status"]), hide_index=True, width="stretch",
-                 column_order=first + [c for c in shown.columns if c not in first],
-                 height=520, column_config=config, row_height=36 if "image" in shown.columns else None,
-                 placeholder="–", key="inspect-table")
-    ui.caption("One row per example. p is predictability: the share of AFLite's out-of-sample models (trained on "
-               "other rows) that predicted the row's label; AFLite removes rows with p ≥ τ, the highest first. "
-               + ("'p per round' draws p over the rounds the row was scored." if result.scores is not None else
-                  "Strategy 'greedy' keeps no per-round scores, only round 1, removal and last."))
+    first = [
+        c
+        for c in ("row", "id", "image", *text_cols, "class", "status", "seed_frequency", "round")
+        if c in shown.columns
+    ]
+    st.dataframe(
+        shown.style.map(charts.status_cell_style, subset=["status"]),
+        hide_index=True,
+        width="stretch",
+        column_order=first + [c for c in shown.columns if c not in first],
+        height=520,
+        column_config=config,
+        row_height=36 if "image" in shown.columns else None,
+        placeholder="–",
+        key="inspect-table",
+    )
+    ui.caption(
+        "One row per example. p is predictability: the share of AFLite's out-of-sample models (trained on "
+        "other rows) that predicted the row's label; AFLite removes rows with p ≥ τ, the highest first. "
+        + (
+            "'p per round' draws p over the rounds the row was scored."
+            if result.scores is not None
+            else "Strategy 'greedy' keeps no per-round scores, only round 1, removal and last."
+        )
+    )
 
 # -- artifacts -----------------------------------------------------------------------------------------------
 with tab_art:
@@ -194,51 +270,70 @@ with tab_art:
             with ui.errors():
                 art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count)
             kind, where = "token", texts[1]
-            st.markdown(f"Tokens in {where}, per class, whose share among removed rows differs most from their share "
-                        "among kept rows.")
+            st.markdown(
+                f"Tokens in {where}, per class, whose share among removed rows differs most from their share "
+                "among kept rows."
+            )
         else:
             sources = compute.feature_sources(data)
-            default = "table" if "table" in sources else (representation if representation in sources else
-                                                          next(iter(sources)))
+            default = (
+                "table"
+                if "table" in sources
+                else (representation if representation in sources else next(iter(sources)))
+            )
             c1, c2 = st.columns(2)
-            source = c1.selectbox("Features compared", list(sources), format_func=sources.get,
-                                  index=list(sources).index(default), key=f"inspect-source-{dspec.key}",
-                                  help="This dataset has no text; compare its numeric features instead.")
+            source = c1.selectbox(
+                "Features compared",
+                list(sources),
+                format_func=sources.get,
+                index=list(sources).index(default),
+                key=f"inspect-source-{dspec.key}",
+                help="This dataset has no text; compare its numeric features instead.",
+            )
             grid = compute.pixel_grid(data, source)
             with ui.errors():
                 art = compute.inspect_feature_artifacts(ref, result, source, top_k=grid[0] * grid[1] if grid else 10)
             kind, where = "feature", sources[source]
         present = [c for c in compute.class_names(data) if (art["label"].astype(str) == c).any()] if len(art) else []
         if not present:
-            st.info("No " + ("token appears often enough" if kind == "token" else "feature separates the rows")
-                    + " within a class that has both removed and kept rows.")
+            st.info(
+                "No "
+                + ("token appears often enough" if kind == "token" else "feature separates the rows")
+                + " within a class that has both removed and kept rows."
+            )
         else:
             slot = c2 if kind == "feature" else st.columns(2)[0]
             label = slot.selectbox("Class", present, key=f"inspect-art-class-{dspec.key}")
             if kind == "feature" and grid is not None:
-                st.plotly_chart(charts.pixel_artifact_chart(art, label, grid), width="stretch",
-                                key="inspect-pixel-chart")
+                st.plotly_chart(
+                    charts.pixel_artifact_chart(art, label, grid), width="stretch", key="inspect-pixel-chart"
+                )
                 ui.caption(
                     f"Class {label}: the average image of the rows AFLite kept (left) and removed (middle), and for "
                     "each pixel the AUC of telling a removed row from a kept one by that pixel alone (right; 0.5 = "
                     "no difference). Vermillion pixels are inked more among removed rows, blue ones among kept "
-                    "rows: the pixel patterns that made rows easy for AFLite's models.")
-            st.plotly_chart(charts.artifact_chart(art, label, kind=kind, max_bars=10 if grid else 15),
-                            width="stretch",
-                            key="inspect-art-chart")
+                    "rows: the pixel patterns that made rows easy for AFLite's models."
+                )
+            st.plotly_chart(
+                charts.artifact_chart(art, label, kind=kind, max_bars=10 if grid else 15),
+                width="stretch",
+                key="inspect-art-chart",
+            )
             if kind == "token":
                 ui.caption(
                     f"Class {label}: each bar is a token's smoothed log-odds ratio of appearing in a removed row vs a "
                     "kept row of this class (0 = equally common). Vermillion bars are skewed toward removed rows: "
                     "the cues AFLite's models found easy, candidate annotation artifacts (e.g. negation words in "
                     "contradictions). Blue bars are more common among the rows that stayed. Ranked by z (log-odds / "
-                    "its standard error), so rare tokens need a larger gap.")
+                    "its standard error), so rare tokens need a larger gap."
+                )
             else:
                 ui.caption(
                     f"Class {label}: the features that best tell a removed row from a kept row of this class, by "
                     "AUC (0.5 = no difference; 1 = every removed row has a higher value; 0 = lower). Vermillion "
                     "bars are higher among removed rows, blue bars higher among kept rows. Compared within the "
-                    "class, so features that merely separate classes do not show up.")
+                    "class, so features that merely separate classes do not show up."
+                )
             with st.expander("Full table (all classes)"):
                 st.dataframe(art, hide_index=True, width="stretch")
 
@@ -249,34 +344,59 @@ with tab_classes:
     for msg in impact.loc[impact["warning"], "message"]:
         st.warning(msg + " The filtered set may be too small in this class to train or evaluate on.")
     st.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
-    ui.caption("Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "
-               "number above each bar is the share of the class removed. '!' marks a flagged class: it lost most of "
-               "its rows, clearly more than the data overall, or kept too few rows to train on.")
-    st.dataframe(impact.drop(columns=["message"]), hide_index=True, width="stretch",
-                 column_config={"label": "class", "n_before": "rows before", "n_after": "rows kept",
-                                "n_removed": "rows removed", "warning": "flagged",
-                                "share_lost": st.column_config.NumberColumn("share lost", format="percent"),
-                                "share_before": st.column_config.NumberColumn("share before", format="percent"),
-                                "share_after": st.column_config.NumberColumn("share after", format="percent"),
-                                "relative_loss": st.column_config.NumberColumn("relative loss", format="%.2f",
-                                                                               help="Share lost / overall share lost")})
+    ui.caption(
+        "Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "
+        "number above each bar is the share of the class removed. '!' marks a flagged class: it lost most of "
+        "its rows, clearly more than the data overall, or kept too few rows to train on."
+    )
+    st.dataframe(
+        impact.drop(columns=["message"]),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "label": "class",
+            "n_before": "rows before",
+            "n_after": "rows kept",
+            "n_removed": "rows removed",
+            "warning": "flagged",
+            "share_lost": st.column_config.NumberColumn("share lost", format="percent"),
+            "share_before": st.column_config.NumberColumn("share before", format="percent"),
+            "share_after": st.column_config.NumberColumn("share after", format="percent"),
+            "relative_loss": st.column_config.NumberColumn(
+                "relative loss", format="%.2f", help="Share lost / overall share lost"
+            ),
+        },
+    )
 
 # -- stability -----------------------------------------------------------------------------------------------
 with tab_stab:
     if ref.spec is None:
-        st.info("Stability across seeds re-runs AFLite with the Filter page's parameters and other seeds, so it is "
-                "available for the Filter page's run only, not for a run opened from a file.")
+        st.info(
+            "Stability across seeds re-runs AFLite with the Filter page's parameters and other seeds, so it is "
+            "available for the Filter page's run only, not for a run opened from a file."
+        )
     else:
-        st.markdown("Would another seed remove the same rows? AFLite's partitions are random: rows removed by "
-                    "every seed are robust removals; rows removed by only some seeds are borderline.")
+        st.markdown(
+            "Would another seed remove the same rows? AFLite's partitions are random: rows removed by "
+            "every seed are robust removals; rows removed by only some seeds are borderline."
+        )
         c1, c2 = st.columns([1, 3])
-        n_seeds = c1.number_input("Seeds", min_value=2, max_value=compute.MAX_STABILITY_SEEDS, value=5, step=1,
-                                  key=INSPECT_N_SEEDS, help="This run's seed and the next ones.")
+        n_seeds = c1.number_input(
+            "Seeds",
+            min_value=2,
+            max_value=compute.MAX_STABILITY_SEEDS,
+            value=5,
+            step=1,
+            key=INSPECT_N_SEEDS,
+            help="This run's seed and the next ones.",
+        )
         missing = compute.missing_stability_runs(ref.spec, int(n_seeds))
-        cost = (f"{len(missing)} more AFLite run{'s' * (len(missing) != 1)} (about as long as the Filter run each)"
-                if missing else "already computed")
-        stab_on = c2.checkbox(f"Compute removal stability over {int(n_seeds)} seeds ({cost})",
-                              key=INSPECT_STABILITY_ON)
+        cost = (
+            f"{len(missing)} more AFLite run{'s' * (len(missing) != 1)} (about as long as the Filter run each)"
+            if missing
+            else "already computed"
+        )
+        stab_on = c2.checkbox(f"Compute removal stability over {int(n_seeds)} seeds ({cost})", key=INSPECT_STABILITY_ON)
         if stab_on:
             if missing:
                 bar = st.progress(0.0, text="Starting…")
@@ -288,54 +408,100 @@ with tab_stab:
                 freq, summary, counts = compute.inspect_stability(ref.spec, int(n_seeds))
             s1, s2, s3, s4 = st.columns(4)
             robust = summary["robust_share"]
-            s1.metric("Robust removals", f"{summary['robust']:,}",
-                      "no removals" if summary["removed_here"] == 0 else f"{robust:.0%} of this run's removals",
-                      delta_color="off", delta_arrow="off", help="Removed by every seed.")
-            s2.metric("Sometimes removed", f"{summary['sometimes']:,}", "removed here, kept by some seed",
-                      delta_color="off", delta_arrow="off")
-            s3.metric("Kept here, removed elsewhere", f"{summary['kept_but_removed_elsewhere']:,}",
-                      help="Rows this run kept that at least one other seed removed.")
-            s4.metric("Mean Jaccard of removed sets", f"{summary['mean_jaccard']:.2f}",
-                      help="Overlap of two seeds' removed sets (1 = identical), averaged over pairs of seeds.")
-            st.plotly_chart(charts.stability_chart(counts, summary["n_runs"]), width="stretch",
-                            key="inspect-stab-chart")
-            ui.caption(f"Seeds {', '.join(map(str, summary['seeds']))}: how many rows (y) were removed by 0, 1, … "
-                       f"{summary['n_runs']} of the runs (x), split by what this run did (vermillion: removed here, "
-                       "blue: kept here). A tall right-most vermillion bar means this run's removals are robust; the "
-                       "Rows tab shows each row's share in the column 'removed by seeds'.")
+            s1.metric(
+                "Robust removals",
+                f"{summary['robust']:,}",
+                "no removals" if summary["removed_here"] == 0 else f"{robust:.0%} of this run's removals",
+                delta_color="off",
+                delta_arrow="off",
+                help="Removed by every seed.",
+            )
+            s2.metric(
+                "Sometimes removed",
+                f"{summary['sometimes']:,}",
+                "removed here, kept by some seed",
+                delta_color="off",
+                delta_arrow="off",
+            )
+            s3.metric(
+                "Kept here, removed elsewhere",
+                f"{summary['kept_but_removed_elsewhere']:,}",
+                help="Rows this run kept that at least one other seed removed.",
+            )
+            s4.metric(
+                "Mean Jaccard of removed sets",
+                f"{summary['mean_jaccard']:.2f}",
+                help="Overlap of two seeds' removed sets (1 = identical), averaged over pairs of seeds.",
+            )
+            st.plotly_chart(
+                charts.stability_chart(counts, summary["n_runs"]), width="stretch", key="inspect-stab-chart"
+            )
+            ui.caption(
+                f"Seeds {', '.join(map(str, summary['seeds']))}: how many rows (y) were removed by 0, 1, … "
+                f"{summary['n_runs']} of the runs (x), split by what this run did (vermillion: removed here, "
+                "blue: kept here). A tall right-most vermillion bar means this run's removals are robust; the "
+                "Rows tab shows each row's share in the column 'removed by seeds'."
+            )
 
 # -- downloads and opening a run ------------------------------------------------------------------------------
 with tab_io:
-    st.markdown(f"**Download** the filtered dataset ({result.n_kept:,} kept rows), the {result.n_removed:,} removed "
-                "rows, or the whole run record.")
+    st.markdown(
+        f"**Download** the filtered dataset ({result.n_kept:,} kept rows), the {result.n_removed:,} removed "
+        "rows, or the whole run record."
+    )
     run_tag = "opened" if which == "loaded" else f"seed{p.get('seed', 0)}"
     stem = f"aflite-{data.name}-{run_tag}"
     d1, d2, d3, d4 = st.columns(4)
     # the files are built only when a button is clicked (callables), from this run and dataset
-    d1.download_button("Kept rows · CSV",
-                       lambda: compute.download_bytes(result, data, "kept", "csv"),
-                       file_name=f"{stem}-kept.csv", mime="text/csv", on_click="ignore", key="inspect-dl-kept-csv",
-                       help=f"The {result.n_kept:,} kept rows with every original column plus aflite_* columns.")
-    d2.download_button("Kept rows · Parquet",
-                       lambda: compute.download_bytes(result, data, "kept", "parquet"),
-                       file_name=f"{stem}-kept.parquet", mime="application/vnd.apache.parquet", on_click="ignore",
-                       key="inspect-dl-kept-parquet", help="The same kept rows as Parquet (types preserved).")
-    d3.download_button("Removed rows · CSV",
-                       lambda: compute.download_bytes(result, data, "removed", "csv"),
-                       file_name=f"{stem}-removed.csv", mime="text/csv", on_click="ignore",
-                       key="inspect-dl-removed-csv",
-                       help=f"The {result.n_removed:,} removed rows with the round and score of their removal.")
-    d4.download_button("Run record · zip", lambda: compute.run_zip_bytes(result), file_name=f"{stem}-run.zip",
-                       mime="application/zip", on_click="ignore", key="inspect-dl-run",
-                       help="Everything the run recorded (parameters, per-row and per-round tables): open it here "
-                            "later, or with AFLiteResult.load after unzipping.")
-    ui.caption("Added columns: aflite_id, aflite_label (class), aflite_status, aflite_removed_round, and the "
-               "predictability in round 1, at removal and in the last round scored.")
+    d1.download_button(
+        "Kept rows · CSV",
+        lambda: compute.download_bytes(result, data, "kept", "csv"),
+        file_name=f"{stem}-kept.csv",
+        mime="text/csv",
+        on_click="ignore",
+        key="inspect-dl-kept-csv",
+        help=f"The {result.n_kept:,} kept rows with every original column plus aflite_* columns.",
+    )
+    d2.download_button(
+        "Kept rows · Parquet",
+        lambda: compute.download_bytes(result, data, "kept", "parquet"),
+        file_name=f"{stem}-kept.parquet",
+        mime="application/vnd.apache.parquet",
+        on_click="ignore",
+        key="inspect-dl-kept-parquet",
+        help="The same kept rows as Parquet (types preserved).",
+    )
+    d3.download_button(
+        "Removed rows · CSV",
+        lambda: compute.download_bytes(result, data, "removed", "csv"),
+        file_name=f"{stem}-removed.csv",
+        mime="text/csv",
+        on_click="ignore",
+        key="inspect-dl-removed-csv",
+        help=f"The {result.n_removed:,} removed rows with the round and score of their removal.",
+    )
+    d4.download_button(
+        "Run record · zip",
+        lambda: compute.run_zip_bytes(result),
+        file_name=f"{stem}-run.zip",
+        mime="application/zip",
+        on_click="ignore",
+        key="inspect-dl-run",
+        help="Everything the run recorded (parameters, per-row and per-round tables): open it here "
+        "later, or with AFLiteResult.load after unzipping.",
+    )
+    ui.caption(
+        "Added columns: aflite_id, aflite_label (class), aflite_status, aflite_removed_round, and the "
+        "predictability in round 1, at removal and in the last round scored."
+    )
     st.divider()
     st.markdown("**Open a saved run**")
     open_run_panel()
     if loaded is not None:
-        st.caption(f"Opened: '{loaded['name']}' ({loaded['result'].n_rows:,} rows, {loaded['result'].n_rounds} "
-                   f"rounds). It stays in this session until you close it.")
-        st.button("Close the opened run", on_click=state.forget_inspect_run, args=(st.session_state,),
-                  key="inspect-forget")
+        st.caption(
+            f"Opened: '{loaded['name']}' ({loaded['result'].n_rows:,} rows, {loaded['result'].n_rounds} "
+            f"rounds). It stays in this session until you close it."
+        )
+        st.button(
+            "Close the opened run", on_click=state.forget_inspect_run, args=(st.session_state,), key="inspect-forget"
+        )

@@ -6,18 +6,29 @@ from aflite_app.charts import runs as charts
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Predictability")
-st.caption("How predictable each row was in each round: p(i) is the share of correct out-of-sample predictions "
-           "among the models that did not train on it.")
+st.caption(
+    "How predictable each row was in each round: p(i) is the share of correct out-of-sample predictions "
+    "among the models that did not train on it."
+)
 
 spec, result, data = ui.current_run("this page shows that run's scores")
 if result.scores is None:
-    st.warning("Strategy 'greedy' removes one row per round and keeps only each row's last score and its score "
-               "when removed, not the full per-round table. Pick 'slice' or 'sample' on the Filter page to see "
-               "histograms per round.")
+    st.warning(
+        "Strategy 'greedy' removes one row per round and keeps only each row's last score and its score "
+        "when removed, not the full per-round table. Pick 'slice' or 'sample' on the Filter page to see "
+        "histograms per round."
+    )
     st.stop()
 
-rnd = st.slider("Round", 1, max(result.n_rounds, 2), 1, key="pred-round", disabled=result.n_rounds < 2,
-                help="Only rows still in the set at that round were scored.")
+rnd = st.slider(
+    "Round",
+    1,
+    max(result.n_rounds, 2),
+    1,
+    key="pred-round",
+    disabled=result.n_rounds < 2,
+    help="Only rows still in the set at that round were scored.",
+)
 rnd = min(rnd, result.n_rounds)
 row = result.history.iloc[rnd - 1]
 c1, c2, c3, c4 = st.columns(4)
@@ -36,5 +47,7 @@ ui.caption(
 st.subheader("All rounds")
 with ui.errors():
     st.plotly_chart(charts.predictability_small_multiples(result), width="stretch", key="pred-multiples")
-ui.caption("One histogram per round (all classes together). As biased rows leave, the mass moves left of τ; "
-           "the run stops when fewer than k rows remain right of it.")
+ui.caption(
+    "One histogram per round (all classes together). As biased rows leave, the mass moves left of τ; "
+    "the run stops when fewer than k rows remain right of it."
+)

@@ -29,64 +29,142 @@ st.markdown(
 )
 
 # -- parameters --------------------------------------------------------------------------------------------------
-with st.expander("Advanced: points, bias and flip fractions, ring gaps, m, t, n, folds, seed"), \
-        st.form("syn-advanced"):
+with st.expander("Advanced: points, bias and flip fractions, ring gaps, m, t, n, folds, seed"), st.form("syn-advanced"):
     a1, a2, a3 = st.columns(3)
-    n_samples = a1.number_input("Points per dataset", min_value=200, max_value=6000, value=2000, step=100,
-                                key="syn-n")
-    bias_fraction = a2.slider("Bias fraction (rows with bias features)", 0.0, 1.0, 0.75, 0.05, key="syn-bias",
-                              help="Share of each class that carries the label-revealing bias features.")
-    flip_fraction = a3.slider("Flip fraction (of the biased rows, first dataset)", 0.0, 0.5, 0.1, 0.01,
-                              key="syn-flip", help="Share of the biased rows whose label is flipped, in the most "
-                                                   "separated dataset only (as in the paper).")
+    n_samples = a1.number_input("Points per dataset", min_value=200, max_value=6000, value=2000, step=100, key="syn-n")
+    bias_fraction = a2.slider(
+        "Bias fraction (rows with bias features)",
+        0.0,
+        1.0,
+        0.75,
+        0.05,
+        key="syn-bias",
+        help="Share of each class that carries the label-revealing bias features.",
+    )
+    flip_fraction = a3.slider(
+        "Flip fraction (of the biased rows, first dataset)",
+        0.0,
+        0.5,
+        0.1,
+        0.01,
+        key="syn-flip",
+        help="Share of the biased rows whose label is flipped, in the most separated dataset only (as in the paper).",
+    )
     b1, b2, b3 = st.columns(3)
-    seps_text = b1.text_input("Ring gaps (separation levels)", value="1.0, 0.6, 0.4, 0.2", key="syn-seps",
-                              help="Comma-separated, each in [0, 2), one dataset per value (at most 6). "
-                                   "Larger gaps are easier for the RBF SVM.")
-    n_partitions = b2.number_input("m — models per round", min_value=4, max_value=256, value=64, step=8,
-                                   key="syn-m")
-    train_size = b3.number_input("t — training rows per model (share of rows)", min_value=0.01, max_value=0.9,
-                                 value=0.05, step=0.01, format="%.2f", key="syn-t")
+    seps_text = b1.text_input(
+        "Ring gaps (separation levels)",
+        value="1.0, 0.6, 0.4, 0.2",
+        key="syn-seps",
+        help="Comma-separated, each in [0, 2), one dataset per value (at most 6). "
+        "Larger gaps are easier for the RBF SVM.",
+    )
+    n_partitions = b2.number_input("m — models per round", min_value=4, max_value=256, value=64, step=8, key="syn-m")
+    train_size = b3.number_input(
+        "t — training rows per model (share of rows)",
+        min_value=0.01,
+        max_value=0.9,
+        value=0.05,
+        step=0.01,
+        format="%.2f",
+        key="syn-t",
+    )
     c1, c2, c3 = st.columns(3)
-    target_size = c1.number_input("n — target size (share of rows, never go below)", min_value=0.02,
-                                  max_value=0.95, value=0.10, step=0.01, format="%.2f", key="syn-target",
-                                  help="Below the share of rows without bias features, so the run usually ends "
-                                       "by the τ early stop. The command line's default is 0.27.")
-    n_splits = c2.number_input("Accuracy CV folds", min_value=2, max_value=10, value=CIRCLES_LIVE_FOLDS, step=1,
-                               key="syn-folds", help="The paper's protocol uses 5 folds; 3 keeps a τ or k change "
-                                                     "under about 2 s.")
+    target_size = c1.number_input(
+        "n — target size (share of rows, never go below)",
+        min_value=0.02,
+        max_value=0.95,
+        value=0.10,
+        step=0.01,
+        format="%.2f",
+        key="syn-target",
+        help="Below the share of rows without bias features, so the run usually ends "
+        "by the τ early stop. The command line's default is 0.27.",
+    )
+    n_splits = c2.number_input(
+        "Accuracy CV folds",
+        min_value=2,
+        max_value=10,
+        value=CIRCLES_LIVE_FOLDS,
+        step=1,
+        key="syn-folds",
+        help="The paper's protocol uses 5 folds; 3 keeps a τ or k change under about 2 s.",
+    )
     seed = c3.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="syn-seed")
     st.form_submit_button("Apply", type="primary")
 
 n = int(n_samples)
 s1, s2 = st.columns(2)
-tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.5, 1.0, 0.75, 0.01, key="syn-tau",
-                help="A run stops early once fewer than k rows reach τ. On two balanced classes p = 0.5 is "
-                     "chance, so values below 0.5 mean nothing here.")
+tau = s1.slider(
+    "τ — remove only rows with predictability ≥ τ",
+    0.5,
+    1.0,
+    0.75,
+    0.01,
+    key="syn-tau",
+    help="A run stops early once fewer than k rows reach τ. On two balanced classes p = 0.5 is "
+    "chance, so values below 0.5 mean nothing here.",
+)
 k_step = max(1, n // 200)
-k = s2.slider("k — rows removed per round at most", max(1, n // 50), max(2, n // 4), max(1, n // 20), k_step,
-              key=f"syn-k-{n}", help="Smaller k means more rounds (finer steps, slower).")
+k = s2.slider(
+    "k — rows removed per round at most",
+    max(1, n // 50),
+    max(2, n // 4),
+    max(1, n // 20),
+    k_step,
+    key=f"syn-k-{n}",
+    help="Smaller k means more rounds (finer steps, slower).",
+)
 
 with ui.errors():
     separations = compute.parse_separations(seps_text)
-    data_spec = CirclesSpec(n_samples=n, bias_fraction=float(bias_fraction), flip_fraction=float(flip_fraction),
-                            separations=separations, seed=int(seed))
-    run = CirclesRunSpec(data=data_spec, tau=float(tau), slice_size=int(k), n_partitions=int(n_partitions),
-                         train_size=float(train_size), target_size=float(target_size), n_splits=int(n_splits))
+    data_spec = CirclesSpec(
+        n_samples=n,
+        bias_fraction=float(bias_fraction),
+        flip_fraction=float(flip_fraction),
+        separations=separations,
+        seed=int(seed),
+    )
+    run = CirclesRunSpec(
+        data=data_spec,
+        tau=float(tau),
+        slice_size=int(k),
+        n_partitions=int(n_partitions),
+        train_size=float(train_size),
+        target_size=float(target_size),
+        n_splits=int(n_splits),
+    )
     exp = compute.circles_experiment(run)
 
 # -- Figure 2 --------------------------------------------------------------------------------------------------
 head = compute.circles_headline(exp)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Linear accuracy after (mean)", f"{head['linear_after']:.3f}",
-          f"{head['linear_after'] - head['linear_before']:+.3f} from {head['linear_before']:.3f}", delta_color="off")
-m2.metric("RBF-SVM accuracy after (mean)", f"{head['rbf_after']:.3f}",
-          f"{head['rbf_after'] - head['rbf_before']:+.3f} from {head['rbf_before']:.3f}", delta_color="off")
-m3.metric("Share of rows with bias features", f"{head['biased_share_after']:.0%}",
-          f"from {head['biased_share_before']:.0%}", delta_color="off", delta_arrow="off")
+m1.metric(
+    "Linear accuracy after (mean)",
+    f"{head['linear_after']:.3f}",
+    f"{head['linear_after'] - head['linear_before']:+.3f} from {head['linear_before']:.3f}",
+    delta_color="off",
+)
+m2.metric(
+    "RBF-SVM accuracy after (mean)",
+    f"{head['rbf_after']:.3f}",
+    f"{head['rbf_after'] - head['rbf_before']:+.3f} from {head['rbf_before']:.3f}",
+    delta_color="off",
+)
+m3.metric(
+    "Share of rows with bias features",
+    f"{head['biased_share_after']:.0%}",
+    f"from {head['biased_share_before']:.0%}",
+    delta_color="off",
+    delta_arrow="off",
+)
 flipped = head["flipped_removed_share"]
-m4.metric("Flipped rows removed", "–" if flipped != flipped else f"{flipped:.0%}",
-          f"{head['rows_after']:,.0f} rows kept on average", delta_color="off", delta_arrow="off")
+m4.metric(
+    "Flipped rows removed",
+    "–" if flipped != flipped else f"{flipped:.0%}",
+    f"{head['rows_after']:,.0f} rows kept on average",
+    delta_color="off",
+    delta_arrow="off",
+)
 
 with ui.errors():
     grid = charts.circles_grid(exp.datasets, [exp.results[d.name].kept for d in exp.datasets], exp.table)
@@ -97,22 +175,29 @@ ui.caption(
     "features (the shortcut), crosses = flipped labels (coloured by their new label, so they sit on the other "
     "ring). Titles: held-out accuracy of a linear model (logistic regression) and an RBF-kernel SVM, mean of "
     f"{int(n_splits)}-fold cross-validation on the set shown"
-    + (" (fewer folds than the paper's 5 keep the live view fast; change it under Advanced)"
-       if int(n_splits) < 5 else "")
+    + (
+        " (fewer folds than the paper's 5 keep the live view fast; change it under Advanced)"
+        if int(n_splits) < 5
+        else ""
+    )
     + ", and how many rows carry bias features, before → after."
 )
 
 with st.expander("Figure 2 summary table"):
     st.dataframe(charts.summary_frame(exp.table), hide_index=True, width="stretch")
-    st.caption(f"AFLite: τ = {tau:g}, k = {int(k)}, m = {int(n_partitions)}, t = {float(train_size):.0%} and target "
-               f"n = {float(target_size):.0%} of the rows, seed {int(seed)}. Accuracies: mean of {int(n_splits)}-fold "
-               "CV on the set before / after. 'Unbiased rows removed' is the price: rows without bias features that "
-               "AFLite removed too.")
+    st.caption(
+        f"AFLite: τ = {tau:g}, k = {int(k)}, m = {int(n_partitions)}, t = {float(train_size):.0%} and target "
+        f"n = {float(target_size):.0%} of the rows, seed {int(seed)}. Accuracies: mean of {int(n_splits)}-fold "
+        "CV on the set before / after. 'Unbiased rows removed' is the price: rows without bias features that "
+        "AFLite removed too."
+    )
 
 # -- round stepper ---------------------------------------------------------------------------------------------
 st.subheader("Round by round")
-st.caption("Pick a dataset and step through AFLite's rounds (or press Play): the rows removed in the chosen round "
-           "light up, earlier removals fade to grey.")
+st.caption(
+    "Pick a dataset and step through AFLite's rounds (or press Play): the rows removed in the chosen round "
+    "light up, earlier removals fade to grey."
+)
 
 
 def _play(n_rounds: int) -> None:
@@ -150,25 +235,58 @@ def round_stepper(exp) -> None:
             st.session_state[SYN_PLAYING] = False  # the next run stops the timer
     st.session_state[SYN_ROUND] = min(max(current, 1), n_rounds)
     c1, c2 = st.columns([5, 1], vertical_alignment="bottom")
-    rnd = c1.slider("Round", 1, max(n_rounds, 2), key=SYN_ROUND, disabled=n_rounds < 2,
-                    help="Rows scored and removed in this round; earlier removals are grey.")
+    rnd = c1.slider(
+        "Round",
+        1,
+        max(n_rounds, 2),
+        key=SYN_ROUND,
+        disabled=n_rounds < 2,
+        help="Rows scored and removed in this round; earlier removals are grey.",
+    )
     rnd = min(int(rnd), n_rounds)
     if st.session_state.get(SYN_PLAYING):
         c2.button("Pause", key="syn-pause", on_click=_pause, width="stretch")
     else:
-        c2.button("Play", key="syn-play", on_click=_play, args=(n_rounds,), width="stretch",
-                  disabled=n_rounds < 2, help="Step through the rounds automatically.")
+        c2.button(
+            "Play",
+            key="syn-play",
+            on_click=_play,
+            args=(n_rounds,),
+            width="stretch",
+            disabled=n_rounds < 2,
+            help="Step through the rounds automatically.",
+        )
     info = compute.circles_round(exp, name, rnd)
     r1, r2, r3, r4 = st.columns(4)
-    r1.metric("Removed this round", f"{info['removed']:,}", f"{info['removed_biased']:,} with bias features",
-              delta_color="off", delta_arrow="off")
-    r2.metric("Rows left after the round", f"{info['size_after']:,}", f"of {data.n_samples:,}", delta_color="off",
-              delta_arrow="off")
+    r1.metric(
+        "Removed this round",
+        f"{info['removed']:,}",
+        f"{info['removed_biased']:,} with bias features",
+        delta_color="off",
+        delta_arrow="off",
+    )
+    r2.metric(
+        "Rows left after the round",
+        f"{info['size_after']:,}",
+        f"of {data.n_samples:,}",
+        delta_color="off",
+        delta_arrow="off",
+    )
     flips = f" · {info['flipped_left']:,} flipped" if data.is_flipped.any() else ""
-    r3.metric("Rows with bias features left", f"{info['biased_left']:,}", f"of {int(data.is_biased.sum()):,}{flips}",
-              delta_color="off", delta_arrow="off")
-    r4.metric("Mean predictability this round", f"{info['mean_p']:.3f}",
-              f"{info['qualified']:,} of {info['scored']:,} rows reached τ", delta_color="off", delta_arrow="off")
+    r3.metric(
+        "Rows with bias features left",
+        f"{info['biased_left']:,}",
+        f"of {int(data.is_biased.sum()):,}{flips}",
+        delta_color="off",
+        delta_arrow="off",
+    )
+    r4.metric(
+        "Mean predictability this round",
+        f"{info['mean_p']:.3f}",
+        f"{info['qualified']:,} of {info['scored']:,} rows reached τ",
+        delta_color="off",
+        delta_arrow="off",
+    )
     with ui.errors():
         fig = charts.round_stepper(data, result, rnd)
     st.plotly_chart(fig, width="stretch", key="syn-stepper")
@@ -177,8 +295,7 @@ def round_stepper(exp) -> None:
         "in earlier rounds; class colours: rows still in the set (open circles = bias features, crosses = flipped "
         "labels). Right: how predictable every row still in the set was in this round — the share of linear "
         "models, not trained on it, that predicted its label correctly. AFLite removes the k most predictable rows "
-        "at or above τ (dashed); hatched bars are rows with bias features. "
-        + result.stop_message
+        "at or above τ (dashed); hatched bars are rows with bias features. " + result.stop_message
     )
 
 

@@ -96,8 +96,21 @@ def plotly_figures(at) -> list[dict]:
 
 
 #: a small `filter` run (300 rows, a few rounds): the arguments after --features/--labels
-SMALL_RUN_ARGS = ["--target-size", "150", "--train-size", "60", "--slice-size", "40", "--partitions", "16",
-                  "--tau", "0.5", "--seed", "1", "--quiet"]
+SMALL_RUN_ARGS = [
+    "--target-size",
+    "150",
+    "--train-size",
+    "60",
+    "--slice-size",
+    "40",
+    "--partitions",
+    "16",
+    "--tau",
+    "0.5",
+    "--seed",
+    "1",
+    "--quiet",
+]
 
 
 @pytest.fixture
@@ -117,7 +130,18 @@ def small_filter(small_files):
     from aflite_core.cli import main
 
     def run(out, *extra, labels="y.txt"):
-        return main(["filter", "--features", str(small_files / "X.npy"), "--labels", str(small_files / labels),
-                     *SMALL_RUN_ARGS, "--out", str(out), *extra])
+        return main(
+            [
+                "filter",
+                "--features",
+                str(small_files / "X.npy"),
+                "--labels",
+                str(small_files / labels),
+                *SMALL_RUN_ARGS,
+                "--out",
+                str(out),
+                *extra,
+            ]
+        )
 
     return run

@@ -38,15 +38,22 @@ def _mean_p_same_partitions(X, y, t, m=16, seed=0):
 
 
 def _gaussian_classes(n, d, n_classes, seed, sep=1.0):
-    X, y, _ = make_planted_bias(n, d, n_classes=n_classes, class_sep=sep, bias_fraction=0.0, spectrum_decay=0.5,
-                                random_state=seed)
+    X, y, _ = make_planted_bias(
+        n, d, n_classes=n_classes, class_sep=sep, bias_fraction=0.0, spectrum_decay=0.5, random_state=seed
+    )
     return X, y
 
 
 # -- held-out accuracy at least LogisticRegression()'s - 0.01 -------------------------------------------------
 PROBLEMS = [  # (classes, d, t / d)
-    (3, 8, 2), (3, 8, 10), (3, 8, 50), (10, 8, 5), (10, 8, 50),
-    (3, 384, 2), (3, 384, 5), (10, 384, 2),
+    (3, 8, 2),
+    (3, 8, 10),
+    (3, 8, 50),
+    (10, 8, 5),
+    (10, 8, 50),
+    (3, 384, 2),
+    (3, 384, 5),
+    (10, 384, 2),
 ]
 
 
@@ -112,8 +119,7 @@ def test_batched_fit_solves_scikit_learns_objective(n_classes):
     Xg = np.concatenate([X - mu, np.ones((n, 1), np.float32)], axis=1)[None]
     K = 1 if n_classes == 2 else n_classes
     H_inv = np.linalg.inv(Xg[0].T @ Xg[0] / (4 * K) + np.diag(np.r_[np.ones(d), 0.0])).astype(np.float32)
-    W, b, _ = fit_logistic(Xg, y[None].astype(np.intp), np.ones((1, n), np.float32), K, H_inv, tol=1e-6,
-                           max_iter=500)
+    W, b, _ = fit_logistic(Xg, y[None].astype(np.intp), np.ones((1, n), np.float32), K, H_inv, tol=1e-6, max_iter=500)
     sk = LogisticRegression(tol=1e-8, max_iter=5000).fit(X, y)
     assert np.allclose(W[0], sk.coef_.T, atol=2e-3)
     assert np.allclose(b[0] - mu @ W[0], sk.intercept_, atol=2e-3)  # fitted on x - μ
@@ -132,9 +138,17 @@ def test_the_default_is_the_logistic_family_and_ridge_stays_available():
     assert LogisticFamily(max_work=float("inf")).solver(64, 40_000, 1024, 3) == "logistic"
 
 
-@pytest.mark.parametrize("family", [LinearFamily(), LinearFamily(alpha=0.5, block_rows=1), LogisticFamily(),
-                                    LogisticFamily(C=0.5, tol=1e-4), SklearnFamily(LogisticRegression(max_iter=1000))],
-                         ids=["ridge", "ridge-custom", "logistic", "logistic-custom", "sklearn"])
+@pytest.mark.parametrize(
+    "family",
+    [
+        LinearFamily(),
+        LinearFamily(alpha=0.5, block_rows=1),
+        LogisticFamily(),
+        LogisticFamily(C=0.5, tol=1e-4),
+        SklearnFamily(LogisticRegression(max_iter=1000)),
+    ],
+    ids=["ridge", "ridge-custom", "logistic", "logistic-custom", "sklearn"],
+)
 def test_family_from_spec_rebuilds_the_family(family):
     spec = json.loads(json.dumps(family.spec()))
     again = family_from_spec(spec)
@@ -175,10 +189,25 @@ def test_an_old_checkpoint_resumes_bit_identically_with_its_family(tmp_path):
     # what the CLI wrote before the default changed: cli_args.json naming "linear", a checkpoint after round 2
     out = tmp_path / "run"
     out.mkdir()
-    args = {"features": str(tmp_path / "X.npy"), "labels": str(tmp_path / "y.txt"), "label_column": None,
-            "partitions": 16, "train_size": 300, "model": "linear", "seed": 2, "threads": 1, "mmap": False,
-            "ids": None, "target_size": 700, "slice_size": 100, "tau": 0.6, "strategy": "slice",
-            "eval_features": None, "eval_labels": None, "eval_ids": None}
+    args = {
+        "features": str(tmp_path / "X.npy"),
+        "labels": str(tmp_path / "y.txt"),
+        "label_column": None,
+        "partitions": 16,
+        "train_size": 300,
+        "model": "linear",
+        "seed": 2,
+        "threads": 1,
+        "mmap": False,
+        "ids": None,
+        "target_size": 700,
+        "slice_size": 100,
+        "tau": 0.6,
+        "strategy": "slice",
+        "eval_features": None,
+        "eval_labels": None,
+        "eval_ids": None,
+    }
     (out / "cli_args.json").write_text(json.dumps(args))
     partial = aflite(X, y, model=old_family, checkpoint=out / "checkpoint", callback=lambda p: p.round < 2, **kw)
     assert partial.n_rounds == 2
@@ -195,9 +224,25 @@ def test_a_new_run_records_the_logistic_family_and_resumes_with_it(tmp_path):
     X, y, _ = make_planted_bias(1500, 12, random_state=0)
     np.save(tmp_path / "X.npy", X)
     np.savetxt(tmp_path / "y.txt", y, fmt="%d")
-    common = ["--target-size", "700", "--train-size", "300", "--slice-size", "100", "--tau", "0.6", "--partitions",
-              "16", "--seed", "2", "--quiet", "--features", str(tmp_path / "X.npy"), "--labels",
-              str(tmp_path / "y.txt")]
+    common = [
+        "--target-size",
+        "700",
+        "--train-size",
+        "300",
+        "--slice-size",
+        "100",
+        "--tau",
+        "0.6",
+        "--partitions",
+        "16",
+        "--seed",
+        "2",
+        "--quiet",
+        "--features",
+        str(tmp_path / "X.npy"),
+        "--labels",
+        str(tmp_path / "y.txt"),
+    ]
     assert main(["filter", *common, "--out", str(tmp_path / "full")]) == 0
     assert main(["filter", *common, "--out", str(tmp_path / "part"), "--max-rounds", "1"]) == 0
     assert main(["filter", "--resume", str(tmp_path / "part"), "--quiet"]) == 0

@@ -43,8 +43,16 @@ def test_model_accuracies_all_families_on_planted_data(planted_run):
     X, y, is_biased, _ = planted_run
     frame = model_accuracies(X[:400], y[:400], random_state=0)
     assert frame["model"].tolist() == ["logistic", "rbf", "knn", "mlp"]
-    assert list(frame.columns) == ["model", "accuracy", "accuracy_std", "n_splits", "n_rows", "n_classes",
-                                   "majority_rate", "note"]
+    assert list(frame.columns) == [
+        "model",
+        "accuracy",
+        "accuracy_std",
+        "n_splits",
+        "n_rows",
+        "n_classes",
+        "majority_rate",
+        "note",
+    ]
     assert (frame["n_splits"] == 5).all() and (frame["n_rows"] == 400).all() and (frame["note"] == "").all()
     assert (frame["accuracy"] > frame["majority_rate"] + 0.1).all()
     again = model_accuracies(X[:400], y[:400], random_state=0)
@@ -64,8 +72,9 @@ def test_model_accuracies_handles_tiny_classes_and_single_class_subsets():
     f = model_accuracies(X, y, mask=mask, models=["logistic", "knn"], random_state=0)
     assert "1 class(es) with a single row left out" in f["note"].iloc[0]
     assert (f["n_splits"] == 5).all() and np.isfinite(f["accuracy"]).all()
-    g = model_accuracies(X, y, mask=np.r_[np.ones(33, bool), np.zeros(24, bool), np.ones(3, bool)],
-                         models="logistic", random_state=0)
+    g = model_accuracies(
+        X, y, mask=np.r_[np.ones(33, bool), np.zeros(24, bool), np.ones(3, bool)], models="logistic", random_state=0
+    )
     assert g["n_splits"].iloc[0] == 3 and "3 folds" in g["note"].iloc[0]  # capped by the 3 rows of class c
     h = model_accuracies(X, y, mask=y == "a", models="logistic", random_state=0)
     assert np.isnan(h["accuracy"].iloc[0]) and "accuracy undefined" in h["note"].iloc[0]
@@ -76,8 +85,9 @@ def test_model_accuracies_with_groups_and_a_custom_estimator():
     X = rng.normal(size=(120, 4))
     y = (X[:, 0] > 0).astype(int)
     groups = np.repeat(np.arange(40), 3)
-    f = model_accuracies(X, y, models={"tree": DecisionTreeClassifier(max_depth=2), "linear": "logistic"},
-                         groups=groups, random_state=0)
+    f = model_accuracies(
+        X, y, models={"tree": DecisionTreeClassifier(max_depth=2), "linear": "logistic"}, groups=groups, random_state=0
+    )
     assert f["model"].tolist() == ["tree", "linear"] and (f["accuracy"] > 0.8).all()
     assert make_classifier("knn", n_train=4).n_neighbors == 4
     capped = model_accuracies(X, y, models="logistic", max_train_rows=30, random_state=0)
@@ -134,16 +144,25 @@ def test_one_shot_filter_removes_the_most_confidently_correct_held_out_rows(plan
     assert f.score[wrong_removed].min() >= f.score[wrong_kept].max()
     assert (~f.kept[is_biased & held_out]).mean() > 0.95  # the planted rows go first
     assert (~f.kept[~is_biased & held_out]).mean() < 0.65
-    with pytest.raises(ValueError, match="'train_size' parameter of one_shot_filter must be an int in "
-                                         "\\(n_classes, size\\)"):
+    with pytest.raises(
+        ValueError, match="'train_size' parameter of one_shot_filter must be an int in \\(n_classes, size\\)"
+    ):
         one_shot_filter(X, y, size=300, train_size=300)
 
 
 def test_baseline_comparison_table(planted_run):
     X, y, _, res = planted_run
     table = baseline_comparison(X, y, res, partial_X=X[:, :3], random_state=0)
-    assert list(table.columns) == ["subset", "features", "model", "n_rows", "accuracy", "accuracy_std",
-                                   "majority_rate", "note"]
+    assert list(table.columns) == [
+        "subset",
+        "features",
+        "model",
+        "n_rows",
+        "accuracy",
+        "accuracy_std",
+        "majority_rate",
+        "note",
+    ]
     assert table["subset"].unique().tolist() == ["full", "aflite", "random", "one-shot"]
     assert table["features"].unique().tolist() == ["full input", "partial input"]
     acc = table.set_index(["subset", "features"])["accuracy"]
@@ -220,8 +239,9 @@ def test_knn_table_split_by_groups_keeps_groups_on_one_side():
     X = rng.normal(size=(200, 4))
     y = np.arange(200) % 2
     groups = np.repeat(np.arange(50), 4)
-    t = knn_distance_table(X, y, np.ones(200, bool), groups=groups, test_size=0.2, ks=[1], control=False,
-                           random_state=0)
+    t = knn_distance_table(
+        X, y, np.ones(200, bool), groups=groups, test_size=0.2, ks=[1], control=False, random_state=0
+    )
     n_held = t.query("stage == 'before' and comparison == 'same class'")["n_heldout"].sum()
     assert n_held % 4 == 0 and 36 <= n_held <= 44
 
@@ -272,8 +292,9 @@ def test_similarity_matrices_sample_and_means():
 # -- per-class impact ----------------------------------------------------------------------------------------
 def test_class_impact_counts_and_warnings():
     y = ["a"] * 10 + ["b"] * 10 + ["c"] * 4
-    kept = np.r_[np.ones(8, bool), np.zeros(2, bool), np.ones(3, bool), np.zeros(7, bool), np.ones(1, bool),
-                 np.zeros(3, bool)]
+    kept = np.r_[
+        np.ones(8, bool), np.zeros(2, bool), np.ones(3, bool), np.zeros(7, bool), np.ones(1, bool), np.zeros(3, bool)
+    ]
     f = class_impact(y, kept)
     assert f["label"].tolist() == ["a", "b", "c"]
     assert f["n_after"].tolist() == [8, 3, 1] and f["n_removed"].tolist() == [2, 7, 3]
@@ -286,8 +307,9 @@ def test_class_impact_counts_and_warnings():
     strict = class_impact(y, kept, threshold=0.1, min_rows=0, margin=0.0)
     assert strict["warning"].tolist() == [False, True, True]  # 'a' lost less than the rows overall
     # halving every class is not a warning: a class must lose more than the rest
-    even = class_impact(["a"] * 20 + ["b"] * 20, np.r_[np.tile([True, False], 10), np.ones(9, bool),
-                                                      np.zeros(11, bool)])
+    even = class_impact(
+        ["a"] * 20 + ["b"] * 20, np.r_[np.tile([True, False], 10), np.ones(9, bool), np.zeros(11, bool)]
+    )
     assert even["warning"].tolist() == [False, False]
     with pytest.raises(ValueError, match="'threshold' parameter of class_impact must be a float in \\[0, 1\\]"):
         class_impact(y, kept, threshold=2)
@@ -311,8 +333,9 @@ def test_stability_report_by_hand():
 def test_removal_stability_on_planted_data(planted_run):
     X, y, is_biased, _ = planted_run
     calls = []
-    rep = removal_stability(X, y, n_runs=3, random_state=0, callback=lambda i, n: calls.append((i, n)),
-                            **PLANTED_AFLITE)
+    rep = removal_stability(
+        X, y, n_runs=3, random_state=0, callback=lambda i, n: calls.append((i, n)), **PLANTED_AFLITE
+    )
     assert calls == [(1, 3), (2, 3), (3, 3)] and len(rep.results) == 3 and len(set(rep.seeds)) == 3
     assert rep.removed.shape == (3, 1200)
     J = rep.jaccard.to_numpy()
@@ -336,8 +359,10 @@ def test_removal_stability_invalid():
 # -- artifact discovery ----------------------------------------------------------------------------------------
 def test_token_artifacts_known_answer():
     texts = (
-        ["Nobody is sleeping."] * 8 + ["A man is sleeping."] * 2  # contradiction, removed
-        + ["A man is running."] * 9 + ["Nobody runs."] * 1  # contradiction, retained
+        ["Nobody is sleeping."] * 8
+        + ["A man is sleeping."] * 2  # contradiction, removed
+        + ["A man is running."] * 9
+        + ["Nobody runs."] * 1  # contradiction, retained
         + ["A dog runs."] * 10  # entailment, half removed
     )
     y = ["contradiction"] * 20 + ["entailment"] * 10

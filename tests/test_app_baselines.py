@@ -86,8 +86,11 @@ def _small_upload(seed: int = 0):
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame(rng.normal(size=(50, 3)), columns=["a", "b", "c"])
     frame["label"] = np.repeat(["cat", "dog"], 25)
-    outcome = uploads.load_upload(frame.to_csv(index=False).encode(), "noise.csv",
-                                  uploads.UploadOptions(label_column="label", feature_columns=("a", "b", "c")))
+    outcome = uploads.load_upload(
+        frame.to_csv(index=False).encode(),
+        "noise.csv",
+        uploads.UploadOptions(label_column="label", feature_columns=("a", "b", "c")),
+    )
     assert outcome.ok, outcome.error
     return outcome
 

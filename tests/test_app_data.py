@@ -43,15 +43,20 @@ def test_load_upload_numeric_columns():
     assert data.representation("columns").shape == (50, 4)
     assert outcome.key == uploads.upload_options_key(_csv(frame), "small.csv", options)
     assert outcome.key.startswith("upload-")
-    other = uploads.load_upload(_csv(frame), "small.csv", uploads.UploadOptions(label_column="label",
-                                                                                 feature_columns=("x0",)))
+    other = uploads.load_upload(
+        _csv(frame), "small.csv", uploads.UploadOptions(label_column="label", feature_columns=("x0",))
+    )
     assert other.key != outcome.key
 
 
 def test_load_upload_with_aligned_npy_and_pair_text_features():
-    frame = pd.DataFrame({"premise": ["A man sleeps on a couch.", "Two dogs run in a field.", "A woman reads."] * 10,
-                          "hypothesis": ["Nobody sleeps.", "Animals are outside.", "A person reads."] * 10,
-                          "label": ["contradiction", "entailment", "neutral"] * 10})
+    frame = pd.DataFrame(
+        {
+            "premise": ["A man sleeps on a couch.", "Two dogs run in a field.", "A woman reads."] * 10,
+            "hypothesis": ["Nobody sleeps.", "Animals are outside.", "A person reads."] * 10,
+            "label": ["contradiction", "entailment", "neutral"] * 10,
+        }
+    )
     jsonl = frame.to_json(orient="records", lines=True).encode()
     feats = np.random.default_rng(0).normal(size=(30, 5)).astype(np.float32)
     options = uploads.UploadOptions(label_column="label", pair=("premise", "hypothesis"), text_features=True)
@@ -64,8 +69,10 @@ def test_load_upload_with_aligned_npy_and_pair_text_features():
 
 def test_several_npy_files_become_named_representations():
     frame = _table()
-    files = [("small.pair_emb.npy", _npy(np.ones((50, 3), np.float32))),
-             ("small.hyp_emb.npy", _npy(np.zeros((50, 2), np.float32)))]
+    files = [
+        ("small.pair_emb.npy", _npy(np.ones((50, 3), np.float32))),
+        ("small.hyp_emb.npy", _npy(np.zeros((50, 2), np.float32))),
+    ]
     assert uploads.feature_representation_names([f for f, _ in files], "small.csv") == ["pair_emb", "hyp_emb"]
     assert uploads.feature_representation_names(["a.npy", "a.npy"], "t.csv") == ["a", "a_2"]
     outcome = uploads.load_upload(_csv(frame), "small.csv", uploads.UploadOptions(label_column="label"), files)
@@ -78,13 +85,20 @@ def test_several_npy_files_become_named_representations():
 
 @pytest.mark.shared_data
 def test_real_snli_sample_with_pair_and_hypothesis_embeddings(shared_data):
-    files = [(f"snli_sample.{k}_minilm.npy", (shared_data / f"snli_sample.{k}_minilm.npy").read_bytes())
-             for k in ("pair", "hyp")]
-    guess = uploads.guess_columns(uploads.upload_table((shared_data / "snli_sample.jsonl").read_bytes(),
-                                                       "snli_sample.jsonl"))
+    files = [
+        (f"snli_sample.{k}_minilm.npy", (shared_data / f"snli_sample.{k}_minilm.npy").read_bytes())
+        for k in ("pair", "hyp")
+    ]
+    guess = uploads.guess_columns(
+        uploads.upload_table((shared_data / "snli_sample.jsonl").read_bytes(), "snli_sample.jsonl")
+    )
     assert guess["pair"] == ("premise", "hypothesis") and guess["label"] == "label"
-    outcome = uploads.load_upload((shared_data / "snli_sample.jsonl").read_bytes(), "snli_sample.jsonl",
-                                  uploads.UploadOptions(label_column="label", pair=guess["pair"]), files)
+    outcome = uploads.load_upload(
+        (shared_data / "snli_sample.jsonl").read_bytes(),
+        "snli_sample.jsonl",
+        uploads.UploadOptions(label_column="label", pair=guess["pair"]),
+        files,
+    )
     assert outcome.ok, outcome.error
     data = outcome.dataset
     assert data.n_rows == 6891 and data.n_classes == 3 and data.pair == ("premise", "hypothesis")
@@ -97,22 +111,46 @@ def test_real_snli_sample_with_pair_and_hypothesis_embeddings(shared_data):
     [
         (_csv(_table()), "t.csv", {"label_column": "nope"}, None, "has no label column 'nope'"),
         (b"\xff\xfe\x00bad" + _csv(_table()), "t.csv", {"label_column": "label"}, None, "not UTF-8"),
-        (_csv(_table()), "t.csv", {"label_column": "label"}, _npy(np.zeros((40, 3), np.float32)),
-         "has 40 rows but 't.csv' has 50"),
-        (_csv(_table()), "t.csv", {"label_column": "label"}, _npy(np.array([{"a": 1}] * 50, dtype=object), True),
-         "Python objects"),
+        (
+            _csv(_table()),
+            "t.csv",
+            {"label_column": "label"},
+            _npy(np.zeros((40, 3), np.float32)),
+            "has 40 rows but 't.csv' has 50",
+        ),
+        (
+            _csv(_table()),
+            "t.csv",
+            {"label_column": "label"},
+            _npy(np.array([{"a": 1}] * 50, dtype=object), True),
+            "Python objects",
+        ),
         (_csv(_table()), "t.csv", {"label_column": "label"}, None, "gives no features"),
-        (_csv(_table().assign(label="same")), "t.csv", {"label_column": "label", "feature_columns": ("x0",)}, None,
-         "only one class"),
+        (
+            _csv(_table().assign(label="same")),
+            "t.csv",
+            {"label_column": "label", "feature_columns": ("x0",)},
+            None,
+            "only one class",
+        ),
         (b'{"x": 1, "label": "a"}\n{oops\n', "t.jsonl", {"label_column": "label"}, None, "line 2"),
         (b"a,b\n1,2\n", "t.xlsx", {"label_column": "b"}, None, ".csv, .tsv, .parquet or .jsonl"),
     ],
-    ids=["missing-label-column", "not-utf8", "misaligned-npy", "pickled-npy", "no-features", "one-class",
-         "bad-jsonl", "unknown-extension"],
+    ids=[
+        "missing-label-column",
+        "not-utf8",
+        "misaligned-npy",
+        "pickled-npy",
+        "no-features",
+        "one-class",
+        "bad-jsonl",
+        "unknown-extension",
+    ],
 )
 def test_load_upload_errors_are_messages(table, name, options, features, message):
-    outcome = uploads.load_upload(table, name, uploads.UploadOptions(**options), features,
-                                  None if features is None else "f.npy")
+    outcome = uploads.load_upload(
+        table, name, uploads.UploadOptions(**options), features, None if features is None else "f.npy"
+    )
     assert not outcome.ok and outcome.dataset is None
     assert message in outcome.error
 
@@ -126,9 +164,15 @@ def test_too_many_rows_points_to_the_cli(monkeypatch):
 
 
 def test_guess_columns():
-    frame = pd.DataFrame({"id": [1, 2, 3], "premise": ["A long sentence here."] * 3,
-                          "hypothesis": ["Another long sentence."] * 3, "score": [0.1, 0.2, 0.3],
-                          "gold_label": ["a", "b", "a"]})
+    frame = pd.DataFrame(
+        {
+            "id": [1, 2, 3],
+            "premise": ["A long sentence here."] * 3,
+            "hypothesis": ["Another long sentence."] * 3,
+            "score": [0.1, 0.2, 0.3],
+            "gold_label": ["a", "b", "a"],
+        }
+    )
     g = uploads.guess_columns(frame)
     assert g["label"] == "gold_label" and g["id"] == "id" and g["pair"] == ("premise", "hypothesis")
     assert g["numeric"] == ["score"] and g["texts"] == []

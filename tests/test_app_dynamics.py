@@ -133,20 +133,42 @@ def _nli_dataset():
     from aflite_core.features import text_representations
     from aflite_core.tables import dataset_from_table
 
-    people = ["A man", "A woman", "Two kids", "An old man", "A girl", "A boy", "Three friends", "A dog", "A chef",
-              "A teacher"]
-    acts = ["is playing a guitar in the park", "is riding a red bike down the street", "is cooking dinner at home",
-            "is reading a long book on the bus", "is swimming in a cold lake"]
+    people = [
+        "A man",
+        "A woman",
+        "Two kids",
+        "An old man",
+        "A girl",
+        "A boy",
+        "Three friends",
+        "A dog",
+        "A chef",
+        "A teacher",
+    ]
+    acts = [
+        "is playing a guitar in the park",
+        "is riding a red bike down the street",
+        "is cooking dinner at home",
+        "is reading a long book on the bus",
+        "is swimming in a cold lake",
+    ]
     rows = []
     for i in range(30):
         who, act = people[i % len(people)], acts[i % len(acts)]
         premise = f"{who} {act}."
-        rows.append({"premise": premise, "hypothesis": f"{who} {act.split(' ')[0]} {act.split(' ')[1]}.",
-                     "label": "entailment"})
-        rows.append({"premise": premise, "hypothesis": f"Nobody is {act.split(' ', 1)[1]}, they are not outside.",
-                     "label": "contradiction"})
-        rows.append({"premise": premise, "hypothesis": f"{who} is happy because a friend visits tomorrow.",
-                     "label": "neutral"})
+        rows.append(
+            {"premise": premise, "hypothesis": f"{who} {act.split(' ')[0]} {act.split(' ')[1]}.", "label": "entailment"}
+        )
+        rows.append(
+            {
+                "premise": premise,
+                "hypothesis": f"Nobody is {act.split(' ', 1)[1]}, they are not outside.",
+                "label": "contradiction",
+            }
+        )
+        rows.append(
+            {"premise": premise, "hypothesis": f"{who} is happy because a friend visits tomorrow.", "label": "neutral"}
+        )
     frame = pd.DataFrame(rows)
     pair = ("premise", "hypothesis")
     features = text_representations(frame, list(pair), pair=pair, n_components=16, random_state=0)

@@ -56,11 +56,22 @@ def nli_frame(n_premises: int = 90, seed: int = 0) -> pd.DataFrame:
     """A small NLI-like table: three hypotheses per premise, label cues in the hypothesis, annotator labels."""
     rng = np.random.default_rng(seed)
     who = ["a man", "a woman", "two kids", "a dog", "the old chef", "a young girl", "three friends", "a boy"]
-    act = ["rides a bike", "plays the guitar", "cooks dinner", "runs along the beach", "reads a book",
-           "paints a fence", "climbs a tree", "sings a song"]
+    act = [
+        "rides a bike",
+        "plays the guitar",
+        "cooks dinner",
+        "runs along the beach",
+        "reads a book",
+        "paints a fence",
+        "climbs a tree",
+        "sings a song",
+    ]
     where = ["in the park", "at home", "near the river", "in a small town", "on a sunny day", "at night"]
-    cue = {"entailment": "{w} {a}.", "neutral": "{w} {a} with a friend because it is fun.",
-           "contradiction": "nobody is outside and {w} is sleeping."}
+    cue = {
+        "entailment": "{w} {a}.",
+        "neutral": "{w} {a} with a friend because it is fun.",
+        "contradiction": "nobody is outside and {w} is sleeping.",
+    }
     labels = list(cue)
     rows = []
     for p in range(n_premises):
@@ -70,17 +81,30 @@ def nli_frame(n_premises: int = 90, seed: int = 0) -> pd.DataFrame:
             shown = lab if rng.random() < 0.75 else labels[rng.integers(3)]  # some rows without the cue
             agree = rng.uniform(0.5, 1.0)
             ann = [lab if rng.random() < agree else labels[rng.integers(3)] for _ in range(5)]
-            rows.append({"id": f"ex-{len(rows)}", "premise": premise, "hypothesis": cue[shown].format(w=w, a=a),
-                         "label": lab, "annotator_labels": ann,
-                         "annotator_labels_src": "random_subset" if rng.random() < 0.8 else "chaosnli"})
+            rows.append(
+                {
+                    "id": f"ex-{len(rows)}",
+                    "premise": premise,
+                    "hypothesis": cue[shown].format(w=w, a=a),
+                    "label": lab,
+                    "annotator_labels": ann,
+                    "annotator_labels_src": "random_subset" if rng.random() < 0.8 else "chaosnli",
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def nli_dataset(frame: pd.DataFrame | None = None):
     from aflite_core.tables import dataset_from_table
 
-    return dataset_from_table(nli_frame() if frame is None else frame, label_column="label", id_column="id",
-                              pair=("premise", "hypothesis"), text_features=True, name="toy-nli")
+    return dataset_from_table(
+        nli_frame() if frame is None else frame,
+        label_column="label",
+        id_column="id",
+        pair=("premise", "hypothesis"),
+        text_features=True,
+        name="toy-nli",
+    )
 
 
 def test_default_study_on_digits_then_fewer_adversaries(app_test):
@@ -100,8 +124,7 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     seconds = time.perf_counter() - start
     assert seconds < 60
     cats = _figure_with(at, "share of the evaluation rows")
-    assert cats is not None and [t["name"] for t in cats["data"]] == ["removed in round 1", "removed later",
-                                                                      "selected"]
+    assert cats is not None and [t["name"] for t in cats["data"]] == ["removed in round 1", "removed later", "selected"]
     assert cats["data"][0]["x"] == ["mlp_small", "pca", "pixels", "mlp"]
     ranking = _figure_with(at, "Kendall's coefficient")
     assert len(_kendall_titles(ranking)) == 4

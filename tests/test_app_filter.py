@@ -33,8 +33,9 @@ def test_filter_renders_and_tau_and_k_change_the_result(app_test):
     assert not at.warning and len(at.success) == 1
     kept = first["Rows kept"].replace(",", "")
     message = at.success[0].value
-    assert (message == f"The filtered set reached the target size of {kept} rows."
-            or (message.startswith("Early stop (τ):") and f"stopped with {kept} rows left" in message)), message
+    assert message == f"The filtered set reached the target size of {kept} rows." or (
+        message.startswith("Early stop (τ):") and f"stopped with {kept} rows left" in message
+    ), message
 
     at.slider(key="tau").set_value(0.99).run()
     assert not at.exception
@@ -59,8 +60,7 @@ def _tiny_noise_dataset():
 
 
 def test_two_class_fifty_rows_with_nothing_removed(app_test):
-    at = app_test(page="pages/filter.py", uploads={"upload-tiny": _tiny_noise_dataset()},
-                  dataset_key="upload-tiny")
+    at = app_test(page="pages/filter.py", uploads={"upload-tiny": _tiny_noise_dataset()}, dataset_key="upload-tiny")
     assert not at.exception
     at.slider(key="tau").set_value(1.0).run()
     assert not at.exception

@@ -47,8 +47,13 @@ def _tiny_text_dataset(signal: float = 1.5):
     text = [" ".join(rng.choice(words, 3)) + (" never" if lab == "no" and i % 2 else "") for i, lab in enumerate(y)]
     X = rng.normal(size=(50, 3))
     X[:, 0] += np.where(y == "yes", signal, -signal)
-    return dataset_from_table(pd.DataFrame({"label": y, "text": text}), label_column="label", text_columns=["text"],
-                              features=X, name="tiny text")
+    return dataset_from_table(
+        pd.DataFrame({"label": y, "text": text}),
+        label_column="label",
+        text_columns=["text"],
+        features=X,
+        name="tiny text",
+    )
 
 
 def test_no_run_shows_the_info_and_the_uploader(app_test):
@@ -113,8 +118,14 @@ def test_opening_a_saved_run_and_refusing_bad_files(app_test):
     from aflite_core import aflite
 
     rng = np.random.default_rng(0)
-    other = aflite(rng.normal(size=(300, 4)), rng.integers(0, 2, 300), target_size=200, train_size=60,
-                   slice_size=20, random_state=0)
+    other = aflite(
+        rng.normal(size=(300, 4)),
+        rng.integers(0, 2, 300),
+        target_size=200,
+        train_size=60,
+        slice_size=20,
+        random_state=0,
+    )
     at.file_uploader(key="inspect-upload").set_value(("other.zip", exports.run_zip_bytes(other), "application/zip"))
     at.run()
     assert not at.exception
@@ -144,8 +155,9 @@ def test_stability_across_seeds_adds_a_column_and_a_summary(app_test):
 
 
 def test_nothing_removed(app_test):
-    at = app_test(page="pages/filter.py", uploads={"upload-noise": _tiny_text_dataset(signal=0.0)},
-                  dataset_key="upload-noise")
+    at = app_test(
+        page="pages/filter.py", uploads={"upload-noise": _tiny_text_dataset(signal=0.0)}, dataset_key="upload-noise"
+    )
     at.slider(key="tau").set_value(1.0).run()
     assert not at.exception
     at.switch_page(PAGE).run()

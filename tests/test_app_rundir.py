@@ -11,8 +11,14 @@ from aflite_core.synthetic import make_planted_bias
 
 pytestmark = pytest.mark.slow
 
-PAGES = ["pages/filter.py", "pages/predictability.py", "pages/inspect.py", "pages/embedding.py",
-         "pages/baselines.py", "pages/dynamics.py"]
+PAGES = [
+    "pages/filter.py",
+    "pages/predictability.py",
+    "pages/inspect.py",
+    "pages/embedding.py",
+    "pages/baselines.py",
+    "pages/dynamics.py",
+]
 
 
 def _cli_run(data_dir, out, *extra):
@@ -20,9 +26,30 @@ def _cli_run(data_dir, out, *extra):
     data_dir.mkdir(parents=True, exist_ok=True)
     np.save(data_dir / "X.npy", X)
     (data_dir / "y.txt").write_text("\n".join(np.array(["cat", "dog"])[y]) + "\n")
-    assert main(["filter", "--features", str(data_dir / "X.npy"), "--labels", str(data_dir / "y.txt"),
-                 "--target-size", "400", "--train-size", "200", "--slice-size", "60", "--seed", "2", "--quiet",
-                 "--out", str(out), *extra]) == 0
+    assert (
+        main(
+            [
+                "filter",
+                "--features",
+                str(data_dir / "X.npy"),
+                "--labels",
+                str(data_dir / "y.txt"),
+                "--target-size",
+                "400",
+                "--train-size",
+                "200",
+                "--slice-size",
+                "60",
+                "--seed",
+                "2",
+                "--quiet",
+                "--out",
+                str(out),
+                *extra,
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -76,7 +103,8 @@ def test_files_outside_the_root_are_not_opened_but_can_be_uploaded(app_test, roo
     assert any("not below the app's run root" in e.value and "Upload" in e.value for e in at.error)
     assert all(str(outside) not in e.value for e in at.error)
     at.file_uploader(key="run-features-file").set_value(
-        ("X.npy", (outside / "X.npy").read_bytes(), "application/octet-stream"))
+        ("X.npy", (outside / "X.npy").read_bytes(), "application/octet-stream")
+    )
     at.file_uploader(key="run-labels-file").set_value(("y.txt", (outside / "y.txt").read_bytes(), "text/plain"))
     at = _open(at.run(), "run")
     assert not at.exception
@@ -97,12 +125,17 @@ def test_wrong_uploaded_labels_are_refused_without_quoting_them(app_test, root, 
     at = app_test(page="pages/data.py")
     at.file_uploader(key="run-labels-file").set_value(("y.txt", (secret + "\n").encode(), "text/plain"))
     at.file_uploader(key="run-features-file").set_value(
-        ("X.npy", (tmp_path / "elsewhere" / "X.npy").read_bytes(), "application/octet-stream"))
+        ("X.npy", (tmp_path / "elsewhere" / "X.npy").read_bytes(), "application/octet-stream")
+    )
     at = _open(at.run(), "run")
     assert not at.exception
     assert any("are not the ones the run" in e.value for e in at.error)
-    page_text = " ".join(str(el.value) for kind in ("error", "markdown", "caption", "info") for el in at.get(kind)
-                         if hasattr(el, "value"))
+    page_text = " ".join(
+        str(el.value)
+        for kind in ("error", "markdown", "caption", "info")
+        for el in at.get(kind)
+        if hasattr(el, "value")
+    )
     assert secret[:20] not in page_text
 
 
@@ -110,7 +143,8 @@ def test_moved_features_are_refused_when_they_do_not_match(app_test, root):
     _cli_run(root / "data", root / "run")
     at = app_test(page="pages/data.py")
     at.file_uploader(key="run-features-file").set_value(
-        ("other.npy", _npy(np.zeros((900, 12), dtype=np.float32)), "application/octet-stream"))
+        ("other.npy", _npy(np.zeros((900, 12), dtype=np.float32)), "application/octet-stream")
+    )
     at = _open(at.run(), "run")
     assert not at.exception
     assert any("not the ones the run" in e.value for e in at.error)

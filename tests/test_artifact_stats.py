@@ -28,8 +28,18 @@ from aflite_core.cli import main
 # ---------------------------------------------------------------------------------------------------------------
 def _small():
     """10 texts, labels A/B. 'cat' is in 5 texts (4 A, 1 B); 'dog' in 4 (1 A, 3 B); 'the' in all 10."""
-    texts = ["the cat.", "The cat!", "the cat, the cat", "the CAT", "the cat dog",
-             "the dog", "the dog", "the dog", "the", "the"]
+    texts = [
+        "the cat.",
+        "The cat!",
+        "the cat, the cat",
+        "the CAT",
+        "the cat dog",
+        "the dog",
+        "the dog",
+        "the dog",
+        "the",
+        "the",
+    ]
     labels = ["A", "A", "A", "A", "B", "A", "B", "B", "B", "B"]
     return texts, labels
 
@@ -98,18 +108,27 @@ def test_no_token_reaches_min_count():
     assert len(s) == 0 and tuple(s.columns) == STAT_COLUMNS and s.attrs["n_tests"] == 0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"min_count": 0}, r"The 'min_count' parameter of artifact_statistics must be an int in \[1, inf\)"),
-    ({"alpha": 0.0}, r"The 'alpha' parameter of artifact_statistics must be a float in \(0, 1\)"),
-    ({"alpha": 1.5}, r"The 'alpha' parameter of artifact_statistics must be a float in \(0, 1\)"),
-    ({"pmi_smoothing": -1.0}, r"The 'pmi_smoothing' parameter of artifact_statistics must be a float in \[0, inf\)"),
-    ({"tokenizer": str.split, "texts": ["a", 3]}, r"must be a sequence of str. Row 1 is 3"),
-    ({"tokenizer": str.lower}, r"The 'tokenizer' parameter of artifact_statistics must return a list of str "
-                               r"tokens. Got 'a b' for row 0 instead"),
-    ({"tokenizer": lambda t: [1, 2]}, r"must return str tokens. Got 1 for row 0"),
-    ({"texts": ["a b"]}, r"must have one text per label \(2\). Got 1"),
-    ({"labels": ["x", None]}, r"The 'labels' parameter of artifact_statistics must not contain missing labels"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"min_count": 0}, r"The 'min_count' parameter of artifact_statistics must be an int in \[1, inf\)"),
+        ({"alpha": 0.0}, r"The 'alpha' parameter of artifact_statistics must be a float in \(0, 1\)"),
+        ({"alpha": 1.5}, r"The 'alpha' parameter of artifact_statistics must be a float in \(0, 1\)"),
+        (
+            {"pmi_smoothing": -1.0},
+            r"The 'pmi_smoothing' parameter of artifact_statistics must be a float in \[0, inf\)",
+        ),
+        ({"tokenizer": str.split, "texts": ["a", 3]}, r"must be a sequence of str. Row 1 is 3"),
+        (
+            {"tokenizer": str.lower},
+            r"The 'tokenizer' parameter of artifact_statistics must return a list of str "
+            r"tokens. Got 'a b' for row 0 instead",
+        ),
+        ({"tokenizer": lambda t: [1, 2]}, r"must return str tokens. Got 1 for row 0"),
+        ({"texts": ["a b"]}, r"must have one text per label \(2\). Got 1"),
+        ({"labels": ["x", None]}, r"The 'labels' parameter of artifact_statistics must not contain missing labels"),
+    ],
+)
 def test_invalid_parameters(kwargs, match):
     args = {"texts": ["a b", "c d"], "labels": ["x", "y"]}
     args.update(kwargs)
@@ -172,11 +191,17 @@ def test_significance_curve_values_and_errors():
     c = significance_curve(np.array([1.0, 4.0]), n_labels=2, n_tests=1, alpha=0.05)
     # p0 = 0.5, z* = 1.6448536: 0.5 + 1.6448536 * 0.5 / sqrt(n)
     np.testing.assert_allclose(c, [0.5 + 1.6448536 * 0.5, 0.5 + 1.6448536 * 0.25], atol=1e-7)
-    with pytest.raises(ValueError, match=r"The 'counts' parameter of significance_curve must be an array of "
-                                         r"positive numbers"):
+    with pytest.raises(
+        ValueError,
+        match=r"The 'counts' parameter of significance_curve must be an array of "
+        r"positive numbers",
+    ):
         significance_curve([0, 5], n_labels=3, n_tests=10)
-    with pytest.raises(ValueError, match=r"The 'n_labels' parameter of significance_curve must be an int in "
-                                         r"\[2, inf\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"The 'n_labels' parameter of significance_curve must be an int in "
+        r"\[2, inf\)",
+    ):
         significance_curve([5], n_labels=1, n_tests=10)
 
 
@@ -187,13 +212,14 @@ def test_shares_among_kept_and_removed_rows():
     texts = ["nobody sleeps"] * 10 + ["a man sleeps"] * 10 + ["a woman eats"] * 10
     labels = ["c"] * 10 + ["e"] * 10 + ["n"] * 10
     kept = np.ones(30, bool)
-    kept[:8] = False                      # 8 of the 10 'nobody' rows removed
-    kept[[10, 20]] = False                # and one 'man', one 'woman' row
+    kept[:8] = False  # 8 of the 10 'nobody' rows removed
+    kept[[10, 20]] = False  # and one 'man', one 'woman' row
     stats = artifact_statistics(texts, labels, min_count=5)
     out = artifact_shares(texts, labels, kept, stats)
     assert tuple(out.columns) == SHARE_COLUMNS
     assert list(zip(out["token"], out["label"])) == list(
-        zip(stats.loc[stats.significant, "token"], stats.loc[stats.significant, "label"]))
+        zip(stats.loc[stats.significant, "token"], stats.loc[stats.significant, "label"])
+    )
     row = out.set_index("token").loc["nobody"]
     assert (row["count"], row["count_kept"], row["count_removed"]) == (10, 2, 8)
     assert row["share_kept"] == pytest.approx(2 / 20) and row["share_removed"] == pytest.approx(8 / 10)
@@ -211,8 +237,11 @@ def test_shares_reject_unknown_labels_and_bad_masks():
     texts, labels = ["a b", "c d"], ["x", "y"]
     with pytest.raises(ValueError, match=r"names the label 'z', which is not one of the labels"):
         artifact_shares(texts, labels, [True, False], pd.DataFrame({"token": ["a"], "label": ["z"]}))
-    with pytest.raises(ValueError, match=r"The 'kept' parameter of artifact_shares must be an AFLiteResult or a "
-                                         r"boolean array with one entry per row \(2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"The 'kept' parameter of artifact_shares must be an AFLiteResult or a "
+        r"boolean array with one entry per row \(2\)",
+    ):
         artifact_shares(texts, labels, [True], ["a"])
     with pytest.raises(ValueError, match=r"must be a table with a 'token' column"):
         artifact_shares(texts, labels, [True, False], pd.DataFrame({"word": ["a"]}))
@@ -243,9 +272,11 @@ def test_snli_sample_known_artifacts_are_significant(shared_data):
 # command line
 # ---------------------------------------------------------------------------------------------------------------
 def _table(tmp_path):
-    rows = ([{"hypothesis": "Nobody is here.", "label": "contradiction"}] * 30
-            + [{"hypothesis": "A person is outside.", "label": "entailment"}] * 30
-            + [{"hypothesis": "A tall person is here.", "label": "neutral"}] * 30)
+    rows = (
+        [{"hypothesis": "Nobody is here.", "label": "contradiction"}] * 30
+        + [{"hypothesis": "A person is outside.", "label": "entailment"}] * 30
+        + [{"hypothesis": "A tall person is here.", "label": "neutral"}] * 30
+    )
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -266,17 +297,23 @@ def test_cli_json_records(tmp_path, capsys):
     path = _table(tmp_path)
     assert main(["artifacts", "--table", str(path), "--json", "--min-count", "20", "--alpha", "0.001"]) == 0
     records = json.loads(capsys.readouterr().out)
-    assert {(r["token"], r["label"]) for r in records} == {("nobody", "contradiction"), ("outside", "entailment"),
-                                                           ("tall", "neutral")}
+    assert {(r["token"], r["label"]) for r in records} == {
+        ("nobody", "contradiction"),
+        ("outside", "entailment"),
+        ("tall", "neutral"),
+    }
     assert all(r["significant"] is True and r["count"] == 30 for r in records)
 
 
-@pytest.mark.parametrize("args, match", [
-    (["--text-column", "premise"], r"has no column 'premise' \(--text-column\)"),
-    (["--alpha", "1.5"], r"The --alpha option must be a float in \(0, 1\)"),
-    (["--min-count", "0"], r"The --min-count option must be an int in \[1, inf\)"),
-    (["--max-rows", "10"], r"more than the 10 allowed here"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--text-column", "premise"], r"has no column 'premise' \(--text-column\)"),
+        (["--alpha", "1.5"], r"The --alpha option must be a float in \(0, 1\)"),
+        (["--min-count", "0"], r"The --min-count option must be an int in \[1, inf\)"),
+        (["--max-rows", "10"], r"more than the 10 allowed here"),
+    ],
+)
 def test_cli_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, match):
     path = _table(tmp_path)
     assert main(["artifacts", "--table", str(path), *args]) == 2

@@ -23,8 +23,16 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _unavailable(reason: str) -> None:
@@ -59,9 +67,23 @@ def server(tmp_path):
     """``streamlit run app.py`` on a free port of 127.0.0.1; always terminated."""
     port = _free_port()
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"), AFLITE_APP_UMAP="0")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(ROOT / "app.py"),
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     log = open(tmp_path / "streamlit.log", "w")  # closed in the finally below
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
@@ -107,8 +129,8 @@ def test_lasso_on_the_map_lists_the_selected_rows(server, tmp_path):
             page.get_by_role("link", name="Embedding map").click()
             expect(page.get_by_text("Nothing selected yet")).to_be_visible(timeout=30_000)
             page.wait_for_function(
-                "() => document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length > 100",
-                timeout=20_000)
+                "() => document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length > 100", timeout=20_000
+            )
             assert page.url.rstrip("/").endswith("/embedding")
 
             # lasso: the figure starts in lasso mode; click the modebar's lasso button too, as a user would

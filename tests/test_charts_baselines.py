@@ -18,20 +18,39 @@ def _acc(values: dict, *, features="full input", std=0.01, sizes=None, majority=
     rows = []
     for model, per in values.items():
         for subset, acc in per.items():
-            rows.append({"subset": subset, "features": features, "model": model, "n_rows": sizes[subset],
-                         "accuracy": acc, "accuracy_std": std, "n_splits": 5, "majority_rate": majority, "note": ""})
+            rows.append(
+                {
+                    "subset": subset,
+                    "features": features,
+                    "model": model,
+                    "n_rows": sizes[subset],
+                    "accuracy": acc,
+                    "accuracy_std": std,
+                    "n_splits": 5,
+                    "majority_rate": majority,
+                    "note": "",
+                }
+            )
     return pd.DataFrame(rows)
 
 
-HARDER = {"linear": {"full": 0.9, "aflite": 0.6, "random": 0.88, "one-shot": 0.75},
-          "knn": {"full": 0.85, "aflite": 0.84, "random": 0.84, "one-shot": 0.8}}
+HARDER = {
+    "linear": {"full": 0.9, "aflite": 0.6, "random": 0.88, "one-shot": 0.75},
+    "knn": {"full": 0.85, "aflite": 0.84, "random": 0.84, "one-shot": 0.8},
+}
 
 
 @pytest.fixture
 def bias():
-    return pd.DataFrame({"subset": ["full", "aflite", "random", "one-shot"], "n_rows": [1000, 500, 500, 500],
-                         "n_scored": [1000, 500, 500, 499], "mean_predictability": [0.9, 0.55, 0.89, np.nan],
-                         "note": ["", "", "", "could not score"]})
+    return pd.DataFrame(
+        {
+            "subset": ["full", "aflite", "random", "one-shot"],
+            "n_rows": [1000, 500, 500, 500],
+            "n_scored": [1000, 500, 500, 499],
+            "mean_predictability": [0.9, 0.55, 0.89, np.nan],
+            "note": ["", "", "", "could not score"],
+        }
+    )
 
 
 def test_accuracy_chart_groups_subsets_per_model_with_consistent_colours():
@@ -89,8 +108,14 @@ def test_bias_chart_bars_in_subset_colours(bias):
 
 def test_baseline_table_has_sizes_and_the_difference_to_random():
     table = cb.baseline_table(_acc(HARDER), model_labels=LABELS)
-    assert list(table.columns) == ["model family", "full data (1,000 rows)", "AFLite kept (500 rows)",
-                                   "random subset (500 rows)", "one-shot filter (500 rows)", "AFLite − random"]
+    assert list(table.columns) == [
+        "model family",
+        "full data (1,000 rows)",
+        "AFLite kept (500 rows)",
+        "random subset (500 rows)",
+        "one-shot filter (500 rows)",
+        "AFLite − random",
+    ]
     assert len(table) == 2
     linear = table.set_index("model family").loc["Linear"]
     assert linear["AFLite − random"] == pytest.approx(-0.28)
@@ -121,8 +146,13 @@ def test_plain_reading_same_easier_and_nothing_removed():
 
 
 def test_plain_reading_partial_input_sentence():
-    both = pd.concat([_acc(HARDER), _acc({"linear": {"full": 0.6, "aflite": 0.4, "random": 0.6}},
-                                         features="partial input", majority=0.34)], ignore_index=True)
+    both = pd.concat(
+        [
+            _acc(HARDER),
+            _acc({"linear": {"full": 0.6, "aflite": 0.4, "random": 0.6}}, features="partial input", majority=0.34),
+        ],
+        ignore_index=True,
+    )
     lines = cb.plain_reading(both, model_labels=LABELS, partial_label="hypothesis only")
     partial = [line for line in lines if line.startswith("Partial input")]
     assert partial and "hypothesis only" in partial[0] and "0.400" in partial[0] and "0.340" in partial[0]

@@ -15,11 +15,18 @@ def _frame(partial: bool = True) -> pd.DataFrame:
     levels = ["easy"] * 6 + ["ambiguous"] * 4 + ["hard"] * 2
     correctness = [1.0, 1.0, 1.0, 0.8, 0.6, 1.0, 0.4, 0.2, 0.6, 0.0, 0.0, 0.2]
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({
-        "row": np.arange(12), "id": [f"r{i}" for i in range(12)], "label": ["cat", "dog", "owl"] * 4,
-        "level": levels, "confidence": np.linspace(0.95, 0.1, 12), "variability": rng.uniform(0, 0.4, 12),
-        "correctness": correctness, "aum": np.linspace(3, -2, 12),
-    })
+    frame = pd.DataFrame(
+        {
+            "row": np.arange(12),
+            "id": [f"r{i}" for i in range(12)],
+            "label": ["cat", "dog", "owl"] * 4,
+            "level": levels,
+            "confidence": np.linspace(0.95, 0.1, 12),
+            "variability": rng.uniform(0, 0.4, 12),
+            "correctness": correctness,
+            "aum": np.linspace(3, -2, 12),
+        }
+    )
     if partial:
         for m in ("confidence", "variability", "correctness", "aum"):
             frame[f"partial_{m}"] = frame[m].to_numpy()[::-1]
@@ -40,7 +47,8 @@ def test_data_map_points_colours_and_symbols():
     assert not any(t.showlegend for t in level_traces)  # their symbols vary: the legend uses plain circles
     legend_levels = [t for t in fig.data if t.name in cd.LEVELS and t.meta != "level points"]
     assert [(t.marker.symbol, t.marker.color) for t in legend_levels] == [
-        ("circle", cd.LEVEL_COLOURS[lv]) for lv in cd.LEVELS]
+        ("circle", cd.LEVEL_COLOURS[lv]) for lv in cd.LEVELS
+    ]
     assert sum(len(t.x) for t in level_traces) == len(frame)
     assert [len(t.x) for t in level_traces] == [6, 4, 2]
     for t in level_traces:
@@ -118,8 +126,10 @@ def test_level_crosstab_numbers_and_sentence():
     assert table.loc["easy", "share_of_removed"] == pytest.approx(8 / 11)
     assert "< 1 % of the easy rows" in cd.crosstab_sentence(cd.level_crosstab(["easy"] * 300, [False] + [True] * 299))
     sentence = cd.crosstab_sentence(table)
-    assert sentence == ("AFLite removed 80 % of the easy rows, 40 % of the ambiguous rows and 20 % of the hard rows "
-                        "(55 % of all 20 rows).")
+    assert sentence == (
+        "AFLite removed 80 % of the easy rows, 40 % of the ambiguous rows and 20 % of the hard rows "
+        "(55 % of all 20 rows)."
+    )
     shown = cd.crosstab_display(table)
     assert shown["% removed"].round().tolist() == [80, 40, 20]
     assert shown["% of all removed"].round().tolist() == [73, 18, 9]
@@ -153,8 +163,10 @@ def test_level_counts_and_spurious_display():
     counts = cd.level_counts(_frame())
     assert counts["rows"].tolist() == [6, 4, 2]
     assert counts["share"].sum() == pytest.approx(1.0)
-    paper = pd.DataFrame({"a": [0.1], "b": [0.2], "a vs b": ["**"]},
-                         index=pd.MultiIndex.from_tuples([("easy", "word_overlap")], names=["level", "measure"]))
+    paper = pd.DataFrame(
+        {"a": [0.1], "b": [0.2], "a vs b": ["**"]},
+        index=pd.MultiIndex.from_tuples([("easy", "word_overlap")], names=["level", "measure"]),
+    )
     shown = cd.spurious_display(paper)
     assert shown.columns.tolist() == ["level", "measure", "a vs b", "a", "b"]
     assert shown["measure"].tolist() == ["word overlap"]

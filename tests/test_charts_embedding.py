@@ -16,11 +16,18 @@ def _frame(n: int = 60, n_rounds: int = 3, seed: int = 0, classes=("cat", "dog",
     rr = rng.integers(0, n_rounds + 1, n)
     rr[rr == 0] = -1
     rows = rng.permutation(n) + 1000  # positions need not be 0..n-1 nor sorted
-    return pd.DataFrame({
-        "row": rows, "x": rng.normal(size=n), "y": rng.normal(size=n), "id": [f"r{r}" for r in rows],
-        "label": rng.choice(list(classes), n), "kept": rr < 0, "removed_round": rr,
-        "first_score": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
-    })
+    return pd.DataFrame(
+        {
+            "row": rows,
+            "x": rng.normal(size=n),
+            "y": rng.normal(size=n),
+            "id": [f"r{r}" for r in rows],
+            "label": rng.choice(list(classes), n),
+            "kept": rr < 0,
+            "removed_round": rr,
+            "first_score": np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+        }
+    )
 
 
 def _rows(fig) -> list[int]:

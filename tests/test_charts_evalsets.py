@@ -33,11 +33,21 @@ def study():
     ann = [[g if rng.random() < 0.8 else other[g] for _ in range(5)] for g in gold]
     ann[0] = None  # a row without annotator labels
     src = np.where(rng.random(len(gold)) < 0.8, "random_subset", "chaosnli")
-    return adversary_study({k: X[tr] for k, X in reps.items()}, y[tr], {k: X[ev] for k, X in reps.items()}, y[ev],
-                           target_size=200, train_size=100, slice_size=50, seeds=(0, 1),
-                           adversaries=["weak", "mid", "strong"],
-                           evaluated=[("logistic", "weak"), ("knn", "strong"), ("logistic", "mid"), ("rbf", "strong")],
-                           annotator_labels=ann, annotator_source=src, random_state=0)
+    return adversary_study(
+        {k: X[tr] for k, X in reps.items()},
+        y[tr],
+        {k: X[ev] for k, X in reps.items()},
+        y[ev],
+        target_size=200,
+        train_size=100,
+        slice_size=50,
+        seeds=(0, 1),
+        adversaries=["weak", "mid", "strong"],
+        evaluated=[("logistic", "weak"), ("knn", "strong"), ("logistic", "mid"), ("rbf", "strong")],
+        annotator_labels=ann,
+        annotator_source=src,
+        random_state=0,
+    )
 
 
 def _kendall_titles(fig) -> list[str]:
@@ -136,8 +146,17 @@ def test_agreement_bars_per_adversary_and_category(study):
 
 def test_agreement_chart_refuses_a_study_without_labels():
     reps, y = _data(400)
-    st = adversary_study({"weak": reps["weak"][:300]}, y[:300], {"weak": reps["weak"][300:]}, y[300:],
-                         target_size=150, train_size=60, slice_size=30, seeds=(0,), evaluated=[("logistic", "weak")])
+    st = adversary_study(
+        {"weak": reps["weak"][:300]},
+        y[:300],
+        {"weak": reps["weak"][300:]},
+        y[300:],
+        target_size=150,
+        train_size=60,
+        slice_size=30,
+        seeds=(0,),
+        evaluated=[("logistic", "weak")],
+    )
     with pytest.raises(ValueError, match="no annotator labels"):
         ce.agreement_chart(st)
     # one adversary, one model: every chart still builds
@@ -149,9 +168,18 @@ def test_agreement_chart_refuses_a_study_without_labels():
 def test_charts_survive_an_adversary_that_selects_nothing():
     reps, y = _data(400)
     tr, ev = slice(0, 300), slice(300, 400)
-    st = adversary_study({k: X[tr] for k, X in reps.items()}, y[tr], {k: X[ev] for k, X in reps.items()}, y[ev],
-                         target_size=150, train_size=60, slice_size=30, seeds=(0,), tau=0.0,
-                         evaluated=[("logistic", "weak"), ("knn", "strong")])
+    st = adversary_study(
+        {k: X[tr] for k, X in reps.items()},
+        y[tr],
+        {k: X[ev] for k, X in reps.items()},
+        y[ev],
+        target_size=150,
+        train_size=60,
+        slice_size=30,
+        seeds=(0,),
+        tau=0.0,
+        evaluated=[("logistic", "weak"), ("knn", "strong")],
+    )
     assert (st.category_table["selected"] == 0).all()
     heat = ce.accuracy_heatmap(st).data[0]
     assert "no rows" in heat.text[1]

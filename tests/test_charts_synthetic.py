@@ -15,8 +15,9 @@ from aflite_core.synthetic_experiment import synthetic_experiment
 @pytest.fixture(scope="module")
 def exp():
     data = paper_circles(400, random_state=0)
-    return synthetic_experiment(data, target_size=0.1, train_size=0.05, slice_size=20, tau=0.75, n_partitions=16,
-                                n_splits=2, random_state=0)
+    return synthetic_experiment(
+        data, target_size=0.1, train_size=0.05, slice_size=20, tau=0.75, n_partitions=16, n_splits=2, random_state=0
+    )
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +111,19 @@ def test_grid_with_a_single_dataset_and_nothing_removed():
     d = make_biased_circles(60, separation=1.0, random_state=0)
     import pandas as pd
 
-    row = {"dataset": d.name, "n_before": 60, "n_after": 60, "linear_before": 0.9, "linear_after": 0.9,
-           "rbf_before": 0.95, "rbf_after": float("nan"), "biased_before": 45, "biased_after": 45,
-           "flipped_before": 0, "flipped_removed_share": float("nan")}
+    row = {
+        "dataset": d.name,
+        "n_before": 60,
+        "n_after": 60,
+        "linear_before": 0.9,
+        "linear_after": 0.9,
+        "rbf_before": 0.95,
+        "rbf_after": float("nan"),
+        "biased_before": 45,
+        "biased_after": 45,
+        "flipped_before": 0,
+        "flipped_removed_share": float("nan"),
+    }
     fig = charts.circles_grid([d], [np.ones(60, bool)], pd.DataFrame([row]))
     assert len(fig.data) == 2 * 2 * 3
     assert any("RBF-SVM 0.950 → –" in a.text for a in fig.layout.annotations)
@@ -130,8 +141,9 @@ def test_round_stepper_highlights_exactly_that_rounds_removals(exp, rnd):
     assert now.marker.color == REMOVED
     earlier = next(t for t in fig.data if t.type == "scatter" and t.legendgroup == "earlier")
     assert earlier.marker.color == NEUTRAL
-    assert sorted(_ids(earlier).tolist()) == np.flatnonzero((res.removed_round >= 1)
-                                                            & (res.removed_round < rnd)).tolist()
+    assert (
+        sorted(_ids(earlier).tolist()) == np.flatnonzero((res.removed_round >= 1) & (res.removed_round < rnd)).tolist()
+    )
     still = [t for t in fig.data if t.type == "scatter" and t.legendgroup.startswith("still-")]
     n_still = int(((res.removed_round < 1) | (res.removed_round > rnd)).sum())
     assert sum(len(_ids(t)) for t in still) == n_still
@@ -155,6 +167,7 @@ def test_round_stepper_figures_differ_between_rounds(exp):
     res = exp.results[d.name]
     a = charts.round_stepper(d, res, 1)
     b = charts.round_stepper(d, res, 2)
+
     def now(fig):
         return next(t for t in fig.data if t.type == "scatter" and t.legendgroup == "now")
 
@@ -168,8 +181,9 @@ def test_round_stepper_rejects_bad_rounds_and_greedy_results(exp):
     with pytest.raises(ValueError, match="Round must be between"):
         charts.round_stepper(d, res, res.n_rounds + 1)
     small = make_biased_circles(40, separation=1.0, random_state=0)
-    greedy = aflite(small.X, small.y, target_size=36, train_size=10, tau=0.5, n_partitions=4, strategy="greedy",
-                    random_state=0)
+    greedy = aflite(
+        small.X, small.y, target_size=36, train_size=10, tau=0.5, n_partitions=4, strategy="greedy", random_state=0
+    )
     with pytest.raises(ValueError, match="greedy"):
         charts.round_stepper(small, greedy, 1)
 

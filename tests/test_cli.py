@@ -22,8 +22,9 @@ def files(tmp_path):
     np.save(tmp_path / "E.npy", X[500:])
     names = np.array(["cat", "dog"])[y]
     (tmp_path / "labels.txt").write_text("\n".join(names[:500]) + "\n")
-    pd.DataFrame({"id": [f"r{i}" for i in range(500)], "label": names[:500]}).to_csv(tmp_path / "table.csv",
-                                                                                      index=False)
+    pd.DataFrame({"id": [f"r{i}" for i in range(500)], "label": names[:500]}).to_csv(
+        tmp_path / "table.csv", index=False
+    )
     np.save(tmp_path / "E_labels.npy", y[500:])
     np.save(tmp_path / "E_names.npy", names[500:].astype(str))
     return tmp_path
@@ -34,8 +35,9 @@ ARGS = ["--target-size", "250", "--train-size", "100", "--slice-size", "40", "--
 
 def test_filter_writes_the_run_and_prints_one_json_line(files, capsys):
     out = files / "run"
-    code = main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "labels.txt"), *ARGS,
-                 "--out", str(out)])
+    code = main(
+        ["filter", "--features", str(files / "X.npy"), "--labels", str(files / "labels.txt"), *ARGS, "--out", str(out)]
+    )
     assert code == 0
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
@@ -49,9 +51,25 @@ def test_filter_writes_the_run_and_prints_one_json_line(files, capsys):
 
 def test_filter_with_csv_labels_ids_and_evaluation_set(files, capsys):
     out = files / "run2"
-    code = main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "table.csv"),
-                 "--ids", str(files / "table.csv"), "--eval-features", str(files / "E.npy"),
-                 "--eval-labels", str(files / "E_names.npy"), *ARGS, "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "filter",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "table.csv"),
+            "--ids",
+            str(files / "table.csv"),
+            "--eval-features",
+            str(files / "E.npy"),
+            "--eval-labels",
+            str(files / "E_names.npy"),
+            *ARGS,
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     res = AFLiteResult.load(out)
     assert res.ids[0] == "r0"
@@ -63,24 +81,76 @@ def test_same_run_as_the_api(files):
     from aflite_core import aflite
     from aflite_core.io import read_labels
 
-    main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "labels.txt"), *ARGS,
-          "--out", str(files / "r"), "--quiet"])
-    api = aflite(np.load(files / "X.npy"), read_labels(files / "labels.txt"), target_size=250, train_size=100,
-                 slice_size=40, n_partitions=16, random_state=0)
+    main(
+        [
+            "filter",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "labels.txt"),
+            *ARGS,
+            "--out",
+            str(files / "r"),
+            "--quiet",
+        ]
+    )
+    api = aflite(
+        np.load(files / "X.npy"),
+        read_labels(files / "labels.txt"),
+        target_size=250,
+        train_size=100,
+        slice_size=40,
+        n_partitions=16,
+        random_state=0,
+    )
     assert AFLiteResult.load(files / "r").equals(api)
 
 
 def test_mmap_gives_the_same_run(files):
-    main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "labels.txt"), *ARGS,
-          "--out", str(files / "a"), "--quiet"])
-    main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "labels.txt"), *ARGS,
-          "--out", str(files / "b"), "--quiet", "--mmap"])
+    main(
+        [
+            "filter",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "labels.txt"),
+            *ARGS,
+            "--out",
+            str(files / "a"),
+            "--quiet",
+        ]
+    )
+    main(
+        [
+            "filter",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "labels.txt"),
+            *ARGS,
+            "--out",
+            str(files / "b"),
+            "--quiet",
+            "--mmap",
+        ]
+    )
     assert AFLiteResult.load(files / "a").equals(AFLiteResult.load(files / "b"))
 
 
 def test_predictability_command(files, capsys):
-    code = main(["predictability", "--features", str(files / "X.npy"), "--labels", str(files / "labels.txt"),
-                 "--train-size", "100", "--out", str(files / "p.csv")])
+    code = main(
+        [
+            "predictability",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "labels.txt"),
+            "--train-size",
+            "100",
+            "--out",
+            str(files / "p.csv"),
+        ]
+    )
     assert code == 0
     frame = pd.read_csv(files / "p.csv")
     assert list(frame.columns) == ["row", "label", "predictability"] and len(frame) == 500
@@ -128,9 +198,25 @@ def test_bad_input_is_one_line_exit_2(files, capsys, name, override, message):
 
 def test_module_entry_point_runs_in_a_subprocess(files):
     proc = subprocess.run(
-        [sys.executable, "-m", "aflite_core", "filter", "--features", str(files / "X.npy"), "--labels",
-         str(files / "labels.txt"), "--target-size", "250", "--train-size", "999", "--out", str(files / "x")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "aflite_core",
+            "filter",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "labels.txt"),
+            "--target-size",
+            "250",
+            "--train-size",
+            "999",
+            "--out",
+            str(files / "x"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: The --train-size option")

@@ -135,8 +135,10 @@ def test_digits_warmup_representations_are_real_adversaries(digits):
     from sklearn.model_selection import StratifiedKFold, cross_val_score
 
     cv = StratifiedKFold(3, shuffle=True, random_state=0)
-    acc = {k: cross_val_score(LogisticRegression(max_iter=2000), digits.representation(k), digits.y, cv=cv).mean()
-           for k in ("mlp", "mlp_small")}
+    acc = {
+        k: cross_val_score(LogisticRegression(max_iter=2000), digits.representation(k), digits.y, cv=cv).mean()
+        for k in ("mlp", "mlp_small")
+    }
     assert acc["mlp"] > 0.93 and 0.8 < acc["mlp_small"] < acc["mlp"] - 0.03
 
 
@@ -165,11 +167,14 @@ def test_dataset_subset_keeps_alignment_and_classes(digits):
     assert sub.class_counts().index.tolist() == list(range(10))
 
 
-@pytest.mark.parametrize("rows, match", [
-    (np.ones(3, dtype=bool), "boolean mask of 1438 rows"),
-    (np.array([0, 5000]), r"positions in \[0, 1438\)"),
-    (np.array([0.5]), "boolean mask or integer positions"),
-])
+@pytest.mark.parametrize(
+    "rows, match",
+    [
+        (np.ones(3, dtype=bool), "boolean mask of 1438 rows"),
+        (np.array([0, 5000]), r"positions in \[0, 1438\)"),
+        (np.array([0.5]), "boolean mask or integer positions"),
+    ],
+)
 def test_dataset_subset_rejects_bad_rows(digits, rows, match):
     with pytest.raises((ValueError, TypeError), match=match):
         digits.subset(rows)
@@ -210,13 +215,15 @@ def test_dataset_rejects_misaligned_representation(digits):
 # user tables
 # ---------------------------------------------------------------------------------------------------------------
 
-FRAME = pd.DataFrame({
-    "uid": ["a1", "a2", "a3", "a4", "a5", "a6"],
-    "text": ["a good film", "NA", "a dull film", "None", "great acting", "bad plot, bad acting"],
-    "x1": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
-    "x2": [1, 0, 1, 0, 1, 0],
-    "label": ["pos", "neg", "neg", "pos", "pos", "neg"],
-})
+FRAME = pd.DataFrame(
+    {
+        "uid": ["a1", "a2", "a3", "a4", "a5", "a6"],
+        "text": ["a good film", "NA", "a dull film", "None", "great acting", "bad plot, bad acting"],
+        "x1": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+        "x2": [1, 0, 1, 0, 1, 0],
+        "label": ["pos", "neg", "neg", "pos", "pos", "neg"],
+    }
+)
 X6 = np.arange(6 * 4, dtype=np.float32).reshape(6, 4)
 
 
@@ -266,8 +273,7 @@ def test_table_loaders_accept_every_format(tmp_path, fmt, how):
         source, feats, kw = Upload(data, name), Upload(_npy(X6), "x.npy"), {}
     else:
         source, feats, kw = data, io.BytesIO(_npy(X6)), {"name": name}
-    ds = load_table_dataset(source, label_column="label", id_column="uid", text_columns=["text"], features=feats,
-                            **kw)
+    ds = load_table_dataset(source, label_column="label", id_column="uid", text_columns=["text"], features=feats, **kw)
     assert ds.n_rows == 6 and ds.classes == ("neg", "pos") and ds.y.tolist() == [1, 0, 0, 1, 1, 0]
     assert ds.ids.tolist() == FRAME["uid"].tolist() and ds.id_column == "uid"
     assert list(ds.frame.columns) == list(FRAME.columns)  # every original column is kept
@@ -280,9 +286,12 @@ def test_table_features_from_several_npy_and_numeric_columns(tmp_path):
     (tmp_path / "t.csv").write_bytes(_encode(FRAME, "csv"))
     np.save(tmp_path / "a.npy", X6)
     np.save(tmp_path / "b.npy", X6[:, :2].astype(np.float64))
-    ds = load_table_dataset(tmp_path / "t.csv", label_column="label",
-                            features={"a": tmp_path / "a.npy", "b": (tmp_path / "b.npy", "my B")},
-                            feature_columns=["x1", "x2"])
+    ds = load_table_dataset(
+        tmp_path / "t.csv",
+        label_column="label",
+        features={"a": tmp_path / "a.npy", "b": (tmp_path / "b.npy", "my B")},
+        feature_columns=["x1", "x2"],
+    )
     assert ds.representation_names == ("a", "b", "columns")
     assert ds.representation_descriptions["a"] == "from a.npy (4-d)" and ds.representation_descriptions["b"] == "my B"
     assert ds.representation("b").dtype == np.float32
@@ -313,8 +322,9 @@ def test_table_image_column(tmp_path):
     ds = dataset_from_table(csv, label_column="label", image_column="img", image_shape=(1, 4), features=np.eye(3))
     assert ds.images.shape == (3, 1, 4)
     with pytest.raises(ValueError, match="not square; give image_shape"):
-        dataset_from_table(frame.assign(img=[[1, 2, 3]] * 3), label_column="label", image_column="img",
-                           features=np.eye(3))
+        dataset_from_table(
+            frame.assign(img=[[1, 2, 3]] * 3), label_column="label", image_column="img", features=np.eye(3)
+        )
 
 
 def _write(tmp_path: Path, name: str, data: bytes) -> Path:
@@ -327,25 +337,49 @@ BAD_TABLES = [
     ("empty.csv", b"", {}, r"'empty.csv' is empty"),
     ("blank.jsonl", b"\n  \n", {}, r"'blank.jsonl' is empty"),
     ("header.csv", b"text,label\n", {}, r"'header.csv' has no rows"),
-    ("latin1.csv", "text,label\ncaf\xe9,1\nthé,0\n".encode("latin-1"), {},
-     r"'latin1.csv' is not UTF-8 text \(byte 14 cannot be decoded\)"),
-    ("bad.jsonl", b'{"text": "a", "label": 1}\n{"text": "b", "label": 0}\n{"text": "c", label: 1}\n', {},
-     r"'bad.jsonl' is not valid JSON Lines: line 3 is not valid JSON"),
+    (
+        "latin1.csv",
+        "text,label\ncaf\xe9,1\nthé,0\n".encode("latin-1"),
+        {},
+        r"'latin1.csv' is not UTF-8 text \(byte 14 cannot be decoded\)",
+    ),
+    (
+        "bad.jsonl",
+        b'{"text": "a", "label": 1}\n{"text": "b", "label": 0}\n{"text": "c", label: 1}\n',
+        {},
+        r"'bad.jsonl' is not valid JSON Lines: line 3 is not valid JSON",
+    ),
     ("list.jsonl", b'{"text": "a", "label": 1}\n\n[1, 2]\n', {}, r"line 3 holds a JSON list, not an object"),
     ("ragged.csv", b"text,label\na,1\nb,0,7,8\n", {}, r"'ragged.csv' is not a readable CSV file"),
     ("fake.parquet", b"not parquet at all", {}, r"'fake.parquet' is not a Parquet file"),
     ("table.xlsx", b"whatever", {}, r"Table file 'table.xlsx' must be .csv, .tsv, .parquet or .jsonl; got '.xlsx'"),
-    ("nolabel.csv", b"text,gold\na,1\nb,0\n", {},
-     r"'nolabel.csv' has no label column 'label'; its columns are \['text', 'gold'\]\. Choose the label column\."),
-    ("missing.csv", b"text,label\na,1\nb,\nc,0\n", {},
-     r"'missing.csv' has no label in 1 row\(s\) of column 'label' \(first: row 1"),
+    (
+        "nolabel.csv",
+        b"text,gold\na,1\nb,0\n",
+        {},
+        r"'nolabel.csv' has no label column 'label'; its columns are \['text', 'gold'\]\. Choose the label column\.",
+    ),
+    (
+        "missing.csv",
+        b"text,label\na,1\nb,\nc,0\n",
+        {},
+        r"'missing.csv' has no label in 1 row\(s\) of column 'label' \(first: row 1",
+    ),
     ("one.csv", b"text,label\na,x\nb,x\n", {}, r"'one.csv' has only one class in column 'label' \('x'\)"),
-    ("dup.csv", b"id,text,label\n1,a,x\n2,b,y\n1,c,x\n", {"id_column": "id"},
-     r"'dup.csv' has duplicate ids in column 'id' \(first: 1 in rows 0 and 2\)"),
+    (
+        "dup.csv",
+        b"id,text,label\n1,a,x\n2,b,y\n1,c,x\n",
+        {"id_column": "id"},
+        r"'dup.csv' has duplicate ids in column 'id' \(first: 1 in rows 0 and 2\)",
+    ),
     ("noid.csv", b"text,label\na,x\nb,y\n", {"id_column": "uid"}, r"'noid.csv' has no id column 'uid'; its columns"),
     ("notext.csv", b"text,label\na,x\nb,y\n", {"text_columns": ["body"]}, r"'notext.csv' has no text column 'body'"),
-    ("nofeat.csv", b"n,label\n1,x\n2,y\n", {},
-     r"'nofeat.csv' gives no features: add an aligned .npy feature file, .* \(numeric columns here: \['n'\]\)"),
+    (
+        "nofeat.csv",
+        b"n,label\n1,x\n2,y\n",
+        {},
+        r"'nofeat.csv' gives no features: add an aligned .npy feature file, .* \(numeric columns here: \['n'\]\)",
+    ),
     ("listlabel.jsonl", b'{"label": [1, 2]}\n{"label": [3]}\n', {}, r"has a list as the label in row 0"),
 ]
 
@@ -368,8 +402,12 @@ def test_table_and_features_too_large(tmp_path):
     path = _write(tmp_path, "t.csv", data)
     n = len(data)
     sized = f"'t.csv' is {n} bytes, more"
-    for source, shown in ((path, sized), (Upload(data, "t.csv"), sized), (data, sized),
-                          (io.BufferedReader(io.BytesIO(data)), "'t.csv' is more")):
+    for source, shown in (
+        (path, sized),
+        (Upload(data, "t.csv"), sized),
+        (data, sized),
+        (io.BufferedReader(io.BytesIO(data)), "'t.csv' is more"),
+    ):
         with pytest.raises(ValueError, match=rf"{shown} than the {n - 1} bytes allowed here; use the command line"):
             read_table(source, name="t.csv", max_bytes=n - 1)
     assert len(read_table(path, max_bytes=n)) == 6
@@ -382,8 +420,11 @@ def test_table_and_features_too_large(tmp_path):
 
 def test_npy_features_misaligned_object_dtype_or_not_2d(tmp_path):
     path = _write(tmp_path, "t.jsonl", _encode(FRAME, "jsonl"))
-    with pytest.raises(ValueError, match=r"Feature file 'short.npy' has 5 rows but 't.jsonl' has 6; row i of the "
-                                         r"features must describe row i of the table"):
+    with pytest.raises(
+        ValueError,
+        match=r"Feature file 'short.npy' has 5 rows but 't.jsonl' has 6; row i of the "
+        r"features must describe row i of the table",
+    ):
         load_table_dataset(path, label_column="label", features=Upload(_npy(X6[:5]), "short.npy"))
     obj = np.empty((6, 2), dtype=object)
     obj[:] = "x"
@@ -404,11 +445,14 @@ def test_jsonl_keeps_unicode_line_separators_inside_strings():
 
 
 TEXT = st.text(alphabet=string.ascii_letters + " ,;:'\"\t\\éü€😀\u2028", min_size=1, max_size=12).filter(
-    lambda s: any(c.isalpha() for c in s))
+    lambda s: any(c.isalpha() for c in s)
+)
 
 
-@given(st.lists(st.tuples(TEXT, st.sampled_from(["a", "b", 3])), min_size=2, max_size=12),
-       st.sampled_from(["csv", "tsv", "jsonl", "parquet"]))
+@given(
+    st.lists(st.tuples(TEXT, st.sampled_from(["a", "b", 3])), min_size=2, max_size=12),
+    st.sampled_from(["csv", "tsv", "jsonl", "parquet"]),
+)
 def test_table_round_trip_keeps_text_and_labels(rows, fmt):
     frame = pd.DataFrame(rows, columns=["text", "label"]).astype({"label": str})
     back = read_table(_encode(frame, fmt), name=f"t.{fmt}")
@@ -421,24 +465,66 @@ def test_table_round_trip_keeps_text_and_labels(rows, fmt):
 # ---------------------------------------------------------------------------------------------------------------
 
 SNLI_ORIGINAL = [  # the layout of snli_1.0_dev.jsonl (fields abridged, texts made up)
-    {"annotator_labels": ["neutral", "neutral", "entailment"], "captionID": "c1", "gold_label": "neutral",
-     "pairID": "p1n", "sentence1": "A man plays a guitar on stage.", "sentence1_parse": "(ROOT ...)",
-     "sentence2": "The man is famous.", "sentence2_parse": "(ROOT ...)"},
-    {"annotator_labels": ["contradiction"], "captionID": "c1", "gold_label": "contradiction", "pairID": "p1c",
-     "sentence1": "A man plays a guitar on stage.", "sentence1_parse": "(ROOT ...)",
-     "sentence2": "Nobody is playing music.", "sentence2_parse": "(ROOT ...)"},
-    {"annotator_labels": ["neutral", "entailment", "contradiction"], "captionID": "c2", "gold_label": "-",
-     "pairID": "p2x", "sentence1": "Two dogs run.", "sentence1_parse": "(ROOT ...)",
-     "sentence2": "Pets outside.", "sentence2_parse": "(ROOT ...)"},
-    {"annotator_labels": ["entailment"], "captionID": "c2", "gold_label": "entailment", "pairID": "p2e",
-     "sentence1": "Two dogs run.", "sentence1_parse": "(ROOT ...)",
-     "sentence2": "Animals are moving.", "sentence2_parse": "(ROOT ...)"},
-    {"annotator_labels": ["contradiction"], "captionID": "c2", "gold_label": "contradiction", "pairID": "p2c",
-     "sentence1": "Two dogs run.", "sentence1_parse": "(ROOT ...)",
-     "sentence2": "No dog is running.", "sentence2_parse": "(ROOT ...)"},
-    {"annotator_labels": ["entailment"], "captionID": "c3", "gold_label": "entailment", "pairID": "p3e",
-     "sentence1": "A woman reads a book in a park.", "sentence1_parse": "(ROOT ...)",
-     "sentence2": "A woman is reading.", "sentence2_parse": "(ROOT ...)"},
+    {
+        "annotator_labels": ["neutral", "neutral", "entailment"],
+        "captionID": "c1",
+        "gold_label": "neutral",
+        "pairID": "p1n",
+        "sentence1": "A man plays a guitar on stage.",
+        "sentence1_parse": "(ROOT ...)",
+        "sentence2": "The man is famous.",
+        "sentence2_parse": "(ROOT ...)",
+    },
+    {
+        "annotator_labels": ["contradiction"],
+        "captionID": "c1",
+        "gold_label": "contradiction",
+        "pairID": "p1c",
+        "sentence1": "A man plays a guitar on stage.",
+        "sentence1_parse": "(ROOT ...)",
+        "sentence2": "Nobody is playing music.",
+        "sentence2_parse": "(ROOT ...)",
+    },
+    {
+        "annotator_labels": ["neutral", "entailment", "contradiction"],
+        "captionID": "c2",
+        "gold_label": "-",
+        "pairID": "p2x",
+        "sentence1": "Two dogs run.",
+        "sentence1_parse": "(ROOT ...)",
+        "sentence2": "Pets outside.",
+        "sentence2_parse": "(ROOT ...)",
+    },
+    {
+        "annotator_labels": ["entailment"],
+        "captionID": "c2",
+        "gold_label": "entailment",
+        "pairID": "p2e",
+        "sentence1": "Two dogs run.",
+        "sentence1_parse": "(ROOT ...)",
+        "sentence2": "Animals are moving.",
+        "sentence2_parse": "(ROOT ...)",
+    },
+    {
+        "annotator_labels": ["contradiction"],
+        "captionID": "c2",
+        "gold_label": "contradiction",
+        "pairID": "p2c",
+        "sentence1": "Two dogs run.",
+        "sentence1_parse": "(ROOT ...)",
+        "sentence2": "No dog is running.",
+        "sentence2_parse": "(ROOT ...)",
+    },
+    {
+        "annotator_labels": ["entailment"],
+        "captionID": "c3",
+        "gold_label": "entailment",
+        "pairID": "p3e",
+        "sentence1": "A woman reads a book in a park.",
+        "sentence1_parse": "(ROOT ...)",
+        "sentence2": "A woman is reading.",
+        "sentence2_parse": "(ROOT ...)",
+    },
 ]
 
 
@@ -463,8 +549,9 @@ def test_nli_original_snli_format_loads_offline(tmp_path):
 
 
 def test_nli_hugging_face_layout_and_sampling():
-    hf = pd.DataFrame({"premise": ["p"] * 8, "hypothesis": [f"h {i}" for i in range(8)],
-                       "label": [0, 1, 2, -1, 2, 1, 0, 2]})
+    hf = pd.DataFrame(
+        {"premise": ["p"] * 8, "hypothesis": [f"h {i}" for i in range(8)], "label": [0, 1, 2, -1, 2, 1, 0, 2]}
+    )
     ds = nli_dataset_from_records(hf, name="snli", split="validation", features=None, n_components=3)
     assert ds.n_rows == 7 and ds.ids.tolist()[:3] == ["snli-validation-0", "snli-validation-1", "snli-validation-2"]
     assert ds.ids.tolist()[3] == "snli-validation-4"  # the position before dropping the no-gold row
@@ -482,12 +569,21 @@ def test_nli_features_align_after_dropping():
     assert ds.representation_names == ("emb",) and np.array_equal(ds.representation("emb"), E)
 
 
-@pytest.mark.parametrize("frame, match", [
-    (pd.DataFrame({"s1": ["a"], "hypothesis": ["b"], "label": [0]}), r"is not NLI data: it has no 'premise' or "
-                                                                     r"'sentence1' column"),
-    (pd.DataFrame({"premise": ["a"], "hypothesis": ["b"], "label": ["maybe"]}), r"unknown NLI label 'maybe' in row 0"),
-    (pd.DataFrame({"premise": ["a"], "hypothesis": ["b"], "label": [7]}), r"unknown NLI label 7 in row 0"),
-])
+@pytest.mark.parametrize(
+    "frame, match",
+    [
+        (
+            pd.DataFrame({"s1": ["a"], "hypothesis": ["b"], "label": [0]}),
+            r"is not NLI data: it has no 'premise' or "
+            r"'sentence1' column",
+        ),
+        (
+            pd.DataFrame({"premise": ["a"], "hypothesis": ["b"], "label": ["maybe"]}),
+            r"unknown NLI label 'maybe' in row 0",
+        ),
+        (pd.DataFrame({"premise": ["a"], "hypothesis": ["b"], "label": [7]}), r"unknown NLI label 7 in row 0"),
+    ],
+)
 def test_nli_normaliser_rejects_bad_rows(frame, match):
     with pytest.raises(ValueError, match=match):
         normalize_nli_frame(frame, source="x.jsonl")
@@ -529,8 +625,11 @@ def test_nli_fetch_goes_through_the_same_normaliser(monkeypatch):
 
 
 def test_nli_unknown_name_or_missing_file():
-    with pytest.raises(ValueError, match=r"'nope' is neither a known NLI dataset name \(mnli, multi_nli, multinli, "
-                                         r"snli\) nor an existing file"):
+    with pytest.raises(
+        ValueError,
+        match=r"'nope' is neither a known NLI dataset name \(mnli, multi_nli, multinli, "
+        r"snli\) nor an existing file",
+    ):
         load_nli_dataset("nope")
 
 
@@ -543,8 +642,9 @@ def test_nli_unknown_name_or_missing_file():
 def test_shared_snli_sample_through_the_generic_path(shared_data):
     jsonl = shared_data / "snli_sample.jsonl"
     npy = shared_data / "snli_sample.hyp_minilm.npy"
-    ds = load_table_dataset(jsonl, label_column="label", id_column="id", pair=("premise", "hypothesis"),
-                            features={"minilm_hyp": npy})
+    ds = load_table_dataset(
+        jsonl, label_column="label", id_column="id", pair=("premise", "hypothesis"), features={"minilm_hyp": npy}
+    )
     lines = jsonl.read_text(encoding="utf-8").splitlines()
     E = np.load(npy, allow_pickle=False)
     assert ds.n_rows == len(lines) == E.shape[0] == 6891
@@ -560,6 +660,9 @@ def test_shared_snli_sample_through_the_generic_path(shared_data):
     norms = np.linalg.norm(ds.representation("minilm_hyp"), axis=1)
     assert np.allclose(norms, 1, atol=1e-4)
     mis = shared_data / "mnli_sample.hyp_minilm.npy"
-    with pytest.raises(ValueError, match=r"Feature file 'mnli_sample.hyp_minilm.npy' has 3000 rows but "
-                                         r"'snli_sample.jsonl' has 6891"):
+    with pytest.raises(
+        ValueError,
+        match=r"Feature file 'mnli_sample.hyp_minilm.npy' has 3000 rows but "
+        r"'snli_sample.jsonl' has 6891",
+    ):
         load_table_dataset(jsonl, label_column="label", features=mis)

@@ -77,8 +77,15 @@ def test_dask_with_a_scikit_learn_family(client, data):
     from sklearn.linear_model import LogisticRegression
 
     X, y = data
-    kw = dict(target_size=300, train_size=100, slice_size=50, tau=0.5, random_state=1, n_partitions=6,
-              model=LogisticRegression())
+    kw = dict(
+        target_size=300,
+        train_size=100,
+        slice_size=50,
+        tau=0.5,
+        random_state=1,
+        n_partitions=6,
+        model=LogisticRegression(),
+    )
     assert aflite(X[:600], y[:600], **kw, backend=client).equals(aflite(X[:600], y[:600], **kw))
 
 
@@ -131,13 +138,23 @@ def files(tmp_path, data):
     return tmp_path
 
 
-ARGS = ["--target-size", "1000", "--train-size", "500", "--slice-size", "200", "--tau", "0.5", "--seed", "3",
-        "--quiet"]
+ARGS = ["--target-size", "1000", "--train-size", "500", "--slice-size", "200", "--tau", "0.5", "--seed", "3", "--quiet"]
 
 
 def _filter(files, out, *extra):
-    return main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "y.txt"), *ARGS,
-                 "--out", str(out), *extra])
+    return main(
+        [
+            "filter",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "y.txt"),
+            *ARGS,
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def test_cli_run_stopped_after_two_rounds_and_resumed_is_the_uninterrupted_run(files, capsys):
@@ -157,9 +174,24 @@ def test_cli_run_killed_hard_and_resumed_is_the_uninterrupted_run(files):
     full = AFLiteResult.load(files / "full")
     out = files / "killed"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aflite_core", "filter", "--features", str(files / "X.npy"), "--labels",
-         str(files / "y.txt"), *ARGS, "--out", str(out), "--partitions", "256"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "aflite_core",
+            "filter",
+            "--features",
+            str(files / "X.npy"),
+            "--labels",
+            str(files / "y.txt"),
+            *ARGS,
+            "--out",
+            str(out),
+            "--partitions",
+            "256",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -173,8 +205,23 @@ def test_cli_run_killed_hard_and_resumed_is_the_uninterrupted_run(files):
     assert not (out / "result.json").exists() or AFLiteResult.load(out).n_rounds == peek_round(out / "checkpoint")
     # the resumed run uses the same --partitions: compare with an uninterrupted run of that setting
     reference = files / "ref256"
-    assert main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "y.txt"), *ARGS,
-                 "--out", str(reference), "--partitions", "256"]) == 0
+    assert (
+        main(
+            [
+                "filter",
+                "--features",
+                str(files / "X.npy"),
+                "--labels",
+                str(files / "y.txt"),
+                *ARGS,
+                "--out",
+                str(reference),
+                "--partitions",
+                "256",
+            ]
+        )
+        == 0
+    )
     assert main(["filter", "--resume", str(out), "--quiet"]) == 0
     assert AFLiteResult.load(out).equals(AFLiteResult.load(reference))
     assert full.n_rounds >= 3

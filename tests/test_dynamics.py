@@ -38,10 +38,12 @@ NLI = ("entailment", "neutral", "contradiction")
 
 # ------------------------------------------------------------------------------------------- the four measures
 def test_measures_on_hand_made_dynamics():
-    p = np.array([
-        [[0.7, 0.2, 0.1], [0.5, 0.3, 0.2], [0.9, 0.05, 0.05]],  # gold 0: always right
-        [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]],    # gold 2: right in the last epoch only
-    ])
+    p = np.array(
+        [
+            [[0.7, 0.2, 0.1], [0.5, 0.3, 0.2], [0.9, 0.05, 0.05]],  # gold 0: always right
+            [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]],  # gold 2: right in the last epoch only
+        ]
+    )
     logits = np.log(p) + np.array([0.0, 3.0, -1.0])[None, :, None]  # a shift per epoch changes nothing
     m = training_measures(logits, [0, 2])
     assert list(m.columns) == list(MEASURES)
@@ -70,8 +72,11 @@ def test_measures_match_a_plain_loop(rng):
 
 
 @given(
-    logits=hnp.arrays(np.float64, hnp.array_shapes(min_dims=3, max_dims=3, min_side=2, max_side=5),
-                      elements=st.floats(-30, 30, allow_nan=False)),
+    logits=hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=3, max_dims=3, min_side=2, max_side=5),
+        elements=st.floats(-30, 30, allow_nan=False),
+    ),
     data=st.data(),
 )
 def test_measure_invariants(logits, data):
@@ -147,8 +152,14 @@ def test_train_dynamics_is_deterministic_and_learns(rng, hidden_size, record):
 def test_train_dynamics_takes_a_generator_and_reports_progress(rng):
     X, y = _blobs(rng, n=60)
     seen = []
-    td = train_dynamics(X, y, epochs=3, random_state=np.random.default_rng(0), ids=[f"r{i}" for i in range(60)],
-                        callback=lambda done, total: seen.append((done, total)))
+    td = train_dynamics(
+        X,
+        y,
+        epochs=3,
+        random_state=np.random.default_rng(0),
+        ids=[f"r{i}" for i in range(60)],
+        callback=lambda done, total: seen.append((done, total)),
+    )
     assert seen == [(1, 3), (2, 3), (3, 3)]
     assert td.ids[0] == "r0" and td.to_frame().index.name == "id"
 
@@ -262,8 +273,10 @@ def test_save_and_read_back(tmp_path, rng):
 
 
 def test_gold_as_class_names_needs_the_class_list(tmp_path):
-    lines = [{"guid": "g1", "logits_epoch_0": [2.0, 0.0, -1.0], "gold": "entailment"},
-             {"guid": "g2", "logits_epoch_0": [0.0, 0.5, 1.0], "gold": "contradiction"}]
+    lines = [
+        {"guid": "g1", "logits_epoch_0": [2.0, 0.0, -1.0], "gold": "entailment"},
+        {"guid": "g2", "logits_epoch_0": [0.0, 0.5, 1.0], "gold": "contradiction"},
+    ]
     (tmp_path / "dynamics_epoch_0.jsonl").write_text("\n".join(json.dumps(r) for r in lines) + "\n")
     td = read_cartography_dynamics(tmp_path, classes=list(NLI))
     assert td.gold.tolist() == [0, 2]
@@ -288,32 +301,67 @@ def _rewrite(path: Path, line_no: int, text: str | bytes) -> None:
 @pytest.mark.parametrize(
     ("damage", "match"),
     [
-        (lambda d: _rewrite(d / "dynamics_epoch_1.jsonl", 3, '{"guid": 106, "logits_epoch_1": [1.1, 0.2'),
-         r"dynamics_epoch_1.jsonl' line 3 is not valid JSON"),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_1.jsonl", 3, '{"guid": 106, "logits_epoch_1": [1.1, 0.2'),
+            r"dynamics_epoch_1.jsonl' line 3 is not valid JSON",
+        ),
         (lambda d: (d / "dynamics_epoch_1.jsonl").unlink(), r"missing epoch\(s\) \[1\]"),
-        (lambda d: _rewrite(d / "dynamics_epoch_2.jsonl", 2, b'{"guid": 105, "gold": 1, "x": "\xff"}'),
-         r"dynamics_epoch_2.jsonl' is not UTF-8 text \(line 2"),
-        (lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 4, '{"guid":104,"logits_epoch_0":[0.1,0.3],"gold":0}'),
-         r"line 4 has 2 logits, but earlier lines have 3"),
-        (lambda d: _rewrite(d / "dynamics_epoch_2.jsonl", 1, '{"guid":999,"logits_epoch_2":[1,2,3],"gold":2}'),
-         r"guid 106 of epoch 0 .* is missing from epoch 2"),
-        (lambda d: (d / "dynamics_epoch_1.jsonl").write_text((d / "dynamics_epoch_1.jsonl").read_text()
-                                                              + '{"guid":"new","logits_epoch_1":[0,0,0],"gold":0}\n'),
-         r"dynamics_epoch_1.jsonl' line 7 has guid 'new', which is not in epoch 0"),
-        (lambda d: _rewrite(d / "dynamics_epoch_1.jsonl", 1, '{"guid":104,"logits_epoch_1":[0.8,0.2,-0.5],"gold":1}'),
-         r"guid 104 has gold 1 in epoch 1 .* but 0 in epoch 0"),
-        (lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 2, '{"guid":101,"logits_epoch_0":[0,0,0],"gold":2}'),
-         r"has guid 101 twice \(lines 1 and 2\)"),
-        (lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 2, '{"guid":102,"logits_epoch_0":[0,0,0],"gold":3}'),
-         r"line 2: 'gold' must be a class index in \[0, 2\]. Got 3"),
-        (lambda d: _rewrite(d / "dynamics_epoch_1.jsonl", 1, '{"guid":104,"logits_epoch_0":[0,0,0],"gold":0}'),
-         r"line 1 must have one 'logits_epoch_1' field"),
-        (lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 1, '{"guid":101,"logits_epoch_0":[1,"a",0],"gold":0}'),
-         r"'logits_epoch_0' must be a list of numbers"),
-        (lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 1, '[1, 2, 3]'), r"line 1 must be a JSON object"),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_2.jsonl", 2, b'{"guid": 105, "gold": 1, "x": "\xff"}'),
+            r"dynamics_epoch_2.jsonl' is not UTF-8 text \(line 2",
+        ),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 4, '{"guid":104,"logits_epoch_0":[0.1,0.3],"gold":0}'),
+            r"line 4 has 2 logits, but earlier lines have 3",
+        ),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_2.jsonl", 1, '{"guid":999,"logits_epoch_2":[1,2,3],"gold":2}'),
+            r"guid 106 of epoch 0 .* is missing from epoch 2",
+        ),
+        (
+            lambda d: (d / "dynamics_epoch_1.jsonl").write_text(
+                (d / "dynamics_epoch_1.jsonl").read_text() + '{"guid":"new","logits_epoch_1":[0,0,0],"gold":0}\n'
+            ),
+            r"dynamics_epoch_1.jsonl' line 7 has guid 'new', which is not in epoch 0",
+        ),
+        (
+            lambda d: _rewrite(
+                d / "dynamics_epoch_1.jsonl", 1, '{"guid":104,"logits_epoch_1":[0.8,0.2,-0.5],"gold":1}'
+            ),
+            r"guid 104 has gold 1 in epoch 1 .* but 0 in epoch 0",
+        ),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 2, '{"guid":101,"logits_epoch_0":[0,0,0],"gold":2}'),
+            r"has guid 101 twice \(lines 1 and 2\)",
+        ),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 2, '{"guid":102,"logits_epoch_0":[0,0,0],"gold":3}'),
+            r"line 2: 'gold' must be a class index in \[0, 2\]. Got 3",
+        ),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_1.jsonl", 1, '{"guid":104,"logits_epoch_0":[0,0,0],"gold":0}'),
+            r"line 1 must have one 'logits_epoch_1' field",
+        ),
+        (
+            lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 1, '{"guid":101,"logits_epoch_0":[1,"a",0],"gold":0}'),
+            r"'logits_epoch_0' must be a list of numbers",
+        ),
+        (lambda d: _rewrite(d / "dynamics_epoch_0.jsonl", 1, "[1, 2, 3]"), r"line 1 must be a JSON object"),
     ],
-    ids=["malformed-json", "missing-epoch", "not-utf8", "class-count", "missing-guid", "extra-guid", "gold-changes",
-         "duplicate-guid", "gold-range", "wrong-logits-key", "non-numeric-logit", "not-an-object"],
+    ids=[
+        "malformed-json",
+        "missing-epoch",
+        "not-utf8",
+        "class-count",
+        "missing-guid",
+        "extra-guid",
+        "gold-changes",
+        "duplicate-guid",
+        "gold-range",
+        "wrong-logits-key",
+        "non-numeric-logit",
+        "not-an-object",
+    ],
 )
 def test_bad_cartography_files_are_reported_clearly(tmp_path, damage, match):
     folder = _copy_sample(tmp_path)
@@ -407,10 +455,12 @@ def test_difficulty_levels_rejects_bad_input(data, kwargs, exc, match):
 
 
 def test_data_maps_baseline_on_hand_made_values():
-    m = pd.DataFrame({
-        "confidence": [0.95, 0.90, 0.85, 0.60, 0.50, 0.40, 0.30, 0.20, 0.10],
-        "variability": [0.01, 0.02, 0.03, 0.30, 0.31, 0.32, 0.04, 0.05, 0.06],
-    })
+    m = pd.DataFrame(
+        {
+            "confidence": [0.95, 0.90, 0.85, 0.60, 0.50, 0.40, 0.30, 0.20, 0.10],
+            "variability": [0.01, 0.02, 0.03, 0.30, 0.31, 0.32, 0.04, 0.05, 0.06],
+        }
+    )
     res = data_maps_levels(m, ambiguous_fraction=1 / 3)
     assert res.levels.tolist() == ["easy"] * 3 + ["ambiguous"] * 3 + ["hard"] * 3
     assert res.thresholds["variability"] == pytest.approx(np.quantile(m["variability"], 2 / 3))
@@ -449,9 +499,25 @@ def test_cli_records_dynamics_from_features(tmp_path, rng, capsys):
     np.save(tmp_path / "P.npy", X[:, :2])
     (tmp_path / "labels.txt").write_text("\n".join(y) + "\n")
     out = tmp_path / "levels.csv"
-    args = _parser().parse_args(["dynamics", "--features", str(tmp_path / "X.npy"), "--partial-features",
-                                 str(tmp_path / "P.npy"), "--labels", str(tmp_path / "labels.txt"), "--epochs", "2",
-                                 "--seed", "1", "--n-init", "2", "--out", str(out)])
+    args = _parser().parse_args(
+        [
+            "dynamics",
+            "--features",
+            str(tmp_path / "X.npy"),
+            "--partial-features",
+            str(tmp_path / "P.npy"),
+            "--labels",
+            str(tmp_path / "labels.txt"),
+            "--epochs",
+            "2",
+            "--seed",
+            "1",
+            "--n-init",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     assert args.func(args) == 0
     summary = json.loads(capsys.readouterr().out.strip())
     assert summary["rows"] == 90 and sum(summary["levels"].values()) == 90
@@ -464,10 +530,27 @@ def test_cli_records_dynamics_from_features(tmp_path, rng, capsys):
 def test_cli_reads_cartography_and_measures_texts(tmp_path, capsys):
     out = tmp_path / "levels.parquet"
     tests_out = tmp_path / "tests.csv"
-    args = _parser().parse_args(["dynamics", "--dynamics-dir", str(SAMPLE), "--partial-dynamics-dir", str(SAMPLE),
-                                 "--classes", ",".join(NLI), "--table", str(SAMPLE / "texts.jsonl"),
-                                 "--id-column", "guid", "--tests-out", str(tests_out), "--n-init", "1",
-                                 "--out", str(out)])
+    args = _parser().parse_args(
+        [
+            "dynamics",
+            "--dynamics-dir",
+            str(SAMPLE),
+            "--partial-dynamics-dir",
+            str(SAMPLE),
+            "--classes",
+            ",".join(NLI),
+            "--table",
+            str(SAMPLE / "texts.jsonl"),
+            "--id-column",
+            "guid",
+            "--tests-out",
+            str(tests_out),
+            "--n-init",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert args.func(args) == 0
     summary = json.loads(capsys.readouterr().out)
     frame = pd.read_parquet(out)
@@ -475,8 +558,13 @@ def test_cli_reads_cartography_and_measures_texts(tmp_path, capsys):
     assert frame.set_index("id").loc[102, "contains_negation"]  # "Nobody is outside."
     assert frame.set_index("id").loc[106, "antonyms"] > 0  # night / day
     assert (frame["label"] == frame["label"]).all() and summary["rows"] == 6
-    assert set(pd.read_csv(tests_out)["measure"]) == {"word_overlap", "antonyms", "length_mismatch",
-                                                        "misspelled_words", "contains_negation"}
+    assert set(pd.read_csv(tests_out)["measure"]) == {
+        "word_overlap",
+        "antonyms",
+        "length_mismatch",
+        "misspelled_words",
+        "contains_negation",
+    }
 
 
 @pytest.mark.parametrize(
@@ -488,8 +576,10 @@ def test_cli_reads_cartography_and_measures_texts(tmp_path, capsys):
         (["--features", "X.npy", "--out", "x.csv"], "--features needs --labels"),
         (["--dynamics-dir", "DIR", "--tests-out", "t.csv", "--out", "x.csv"], "--tests-out needs --table"),
         (["--dynamics-dir", "DIR", "--table", "nope.csv", "--out", "x.csv"], "Table file '.*nope.csv' does not exist"),
-        (["--dynamics-dir", "DIR", "--table", "TEXTS", "--text-a", "sentence1", "--out", "x.csv"],
-         "has no column 'sentence1'"),
+        (
+            ["--dynamics-dir", "DIR", "--table", "TEXTS", "--text-a", "sentence1", "--out", "x.csv"],
+            "has no column 'sentence1'",
+        ),
     ],
 )
 def test_cli_bad_input_raises_value_error(tmp_path, argv, match):

@@ -22,8 +22,9 @@ def _sample_files() -> list[tuple[str, bytes]]:
 
 def _dynamics(rng, n=6, epochs=2, classes=NLI) -> TrainingDynamics:
     gold = np.arange(n) % len(classes)
-    return TrainingDynamics(rng.normal(size=(n, epochs, len(classes))), gold, classes=classes,
-                            ids=[f"r{i}" for i in range(n)])
+    return TrainingDynamics(
+        rng.normal(size=(n, epochs, len(classes))), gold, classes=classes, ids=[f"r{i}" for i in range(n)]
+    )
 
 
 # -- class order and file names ------------------------------------------------------------------------------------
@@ -37,8 +38,9 @@ def test_epoch_of_file_reads_the_number_and_ignores_folders():
     assert epoch_of_file("a/b/dynamics_epoch_17.jsonl") == 17
 
 
-@pytest.mark.parametrize("name", ["epoch0.jsonl", "dynamics_epoch_1.json", "dynamics_epoch_12345.jsonl",
-                                  "dynamics_epoch_x.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["epoch0.jsonl", "dynamics_epoch_1.json", "dynamics_epoch_12345.jsonl", "dynamics_epoch_x.jsonl"]
+)
 def test_epoch_of_file_refuses_other_names(name):
     with pytest.raises(ValueError, match=r"not named dynamics_epoch_<e>\.jsonl"):
         epoch_of_file(name)
@@ -80,8 +82,9 @@ def test_align_reorders_rows_by_id_and_logits_by_class_name(rng):
     order = np.array([3, 0, 5, 1, 4, 2])
     perm = [2, 0, 1]  # the files' logit j is the dataset's class perm[j]
     file_gold = np.argsort(perm)[td.gold]
-    shuffled = TrainingDynamics(td.logits[:, :, perm][order], file_gold[order], classes=tuple(NLI[p] for p in perm),
-                                ids=td.ids[order])
+    shuffled = TrainingDynamics(
+        td.logits[:, :, perm][order], file_gold[order], classes=tuple(NLI[p] for p in perm), ids=td.ids[order]
+    )
     out = align_dynamics(shuffled, ids=td.ids, y=td.gold, classes=NLI, dataset_name="toy")
     np.testing.assert_allclose(out.logits, td.logits)
     assert out.gold.tolist() == td.gold.tolist() and out.classes == NLI

@@ -51,8 +51,12 @@ class RefusingModel:
 
 @pytest.fixture
 def frame():
-    return pd.DataFrame({"premise": ["A man sleeps.", "Two dogs run.", "A girl reads.", None],
-                         "hypothesis": ["Nobody sleeps.", "Animals move.", "A child reads.", "Cats."]})
+    return pd.DataFrame(
+        {
+            "premise": ["A man sleeps.", "Two dogs run.", "A girl reads.", None],
+            "hypothesis": ["Nobody sleeps.", "Animals move.", "A child reads.", "Cats."],
+        }
+    )
 
 
 def _entries(cache: Path) -> list[Path]:
@@ -63,8 +67,12 @@ def test_second_call_reads_the_cache_without_the_model(tmp_path, frame):
     model = CountingModel()
     first = embed_views(frame, model=model, model_id="fake-1", cache_dir=tmp_path)
     assert list(first) == list(NLI_EMBEDDING_VIEWS)
-    assert model.texts[:4] == ["A man sleeps. [SEP] Nobody sleeps.", "Two dogs run. [SEP] Animals move.",
-                               "A girl reads. [SEP] A child reads.", " [SEP] Cats."]
+    assert model.texts[:4] == [
+        "A man sleeps. [SEP] Nobody sleeps.",
+        "Two dogs run. [SEP] Animals move.",
+        "A girl reads. [SEP] A child reads.",
+        " [SEP] Cats.",
+    ]
     assert model.texts[4:] == frame["hypothesis"].tolist()
     assert len(_entries(tmp_path)) == 2
     again = embed_views(frame, model=RefusingModel(), model_id="fake-1", cache_dir=tmp_path)
@@ -76,10 +84,12 @@ def test_second_call_reads_the_cache_without_the_model(tmp_path, frame):
 def test_texts_model_and_view_are_all_in_the_key(tmp_path, frame):
     embed_views(frame, {"h": "hypothesis"}, model=CountingModel(), model_id="m", cache_dir=tmp_path)
     changed = frame.assign(hypothesis=frame["hypothesis"].str.replace("Cats.", "Cats!"))
-    for kwargs in ({"frame": changed, "model_id": "m"},            # one text changed
-                   {"frame": frame, "model_id": "m2"},             # another model
-                   {"frame": frame, "model_id": "m", "views": {"h": ["hypothesis", "hypothesis"]}},  # another view
-                   {"frame": frame, "model_id": "m", "join": " | ", "views": {"h": ["hypothesis", "hypothesis"]}}):
+    for kwargs in (
+        {"frame": changed, "model_id": "m"},  # one text changed
+        {"frame": frame, "model_id": "m2"},  # another model
+        {"frame": frame, "model_id": "m", "views": {"h": ["hypothesis", "hypothesis"]}},  # another view
+        {"frame": frame, "model_id": "m", "join": " | ", "views": {"h": ["hypothesis", "hypothesis"]}},
+    ):
         model = CountingModel()
         args = {"views": {"h": "hypothesis"}, **kwargs}
         embed_views(args.pop("frame"), args.pop("views"), model=model, cache_dir=tmp_path, **args)
@@ -116,8 +126,9 @@ def test_a_damaged_cache_file_is_ignored_and_recomputed(tmp_path, frame, damage)
     assert model.calls == 1  # recomputed, never half-loaded
     np.testing.assert_array_equal(again, good)
     # and the entry was rewritten whole
-    np.testing.assert_array_equal(embed_views(frame, views, model=RefusingModel(), model_id="m",
-                                              cache_dir=tmp_path)["h"], good)
+    np.testing.assert_array_equal(
+        embed_views(frame, views, model=RefusingModel(), model_id="m", cache_dir=tmp_path)["h"], good
+    )
 
 
 def test_cache_writes_are_crash_consistent(tmp_path, frame, monkeypatch):
@@ -166,11 +177,11 @@ def test_a_second_process_does_not_re_embed(tmp_path):
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
     env = {**os.environ, "AFLITE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    first = subprocess.run([sys.executable, str(script), "embed"], env=env, capture_output=True, text=True,
-                           timeout=120)
+    first = subprocess.run([sys.executable, str(script), "embed"], env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
-    second = subprocess.run([sys.executable, str(script), "refuse"], env=env, capture_output=True, text=True,
-                            timeout=120)
+    second = subprocess.run(
+        [sys.executable, str(script), "refuse"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert second.returncode == 0, second.stderr
     assert first.stdout == second.stdout == "[11.0, 13.0] [1.0, 5.0]\n"  # lengths of the joined texts
     assert len(_entries(tmp_path / "cache")) == 2
@@ -201,8 +212,9 @@ def test_estimate_grows_with_text_length_and_counts_the_model_load():
 
 def test_status_without_the_extra_names_the_install_command(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(embeddings.importlib.util, "find_spec",
-                        lambda name: None if name == "sentence_transformers" else real(name))
+    monkeypatch.setattr(
+        embeddings.importlib.util, "find_spec", lambda name: None if name == "sentence_transformers" else real(name)
+    )
     status = embeddings_status()
     assert not status.available and status.missing == ("sentence-transformers",)
     assert status.install_command == EMBEDDINGS_INSTALL_COMMAND
@@ -235,11 +247,14 @@ def test_model_identity_of_a_local_folder_changes_with_its_files(tmp_path):
         model_identity(tmp_path / "nope")
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"model": CountingModel()}, r"The 'model_id' parameter of embed_views must name a loaded model"),
-    ({"views": {"x": "nope"}}, r"names the column 'nope' for view 'x', which is not one of the columns"),
-    ({"views": {"x": []}}, r"must give at least one column for view 'x'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"model": CountingModel()}, r"The 'model_id' parameter of embed_views must name a loaded model"),
+        ({"views": {"x": "nope"}}, r"names the column 'nope' for view 'x', which is not one of the columns"),
+        ({"views": {"x": []}}, r"must give at least one column for view 'x'"),
+    ],
+)
 def test_invalid_arguments(tmp_path, frame, kwargs, match):
     with pytest.raises(ValueError, match=match):
         embed_views(frame, cache_dir=tmp_path, **kwargs)

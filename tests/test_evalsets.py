@@ -47,9 +47,17 @@ def planted_pair():
 @pytest.fixture(scope="module")
 def study(planted_pair):
     train_X, y, eval_X, ey, _ = planted_pair
-    return adversary_study(train_X, y, eval_X, ey, seeds=(0, 1), ensemble=True,
-                           evaluated=[("logistic", "weak"), ("knn", "strong"), ("rbf", "weak"), ("rbf", "strong")],
-                           eval_ids=[f"e{i}" for i in range(len(ey))], **KW)
+    return adversary_study(
+        train_X,
+        y,
+        eval_X,
+        ey,
+        seeds=(0, 1),
+        ensemble=True,
+        evaluated=[("logistic", "weak"), ("knn", "strong"), ("rbf", "weak"), ("rbf", "strong")],
+        eval_ids=[f"e{i}" for i in range(len(ey))],
+        **KW,
+    )
 
 
 # -- the filtering itself ------------------------------------------------------------------------------------
@@ -128,10 +136,13 @@ def _long(M):
     return pd.DataFrame({"adversary": "adv", "seed": 0, "model": M.index, "accuracy": M["adv"].to_numpy()})
 
 
-@pytest.mark.parametrize(("other", "expected"), [
-    ([0.5, 0.6, 0.7, 0.8], 1.0),     # the same order, lower accuracies
-    ([0.8, 0.7, 0.6, 0.5], -1.0),    # reversed
-])
+@pytest.mark.parametrize(
+    ("other", "expected"),
+    [
+        ([0.5, 0.6, 0.7, 0.8], 1.0),  # the same order, lower accuracies
+        ([0.8, 0.7, 0.6, 0.5], -1.0),  # reversed
+    ],
+)
 def test_rank_correlation_is_one_when_rankings_agree_and_minus_one_when_reversed(other, expected):
     M = _matrix([0.6, 0.7, 0.8, 0.9], other)
     rankings, corr = _rankings(M, _long(M), ["adv"], list(M.index))
@@ -156,8 +167,12 @@ def test_same_representation_rank_change(study):
     same = study.same_representation
     assert set(same["relation"]) == {"same representation", "ensemble member"}
     direct = same[same["relation"] == "same representation"]
-    assert set(zip(direct["adversary"], direct["model"])) == {("weak", "logistic:weak"), ("weak", "rbf:weak"),
-                                                              ("strong", "knn:strong"), ("strong", "rbf:strong")}
+    assert set(zip(direct["adversary"], direct["model"])) == {
+        ("weak", "logistic:weak"),
+        ("weak", "rbf:weak"),
+        ("strong", "knn:strong"),
+        ("strong", "rbf:strong"),
+    }
     ranks = study.rankings.set_index(["adversary", "model"])
     for _, row in same.iterrows():
         assert row["rank_change"] == ranks.loc[(row["adversary"], row["model"]), "rank"] - row["rank_unfiltered"]
@@ -167,24 +182,49 @@ def test_same_representation_rank_change(study):
 # -- annotator agreement -------------------------------------------------------------------------------------
 def test_agreement_by_hand_with_source_filtering():
     gold = ["e", "n", "c", "e", "c", "n"]
-    ann = [["e", "e", "e", "n", "e"],          # 0.8, random_subset, removed in round 1
-           ["n", "c", "n", "e", "n"],          # 0.6, random_subset, selected
-           np.array(["c", "c", "c", "c"]),     # 1.0, chaosnli -> excluded by source
-           None,                               # no labels
-           '["c", "n", "c", "c", "c"]',        # 0.8 (JSON text), random_subset, selected
-           "n|n|e|e|c"]                        # 0.4 (| separated), random_subset, removed later
+    ann = [
+        ["e", "e", "e", "n", "e"],  # 0.8, random_subset, removed in round 1
+        ["n", "c", "n", "e", "n"],  # 0.6, random_subset, selected
+        np.array(["c", "c", "c", "c"]),  # 1.0, chaosnli -> excluded by source
+        None,  # no labels
+        '["c", "n", "c", "c", "c"]',  # 0.8 (JSON text), random_subset, selected
+        "n|n|e|e|c",
+    ]  # 0.4 (| separated), random_subset, removed later
     src = ["random_subset", "random_subset", "chaosnli", "random_subset", "random_subset", "random_subset"]
     assert annotator_agreement(gold, ann)[[0, 1, 2, 4, 5]].tolist() == pytest.approx([0.8, 0.6, 1.0, 0.8, 0.4])
     assert np.isnan(annotator_agreement(gold, ann)[3])
-    cats = pd.DataFrame({
-        "adversary": "A", "seed": [0] * 6 + [1] * 6, "row": list(range(6)) * 2,
-        "category": ["removed in round 1", "selected", "removed in round 1", "selected", "selected", "removed later",
-                     "selected", "selected", "selected", "selected", "removed in round 1", "selected"],
-    })
+    cats = pd.DataFrame(
+        {
+            "adversary": "A",
+            "seed": [0] * 6 + [1] * 6,
+            "row": list(range(6)) * 2,
+            "category": [
+                "removed in round 1",
+                "selected",
+                "removed in round 1",
+                "selected",
+                "selected",
+                "removed later",
+                "selected",
+                "selected",
+                "selected",
+                "selected",
+                "removed in round 1",
+                "selected",
+            ],
+        }
+    )
     rep = category_agreement(cats, gold, ann, annotator_source=src)
-    assert rep.info == {"n_eval": 6, "n_with_labels": 5, "n_used": 4, "n_excluded_by_source": 1,
-                        "n_without_labels": 1, "sources": ["random_subset"], "source_column_given": True,
-                        "source_counts": {"random_subset": 4, "chaosnli": 1}}
+    assert rep.info == {
+        "n_eval": 6,
+        "n_with_labels": 5,
+        "n_used": 4,
+        "n_excluded_by_source": 1,
+        "n_without_labels": 1,
+        "sources": ["random_subset"],
+        "source_column_given": True,
+        "source_counts": {"random_subset": 4, "chaosnli": 1},
+    }
     by_seed = rep.by_seed.set_index(["seed", "category"])
     assert by_seed.loc[(0, "removed in round 1"), "mean_agreement"] == pytest.approx(0.8)  # row 2 excluded
     assert by_seed.loc[(0, "selected"), "mean_agreement"] == pytest.approx(0.7)
@@ -205,8 +245,9 @@ def test_study_carries_agreement(planted_pair):
     train_X, y, eval_X, ey, _ = planted_pair
     ann = [[lab] * 3 + ["cat" if lab == "dog" else "dog"] * (i % 3) for i, lab in enumerate(ey)]
     src = np.where(np.arange(len(ey)) % 4 == 0, "chaosnli", "random_subset")
-    st = adversary_study(train_X, y, eval_X, ey, seeds=(0,), adversaries=["strong"], annotator_labels=ann,
-                         annotator_source=src, **KW)
+    st = adversary_study(
+        train_X, y, eval_X, ey, seeds=(0,), adversaries=["strong"], annotator_labels=ann, annotator_source=src, **KW
+    )
     assert st.agreement.info["n_used"] == int((src == "random_subset").sum())
     rows = st.categories
     agree = annotator_agreement(ey, ann)
@@ -219,8 +260,9 @@ def test_study_carries_agreement(planted_pair):
 # -- the ensemble --------------------------------------------------------------------------------------------
 def test_an_ensemble_of_one_adversary_is_plain_aflite(planted_pair):
     train_X, y, eval_X, ey, _ = planted_pair
-    one = ensemble_aflite({"strong": train_X["strong"]}, y, eval_X={"strong": eval_X["strong"]}, eval_y=ey,
-                          random_state=7, **KW).result
+    one = ensemble_aflite(
+        {"strong": train_X["strong"]}, y, eval_X={"strong": eval_X["strong"]}, eval_y=ey, random_state=7, **KW
+    ).result
     ref = aflite(train_X["strong"], y, eval_X=eval_X["strong"], eval_y=ey, random_state=7, **KW)
     for name in ("removed_round", "scores", "n_predictions", "eval_removed_round", "eval_scores", "first_score"):
         assert np.array_equal(getattr(one, name), getattr(ref, name), equal_nan=True), name
@@ -229,13 +271,20 @@ def test_an_ensemble_of_one_adversary_is_plain_aflite(planted_pair):
 
 def test_the_ensemble_pools_its_members_by_hand():
     # three classes; one member sees a planted shift on 40 % of the rows, the other is pure noise
-    X, y, _ = make_planted_bias(900, 6, n_classes=3, class_sep=0.0, bias_fraction=0.4, bias_strength=8.0,
-                                     random_state=5)
+    X, y, _ = make_planted_bias(
+        900, 6, n_classes=3, class_sep=0.0, bias_fraction=0.4, bias_strength=8.0, random_state=5
+    )
     noise = np.random.default_rng(5).normal(size=(900, 6)).astype(np.float32)
     tr, ev = np.arange(600), np.arange(600, 900)
     kw = {"target_size": 300, "train_size": 150, "slice_size": 60, "n_partitions": 16}
-    ens = ensemble_aflite({"planted": X[tr], "noise": noise[tr]}, y[tr], eval_X={"planted": X[ev], "noise": noise[ev]},
-                          eval_y=y[ev], random_state=0, **kw)
+    ens = ensemble_aflite(
+        {"planted": X[tr], "noise": noise[tr]},
+        y[tr],
+        eval_X={"planted": X[ev], "noise": noise[ev]},
+        eval_y=y[ev],
+        random_state=0,
+        **kw,
+    )
     res = ens.result
     assert ens.name == "ensemble(planted+noise)" and res.params["adversaries"] == ["planted", "noise"]
     assert res.params["n_partitions"] == 16 and res.params["n_partitions_total"] == 32
@@ -292,14 +341,30 @@ def test_text_setup_splits_by_premise_and_builds_partial_input_views():
     rows = []
     for i in range(80):
         premise = f"A {words[i % 8]} near the {words[(i * 3) % 8]} number {i}."
-        for label, hyp in (("entailment", "Someone is outside."), ("contradiction", "Nobody is there."),
-                           ("neutral", f"The {words[rng.integers(8)]} is happy.")):
-            rows.append({"premise": premise, "hypothesis": hyp, "label": label,
-                         "annotator_labels": [label] * 4 + ["neutral"], "annotator_labels_src": "random_subset"})
-    ds = nli_dataset_from_records(pd.DataFrame(rows), name="toy", text_features=False,
-                                  features={"random": rng.normal(size=(240, 5))})
-    setup = text_adversary_setup(ds, embeddings=False, annotator_column="annotator_labels",
-                                 annotator_source_column="annotator_labels_src", n_components=16)
+        for label, hyp in (
+            ("entailment", "Someone is outside."),
+            ("contradiction", "Nobody is there."),
+            ("neutral", f"The {words[rng.integers(8)]} is happy."),
+        ):
+            rows.append(
+                {
+                    "premise": premise,
+                    "hypothesis": hyp,
+                    "label": label,
+                    "annotator_labels": [label] * 4 + ["neutral"],
+                    "annotator_labels_src": "random_subset",
+                }
+            )
+    ds = nli_dataset_from_records(
+        pd.DataFrame(rows), name="toy", text_features=False, features={"random": rng.normal(size=(240, 5))}
+    )
+    setup = text_adversary_setup(
+        ds,
+        embeddings=False,
+        annotator_column="annotator_labels",
+        annotator_source_column="annotator_labels_src",
+        n_components=16,
+    )
     assert set(setup.adversaries) == {"random", "tfidf", "tfidf_hypothesis"}
     prem = ds.frame.set_index("id")["premise"]
     assert not set(prem[setup.train_ids]) & set(prem[setup.eval_ids])  # a premise never on both sides
@@ -322,7 +387,8 @@ def test_save_writes_every_table(study, tmp_path):
     assert list(back["adversary"]) == list(study.rank_correlation["adversary"])
     meta = json.loads((out / "summary.json").read_text())
     assert meta["summary"]["adversaries"]["strong"]["shares"]["selected"] == pytest.approx(
-        study.category_table.loc["strong", "selected"], abs=1e-6)
+        study.category_table.loc["strong", "selected"], abs=1e-6
+    )
     assert meta["reading"] == study.reading()
 
 
@@ -344,7 +410,8 @@ def table_files(tmp_path, planted_pair):
     ann = [[lab, lab, "cat"] for lab in ey]
     src = ["random_subset" if i % 3 else "chaosnli" for i in range(len(ey))]
     pd.DataFrame({"id": [f"e{i}" for i in range(len(ey))], "label": ey, "ann": ann, "src": src}).to_json(
-        tmp_path / "eval.jsonl", orient="records", lines=True)
+        tmp_path / "eval.jsonl", orient="records", lines=True
+    )
     for name in ("weak", "strong"):
         np.save(tmp_path / f"{name}_train.npy", train_X[name])
         np.save(tmp_path / f"{name}_eval.npy", eval_X[name])
@@ -359,40 +426,95 @@ def _parser():
 
 def test_cli_writes_its_files(table_files, capsys):
     d = table_files
-    args = _parser().parse_args([
-        "eval-filter", "--train-table", str(d / "train.csv"), "--eval-table", str(d / "eval.jsonl"),
-        "--id-column", "id", "--adversary", f"weak={d / 'weak_train.npy'}:{d / 'weak_eval.npy'}",
-        "--adversary", f"strong={d / 'strong_train.npy'}:{d / 'strong_eval.npy'}",
-        "--evaluated", "logistic:weak", "--evaluated", "knn:strong", "--seeds", "0,1", "--target-size", "300",
-        "--train-size", "150", "--slice-size", "60", "--partitions", "16", "--ensemble",
-        "--annotator-column", "ann", "--annotator-source-column", "src", "--out", str(d / "out"), "--quiet",
-    ])
+    args = _parser().parse_args(
+        [
+            "eval-filter",
+            "--train-table",
+            str(d / "train.csv"),
+            "--eval-table",
+            str(d / "eval.jsonl"),
+            "--id-column",
+            "id",
+            "--adversary",
+            f"weak={d / 'weak_train.npy'}:{d / 'weak_eval.npy'}",
+            "--adversary",
+            f"strong={d / 'strong_train.npy'}:{d / 'strong_eval.npy'}",
+            "--evaluated",
+            "logistic:weak",
+            "--evaluated",
+            "knn:strong",
+            "--seeds",
+            "0,1",
+            "--target-size",
+            "300",
+            "--train-size",
+            "150",
+            "--slice-size",
+            "60",
+            "--partitions",
+            "16",
+            "--ensemble",
+            "--annotator-column",
+            "ann",
+            "--annotator-source-column",
+            "src",
+            "--out",
+            str(d / "out"),
+            "--quiet",
+        ]
+    )
     assert args.func(args) == 0
     line = capsys.readouterr().out.strip().splitlines()
     assert len(line) == 1
     summary = json.loads(line[0])
     assert set(summary["adversaries"]) == {"weak", "strong", "ensemble(weak+strong)"}
     assert summary["agreement"]["n_excluded_by_source"] == 100
-    for stem in ("categories", "category_summary", "accuracies", "accuracy_matrix", "rankings", "rank_correlation",
-                 "same_representation", "agreement", "runs"):
+    for stem in (
+        "categories",
+        "category_summary",
+        "accuracies",
+        "accuracy_matrix",
+        "rankings",
+        "rank_correlation",
+        "same_representation",
+        "agreement",
+        "runs",
+    ):
         assert (d / "out" / f"{stem}.parquet").is_file() and (d / "out" / f"{stem}.csv").is_file()
     cats = pd.read_parquet(d / "out" / "categories.parquet")
     assert cats["id"].iloc[0] == "e0" and len(cats) == 3 * 2 * 300
     assert (d / "out" / "summary.json").is_file()
 
 
-@pytest.mark.parametrize(("argv", "match"), [
-    (["--target-size", "300"], "--train-size option is required"),
-    (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--adversary", "weak"], "must give files"),
-    (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--evaluated", "logistic"],
-     "FAMILY:REPRESENTATION"),
-    (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--seeds", "a,b"], "--seeds option"),
-])
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--target-size", "300"], "--train-size option is required"),
+        (
+            ["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--adversary", "weak"],
+            "must give files",
+        ),
+        (
+            ["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--evaluated", "logistic"],
+            "FAMILY:REPRESENTATION",
+        ),
+        (["--target-size", "300", "--train-size", "150", "--slice-size", "60", "--seeds", "a,b"], "--seeds option"),
+    ],
+)
 def test_cli_bad_input_raises_value_error(table_files, argv, match):
     d = table_files
-    base = ["eval-filter", "--train-table", str(d / "train.csv"), "--eval-table", str(d / "eval.jsonl"),
-            "--adversary", f"strong={d / 'strong_train.npy'}:{d / 'strong_eval.npy'}", "--out", str(d / "o"),
-            "--quiet"]
+    base = [
+        "eval-filter",
+        "--train-table",
+        str(d / "train.csv"),
+        "--eval-table",
+        str(d / "eval.jsonl"),
+        "--adversary",
+        f"strong={d / 'strong_train.npy'}:{d / 'strong_eval.npy'}",
+        "--out",
+        str(d / "o"),
+        "--quiet",
+    ]
     args = _parser().parse_args(base + argv)
     with pytest.raises(ValueError, match=match):
         args.func(args)
@@ -408,17 +530,20 @@ def test_cli_main_reports_one_line_and_exit_2(table_files, capsys):
 
 
 # -- validation ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("kw", "match"), [
-    ({"seeds": ()}, "'seeds' parameter of adversary_study must be a non-empty sequence"),
-    ({"seeds": (0, 0)}, "distinct ints"),
-    ({"adversaries": ["nope"]}, "'adversaries' parameter of adversary_study"),
-    ({"evaluated": [("svm", "weak")]}, "'evaluated' parameter of adversary_study"),
-    ({"evaluated": [("logistic", "weak"), ("logistic", "weak")]}, "names the model 'logistic:weak' twice"),
-    ({"ensemble": ["weak"]}, "at least 2 adversaries"),
-    ({"train_size": 400}, "'train_size' parameter of adversary_study"),
-    ({"annotator_labels": [["cat"]] * 3}, "one entry per row"),
-    ({"annotator_source": ["x"] * 300}, "needs 'annotator_labels'"),
-])
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"seeds": ()}, "'seeds' parameter of adversary_study must be a non-empty sequence"),
+        ({"seeds": (0, 0)}, "distinct ints"),
+        ({"adversaries": ["nope"]}, "'adversaries' parameter of adversary_study"),
+        ({"evaluated": [("svm", "weak")]}, "'evaluated' parameter of adversary_study"),
+        ({"evaluated": [("logistic", "weak"), ("logistic", "weak")]}, "names the model 'logistic:weak' twice"),
+        ({"ensemble": ["weak"]}, "at least 2 adversaries"),
+        ({"train_size": 400}, "'train_size' parameter of adversary_study"),
+        ({"annotator_labels": [["cat"]] * 3}, "one entry per row"),
+        ({"annotator_source": ["x"] * 300}, "needs 'annotator_labels'"),
+    ],
+)
 def test_invalid_parameters(planted_pair, kw, match):
     train_X, y, eval_X, ey, _ = planted_pair
     params = {**KW, **kw}
@@ -448,8 +573,9 @@ def test_callback_can_stop_the_study(planted_pair):
         seen.append((progress.stage, progress.adversary))
         return progress.stage != "aflite"
 
-    st = adversary_study(train_X, y, eval_X, ey, seeds=(0, 1), evaluated=[("logistic", "weak")],
-                         callback=stop_after_first_run, **KW)
+    st = adversary_study(
+        train_X, y, eval_X, ey, seeds=(0, 1), evaluated=[("logistic", "weak")], callback=stop_after_first_run, **KW
+    )
     assert seen == [("evaluated models", None), ("aflite", "weak")]
     assert not st.params["complete"] and list(st.runs_detail) == [("weak", 0)]
     assert list(st.accuracy_matrix.columns) == [NONE, "weak", "strong"] and st.accuracy_matrix["strong"].isna().all()
@@ -461,12 +587,20 @@ def test_snli_round_one_removals_have_higher_annotator_agreement_than_selected_r
     from aflite_core.nli import nli_dataset_from_records
 
     frame = pd.read_json(shared_data / "snli_sample.jsonl", lines=True)
-    feats = {"hypothesis": np.load(shared_data / "snli_sample.hyp_minilm.npy"),
-             "pair": np.load(shared_data / "snli_sample.pair_minilm.npy")}
+    feats = {
+        "hypothesis": np.load(shared_data / "snli_sample.hyp_minilm.npy"),
+        "pair": np.load(shared_data / "snli_sample.pair_minilm.npy"),
+    }
     ds = nli_dataset_from_records(frame, name="snli", features=feats, text_features=False)
-    setup = text_adversary_setup(ds, tfidf=False, embeddings=False, annotator_column="annotator_labels",
-                                 annotator_source_column="annotator_labels_src",
-                                 evaluated=[("logistic", "hypothesis"), ("logistic", "pair")], random_state=0)
+    setup = text_adversary_setup(
+        ds,
+        tfidf=False,
+        embeddings=False,
+        annotator_column="annotator_labels",
+        annotator_source_column="annotator_labels_src",
+        evaluated=[("logistic", "hypothesis"), ("logistic", "pair")],
+        random_state=0,
+    )
     prem = ds.frame.set_index("id")["premise"]
     assert not set(prem[setup.train_ids]) & set(prem[setup.eval_ids])  # split by premise
     st = setup.run(seeds=(0,))

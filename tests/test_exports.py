@@ -36,8 +36,17 @@ def text_data():
 
 @pytest.fixture(scope="module")
 def text_run(text_data):
-    return aflite(text_data.representation(), text_data.y, target_size=80, train_size=40, slice_size=10,
-                  tau=0.6, n_partitions=16, random_state=0, ids=text_data.ids)
+    return aflite(
+        text_data.representation(),
+        text_data.y,
+        target_size=80,
+        train_size=40,
+        slice_size=10,
+        tau=0.6,
+        n_partitions=16,
+        random_state=0,
+        ids=text_data.ids,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +55,9 @@ def image_data():
     images = rng.integers(0, 17, size=(60, 8, 8)).astype(np.uint8)
     frame = pd.DataFrame(images.reshape(60, -1), columns=[f"pixel_{r}_{c}" for r in range(8) for c in range(8)])
     frame.insert(0, "label", np.repeat([0, 1, 2], 20))
-    return dataset_from_table(frame, label_column="label", features=images.reshape(60, -1) / 16.0, images=images,
-                              name="img")
+    return dataset_from_table(
+        frame, label_column="label", features=images.reshape(60, -1) / 16.0, images=images, name="img"
+    )
 
 
 def _zip(entries: dict[str, bytes], *, symlink: str | None = None) -> bytes:
@@ -99,8 +109,9 @@ def test_thumbnails_are_crisp_inverted_data_uris(image_data):
 def test_rows_table_has_one_row_per_example(text_data, text_run):
     table = exports.rows_table(text_run, text_data)
     assert len(table) == 120
-    assert {"row", "id", "text", "class", "status", "round", "p_first", "p_removal", "p_last",
-            "p_rounds"} <= set(table.columns)
+    assert {"row", "id", "text", "class", "status", "round", "p_first", "p_removal", "p_last", "p_rounds"} <= set(
+        table.columns
+    )
     assert (table["status"] == "removed").sum() == text_run.n_removed
     assert table.loc[table["status"] == "kept", "round"].isna().all()
     assert (table.loc[table["status"] == "removed", "round"] >= 1).all()
@@ -110,8 +121,16 @@ def test_rows_table_has_one_row_per_example(text_data, text_run):
 
 
 def test_rows_table_greedy_has_no_per_round_column(text_data):
-    run = aflite(text_data.representation(), text_data.y, target_size=110, train_size=40, tau=0.6,
-                 n_partitions=8, strategy="greedy", random_state=0)
+    run = aflite(
+        text_data.representation(),
+        text_data.y,
+        target_size=110,
+        train_size=40,
+        tau=0.6,
+        n_partitions=8,
+        strategy="greedy",
+        random_state=0,
+    )
     table = exports.rows_table(run, text_data)
     assert "p_rounds" not in table.columns and len(table) == 120
 
@@ -194,8 +213,16 @@ def test_run_zip_loads_back_exactly(text_data, text_run):
 
 
 def test_greedy_run_zip_loads_back_exactly(text_data):
-    run = aflite(text_data.representation(), text_data.y, target_size=115, train_size=40, tau=0.6,
-                 n_partitions=8, strategy="greedy", random_state=0)
+    run = aflite(
+        text_data.representation(),
+        text_data.y,
+        target_size=115,
+        train_size=40,
+        tau=0.6,
+        n_partitions=8,
+        strategy="greedy",
+        random_state=0,
+    )
     assert exports.load_run_zip(exports.run_zip_bytes(run)).equals(run, timings=True)
 
 
@@ -207,18 +234,22 @@ def test_a_zipped_run_folder_with_extra_files_loads(text_run):
     assert exports.load_run_zip(_zip(nested)).equals(text_run)
 
 
-@pytest.mark.parametrize("payload, match", [
-    (b"this is not a zip", "not a zip archive"),
-    (b"", "empty"),
-    (b"PK\x03\x04" + b"\x00" * 40, "not a zip archive"),
-])
+@pytest.mark.parametrize(
+    "payload, match",
+    [
+        (b"this is not a zip", "not a zip archive"),
+        (b"", "empty"),
+        (b"PK\x03\x04" + b"\x00" * 40, "not a zip archive"),
+    ],
+)
 def test_loader_rejects_non_zip_bytes(payload, match):
     with pytest.raises(exports.RunArchiveError, match=match):
         exports.load_run_zip(payload)
 
 
-@pytest.mark.parametrize("name", ["../result.json", "run/../../rows.parquet", "/etc/result.json",
-                                  "C:/result.json", "run\\result.json"])
+@pytest.mark.parametrize(
+    "name", ["../result.json", "run/../../rows.parquet", "/etc/result.json", "C:/result.json", "run\\result.json"]
+)
 def test_loader_rejects_path_traversal(text_run, name):
     files = _members(exports.run_zip_bytes(text_run))
     files[name] = b"{}"
@@ -289,11 +320,18 @@ def test_a_run_of_another_dataset_is_refused(text_data, text_run, image_data):
     loaded = exports.load_run_zip(exports.run_zip_bytes(text_run))
     with pytest.raises(ValueError, match="120 rows, but the dataset has 60 rows"):
         exports.check_run_matches(loaded, image_data, data_label="the dataset")
-    other = dataset_from_table(text_data.frame.assign(key=[f"k{i}" for i in range(120)]), label_column="label",
-                               id_column="key", features=text_data.representation())
+    other = dataset_from_table(
+        text_data.frame.assign(key=[f"k{i}" for i in range(120)]),
+        label_column="label",
+        id_column="key",
+        features=text_data.representation(),
+    )
     with pytest.raises(ValueError, match="row ids"):
         exports.check_run_matches(loaded, other)
-    flipped = dataset_from_table(text_data.frame.assign(label=text_data.frame["label"].iloc[::-1].to_numpy()),
-                                 label_column="label", features=text_data.representation())
+    flipped = dataset_from_table(
+        text_data.frame.assign(label=text_data.frame["label"].iloc[::-1].to_numpy()),
+        label_column="label",
+        features=text_data.representation(),
+    )
     with pytest.raises(ValueError, match="labels differ"):
         exports.check_run_matches(loaded, flipped)

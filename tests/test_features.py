@@ -20,8 +20,28 @@ from aflite_core.features import (
     tfidf_features,
 )
 
-WORDS = ["man", "woman", "dog", "cat", "guitar", "park", "runs", "sleeps", "eats", "plays", "outside", "inside",
-         "happy", "sad", "red", "blue", "two", "three", "kids", "ball"]
+WORDS = [
+    "man",
+    "woman",
+    "dog",
+    "cat",
+    "guitar",
+    "park",
+    "runs",
+    "sleeps",
+    "eats",
+    "plays",
+    "outside",
+    "inside",
+    "happy",
+    "sad",
+    "red",
+    "blue",
+    "two",
+    "three",
+    "kids",
+    "ball",
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +60,7 @@ def test_tfidf_shape_dtype_norm_and_determinism(nli):
     assert X.shape == (300, 32) and X.dtype == np.float32 and X.flags.c_contiguous
     assert np.allclose(np.linalg.norm(X, axis=1), 1, atol=1e-5)
     assert np.array_equal(X, tfidf_features(nli, columns=["premise", "hypothesis"], n_components=32, random_state=0))
-    gen = tfidf_features(nli, columns=["premise", "hypothesis"], n_components=32,
-                         random_state=np.random.default_rng(0))
+    gen = tfidf_features(nli, columns=["premise", "hypothesis"], n_components=32, random_state=np.random.default_rng(0))
     assert gen.shape == X.shape
 
 
@@ -84,16 +103,19 @@ def test_text_representations_names_and_descriptions(nli):
     assert list(only) == ["tfidf"] and only["tfidf"][0].shape == (300, 8)
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    ({"columns": None}, ValueError, r"'columns' parameter of tfidf_features must name the text columns"),
-    ({"columns": ["nope"]}, ValueError, r"Got 'nope', which is not one of \['premise', 'hypothesis', 'label'\]"),
-    ({"columns": []}, ValueError, r"must name at least one text column"),
-    ({"columns": "premise", "n_components": 0}, ValueError, r"'n_components' parameter .* int in \[1, inf\)"),
-    ({"columns": "premise", "ngram_range": (2, 1)}, ValueError, r"'ngram_range' parameter of tfidf_features"),
-    ({"columns": "premise", "min_df": 0}, ValueError, r"'min_df' parameter"),
-    ({"columns": "premise", "random_state": "x"}, TypeError, r"'random_state' parameter"),
-    ({"columns": "premise", "n_threads": 0}, ValueError, r"'n_threads' parameter"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        ({"columns": None}, ValueError, r"'columns' parameter of tfidf_features must name the text columns"),
+        ({"columns": ["nope"]}, ValueError, r"Got 'nope', which is not one of \['premise', 'hypothesis', 'label'\]"),
+        ({"columns": []}, ValueError, r"must name at least one text column"),
+        ({"columns": "premise", "n_components": 0}, ValueError, r"'n_components' parameter .* int in \[1, inf\)"),
+        ({"columns": "premise", "ngram_range": (2, 1)}, ValueError, r"'ngram_range' parameter of tfidf_features"),
+        ({"columns": "premise", "min_df": 0}, ValueError, r"'min_df' parameter"),
+        ({"columns": "premise", "random_state": "x"}, TypeError, r"'random_state' parameter"),
+        ({"columns": "premise", "n_threads": 0}, ValueError, r"'n_threads' parameter"),
+    ],
+)
 def test_tfidf_rejects_bad_parameters(nli, kwargs, exc, match):
     with pytest.raises(exc, match=match):
         tfidf_features(nli, **kwargs)

@@ -198,19 +198,30 @@ def test_evaluation_labels_must_be_known_classes(planted):
 def test_callback_sees_every_round_and_can_stop_the_run(planted):
     X, y, _ = planted
     seen = []
-    full = aflite(X, y, target_size=400, train_size=200, slice_size=50, tau=0.5, random_state=0,
-                  callback=lambda p: seen.append(p.round))
+    full = aflite(
+        X,
+        y,
+        target_size=400,
+        train_size=200,
+        slice_size=50,
+        tau=0.5,
+        random_state=0,
+        callback=lambda p: seen.append(p.round),
+    )
     assert seen == list(range(1, full.n_rounds + 1))
 
     def stop_after_two(progress):
         return progress.round < 2
 
-    part = aflite(X, y, target_size=400, train_size=200, slice_size=50, tau=0.5, random_state=0,
-                  callback=stop_after_two)
+    part = aflite(
+        X, y, target_size=400, train_size=200, slice_size=50, tau=0.5, random_state=0, callback=stop_after_two
+    )
     assert part.stopped and part.stop_reason == "stopped_by_callback"
     assert part.n_rounds == 2
-    assert np.array_equal(part.removed_round[part.removed_round > 0], full.removed_round[
-        (full.removed_round > 0) & (full.removed_round <= 2)])
+    assert np.array_equal(
+        part.removed_round[part.removed_round > 0],
+        full.removed_round[(full.removed_round > 0) & (full.removed_round <= 2)],
+    )
     assert "partial" in part.stop_message
 
 
@@ -246,10 +257,12 @@ def test_any_sklearn_classifier_is_a_model_family(planted, model):
 def test_linear_family_blocks_and_exact_modes_agree_in_behaviour(planted):
     X, y, biased = planted
     blocks = aflite(X, y, target_size=700, train_size=400, slice_size=100, random_state=0, model=LinearFamily())
-    exact = aflite(X, y, target_size=700, train_size=400, slice_size=100, random_state=0,
-                   model=LinearFamily(block_rows=1))
-    direct = aflite(X, y, target_size=700, train_size=400, slice_size=100, random_state=0,
-                    model=LinearFamily(iterative=False))
+    exact = aflite(
+        X, y, target_size=700, train_size=400, slice_size=100, random_state=0, model=LinearFamily(block_rows=1)
+    )
+    direct = aflite(
+        X, y, target_size=700, train_size=400, slice_size=100, random_state=0, model=LinearFamily(iterative=False)
+    )
     assert blocks.params["partition_mode"] == "blocks" and exact.params["partition_mode"] == "exact"
     for res in (blocks, exact, direct):
         assert (~res.kept[biased]).mean() > 0.8
@@ -279,8 +292,14 @@ def test_float64_and_dataframe_inputs(planted):
 
     X, y, _ = planted
     a = aflite(X, y, target_size=600, train_size=300, slice_size=100, random_state=0)
-    b = aflite(pd.DataFrame(X.astype(np.float64)), pd.Series(y), target_size=600, train_size=300, slice_size=100,
-               random_state=0)
+    b = aflite(
+        pd.DataFrame(X.astype(np.float64)),
+        pd.Series(y),
+        target_size=600,
+        train_size=300,
+        slice_size=100,
+        random_state=0,
+    )
     assert np.array_equal(a.kept, b.kept)
 
 

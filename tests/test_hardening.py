@@ -46,8 +46,19 @@ def test_the_run_root_refuses_dotdot_absolute_paths_and_symlinks_out(root, tmp_p
     assert inside_root(root, "link-in/run1") == (root / "team" / "run1").resolve()
     (root / "link-out").symlink_to(tmp_path / "outside")
     messages = set()
-    for path in ["../outside", "team/../../outside", str(tmp_path / "outside"), "/etc", "/proc/self/environ",
-                 "link-out", "link-out/result.json", "does-not-exist", "/does/not/exist", "", "a\x00b"]:
+    for path in [
+        "../outside",
+        "team/../../outside",
+        str(tmp_path / "outside"),
+        "/etc",
+        "/proc/self/environ",
+        "link-out",
+        "link-out/result.json",
+        "does-not-exist",
+        "/does/not/exist",
+        "",
+        "a\x00b",
+    ]:
         with pytest.raises(OutsideRoot) as info:
             inside_root(root, path)
         messages.add(str(info.value))
@@ -112,8 +123,19 @@ def test_a_secret_labels_file_never_appears_in_api_or_cli_messages(files, suffix
             aflite(X, np.resize(y, len(X)), target_size=150, train_size=60, slice_size=40)
         except (ValueError, TypeError) as exc:
             messages.append(str(exc))
-        code = main(["filter", "--features", str(files / "X.npy"), "--labels", str(secret), *SMALL_RUN_ARGS,
-                     "--out", str(files / "out"), *(["--label-column", column] if column else [])])
+        code = main(
+            [
+                "filter",
+                "--features",
+                str(files / "X.npy"),
+                "--labels",
+                str(secret),
+                *SMALL_RUN_ARGS,
+                "--out",
+                str(files / "out"),
+                *(["--label-column", column] if column else []),
+            ]
+        )
         assert code == 2
         messages.append(capsys.readouterr().err)
     assert messages
@@ -152,8 +174,26 @@ def test_force_replaces_only_a_run_directory(files, capsys, small_filter):
 
 def test_invalid_arguments_leave_no_out_folder(files, capsys, small_filter):
     out = files / "never"
-    assert main(["filter", "--features", str(files / "X.npy"), "--labels", str(files / "y.txt"),
-                 "--target-size", "150", "--train-size", "200", "--slice-size", "40", "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "filter",
+                "--features",
+                str(files / "X.npy"),
+                "--labels",
+                str(files / "y.txt"),
+                "--target-size",
+                "150",
+                "--train-size",
+                "200",
+                "--slice-size",
+                "40",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert "--train-size" in capsys.readouterr().err
     assert not out.exists()
     assert small_filter(out) == 0  # a retry needs no --force

@@ -23,9 +23,13 @@ def _need_datasets() -> None:
 def _hf_rows(split: str, n: int) -> pd.DataFrame:
     """Rows in the Hugging Face SNLI layout: premise, hypothesis, integer label (-1 = no gold label)."""
     labels = [(i % 4) - 1 for i in range(n)]  # -1, 0, 1, 2, -1, ...
-    return pd.DataFrame({"premise": [f"{split} premise {i}" for i in range(n)],
-                         "hypothesis": [f"{split} hypothesis {i}" for i in range(n)],
-                         "label": np.array(labels, dtype=np.int64)})
+    return pd.DataFrame(
+        {
+            "premise": [f"{split} premise {i}" for i in range(n)],
+            "hypothesis": [f"{split} hypothesis {i}" for i in range(n)],
+            "label": np.array(labels, dtype=np.int64),
+        }
+    )
 
 
 @pytest.fixture
@@ -41,8 +45,9 @@ def snli_folder(tmp_path):
 def test_fetch_local_parquet_through_the_datasets_library(snli_folder, tmp_path):
     _need_datasets()
     seen: list[FetchProgress] = []
-    raw = fetch_nli_records("snli", "validation", data_files=snli_folder, cache_dir=tmp_path / "hf",
-                            progress=seen.append)
+    raw = fetch_nli_records(
+        "snli", "validation", data_files=snli_folder, cache_dir=tmp_path / "hf", progress=seen.append
+    )
     assert len(raw) == 12 and raw["premise"].str.startswith("validation").all()
     assert raw["label"].tolist() == [(i % 4) - 1 for i in range(12)]
     assert [p.stage for p in seen] == ["load", "convert", "done"]
@@ -55,10 +60,10 @@ def test_row_cap_is_a_seeded_sample_of_gold_rows_in_order(snli_folder, tmp_path)
     a = fetch_nli_records("snli", "train", max_rows=10, random_state=1, **kw)
     b = fetch_nli_records("snli", "train", max_rows=10, random_state=1, **kw)
     c = fetch_nli_records("snli", "train", max_rows=10, random_state=2, **kw)
-    assert len(a) == 10 and (a["label"] >= 0).all()                      # only rows with a gold label
+    assert len(a) == 10 and (a["label"] >= 0).all()  # only rows with a gold label
     assert a.equals(b) and not a["premise"].equals(c["premise"])
     positions = [int(p.rsplit(" ", 1)[1]) for p in a["premise"]]
-    assert positions == sorted(positions)                                # original order kept
+    assert positions == sorted(positions)  # original order kept
     # a cap above the gold rows keeps them all (30 of the 40 train rows have a gold label)
     assert len(fetch_nli_records("snli", "train", max_rows=1000, **kw)) == 30
 
@@ -72,24 +77,41 @@ def test_multinli_validation_means_matched_and_jsonl_works(tmp_path):
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     raw = fetch_nli_records("mnli", "validation", data_files=folder, cache_dir=tmp_path / "hf")
     assert raw["premise"].str.startswith("validation_matched ").all() and len(raw) == 6
-    ds = load_nli_dataset("multinli", split="validation_mismatched", data_files=folder, cache_dir=tmp_path / "hf",
-                          n_components=2)
+    ds = load_nli_dataset(
+        "multinli", split="validation_mismatched", data_files=folder, cache_dir=tmp_path / "hf", n_components=2
+    )
     assert ds.meta["split"] == "validation_mismatched" and len(ds.y) == 4  # 2 of 6 rows have no gold label
     assert ds.frame["premise"].str.startswith("validation_mismatched ").all()
 
 
 def test_original_snli_jsonl_through_load_nli_dataset(tmp_path):
     _need_datasets()
-    rows = [{"sentence1": f"A man {i}.", "sentence2": f"Nobody {i}.", "gold_label": g, "pairID": f"p{i}"}
-            for i, g in enumerate(["contradiction", "-", "entailment", "neutral", "contradiction", "entailment"])]
+    rows = [
+        {"sentence1": f"A man {i}.", "sentence2": f"Nobody {i}.", "gold_label": g, "pairID": f"p{i}"}
+        for i, g in enumerate(["contradiction", "-", "entailment", "neutral", "contradiction", "entailment"])
+    ]
     path = tmp_path / "snli_1.0_dev.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    ds = load_nli_dataset("snli", split="validation", data_files=path, cache_dir=tmp_path / "hf", max_rows=3,
-                          n_components=2, random_state=0)
+    ds = load_nli_dataset(
+        "snli",
+        split="validation",
+        data_files=path,
+        cache_dir=tmp_path / "hf",
+        max_rows=3,
+        n_components=2,
+        random_state=0,
+    )
     assert len(ds.y) == 3 and "-" not in set(ds.labels)
     assert set(ds.ids) <= {"p0", "p2", "p3", "p4", "p5"}
-    again = load_nli_dataset("snli", split="validation", data_files=path, cache_dir=tmp_path / "hf", max_rows=3,
-                             n_components=2, random_state=0)
+    again = load_nli_dataset(
+        "snli",
+        split="validation",
+        data_files=path,
+        cache_dir=tmp_path / "hf",
+        max_rows=3,
+        n_components=2,
+        random_state=0,
+    )
     assert list(again.ids) == list(ds.ids)
 
 

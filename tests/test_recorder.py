@@ -73,27 +73,37 @@ def test_an_interrupted_write_leaves_the_previous_epoch_file(tmp_path, monkeypat
     assert read_cartography_dynamics(tmp_path).logits[0, 0, 0] == 1.0  # the hidden temp file is ignored
 
 
-@pytest.mark.parametrize("args, match", [
-    ((-1, ["a"], [[1.0, 0.0]], [0]), r"The 'epoch' parameter of write_epoch must be an int in \[0, inf\)"),
-    ((0, ["a"], [1.0, 0.0], [0]), r"must be an array of shape \(n_examples, n_classes\)"),
-    ((0, ["a"], [[1.0]], [0]), r"at least 1 example and 2 classes"),
-    ((0, ["a"], [[np.nan, 0.0]], [0]), r"must contain only finite values"),
-    ((0, ["a", "a"], [[1.0, 0.0], [0.0, 1.0]], [0, 1]), r"must hold unique ids. Got 'a' twice"),
-    ((0, [1.5], [[1.0, 0.0]], [0]), r"must hold str or int ids. Got 1.5"),
-    ((0, ["a", "b"], [[1.0, 0.0]], [0]), r"must have one id per row of logits \(1\)"),
-    ((0, ["a"], [[1.0, 0.0]], [2]), r"must hold class indices in \[0, 1\]. Got 2"),
-    ((0, ["a"], [[1.0, 0.0]], [0, 1]), r"The 'gold' parameter of write_epoch must be 1-D with one class"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((-1, ["a"], [[1.0, 0.0]], [0]), r"The 'epoch' parameter of write_epoch must be an int in \[0, inf\)"),
+        ((0, ["a"], [1.0, 0.0], [0]), r"must be an array of shape \(n_examples, n_classes\)"),
+        ((0, ["a"], [[1.0]], [0]), r"at least 1 example and 2 classes"),
+        ((0, ["a"], [[np.nan, 0.0]], [0]), r"must contain only finite values"),
+        ((0, ["a", "a"], [[1.0, 0.0], [0.0, 1.0]], [0, 1]), r"must hold unique ids. Got 'a' twice"),
+        ((0, [1.5], [[1.0, 0.0]], [0]), r"must hold str or int ids. Got 1.5"),
+        ((0, ["a", "b"], [[1.0, 0.0]], [0]), r"must have one id per row of logits \(1\)"),
+        ((0, ["a"], [[1.0, 0.0]], [2]), r"must hold class indices in \[0, 1\]. Got 2"),
+        ((0, ["a"], [[1.0, 0.0]], [0, 1]), r"The 'gold' parameter of write_epoch must be 1-D with one class"),
+    ],
+)
 def test_write_epoch_rejects_bad_input(tmp_path, args, match):
     with pytest.raises(ValueError, match=match):
         write_epoch(tmp_path, *args)
 
 
 def test_importing_the_recorder_needs_neither_torch_nor_transformers():
-    code = ("import sys; import aflite_core.dynamics, aflite_core.dynamics.recorder; "
-            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)},
-                         capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys; import aflite_core.dynamics, aflite_core.dynamics.recorder; "
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
@@ -139,8 +149,9 @@ def test_plain_torch_loop(tmp_path):
         final = model(torch.from_numpy(X[order])).numpy()
     np.testing.assert_allclose(td.logits[:, 2], final, rtol=1e-5, atol=1e-6)  # logits at the end of the epoch
     # tuple batches (inputs, labels, guids) and a custom forward work too
-    tuples = [(torch.from_numpy(X[i:i + 10]), torch.from_numpy(y[i:i + 10]), list(range(i, i + 10)))
-              for i in (0, 10, 20)]
+    tuples = [
+        (torch.from_numpy(X[i : i + 10]), torch.from_numpy(y[i : i + 10]), list(range(i, i + 10))) for i in (0, 10, 20)
+    ]
     write_torch_epoch(tmp_path / "t", 0, model, tuples, forward=lambda m, x: m(x) * 2)
     td2 = read_cartography_dynamics(tmp_path / "t")
     with torch.no_grad():
@@ -193,16 +204,40 @@ def _run_trainer(tmp_path, torch):
     from aflite_core.dynamics import add_cartography_callback
 
     _texts, labels, ids, vocab = _tiny_data()
-    data = Dataset.from_dict({"guid": [f"row-{i}" for i in range(40)], "input_ids": ids,
-                              "attention_mask": [[1] * len(x) for x in ids], "labels": labels})
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=37, max_position_embeddings=16, num_labels=3)
+    data = Dataset.from_dict(
+        {
+            "guid": [f"row-{i}" for i in range(40)],
+            "input_ids": ids,
+            "attention_mask": [[1] * len(x) for x in ids],
+            "labels": labels,
+        }
+    )
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=16,
+        num_labels=3,
+    )
     torch.manual_seed(0)
     model = BertForSequenceClassification(config)
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=2, per_device_train_batch_size=8,
-                             per_device_eval_batch_size=40, learning_rate=5e-3, report_to=[], use_cpu=True,
-                             save_strategy="no", logging_strategy="no", eval_strategy="no", disable_tqdm=True,
-                             seed=0, dataloader_num_workers=0)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        num_train_epochs=2,
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=40,
+        learning_rate=5e-3,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_strategy="no",
+        eval_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        dataloader_num_workers=0,
+    )
     trainer = Trainer(model=model, args=args, train_dataset=data)
     folder = tmp_path / "dynamics"
     add_cartography_callback(trainer, folder)

@@ -16,16 +16,31 @@ def run_with_eval():
     X, y, _ = make_planted_bias(900, 8, class_sep=0.2, random_state=1)
     names = np.array(["neg", "pos"])[y]
     ids = np.array([f"ex-{i:04d}" for i in range(900)], dtype=object)
-    return aflite(X[:700], names[:700], target_size=350, train_size=150, slice_size=60, random_state=3,
-                  eval_X=X[700:], eval_y=names[700:], ids=ids[:700], eval_ids=ids[700:])
+    return aflite(
+        X[:700],
+        names[:700],
+        target_size=350,
+        train_size=150,
+        slice_size=60,
+        random_state=3,
+        eval_X=X[700:],
+        eval_y=names[700:],
+        ids=ids[:700],
+        eval_ids=ids[700:],
+    )
 
 
 def test_save_load_round_trip_is_exact(tmp_path, run_with_eval):
     res = run_with_eval
     path = res.save(tmp_path / "run")
     assert sorted(p.name for p in path.iterdir()) == [
-        "eval_rows.parquet", "eval_scores.parquet", "history.parquet", "result.json", "rows.parquet",
-        "scores.parquet"]
+        "eval_rows.parquet",
+        "eval_scores.parquet",
+        "history.parquet",
+        "result.json",
+        "rows.parquet",
+        "scores.parquet",
+    ]
     back = AFLiteResult.load(path)
     assert back.equals(res, timings=True)
     for name in ("scores", "n_predictions", "eval_scores", "first_score", "kept", "removed_round"):
@@ -49,8 +64,17 @@ def test_no_pickle_in_the_run_directory(tmp_path, run_with_eval):
 
 def test_greedy_and_int_ids_round_trip(tmp_path):
     X, y, _ = make_planted_bias(160, 6, random_state=0)
-    res = aflite(X, y, target_size=150, train_size=40, strategy="greedy", n_partitions=8, tau=0.5,
-                 random_state=0, ids=np.arange(1000, 1160))
+    res = aflite(
+        X,
+        y,
+        target_size=150,
+        train_size=40,
+        strategy="greedy",
+        n_partitions=8,
+        tau=0.5,
+        random_state=0,
+        ids=np.arange(1000, 1160),
+    )
     back = AFLiteResult.load(res.save(tmp_path / "g"))
     assert back.scores is None
     assert back.equals(res)
@@ -61,8 +85,16 @@ def test_sklearn_model_is_recorded_by_name_and_params(tmp_path):
     from sklearn.linear_model import LogisticRegression
 
     X, y, _ = make_planted_bias(300, 6, random_state=0)
-    res = aflite(X, y, target_size=200, train_size=80, slice_size=20, n_partitions=4,
-                 model=LogisticRegression(C=0.5), random_state=0)
+    res = aflite(
+        X,
+        y,
+        target_size=200,
+        train_size=80,
+        slice_size=20,
+        n_partitions=4,
+        model=LogisticRegression(C=0.5),
+        random_state=0,
+    )
     meta = json.loads((res.save(tmp_path / "s") / "result.json").read_text())
     assert meta["params"]["model"]["class"].endswith("LogisticRegression")
     assert meta["params"]["model"]["params"]["C"] == 0.5
@@ -85,8 +117,16 @@ def test_tables_for_users(run_with_eval):
     ev = res.eval_frame()
     assert set(ev["category"]) <= {"removed in round 1", "removed later", "selected"}
     assert (ev["category"] == "selected").sum() == res.eval_kept.sum()
-    assert set(res.history.columns) >= {"round", "size_before", "n_scored", "n_removed", "min_removed_score",
-                                        "mean_predictability", "mean_model_accuracy", "seconds"}
+    assert set(res.history.columns) >= {
+        "round",
+        "size_before",
+        "n_scored",
+        "n_removed",
+        "min_removed_score",
+        "mean_predictability",
+        "mean_model_accuracy",
+        "seconds",
+    }
     assert res.representation_bias.index.name == "round"
     s = res.summary()
     assert s["kept"] + s["removed"] == 700 and s["rounds"] == res.n_rounds

@@ -61,8 +61,9 @@ def _record_zip(tmp_path, *, claimed_rows: int, rows_parquet: bytes) -> bytes:
     from aflite_core.synthetic import make_planted_bias
 
     X, y, _ = make_planted_bias(240, 4, random_state=0)
-    folder = aflite(X, y, target_size=120, train_size=50, slice_size=30, n_partitions=8,
-                    random_state=0).save(tmp_path / "run")
+    folder = aflite(X, y, target_size=120, train_size=50, slice_size=30, n_partitions=8, random_state=0).save(
+        tmp_path / "run"
+    )
     meta = json.loads((folder / "result.json").read_text())
     meta.pop("checksum")
     meta["n_rows"] = claimed_rows
@@ -136,8 +137,14 @@ MEASURE = textwrap.dedent("""
 
 
 def _refusal_memory(path: Path) -> tuple[str, int]:
-    out = subprocess.run([sys.executable, "-c", MEASURE, str(path), str(LIMIT)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(path), str(LIMIT)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.split()
     return out[0], int(out[1])
 
 
@@ -149,8 +156,11 @@ def test_refusing_a_file_at_the_upload_limit_costs_under_300_mb(tmp_path, fmt, b
     if fmt == "parquet":
         path.write_bytes(bomb)
     else:
-        line = b'{"premise": "A man is playing a guitar on stage.", "label": "neutral"}\n' if fmt == "jsonl" \
+        line = (
+            b'{"premise": "A man is playing a guitar on stage.", "label": "neutral"}\n'
+            if fmt == "jsonl"
             else b"A man is playing a guitar on stage.,neutral\n"
+        )
         block = line * 100_000
         with open(path, "wb") as fh:
             if fmt == "csv":

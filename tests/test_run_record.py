@@ -30,18 +30,35 @@ def saved(tmp_path_factory):
     X, y, _ = make_planted_bias(300, 6, class_sep=0.3, random_state=2)
     names = np.array(["neg", "pos"])[y]
     ids = np.array([f"ex-{i}" for i in range(300)], dtype=object)
-    res = aflite(X[:240], names[:240], target_size=120, train_size=50, slice_size=30, n_partitions=8, tau=0.5,
-                 random_state=4, eval_X=X[240:], eval_y=names[240:], ids=ids[:240], eval_ids=ids[240:])
+    res = aflite(
+        X[:240],
+        names[:240],
+        target_size=120,
+        train_size=50,
+        slice_size=30,
+        n_partitions=8,
+        tau=0.5,
+        random_state=4,
+        eval_X=X[240:],
+        eval_y=names[240:],
+        ids=ids[:240],
+        eval_ids=ids[240:],
+    )
     folder = tmp_path_factory.mktemp("saved") / "run"
     res.save(folder)
     return res, folder
 
 
-FILES = ["result.json", "rows.parquet", "history.parquet", "scores.parquet", "eval_rows.parquet",
-         "eval_scores.parquet"]
-JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=False),
-                        st.text(max_size=8), st.lists(st.integers(-3, 3), max_size=3),
-                        st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
+FILES = ["result.json", "rows.parquet", "history.parquet", "scores.parquet", "eval_rows.parquet", "eval_scores.parquet"]
+JSON_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False),
+    st.text(max_size=8),
+    st.lists(st.integers(-3, 3), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
 
 
 def _parquet(frame: pd.DataFrame) -> bytes:

@@ -49,9 +49,11 @@ def test_errors_are_kept_for_the_page():
 
 def test_a_run_that_is_not_stopped_completes():
     X, y, _ = make_planted_bias(400, 4, random_state=0)
-    run = BackgroundRun("k", lambda cb: aflite(X, y, target_size=200, train_size=80, slice_size=40,
-                                               random_state=0, callback=cb)).start()
+    run = BackgroundRun(
+        "k", lambda cb: aflite(X, y, target_size=200, train_size=80, slice_size=40, random_state=0, callback=cb)
+    ).start()
     assert run.wait(30)
     assert not run.result.stopped
-    assert np.array_equal(run.result.kept, aflite(X, y, target_size=200, train_size=80, slice_size=40,
-                                                  random_state=0).kept)
+    assert np.array_equal(
+        run.result.kept, aflite(X, y, target_size=200, train_size=80, slice_size=40, random_state=0).kept
+    )

@@ -27,8 +27,15 @@ from aflite_core.datasets import Dataset
 
 
 def _event(points, **extra):
-    return {"selection": {"points": points, "point_indices": [p.get("point_index", 0) for p in points],
-                          "box": [], "lasso": [], **extra}}
+    return {
+        "selection": {
+            "points": points,
+            "point_indices": [p.get("point_index", 0) for p in points],
+            "box": [],
+            "lasso": [],
+            **extra,
+        }
+    }
 
 
 def test_rows_come_from_customdata_of_every_trace_not_point_indices():
@@ -40,20 +47,40 @@ def test_rows_come_from_customdata_of_every_trace_not_point_indices():
     assert selected_rows(_event(points, lasso=[{"x": [0, 1], "y": [0, 1]}])) == [3, 12, 40]
 
 
-@pytest.mark.parametrize("customdata, row", [
-    (7, 7), (7.0, 7), ([7], 7), ((7, "x"), 7), ({"0": 7}, 7), ({0: 7}, 7), ([[7]], 7), (np.array([7]), 7),
-    (np.int16(7), 7), ("7", 7),
-])
+@pytest.mark.parametrize(
+    "customdata, row",
+    [
+        (7, 7),
+        (7.0, 7),
+        ([7], 7),
+        ((7, "x"), 7),
+        ({"0": 7}, 7),
+        ({0: 7}, 7),
+        ([[7]], 7),
+        (np.array([7]), 7),
+        (np.int16(7), 7),
+        ("7", 7),
+    ],
+)
 def test_customdata_shapes_the_browser_sends(customdata, row):
     # a row of a 2-D typed array arrives as {"0": 7}: JSON of a JavaScript typed array
     assert selected_rows(_event([{"customdata": customdata}])) == [row]
 
 
-@pytest.mark.parametrize("event", [
-    None, {}, {"selection": None}, {"selection": {}}, {"selection": {"points": []}},
-    {"selection": {"points": None, "point_indices": [1, 2]}}, {"selection": {"point_indices": [0, 1]}},
-    {"selection": {"box": [{"x": [0, 1]}]}}, {"selection": {"points": {"not": "a list"}}},
-])
+@pytest.mark.parametrize(
+    "event",
+    [
+        None,
+        {},
+        {"selection": None},
+        {"selection": {}},
+        {"selection": {"points": []}},
+        {"selection": {"points": None, "point_indices": [1, 2]}},
+        {"selection": {"point_indices": [0, 1]}},
+        {"selection": {"box": [{"x": [0, 1]}]}},
+        {"selection": {"points": {"not": "a list"}}},
+    ],
+)
 def test_empty_or_missing_keys_give_no_rows(event):
     assert selected_rows(event) == []
 
@@ -114,10 +141,10 @@ def _decode_png(data: bytes) -> tuple[int, int, int, bytes]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, chunks = 8, {}
     while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        tag = data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        tag = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
         assert crc == zlib.crc32(tag + body) & 0xFFFFFFFF
         chunks[tag] = chunks.get(tag, b"") + body
         pos += 12 + length
@@ -151,18 +178,32 @@ def _dataset(images: bool = True, n: int = 40) -> Dataset:
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1], n // 2)
     X = (rng.normal(size=(n, 4)) + y[:, None]).astype(np.float32)
-    frame = pd.DataFrame({"label": np.where(y == 1, "dog", "cat"), "planted bias": rng.random(n) < 0.3,
-                          "note": [f"row {i}" for i in range(n)]})
-    return Dataset(name="toy", frame=frame, label_column="label", classes=("cat", "dog"), y=y,
-                   ids=np.arange(100, 100 + n), representations={"f": X},
-                   images=rng.integers(0, 17, (n, 8, 8)) if images else None, meta={"planted_truth": ["planted bias"]})
+    frame = pd.DataFrame(
+        {
+            "label": np.where(y == 1, "dog", "cat"),
+            "planted bias": rng.random(n) < 0.3,
+            "note": [f"row {i}" for i in range(n)],
+        }
+    )
+    return Dataset(
+        name="toy",
+        frame=frame,
+        label_column="label",
+        classes=("cat", "dog"),
+        y=y,
+        ids=np.arange(100, 100 + n),
+        representations={"f": X},
+        images=rng.integers(0, 17, (n, 8, 8)) if images else None,
+        meta={"planted_truth": ["planted bias"]},
+    )
 
 
 @pytest.fixture(scope="module")
 def toy():
     data = _dataset()
-    result = aflite(data.representation(), data.y, target_size=24, train_size=10, slice_size=4, n_partitions=8,
-                    random_state=0)
+    result = aflite(
+        data.representation(), data.y, target_size=24, train_size=10, slice_size=4, n_partitions=8, random_state=0
+    )
     return data, result
 
 
@@ -170,8 +211,12 @@ def test_selection_table_lists_images_ids_classes_and_scores(toy):
     data, result = toy
     rows = [int(np.flatnonzero(~result.kept)[0]), int(np.flatnonzero(result.kept)[0]), 3, 3]
     table, counts = selection_table(data, result, rows, cap=200)
-    assert counts == {"selected": 3, "kept": int(result.kept[sorted(set(rows))].sum()),
-                      "removed": int((~result.kept[sorted(set(rows))]).sum()), "shown": 3}
+    assert counts == {
+        "selected": 3,
+        "kept": int(result.kept[sorted(set(rows))].sum()),
+        "removed": int((~result.kept[sorted(set(rows))]).sum()),
+        "shown": 3,
+    }
     assert list(table.columns[:1]) == ["image"] and table["image"].str.startswith("data:image/png;base64,").all()
     assert {"planted bias", "id", "class", "status", "round removed", "first-round p", "removal score"} <= set(table)
     assert set(table["class"]) <= {"cat", "dog"}

@@ -65,12 +65,12 @@ def test_length_mismatch_is_signed_and_relative_to_the_hypothesis():
 @pytest.mark.parametrize(
     ("premise", "hypothesis", "expected"),
     [
-        ("The man is happy.", "The man is unhappy.", 1 / 4),   # happy ! unhappy (adjective)
-        ("The soup is hot.", "The soup is cold.", 1 / 4),      # hot ! cold
-        ("A tall woman.", "A short woman.", 1 / 3),           # tall ! short
-        ("The boy is taller.", "The boy is short.", 1 / 4),   # base form via adj.exc / -er rule
+        ("The man is happy.", "The man is unhappy.", 1 / 4),  # happy ! unhappy (adjective)
+        ("The soup is hot.", "The soup is cold.", 1 / 4),  # hot ! cold
+        ("A tall woman.", "A short woman.", 1 / 3),  # tall ! short
+        ("The boy is taller.", "The boy is short.", 1 / 4),  # base form via adj.exc / -er rule
         ("Kids sitting outside.", "Kids are standing inside.", 2 / 4),  # sit ! stand (verb, -ing), outside ! inside
-        ("A man sleeps at night.", "It is day and night.", 1 / 5),      # 'day' counts once; 'night' is no antonym
+        ("A man sleeps at night.", "It is day and night.", 1 / 5),  # 'day' counts once; 'night' is no antonym
         ("The man is happy.", "The man is glad.", 0.0),
     ],
 )
@@ -193,8 +193,17 @@ def test_spurious_measures_rejects_bad_input(premises, hypotheses, kwargs, exc, 
 # ------------------------------------------------------------------------------------------- statistics
 @pytest.mark.parametrize(
     ("p", "stars"),
-    [(0.0, "***"), (0.001, "***"), (0.0011, "**"), (0.01, "**"), (0.02, "*"), (0.05, "*"), (0.051, "ns"),
-     (1.0, "ns"), (float("nan"), "")],
+    [
+        (0.0, "***"),
+        (0.001, "***"),
+        (0.0011, "**"),
+        (0.01, "**"),
+        (0.02, "*"),
+        (0.05, "*"),
+        (0.051, "ns"),
+        (1.0, "ns"),
+        (float("nan"), ""),
+    ],
 )
 def test_significance_stars_use_the_papers_thresholds(p, stars):
     assert significance_stars(p) == stars
@@ -205,22 +214,39 @@ def small_table(rng):
     n = 180
     labels = np.tile(["entailment", "neutral", "contradiction"], n // 3)
     levels = np.repeat(["hard", "easy", "ambiguous"], n // 3)
-    measures = pd.DataFrame({
-        "word_overlap": rng.random(n) + (labels == "entailment") * (levels == "easy") * 1.0,
-        "contains_negation": (labels == "contradiction") & (levels != "hard") | (rng.random(n) < 0.1),
-    })
+    measures = pd.DataFrame(
+        {
+            "word_overlap": rng.random(n) + (labels == "entailment") * (levels == "easy") * 1.0,
+            "contains_negation": (labels == "contradiction") & (levels != "hard") | (rng.random(n) < 0.1),
+        }
+    )
     return measures, labels, levels
 
 
 def test_compare_classes_matches_scipy_with_bonferroni_over_the_table(small_table):
     measures, labels, levels = small_table
     tests = compare_classes(measures, labels, levels)
-    assert list(tests.columns) == ["level", "measure", "class_a", "class_b", "n_a", "n_b", "mean_a", "mean_b", "U",
-                                   "p", "p_bonferroni", "stars"]
+    assert list(tests.columns) == [
+        "level",
+        "measure",
+        "class_a",
+        "class_b",
+        "n_a",
+        "n_b",
+        "mean_a",
+        "mean_b",
+        "U",
+        "p",
+        "p_bonferroni",
+        "stars",
+    ]
     assert len(tests) == 3 * 2 * 3
     assert tests["level"].unique().tolist() == ["easy", "ambiguous", "hard"]
     assert tests[["class_a", "class_b"]].drop_duplicates().values.tolist() == [
-        ["contradiction", "entailment"], ["contradiction", "neutral"], ["entailment", "neutral"]]
+        ["contradiction", "entailment"],
+        ["contradiction", "neutral"],
+        ["entailment", "neutral"],
+    ]
     for row in tests.itertuples():
         a = measures.loc[(levels == row.level) & (labels == row.class_a), row.measure].astype(float).to_numpy()
         b = measures.loc[(levels == row.level) & (labels == row.class_b), row.measure].astype(float).to_numpy()
@@ -274,8 +300,7 @@ def test_compare_classes_keeps_untestable_pairs_as_nan():
     ],
 )
 def test_compare_classes_rejects_bad_input(kwargs, exc, match):
-    args = {"measures": pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0]}), "labels": ["a", "b", "a", "b", "a"],
-            **kwargs}
+    args = {"measures": pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0]}), "labels": ["a", "b", "a", "b", "a"], **kwargs}
     with pytest.raises(exc, match=match):
         compare_classes(**args)
 
@@ -291,8 +316,9 @@ def test_paper_table_is_the_wide_view(small_table):
     cell = wide.loc[("easy", "word_overlap")]
     mask = (levels == "easy") & (labels == "entailment")
     assert cell["entailment"] == pytest.approx(measures.loc[mask, "word_overlap"].mean())
-    row = tests[(tests["level"] == "easy") & (tests["measure"] == "word_overlap")
-                & (tests["class_a"] == "entailment")].iloc[0]
+    row = tests[
+        (tests["level"] == "easy") & (tests["measure"] == "word_overlap") & (tests["class_a"] == "entailment")
+    ].iloc[0]
     assert cell["entailment vs neutral"] == row["stars"]
     with pytest.raises(ValueError, match="'tests' parameter of paper_table"):
         paper_table(pd.DataFrame({"x": [1]}))

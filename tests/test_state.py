@@ -27,8 +27,17 @@ from aflite_core import STRATEGIES
 
 
 def _spec(**changes) -> FilterSpec:
-    base = FilterSpec(dataset=DatasetSpec("run-abc", "features"), target_size=150, train_size=60, slice_size=40,
-                      tau=0.6, n_partitions=16, strategy="sample", model="knn", seed=3)
+    base = FilterSpec(
+        dataset=DatasetSpec("run-abc", "features"),
+        target_size=150,
+        train_size=60,
+        slice_size=40,
+        tau=0.6,
+        n_partitions=16,
+        strategy="sample",
+        model="knn",
+        seed=3,
+    )
     return base.with_(**changes)
 
 
@@ -75,8 +84,14 @@ def test_filter_spec_with_and_as_kwargs():
     spec = _spec()
     other = spec.with_(seed=4)
     assert other.seed == 4 and spec.seed == 3 and other.dataset is spec.dataset
-    assert spec.as_kwargs() == {"target_size": 150, "train_size": 60, "tau": 0.6, "n_partitions": 16,
-                                "strategy": "sample", "slice_size": 40}
+    assert spec.as_kwargs() == {
+        "target_size": 150,
+        "train_size": 60,
+        "tau": 0.6,
+        "n_partitions": 16,
+        "strategy": "sample",
+        "slice_size": 40,
+    }
     assert spec.with_(strategy="greedy").as_kwargs()["slice_size"] is None  # greedy removes one row per round
 
 
@@ -110,17 +125,25 @@ def test_register_run_directory_makes_the_run_current_and_presets_the_filter_pag
     assert widgets == {"target": 150, "train": 60, "m": 16, "seed": 3, "k": 40, "strategy": "sample", "model": "knn"}
     assert session[TAU] == 0.6
     # the Filter page's defaults then leave the run's parameters alone
-    state.init_filter_widgets(session, "run-abc", {"target_size": 1, "train_size": 1, "n_partitions": 1,
-                                                    "slice_size": 1})
+    state.init_filter_widgets(
+        session, "run-abc", {"target_size": 1, "train_size": 1, "n_partitions": 1, "slice_size": 1}
+    )
     assert session[state.filter_key("target", "run-abc")] == 150 and session[TAU] == 0.6
 
 
 def test_init_filter_widgets_starts_a_new_dataset_at_the_defaults():
     session: dict = {}
-    state.init_filter_widgets(session, "digits", {"target_size": 719, "train_size": 360, "n_partitions": 64,
-                                                   "slice_size": 72})
-    assert session == {"target-digits": 719, "train-digits": 360, "m-digits": 64, "seed-digits": 0, "k-digits": 72,
-                       TAU: 0.75}
+    state.init_filter_widgets(
+        session, "digits", {"target_size": 719, "train_size": 360, "n_partitions": 64, "slice_size": 72}
+    )
+    assert session == {
+        "target-digits": 719,
+        "train-digits": 360,
+        "m-digits": 64,
+        "seed-digits": 0,
+        "k-digits": 72,
+        TAU: 0.75,
+    }
 
 
 def test_set_last_run():

@@ -44,8 +44,9 @@ def test_shapes_dtypes_and_unpacking():
 
 def test_bias_fraction_is_exact_per_class_and_flips_only_among_biased_rows():
     n, frac, flip = 2000, 0.75, 0.2
-    _, y, is_biased, is_flipped = make_biased_circles(n, separation=1.0, bias_fraction=frac, flip_fraction=flip,
-                                                     random_state=1)
+    _, y, is_biased, is_flipped = make_biased_circles(
+        n, separation=1.0, bias_fraction=frac, flip_fraction=flip, random_state=1
+    )
     original = np.where(is_flipped, 1 - y, y)  # the ring a row was drawn on
     for c in (0, 1):
         in_class = original == c
@@ -57,8 +58,9 @@ def test_bias_fraction_is_exact_per_class_and_flips_only_among_biased_rows():
 
 def test_rings_follow_the_original_class_and_bias_features_follow_the_final_label():
     sep, strength, d = 1.0, 6.0, 4
-    X, y, is_biased, is_flipped = make_biased_circles(4000, separation=sep, bias_dims=d, bias_strength=strength,
-                                                      flip_fraction=0.3, noise=0.05, random_state=2)
+    X, y, is_biased, is_flipped = make_biased_circles(
+        4000, separation=sep, bias_dims=d, bias_strength=strength, flip_fraction=0.3, noise=0.05, random_state=2
+    )
     radius = np.linalg.norm(X[:, :2], axis=1)
     original = np.where(is_flipped, 1 - y, y)
     assert abs(radius[original == 0].mean() - (1 + sep / 2)) < 0.02  # class 0: outer ring (as make_circles)
@@ -155,8 +157,9 @@ def test_planted_summary_counts():
     assert s["n_before"] == 400 and s["n_after"] == int(kept.sum())
     assert s["biased_before"] == 300 and s["biased_after"] == 300 - s["flipped_before"] - 100
     assert s["flipped_removed_share"] == 1.0 and s["unbiased_removed_share"] == 0.0
-    assert np.isnan(planted_summary(make_biased_circles(100, random_state=0), np.ones(100, bool))[
-        "flipped_removed_share"])
+    assert np.isnan(
+        planted_summary(make_biased_circles(100, random_state=0), np.ones(100, bool))["flipped_removed_share"]
+    )
 
 
 def test_subset_accuracies_before_and_on_a_subset():
@@ -179,8 +182,13 @@ def default_experiment():
 
 
 def test_experiment_defaults_are_the_stated_ones(default_experiment):
-    assert EXPERIMENT_DEFAULTS == {"target_size": 0.27, "train_size": 0.1, "slice_size": 0.05, "tau": 0.75,
-                                   "n_partitions": 64}
+    assert EXPERIMENT_DEFAULTS == {
+        "target_size": 0.27,
+        "train_size": 0.1,
+        "slice_size": 0.05,
+        "tau": 0.75,
+        "n_partitions": 64,
+    }
     assert default_experiment.params["seed"] == 0
     assert [d.n_samples for d in default_experiment.datasets] == [2000] * 4
 
@@ -292,10 +300,24 @@ def test_cli_wires_into_the_main_command_line(capsys):
 
 
 def test_format_experiment_table_marks_missing_flips():
-    table = pd.DataFrame([{
-        "dataset": "d", "n_before": 10, "n_after": 5, "linear_before": 0.9, "linear_after": 0.5, "rbf_before": 1.0,
-        "rbf_after": 0.9, "biased_before": 7, "biased_after": 1, "biased_share_before": 0.7,
-        "biased_share_after": 0.2, "flipped_removed_share": float("nan"), "rounds": 2,
-    }])
+    table = pd.DataFrame(
+        [
+            {
+                "dataset": "d",
+                "n_before": 10,
+                "n_after": 5,
+                "linear_before": 0.9,
+                "linear_after": 0.5,
+                "rbf_before": 1.0,
+                "rbf_after": 0.9,
+                "biased_before": 7,
+                "biased_after": 1,
+                "biased_share_before": 0.7,
+                "biased_share_after": 0.2,
+                "flipped_removed_share": float("nan"),
+                "rounds": 2,
+            }
+        ]
+    )
     text = format_experiment_table(table)
     assert "0.900 → 0.500" in text and "70% → 20%" in text and "–" in text

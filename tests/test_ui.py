@@ -29,10 +29,14 @@ def _texts(at: AppTest) -> list[str]:
 @pytest.mark.parametrize(
     ("raise_", "message"),
     [
-        ('raise ValueError("The \'tau\' parameter of aflite must be a float in [0, 1]. Got 2 instead.")',
-         "The 'tau' parameter of aflite must be a float in [0, 1]. Got 2 instead."),
-        ('raise TypeError("The \'X\' parameter of aflite must be a 2-D numeric array.")',
-         "The 'X' parameter of aflite must be a 2-D numeric array."),
+        (
+            "raise ValueError(\"The 'tau' parameter of aflite must be a float in [0, 1]. Got 2 instead.\")",
+            "The 'tau' parameter of aflite must be a float in [0, 1]. Got 2 instead.",
+        ),
+        (
+            "raise TypeError(\"The 'X' parameter of aflite must be a 2-D numeric array.\")",
+            "The 'X' parameter of aflite must be a 2-D numeric array.",
+        ),
         ('raise FileNotFoundError("No such run")', "No such run"),
         ("raise MemoryError()", "MemoryError"),  # no message: the exception's name
     ],

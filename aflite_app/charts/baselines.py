@@ -82,25 +82,49 @@ def accuracy_chart(
     models = list(dict.fromkeys(accuracies["model"]))
     subsets = [s for s in SUBSET_LABELS if s in set(accuracies["subset"])]
     titles = [(view_labels or {}).get(v, v) for v in views]
-    fig = make_subplots(rows=1, cols=len(views), shared_yaxes=True, horizontal_spacing=0.06,
-                        subplot_titles=titles if len(views) > 1 else None)
+    fig = make_subplots(
+        rows=1,
+        cols=len(views),
+        shared_yaxes=True,
+        horizontal_spacing=0.06,
+        subplot_titles=titles if len(views) > 1 else None,
+    )
     x = [_label(m, model_labels) for m in models]
     for col, view in enumerate(views, start=1):
         part = accuracies[accuracies["features"] == view]
         for subset in subsets:
             rows = part[part["subset"] == subset].set_index("model").reindex(models)
             name = SUBSET_LABELS[subset]
-            custom = np.c_[rows["n_rows"].fillna(0).to_numpy(), rows["majority_rate"].to_numpy(dtype=float),
-                           rows["note"].fillna("").to_numpy(dtype=object)]
+            custom = np.c_[
+                rows["n_rows"].fillna(0).to_numpy(),
+                rows["majority_rate"].to_numpy(dtype=float),
+                rows["note"].fillna("").to_numpy(dtype=object),
+            ]
             fig.add_trace(
-                go.Bar(x=x, y=rows["accuracy"].to_numpy(dtype=float), name=name, legendgroup=subset,
-                       showlegend=col == 1, marker_color=SUBSET_COLOURS[subset], offsetgroup=subset,
-                       error_y=dict(type="data", array=rows["accuracy_std"].fillna(0).to_numpy(dtype=float),
-                                    visible=True, thickness=1.2, width=3, color="#444444"),
-                       customdata=custom,
-                       hovertemplate=(f"<b>{name}</b><br>%{{x}}: accuracy %{{y:.3f}}<br>%{{customdata[0]:,}} rows"
-                                      "; largest class %{customdata[1]:.1%}<br>%{customdata[2]}<extra></extra>")),
-                row=1, col=col,
+                go.Bar(
+                    x=x,
+                    y=rows["accuracy"].to_numpy(dtype=float),
+                    name=name,
+                    legendgroup=subset,
+                    showlegend=col == 1,
+                    marker_color=SUBSET_COLOURS[subset],
+                    offsetgroup=subset,
+                    error_y=dict(
+                        type="data",
+                        array=rows["accuracy_std"].fillna(0).to_numpy(dtype=float),
+                        visible=True,
+                        thickness=1.2,
+                        width=3,
+                        color="#444444",
+                    ),
+                    customdata=custom,
+                    hovertemplate=(
+                        f"<b>{name}</b><br>%{{x}}: accuracy %{{y:.3f}}<br>%{{customdata[0]:,}} rows"
+                        "; largest class %{customdata[1]:.1%}<br>%{customdata[2]}<extra></extra>"
+                    ),
+                ),
+                row=1,
+                col=col,
             )
         fig.update_xaxes(title_text="model family", row=1, col=col)
     floor = _floor(list(accuracies["accuracy"]))
@@ -114,8 +138,7 @@ def accuracy_chart(
     fig.update_layout(barmode="group", bargap=0.25, bargroupgap=0.05)
     style(fig, height=420 if len(views) == 1 else 450, title=title)
     if len(views) > 1:  # panel titles sit where the legend would: legend below the panels
-        fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
-                          margin=dict(b=110))
+        fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0), margin=dict(b=110))
     return fig
 
 
@@ -128,8 +151,10 @@ def chance_text(accuracies: pd.DataFrame, fig: go.Figure) -> str:
         return ""
     if majority >= floor:
         return f"The dashed line is the largest class's share ({majority:.0%}): what always guessing it would score."
-    return (f"The y axis starts at {floor:g} to make the differences visible; always guessing the largest class "
-            f"would score only {majority:.0%}.")
+    return (
+        f"The y axis starts at {floor:g} to make the differences visible; always guessing the largest class "
+        f"would score only {majority:.0%}."
+    )
 
 
 def bias_chart(bias: pd.DataFrame, *, title: str | None = None) -> go.Figure:
@@ -140,17 +165,26 @@ def bias_chart(bias: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """
     order = [s for s in SUBSET_LABELS if s in set(bias["subset"])]
     table = bias.set_index("subset").reindex(order)
-    fig = go.Figure(go.Bar(
-        x=[SUBSET_LABELS[s] for s in order], y=table["mean_predictability"].to_numpy(dtype=float),
-        marker_color=[SUBSET_COLOURS[s] for s in order],
-        text=[f"{v:.3f}" if np.isfinite(v) else "n/a" for v in table["mean_predictability"].to_numpy(dtype=float)],
-        textposition="outside", cliponaxis=False,
-        customdata=np.c_[table["n_rows"].fillna(0).to_numpy(), table["n_scored"].fillna(0).to_numpy(),
-                         table["note"].fillna("").to_numpy(dtype=object)],
-        hovertemplate=("%{x}: mean p̄ = %{y:.3f}<br>%{customdata[0]:,} rows, %{customdata[1]:,} scored"
-                       "<br>%{customdata[2]}<extra></extra>"),
-        showlegend=False,
-    ))
+    fig = go.Figure(
+        go.Bar(
+            x=[SUBSET_LABELS[s] for s in order],
+            y=table["mean_predictability"].to_numpy(dtype=float),
+            marker_color=[SUBSET_COLOURS[s] for s in order],
+            text=[f"{v:.3f}" if np.isfinite(v) else "n/a" for v in table["mean_predictability"].to_numpy(dtype=float)],
+            textposition="outside",
+            cliponaxis=False,
+            customdata=np.c_[
+                table["n_rows"].fillna(0).to_numpy(),
+                table["n_scored"].fillna(0).to_numpy(),
+                table["note"].fillna("").to_numpy(dtype=object),
+            ],
+            hovertemplate=(
+                "%{x}: mean p̄ = %{y:.3f}<br>%{customdata[0]:,} rows, %{customdata[1]:,} scored"
+                "<br>%{customdata[2]}<extra></extra>"
+            ),
+            showlegend=False,
+        )
+    )
     floor = _floor(table["mean_predictability"].to_numpy(dtype=float))
     fig.update_yaxes(range=[floor, 1.05], title_text=BIAS_AXIS)
     fig.update_xaxes(title_text="subset (all of equal size except the full data)")
@@ -181,8 +215,9 @@ def baseline_table(
             if "aflite" in rows and "random" in rows:
                 rec["AFLite − random"] = round(float(rows["aflite"] - rows["random"]), 3)
             records.append(rec)
-    out = pd.DataFrame(records).rename(columns={SUBSET_LABELS[s]: f"{SUBSET_LABELS[s]} ({int(sizes[s]):,} rows)"
-                                                for s in subsets})
+    out = pd.DataFrame(records).rename(
+        columns={SUBSET_LABELS[s]: f"{SUBSET_LABELS[s]} ({int(sizes[s]):,} rows)" for s in subsets}
+    )
     if len(views) <= 1:
         out = out.drop(columns="features")
     return out
@@ -211,13 +246,18 @@ def plain_reading(
     sizes = acc.drop_duplicates("subset").set_index("subset")["n_rows"]
     out: list[str] = []
     if "aflite" in sizes and "full" in sizes and int(sizes["aflite"]) == int(sizes["full"]):
-        return ["AFLite removed no rows in this run, so every subset is the full data and there is nothing to "
-                "compare. Lower τ or raise the number of rounds on the Filter page."]
+        return [
+            "AFLite removed no rows in this run, so every subset is the full data and there is nothing to "
+            "compare. Lower τ or raise the number of rounds on the Filter page."
+        ]
     models = list(dict.fromkeys(acc["model"]))
     table = acc.pivot_table(index="model", columns="subset", values="accuracy", aggfunc="first")
     spread = acc.pivot_table(index="model", columns="subset", values="accuracy_std", aggfunc="first")
-    folds = acc.pivot_table(index="model", columns="subset", values="n_splits", aggfunc="first") \
-        if "n_splits" in acc else None
+    folds = (
+        acc.pivot_table(index="model", columns="subset", values="n_splits", aggfunc="first")
+        if "n_splits" in acc
+        else None
+    )
 
     def verdict(model: str) -> str:
         a, r = table.loc[model].get("aflite", np.nan), table.loc[model].get("random", np.nan)
@@ -241,38 +281,55 @@ def plain_reading(
     a, r, f = row.get("aflite", np.nan), row.get("random", np.nan), row.get("full", np.nan)
     v = verdict(head)
     if v == "harder":
-        out.append(f"On the AFLite subset the **{name}** model drops to **{_fmt(a)}** (random subset of the same "
-                   f"size: {_fmt(r)}; full data: {_fmt(f)}): the filter removed more than size alone explains.")
+        out.append(
+            f"On the AFLite subset the **{name}** model drops to **{_fmt(a)}** (random subset of the same "
+            f"size: {_fmt(r)}; full data: {_fmt(f)}): the filter removed more than size alone explains."
+        )
     elif v == "easier":
-        out.append(f"The **{name}** model scores **{_fmt(a)}** on the AFLite subset, *higher* than on a random "
-                   f"subset of the same size ({_fmt(r)}; full data: {_fmt(f)}): for this family the filter did "
-                   "not leave harder rows than chance would.")
+        out.append(
+            f"The **{name}** model scores **{_fmt(a)}** on the AFLite subset, *higher* than on a random "
+            f"subset of the same size ({_fmt(r)}; full data: {_fmt(f)}): for this family the filter did "
+            "not leave harder rows than chance would."
+        )
     elif v == "same":
-        out.append(f"The **{name}** model scores **{_fmt(a)}** on the AFLite subset and {_fmt(r)} on a random "
-                   f"subset of the same size (full data: {_fmt(f)}): the difference is within the fold-to-fold "
-                   "noise, so any drop from the full data is mostly the smaller size.")
+        out.append(
+            f"The **{name}** model scores **{_fmt(a)}** on the AFLite subset and {_fmt(r)} on a random "
+            f"subset of the same size (full data: {_fmt(f)}): the difference is within the fold-to-fold "
+            "noise, so any drop from the full data is mostly the smaller size."
+        )
     maj = acc[(acc["model"] == head) & (acc["subset"] == "aflite")]["majority_rate"]
     if len(maj) and np.isfinite(a) and a < float(maj.iloc[0]) - 0.02:
-        out.append(f"That is below the {float(maj.iloc[0]):.0%} that always answering the largest class of the AFLite "
-                   "subset would score: the kept rows are adversarial for this family (their features point to the "
-                   "wrong label), which happens when little signal is left beyond what was filtered out.")
+        out.append(
+            f"That is below the {float(maj.iloc[0]):.0%} that always answering the largest class of the AFLite "
+            "subset would score: the kept rows are adversarial for this family (their features point to the "
+            "wrong label), which happens when little signal is left beyond what was filtered out."
+        )
     o = row.get("one-shot", np.nan)
     if np.isfinite(o) and np.isfinite(a):
         if o - a > 0.01:
-            out.append(f"The one-shot filter (one model, one split, one pass) leaves {_fmt(o)}: AFLite's iterated "
-                       "filter removed more of what the models exploit.")
+            out.append(
+                f"The one-shot filter (one model, one split, one pass) leaves {_fmt(o)}: AFLite's iterated "
+                "filter removed more of what the models exploit."
+            )
         elif a - o > 0.01:
-            out.append(f"The one-shot filter (one model, one split, one pass) leaves an even lower {_fmt(o)} for "
-                       "this family: here a single pass already removed the easiest rows.")
+            out.append(
+                f"The one-shot filter (one model, one split, one pass) leaves an even lower {_fmt(o)} for "
+                "this family: here a single pass already removed the easiest rows."
+            )
         else:
             out.append(f"The one-shot filter (one model, one split, one pass) leaves about the same ({_fmt(o)}).")
     if len(models) > 1:
         verdicts = [verdict(m) for m in models]
         n_harder = verdicts.count("harder")
-        out.append(f"Across the {len(models)} model families, the AFLite subset is clearly harder than the random "
-                   f"subset for {n_harder} of {len(models)}"
-                   + (f" ({', '.join(_label(m, model_labels) for m, x in zip(models, verdicts) if x == 'harder')})."
-                      if 0 < n_harder < len(models) else "."))
+        out.append(
+            f"Across the {len(models)} model families, the AFLite subset is clearly harder than the random "
+            f"subset for {n_harder} of {len(models)}"
+            + (
+                f" ({', '.join(_label(m, model_labels) for m, x in zip(models, verdicts) if x == 'harder')})."
+                if 0 < n_harder < len(models)
+                else "."
+            )
+        )
     if bias is not None and len(bias):
         b = bias.set_index("subset")["mean_predictability"]
         parts = [f"{SUBSET_LABELS[s]} {_fmt(b[s])}" for s in SUBSET_LABELS if s in b]
@@ -281,8 +338,10 @@ def plain_reading(
     if len(part):
         p = part.set_index("subset")
         maj = float(p["majority_rate"].get("full", np.nan))
-        out.append(f"Partial input ({partial_label or 'second representation'}), {name} model: "
-                   f"{_fmt(p['accuracy'].get('full', np.nan))} on the full data, "
-                   f"{_fmt(p['accuracy'].get('aflite', np.nan))} on the AFLite subset (random subset: "
-                   f"{_fmt(p['accuracy'].get('random', np.nan))}; largest class: {_fmt(maj)}).")
+        out.append(
+            f"Partial input ({partial_label or 'second representation'}), {name} model: "
+            f"{_fmt(p['accuracy'].get('full', np.nan))} on the full data, "
+            f"{_fmt(p['accuracy'].get('aflite', np.nan))} on the AFLite subset (random subset: "
+            f"{_fmt(p['accuracy'].get('random', np.nan))}; largest class: {_fmt(maj)})."
+        )
     return out

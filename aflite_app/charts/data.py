@@ -42,15 +42,37 @@ def sample_grid(
         pick = np.sort(rng.permutation(rows)[:per_class]) if len(rows) else rows
         for j, i in enumerate(pick):
             r0, c0 = c * (h + gap), j * (w + gap)
-            mosaic[r0:r0 + h, c0:c0 + w] = imgs[i]
+            mosaic[r0 : r0 + h, c0 : c0 + w] = imgs[i]
             shown += 1
-    fig = go.Figure(go.Heatmap(z=mosaic, colorscale="Greys", showscale=False, hoverinfo="skip", zmin=0,
-                               zmax=float(np.nanmax(imgs)) if imgs.size else 1.0))
+    fig = go.Figure(
+        go.Heatmap(
+            z=mosaic,
+            colorscale="Greys",
+            showscale=False,
+            hoverinfo="skip",
+            zmin=0,
+            zmax=float(np.nanmax(imgs)) if imgs.size else 1.0,
+        )
+    )
     centres = [c * (h + gap) + (h - 1) / 2 for c in range(C)]
-    fig.update_yaxes(autorange="reversed", tickvals=centres, ticktext=[str(c) for c in classes],
-                     title_text="class", showgrid=False, zeroline=False, scaleanchor="x", constrain="domain")
-    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, constrain="domain", constraintoward="left",
-                     title_text=f"{per_class} random examples per class ({h}×{w} pixels each)")
+    fig.update_yaxes(
+        autorange="reversed",
+        tickvals=centres,
+        ticktext=[str(c) for c in classes],
+        title_text="class",
+        showgrid=False,
+        zeroline=False,
+        scaleanchor="x",
+        constrain="domain",
+    )
+    fig.update_xaxes(
+        showticklabels=False,
+        showgrid=False,
+        zeroline=False,
+        constrain="domain",
+        constraintoward="left",
+        title_text=f"{per_class} random examples per class ({h}×{w} pixels each)",
+    )
     fig.update_layout(meta={"n_images": shown})
     return style(fig, height=max(240, 38 * C + 90), title=title)
 
@@ -60,11 +82,17 @@ def class_count_chart(counts: pd.Series, *, title: str | None = None) -> go.Figu
     names = [str(c) for c in counts.index]
     colours = class_colour_map(names)
     total = max(int(counts.sum()), 1)
-    fig = go.Figure(go.Bar(
-        y=names, x=counts.to_numpy(), orientation="h", marker_color=[colours[n] for n in names],
-        customdata=(counts.to_numpy() / total).reshape(-1, 1),
-        hovertemplate="%{y}: %{x:,} rows (%{customdata[0]:.1%})<extra></extra>", showlegend=False,
-    ))
+    fig = go.Figure(
+        go.Bar(
+            y=names,
+            x=counts.to_numpy(),
+            orientation="h",
+            marker_color=[colours[n] for n in names],
+            customdata=(counts.to_numpy() / total).reshape(-1, 1),
+            hovertemplate="%{y}: %{x:,} rows (%{customdata[0]:.1%})<extra></extra>",
+            showlegend=False,
+        )
+    )
     fig.update_xaxes(title_text="rows", rangemode="tozero")
     fig.update_yaxes(title_text="class", autorange="reversed", type="category")
     return style(fig, height=max(200, 26 * len(names) + 100), title=title)

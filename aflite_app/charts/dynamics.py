@@ -76,7 +76,7 @@ MAX_POINTS = 20_000
 
 def _measure_label(column: str) -> str:
     if column.startswith("partial_"):
-        return "partial input: " + MEASURE_LABELS.get(column[len("partial_"):], column)
+        return "partial input: " + MEASURE_LABELS.get(column[len("partial_") :], column)
     return MEASURE_LABELS.get(column, column)
 
 
@@ -99,8 +99,9 @@ def level_counts(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows and share of rows per level (all three levels, easy first)."""
     counts = frame["level"].astype(str).value_counts().reindex(list(LEVELS), fill_value=0)
     total = max(int(counts.sum()), 1)
-    return pd.DataFrame({"level": list(LEVELS), "rows": counts.to_numpy(dtype=int),
-                         "share": counts.to_numpy(dtype=float) / total})
+    return pd.DataFrame(
+        {"level": list(LEVELS), "rows": counts.to_numpy(dtype=int), "share": counts.to_numpy(dtype=float) / total}
+    )
 
 
 def data_map(frame: pd.DataFrame, *, title: str | None = None, max_points: int = MAX_POINTS) -> go.Figure:
@@ -117,27 +118,68 @@ def data_map(frame: pd.DataFrame, *, title: str | None = None, max_points: int =
     for level in LEVELS:
         mask = (shown["level"].astype(str) == level).to_numpy()
         part = shown.loc[mask]
-        custom = np.column_stack([part["id"].astype(str).to_numpy(object), part["label"].astype(str).to_numpy(object),
-                                  part["correctness"].to_numpy(), part["aum"].to_numpy()]) if len(part) else None
-        fig.add_trace(Scatter(
-            x=part["variability"].to_numpy(), y=part["confidence"].to_numpy(), mode="markers", name=level,
-            marker=dict(color=LEVEL_COLOURS[level], size=7, opacity=0.75,
-                        symbol=[CORRECTNESS_BUCKETS[b] for b in buckets[mask]],
-                        line=dict(width=0.5, color="white")),
-            customdata=custom, legendgroup=level, showlegend=False, meta="level points",
-            hovertemplate=(f"<b>{level}</b><br>id %{{customdata[0]}} · class %{{customdata[1]}}<br>"
-                           "confidence %{y:.3f} · variability %{x:.3f}<br>"
-                           "correctness %{customdata[2]:.2f} · AUM %{customdata[3]:.2f}<extra></extra>"),
-        ))
+        custom = (
+            np.column_stack(
+                [
+                    part["id"].astype(str).to_numpy(object),
+                    part["label"].astype(str).to_numpy(object),
+                    part["correctness"].to_numpy(),
+                    part["aum"].to_numpy(),
+                ]
+            )
+            if len(part)
+            else None
+        )
+        fig.add_trace(
+            Scatter(
+                x=part["variability"].to_numpy(),
+                y=part["confidence"].to_numpy(),
+                mode="markers",
+                name=level,
+                marker=dict(
+                    color=LEVEL_COLOURS[level],
+                    size=7,
+                    opacity=0.75,
+                    symbol=[CORRECTNESS_BUCKETS[b] for b in buckets[mask]],
+                    line=dict(width=0.5, color="white"),
+                ),
+                customdata=custom,
+                legendgroup=level,
+                showlegend=False,
+                meta="level points",
+                hovertemplate=(
+                    f"<b>{level}</b><br>id %{{customdata[0]}} · class %{{customdata[1]}}<br>"
+                    "confidence %{y:.3f} · variability %{x:.3f}<br>"
+                    "correctness %{customdata[2]:.2f} · AUM %{customdata[3]:.2f}<extra></extra>"
+                ),
+            )
+        )
     for level in LEVELS:  # legend entries: the level colours as plain circles (the points' symbols vary)
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=level, legendgroup=level,
-                                 legendgrouptitle_text="level" if level == LEVELS[0] else None, hoverinfo="skip",
-                                 marker=dict(color=LEVEL_COLOURS[level], size=9, symbol="circle")))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=level,
+                legendgroup=level,
+                legendgrouptitle_text="level" if level == LEVELS[0] else None,
+                hoverinfo="skip",
+                marker=dict(color=LEVEL_COLOURS[level], size=9, symbol="circle"),
+            )
+        )
     for bucket, symbol in CORRECTNESS_BUCKETS.items():
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=bucket, legendgroup="correctness",
-                                 legendgrouptitle_text="correctness" if symbol == "circle" else None,
-                                 hoverinfo="skip",
-                                 marker=dict(color=NEUTRAL, size=9, symbol=symbol)))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=bucket,
+                legendgroup="correctness",
+                legendgrouptitle_text="correctness" if symbol == "circle" else None,
+                hoverinfo="skip",
+                marker=dict(color=NEUTRAL, size=9, symbol=symbol),
+            )
+        )
     fig.update_xaxes(title_text=MEASURE_LABELS["variability"], rangemode="tozero")
     fig.update_yaxes(title_text=MEASURE_LABELS["confidence"], range=[-0.03, 1.03])
     if len(shown) < len(frame):
@@ -154,17 +196,27 @@ def feature_distributions(frame: pd.DataFrame, *, max_points: int = MAX_POINTS) 
     partial = [f"partial_{m}" for m in MEASURE_LABELS if f"partial_{m}" in shown.columns]
     rows = 2 if partial else 1
     titles = [f"full input: {m}" for m in full] + [f"partial input: {m}" for m in full if f"partial_{m}" in partial]
-    fig = make_subplots(rows=rows, cols=len(full), subplot_titles=titles, vertical_spacing=0.14,
-                        horizontal_spacing=0.07)
+    fig = make_subplots(
+        rows=rows, cols=len(full), subplot_titles=titles, vertical_spacing=0.14, horizontal_spacing=0.07
+    )
     level = shown["level"].astype(str).to_numpy()
     for r, cols in enumerate((full, partial), start=1):
         for c, col in enumerate(cols, start=1):
             for name in LEVELS:
                 values = shown[col].to_numpy()[level == name]
-                fig.add_trace(go.Box(
-                    y=values, name=name, marker_color=LEVEL_COLOURS[name], boxpoints=False, legendgroup=name,
-                    showlegend=(r == 1 and c == 1), hovertemplate=f"{name}: %{{y:.3f}}<extra>{col}</extra>",
-                ), row=r, col=c)
+                fig.add_trace(
+                    go.Box(
+                        y=values,
+                        name=name,
+                        marker_color=LEVEL_COLOURS[name],
+                        boxpoints=False,
+                        legendgroup=name,
+                        showlegend=(r == 1 and c == 1),
+                        hovertemplate=f"{name}: %{{y:.3f}}<extra>{col}</extra>",
+                    ),
+                    row=r,
+                    col=c,
+                )
             fig.update_yaxes(title_text=MEASURE_UNITS[col.removeprefix("partial_")], row=r, col=c)
             fig.update_xaxes(title_text="difficulty level" if r == rows else None, row=r, col=c)
     fig = style(fig, height=330 * rows)
@@ -188,10 +240,17 @@ def class_counts_chart(frame: pd.DataFrame, classes, *, share: bool = False) -> 
     for name in names:
         counts = table[name].to_numpy()
         shares = (table[name] / totals).fillna(0).to_numpy()
-        fig.add_trace(go.Bar(x=list(LEVELS), y=shares if share else counts, name=name, marker_color=colours[name],
-                             customdata=np.column_stack([counts, shares]),
-                             hovertemplate=f"%{{x}}: %{{customdata[0]:,}} rows of class {name} "
-                                           "(%{customdata[1]:.0%} of the level)<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=list(LEVELS),
+                y=shares if share else counts,
+                name=name,
+                marker_color=colours[name],
+                customdata=np.column_stack([counts, shares]),
+                hovertemplate=f"%{{x}}: %{{customdata[0]:,}} rows of class {name} "
+                "(%{customdata[1]:.0%} of the level)<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="stack", legend_title_text="class", legend_traceorder="normal")
     fig.update_xaxes(title_text="difficulty level")
     fig.update_yaxes(title_text="share of the level's rows (0-1)" if share else "rows")
@@ -265,12 +324,21 @@ def crosstab_chart(table: pd.DataFrame, *, title: str | None = None) -> go.Figur
         shares = table[f"{status}_share"].to_numpy(dtype=float)
         # a label only where the segment is wide enough to hold it (the table and hover give every number)
         text = [f"{n:,} ({_pct(s)})" if n >= 0.15 * widest else "" for n, s in zip(counts, shares)]
-        fig.add_trace(go.Bar(
-            y=list(table.index), x=counts, orientation="h", name=status, marker_color=KEPT_REMOVED[status],
-            text=text, textposition="inside", insidetextanchor="middle", textangle=0,
-            customdata=np.nan_to_num(shares),
-            hovertemplate=f"%{{y}}: %{{x:,}} rows {status} (%{{customdata:.0%}} of the level)<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                y=list(table.index),
+                x=counts,
+                orientation="h",
+                name=status,
+                marker_color=KEPT_REMOVED[status],
+                text=text,
+                textposition="inside",
+                insidetextanchor="middle",
+                textangle=0,
+                customdata=np.nan_to_num(shares),
+                hovertemplate=f"%{{y}}: %{{x:,}} rows {status} (%{{customdata:.0%}} of the level)<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="stack", legend_traceorder="normal")
     fig.update_yaxes(title_text="difficulty level", categoryorder="array", categoryarray=list(LEVELS)[::-1])
     fig.update_xaxes(title_text="rows")
@@ -279,14 +347,16 @@ def crosstab_chart(table: pd.DataFrame, *, title: str | None = None) -> go.Figur
 
 def crosstab_display(table: pd.DataFrame) -> pd.DataFrame:
     """The cross-tab as a table to show: counts, % of the level removed, and the level's % of all removed rows."""
-    return pd.DataFrame({
-        "level": list(table.index),
-        "rows": table["rows"].to_numpy(dtype=int),
-        "kept": table["kept"].to_numpy(dtype=int),
-        "removed": table["removed"].to_numpy(dtype=int),
-        "% removed": 100 * table["removed_share"].to_numpy(dtype=float),
-        "% of all removed": 100 * np.asarray(table["share_of_removed"], dtype=float),
-    })
+    return pd.DataFrame(
+        {
+            "level": list(table.index),
+            "rows": table["rows"].to_numpy(dtype=int),
+            "kept": table["kept"].to_numpy(dtype=int),
+            "removed": table["removed"].to_numpy(dtype=int),
+            "% removed": 100 * table["removed_share"].to_numpy(dtype=float),
+            "% of all removed": 100 * np.asarray(table["share_of_removed"], dtype=float),
+        }
+    )
 
 
 def crosstab_cells(table: pd.DataFrame) -> list[tuple[str, str, int]]:
@@ -306,4 +376,3 @@ def spurious_display(table: pd.DataFrame) -> pd.DataFrame:
     pairs = [c for c in out.columns if " vs " in str(c)]
     means = [c for c in out.columns if c not in ("level", "measure", *pairs)]
     return out[["level", "measure", *pairs, *means]]
-

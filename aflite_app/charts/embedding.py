@@ -84,8 +84,9 @@ def embedding_scatter(
         customdata arrives as a plain number); ``dragmode`` is "lasso".
     """
     if colour not in COLOUR_MODES:
-        raise ValueError(f"The 'colour' parameter of embedding_scatter must be one of {list(COLOUR_MODES)}. "
-                         f"Got {colour!r} instead.")
+        raise ValueError(
+            f"The 'colour' parameter of embedding_scatter must be one of {list(COLOUR_MODES)}. Got {colour!r} instead."
+        )
     n = len(frame)
     scatter = go.Scattergl if n > WEBGL_POINTS else go.Scatter
     size = _marker_size(n)
@@ -100,11 +101,19 @@ def embedding_scatter(
         sub = frame.loc[mask]
         if chosen is not None:
             kw["selectedpoints"] = np.flatnonzero(chosen[mask]).tolist()
-        fig.add_trace(scatter(
-            x=sub["x"].to_numpy(), y=sub["y"].to_numpy(), mode="markers", name=name,
-            customdata=sub["row"].to_numpy(dtype=np.int64), hovertext=hover[mask],
-            hovertemplate="%{hovertext}<extra></extra>", marker=dict(size=size, **marker), **kw,
-        ))
+        fig.add_trace(
+            scatter(
+                x=sub["x"].to_numpy(),
+                y=sub["y"].to_numpy(),
+                mode="markers",
+                name=name,
+                customdata=sub["row"].to_numpy(dtype=np.int64),
+                hovertext=hover[mask],
+                hovertemplate="%{hovertext}<extra></extra>",
+                marker=dict(size=size, **marker),
+                **kw,
+            )
+        )
 
     if colour == "status":
         add(kept, f"kept ({kept.sum():,})", dict(color=KEPT, opacity=0.55))
@@ -116,9 +125,18 @@ def embedding_scatter(
             palette = palette * 2
         scale = [[i / (len(palette) - 1), c] for i, c in enumerate(palette)]
         add(kept, f"kept ({kept.sum():,})", dict(color=KEPT, opacity=0.35))
-        add(~kept, f"removed ({(~kept).sum():,}), colour = round", dict(
-            color=rr[~kept], colorscale=scale, cmin=1, cmax=max(last, 2), opacity=0.9,
-            colorbar=dict(title=dict(text="round<br>removed"), thickness=14, len=0.75, y=0.45)))
+        add(
+            ~kept,
+            f"removed ({(~kept).sum():,}), colour = round",
+            dict(
+                color=rr[~kept],
+                colorscale=scale,
+                cmin=1,
+                cmax=max(last, 2),
+                opacity=0.9,
+                colorbar=dict(title=dict(text="round<br>removed"), thickness=14, len=0.75, y=0.45),
+            ),
+        )
     else:
         labels = frame["label"].astype(str).to_numpy()
         order = [str(c) for c in classes] if classes is not None else list(dict.fromkeys(labels))
@@ -127,8 +145,9 @@ def embedding_scatter(
             mask = labels == name
             if mask.any():
                 add(mask, f"{name} ({mask.sum():,})", dict(color=colours[name], opacity=0.7))
-    fig.update_layout(dragmode="lasso", hovermode="closest", clickmode="event+select",
-                      meta={"selection_revision": int(revision)})
+    fig.update_layout(
+        dragmode="lasso", hovermode="closest", clickmode="event+select", meta={"selection_revision": int(revision)}
+    )
     fig.update_xaxes(title_text=axis_titles[0], zeroline=False)
     fig.update_yaxes(title_text=axis_titles[1], zeroline=False)
     fig = style(fig, height=height, title=title)
@@ -172,25 +191,47 @@ def similarity_heatmap(
     zmin, zmax = (float(off.min()), float(off.max())) if off.size else (0.0, 1.0)
     if zmax - zmin < 1e-6:
         zmin, zmax = zmin - 0.05, zmax + 0.05
-    fig = go.Figure(go.Heatmap(
-        z=Z, x=np.arange(r + m), y=np.arange(r + m), text=text, hovertemplate="%{text}<extra></extra>",
-        colorscale="Greys", zmin=zmin, zmax=zmax, xgap=1, ygap=1,
-        colorbar=dict(title=dict(text="cosine<br>similarity"), thickness=14),
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=Z,
+            x=np.arange(r + m),
+            y=np.arange(r + m),
+            text=text,
+            hovertemplate="%{text}<extra></extra>",
+            colorscale="Greys",
+            zmin=zmin,
+            zmax=zmax,
+            xgap=1,
+            ygap=1,
+            colorbar=dict(title=dict(text="cosine<br>similarity"), thickness=14),
+        )
+    )
     ticks, labels = [], []
     for start, count, name, colour in ((0, r, "retained", KEPT), (r, m, "removed", REMOVED)):
         if count == 0:
             continue
         ticks.append(start + (count - 1) / 2)
         labels.append(f"{name} ({count})")
-        fig.add_shape(type="rect", x0=start - 0.5, x1=start + count - 0.5, y0=start - 0.5, y1=start + count - 0.5,
-                      line=dict(color=colour, width=3))
-    axis = dict(tickvals=ticks, ticktext=labels, showgrid=False, zeroline=False, range=[-0.6, r + m - 0.4],
-                constrain="domain")
+        fig.add_shape(
+            type="rect",
+            x0=start - 0.5,
+            x1=start + count - 0.5,
+            y0=start - 0.5,
+            y1=start + count - 0.5,
+            line=dict(color=colour, width=3),
+        )
+    axis = dict(
+        tickvals=ticks, ticktext=labels, showgrid=False, zeroline=False, range=[-0.6, r + m - 0.4], constrain="domain"
+    )
     fig.update_xaxes(title_text=f"sampled rows of class {class_name}", **axis)
-    fig.update_yaxes(title_text=f"sampled rows of class {class_name}", autorange=None, scaleanchor="x",
-                     **{**axis, "range": [r + m - 0.4, -0.6]})
-    fig = style(fig, height=height, title=title or f"Class {class_name}: cosine similarity of {r} retained and "
-                                                   f"{m} removed rows")
+    fig.update_yaxes(
+        title_text=f"sampled rows of class {class_name}",
+        autorange=None,
+        scaleanchor="x",
+        **{**axis, "range": [r + m - 0.4, -0.6]},
+    )
+    fig = style(
+        fig, height=height, title=title or f"Class {class_name}: cosine similarity of {r} retained and {m} removed rows"
+    )
     fig.update_layout(margin=dict(l=110, r=30, t=60, b=80))
     return fig

@@ -79,8 +79,9 @@ def _adversary_colours(names: list[str]) -> dict[str, str]:
     return dict(zip(names, cols))
 
 
-def category_chart(study: AdversaryStudy, *, strength: Mapping[str, float] | None = None,
-                   title: str | None = None) -> go.Figure:
+def category_chart(
+    study: AdversaryStudy, *, strength: Mapping[str, float] | None = None, title: str | None = None
+) -> go.Figure:
     """Figure 1: stacked bars of the evaluation rows removed in round 1 / removed later / selected, per adversary.
 
     Bars are shares of the evaluation set in percent (mean over seeds; each bar sums to 100 %), adversaries in the
@@ -99,20 +100,36 @@ def category_chart(study: AdversaryStudy, *, strength: Mapping[str, float] | Non
         sd = 100 * rows["share_std"].astype(float).to_numpy()
         count = rows["n_rows_mean"].astype(float).fillna(0.0).to_numpy()
         st_text = [f"{strength[a]:.2f}" if a in strength else "n/a" for a in names]
-        sd_text = [f"± {s:.1f} points over {n_seeds} seeds" if np.isfinite(s) and n_seeds > 1 else "one seed"
-                   for s in sd]
-        fig.add_trace(go.Bar(
-            x=names, y=share, name=cat, marker_color=CATEGORY_COLOURS[cat],
-            text=[f"{s:.0f}%" if s >= 4 else "" for s in share], textposition="inside", insidetextanchor="middle",
-            customdata=np.column_stack([count, sd_text, st_text]),
-            hovertemplate=("<b>%{x}</b><br>" + cat + ": %{y:.1f}% of the evaluation rows<br>"
-                           f"%{{customdata[0]:.1f}} of {n_eval:,} rows (mean)<br>%{{customdata[1]}}"
-                           "<br>adversary strength (mean predictability): %{customdata[2]}<extra></extra>"),
-        ))
+        sd_text = [
+            f"± {s:.1f} points over {n_seeds} seeds" if np.isfinite(s) and n_seeds > 1 else "one seed" for s in sd
+        ]
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=share,
+                name=cat,
+                marker_color=CATEGORY_COLOURS[cat],
+                text=[f"{s:.0f}%" if s >= 4 else "" for s in share],
+                textposition="inside",
+                insidetextanchor="middle",
+                customdata=np.column_stack([count, sd_text, st_text]),
+                hovertemplate=(
+                    "<b>%{x}</b><br>" + cat + ": %{y:.1f}% of the evaluation rows<br>"
+                    f"%{{customdata[0]:.1f}} of {n_eval:,} rows (mean)<br>%{{customdata[1]}}"
+                    "<br>adversary strength (mean predictability): %{customdata[2]}<extra></extra>"
+                ),
+            )
+        )
     ticks = [f"{a}<br>strength {strength[a]:.2f}" if a in strength else a for a in names]
     fig.update_layout(barmode="stack", bargap=0.35, legend_traceorder="normal")
-    fig.update_xaxes(title_text="adversary (weakest → strongest)", categoryorder="array", categoryarray=names,
-                     tickmode="array", tickvals=names, ticktext=ticks)
+    fig.update_xaxes(
+        title_text="adversary (weakest → strongest)",
+        categoryorder="array",
+        categoryarray=names,
+        tickmode="array",
+        tickvals=names,
+        ticktext=ticks,
+    )
     fig.update_yaxes(title_text="share of the evaluation rows (%)", range=[0, 100.5], ticksuffix="%")
     return style(fig, height=420, title=title)
 
@@ -134,23 +151,49 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
     ylab = [NONE_LABEL if c == NONE else c for c in cols]
     chance = float(study.params.get("chance", 0.0))
     text = [[_cell_text(v) for v in row] for row in Z]
-    fig = go.Figure(go.Heatmap(
-        z=Z, x=models, y=ylab, text=text, texttemplate="%{text}", colorscale="Blues", reversescale=True,
-        zmin=min(chance, float(np.nanmin(Z)) if np.isfinite(Z).any() else chance), zmax=1.0,
-        colorbar=dict(title=dict(text="accuracy (0-1)")), xgap=2, ygap=2,
-        hovertemplate="evaluated model %{x}<br>rows: %{y}<br>accuracy %{z:.3f}<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=Z,
+            x=models,
+            y=ylab,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Blues",
+            reversescale=True,
+            zmin=min(chance, float(np.nanmin(Z)) if np.isfinite(Z).any() else chance),
+            zmax=1.0,
+            colorbar=dict(title=dict(text="accuracy (0-1)")),
+            xgap=2,
+            ygap=2,
+            hovertemplate="evaluated model %{x}<br>rows: %{y}<br>accuracy %{z:.3f}<extra></extra>",
+        )
+    )
     pairs = [(models.index(m), cols.index(a)) for a, m in _same_pairs(study) if m in models and a in cols]
     for i, j in pairs:  # outline the whole cell (categories sit at 0, 1, … on both axes)
-        fig.add_shape(type="rect", x0=i - 0.47, x1=i + 0.47, y0=j - 0.45, y1=j + 0.45,
-                      line=dict(color=SAME_COLOUR, width=4), fillcolor="rgba(0,0,0,0)")
+        fig.add_shape(
+            type="rect",
+            x0=i - 0.47,
+            x1=i + 0.47,
+            y0=j - 0.45,
+            y1=j + 0.45,
+            line=dict(color=SAME_COLOUR, width=4),
+            fillcolor="rgba(0,0,0,0)",
+        )
     if pairs:  # a legend entry for the outline
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="model uses the adversary's representation",
-                                 marker=dict(symbol="square-open", size=14, color=SAME_COLOUR, line=dict(width=3)),
-                                 hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name="model uses the adversary's representation",
+                marker=dict(symbol="square-open", size=14, color=SAME_COLOUR, line=dict(width=3)),
+                hoverinfo="skip",
+            )
+        )
         fig.update_layout(showlegend=True)
-    fig.update_xaxes(title_text="evaluated model (family:representation), weakest → strongest on the full set",
-                     showgrid=False)
+    fig.update_xaxes(
+        title_text="evaluated model (family:representation), weakest → strongest on the full set", showgrid=False
+    )
     fig.update_yaxes(title_text="evaluation rows scored", autorange="reversed", showgrid=False)
     return style(fig, height=max(300, 90 + 55 * len(cols)), title=title)
 
@@ -166,21 +209,37 @@ def accuracy_lines(study: AdversaryStudy, *, title: str | None = None) -> go.Fig
     names = _adversaries(study)
     colours = _adversary_colours(names)
     fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=models, y=M.reindex(models)[NONE].to_numpy(dtype=float), name=NONE_LABEL, mode="lines+markers",
-        line=dict(color="#333333", width=3), marker=dict(size=8),
-        hovertemplate="%{x}<br>full evaluation set: accuracy %{y:.3f}<extra></extra>",
-    ))
+    fig.add_trace(
+        go.Scatter(
+            x=models,
+            y=M.reindex(models)[NONE].to_numpy(dtype=float),
+            name=NONE_LABEL,
+            mode="lines+markers",
+            line=dict(color="#333333", width=3),
+            marker=dict(size=8),
+            hovertemplate="%{x}<br>full evaluation set: accuracy %{y:.3f}<extra></extra>",
+        )
+    )
     for a in names:
-        fig.add_trace(go.Scatter(
-            x=models, y=M.reindex(models)[a].to_numpy(dtype=float), name=f"filtered by {a}", mode="lines+markers",
-            line=dict(color=colours[a], width=2), marker=dict(size=7),
-            hovertemplate="%{x}<br>rows " + a + " selected: accuracy %{y:.3f}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=models,
+                y=M.reindex(models)[a].to_numpy(dtype=float),
+                name=f"filtered by {a}",
+                mode="lines+markers",
+                line=dict(color=colours[a], width=2),
+                marker=dict(size=7),
+                hovertemplate="%{x}<br>rows " + a + " selected: accuracy %{y:.3f}<extra></extra>",
+            )
+        )
     chance = float(study.params.get("chance", float("nan")))
     if np.isfinite(chance):
-        fig.add_hline(y=chance, line=dict(color=TAU_LINE, dash="dash", width=1),
-                      annotation_text=f"chance ({chance:.2f})", annotation_position="bottom right")
+        fig.add_hline(
+            y=chance,
+            line=dict(color=TAU_LINE, dash="dash", width=1),
+            annotation_text=f"chance ({chance:.2f})",
+            annotation_position="bottom right",
+        )
     fig.update_xaxes(title_text="evaluated model (family:representation), weakest → strongest on the full set")
     fig.update_yaxes(title_text="accuracy on the selected rows (0-1)", range=[0, 1.02])
     return style(fig, height=430, title=title)
@@ -207,10 +266,17 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
     n = max(len(names), 1)
     ncols = 1 if n == 1 else 2
     nrows = math.ceil(n / ncols)
-    titles = [_kendall_title(a, float(corr.loc[a, "kendall"]) if corr is not None and a in corr.index else np.nan)
-              for a in names]
-    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=titles or None, horizontal_spacing=0.22,
-                        vertical_spacing=min(0.25, 0.5 / nrows) if nrows > 1 else 0.1)
+    titles = [
+        _kendall_title(a, float(corr.loc[a, "kendall"]) if corr is not None and a in corr.index else np.nan)
+        for a in names
+    ]
+    fig = make_subplots(
+        rows=nrows,
+        cols=ncols,
+        subplot_titles=titles or None,
+        horizontal_spacing=0.22,
+        vertical_spacing=min(0.25, 0.5 / nrows) if nrows > 1 else 0.1,
+    )
     for i, a in enumerate(names):
         r, c = i // ncols + 1, i % ncols + 1
         sub = rk[rk["adversary"] == a].copy()
@@ -222,18 +288,37 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
             rank = "–" if pd.isna(row["rank"]) else f"{int(row['rank'])}"
             was = "–" if pd.isna(row["rank_unfiltered"]) else f"{int(row['rank_unfiltered'])}"
             is_same = (a, m) in same
-            fig.add_trace(go.Bar(
-                x=[0.0 if not np.isfinite(acc) else acc], y=[m], orientation="h", name=m, showlegend=False,
-                marker=dict(color=colour.get(m, NEUTRAL), line=dict(color="#000000", width=3 if is_same else 0)),
-                text=[f"rank {rank} (was {was})"], textposition="auto", insidetextanchor="start", cliponaxis=False,
-                hovertemplate=(f"<b>{m}</b> on the rows {a} selected<br>accuracy "
-                               f"{'n/a' if not np.isfinite(acc) else f'{acc:.3f}'}<br>rank {rank} of {len(sub)}; "
-                               f"rank on the full set {was}"
-                               + ("<br>shares the adversary's representation" if is_same else "")
-                               + "<extra></extra>"),
-            ), row=r, col=c)
-        fig.update_yaxes(categoryorder="array", categoryarray=list(sub["model"]), autorange="reversed",
-                         title_text="evaluated model (worst at top)" if c == 1 else None, row=r, col=c)
+            fig.add_trace(
+                go.Bar(
+                    x=[0.0 if not np.isfinite(acc) else acc],
+                    y=[m],
+                    orientation="h",
+                    name=m,
+                    showlegend=False,
+                    marker=dict(color=colour.get(m, NEUTRAL), line=dict(color="#000000", width=3 if is_same else 0)),
+                    text=[f"rank {rank} (was {was})"],
+                    textposition="auto",
+                    insidetextanchor="start",
+                    cliponaxis=False,
+                    hovertemplate=(
+                        f"<b>{m}</b> on the rows {a} selected<br>accuracy "
+                        f"{'n/a' if not np.isfinite(acc) else f'{acc:.3f}'}<br>rank {rank} of {len(sub)}; "
+                        f"rank on the full set {was}"
+                        + ("<br>shares the adversary's representation" if is_same else "")
+                        + "<extra></extra>"
+                    ),
+                ),
+                row=r,
+                col=c,
+            )
+        fig.update_yaxes(
+            categoryorder="array",
+            categoryarray=list(sub["model"]),
+            autorange="reversed",
+            title_text="evaluated model (worst at top)" if c == 1 else None,
+            row=r,
+            col=c,
+        )
         fig.update_xaxes(range=[0, 1.02], title_text="accuracy on its selected rows (0-1)", row=r, col=c)
     fig.update_layout(barmode="overlay", bargap=0.25, uniformtext=dict(minsize=10, mode="show"))
     fig.update_annotations(font_size=13)
@@ -243,11 +328,18 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
 def same_representation_table(study: AdversaryStudy) -> pd.DataFrame:
     """Figure 4 as a table: per adversary, each evaluated model on the adversary's representation."""
     same = study.same_representation
-    cols = {"adversary": "adversary", "model": "evaluated model", "relation": "relation",
-            "rank_unfiltered": "rank (full set)", "rank_filtered": "rank (selected rows)",
-            "rank_change": "places fallen", "accuracy_unfiltered": "accuracy (full set)",
-            "accuracy_filtered": "accuracy (selected rows)", "accuracy_drop": "accuracy drop",
-            "others_mean_drop": "other models' mean drop"}
+    cols = {
+        "adversary": "adversary",
+        "model": "evaluated model",
+        "relation": "relation",
+        "rank_unfiltered": "rank (full set)",
+        "rank_filtered": "rank (selected rows)",
+        "rank_change": "places fallen",
+        "accuracy_unfiltered": "accuracy (full set)",
+        "accuracy_filtered": "accuracy (selected rows)",
+        "accuracy_drop": "accuracy drop",
+        "others_mean_drop": "other models' mean drop",
+    }
     if same.empty:
         return pd.DataFrame(columns=list(cols.values()))
     return same[list(cols)].rename(columns=cols).reset_index(drop=True)
@@ -262,37 +354,73 @@ def same_representation_chart(study: AdversaryStudy, *, title: str | None = None
     same = study.same_representation
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05, column_widths=[0.45, 0.55])
     if same.empty:
-        fig.add_annotation(text="No evaluated model uses an adversary's representation.", showarrow=False,
-                           xref="paper", yref="paper", x=0.5, y=0.5)
+        fig.add_annotation(
+            text="No evaluated model uses an adversary's representation.",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+        )
         fig.update_xaxes(visible=False)
         fig.update_yaxes(visible=False)
         return style(fig, height=220, title=title)
     labels = [f"{m} · filtered by {a}" for a, m in zip(same["adversary"], same["model"])]
     change = pd.to_numeric(same["rank_change"], errors="coerce").astype(float).to_numpy()
-    fig.add_trace(go.Scatter(
-        x=change, y=labels, mode="markers+text", name="places fallen (this model)", showlegend=False,
-        marker=dict(color=SAME_COLOUR, size=14, line=dict(color="#000000", width=1)),
-        text=[("fell " if c > 0 else "rose " if c < 0 else "kept its place") + (f"{abs(int(c))}" if c else "")
-              if np.isfinite(c) else "n/a" for c in change], textposition="middle right",
-        customdata=np.column_stack([same["rank_unfiltered"].astype(str), same["rank_filtered"].astype(str)]),
-        hovertemplate="%{y}<br>rank %{customdata[0]} on the full set → %{customdata[1]} on the selected rows"
-                      "<extra></extra>",
-    ), row=1, col=1)
-    fig.add_trace(go.Bar(
-        x=same["accuracy_drop"].astype(float), y=labels, orientation="h", name="this model's accuracy drop",
-        marker_color=SAME_COLOUR, hovertemplate="%{y}<br>accuracy drop %{x:.3f}<extra></extra>",
-    ), row=1, col=2)
-    fig.add_trace(go.Bar(
-        x=same["others_mean_drop"].astype(float), y=labels, orientation="h", name="other models' mean drop",
-        marker_color=NEUTRAL, hovertemplate="%{y}<br>other models lose %{x:.3f} on average<extra></extra>",
-    ), row=1, col=2)
+    fig.add_trace(
+        go.Scatter(
+            x=change,
+            y=labels,
+            mode="markers+text",
+            name="places fallen (this model)",
+            showlegend=False,
+            marker=dict(color=SAME_COLOUR, size=14, line=dict(color="#000000", width=1)),
+            text=[
+                ("fell " if c > 0 else "rose " if c < 0 else "kept its place") + (f"{abs(int(c))}" if c else "")
+                if np.isfinite(c)
+                else "n/a"
+                for c in change
+            ],
+            textposition="middle right",
+            customdata=np.column_stack([same["rank_unfiltered"].astype(str), same["rank_filtered"].astype(str)]),
+            hovertemplate="%{y}<br>rank %{customdata[0]} on the full set → %{customdata[1]} on the selected rows"
+            "<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=same["accuracy_drop"].astype(float),
+            y=labels,
+            orientation="h",
+            name="this model's accuracy drop",
+            marker_color=SAME_COLOUR,
+            hovertemplate="%{y}<br>accuracy drop %{x:.3f}<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=same["others_mean_drop"].astype(float),
+            y=labels,
+            orientation="h",
+            name="other models' mean drop",
+            marker_color=NEUTRAL,
+            hovertemplate="%{y}<br>other models lose %{x:.3f} on average<extra></extra>",
+        ),
+        row=1,
+        col=2,
+    )
     fig.add_vline(x=0, line=dict(color="#000000", width=1), row=1, col=1)
     fig.update_layout(barmode="group", bargap=0.3)
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     finite = change[np.isfinite(change)]
     reach = max(2.0, float(np.abs(finite).max()) + 1.5) if finite.size else 2.0
-    fig.update_xaxes(title_text="places fallen in the ranking", dtick=1, range=[-reach, reach + 1.5],
-                     zeroline=False, row=1, col=1)
+    fig.update_xaxes(
+        title_text="places fallen in the ranking", dtick=1, range=[-reach, reach + 1.5], zeroline=False, row=1, col=1
+    )
     fig.update_xaxes(title_text="accuracy lost (0-1)", rangemode="tozero", row=1, col=2)
     return style(fig, height=max(260, 120 + 46 * len(labels)), title=title)
 
@@ -317,22 +445,32 @@ def agreement_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Fi
     fig = go.Figure()
     none = summ[summ["adversary"] == NONE]
     if len(none):
-        fig.add_trace(go.Bar(
-            x=[NONE_LABEL], y=[float(none["mean_agreement"].iloc[0])], name="all rows used (unfiltered)",
-            marker_color=NEUTRAL, customdata=[[float(none["n_rows_mean"].iloc[0])]],
-            hovertemplate="unfiltered: agreement %{y:.3f}<br>%{customdata[0]:.0f} rows<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                x=[NONE_LABEL],
+                y=[float(none["mean_agreement"].iloc[0])],
+                name="all rows used (unfiltered)",
+                marker_color=NEUTRAL,
+                customdata=[[float(none["n_rows_mean"].iloc[0])]],
+                hovertemplate="unfiltered: agreement %{y:.3f}<br>%{customdata[0]:.0f} rows<extra></extra>",
+            )
+        )
     n_seeds = len(study.params.get("seeds", []))
     for cat in EVAL_CATEGORIES:
         rows = summ[(summ["category"] == cat) & (summ["adversary"] != NONE)].set_index("adversary").reindex(names)
         sd = rows["std_over_seeds"].astype(float).to_numpy()
-        fig.add_trace(go.Bar(
-            x=names, y=rows["mean_agreement"].astype(float).to_numpy(), name=cat, marker_color=CATEGORY_COLOURS[cat],
-            error_y=dict(type="data", array=np.nan_to_num(sd), visible=n_seeds > 1, thickness=1.2),
-            customdata=rows["n_rows_mean"].astype(float).fillna(0).to_numpy(),
-            hovertemplate="<b>%{x}</b> · " + cat + "<br>mean agreement %{y:.3f}<br>%{customdata:.1f} rows with "
-                          "labels (mean over seeds)<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=rows["mean_agreement"].astype(float).to_numpy(),
+                name=cat,
+                marker_color=CATEGORY_COLOURS[cat],
+                error_y=dict(type="data", array=np.nan_to_num(sd), visible=n_seeds > 1, thickness=1.2),
+                customdata=rows["n_rows_mean"].astype(float).fillna(0).to_numpy(),
+                hovertemplate="<b>%{x}</b> · " + cat + "<br>mean agreement %{y:.3f}<br>%{customdata:.1f} rows with "
+                "labels (mean over seeds)<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="group", bargap=0.25, bargroupgap=0.05)
     fig.update_xaxes(title_text="adversary (weakest → strongest)", categoryorder="array", categoryarray=x_all)
     fig.update_yaxes(title_text="annotator agreement with the gold label (0-1)", range=[0, 1.02])

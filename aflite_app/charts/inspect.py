@@ -31,16 +31,39 @@ def class_status_chart(impact: pd.DataFrame, *, title: str | None = None) -> go.
     warn = impact["warning"].to_numpy(dtype=bool)
     before = impact["n_after"].to_numpy() + impact["n_removed"].to_numpy()
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=names, y=impact["n_after"], name="kept", marker_color=KEPT,
-                         customdata=np.c_[before, lost],
-                         hovertemplate="class %{x}: %{y:,} of %{customdata[0]:,} rows kept<extra></extra>"))
-    fig.add_trace(go.Bar(x=names, y=impact["n_removed"], name="removed", marker_color=REMOVED,
-                         customdata=np.c_[before, lost],
-                         hovertemplate="class %{x}: %{y:,} of %{customdata[0]:,} rows removed "
-                                       "(%{customdata[1]:.0%})<extra></extra>"))
+    fig.add_trace(
+        go.Bar(
+            x=names,
+            y=impact["n_after"],
+            name="kept",
+            marker_color=KEPT,
+            customdata=np.c_[before, lost],
+            hovertemplate="class %{x}: %{y:,} of %{customdata[0]:,} rows kept<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=names,
+            y=impact["n_removed"],
+            name="removed",
+            marker_color=REMOVED,
+            customdata=np.c_[before, lost],
+            hovertemplate="class %{x}: %{y:,} of %{customdata[0]:,} rows removed (%{customdata[1]:.0%})<extra></extra>",
+        )
+    )
     labels = [f"<b>−{s:.0%} !</b>" if w else f"−{s:.0%}" for s, w in zip(lost, warn)]
-    fig.add_trace(go.Scatter(x=names, y=before, mode="text", text=labels, textposition="top center",
-                             showlegend=False, hoverinfo="skip", textfont=dict(color=REMOVED)))
+    fig.add_trace(
+        go.Scatter(
+            x=names,
+            y=before,
+            mode="text",
+            text=labels,
+            textposition="top center",
+            showlegend=False,
+            hoverinfo="skip",
+            textfont=dict(color=REMOVED),
+        )
+    )
     fig.update_layout(barmode="stack", bargap=0.25)
     fig.update_xaxes(title_text="class", type="category")
     fig.update_yaxes(title_text="rows", rangemode="tozero", range=[0, float(before.max()) * 1.15 if len(before) else 1])
@@ -55,16 +78,24 @@ def stability_chart(counts: pd.DataFrame, n_runs: int, *, title: str | None = No
     x = [f"{int(k)} of {n_runs}" for k in counts["k"]]
     fig = go.Figure()
     for col, colour, label in (("removed", REMOVED, "removed in this run"), ("kept", KEPT, "kept in this run")):
-        fig.add_trace(go.Bar(x=x, y=counts[col], name=label, marker_color=colour,
-                             hovertemplate="removed by %{x} seeds: %{y:,} rows " + label + "<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=counts[col],
+                name=label,
+                marker_color=colour,
+                hovertemplate="removed by %{x} seeds: %{y:,} rows " + label + "<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="stack", bargap=0.2)
     fig.update_xaxes(title_text=f"seeds that removed the row (of {n_runs} runs)", type="category")
     fig.update_yaxes(title_text="rows", rangemode="tozero")
     return style(fig, height=320, title=title)
 
 
-def artifact_chart(frame: pd.DataFrame, label: str, *, kind: str = "token", max_bars: int = 15,
-                   title: str | None = None) -> go.Figure:
+def artifact_chart(
+    frame: pd.DataFrame, label: str, *, kind: str = "token", max_bars: int = 15, title: str | None = None
+) -> go.Figure:
     """The artifact table of one class as horizontal bars (strongest at the top).
 
     ``kind="token"``: ``frame`` from :func:`aflite_core.artifacts.token_artifacts`; bars are the log-odds ratio
@@ -80,27 +111,44 @@ def artifact_chart(frame: pd.DataFrame, label: str, *, kind: str = "token", max_
     if kind == "token":
         part = part[part["rank"] <= max_bars].sort_values("log_odds")
         colours = [REMOVED if v > 0 else KEPT for v in part["log_odds"]]
-        fig.add_trace(go.Bar(
-            x=part["log_odds"], y=part["token"], orientation="h", marker_color=colours, showlegend=False,
-            customdata=np.c_[part["n_removed"], part["n_retained"], part["share_removed"], part["share_retained"],
-                             part["z"]],
-            hovertemplate="'%{y}': in %{customdata[0]:,} removed rows (%{customdata[2]:.1%}) and "
-                          "%{customdata[1]:,} kept rows (%{customdata[3]:.1%})<br>log-odds %{x:.2f}, "
-                          "z = %{customdata[4]:.1f}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=part["log_odds"],
+                y=part["token"],
+                orientation="h",
+                marker_color=colours,
+                showlegend=False,
+                customdata=np.c_[
+                    part["n_removed"], part["n_retained"], part["share_removed"], part["share_retained"], part["z"]
+                ],
+                hovertemplate="'%{y}': in %{customdata[0]:,} removed rows (%{customdata[2]:.1%}) and "
+                "%{customdata[1]:,} kept rows (%{customdata[3]:.1%})<br>log-odds %{x:.2f}, "
+                "z = %{customdata[4]:.1f}<extra></extra>",
+            )
+        )
         fig.add_vline(x=0, line=dict(color=TAU_LINE, width=1))
         fig.update_xaxes(title_text="log-odds ratio (removed vs kept rows; > 0 = skewed toward removed)")
         fig.update_yaxes(title_text="token", type="category")
     else:
         part = part.assign(dev=(part["auc"] - 0.5).abs()).sort_values("dev").tail(max_bars)
         colours = [REMOVED if v > 0.5 else KEPT for v in part["auc"]]
-        fig.add_trace(go.Bar(
-            x=part["auc"] - 0.5, base=0.5, y=part["feature"].astype(str), orientation="h", marker_color=colours,
-            showlegend=False, customdata=np.c_[part["auc"], part["mean_removed"], part["mean_retained"], part["smd"]],
-            hovertemplate="%{y}: AUC %{customdata[0]:.2f}<br>mean among removed %{customdata[1]:.3g}, among kept "
-                          "%{customdata[2]:.3g} (standardised difference %{customdata[3]:.2f})<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=part["auc"] - 0.5,
+                base=0.5,
+                y=part["feature"].astype(str),
+                orientation="h",
+                marker_color=colours,
+                showlegend=False,
+                customdata=np.c_[part["auc"], part["mean_removed"], part["mean_retained"], part["smd"]],
+                hovertemplate="%{y}: AUC %{customdata[0]:.2f}<br>mean among removed %{customdata[1]:.3g}, among kept "
+                "%{customdata[2]:.3g} (standardised difference %{customdata[3]:.2f})<extra></extra>",
+            )
+        )
         fig.add_vline(x=0.5, line=dict(color=TAU_LINE, width=1))
-        fig.update_xaxes(title_text="AUC, removed vs kept rows (0.5 = no difference; > 0.5 = higher among removed)",
-                         range=[0, 1])
+        fig.update_xaxes(
+            title_text="AUC, removed vs kept rows (0.5 = no difference; > 0.5 = higher among removed)", range=[0, 1]
+        )
         fig.update_yaxes(title_text="feature", type="category")
     # legend-like keys for the two colours
     for colour, text in ((REMOVED, "skewed toward removed rows"), (KEPT, "skewed toward kept rows")):
@@ -108,8 +156,9 @@ def artifact_chart(frame: pd.DataFrame, label: str, *, kind: str = "token", max_
     return style(fig, height=max(260, 28 * len(part) + 120), title=title)
 
 
-def pixel_artifact_chart(frame: pd.DataFrame, label: str, shape: tuple[int, int], *,
-                         title: str | None = None) -> go.Figure:
+def pixel_artifact_chart(
+    frame: pd.DataFrame, label: str, shape: tuple[int, int], *, title: str | None = None
+) -> go.Figure:
     """Where removed images of one class differ from kept ones: mean kept, mean removed, and AUC per pixel.
 
     ``frame`` is :func:`aflite_core.artifacts.feature_artifacts` computed for *every* pixel (``top_k`` = number
@@ -123,23 +172,55 @@ def pixel_artifact_chart(frame: pd.DataFrame, label: str, shape: tuple[int, int]
         g[part["dimension"].to_numpy(dtype=int)] = part[col].to_numpy(dtype=float)
         grids[col] = g.reshape(h, w)
     hi = float(np.nanmax([np.nanmax(grids["mean_retained"]), np.nanmax(grids["mean_removed"]), 1e-9]))
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06,
-                        subplot_titles=[f"mean image, kept rows of {label}", f"mean image, removed rows of {label}",
-                                        "AUC per pixel (removed vs kept)"])
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.06,
+        subplot_titles=[
+            f"mean image, kept rows of {label}",
+            f"mean image, removed rows of {label}",
+            "AUC per pixel (removed vs kept)",
+        ],
+    )
     for i, (col, name) in enumerate((("mean_retained", "kept"), ("mean_removed", "removed")), start=1):
-        fig.add_trace(go.Heatmap(z=grids[col], zmin=0, zmax=hi, colorscale="Greys", showscale=False,
-                                 hovertemplate=f"row %{{y}}, column %{{x}}<br>mean value among {name} rows: "
-                                               "%{z:.2f}<extra></extra>"), row=1, col=i)
+        fig.add_trace(
+            go.Heatmap(
+                z=grids[col],
+                zmin=0,
+                zmax=hi,
+                colorscale="Greys",
+                showscale=False,
+                hovertemplate=f"row %{{y}}, column %{{x}}<br>mean value among {name} rows: %{{z:.2f}}<extra></extra>",
+            ),
+            row=1,
+            col=i,
+        )
     spread = max(0.1, float(np.nanmax(np.abs(grids["auc"] - 0.5))) if np.isfinite(grids["auc"]).any() else 0.1)
-    fig.add_trace(go.Heatmap(
-        z=grids["auc"], zmin=0.5 - spread, zmax=0.5 + spread, colorscale=[[0, KEPT], [0.5, "#FFFFFF"], [1, REMOVED]],
-        colorbar=dict(title=dict(text="AUC", side="right"), len=0.9,
-                      thickness=12),
-        hovertemplate="row %{y}, column %{x}<br>AUC %{z:.2f} (> 0.5: brighter ink among removed rows)<extra></extra>"),
-        row=1, col=3)
+    fig.add_trace(
+        go.Heatmap(
+            z=grids["auc"],
+            zmin=0.5 - spread,
+            zmax=0.5 + spread,
+            colorscale=[[0, KEPT], [0.5, "#FFFFFF"], [1, REMOVED]],
+            colorbar=dict(title=dict(text="AUC", side="right"), len=0.9, thickness=12),
+            hovertemplate=(
+                "row %{y}, column %{x}<br>AUC %{z:.2f} (> 0.5: brighter ink among removed rows)<extra></extra>"
+            ),
+        ),
+        row=1,
+        col=3,
+    )
     for c in range(1, 4):
         fig.update_xaxes(title_text="pixel column", constrain="domain", showgrid=False, row=1, col=c)
-        fig.update_yaxes(title_text="pixel row" if c == 1 else None, autorange="reversed", showgrid=False,
-                         scaleanchor=f"x{'' if c == 1 else c}", scaleratio=1, constrain="domain", row=1, col=c)
+        fig.update_yaxes(
+            title_text="pixel row" if c == 1 else None,
+            autorange="reversed",
+            showgrid=False,
+            scaleanchor=f"x{'' if c == 1 else c}",
+            scaleratio=1,
+            constrain="domain",
+            row=1,
+            col=c,
+        )
     fig.update_annotations(font_size=12)
     return style(fig, height=330, title=title)

@@ -25,8 +25,6 @@ __all__ = [
 ]
 
 
-
-
 def _removed_per_round_by_class(result: AFLiteResult) -> pd.DataFrame:
     rounds = np.arange(1, result.n_rounds + 1)
     table = np.zeros((len(rounds), len(result.classes)), dtype=int)
@@ -46,37 +44,73 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
     by_class = _removed_per_round_by_class(result)
     colours = class_colour_map(result.classes)
     fig = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.6, 0.4],
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        row_heights=[0.6, 0.4],
         specs=[[{"secondary_y": True}], [{"secondary_y": False}]],
     )
     for name in by_class.columns:
         fig.add_trace(
-            go.Bar(x=by_class.index, y=by_class[name], name=f"removed: {name}", marker_color=colours[name],
-                   hovertemplate="round %{x}<br>" + name + ": %{y:,} rows removed<extra></extra>"),
-            row=1, col=1, secondary_y=False,
+            go.Bar(
+                x=by_class.index,
+                y=by_class[name],
+                name=f"removed: {name}",
+                marker_color=colours[name],
+                hovertemplate="round %{x}<br>" + name + ": %{y:,} rows removed<extra></extra>",
+            ),
+            row=1,
+            col=1,
+            secondary_y=False,
         )
     fig.add_trace(
-        go.Scatter(x=hist["round"], y=hist["size_after"], name="rows left", mode="lines+markers",
-                   line=dict(color=KEPT, width=3),
-                   hovertemplate="after round %{x}: %{y:,} rows left<extra></extra>"),
-        row=1, col=1, secondary_y=True,
+        go.Scatter(
+            x=hist["round"],
+            y=hist["size_after"],
+            name="rows left",
+            mode="lines+markers",
+            line=dict(color=KEPT, width=3),
+            hovertemplate="after round %{x}: %{y:,} rows left<extra></extra>",
+        ),
+        row=1,
+        col=1,
+        secondary_y=True,
     )
     fig.add_trace(
-        go.Scatter(x=hist["round"], y=hist["mean_predictability"], name="mean predictability (R estimate)",
-                   mode="lines+markers", line=dict(color=REMOVED, width=2),
-                   hovertemplate="round %{x}: mean p = %{y:.3f}<extra></extra>"),
-        row=2, col=1,
+        go.Scatter(
+            x=hist["round"],
+            y=hist["mean_predictability"],
+            name="mean predictability (R estimate)",
+            mode="lines+markers",
+            line=dict(color=REMOVED, width=2),
+            hovertemplate="round %{x}: mean p = %{y:.3f}<extra></extra>",
+        ),
+        row=2,
+        col=1,
     )
     share = hist["n_qualified"] / hist["n_scored"].where(hist["n_scored"] > 0)
     fig.add_trace(
-        go.Scatter(x=hist["round"], y=share, name="share of scored rows with p ≥ τ", mode="lines+markers",
-                   line=dict(color=NEUTRAL, width=2, dash="dot"),
-                   hovertemplate="round %{x}: %{y:.1%} of scored rows reached τ<extra></extra>"),
-        row=2, col=1,
+        go.Scatter(
+            x=hist["round"],
+            y=share,
+            name="share of scored rows with p ≥ τ",
+            mode="lines+markers",
+            line=dict(color=NEUTRAL, width=2, dash="dot"),
+            hovertemplate="round %{x}: %{y:.1%} of scored rows reached τ<extra></extra>",
+        ),
+        row=2,
+        col=1,
     )
     tau = float(result.params["tau"])
-    fig.add_hline(y=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=2, col=1,
-                  annotation_text=f"τ = {tau:g}", annotation_position="top left")
+    fig.add_hline(
+        y=tau,
+        line=dict(color=TAU_LINE, dash="dash", width=1),
+        row=2,
+        col=1,
+        annotation_text=f"τ = {tau:g}",
+        annotation_position="top left",
+    )
     fig.update_layout(barmode="stack", bargap=0.15)
     if len(by_class.columns) > 3:  # many classes: a legend column on the right instead of rows on top
         fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.08))
@@ -115,19 +149,35 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
     n_panels = len(classes)
     cols = 1 if n_panels <= 3 else 2
     rows = math.ceil(n_panels / cols)
-    fig = make_subplots(rows=rows, cols=cols, shared_xaxes=True, subplot_titles=classes,
-                        vertical_spacing=0.12 / max(1, rows / 3), horizontal_spacing=0.08)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        shared_xaxes=True,
+        subplot_titles=classes,
+        vertical_spacing=0.12 / max(1, rows / 3),
+        horizontal_spacing=0.08,
+    )
     bins = _bins(result)
     for i, name in enumerate(classes):
         r, c = i // cols + 1, i % cols + 1
         in_class = scored & (result.y == i)
-        for mask, label, colour in ((in_class & ~gone, "stayed", KEPT), (in_class & gone, "removed this round",
-                                                                          REMOVED)):
+        for mask, label, colour in (
+            (in_class & ~gone, "stayed", KEPT),
+            (in_class & gone, "removed this round", REMOVED),
+        ):
             fig.add_trace(
-                go.Histogram(x=p[mask], xbins=bins, name=label, marker_color=colour, legendgroup=label,
-                             showlegend=i == 0, opacity=0.85,
-                             hovertemplate=f"{name}<br>p in %{{x}}<br>%{{y}} rows<extra>{label}</extra>"),
-                row=r, col=c,
+                go.Histogram(
+                    x=p[mask],
+                    xbins=bins,
+                    name=label,
+                    marker_color=colour,
+                    legendgroup=label,
+                    showlegend=i == 0,
+                    opacity=0.85,
+                    hovertemplate=f"{name}<br>p in %{{x}}<br>%{{y}} rows<extra>{label}</extra>",
+                ),
+                row=r,
+                col=c,
             )
         fig.update_yaxes(title_text="rows" if c == 1 else None, row=r, col=c)
     tau = float(result.params["tau"])
@@ -136,8 +186,7 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[-0.03, 1.03])
     for c in range(1, cols + 1):
-        fig.update_xaxes(title_text="predictability p(i) (share of correct out-of-sample predictions)", row=rows,
-                         col=c)
+        fig.update_xaxes(title_text="predictability p(i) (share of correct out-of-sample predictions)", row=rows, col=c)
     return style(fig, height=max(320, 230 * rows), title=title or f"Round {rnd}: predictability by class (τ = {tau:g})")
 
 
@@ -148,9 +197,15 @@ def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48
     n = min(result.n_rounds, max_rounds)
     cols = min(6, n)
     rows = math.ceil(n / cols)
-    fig = make_subplots(rows=rows, cols=cols, shared_xaxes=True, shared_yaxes=True,
-                        subplot_titles=[f"round {r}" for r in range(1, n + 1)], vertical_spacing=0.25 / rows,
-                        horizontal_spacing=0.02)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        shared_xaxes=True,
+        shared_yaxes=True,
+        subplot_titles=[f"round {r}" for r in range(1, n + 1)],
+        vertical_spacing=0.25 / rows,
+        horizontal_spacing=0.02,
+    )
     bins = _bins(result)
     edges = np.arange(bins["start"], bins["end"] + bins["size"] / 2, bins["size"])
     centres = (edges[:-1] + edges[1:]) / 2
@@ -164,10 +219,20 @@ def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48
         for mask, label, colour in ((scored & ~gone, "stayed", KEPT), (scored & gone, "removed this round", REMOVED)):
             c, _ = np.histogram(p[mask], bins=edges)
             counts.append(c)
-            fig.add_trace(go.Bar(x=centres, y=c, width=bins["size"], marker_color=colour, name=label,
-                                 legendgroup=label, showlegend=r == 1,
-                                 hovertemplate=f"round {r}: %{{y}} rows at p≈%{{x:.2f}}<extra>{label}</extra>"),
-                          row=row, col=col)
+            fig.add_trace(
+                go.Bar(
+                    x=centres,
+                    y=c,
+                    width=bins["size"],
+                    marker_color=colour,
+                    name=label,
+                    legendgroup=label,
+                    showlegend=r == 1,
+                    hovertemplate=f"round {r}: %{{y}} rows at p≈%{{x:.2f}}<extra>{label}</extra>",
+                ),
+                row=row,
+                col=col,
+            )
         top = max(top, int((counts[0] + counts[1]).max()))
         fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=row, col=col)
     fig.update_layout(barmode="stack", bargap=0)
@@ -186,14 +251,26 @@ def class_counts_chart(counts: pd.DataFrame, *, title: str | None = None) -> go.
     """
     fig = go.Figure()
     lost = 1 - counts["after"] / counts["before"].where(counts["before"] > 0)
-    fig.add_trace(go.Bar(x=[str(c) for c in counts.index], y=counts["before"], name="before", marker_color=NEUTRAL,
-                         hovertemplate="%{x}: %{y:,} rows before<extra></extra>"))
-    fig.add_trace(go.Bar(x=[str(c) for c in counts.index], y=counts["after"], name="after (kept)", marker_color=KEPT,
-                         customdata=np.c_[lost.fillna(0).to_numpy()],
-                         hovertemplate="%{x}: %{y:,} rows kept (%{customdata[0]:.0%} removed)<extra></extra>"))
+    fig.add_trace(
+        go.Bar(
+            x=[str(c) for c in counts.index],
+            y=counts["before"],
+            name="before",
+            marker_color=NEUTRAL,
+            hovertemplate="%{x}: %{y:,} rows before<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=[str(c) for c in counts.index],
+            y=counts["after"],
+            name="after (kept)",
+            marker_color=KEPT,
+            customdata=np.c_[lost.fillna(0).to_numpy()],
+            hovertemplate="%{x}: %{y:,} rows kept (%{customdata[0]:.0%} removed)<extra></extra>",
+        )
+    )
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="class")
     fig.update_yaxes(title_text="rows", rangemode="tozero")
     return style(fig, height=340, title=title)
-
-

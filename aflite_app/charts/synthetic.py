@@ -71,24 +71,29 @@ def _fmt(x: float) -> str:
 
 def panel_titles(row: pd.Series | dict) -> tuple[str, str]:
     """Titles of a dataset's two panels from its experiment-table row: (original, after AFLite)."""
-    top = (f"<b>{row['dataset']}</b><br>original: {int(row['n_before']):,} rows, "
-           f"{int(row['biased_before']):,} biased<br>linear {_fmt(row['linear_before'])} · "
-           f"RBF-SVM {_fmt(row['rbf_before'])}")
+    top = (
+        f"<b>{row['dataset']}</b><br>original: {int(row['n_before']):,} rows, "
+        f"{int(row['biased_before']):,} biased<br>linear {_fmt(row['linear_before'])} · "
+        f"RBF-SVM {_fmt(row['rbf_before'])}"
+    )
     flipped = int(row.get("flipped_before", 0) or 0)
     extra = ""
     if flipped:
         share = row.get("flipped_removed_share", float("nan"))
         left = flipped - round(share * flipped) if np.isfinite(share) else flipped
         extra = f" · flipped {flipped:,} → {int(left):,}"
-    bottom = (f"<b>after AFLite</b>: {int(row['n_after']):,} rows<br>"
-              f"linear {_fmt(row['linear_before'])} → {_fmt(row['linear_after'])}<br>"
-              f"RBF-SVM {_fmt(row['rbf_before'])} → {_fmt(row['rbf_after'])}<br>"
-              f"biased {int(row['biased_before']):,} → {int(row['biased_after']):,}{extra}")
+    bottom = (
+        f"<b>after AFLite</b>: {int(row['n_after']):,} rows<br>"
+        f"linear {_fmt(row['linear_before'])} → {_fmt(row['linear_after'])}<br>"
+        f"RBF-SVM {_fmt(row['rbf_before'])} → {_fmt(row['rbf_after'])}<br>"
+        f"biased {int(row['biased_before']):,} → {int(row['biased_after']):,}{extra}"
+    )
     return top, bottom
 
 
-def _scatter_points(fig: go.Figure, data: BiasedCircles, mask: NDArray[np.bool_], *, row: int, col: int,
-                    showlegend: bool, panel: str) -> None:
+def _scatter_points(
+    fig: go.Figure, data: BiasedCircles, mask: NDArray[np.bool_], *, row: int, col: int, showlegend: bool, panel: str
+) -> None:
     """One trace per class × planted kind (so the legend reads off colour and symbol)."""
     colours = _colours()
     kind = kind_of_rows(data)
@@ -99,16 +104,28 @@ def _scatter_points(fig: go.Figure, data: BiasedCircles, mask: NDArray[np.bool_]
             sel = mask & (data.y == code) & (kind == k)
             fig.add_trace(
                 go.Scatter(
-                    x=data.X[sel, 0], y=data.X[sel, 1], mode="markers", customdata=idx[sel],
-                    name=f"{name} · {KIND_LABELS[k]}", legendgroup=f"{code}-{k}", showlegend=showlegend,
-                    marker=dict(color=colours[name], symbol=SYMBOLS[k], size=_SIZES[k],
-                                opacity=0.75 if k == "unbiased" else 0.9,
-                                line=dict(width=1, color=colours[name])),
-                    hovertemplate=(f"{panel}<br>row %{{customdata}}<br>{name}<br>{KIND_LABELS[k]}"
-                                   "<br>(%{x:.2f}, %{y:.2f})<extra></extra>"),
+                    x=data.X[sel, 0],
+                    y=data.X[sel, 1],
+                    mode="markers",
+                    customdata=idx[sel],
+                    name=f"{name} · {KIND_LABELS[k]}",
+                    legendgroup=f"{code}-{k}",
+                    showlegend=showlegend,
+                    marker=dict(
+                        color=colours[name],
+                        symbol=SYMBOLS[k],
+                        size=_SIZES[k],
+                        opacity=0.75 if k == "unbiased" else 0.9,
+                        line=dict(width=1, color=colours[name]),
+                    ),
+                    hovertemplate=(
+                        f"{panel}<br>row %{{customdata}}<br>{name}<br>{KIND_LABELS[k]}"
+                        "<br>(%{x:.2f}, %{y:.2f})<extra></extra>"
+                    ),
                     _validate=False,  # plotly's per-property validation is most of the build time
                 ),
-                row=row, col=col,
+                row=row,
+                col=col,
             )
 
 
@@ -117,8 +134,15 @@ def _square_axes(fig: go.Figure, rows: int, cols: int) -> None:
         for c in range(1, cols + 1):
             i = (r - 1) * cols + c
             fig.update_xaxes(range=[-_LIM, _LIM], constrain="domain", zeroline=False, row=r, col=c)
-            fig.update_yaxes(range=[-_LIM, _LIM], scaleanchor="x" if i == 1 else f"x{i}", scaleratio=1,
-                             constrain="domain", zeroline=False, row=r, col=c)
+            fig.update_yaxes(
+                range=[-_LIM, _LIM],
+                scaleanchor="x" if i == 1 else f"x{i}",
+                scaleratio=1,
+                constrain="domain",
+                zeroline=False,
+                row=r,
+                col=c,
+            )
 
 
 def circles_grid(
@@ -148,19 +172,28 @@ def circles_grid(
         kind (unbiased / biased / flipped) per panel, coloured by class and marked by kind.
     """
     if len(datasets) != len(kept) or len(datasets) != len(table):
-        raise ValueError(f"circles_grid needs one kept mask and one table row per dataset; got {len(datasets)} "
-                         f"datasets, {len(kept)} masks and {len(table)} rows.")
+        raise ValueError(
+            f"circles_grid needs one kept mask and one table row per dataset; got {len(datasets)} "
+            f"datasets, {len(kept)} masks and {len(table)} rows."
+        )
     n = len(datasets)
     titles = [panel_titles(table.iloc[i]) for i in range(n)]
-    fig = make_subplots(rows=2, cols=n, subplot_titles=[t[0] for t in titles] + [t[1] for t in titles],
-                        horizontal_spacing=0.03 if n > 1 else 0.0, vertical_spacing=0.17)
+    fig = make_subplots(
+        rows=2,
+        cols=n,
+        subplot_titles=[t[0] for t in titles] + [t[1] for t in titles],
+        horizontal_spacing=0.03 if n > 1 else 0.0,
+        vertical_spacing=0.17,
+    )
     fig._validate = False  # rebuilt on every τ/k change: skip plotly's per-property validation (built by us)
     for i, (data, k) in enumerate(zip(datasets, kept)):
         # duck-typed: a cached result may predate a module reload, so isinstance(k, AFLiteResult) can be False
         mask = np.asarray(getattr(k, "kept", k))
         if mask.shape != (data.n_samples,) or mask.dtype != bool:
-            raise ValueError(f"The kept mask of {data.name!r} must be a bool array of shape ({data.n_samples},); got "
-                             f"{mask.dtype} of shape {mask.shape}.")
+            raise ValueError(
+                f"The kept mask of {data.name!r} must be a bool array of shape ({data.n_samples},); got "
+                f"{mask.dtype} of shape {mask.shape}."
+            )
         everything = np.ones(data.n_samples, dtype=bool)
         _scatter_points(fig, data, everything, row=1, col=i + 1, showlegend=i == 0, panel=f"{data.name}, original")
         _scatter_points(fig, data, mask, row=2, col=i + 1, showlegend=False, panel=f"{data.name}, after AFLite")
@@ -175,8 +208,9 @@ def circles_grid(
     fig.update_yaxes(title_text=_AXIS.format(2), row=2, col=1)
     fig.update_annotations(font_size=12)
     style(fig, height=height)
-    fig.update_layout(margin=dict(l=60, r=20, t=150, b=50), legend=dict(y=1.12, font_size=12),
-                      legend_itemsizing="constant")
+    fig.update_layout(
+        margin=dict(l=60, r=20, t=150, b=50), legend=dict(y=1.12, font_size=12), legend_itemsizing="constant"
+    )
     return fig
 
 
@@ -207,59 +241,95 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
     p_text = np.array(["not scored" if np.isnan(v) else f"{v:.2f}" for v in p], dtype=object)
     colours = _colours()
 
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1,
-                        subplot_titles=[f"Round {rnd} of {result.n_rounds}: {int(now.sum()):,} rows removed "
-                                        f"({int((now & data.is_biased).sum()):,} biased)",
-                                        f"Predictability in round {rnd} (τ = {float(result.params['tau']):g})"])
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.55, 0.45],
+        horizontal_spacing=0.1,
+        subplot_titles=[
+            f"Round {rnd} of {result.n_rounds}: {int(now.sum()):,} rows removed "
+            f"({int((now & data.is_biased).sum()):,} biased)",
+            f"Predictability in round {rnd} (τ = {float(result.params['tau']):g})",
+        ],
+    )
 
     def points(sel, name, colour, size, opacity, line, group):
         fig.add_trace(
-            go.Scatter(x=data.X[sel, 0], y=data.X[sel, 1], mode="markers", name=name, legendgroup=group,
-                       customdata=np.c_[idx[sel], labels[sel], p_text[sel]],
-                       marker=dict(color=colour, symbol=list(symbols[sel]), size=size, opacity=opacity, line=line),
-                       hovertemplate=(f"{name}<br>row %{{customdata[0]}} · %{{customdata[1]}}<br>"
-                                      "p this round: %{customdata[2]}<extra></extra>"), _validate=False),
-            row=1, col=1,
+            go.Scatter(
+                x=data.X[sel, 0],
+                y=data.X[sel, 1],
+                mode="markers",
+                name=name,
+                legendgroup=group,
+                customdata=np.c_[idx[sel], labels[sel], p_text[sel]],
+                marker=dict(color=colour, symbol=list(symbols[sel]), size=size, opacity=opacity, line=line),
+                hovertemplate=(
+                    f"{name}<br>row %{{customdata[0]}} · %{{customdata[1]}}<br>"
+                    "p this round: %{customdata[2]}<extra></extra>"
+                ),
+                _validate=False,
+            ),
+            row=1,
+            col=1,
         )
 
     gone_label = f"removed in rounds 1–{rnd - 1}" if rnd > 2 else "removed in round 1"
-    points(earlier, gone_label if rnd > 1 else "removed earlier", NEUTRAL, 4, 0.25, dict(width=1, color=NEUTRAL),
-           "earlier")
+    points(
+        earlier, gone_label if rnd > 1 else "removed earlier", NEUTRAL, 4, 0.25, dict(width=1, color=NEUTRAL), "earlier"
+    )
     for code in (0, 1):
         name = _class_name(code)
         sel = still & (data.y == code)
-        points(sel, f"{name}: still in the set", colours[name], 4, 0.6, dict(width=1, color=colours[name]),
-               f"still-{code}")
+        points(
+            sel, f"{name}: still in the set", colours[name], 4, 0.6, dict(width=1, color=colours[name]), f"still-{code}"
+        )
     points(now, f"removed in round {rnd}", REMOVED, 9, 1.0, dict(width=1.5, color="#000000"), "now")
 
     # histogram: stayed (kept colour) / removed this round (removed colour, same legend entry as the scatter's),
     # rows with bias features hatched
     scored = ~np.isnan(p)
     bins = dict(start=-0.0125, end=1.0125, size=0.025)
-    for sel, name, colour, group in ((scored & ~now, "stayed in the set", KEPT, "h-stayed"),
-                                     (scored & now, f"removed in round {rnd}", REMOVED, "now")):
+    for sel, name, colour, group in (
+        (scored & ~now, "stayed in the set", KEPT, "h-stayed"),
+        (scored & now, f"removed in round {rnd}", REMOVED, "now"),
+    ):
         for biased in (False, True):
             part = sel & (data.is_biased == biased)
             what = "with bias features" if biased else "no bias features"
-            legend_name = ("scored, stayed in the set" if not biased else "hatched: rows with bias features")
+            legend_name = "scored, stayed in the set" if not biased else "hatched: rows with bias features"
             fig.add_trace(
-                go.Histogram(x=p[part], xbins=bins, name=legend_name if group != "now" else f"{name} · {what}",
-                             legendgroup=group if group == "now" or not biased else f"{group}-biased",
-                             showlegend=group != "now",
-                             marker=dict(color=colour, pattern_shape="/" if biased else "",
-                                         pattern_fgcolor="#ffffff" if biased else None),
-                             opacity=0.9,
-                             hovertemplate=f"{name}, {what}<br>p in %{{x}}<br>%{{y}} rows<extra></extra>"),
-                row=1, col=2,
+                go.Histogram(
+                    x=p[part],
+                    xbins=bins,
+                    name=legend_name if group != "now" else f"{name} · {what}",
+                    legendgroup=group if group == "now" or not biased else f"{group}-biased",
+                    showlegend=group != "now",
+                    marker=dict(
+                        color=colour, pattern_shape="/" if biased else "", pattern_fgcolor="#ffffff" if biased else None
+                    ),
+                    opacity=0.9,
+                    hovertemplate=f"{name}, {what}<br>p in %{{x}}<br>%{{y}} rows<extra></extra>",
+                ),
+                row=1,
+                col=2,
             )
     tau = float(result.params["tau"])
     fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=1, col=2)
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[-_LIM, _LIM], constrain="domain", zeroline=False, title_text=_AXIS.format(1), row=1, col=1)
-    fig.update_yaxes(range=[-_LIM, _LIM], scaleanchor="x", scaleratio=1, constrain="domain", zeroline=False,
-                     title_text=_AXIS.format(2), row=1, col=1)
-    fig.update_xaxes(range=[-0.03, 1.03], title_text="predictability p(i) (share of correct held-out predictions)",
-                     row=1, col=2)
+    fig.update_yaxes(
+        range=[-_LIM, _LIM],
+        scaleanchor="x",
+        scaleratio=1,
+        constrain="domain",
+        zeroline=False,
+        title_text=_AXIS.format(2),
+        row=1,
+        col=1,
+    )
+    fig.update_xaxes(
+        range=[-0.03, 1.03], title_text="predictability p(i) (share of correct held-out predictions)", row=1, col=2
+    )
     fig.update_yaxes(title_text="rows", rangemode="tozero", row=1, col=2)
     fig.update_annotations(font_size=13)
     style(fig, height=height)
@@ -269,20 +339,24 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
 
 def summary_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The experiment table (``SyntheticExperiment.table``) with readable column names, for display."""
+
     def share(x: float) -> str:
         return "–" if x is None or not np.isfinite(x) else f"{x:.0%}"
 
-    return pd.DataFrame({
-        "dataset": table["dataset"],
-        "ring gap": table["separation"].map(lambda s: f"{s:g}"),
-        "rows": [f"{a:,} → {b:,}" for a, b in zip(table["n_before"], table["n_after"])],
-        "linear acc.": [f"{_fmt(a)} → {_fmt(b)}" for a, b in zip(table["linear_before"], table["linear_after"])],
-        "RBF-SVM acc.": [f"{_fmt(a)} → {_fmt(b)}" for a, b in zip(table["rbf_before"], table["rbf_after"])],
-        "biased rows": [f"{a:,} → {b:,}" for a, b in zip(table["biased_before"], table["biased_after"])],
-        "biased share": [f"{share(a)} → {share(b)}" for a, b in zip(table["biased_share_before"],
-                                                                     table["biased_share_after"])],
-        "flipped rows removed": [share(x) for x in table["flipped_removed_share"]],
-        "unbiased rows removed": [share(x) for x in table["unbiased_removed_share"]],
-        "rounds": table["rounds"],
-        "stopped because": table["stop_reason"].str.replace("_", " "),
-    })
+    return pd.DataFrame(
+        {
+            "dataset": table["dataset"],
+            "ring gap": table["separation"].map(lambda s: f"{s:g}"),
+            "rows": [f"{a:,} → {b:,}" for a, b in zip(table["n_before"], table["n_after"])],
+            "linear acc.": [f"{_fmt(a)} → {_fmt(b)}" for a, b in zip(table["linear_before"], table["linear_after"])],
+            "RBF-SVM acc.": [f"{_fmt(a)} → {_fmt(b)}" for a, b in zip(table["rbf_before"], table["rbf_after"])],
+            "biased rows": [f"{a:,} → {b:,}" for a, b in zip(table["biased_before"], table["biased_after"])],
+            "biased share": [
+                f"{share(a)} → {share(b)}" for a, b in zip(table["biased_share_before"], table["biased_share_after"])
+            ],
+            "flipped rows removed": [share(x) for x in table["flipped_removed_share"]],
+            "unbiased rows removed": [share(x) for x in table["unbiased_removed_share"]],
+            "rounds": table["rounds"],
+            "stopped because": table["stop_reason"].str.replace("_", " "),
+        }
+    )

@@ -24,8 +24,20 @@ REMOVED = "#D55E00"
 NEUTRAL = "#999999"
 KEPT_REMOVED = {"kept": KEPT, "removed": REMOVED}
 #: classes, in order (Okabe-Ito without the two status colours first, then a few more distinct ones)
-CLASS_COLOURS = ["#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#8C564B", "#7F7F7F",
-                 "#BCBD22", "#17BECF", "#1F77B4", "#9467BD"]
+CLASS_COLOURS = [
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+    "#8C564B",
+    "#7F7F7F",
+    "#BCBD22",
+    "#17BECF",
+    "#1F77B4",
+    "#9467BD",
+]
 TAU_LINE = "#000000"
 FONT = "Source Sans Pro, sans-serif"
 
@@ -40,6 +52,7 @@ def round_colours(n_rounds: int) -> list[str]:
     if n_rounds <= 1:
         return [REMOVED]
     return pc.sample_colorscale("OrRd_r", [0.1 + 0.75 * i / (n_rounds - 1) for i in range(n_rounds)])
+
 
 def style(fig: go.Figure, *, height: int | None = None, title: str | None = None) -> go.Figure:
     """The common look: white background, readable font, legend on top."""

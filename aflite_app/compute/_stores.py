@@ -58,8 +58,9 @@ class LRUStore(OrderedDict):
             self.popitem(last=False)
 
 
-def too_many_rows(n_rows: int | None, *, instead: str, doing: str = "filters",
-                  subject: str | None = None) -> ValueError:
+def too_many_rows(
+    n_rows: int | None, *, instead: str, doing: str = "filters", subject: str | None = None
+) -> ValueError:
     """The refusal of more than :data:`MAX_INTERACTIVE_ROWS` rows, naming what to run instead.
 
     Parameters

@@ -82,8 +82,9 @@ class BaselineReport:
     grouped_by: str | None
 
 
-def baseline_estimate(n_rows: int, options: BaselineOptions, n_features: int = 64,
-                      partial_features: int | None = None) -> float:
+def baseline_estimate(
+    n_rows: int, options: BaselineOptions, n_features: int = 64, partial_features: int | None = None
+) -> float:
     """Rough seconds a report takes (scaled from the digits timings by rows and dimensions).
 
     Decides whether the page computes at once or waits for its Compute button. Measured: the digits (1,438 × 64,
@@ -97,7 +98,7 @@ def baseline_estimate(n_rows: int, options: BaselineOptions, n_features: int = 6
         total = 0.0
         for m in options.models:
             power = 2.0 if m == "rbf" else 1.3 if m == "knn" else 1.0
-            total += _BASELINE_COST.get(m, 5.0) * rows ** power * width * (options.n_splits / 5)
+            total += _BASELINE_COST.get(m, 5.0) * rows**power * width * (options.n_splits / 5)
         return total
 
     views = one_view(n_features) + (one_view(partial_features or n_features) if options.partial else 0.0)
@@ -132,8 +133,11 @@ def _baseline_subsets(spec: FilterSpec, seed: int) -> dict:
     data = dataset(spec.dataset)
     n, kept = data.n_rows, np.asarray(result.kept, dtype=bool)
     n_kept = int(kept.sum())
-    masks = {"full": np.ones(n, dtype=bool), "aflite": kept,
-             "random": core_baselines.random_subset(n, n_kept, y=data.y, random_state=seed)}
+    masks = {
+        "full": np.ones(n, dtype=bool),
+        "aflite": kept,
+        "random": core_baselines.random_subset(n, n_kept, y=data.y, random_state=seed),
+    }
     notes = {}
     t = int(result.params["train_size"])
     family = _ONE_SHOT_FAMILY.get(spec.model, "logistic")
@@ -142,8 +146,15 @@ def _baseline_subsets(spec: FilterSpec, seed: int) -> dict:
         notes["one-shot"] = "nothing removed: the one-shot filter keeps every row too"
     else:
         try:
-            one = core_baselines.one_shot_filter(data.representation(spec.dataset.representation), data.y, size=n_kept,
-                                  train_size=t, model=family, random_state=seed, n_threads=1)
+            one = core_baselines.one_shot_filter(
+                data.representation(spec.dataset.representation),
+                data.y,
+                size=n_kept,
+                train_size=t,
+                model=family,
+                random_state=seed,
+                n_threads=1,
+            )
             masks["one-shot"] = one.kept
         except ValueError as exc:  # e.g. a kept set too small for its training part: compare without it
             notes["one-shot"] = f"one-shot filter not possible here: {exc}"
@@ -162,16 +173,27 @@ def _subset_key(name: str, spec: FilterSpec, n_kept: int, t: int) -> tuple:
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def _subset_accuracy(data_key: str, subset: tuple, view: str, model: str, n_splits: int, cap: int, seed: int,
-                     _X, _y, _mask, _groups) -> dict:
-    frame = core_baselines.model_accuracies(_X, _y, mask=_mask, models=[model], n_splits=n_splits, groups=_groups,
-                             max_train_rows=cap, random_state=seed, n_threads=1)
+def _subset_accuracy(
+    data_key: str, subset: tuple, view: str, model: str, n_splits: int, cap: int, seed: int, _X, _y, _mask, _groups
+) -> dict:
+    frame = core_baselines.model_accuracies(
+        _X,
+        _y,
+        mask=_mask,
+        models=[model],
+        n_splits=n_splits,
+        groups=_groups,
+        max_train_rows=cap,
+        random_state=seed,
+        n_threads=1,
+    )
     return frame.iloc[0].to_dict()
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def _subset_bias(data_key: str, subset: tuple, rep: str | None, family: str, t: int, m: int, seed: int,
-                 _X, _y, _mask) -> dict:
+def _subset_bias(
+    data_key: str, subset: tuple, rep: str | None, family: str, t: int, m: int, seed: int, _X, _y, _mask
+) -> dict:
     """Mean out-of-sample predictability of one subset (aflite_core.predictability: one AFLite scoring phase)."""
     rows = np.flatnonzero(_mask)
     y = np.asarray(_y)[rows]
@@ -186,8 +208,9 @@ def _subset_bias(data_key: str, subset: tuple, rep: str | None, family: str, t: 
     if len(np.unique(y)) < 2 or t >= len(rows):
         out["note"] = "fewer than 2 classes or too few rows to score"
         return out
-    p = predictability(np.asarray(_X)[rows], y, n_partitions=m, train_size=t, model=family,
-                       random_state=seed, n_threads=1)
+    p = predictability(
+        np.asarray(_X)[rows], y, n_partitions=m, train_size=t, model=family, random_state=seed, n_threads=1
+    )
     scored = ~np.isnan(p)
     out.update(n_scored=int(scored.sum()), mean_predictability=float(np.nanmean(p)) if scored.any() else float("nan"))
     return out
@@ -206,8 +229,10 @@ def baselines(spec: FilterSpec, options: BaselineOptions) -> BaselineReport:
     start = time.perf_counter()
     data = dataset(spec.dataset)
     if options.partial is not None and options.partial not in data.representations:
-        raise ValueError(f"Dataset '{data.name}' has no representation {options.partial!r} to use as the partial "
-                         f"input; available: {list(data.representations)}.")
+        raise ValueError(
+            f"Dataset '{data.name}' has no representation {options.partial!r} to use as the partial "
+            f"input; available: {list(data.representations)}."
+        )
     subsets = _baseline_subsets(spec, options.seed)
     masks, t = subsets["masks"], subsets["train_size"]
     n_kept = int(masks["aflite"].sum())
@@ -221,28 +246,64 @@ def baselines(spec: FilterSpec, options: BaselineOptions) -> BaselineReport:
         for view, rep in views.items():
             X = data.representation(rep)
             for model in options.models:
-                rec = _subset_accuracy(data.name + ":" + spec.dataset.key, skey, rep or "", model, options.n_splits,
-                                       options.max_train_rows, options.seed, X, data.y, mask, groups)
+                rec = _subset_accuracy(
+                    data.name + ":" + spec.dataset.key,
+                    skey,
+                    rep or "",
+                    model,
+                    options.n_splits,
+                    options.max_train_rows,
+                    options.seed,
+                    X,
+                    data.y,
+                    mask,
+                    groups,
+                )
                 note = "; ".join(x for x in (subsets["notes"].get(name, ""), rec.get("note", "")) if x)
-                rows.append({"subset": name, "features": view, "model": model, "n_rows": int(rec["n_rows"]),
-                             "accuracy": float(rec["accuracy"]), "accuracy_std": float(rec["accuracy_std"]),
-                             "n_splits": int(rec["n_splits"]), "majority_rate": float(rec["majority_rate"]),
-                             "note": note})
+                rows.append(
+                    {
+                        "subset": name,
+                        "features": view,
+                        "model": model,
+                        "n_rows": int(rec["n_rows"]),
+                        "accuracy": float(rec["accuracy"]),
+                        "accuracy_std": float(rec["accuracy_std"]),
+                        "n_splits": int(rec["n_splits"]),
+                        "majority_rate": float(rec["majority_rate"]),
+                        "note": note,
+                    }
+                )
     m = int(spec.n_partitions) if spec.model == "linear" else min(int(spec.n_partitions), 16)
     X = data.representation(spec.dataset.representation)
     bias_rows = []
     for name, mask in masks.items():
-        rec = _subset_bias(data.name + ":" + spec.dataset.key, _subset_key(name, spec, n_kept, t),
-                           spec.dataset.representation, spec.model, t, m, options.seed, X, data.y, mask)
+        rec = _subset_bias(
+            data.name + ":" + spec.dataset.key,
+            _subset_key(name, spec, n_kept, t),
+            spec.dataset.representation,
+            spec.model,
+            t,
+            m,
+            options.seed,
+            X,
+            data.y,
+            mask,
+        )
         bias_rows.append({"subset": name, **rec})
     notes = [note for name, note in subsets["notes"].items() if name not in masks]
     if n_kept >= data.n_rows:
         notes.append("AFLite removed no rows in this run: every subset is the full data.")
     report = BaselineReport(
-        accuracies=pd.DataFrame(rows), bias=pd.DataFrame(bias_rows),
-        sizes={name: int(mask.sum()) for name, mask in masks.items()}, notes=tuple(notes),
-        seconds=time.perf_counter() - start, train_size=t, bias_partitions=m, bias_model=spec.model,
-        one_shot_model=subsets["one_shot_model"], grouped_by=grouped_by,
+        accuracies=pd.DataFrame(rows),
+        bias=pd.DataFrame(bias_rows),
+        sizes={name: int(mask.sum()) for name, mask in masks.items()},
+        notes=tuple(notes),
+        seconds=time.perf_counter() - start,
+        train_size=t,
+        bias_partitions=m,
+        bias_model=spec.model,
+        one_shot_model=subsets["one_shot_model"],
+        grouped_by=grouped_by,
     )
     _baseline_store().keep((spec, options), report)
     return report

@@ -37,15 +37,24 @@ def bundled_dataset(key: str) -> Dataset:
         return load_digits_dataset()
     if key == "planted":
         X, y, biased = synthetic.make_planted_bias(2000, 16, class_sep=0.3, bias_fraction=0.25, random_state=0)
-        return _synthetic_dataset("planted", X, y, {"planted bias": biased},
-                                  "Two Gaussian classes a linear model separates only weakly; 25 % of the rows "
-                                  "carry a label-revealing shift (the planted bias AFLite should remove).")
+        return _synthetic_dataset(
+            "planted",
+            X,
+            y,
+            {"planted bias": biased},
+            "Two Gaussian classes a linear model separates only weakly; 25 % of the rows "
+            "carry a label-revealing shift (the planted bias AFLite should remove).",
+        )
     if key == "circles":
         data = synthetic.make_biased_circles(1000, separation=0.5, flip_fraction=0.1, random_state=0)
-        return _synthetic_dataset("circles", data.X, data.y, {"planted bias": data.is_biased,
-                                                             "flipped label": data.is_flipped},
-                                  "Two classes on concentric circles; 75 % of each class carry class-specific "
-                                  "bias features, some biased rows have flipped labels (ICML 2020, §3).")
+        return _synthetic_dataset(
+            "circles",
+            data.X,
+            data.y,
+            {"planted bias": data.is_biased, "flipped label": data.is_flipped},
+            "Two classes on concentric circles; 75 % of each class carry class-specific "
+            "bias features, some biased rows have flipped labels (ICML 2020, §3).",
+        )
     raise ValueError(f"Unknown bundled dataset {key!r}; choose one of {list(BUNDLED)}.")
 
 
@@ -56,11 +65,18 @@ def _synthetic_dataset(name: str, X, y, truth: dict[str, np.ndarray], descriptio
     for j in range(min(X.shape[1], 4)):
         frame[f"x{j}"] = X[:, j]
     classes = tuple(sorted(set(np.asarray(y).tolist())))
-    return Dataset(name=name, frame=frame, label_column="label", classes=classes,
-                   y=np.searchsorted(classes, y).astype(np.int32), ids=np.arange(len(y)),
-                   representations={"features": np.asarray(X, dtype=np.float32)},
-                   representation_descriptions={"features": f"raw features ({X.shape[1]}-d)"},
-                   description=description, meta={"planted_truth": list(truth)})
+    return Dataset(
+        name=name,
+        frame=frame,
+        label_column="label",
+        classes=classes,
+        y=np.searchsorted(classes, y).astype(np.int32),
+        ids=np.arange(len(y)),
+        representations={"features": np.asarray(X, dtype=np.float32)},
+        representation_descriptions={"features": f"raw features ({X.shape[1]}-d)"},
+        description=description,
+        meta={"planted_truth": list(truth)},
+    )
 
 
 def dataset(spec: DatasetSpec | str) -> Dataset:
@@ -83,9 +99,13 @@ def dataset_choices() -> dict[str, str]:
 
 def representation_table(data: Dataset) -> pd.DataFrame:
     """The representations Φ(X) of a dataset: name, dimensions and what each is (for a table on the Data page)."""
-    return pd.DataFrame({"representation": list(data.representations),
-                         "dimensions": [X.shape[1] for X in data.representations.values()],
-                         "what it is": [data.representation_descriptions.get(r, r) for r in data.representations]})
+    return pd.DataFrame(
+        {
+            "representation": list(data.representations),
+            "dimensions": [X.shape[1] for X in data.representations.values()],
+            "what it is": [data.representation_descriptions.get(r, r) for r in data.representations],
+        }
+    )
 
 
 def class_names(data: Dataset) -> list[str]:

@@ -134,9 +134,13 @@ def stored_dynamics(spec: DynamicsSpec):
 
 
 def _dyn_check_size(data: Dataset) -> None:
-    _stores.check_rows(data.n_rows, doing="handles", instead="Record the dynamics from the command line: `python -m "
-                       "aflite_core dynamics --features FEATURES.npy --partial-features PARTIAL.npy --labels "
-                       "LABELS.csv --out levels.parquet`.")
+    _stores.check_rows(
+        data.n_rows,
+        doing="handles",
+        instead="Record the dynamics from the command line: `python -m "
+        "aflite_core dynamics --features FEATURES.npy --partial-features PARTIAL.npy --labels "
+        "LABELS.csv --out levels.parquet`.",
+    )
 
 
 def dynamics_record(spec: DynamicsSpec):
@@ -153,12 +157,15 @@ def dynamics_record(spec: DynamicsSpec):
     data = dataset(spec.dataset)
     _dyn_check_size(data)
     if spec.partial is not None and spec.partial not in data.representations:
-        raise ValueError(f"Dataset '{data.name}' has no representation {spec.partial!r} to use as the partial input; "
-                         f"available: {list(data.representations)}.")
+        raise ValueError(
+            f"Dataset '{data.name}' has no representation {spec.partial!r} to use as the partial input; "
+            f"available: {list(data.representations)}."
+        )
     X = data.representation(spec.dataset.representation)
     Xp = None if spec.partial is None else data.representation(spec.partial)
-    record = record_dynamics(X, data.y, X_partial=Xp, epochs=int(spec.epochs), ids=data.ids,
-                             random_state=int(spec.seed), n_threads=1)
+    record = record_dynamics(
+        X, data.y, X_partial=Xp, epochs=int(spec.epochs), ids=data.ids, random_state=int(spec.seed), n_threads=1
+    )
     _dyn_put(spec, record)
     return record
 
@@ -169,9 +176,11 @@ def _dyn_read_files(files, classes: list[str], what: str) -> TrainingDynamics:
         raise ValueError(f"{len(files)} {what} files is more than the {DYN_MAX_UPLOAD_FILES} epochs the app reads.")
     total = sum(len(b) for _, b in files)
     if total > DYN_MAX_UPLOAD_BYTES:
-        raise ValueError(f"The {what} files hold {human_bytes(total)}, more than the app reads "
-                         f"({human_bytes(DYN_MAX_UPLOAD_BYTES)}); compute the levels with `python -m aflite_core "
-                         "dynamics --dynamics-dir DIR ...` instead.")
+        raise ValueError(
+            f"The {what} files hold {human_bytes(total)}, more than the app reads "
+            f"({human_bytes(DYN_MAX_UPLOAD_BYTES)}); compute the levels with `python -m aflite_core "
+            "dynamics --dynamics-dir DIR ...` instead."
+        )
     return read_epoch_files(files, classes=classes, what=what)
 
 
@@ -245,8 +254,14 @@ def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels):
     data = dataset(spec.dataset)
     frame = _record.measures().reset_index(drop=True)
     names = np.asarray(class_names(data), dtype=object)
-    head = pd.DataFrame({"row": np.arange(data.n_rows), "id": np.asarray(data.ids), "label": names[data.y],
-                         "level": _levels.levels.astype(str).to_numpy()})
+    head = pd.DataFrame(
+        {
+            "row": np.arange(data.n_rows),
+            "id": np.asarray(data.ids),
+            "label": names[data.y],
+            "level": _levels.levels.astype(str).to_numpy(),
+        }
+    )
     return pd.concat([head, frame], axis=1)
 
 
@@ -256,8 +271,11 @@ def dynamics_frame(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_frame(spec, level, record, _dynamics_levels(spec, level, record))
 
 
-@st.cache_data(max_entries=4, show_spinner="Measuring word overlap, antonyms, length mismatch, misspellings and "
-                                            "negation of every pair (the first time loads WordNet)…")
+@st.cache_data(
+    max_entries=4,
+    show_spinner="Measuring word overlap, antonyms, length mismatch, misspellings and "
+    "negation of every pair (the first time loads WordNet)…",
+)
 def _dynamics_spurious(dspec: DatasetSpec, _data: Dataset):
     a, b = _data.pair
     frame = spurious_measures(_data.frame[a].astype(str).tolist(), _data.frame[b].astype(str).tolist())
@@ -294,8 +312,9 @@ def dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec):
 def _dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, _frame, _result):
     kept = np.asarray(_result.kept, dtype=bool)
     if len(kept) != len(_frame):
-        raise ValueError(f"The AFLite run has {len(kept):,} rows but the dynamics {len(_frame):,}; run AFLite again "
-                         "on this dataset.")
+        raise ValueError(
+            f"The AFLite run has {len(kept):,} rows but the dynamics {len(_frame):,}; run AFLite again on this dataset."
+        )
     out = _frame.copy()
     out["kept"] = kept
     out["status"] = np.where(kept, "kept", "removed")
@@ -309,8 +328,17 @@ def dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _dynamics_examples(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, cell: tuple[str, str], n: int,
-                       seed: int, _frame, _data: Dataset, _spurious):
+def _dynamics_examples(
+    spec: DynamicsSpec,
+    level: LevelSpec,
+    fspec: FilterSpec,
+    cell: tuple[str, str],
+    n: int,
+    seed: int,
+    _frame,
+    _data: Dataset,
+    _spurious,
+):
     in_cell = _frame[(_frame["level"] == cell[0]) & (_frame["status"] == cell[1])]
     if len(in_cell) > n:
         in_cell = in_cell.iloc[np.sort(np.random.default_rng(seed).choice(len(in_cell), size=n, replace=False))]
@@ -332,8 +360,15 @@ def _dynamics_examples(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, 
     return out
 
 
-def dynamics_examples(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, cell: tuple[str, str], *,
-                      n: int = DYN_EXAMPLES, seed: int = 0):
+def dynamics_examples(
+    spec: DynamicsSpec,
+    level: LevelSpec,
+    fspec: FilterSpec,
+    cell: tuple[str, str],
+    *,
+    n: int = DYN_EXAMPLES,
+    seed: int = 0,
+):
     """Up to ``n`` seeded example rows of one cross-tab cell ``(level, "kept" | "removed")`` for display.
 
     Columns: ``id``, ``image`` (PNG data URI, for image data), the text columns, ``class``, ``level``,
@@ -341,5 +376,14 @@ def dynamics_examples(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, c
     measures.
     """
     data = dataset(spec.dataset)
-    return _dynamics_examples(spec, level, fspec, tuple(cell), int(n), int(seed),
-                              dynamics_vs_aflite(spec, level, fspec), data, dynamics_spurious_measures(spec.dataset))
+    return _dynamics_examples(
+        spec,
+        level,
+        fspec,
+        tuple(cell),
+        int(n),
+        int(seed),
+        dynamics_vs_aflite(spec, level, fspec),
+        data,
+        dynamics_spurious_measures(spec.dataset),
+    )

@@ -143,17 +143,19 @@ def _embedding_frame(spec: FilterSpec, method: str, _proj: Projection, _result: 
     data = dataset(spec.dataset)
     rows = _proj.rows
     names = np.asarray(class_names(data), dtype=object)
-    return pd.DataFrame({
-        "row": rows,
-        "x": _proj.xy[:, 0],
-        "y": _proj.xy[:, 1],
-        "id": data.ids[rows],
-        "label": names[data.y[rows]],
-        "kept": _result.kept[rows],
-        "removed_round": _result.removed_round[rows],
-        "first_score": _result.first_score[rows],
-        "removal_score": _result.removal_score[rows],
-    })
+    return pd.DataFrame(
+        {
+            "row": rows,
+            "x": _proj.xy[:, 0],
+            "y": _proj.xy[:, 1],
+            "id": data.ids[rows],
+            "label": names[data.y[rows]],
+            "kept": _result.kept[rows],
+            "removed_round": _result.removed_round[rows],
+            "first_score": _result.first_score[rows],
+            "removal_score": _result.removal_score[rows],
+        }
+    )
 
 
 def embedding_frame(spec: FilterSpec, view: EmbeddingView):
@@ -170,15 +172,20 @@ def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200):
 def _embedding_similarity(spec: FilterSpec, label_code: int, n_per_group: int, seed: int, _result: AFLiteResult):
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)
-    sim = similarity_matrices(X, data.y, _result.kept, n_per_group=n_per_group, classes=[label_code],
-                              random_state=seed)[0]
+    sim = similarity_matrices(
+        X, data.y, _result.kept, n_per_group=n_per_group, classes=[label_code], random_state=seed
+    )[0]
     in_class = data.y == label_code
-    return {"sim": sim, "n_retained": int((in_class & _result.kept).sum()),
-            "n_removed": int((in_class & ~_result.kept).sum())}
+    return {
+        "sim": sim,
+        "n_retained": int((in_class & _result.kept).sum()),
+        "n_removed": int((in_class & ~_result.kept).sum()),
+    }
 
 
-def embedding_similarity(spec: FilterSpec, label_code: int, *, n_per_group: int = 10,
-                         seed: int = EMBED_SEED) -> dict[str, Any]:
+def embedding_similarity(
+    spec: FilterSpec, label_code: int, *, n_per_group: int = 10, seed: int = EMBED_SEED
+) -> dict[str, Any]:
     """Figure 1 for one class: a seeded sample's similarity matrix and the class's retained / removed counts.
 
     Returns ``sim`` (a :class:`aflite_core.geometry.ClassSimilarity`), ``n_retained`` and ``n_removed``.
@@ -191,11 +198,14 @@ def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)
     rows = embedding_rows(data.n_rows)
-    long = knn_distance_table(X[rows], data.y[rows], _result.kept[rows], ks=EMBED_KNN_KS, control=True,
-                              random_state=spec.seed, n_threads=1)
+    long = knn_distance_table(
+        X[rows], data.y[rows], _result.kept[rows], ks=EMBED_KNN_KS, control=True, random_state=spec.seed, n_threads=1
+    )
     names = class_names(data)
-    long["row"] = [names[c] + (" vs others" if comp == "other classes" else "")
-                   for c, comp in zip(long["label"], long["comparison"])]
+    long["row"] = [
+        names[c] + (" vs others" if comp == "other classes" else "")
+        for c, comp in zip(long["label"], long["comparison"])
+    ]
     wide = knn_table_wide(long)
 
     def change(stage: str) -> float:
@@ -207,9 +217,14 @@ def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
     after_vs_before, after_vs_random = change("before"), change("random")
     wide.columns = [f"{stage} · {top}" for stage, top in wide.columns]
     wide.index.name = "held-out rows of"
-    return {"table": wide, "n_rows": len(rows), "sampled": len(rows) < data.n_rows,
-            "after_vs_before": after_vs_before, "after_vs_random": after_vs_random,
-            "n_heldout": int(long.loc[long["stage"] == "before"].groupby("label")["n_heldout"].first().sum())}
+    return {
+        "table": wide,
+        "n_rows": len(rows),
+        "sampled": len(rows) < data.n_rows,
+        "after_vs_before": after_vs_before,
+        "after_vs_random": after_vs_random,
+        "n_heldout": int(long.loc[long["stage"] == "before"].groupby("label")["n_heldout"].first().sum()),
+    }
 
 
 def embedding_knn(spec: FilterSpec) -> dict[str, Any]:

@@ -167,8 +167,12 @@ def evalsets_annotator_columns(frame) -> tuple[list[str], list[str]]:
         s = frame[col].dropna().head(200)
         if not len(s) or pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col]):
             continue
-        listy = s.map(lambda x: isinstance(x, (list, tuple, np.ndarray))
-                      or (isinstance(x, str) and (x.strip().startswith("[") or "|" in x))).mean()
+        listy = s.map(
+            lambda x: (
+                isinstance(x, (list, tuple, np.ndarray))
+                or (isinstance(x, str) and (x.strip().startswith("[") or "|" in x))
+            )
+        ).mean()
         name = str(col).lower()
         if listy > 0.8 or ("annotator" in name and "src" not in name and "source" not in name):
             labels.append(str(col))
@@ -180,9 +184,13 @@ def evalsets_annotator_columns(frame) -> tuple[list[str], list[str]]:
 
 
 def _evalsets_check_size(data: Dataset) -> None:
-    _stores.check_rows(data.n_rows, doing="handles", instead="Run the study from the command line: `python -m "
-                       "aflite_core eval-filter --train-table TRAIN --eval-table EVAL --adversary "
-                       "NAME=TRAIN.npy:EVAL.npy ... --out DIR`.")
+    _stores.check_rows(
+        data.n_rows,
+        doing="handles",
+        instead="Run the study from the command line: `python -m "
+        "aflite_core eval-filter --train-table TRAIN --eval-table EVAL --adversary "
+        "NAME=TRAIN.npy:EVAL.npy ... --out DIR`.",
+    )
 
 
 @st.cache_resource(max_entries=1)
@@ -191,8 +199,9 @@ def _evalsets_upload_store() -> _stores.LRUStore:
     return _stores.LRUStore(EVALSET_UPLOAD_STORE_SIZE)
 
 
-def evalsets_upload(dataset_key: str, table: bytes, name: str,
-                    features: dict[str, tuple[str, bytes]] | None = None) -> EvalSetSpec:
+def evalsets_upload(
+    dataset_key: str, table: bytes, name: str, features: dict[str, tuple[str, bytes]] | None = None
+) -> EvalSetSpec:
     """Read an evaluation table for the (uploaded) training dataset ``dataset_key`` and store it.
 
     The table needs the training table's label column and text columns (and its id column, when it has one).
@@ -223,18 +232,28 @@ def evalsets_upload(dataset_key: str, table: bytes, name: str,
     store = _evalsets_upload_store()
     if store.recall(digest) is not None:
         return EvalSetSpec(dataset=dataset_key, source="upload", upload=digest)
-    frame = read_table(table, name=name, max_bytes=_stores.upload_limit_bytes(),
-                       max_rows=max(1, _stores.MAX_INTERACTIVE_ROWS - data.n_rows),
-                       max_columns=_stores.MAX_UPLOAD_COLUMNS)
-    _stores.check_rows(data.n_rows + len(frame), doing="handles", subject="Training and evaluation rows together have",
-                       instead="Use `python -m aflite_core eval-filter`.")
+    frame = read_table(
+        table,
+        name=name,
+        max_bytes=_stores.upload_limit_bytes(),
+        max_rows=max(1, _stores.MAX_INTERACTIVE_ROWS - data.n_rows),
+        max_columns=_stores.MAX_UPLOAD_COLUMNS,
+    )
+    _stores.check_rows(
+        data.n_rows + len(frame),
+        doing="handles",
+        subject="Training and evaluation rows together have",
+        instead="Use `python -m aflite_core eval-filter`.",
+    )
     texts = list(dict.fromkeys([*data.text_columns, *(data.pair or ())]))
     need = [data.label_column, *texts] + ([data.id_column] if data.id_column else [])
     missing = [c for c in need if c not in frame.columns]
     if missing:
-        raise ValueError(f"'{name}' lacks the column(s) {missing} of the training table '{data.name}' (its columns: "
-                         f"{[str(c) for c in frame.columns][:20]}). The evaluation table needs the same label"
-                         f"{', text' if texts else ''}{' and id' if data.id_column else ''} columns.")
+        raise ValueError(
+            f"'{name}' lacks the column(s) {missing} of the training table '{data.name}' (its columns: "
+            f"{[str(c) for c in frame.columns][:20]}). The evaluation table needs the same label"
+            f"{', text' if texts else ''}{' and id' if data.id_column else ''} columns."
+        )
     if frame[data.label_column].isna().any():
         row = int(np.flatnonzero(frame[data.label_column].isna().to_numpy())[0])
         raise ValueError(f"'{name}' has a missing label in column {data.label_column!r} (first in row {row}).")
@@ -243,11 +262,16 @@ def evalsets_upload(dataset_key: str, table: bytes, name: str,
     by_text = {str(c): c for c in data.classes}
     unknown = sorted({str(x) for x in frame[data.label_column]} - known)
     if unknown:
-        raise ValueError(f"'{name}' has labels the training table never uses: {unknown[:5]} (training classes: "
-                         f"{sorted(known)[:12]}).")
+        raise ValueError(
+            f"'{name}' has labels the training table never uses: {unknown[:5]} (training classes: "
+            f"{sorted(known)[:12]})."
+        )
     eval_y[:] = [by_text[str(x)] for x in frame[data.label_column]]
-    eval_ids = (frame[data.id_column].to_numpy() if data.id_column
-                else np.array([f"eval-{i}" for i in range(len(frame))], dtype=object))
+    eval_ids = (
+        frame[data.id_column].to_numpy()
+        if data.id_column
+        else np.array([f"eval-{i}" for i in range(len(frame))], dtype=object)
+    )
     if data.id_column and pd.Series(eval_ids).duplicated().any():
         raise ValueError(f"'{name}' repeats ids in column {data.id_column!r}; every evaluation row needs its own id.")
     train_X, eval_X, descs, notes = {}, {}, {}, []
@@ -256,15 +280,23 @@ def evalsets_upload(dataset_key: str, table: bytes, name: str,
     if text_reps and texts:
         both = pd.concat([data.frame[texts], frame[texts]], ignore_index=True)
         width = max(int(data.representation(r).shape[1]) for r in text_reps)
-        built = text_representations(both, [c for c in data.text_columns if c in texts], pair=data.pair,
-                                     n_components=width, random_state=0, n_threads=1)
+        built = text_representations(
+            both,
+            [c for c in data.text_columns if c in texts],
+            pair=data.pair,
+            n_components=width,
+            random_state=0,
+            n_threads=1,
+        )
         for rep in text_reps:
             if rep in built:
                 X, desc = built[rep]
                 train_X[rep], eval_X[rep] = X[:n_train], X[n_train:]
                 descs[rep] = desc + ", rebuilt on training + evaluation text"
-        notes.append("TF-IDF views were rebuilt on the training and evaluation text together (one vocabulary), so "
-                     "they differ slightly from the ones the other pages use.")
+        notes.append(
+            "TF-IDF views were rebuilt on the training and evaluation text together (one vocabulary), so "
+            "they differ slightly from the ones the other pages use."
+        )
     for rep in data.representations:
         if rep in train_X:
             continue
@@ -277,17 +309,34 @@ def evalsets_upload(dataset_key: str, table: bytes, name: str,
         E = read_features(fh, max_bytes=_stores.upload_limit_bytes())
         T = data.representation(rep)
         if E.shape != (len(frame), T.shape[1]):
-            raise ValueError(f"'{fname}' has shape {E.shape}; the evaluation features of '{rep}' must have one row per "
-                             f"evaluation row and the training width: ({len(frame)}, {T.shape[1]}).")
+            raise ValueError(
+                f"'{fname}' has shape {E.shape}; the evaluation features of '{rep}' must have one row per "
+                f"evaluation row and the training width: ({len(frame)}, {T.shape[1]})."
+            )
         if not np.isfinite(E).all():
             raise ValueError(f"'{fname}' holds missing or infinite values.")
         train_X[rep], eval_X[rep] = np.asarray(T, dtype=np.float32), np.ascontiguousarray(E, dtype=np.float32)
         descs[rep] = data.representation_descriptions.get(rep, rep)
     if not train_X:
-        raise ValueError(f"No representation of '{data.name}' can describe the evaluation rows: upload an aligned .npy "
-                         "per representation, or use a table whose text columns give the TF-IDF views.")
-    store.keep(digest, EvalUpload(digest=digest, dataset=dataset_key, name=name, frame=frame, train_X=train_X,
-                               eval_X=eval_X, descriptions=descs, eval_y=eval_y, eval_ids=eval_ids, notes=tuple(notes)))
+        raise ValueError(
+            f"No representation of '{data.name}' can describe the evaluation rows: upload an aligned .npy "
+            "per representation, or use a table whose text columns give the TF-IDF views."
+        )
+    store.keep(
+        digest,
+        EvalUpload(
+            digest=digest,
+            dataset=dataset_key,
+            name=name,
+            frame=frame,
+            train_X=train_X,
+            eval_X=eval_X,
+            descriptions=descs,
+            eval_y=eval_y,
+            eval_ids=eval_ids,
+            notes=tuple(notes),
+        ),
+    )
     return EvalSetSpec(dataset=dataset_key, source="upload", upload=digest)
 
 
@@ -303,14 +352,17 @@ def _evalsets_annotators(frame, spec: EvalSetSpec, rows=None):
     ann = src = None
     if spec.annotator_column is not None:
         if spec.annotator_column not in frame.columns:
-            raise ValueError(f"The annotator-label column {spec.annotator_column!r} is not a column of the evaluation "
-                             "rows.")
+            raise ValueError(
+                f"The annotator-label column {spec.annotator_column!r} is not a column of the evaluation rows."
+            )
         col = frame[spec.annotator_column]
         ann = list(col if rows is None else col.iloc[rows])
         if spec.annotator_source_column is not None:
             if spec.annotator_source_column not in frame.columns:
-                raise ValueError(f"The annotator-source column {spec.annotator_source_column!r} is not a column of the "
-                                 "evaluation rows.")
+                raise ValueError(
+                    f"The annotator-source column {spec.annotator_source_column!r} is not a column of the "
+                    "evaluation rows."
+                )
             scol = frame[spec.annotator_source_column]
             src = (scol if rows is None else scol.iloc[rows]).to_numpy()
     return ann, src
@@ -325,22 +377,39 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
         "target_size": round(TEXT_STUDY_FRACTIONS["target_size"] * n_train),
         "train_size": round(TEXT_STUDY_FRACTIONS["train_size"] * n_train),
         "slice_size": max(1, round(TEXT_STUDY_FRACTIONS["slice_size"] * n_train)),
-        "tau": 0.75, "n_partitions": 64,
+        "tau": 0.75,
+        "n_partitions": 64,
     }
     names = tuple(up.train_X)
     strength = {}
     for a in names:
-        p = predictability(up.train_X[a], data.y, n_partitions=16, train_size=params["train_size"],
-                           random_state=int(spec.seed), n_threads=1)
+        p = predictability(
+            up.train_X[a],
+            data.y,
+            n_partitions=16,
+            train_size=params["train_size"],
+            random_state=int(spec.seed),
+            n_threads=1,
+        )
         strength[a] = round(float(np.nanmean(p)), 4)
     full = next((k for k in names if "hypothesis" not in k and "partial" not in k), names[0])
     evaluated = tuple([("logistic", k) for k in names] + [("rbf", full), ("knn", full)])
     ann, src = _evalsets_annotators(up.frame, spec)
     return AdversarySetup(
-        name=f"{data.name} + {up.name}", train_X=up.train_X, train_y=data.labels, eval_X=up.eval_X,
-        eval_y=up.eval_y, adversaries=tuple(sorted(names, key=lambda a: strength[a])), evaluated=evaluated,
-        params=params, train_ids=data.ids, eval_ids=up.eval_ids, annotator_labels=ann, annotator_source=src,
-        descriptions=dict(up.descriptions), strength=strength,
+        name=f"{data.name} + {up.name}",
+        train_X=up.train_X,
+        train_y=data.labels,
+        eval_X=up.eval_X,
+        eval_y=up.eval_y,
+        adversaries=tuple(sorted(names, key=lambda a: strength[a])),
+        evaluated=evaluated,
+        params=params,
+        train_ids=data.ids,
+        eval_ids=up.eval_ids,
+        annotator_labels=ann,
+        annotator_source=src,
+        descriptions=dict(up.descriptions),
+        strength=strength,
         meta={"source": "upload", "eval_file": up.name, "notes": list(up.notes)},
     )
 
@@ -361,14 +430,18 @@ def evalsets_setup(spec: EvalSetSpec):
     _evalsets_check_size(data)
     kind = evalsets_kind(spec.dataset, data)
     if kind == "digits":
-        return digits_adversary_setup(random_state=int(spec.seed), eval_fraction=float(spec.eval_fraction),
-                                               n_threads=1)
+        return digits_adversary_setup(random_state=int(spec.seed), eval_fraction=float(spec.eval_fraction), n_threads=1)
     try:
         return text_adversary_setup(
-            data, eval_fraction=float(spec.eval_fraction), group_column="auto" if kind == "pair" else None,
-            tfidf=kind == "pair", embeddings=bool(spec.embeddings) if kind == "pair" else False,
-            annotator_column=spec.annotator_column, annotator_source_column=spec.annotator_source_column,
-            random_state=int(spec.seed), n_threads=1,
+            data,
+            eval_fraction=float(spec.eval_fraction),
+            group_column="auto" if kind == "pair" else None,
+            tfidf=kind == "pair",
+            embeddings=bool(spec.embeddings) if kind == "pair" else False,
+            annotator_column=spec.annotator_column,
+            annotator_source_column=spec.annotator_source_column,
+            random_state=int(spec.seed),
+            n_threads=1,
         )
     except ImportError as exc:  # the optional sentence-embedding packages
         raise ValueError(str(exc)) from None
@@ -418,8 +491,10 @@ def _evalsets_kwargs(setup, spec: EvalStudySpec) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"Unknown adversaries {unknown}; this split offers {list(setup.adversaries)}.")
     if spec.ensemble and len(spec.adversaries) < 2:
-        raise ValueError("The ensemble pools at least two adversaries: choose two or more, or untick 'Also filter "
-                         "with the ensemble'.")
+        raise ValueError(
+            "The ensemble pools at least two adversaries: choose two or more, or untick 'Also filter "
+            "with the ensemble'."
+        )
     if not 1 <= int(spec.n_seeds) <= EVALSET_MAX_SEEDS:
         raise ValueError(f"Seeds must be between 1 and {EVALSET_MAX_SEEDS}. Got {spec.n_seeds}.")
     evaluated = []
@@ -428,10 +503,17 @@ def _evalsets_kwargs(setup, spec: EvalStudySpec) -> dict[str, Any]:
         evaluated.append((fam, rep))
     kw: dict[str, Any] = {
         "adversaries": tuple(a for a in setup.adversaries if a in spec.adversaries),  # weakest first
-        "evaluated": evaluated, "seeds": spec.seeds, "tau": float(spec.tau), "target_size": int(spec.target_size),
-        "train_size": int(spec.train_size), "slice_size": int(spec.slice_size),
-        "n_partitions": int(spec.n_partitions), "model": spec.model, "ensemble": bool(spec.ensemble),
-        "random_state": int(spec.setup.seed), "n_threads": 1,
+        "evaluated": evaluated,
+        "seeds": spec.seeds,
+        "tau": float(spec.tau),
+        "target_size": int(spec.target_size),
+        "train_size": int(spec.train_size),
+        "slice_size": int(spec.slice_size),
+        "n_partitions": int(spec.n_partitions),
+        "model": spec.model,
+        "ensemble": bool(spec.ensemble),
+        "random_state": int(spec.setup.seed),
+        "n_threads": 1,
     }
     if setup.annotator_labels is not None:
         kw["annotator_sources"] = None if spec.annotator_sources is None else tuple(spec.annotator_sources)

@@ -107,30 +107,27 @@ def inspect_class_impact(ref: InspectRef, result: AFLiteResult, threshold: float
 
 
 @st.cache_data(max_entries=16, show_spinner="Counting tokens in removed and kept rows…")
-def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLiteResult,
-                    _data: Dataset) -> pd.DataFrame:
+def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
     texts, _ = exports.artifact_texts(_data)
-    return token_artifacts(texts, exports.class_names(_data, _result), _result.kept, top_k=top_k,
-                           min_count=min_count)
+    return token_artifacts(texts, exports.class_names(_data, _result), _result.kept, top_k=top_k, min_count=min_count)
 
 
 @st.cache_data(max_entries=16, show_spinner="Comparing features of removed and kept rows…")
-def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteResult,
-                      _data: Dataset) -> pd.DataFrame:
+def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
     X, names = exports.feature_matrix(_data, source)
     frame = feature_artifacts(X, _result.kept, y=exports.class_names(_data, _result), top_k=top_k)
     frame.insert(3, "feature", [names[int(j)] for j in frame["dimension"]])
     return frame
 
 
-def inspect_token_artifacts(ref: InspectRef, result: AFLiteResult, *, top_k: int = 15,
-                            min_count: int = 5) -> pd.DataFrame:
+def inspect_token_artifacts(
+    ref: InspectRef, result: AFLiteResult, *, top_k: int = 15, min_count: int = 5
+) -> pd.DataFrame:
     """Tokens over-represented among removed / kept rows per class (:func:`aflite_core.artifacts.token_artifacts`)."""
     return _inspect_tokens(ref, int(top_k), int(min_count), result, dataset(ref.dataset))
 
 
-def inspect_feature_artifacts(ref: InspectRef, result: AFLiteResult, source: str, *,
-                              top_k: int = 10) -> pd.DataFrame:
+def inspect_feature_artifacts(ref: InspectRef, result: AFLiteResult, source: str, *, top_k: int = 10) -> pd.DataFrame:
     """Feature dimensions separating removed from kept rows per class (``feature_artifacts``), with names."""
     return _inspect_features(ref, source, int(top_k), result, dataset(ref.dataset))
 
@@ -208,10 +205,13 @@ def run_stability(spec: FilterSpec, n_seeds: int, progress: Callable[[float, str
     """
     todo = missing_stability_runs(spec, n_seeds)
     for i, s in enumerate(todo):
+
         def callback(p, i=i, s=s):
             if progress is not None:
-                progress((i + p.fraction_done) / len(todo),
-                         f"Run {i + 1} of {len(todo)} (seed {s.seed}): round {p.round}, {p.size:,} rows left")
+                progress(
+                    (i + p.fraction_done) / len(todo),
+                    f"Run {i + 1} of {len(todo)} (seed {s.seed}): round {p.round}, {p.size:,} rows left",
+                )
             return True
 
         if progress is not None:

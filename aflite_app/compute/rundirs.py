@@ -50,8 +50,7 @@ def run_directories() -> list[str]:
     return list_run_directories(run_root())
 
 
-def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
-                       labels: tuple[str, bytes] | None = None):
+def open_run_directory(path: str, features: tuple[str, bytes] | None = None, labels: tuple[str, bytes] | None = None):
     """Open a run directory below the run root, written by ``python -m aflite_core filter`` or ``save``.
 
     ``path`` is relative to the run root (:func:`aflite_app.run_root.run_root`); nothing outside it is ever
@@ -72,8 +71,9 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
     """
     root = run_root()
     if not str(path).strip():
-        raise ValueError("Choose a run directory (the --out folder of `python -m aflite_core filter`, saved below "
-                         "the run root).")
+        raise ValueError(
+            "Choose a run directory (the --out folder of `python -m aflite_core filter`, saved below the run root)."
+        )
     run_dir = inside_root(root, path, what="That run directory")
     if not run_dir.is_dir() or not (run_dir / "result.json").is_file():
         raise ValueError(f"'{path}' below the run root is not a run directory (it has no result.json).")
@@ -90,13 +90,17 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
     def recorded(key: str, what: str):
         value = record.get(key)
         if not isinstance(value, str) or not value:
-            raise ValueError(f"The run '{shown_dir}' does not say where its {what} are (no cli_args.json): upload "
-                             f"the {what} it was run on below.")
+            raise ValueError(
+                f"The run '{shown_dir}' does not say where its {what} are (no cli_args.json): upload "
+                f"the {what} it was run on below."
+            )
         try:
             return inside_root(root, value, base=run_dir, what=f"This run's {what} file ({Path(value).name})")
         except ValueError as exc:
-            raise ValueError(f"{exc} Upload the {what} the run was made on below, or re-run the CLI with "
-                             "--copy-inputs so the run directory holds them.") from None
+            raise ValueError(
+                f"{exc} Upload the {what} the run was made on below, or re-run the CLI with "
+                "--copy-inputs so the run directory holds them."
+            ) from None
 
     if features is not None:
         X = read_features(io.BytesIO(features[1]), max_bytes=upload_limit_bytes())
@@ -106,8 +110,10 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
         X = read_features(features_path, mmap=True)
         features_name = features_path.name
     if X.shape != (result.n_rows, int(result.params["n_features"])):
-        raise ValueError(f"The features '{features_name}' have shape {X.shape}, but the run was made on "
-                         f"{result.n_rows:,} rows × {result.params['n_features']} features.")
+        raise ValueError(
+            f"The features '{features_name}' have shape {X.shape}, but the run was made on "
+            f"{result.n_rows:,} rows × {result.params['n_features']} features."
+        )
     if labels is not None:
         source = io.BytesIO(labels[1])
         source.name = labels[0]
@@ -118,18 +124,26 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
     mismatch = ValueError(f"The labels '{labels_name}' are not the ones the run in '{shown_dir}' was made with.")
     label_column = record.get("label_column") if isinstance(record.get("label_column"), str) else None
     try:  # a labels file that does not fit is refused without quoting it
-        y = read_labels(source, column=label_column, max_bytes=upload_limit_bytes() if labels else None,
-                        max_rows=result.n_rows)
+        y = read_labels(
+            source, column=label_column, max_bytes=upload_limit_bytes() if labels else None, max_rows=result.n_rows
+        )
         enc = check_labels(y, "labels", "open_run_directory", n_rows=result.n_rows)
     except ValueError:
         raise mismatch from None
     if enc.classes != tuple(result.classes) or hash_labels(enc.codes, enc.classes) != result.provenance.get(
-            "y_sha256", hash_labels(enc.codes, enc.classes)):
+        "y_sha256", hash_labels(enc.codes, enc.classes)
+    ):
         raise mismatch
-    if X.dtype == np.float32 and X.nbytes <= HASH_CHECK_BYTES and result.provenance.get("x_sha256") and \
-            hash_array(X) != result.provenance["x_sha256"]:
-        raise ValueError(f"The features '{features_name}' are not the ones the run in '{shown_dir}' was made with "
-                         "(their sha256 differs).")
+    if (
+        X.dtype == np.float32
+        and X.nbytes <= HASH_CHECK_BYTES
+        and result.provenance.get("x_sha256")
+        and hash_array(X) != result.provenance["x_sha256"]
+    ):
+        raise ValueError(
+            f"The features '{features_name}' are not the ones the run in '{shown_dir}' was made with "
+            "(their sha256 differs)."
+        )
     features = features_name
     labels_path = labels_name
 
@@ -137,15 +151,30 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None,
     frame = pd.DataFrame({"id": ids, "label": result.labels})
     key = "run-" + hashlib.sha256(str(run_dir).encode()).hexdigest()[:12]
     how = "memory-mapped" if isinstance(X, np.memmap) else "uploaded"
-    data = Dataset(name=f"run {shown_dir}", frame=frame, label_column="label", classes=tuple(result.classes),
-                   y=result.y, ids=np.asarray(ids), representations={"features": X},
-                   representation_descriptions={"features": f"{features} ({X.shape[1]}-d, {how})"},
-                   description=f"Features and labels of the CLI run '{shown_dir}' (below the run root).",
-                   id_column="id", meta={"run_dir": shown_dir, "features": str(features), "labels": str(labels_path)})
+    data = Dataset(
+        name=f"run {shown_dir}",
+        frame=frame,
+        label_column="label",
+        classes=tuple(result.classes),
+        y=result.y,
+        ids=np.asarray(ids),
+        representations={"features": X},
+        representation_descriptions={"features": f"{features} ({X.shape[1]}-d, {how})"},
+        description=f"Features and labels of the CLI run '{shown_dir}' (below the run root).",
+        id_column="id",
+        meta={"run_dir": shown_dir, "features": str(features), "labels": str(labels_path)},
+    )
     p = result.params
     model = adversary_name(p["model"]) or "linear"
-    spec = FilterSpec(dataset=DatasetSpec(key, "features"), target_size=int(p["target_size"]),
-                      train_size=int(p["train_size"]), slice_size=int(p["slice_size"]), tau=float(p["tau"]),
-                      n_partitions=int(p["n_partitions"]), strategy=str(p["strategy"]), model=model,
-                      seed=int(p["seed"]))
+    spec = FilterSpec(
+        dataset=DatasetSpec(key, "features"),
+        target_size=int(p["target_size"]),
+        train_size=int(p["train_size"]),
+        slice_size=int(p["slice_size"]),
+        tau=float(p["tau"]),
+        n_partitions=int(p["n_partitions"]),
+        strategy=str(p["strategy"]),
+        model=model,
+        seed=int(p["seed"]),
+    )
     return key, data, spec, result

@@ -49,14 +49,20 @@ def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
     """Starting values of the Filter form for a dataset of ``n_rows`` rows."""
     target = max(n_classes + 2, round(0.5 * n_rows))
     train = max(n_classes + 1, min(round(0.25 * n_rows), target - 1))
-    return {"target_size": int(target), "train_size": int(train), "n_partitions": 64,
-            "slice_size": int(max(1, round(0.05 * n_rows)))}
+    return {
+        "target_size": int(target),
+        "train_size": int(train),
+        "n_partitions": 64,
+        "slice_size": int(max(1, round(0.05 * n_rows))),
+    }
 
 
 def _prepared(spec: FilterSpec):
     data = dataset(spec.dataset)
-    _stores.check_rows(data.n_rows, instead="Run `python -m aflite_core filter ... --out RUN_DIR` and open the run "
-                                            "directory on the Data page.")
+    _stores.check_rows(
+        data.n_rows,
+        instead="Run `python -m aflite_core filter ... --out RUN_DIR` and open the run directory on the Data page.",
+    )
     return data.representation(spec.dataset.representation), data.y, data.ids
 
 
@@ -68,12 +74,19 @@ def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
     X, y, ids = _prepared(spec)
     store = _result_store()
     kwargs = spec.as_kwargs()
-    _resolve(X, y, func="aflite", eval_X=None, eval_y=None, ids=None, eval_ids=None,
-             **{k: kwargs[k] for k in ("target_size", "n_partitions", "train_size", "slice_size", "tau", "strategy")})
+    _resolve(
+        X,
+        y,
+        func="aflite",
+        eval_X=None,
+        eval_y=None,
+        ids=None,
+        eval_ids=None,
+        **{k: kwargs[k] for k in ("target_size", "n_partitions", "train_size", "slice_size", "tau", "strategy")},
+    )
 
     def target(callback: Callable) -> AFLiteResult:
-        result = aflite(X, y, model=spec.model, random_state=spec.seed, callback=callback, ids=ids,
-                        **kwargs)
+        result = aflite(X, y, model=spec.model, random_state=spec.seed, callback=callback, ids=ids, **kwargs)
         if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
             store.keep(spec, result)
         return result

@@ -69,8 +69,10 @@ def parse_separations(text: str) -> tuple[float, ...]:
 
     Raises ``ValueError`` with a message for the user on anything else.
     """
-    hint = (f"Separations must be a comma-separated list of 1 to {CIRCLES_MAX_LEVELS} distinct numbers in [0, 2), "
-            f'e.g. "1.0, 0.6, 0.4, 0.2". Got {text!r} instead.')
+    hint = (
+        f"Separations must be a comma-separated list of 1 to {CIRCLES_MAX_LEVELS} distinct numbers in [0, 2), "
+        f'e.g. "1.0, 0.6, 0.4, 0.2". Got {text!r} instead.'
+    )
     parts = [p for p in re.split(r"[,;\s]+", str(text).strip()) if p]
     if not 1 <= len(parts) <= CIRCLES_MAX_LEVELS:
         raise ValueError(hint)
@@ -88,8 +90,9 @@ def parse_separations(text: str) -> tuple[float, ...]:
 @st.cache_resource(max_entries=8, show_spinner="Generating the datasets…")
 def circles_datasets(spec: CirclesSpec) -> tuple[synthetic.BiasedCircles, ...]:
     """The datasets of ``spec`` (``paper_circles``' seeds and names, with ``spec.bias_fraction``)."""
-    base = synthetic.paper_circles(spec.n_samples, separations=list(spec.separations),
-                                    flip_fraction=spec.flip_fraction, random_state=spec.seed)
+    base = synthetic.paper_circles(
+        spec.n_samples, separations=list(spec.separations), flip_fraction=spec.flip_fraction, random_state=spec.seed
+    )
     out = []
     for d in base:  # paper_circles has no bias_fraction: regenerate each with its own seed (same data at 0.75)
         params = {k: val for k, val in d.params.items() if k not in ("seed", "n_samples")}
@@ -102,8 +105,9 @@ def circles_datasets(spec: CirclesSpec) -> tuple[synthetic.BiasedCircles, ...]:
 @st.cache_data(max_entries=16, show_spinner="Measuring the accuracies before filtering…")
 def circles_before(spec: CirclesSpec, n_splits: int) -> dict[str, dict[str, float]]:
     """Linear and RBF-SVM accuracy of every dataset before filtering (they depend on neither τ nor k)."""
-    return synthetic_experiment.before_accuracies(list(circles_datasets(spec)), n_splits=n_splits,
-                                                  random_state=spec.seed, n_threads=1)
+    return synthetic_experiment.before_accuracies(
+        list(circles_datasets(spec)), n_splits=n_splits, random_state=spec.seed, n_threads=1
+    )
 
 
 @st.cache_resource(max_entries=32, show_spinner="Running AFLite on every dataset…")
@@ -112,9 +116,16 @@ def circles_experiment(run: CirclesRunSpec) -> synthetic_experiment.SyntheticExp
     data = list(circles_datasets(run.data))
     before = circles_before(run.data, run.n_splits)
     return synthetic_experiment.synthetic_experiment(
-        data, target_size=run.target_size, train_size=run.train_size, slice_size=int(run.slice_size),
-        tau=run.tau, n_partitions=run.n_partitions, n_splits=run.n_splits, before=before,
-        random_state=run.data.seed, n_threads=1,
+        data,
+        target_size=run.target_size,
+        train_size=run.train_size,
+        slice_size=int(run.slice_size),
+        tau=run.tau,
+        n_partitions=run.n_partitions,
+        n_splits=run.n_splits,
+        before=before,
+        random_state=run.data.seed,
+        n_threads=1,
     )
 
 
@@ -123,8 +134,10 @@ def circles_headline(exp: synthetic_experiment.SyntheticExperiment) -> dict[str,
     t = exp.table
     flipped = t["flipped_removed_share"].dropna()
     return {
-        "linear_before": float(t["linear_before"].mean()), "linear_after": float(t["linear_after"].mean()),
-        "rbf_before": float(t["rbf_before"].mean()), "rbf_after": float(t["rbf_after"].mean()),
+        "linear_before": float(t["linear_before"].mean()),
+        "linear_after": float(t["linear_after"].mean()),
+        "rbf_before": float(t["rbf_before"].mean()),
+        "rbf_after": float(t["rbf_after"].mean()),
         "biased_share_before": float(t["biased_share_before"].mean()),
         "biased_share_after": float(t["biased_share_after"].mean()),
         "flipped_removed_share": float(flipped.mean()) if len(flipped) else float("nan"),
@@ -141,9 +154,13 @@ def circles_round(exp: synthetic_experiment.SyntheticExperiment, name: str, rnd:
     left = (rr < 1) | (rr > rnd)
     row = res.history.iloc[rnd - 1]
     return {
-        "removed": int(now.sum()), "removed_biased": int((now & data.is_biased).sum()),
-        "removed_flipped": int((now & data.is_flipped).sum()), "size_after": int(left.sum()),
-        "biased_left": int((left & data.is_biased).sum()), "flipped_left": int((left & data.is_flipped).sum()),
-        "mean_p": float(row["mean_predictability"]), "qualified": int(row["n_qualified"]),
+        "removed": int(now.sum()),
+        "removed_biased": int((now & data.is_biased).sum()),
+        "removed_flipped": int((now & data.is_flipped).sum()),
+        "size_after": int(left.sum()),
+        "biased_left": int((left & data.is_biased).sum()),
+        "flipped_left": int((left & data.is_flipped).sum()),
+        "mean_p": float(row["mean_predictability"]),
+        "qualified": int(row["n_qualified"]),
         "scored": int(row["n_scored"]),
     }

@@ -65,8 +65,10 @@ def upload_key(payload: bytes, options: dict[str, Any]) -> str:
 
 def cli_hint(name: str = "TABLE.csv", label_column: str = "label") -> str:
     """The command that filters data too large for the app (the CLI reads .npy features and a label file)."""
-    return (f"python -m aflite_core filter --features FEATURES.npy --labels {name} --label-column {label_column} "
-            "--train-size 0.25 --target-size 0.5 --out RUN_DIR")
+    return (
+        f"python -m aflite_core filter --features FEATURES.npy --labels {name} --label-column {label_column} "
+        "--train-size 0.25 --target-size 0.5 --out RUN_DIR"
+    )
 
 
 @dataclass(frozen=True)
@@ -100,15 +102,22 @@ class UploadOutcome:
 
 def _row_limit(name: str) -> dict[str, str]:
     """How the row guard words its refusal of the uploaded table ``name``."""
-    return {"subject": f"'{name}' has", "instead": f"Filter it from the command line instead: `{cli_hint(name)}` "
-                                                   "(features as an aligned .npy file)."}
+    return {
+        "subject": f"'{name}' has",
+        "instead": f"Filter it from the command line instead: `{cli_hint(name)}` (features as an aligned .npy file).",
+    }
 
 
 @st.cache_resource(max_entries=2, show_spinner="Reading the table…")
 def _read_upload_table(digest: str, name: str, _payload: bytes):
     try:  # rows and columns are counted before anything is parsed: a huge upload is refused cheaply
-        return read_table(_payload, name=name, max_bytes=_stores.upload_limit_bytes(),
-                          max_rows=_stores.MAX_INTERACTIVE_ROWS, max_columns=_stores.MAX_UPLOAD_COLUMNS)
+        return read_table(
+            _payload,
+            name=name,
+            max_bytes=_stores.upload_limit_bytes(),
+            max_rows=_stores.MAX_INTERACTIVE_ROWS,
+            max_columns=_stores.MAX_UPLOAD_COLUMNS,
+        )
     except RowLimitError as exc:
         raise _stores.too_many_rows(exc.n_rows, **_row_limit(name)) from None
 
@@ -144,7 +153,7 @@ def feature_representation_names(file_names: list[str], table_name: str) -> list
         stem = Path(fname).name
         stem = stem[:-4] if stem.lower().endswith(".npy") else stem
         if stem.startswith(table_stem + ".") or stem.startswith(table_stem + "_"):
-            stem = stem[len(table_stem) + 1:]
+            stem = stem[len(table_stem) + 1 :]
         base = stem or "features"
         candidate, i = base, 2
         while candidate in names:
@@ -153,8 +162,9 @@ def feature_representation_names(file_names: list[str], table_name: str) -> list
     return names
 
 
-def upload_options_key(table: bytes, name: str, options: UploadOptions, features: Any = None,
-                       features_name: str | None = None) -> str:
+def upload_options_key(
+    table: bytes, name: str, options: UploadOptions, features: Any = None, features_name: str | None = None
+) -> str:
     """The session key of an upload: :func:`upload_key` of the table bytes and every option (features by hash).
 
     ``features``: the bytes of one .npy file (named by ``features_name``) or a sequence of (file name, bytes).
@@ -165,8 +175,9 @@ def upload_options_key(table: bytes, name: str, options: UploadOptions, features
     return upload_key(table, opts)
 
 
-def load_upload(table: bytes, name: str, options: UploadOptions, features: Any = None,
-                features_name: str | None = None) -> UploadOutcome:
+def load_upload(
+    table: bytes, name: str, options: UploadOptions, features: Any = None, features_name: str | None = None
+) -> UploadOutcome:
     """Bytes of a table (+ optional aligned .npy features) and the column choices -> a Dataset or an error.
 
     ``features`` is the bytes of one .npy file (named by ``features_name``) or a sequence of (file name, bytes),
@@ -181,8 +192,9 @@ def load_upload(table: bytes, name: str, options: UploadOptions, features: Any =
 
 
 @st.cache_resource(max_entries=4, show_spinner="Building the dataset (TF-IDF features may take a few seconds)…")
-def _load_upload(key: str, name: str, options: UploadOptions, _table: bytes,
-                 _files: tuple[tuple[str, bytes], ...]) -> UploadOutcome:
+def _load_upload(
+    key: str, name: str, options: UploadOptions, _table: bytes, _files: tuple[tuple[str, bytes], ...]
+) -> UploadOutcome:
     start = time.perf_counter()
     limit = _stores.upload_limit_bytes()
     try:
@@ -202,41 +214,60 @@ def _load_upload(key: str, name: str, options: UploadOptions, _table: bytes,
         if texts and options.text_features:
             described.append("TF-IDF of " + ", ".join(f"'{c}'" for c in texts))
         data = load_table_dataset(
-            _table, name=name, label_column=options.label_column, features=feats or None, max_bytes=limit,
+            _table,
+            name=name,
+            label_column=options.label_column,
+            features=feats or None,
+            max_bytes=limit,
             max_rows=_stores.MAX_INTERACTIVE_ROWS,
-            id_column=options.id_column, text_columns=list(options.text_columns), pair=options.pair,
+            id_column=options.id_column,
+            text_columns=list(options.text_columns),
+            pair=options.pair,
             feature_columns=list(options.feature_columns) or None,
-            text_features=bool(options.text_features) if texts else None, n_components=options.n_components,
+            text_features=bool(options.text_features) if texts else None,
+            n_components=options.n_components,
             description=f"Uploaded table '{name}': " + "; ".join(described) + ".",
         )
         if options.partial_columns:
-            X = tfidf_features(data.frame, columns=list(options.partial_columns), n_components=options.n_components,
-                               random_state=1, n_threads=1)
+            X = tfidf_features(
+                data.frame,
+                columns=list(options.partial_columns),
+                n_components=options.n_components,
+                random_state=1,
+                n_threads=1,
+            )
             cols = " + ".join(f"'{c}'" for c in options.partial_columns)
-            data = data.with_representation("tfidf_partial", X,
-                                            f"partial input: TF-IDF + SVD of {cols} alone ({X.shape[1]}-d)")
+            data = data.with_representation(
+                "tfidf_partial", X, f"partial input: TF-IDF + SVD of {cols} alone ({X.shape[1]}-d)"
+            )
         if data.n_classes < 2:  # pragma: no cover - the loader refuses one class already
             raise ValueError(f"'{name}' has only one class; AFLite needs at least 2.")
         small = data.class_counts()
         small = small[small < 2]
         if len(small):
-            raise ValueError(f"'{name}' has classes with a single row ({', '.join(map(str, small.index[:5]))}); "
-                             "AFLite needs at least 2 rows per class. Remove or merge them.")
+            raise ValueError(
+                f"'{name}' has classes with a single row ({', '.join(map(str, small.index[:5]))}); "
+                "AFLite needs at least 2 rows per class. Remove or merge them."
+            )
         return UploadOutcome(key=key, dataset=data, error=None, seconds=time.perf_counter() - start)
     except (ValueError, TypeError, MemoryError) as exc:
-        return UploadOutcome(key=key, dataset=None, error=str(exc) or type(exc).__name__,
-                             seconds=time.perf_counter() - start)
+        return UploadOutcome(
+            key=key, dataset=None, error=str(exc) or type(exc).__name__, seconds=time.perf_counter() - start
+        )
     except UnicodeError as exc:  # pragma: no cover - the readers turn decoding errors into ValueError
-        return UploadOutcome(key=key, dataset=None, error=f"'{Path(name).name}' is not UTF-8 text: {exc}",
-                             seconds=time.perf_counter() - start)
+        return UploadOutcome(
+            key=key,
+            dataset=None,
+            error=f"'{Path(name).name}' is not UTF-8 text: {exc}",
+            seconds=time.perf_counter() - start,
+        )
 
 
 def guess_columns(frame) -> dict[str, Any]:
     """Starting choices for an uploaded table: label, id, text columns, pair and numeric feature columns."""
     cols = [str(c) for c in frame.columns]
     lower = {c.lower(): c for c in cols}
-    label = next((lower[n] for n in ("label", "labels", "gold_label", "y", "target", "class") if n in lower),
-                 cols[-1])
+    label = next((lower[n] for n in ("label", "labels", "gold_label", "y", "target", "class") if n in lower), cols[-1])
     ident = next((lower[n] for n in ("id", "pairid", "uid", "guid", "example_id") if n in lower), None)
     if ident is not None and frame[ident].duplicated().any():
         ident = None
@@ -248,15 +279,26 @@ def guess_columns(frame) -> dict[str, Any]:
         if re.search(r"(^|[^a-z])(id|ids|label|labels|gold)($|[^a-z])", c.lower()) or c.lower().endswith("id"):
             continue
         sample = frame[c].dropna().head(200)
-        if len(sample) and sample.map(lambda x: isinstance(x, str)).all() \
-                and sample.str.split().str.len().mean() >= 3:  # sentences, not codes
+        if (
+            len(sample) and sample.map(lambda x: isinstance(x, str)).all() and sample.str.split().str.len().mean() >= 3
+        ):  # sentences, not codes
             texts.append(c)
     pair = None
     for a, b in (("premise", "hypothesis"), ("sentence1", "sentence2")):
         if a in lower and b in lower:
             pair = (lower[a], lower[b])
             break
-    numeric = [c for c in cols if c not in (label, ident) and pd.api.types.is_numeric_dtype(frame[c])
-               and not pd.api.types.is_bool_dtype(frame[c])]
-    return {"label": label, "id": ident, "texts": [t for t in texts if not pair or t not in pair], "pair": pair,
-            "numeric": numeric}
+    numeric = [
+        c
+        for c in cols
+        if c not in (label, ident)
+        and pd.api.types.is_numeric_dtype(frame[c])
+        and not pd.api.types.is_bool_dtype(frame[c])
+    ]
+    return {
+        "label": label,
+        "id": ident,
+        "texts": [t for t in texts if not pair or t not in pair],
+        "pair": pair,
+        "numeric": numeric,
+    }

@@ -30,9 +30,16 @@ def build_parser() -> Parser:
     return parser
 
 
-_OPTION_OF = {"n_partitions": "--partitions", "random_state": "--seed", "X": "--features", "y": "--labels",
-              "eval_X": "--eval-features", "eval_y": "--eval-labels", "n_threads": "--threads",
-              "X_partial": "--partial-features"}
+_OPTION_OF = {
+    "n_partitions": "--partitions",
+    "random_state": "--seed",
+    "X": "--features",
+    "y": "--labels",
+    "eval_X": "--eval-features",
+    "eval_y": "--eval-labels",
+    "n_threads": "--threads",
+    "X_partial": "--partial-features",
+}
 
 
 def _as_option_names(message: str) -> str:

@@ -30,25 +30,34 @@ def _cmd_artifacts(args: argparse.Namespace) -> int:
     table = read_table(args.table, max_rows=args.max_rows, max_bytes=_MAX_BYTES)
     for option, col in (("--text-column", args.text_column), ("--label-column", args.label_column)):
         if col not in table.columns:
-            raise ValueError(f"Table '{args.table}' has no column {col!r} ({option}); its columns are "
-                             f"{list(table.columns)[:20]}.")
+            raise ValueError(
+                f"Table '{args.table}' has no column {col!r} ({option}); its columns are {list(table.columns)[:20]}."
+            )
     labels = table[args.label_column]
     missing = np.flatnonzero(labels.isna().to_numpy())
     if len(missing):
-        raise ValueError(f"Table '{args.table}' has no label in column {args.label_column!r} of row "
-                         f"{int(missing[0])}; drop unlabelled rows first.")
+        raise ValueError(
+            f"Table '{args.table}' has no label in column {args.label_column!r} of row "
+            f"{int(missing[0])}; drop unlabelled rows first."
+        )
     texts = table[args.text_column]
     bad = [i for i, t in enumerate(texts.tolist()) if not isinstance(t, str) and not pd.isna(t)]
     if bad:
-        raise ValueError(f"Table '{args.table}' column {args.text_column!r} must hold text; row {bad[0]} holds "
-                         f"{texts.iloc[bad[0]]!r}.")
-    stats = artifact_statistics(texts.where(texts.notna(), "").tolist(), labels.tolist(), min_count=args.min_count,
-                                alpha=args.alpha)
+        raise ValueError(
+            f"Table '{args.table}' column {args.text_column!r} must hold text; row {bad[0]} holds "
+            f"{texts.iloc[bad[0]]!r}."
+        )
+    stats = artifact_statistics(
+        texts.where(texts.notna(), "").tolist(), labels.tolist(), min_count=args.min_count, alpha=args.alpha
+    )
     a = stats.attrs
     rows = stats if args.all else stats[stats["significant"]]
     order = {lab: i for i, lab in enumerate(a["labels"])}
-    rows = rows.assign(_l=rows["label"].map(order)).sort_values(["_l", "z", "token"], ascending=[True, False, True],
-                                                                kind="stable").drop(columns="_l")
+    rows = (
+        rows.assign(_l=rows["label"].map(order))
+        .sort_values(["_l", "z", "token"], ascending=[True, False, True], kind="stable")
+        .drop(columns="_l")
+    )
     if args.json:
         print_json(rows.to_dict(orient="records"))
         return 0
@@ -85,20 +94,26 @@ def add_cli(subparsers: Any, name: str = "artifacts") -> None:
     prints it on one line and exits with status 2.
     """
     p = subparsers.add_parser(
-        name, help="tokens whose presence gives the label away (Gardner et al. 2021 z-test)",
+        name,
+        help="tokens whose presence gives the label away (Gardner et al. 2021 z-test)",
         description="For every token and label, z = (p(label|token) - 1/|labels|) / sqrt(p0 (1 - p0) / n) over "
-                    "the n texts containing the token (Gardner et al., 2021, 'Competency Problems'), one-sided "
-                    "and Bonferroni-corrected over tokens x labels. Tokens: lower case, punctuation removed, "
-                    "split on white space, counted once per text.",
+        "the n texts containing the token (Gardner et al., 2021, 'Competency Problems'), one-sided "
+        "and Bonferroni-corrected over tokens x labels. Tokens: lower case, punctuation removed, "
+        "split on white space, counted once per text.",
     )
     p.add_argument("--table", required=True, help="the texts: .csv, .tsv, .jsonl or .parquet")
     p.add_argument("--text-column", default="hypothesis", help="text column (default hypothesis)")
     p.add_argument("--label-column", default="label", help="label column (default label)")
     p.add_argument("--min-count", type=int, default=10, help="test tokens in at least this many texts (default 10)")
     p.add_argument("--alpha", type=float, default=0.01, help="family-wise significance level (default 0.01)")
-    p.add_argument("--all", action="store_true", help="print every tested (token, label) pair, not only the "
-                                                      "significant ones")
-    p.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS,
-                   help=f"refuse tables with more rows (default {DEFAULT_MAX_ROWS:,})")
+    p.add_argument(
+        "--all", action="store_true", help="print every tested (token, label) pair, not only the significant ones"
+    )
+    p.add_argument(
+        "--max-rows",
+        type=int,
+        default=DEFAULT_MAX_ROWS,
+        help=f"refuse tables with more rows (default {DEFAULT_MAX_ROWS:,})",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON array of records instead of a table")
     p.set_defaults(func=_cmd_artifacts)

@@ -43,8 +43,8 @@ def add_cli(subparsers: Any, name: str = "dynamics") -> None:
         name,
         help="difficulty levels (easy/ambiguous/hard) from training dynamics",
         description="Difficulty levels from training dynamics (Cosma et al., 2024): record or read per-epoch "
-                    "logits, compute confidence/variability/correctness/AUM for the full and partial input, "
-                    "cluster them, and write one row per example.",
+        "logits, compute confidence/variability/correctness/AUM for the full and partial input, "
+        "cluster them, and write one row per example.",
     )
     src = p.add_argument_group("record dynamics from features")
     src.add_argument("--features", help="full-input features .npy (e.g. premise+hypothesis embeddings)")
@@ -85,22 +85,31 @@ def _cmd_dynamics(args: Any) -> int:
         if args.labels is None:
             raise ValueError("--features needs --labels.")
         if args.partial_dynamics_dir is not None:
-            raise ValueError("--partial-dynamics-dir goes with --dynamics-dir; with --features use "
-                             "--partial-features.")
+            raise ValueError("--partial-dynamics-dir goes with --dynamics-dir; with --features use --partial-features.")
         X = read_features(args.features)
         Xp = None if args.partial_features is None else read_features(args.partial_features)
         y = read_labels(args.labels, column=args.label_column)
         if Xp is not None and Xp.shape[0] != X.shape[0]:
             raise ValueError(f"--partial-features has {Xp.shape[0]} rows, --features has {X.shape[0]}.")
         ids = None if args.ids is None else read_labels(args.ids, column="id")
-        record = record_dynamics(X, y, X_partial=Xp, epochs=args.epochs, hidden_size=args.hidden_size,
-                                 batch_size=args.batch_size, learning_rate=args.learning_rate, ids=ids,
-                                 random_state=args.seed)
+        record = record_dynamics(
+            X,
+            y,
+            X_partial=Xp,
+            epochs=args.epochs,
+            hidden_size=args.hidden_size,
+            batch_size=args.batch_size,
+            learning_rate=args.learning_rate,
+            ids=ids,
+            random_state=args.seed,
+        )
     else:
         if args.partial_features is not None or args.labels is not None or args.ids is not None:
-            raise ValueError("--partial-features, --labels and --ids go with --features; --dynamics-dir reads the "
-                             "gold labels and ids (guids) from the files (use --partial-dynamics-dir for the "
-                             "partial input).")
+            raise ValueError(
+                "--partial-features, --labels and --ids go with --features; --dynamics-dir reads the "
+                "gold labels and ids (guids) from the files (use --partial-dynamics-dir for the "
+                "partial input)."
+            )
         classes = None if args.classes is None else [c.strip() for c in args.classes.split(",")]
         full = read_cartography_dynamics(args.dynamics_dir, classes=classes)
         partial = None
@@ -114,8 +123,11 @@ def _cmd_dynamics(args: Any) -> int:
     frame["level"] = levels.levels
     frame["data_maps_level"] = maps.levels
     frame["aum_level"] = bands.levels
-    summary: dict[str, Any] = {"rows": len(frame), "epochs": record.full.n_epochs,
-                               "partial_input": record.partial is not None}
+    summary: dict[str, Any] = {
+        "rows": len(frame),
+        "epochs": record.full.n_epochs,
+        "partial_input": record.partial is not None,
+    }
     if args.table is not None:
         table = read_table(args.table)
         for col in (args.text_a, args.text_b):  # an empty cell is an empty text here
@@ -123,28 +135,36 @@ def _cmd_dynamics(args: Any) -> int:
                 table[col] = table[col].where(table[col].notna(), "")
         for col in (args.text_a, args.text_b):
             if col not in table.columns:
-                raise ValueError(f"Table '{args.table}' has no column '{col}'; its columns are {list(table.columns)} "
-                                 "(choose them with --text-a / --text-b).")
+                raise ValueError(
+                    f"Table '{args.table}' has no column '{col}'; its columns are {list(table.columns)} "
+                    "(choose them with --text-a / --text-b)."
+                )
         if args.id_column is not None:
             if args.id_column not in table.columns:
                 raise ValueError(f"Table '{args.table}' has no column '{args.id_column}' (--id-column).")
             keyed = table.set_index(table[args.id_column].astype(str))
             if keyed.index.has_duplicates:
-                raise ValueError(f"Table '{args.table}' repeats id {keyed.index[keyed.index.duplicated()][0]!r} in "
-                                 f"column '{args.id_column}'.")
+                raise ValueError(
+                    f"Table '{args.table}' repeats id {keyed.index[keyed.index.duplicated()][0]!r} in "
+                    f"column '{args.id_column}'."
+                )
             wanted = frame.index.astype(str)
             absent = wanted.difference(keyed.index)
             if len(absent):
                 raise ValueError(f"Table '{args.table}' has no row with {args.id_column} = {absent[0]!r}.")
             table = keyed.loc[wanted]
         elif len(table) != len(frame):
-            raise ValueError(f"Table '{args.table}' has {len(table)} rows but the dynamics have {len(frame)}; give "
-                             "one row per example in the same order, or --id-column.")
+            raise ValueError(
+                f"Table '{args.table}' has {len(table)} rows but the dynamics have {len(frame)}; give "
+                "one row per example in the same order, or --id-column."
+            )
         for col in (args.text_a, args.text_b):
             bad = [i for i, v in enumerate(table[col].tolist()) if not isinstance(v, str)]
             if bad:
-                raise ValueError(f"Table '{args.table}' column '{col}' must hold text; row {bad[0]} holds "
-                                 f"{table[col].iloc[bad[0]]!r}.")
+                raise ValueError(
+                    f"Table '{args.table}' column '{col}' must hold text; row {bad[0]} holds "
+                    f"{table[col].iloc[bad[0]]!r}."
+                )
         spur = spurious_measures(table[args.text_a].tolist(), table[args.text_b].tolist())
         spur.index = frame.index
         frame = pd.concat([frame, spur], axis=1)
@@ -160,12 +180,14 @@ def _cmd_dynamics(args: Any) -> int:
         written.to_parquet(out, index=False)
     else:
         written.to_csv(out, index=False)
-    summary.update({
-        "levels": {k: int(v) for k, v in levels.counts().items()},
-        "data_maps_levels": {k: int(v) for k, v in maps.counts().items()},
-        "aum_levels": {k: int(v) for k, v in bands.counts().items()},
-        "out": str(out),
-        "seconds": round(time.perf_counter() - t0, 3),
-    })
+    summary.update(
+        {
+            "levels": {k: int(v) for k, v in levels.counts().items()},
+            "data_maps_levels": {k: int(v) for k, v in maps.counts().items()},
+            "aum_levels": {k: int(v) for k, v in bands.counts().items()},
+            "out": str(out),
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+    )
     print(json.dumps(summary))
     return 0

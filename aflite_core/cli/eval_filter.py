@@ -38,8 +38,9 @@ def _parse_arrays_spec(text: str, option: str) -> tuple[str, str | None, str | N
 
 def _read_column(frame: pd.DataFrame, column: str, option: str, path: str) -> pd.Series:
     if column not in frame.columns:
-        raise ValueError(f"The {option} option names {column!r}, which is not a column of '{path}' "
-                         f"({list(frame.columns)}).")
+        raise ValueError(
+            f"The {option} option names {column!r}, which is not a column of '{path}' ({list(frame.columns)})."
+        )
     return frame[column]
 
 
@@ -55,26 +56,43 @@ def _cmd_eval_filter(args: argparse.Namespace) -> int:
             raise ValueError(f"The --evaluated option must be FAMILY:REPRESENTATION. Got {item!r} instead.")
         fam, rep = item.split(":", 1)
         evaluated.append((fam.strip(), rep.strip()))
-    numbers = {"target_size": number(args.target_size, "--target-size"),
-               "train_size": number(args.train_size, "--train-size"),
-               "slice_size": number(args.slice_size, "--slice-size")}
-    kw: dict[str, Any] = {"seeds": seeds, "tau": args.tau, "n_partitions": args.partitions,
-                          "random_state": args.seed, "n_threads": args.threads}
+    numbers = {
+        "target_size": number(args.target_size, "--target-size"),
+        "train_size": number(args.train_size, "--train-size"),
+        "slice_size": number(args.slice_size, "--slice-size"),
+    }
+    kw: dict[str, Any] = {
+        "seeds": seeds,
+        "tau": args.tau,
+        "n_partitions": args.partitions,
+        "random_state": args.seed,
+        "n_threads": args.threads,
+    }
     if args.annotator_sources is not None:
-        kw["annotator_sources"] = None if args.annotator_sources.strip().lower() == "all" else tuple(
-            s.strip() for s in args.annotator_sources.split(",") if s.strip())
+        kw["annotator_sources"] = (
+            None
+            if args.annotator_sources.strip().lower() == "all"
+            else tuple(s.strip() for s in args.annotator_sources.split(",") if s.strip())
+        )
     if args.digits:
         if args.train_table or args.eval_table:
             raise ValueError("The --digits option cannot be combined with --train-table / --eval-table.")
         if any(p is not None for _, p, _ in specs) or extra:
-            raise ValueError("With --digits, --adversary takes bare representation names (pixels, pca, mlp_small, "
-                             "mlp) and --representation is not used.")
+            raise ValueError(
+                "With --digits, --adversary takes bare representation names (pixels, pca, mlp_small, "
+                "mlp) and --representation is not used."
+            )
         if args.annotator_column:
-            raise ValueError("The --annotator-column option needs --train-table / --eval-table (digits have no "
-                             "annotator labels).")
-        setup = digits_adversary_setup(random_state=args.seed, eval_fraction=args.eval_fraction,
-                                       adversaries=[n for n, _, _ in specs] or None,
-                                       evaluated=evaluated or None, n_threads=args.threads)
+            raise ValueError(
+                "The --annotator-column option needs --train-table / --eval-table (digits have no annotator labels)."
+            )
+        setup = digits_adversary_setup(
+            random_state=args.seed,
+            eval_fraction=args.eval_fraction,
+            adversaries=[n for n, _, _ in specs] or None,
+            evaluated=evaluated or None,
+            n_threads=args.threads,
+        )
         study_kw = setup.study_kwargs()
         study_kw.update({k: val for k, val in numbers.items() if val is not None})
         study_kw.update(kw)
@@ -85,14 +103,18 @@ def _cmd_eval_filter(args: argparse.Namespace) -> int:
             raise ValueError("Give either --digits or both --train-table and --eval-table.")
         if not specs:
             raise ValueError("Give at least one --adversary NAME=TRAIN.npy:EVAL.npy with --train-table.")
-        for opt, val in (("--target-size", numbers["target_size"]), ("--train-size", numbers["train_size"]),
-                         ("--slice-size", numbers["slice_size"])):
+        for opt, val in (
+            ("--target-size", numbers["target_size"]),
+            ("--train-size", numbers["train_size"]),
+            ("--slice-size", numbers["slice_size"]),
+        ):
             if val is None:
                 raise ValueError(f"The {opt} option is required with --train-table.")
         for name, p, _ in specs + extra:
             if p is None:
-                raise ValueError(f"The --adversary / --representation option must give files: {name}=TRAIN.npy:"
-                                 "EVAL.npy.")
+                raise ValueError(
+                    f"The --adversary / --representation option must give files: {name}=TRAIN.npy:EVAL.npy."
+                )
         names = [n for n, _, _ in specs + extra]
         if len(set(names)) != len(names):
             raise ValueError(f"Representation names must be distinct. Got {names}.")
@@ -104,22 +126,31 @@ def _cmd_eval_filter(args: argparse.Namespace) -> int:
         for name, p_train, p_eval in specs + extra:
             train_X[name] = read_features(p_train)
             eval_X[name] = read_features(p_eval)
-            for what, arr, table, path in (("train", train_X[name], train, p_train),
-                                           ("eval", eval_X[name], ev, p_eval)):
+            for what, arr, table, path in (
+                ("train", train_X[name], train, p_train),
+                ("eval", eval_X[name], ev, p_eval),
+            ):
                 if arr.ndim != 2 or arr.shape[0] != len(table):
-                    raise ValueError(f"'{path}' ({what} features of {name!r}) has shape {arr.shape}; the {what} table "
-                                     f"has {len(table)} rows.")
-        study_kw = {"adversaries": [n for n, _, _ in specs],
-                    "evaluated": evaluated or [("logistic", n) for n, _, _ in specs], **numbers}
+                    raise ValueError(
+                        f"'{path}' ({what} features of {name!r}) has shape {arr.shape}; the {what} table "
+                        f"has {len(table)} rows."
+                    )
+        study_kw = {
+            "adversaries": [n for n, _, _ in specs],
+            "evaluated": evaluated or [("logistic", n) for n, _, _ in specs],
+            **numbers,
+        }
         if args.id_column:
             study_kw["ids"] = _read_column(train, args.id_column, "--id-column", args.train_table).to_numpy()
             study_kw["eval_ids"] = _read_column(ev, args.id_column, "--id-column", args.eval_table).to_numpy()
         if args.annotator_column:
-            study_kw["annotator_labels"] = _read_column(ev, args.annotator_column, "--annotator-column",
-                                                        args.eval_table).tolist()
+            study_kw["annotator_labels"] = _read_column(
+                ev, args.annotator_column, "--annotator-column", args.eval_table
+            ).tolist()
             if args.annotator_source_column:
-                study_kw["annotator_source"] = _read_column(ev, args.annotator_source_column,
-                                                            "--annotator-source-column", args.eval_table).tolist()
+                study_kw["annotator_source"] = _read_column(
+                    ev, args.annotator_source_column, "--annotator-source-column", args.eval_table
+                ).tolist()
         elif args.annotator_source_column:
             raise ValueError("The --annotator-source-column option needs --annotator-column.")
         study_kw.update(kw)
@@ -166,8 +197,8 @@ def add_cli(subparsers: Any, name: str = "eval-filter") -> None:
         name,
         help="filter an evaluation set with several adversaries and compare evaluated models (Phang et al.)",
         description="AFLite on an evaluation set for several adversaries and seeds: which evaluation rows leave "
-                    "in round 1, later, or are selected; evaluated models' accuracy, ranking (Kendall's "
-                    "coefficient) and same-representation rank change; annotator agreement per category.",
+        "in round 1, later, or are selected; evaluated models' accuracy, ranking (Kendall's "
+        "coefficient) and same-representation rank change; annotator agreement per category.",
     )
     data = p.add_argument_group("data")
     data.add_argument("--digits", action="store_true", help="the bundled digits with four adversaries")
@@ -176,13 +207,25 @@ def add_cli(subparsers: Any, name: str = "eval-filter") -> None:
     data.add_argument("--eval-table", default=None, help="evaluation rows: CSV, TSV, Parquet or JSONL")
     data.add_argument("--label-column", default="label", help="label column of both tables (default label)")
     data.add_argument("--id-column", default=None, help="id column of both tables")
-    data.add_argument("--adversary", action="append", metavar="NAME=TRAIN.npy:EVAL.npy",
-                      help="an adversary's representation of the training and evaluation rows (repeat); with "
-                           "--digits a bare name selects one of pixels, pca, mlp_small, mlp")
-    data.add_argument("--representation", action="append", metavar="NAME=TRAIN.npy:EVAL.npy",
-                      help="a further representation used only by evaluated models (repeat)")
-    p.add_argument("--evaluated", action="append", metavar="FAMILY:REPRESENTATION",
-                   help=f"an evaluated model (repeat); families: {', '.join(CLASSIFIERS)}")
+    data.add_argument(
+        "--adversary",
+        action="append",
+        metavar="NAME=TRAIN.npy:EVAL.npy",
+        help="an adversary's representation of the training and evaluation rows (repeat); with "
+        "--digits a bare name selects one of pixels, pca, mlp_small, mlp",
+    )
+    data.add_argument(
+        "--representation",
+        action="append",
+        metavar="NAME=TRAIN.npy:EVAL.npy",
+        help="a further representation used only by evaluated models (repeat)",
+    )
+    p.add_argument(
+        "--evaluated",
+        action="append",
+        metavar="FAMILY:REPRESENTATION",
+        help=f"an evaluated model (repeat); families: {', '.join(CLASSIFIERS)}",
+    )
     p.add_argument("--seeds", default="0,1,2", help="AFLite seeds, comma-separated (default 0,1,2)")
     p.add_argument("--target-size", default=None, help="n, count or fraction (digits default 400)")
     p.add_argument("--train-size", default=None, help="t, count or fraction (digits default 100)")
@@ -192,8 +235,11 @@ def add_cli(subparsers: Any, name: str = "eval-filter") -> None:
     p.add_argument("--ensemble", action="store_true", help="also filter with the pooled ensemble of adversaries")
     p.add_argument("--annotator-column", default=None, help="evaluation-table column with annotator label lists")
     p.add_argument("--annotator-source-column", default=None, help="column with the source of those labels")
-    p.add_argument("--annotator-sources", default=None,
-                   help="sources used for agreement, comma-separated, or 'all' (default random_subset)")
+    p.add_argument(
+        "--annotator-sources",
+        default=None,
+        help="sources used for agreement, comma-separated, or 'all' (default random_subset)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the split (digits) and evaluated models (default 0)")
     p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
     p.add_argument("--out", required=True, help="directory for the tables (Parquet + CSV) and summary.json")

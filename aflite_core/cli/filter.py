@@ -28,9 +28,25 @@ def _load_ids(path: str | None) -> Any:
 
 
 #: options of `filter` a resumed run takes from the run directory (the data and every parameter)
-_RUN_OPTIONS = ("features", "labels", "label_column", "partitions", "train_size", "model", "seed", "threads",
-                "mmap", "ids", "target_size", "slice_size", "tau", "strategy", "eval_features", "eval_labels",
-                "eval_ids")
+_RUN_OPTIONS = (
+    "features",
+    "labels",
+    "label_column",
+    "partitions",
+    "train_size",
+    "model",
+    "seed",
+    "threads",
+    "mmap",
+    "ids",
+    "target_size",
+    "slice_size",
+    "tau",
+    "strategy",
+    "eval_features",
+    "eval_labels",
+    "eval_ids",
+)
 
 
 _REQUIRED_FOR_NEW_RUN = ("features", "labels", "target_size", "train_size", "out")
@@ -87,11 +103,14 @@ def _check_out(args: argparse.Namespace) -> Path:
         raise CLIError(f"--out '{out}' exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
         if not args.force:
-            raise CLIError(f"--out '{out}' is not empty; pass --force to replace the run in it, or --resume '{out}' "
-                           "to continue it")
+            raise CLIError(
+                f"--out '{out}' is not empty; pass --force to replace the run in it, or --resume '{out}' to continue it"
+            )
         if not _replaceable(out):
-            raise CLIError(f"--out '{out}' is not an AFLite run directory (it holds other files); --force only "
-                           "replaces a run directory, so choose a new or empty folder")
+            raise CLIError(
+                f"--out '{out}' is not an AFLite run directory (it holds other files); --force only "
+                "replaces a run directory, so choose a new or empty folder"
+            )
     return out
 
 
@@ -171,10 +190,25 @@ def _cmd_filter(args: argparse.Namespace) -> int:
         return limit is None or p.round < limit
 
     # every argument is checked here, before the run directory is touched
-    run = plan_run(X, y, target_size=args.target_size, n_partitions=args.partitions, train_size=args.train_size,
-                   slice_size=args.slice_size, tau=args.tau, strategy=args.strategy, model=model, eval_X=eval_X,
-                   eval_y=eval_y, random_state=args.seed, callback=progress, ids=ids, eval_ids=eval_ids,
-                   n_threads=args.threads, checkpoint=out / "checkpoint")
+    run = plan_run(
+        X,
+        y,
+        target_size=args.target_size,
+        n_partitions=args.partitions,
+        train_size=args.train_size,
+        slice_size=args.slice_size,
+        tau=args.tau,
+        strategy=args.strategy,
+        model=model,
+        eval_X=eval_X,
+        eval_y=eval_y,
+        random_state=args.seed,
+        callback=progress,
+        ids=ids,
+        eval_ids=eval_ids,
+        n_threads=args.threads,
+        checkpoint=out / "checkpoint",
+    )
     if not args.resume:
         record = {n: getattr(args, n) for n in _RUN_OPTIONS}
         for key in _INPUT_FILES:
@@ -184,7 +218,6 @@ def _cmd_filter(args: argparse.Namespace) -> int:
     backend, close = _cluster(args)
     try:
         if backend is not None:
-
             run.backend = _resolve_backend(backend, "aflite")
         result = execute_run(run, resume=bool(args.resume))
     finally:
@@ -203,12 +236,18 @@ def _cmd_predictability(args: argparse.Namespace) -> int:
     import numpy as np
     import pandas as pd
 
-
     X = read_features(args.features, mmap=args.mmap)
     y = read_labels(args.labels, column=args.label_column)
     t0 = time.perf_counter()
-    p = predictability(X, y, n_partitions=args.partitions, train_size=args.train_size, model=args.model,
-                       random_state=args.seed, n_threads=args.threads)
+    p = predictability(
+        X,
+        y,
+        n_partitions=args.partitions,
+        train_size=args.train_size,
+        model=args.model,
+        random_state=args.seed,
+        n_threads=args.threads,
+    )
     frame = pd.DataFrame({"label": y, "predictability": p})
     ids = _load_ids(args.ids)
     if ids is not None:
@@ -216,8 +255,16 @@ def _cmd_predictability(args: argparse.Namespace) -> int:
             raise CLIError(f"--ids has {len(ids)} rows, the features have {len(frame)}")
         frame.insert(0, "id", ids)
     frame.to_csv(args.out, index_label="row")
-    print(json.dumps({"rows": len(p), "mean_predictability": float(np.nanmean(p)),
-                      "seconds": round(time.perf_counter() - t0, 3), "out": str(args.out)}))
+    print(
+        json.dumps(
+            {
+                "rows": len(p),
+                "mean_predictability": float(np.nanmean(p)),
+                "seconds": round(time.perf_counter() - t0, 3),
+                "out": str(args.out),
+            }
+        )
+    )
     return 0
 
 
@@ -229,10 +276,15 @@ def add_cli(sub: Any) -> None:
         p.add_argument("--labels", required=required, help="labels: .npy, .txt (one per line), .csv or .tsv")
         p.add_argument("--label-column", default=None, help="label column of a CSV/TSV with several columns")
         p.add_argument("--partitions", type=int, default=64, help="m, models per round (default 64)")
-        p.add_argument("--train-size", type=count_or_fraction, required=required,
-                       help="t, rows per model (count or fraction)")
-        p.add_argument("--model", default="linear", choices=list(ADVERSARIES),
-                       help="model family M (default linear: batched logistic regression)")
+        p.add_argument(
+            "--train-size", type=count_or_fraction, required=required, help="t, rows per model (count or fraction)"
+        )
+        p.add_argument(
+            "--model",
+            default="linear",
+            choices=list(ADVERSARIES),
+            help="model family M (default linear: batched logistic regression)",
+        )
         p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
         p.add_argument("--mmap", action="store_true", help="memory-map the .npy feature files")
@@ -248,20 +300,36 @@ def add_cli(sub: Any) -> None:
     f.add_argument("--eval-labels", default=None, help="evaluation labels")
     f.add_argument("--eval-ids", default=None, help="evaluation row ids")
     f.add_argument("--out", default=None, help="run directory to write (AFLiteResult.save format + checkpoint)")
-    f.add_argument("--force", action="store_true",
-                   help="replace the run in --out (only ever a run directory: a saved or interrupted run)")
-    f.add_argument("--copy-inputs", action="store_true",
-                   help="hard-link (or copy) the input files into RUN_DIR/inputs/ and record them relative to the "
-                        "run, so the run directory is self-contained (the app opens runs whose files lie below "
-                        "its run root)")
+    f.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the run in --out (only ever a run directory: a saved or interrupted run)",
+    )
+    f.add_argument(
+        "--copy-inputs",
+        action="store_true",
+        help="hard-link (or copy) the input files into RUN_DIR/inputs/ and record them relative to the "
+        "run, so the run directory is self-contained (the app opens runs whose files lie below "
+        "its run root)",
+    )
     f.add_argument("--quiet", action="store_true", help="no progress bar")
-    f.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="continue an interrupted run from its last completed round (same final result)")
+    f.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN_DIR",
+        help="continue an interrupted run from its last completed round (same final result)",
+    )
     f.add_argument("--max-rounds", type=int, default=None, help="stop after this many rounds (resume later)")
-    f.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="run the rounds on a Dask cluster, e.g. tcp://host:8786")
-    f.add_argument("--dask-local", type=int, default=None, metavar="N",
-                   help="start a local Dask cluster of N single-threaded workers for this run")
+    f.add_argument(
+        "--scheduler", default=None, metavar="ADDRESS", help="run the rounds on a Dask cluster, e.g. tcp://host:8786"
+    )
+    f.add_argument(
+        "--dask-local",
+        type=int,
+        default=None,
+        metavar="N",
+        help="start a local Dask cluster of N single-threaded workers for this run",
+    )
     f.set_defaults(func=_cmd_filter)
 
     p = sub.add_parser("predictability", help="score every row once (an audit), write a CSV")

@@ -30,23 +30,27 @@ def format_experiment_table(table: pd.DataFrame) -> str:
     str
         A fixed-width table, one line per dataset.
     """
+
     def arrow(a: float, b: float, fmt: str = "{:.3f}") -> str:
         return f"{fmt.format(a)} → {fmt.format(b)}"
 
     def share(x: float) -> str:
         return "–" if not np.isfinite(x) else f"{x:.0%}"
 
-    out = pd.DataFrame({
-        "dataset": table["dataset"],
-        "rows": [arrow(a, b, "{:d}") for a, b in zip(table["n_before"], table["n_after"])],
-        "linear acc": [arrow(a, b) for a, b in zip(table["linear_before"], table["linear_after"])],
-        "RBF-SVM acc": [arrow(a, b) for a, b in zip(table["rbf_before"], table["rbf_after"])],
-        "biased rows": [f"{a:d} → {b:d}" for a, b in zip(table["biased_before"], table["biased_after"])],
-        "biased share": [f"{share(a)} → {share(b)}" for a, b in zip(table["biased_share_before"],
-                                                                     table["biased_share_after"])],
-        "flipped removed": [share(x) for x in table["flipped_removed_share"]],
-        "rounds": table["rounds"],
-    })
+    out = pd.DataFrame(
+        {
+            "dataset": table["dataset"],
+            "rows": [arrow(a, b, "{:d}") for a, b in zip(table["n_before"], table["n_after"])],
+            "linear acc": [arrow(a, b) for a, b in zip(table["linear_before"], table["linear_after"])],
+            "RBF-SVM acc": [arrow(a, b) for a, b in zip(table["rbf_before"], table["rbf_after"])],
+            "biased rows": [f"{a:d} → {b:d}" for a, b in zip(table["biased_before"], table["biased_after"])],
+            "biased share": [
+                f"{share(a)} → {share(b)}" for a, b in zip(table["biased_share_before"], table["biased_share_after"])
+            ],
+            "flipped removed": [share(x) for x in table["flipped_removed_share"]],
+            "rounds": table["rounds"],
+        }
+    )
     return out.to_string(index=False)
 
 
@@ -62,9 +66,9 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
     if seed < 0:
         raise ValueError(f"The --seed option must be an int in [0, inf). Got {seed} instead.")
     n = int(number(args.n_samples, "--n-samples", allow_fraction=False))
-    datasets = paper_circles(n, separations=seps, flip_fraction=float(number(args.flip_fraction,
-                                                                                   "--flip-fraction")),
-                             random_state=seed)
+    datasets = paper_circles(
+        n, separations=seps, flip_fraction=float(number(args.flip_fraction, "--flip-fraction")), random_state=seed
+    )
     params = {
         "target_size": number(args.target_size, "--target-size"),
         "train_size": number(args.train_size, "--train-size"),
@@ -106,16 +110,21 @@ def add_cli(subparsers: Any, name: str = "synthetic") -> None:
     exits with status 2. The command reports; it does not check the paper's findings.
     """
     p = subparsers.add_parser(
-        name, help="reproduce the synthetic concentric-circles experiment (ICML 2020 §3, Figure 2)",
+        name,
+        help="reproduce the synthetic concentric-circles experiment (ICML 2020 §3, Figure 2)",
         description="Run AFLite on concentric-circles datasets with planted bias features (one per separation "
-                    "level) and print the held-out accuracy of a linear model and an RBF SVM before and after "
-                    "filtering, with the planted truth (biased rows kept, flipped rows removed).",
+        "level) and print the held-out accuracy of a linear model and an RBF SVM before and after "
+        "filtering, with the planted truth (biased rows kept, flipped rows removed).",
     )
     d = EXPERIMENT_DEFAULTS
     options = [
         ("--n-samples", "2000", "N", "rows per dataset (default 2000)"),
-        ("--separations", ",".join(f"{s:g}" for s in PAPER_SEPARATIONS), "LIST",
-         "comma-separated ring gaps in [0, 2), one dataset each (default 1,0.6,0.4,0.2)"),
+        (
+            "--separations",
+            ",".join(f"{s:g}" for s in PAPER_SEPARATIONS),
+            "LIST",
+            "comma-separated ring gaps in [0, 2), one dataset each (default 1,0.6,0.4,0.2)",
+        ),
         ("--flip-fraction", "0.1", "F", "share of biased rows flipped in the most separated set (default 0.1)"),
         ("--target-size", str(d["target_size"]), "N", f"n, count or fraction (default {d['target_size']})"),
         ("--train-size", str(d["train_size"]), "T", f"t, count or fraction (default {d['train_size']})"),

@@ -84,13 +84,16 @@ def epoch_of_file(name: str) -> int:
     base = Path(str(name)).name
     match = EPOCH_FILE_PATTERN.fullmatch(base)
     if match is None:
-        raise ValueError(f"'{base}' is not named dynamics_epoch_<e>.jsonl (allenai/cartography's naming), so its "
-                         "epoch is unknown. Rename the files dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …")
+        raise ValueError(
+            f"'{base}' is not named dynamics_epoch_<e>.jsonl (allenai/cartography's naming), so its "
+            "epoch is unknown. Rename the files dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …"
+        )
     return int(match.group(1))
 
 
-def read_epoch_files(files: Sequence[tuple[str, bytes]], *, classes: Sequence[Hashable] | None = None,
-                     what: str = "uploaded") -> TrainingDynamics:
+def read_epoch_files(
+    files: Sequence[tuple[str, bytes]], *, classes: Sequence[Hashable] | None = None, what: str = "uploaded"
+) -> TrainingDynamics:
     """Parse allenai/cartography epoch files given as ``(file name, bytes)``, in any order.
 
     The files are written to a private temporary folder (removed afterwards) and read with
@@ -142,8 +145,15 @@ def read_epoch_files(files: Sequence[tuple[str, bytes]], *, classes: Sequence[Ha
             raise ValueError(f"{what[:1].upper()}{what[1:]} dynamics: " + text.replace(tmp + os.sep, "")) from None
 
 
-def align_dynamics(dynamics: TrainingDynamics, *, ids: ArrayLike, y: ArrayLike, classes: Sequence[Hashable],
-                   dataset_name: str = "the dataset", what: str = "uploaded") -> TrainingDynamics:
+def align_dynamics(
+    dynamics: TrainingDynamics,
+    *,
+    ids: ArrayLike,
+    y: ArrayLike,
+    classes: Sequence[Hashable],
+    dataset_name: str = "the dataset",
+    what: str = "uploaded",
+) -> TrainingDynamics:
     """Re-order training dynamics to a dataset's rows (guid ↔ id, compared as text) and classes (by name).
 
     Parameters
@@ -188,7 +198,7 @@ def align_dynamics(dynamics: TrainingDynamics, *, ids: ArrayLike, y: ArrayLike, 
     guids = [str(g) for g in dynamics.ids]
     position = {g: i for i, g in enumerate(guids)}
     if len(position) != len(guids):
-        raise ValueError(f"The {what} dynamics repeat a guid once written as text (e.g. 7 and \"7\").")
+        raise ValueError(f'The {what} dynamics repeat a guid once written as text (e.g. 7 and "7").')
     wanted = set(ids)
     missing = [i for i in ids if i not in position]
     extra = [g for g in guids if g not in wanted]
@@ -209,8 +219,10 @@ def align_dynamics(dynamics: TrainingDynamics, *, ids: ArrayLike, y: ArrayLike, 
     file_names = [str(c) for c in dynamics.classes]
     unknown = [c for c in file_names if c not in code]
     if len(file_names) != len(names) or unknown:
-        raise ValueError(f"The {what} dynamics have {len(file_names)} logits per line named {file_names}, but "
-                         f"'{dataset_name}' has the classes {names}: give the class names in logit order.")
+        raise ValueError(
+            f"The {what} dynamics have {len(file_names)} logits per line named {file_names}, but "
+            f"'{dataset_name}' has the classes {names}: give the class names in logit order."
+        )
     to_code = np.array([code[c] for c in file_names])
     logits = np.empty_like(dynamics.logits)
     logits[:, :, to_code] = dynamics.logits[order]

@@ -32,8 +32,9 @@ def _decode(raw: bytes, path: Path) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ValueError(f"'{path}' is not UTF-8 text (line {line}, byte {exc.start} cannot be decoded); "
-                         "save it as UTF-8.") from None
+        raise ValueError(
+            f"'{path}' is not UTF-8 text (line {line}, byte {exc.start} cannot be decoded); save it as UTF-8."
+        ) from None
 
 
 def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
@@ -54,34 +55,41 @@ def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
             if found:
                 break
         if not found:
-            raise ValueError(f"Training-dynamics directory '{path}' holds no dynamics_epoch_<e>.jsonl files "
-                             "(allenai/cartography format).")
+            raise ValueError(
+                f"Training-dynamics directory '{path}' holds no dynamics_epoch_<e>.jsonl files "
+                "(allenai/cartography format)."
+            )
         epochs = sorted(found)
         missing = sorted(set(range(epochs[-1] + 1)) - set(epochs))
         if missing:
             have = ", ".join(found[e].name for e in epochs)
-            raise ValueError(f"Training-dynamics directory '{path}' is missing epoch(s) {missing}: expected "
-                             f"dynamics_epoch_0.jsonl … dynamics_epoch_{epochs[-1]}.jsonl, found {have}.")
+            raise ValueError(
+                f"Training-dynamics directory '{path}' is missing epoch(s) {missing}: expected "
+                f"dynamics_epoch_0.jsonl … dynamics_epoch_{epochs[-1]}.jsonl, found {have}."
+            )
         return [(found[e], e) for e in epochs]
     if isinstance(source, Sequence) and not isinstance(source, (bytes, bytearray)):
         if not source:
-            raise ValueError("The 'source' parameter of read_cartography_dynamics must name at least one file. "
-                             "Got an empty list instead.")
+            raise ValueError(
+                "The 'source' parameter of read_cartography_dynamics must name at least one file. "
+                "Got an empty list instead."
+            )
         out = []
         for item in source:
             if not isinstance(item, (str, os.PathLike)):
-                raise param_error("source", "read_cartography_dynamics", "a directory or a list of file paths",
-                                  item, TypeError)
+                raise param_error(
+                    "source", "read_cartography_dynamics", "a directory or a list of file paths", item, TypeError
+                )
             if not Path(item).is_file():
                 raise ValueError(f"Training-dynamics file '{item}' does not exist.")
             out.append((Path(item), None))
         return out
-    raise param_error("source", "read_cartography_dynamics", "a directory or a list of file paths", source,
-                      TypeError)
+    raise param_error("source", "read_cartography_dynamics", "a directory or a list of file paths", source, TypeError)
 
 
-def _read_epoch(path: Path, epoch: int, named_epoch: int | None, classes: tuple | None
-                ) -> tuple[list[Hashable], list[list[float]], list[Any], int, dict[Hashable, int]]:
+def _read_epoch(
+    path: Path, epoch: int, named_epoch: int | None, classes: tuple | None
+) -> tuple[list[Hashable], list[list[float]], list[Any], int, dict[Hashable, int]]:
     """Parse one epoch file: guids, logits rows, gold indices, number of classes, guid → line number."""
     text = _decode(path.read_bytes(), path)
     n_classes: int | None = None
@@ -98,8 +106,10 @@ def _read_epoch(path: Path, epoch: int, named_epoch: int | None, classes: tuple 
         except json.JSONDecodeError as exc:
             raise ValueError(f"'{path}' line {lineno} is not valid JSON: {exc.msg} (column {exc.colno}).") from None
         if not isinstance(rec, dict):
-            raise ValueError(f"'{path}' line {lineno} must be a JSON object with guid, logits_epoch_<e> and gold. "
-                             f"Got {type(rec).__name__} instead.")
+            raise ValueError(
+                f"'{path}' line {lineno} must be a JSON object with guid, logits_epoch_<e> and gold. "
+                f"Got {type(rec).__name__} instead."
+            )
         if key is None or key not in rec:
             wanted = f"logits_epoch_{named_epoch}" if named_epoch is not None else None
             if wanted is not None and wanted in rec:
@@ -108,13 +118,16 @@ def _read_epoch(path: Path, epoch: int, named_epoch: int | None, classes: tuple 
                 keys = [k for k in rec if _LOGITS_KEY.match(k)]
                 if len(keys) != 1 or (wanted is not None and keys):
                     expected = wanted or "logits_epoch_<e>"
-                    raise ValueError(f"'{path}' line {lineno} must have one '{expected}' field (the logits). "
-                                     f"Got fields {sorted(rec)} instead.")
+                    raise ValueError(
+                        f"'{path}' line {lineno} must have one '{expected}' field (the logits). "
+                        f"Got fields {sorted(rec)} instead."
+                    )
                 key = keys[0]
         guid = rec.get("guid", rec.get("id"))
         if guid is None or isinstance(guid, (list, dict, bool, float)):
-            raise ValueError(f"'{path}' line {lineno} must have a 'guid' (a string or an integer). "
-                             f"Got {guid!r} instead.")
+            raise ValueError(
+                f"'{path}' line {lineno} must have a 'guid' (a string or an integer). Got {guid!r} instead."
+            )
         if guid in where:
             raise ValueError(f"'{path}' has guid {guid!r} twice (lines {where[guid]} and {lineno}).")
         where[guid] = lineno
@@ -123,31 +136,38 @@ def _read_epoch(path: Path, epoch: int, named_epoch: int | None, classes: tuple 
             raise ValueError(f"'{path}' line {lineno}: '{key}' must be a list of numbers. Got {z!r} instead.")
         if n_classes is None:
             if len(z) < 2:
-                raise ValueError(f"'{path}' line {lineno}: '{key}' must have at least 2 logits (one per class). "
-                                 f"Got {len(z)} instead.")
+                raise ValueError(
+                    f"'{path}' line {lineno}: '{key}' must have at least 2 logits (one per class). "
+                    f"Got {len(z)} instead."
+                )
             n_classes = len(z)
         elif len(z) != n_classes:
-            raise ValueError(f"'{path}' line {lineno} has {len(z)} logits, but earlier lines have {n_classes}: every "
-                             "line must have one logit per class.")
+            raise ValueError(
+                f"'{path}' line {lineno} has {len(z)} logits, but earlier lines have {n_classes}: every "
+                "line must have one logit per class."
+            )
         if not all(math.isfinite(v) for v in z):
             raise ValueError(f"'{path}' line {lineno}: '{key}' must hold finite numbers. Got {z!r} instead.")
         if "gold" not in rec:
             raise ValueError(f"'{path}' line {lineno} must have a 'gold' field (the gold class).")
         gold = rec["gold"]
         if isinstance(gold, bool) or not isinstance(gold, (int, str)):
-            raise ValueError(f"'{path}' line {lineno}: 'gold' must be a class index or a class name. "
-                             f"Got {gold!r} instead.")
+            raise ValueError(
+                f"'{path}' line {lineno}: 'gold' must be a class index or a class name. Got {gold!r} instead."
+            )
         if isinstance(gold, str):
             if classes is None:
-                raise ValueError(f"'{path}' line {lineno}: 'gold' is the class name {gold!r}; pass classes=[...] "
-                                 "(the class names in logit order) to read named gold labels.")
+                raise ValueError(
+                    f"'{path}' line {lineno}: 'gold' is the class name {gold!r}; pass classes=[...] "
+                    "(the class names in logit order) to read named gold labels."
+                )
             if gold not in classes:
-                raise ValueError(f"'{path}' line {lineno}: 'gold' {gold!r} is not one of the classes "
-                                 f"{list(classes)}.")
+                raise ValueError(f"'{path}' line {lineno}: 'gold' {gold!r} is not one of the classes {list(classes)}.")
             gold = classes.index(gold)
         elif not 0 <= gold < n_classes:
-            raise ValueError(f"'{path}' line {lineno}: 'gold' must be a class index in [0, {n_classes - 1}]. "
-                             f"Got {gold} instead.")
+            raise ValueError(
+                f"'{path}' line {lineno}: 'gold' must be a class index in [0, {n_classes - 1}]. Got {gold} instead."
+            )
         guids.append(guid)
         rows.append(z)
         golds.append(gold)
@@ -212,13 +232,16 @@ def read_cartography_dynamics(
     for epoch, (path, named) in enumerate(files):
         guids, rows, golds, file_classes, where = _read_epoch(path, epoch, named, classes)
         if classes is not None and file_classes != len(classes):
-            raise ValueError(f"'{path}' has {file_classes} logits per line, but {len(classes)} classes were "
-                             f"given ({list(classes)}).")
+            raise ValueError(
+                f"'{path}' has {file_classes} logits per line, but {len(classes)} classes were given ({list(classes)})."
+            )
         if n_classes is None:
             n_classes = file_classes
         elif file_classes != n_classes:
-            raise ValueError(f"'{path}' has {file_classes} logits per line, but '{first_path}' has {n_classes}: "
-                             "every epoch must have one logit per class.")
+            raise ValueError(
+                f"'{path}' has {file_classes} logits per line, but '{first_path}' has {n_classes}: "
+                "every epoch must have one logit per class."
+            )
         z = np.asarray(rows, dtype=np.float64)
         g = np.asarray(golds, dtype=np.int64)
         if epoch == 0:
@@ -229,20 +252,25 @@ def read_cartography_dynamics(
             position = {gid: i for i, gid in enumerate(guids)}
             missing = [gid for gid in guids0 if gid not in position]
             if missing:
-                raise ValueError(f"guid {missing[0]!r} of epoch 0 ('{first_path}') is missing from epoch {epoch} "
-                                 f"('{path}'){f' along with {len(missing) - 1} more' if len(missing) > 1 else ''}.")
+                raise ValueError(
+                    f"guid {missing[0]!r} of epoch 0 ('{first_path}') is missing from epoch {epoch} "
+                    f"('{path}'){f' along with {len(missing) - 1} more' if len(missing) > 1 else ''}."
+                )
             if len(guids) != len(guids0):
                 known = set(guids0)
                 extra = next(gid for gid in guids if gid not in known)
-                raise ValueError(f"'{path}' line {where[extra]} has guid {extra!r}, which is not in epoch 0 "
-                                 f"('{first_path}').")
+                raise ValueError(
+                    f"'{path}' line {where[extra]} has guid {extra!r}, which is not in epoch 0 ('{first_path}')."
+                )
             order = np.array([position[gid] for gid in guids0])
             z, g = z[order], g[order]
         differ = np.flatnonzero(g != gold0)
         if len(differ):
             i = int(differ[0])
-            raise ValueError(f"guid {guids0[i]!r} has gold {int(g[i])} in epoch {epoch} ('{path}') but {int(gold0[i])} "
-                             f"in epoch 0 ('{first_path}'): the gold label must not change across epochs.")
+            raise ValueError(
+                f"guid {guids0[i]!r} has gold {int(g[i])} in epoch {epoch} ('{path}') but {int(gold0[i])} "
+                f"in epoch 0 ('{first_path}'): the gold label must not change across epochs."
+            )
         logits_by_epoch.append(z)
     logits = np.stack(logits_by_epoch, axis=1)
     return TrainingDynamics(logits, gold0, classes if classes is not None else (), pd.Index(guids0, name="id"))

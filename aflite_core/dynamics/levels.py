@@ -65,19 +65,19 @@ def _level_series(codes: NDArray, index: pd.Index) -> pd.Series:
     return pd.Series(cat, index=index, name="level")
 
 
-def _measure_frame(data: Any, func: str, required: Sequence[str], columns: Sequence[str] | None = None
-                   ) -> pd.DataFrame:
+def _measure_frame(data: Any, func: str, required: Sequence[str], columns: Sequence[str] | None = None) -> pd.DataFrame:
     if isinstance(data, (DynamicsRecord, TrainingDynamics)):
         frame = data.measures()
     elif isinstance(data, pd.DataFrame):
         frame = data
     else:
-        raise param_error("data", func, "a DynamicsRecord, TrainingDynamics or DataFrame of measures", data,
-                          TypeError)
+        raise param_error("data", func, "a DynamicsRecord, TrainingDynamics or DataFrame of measures", data, TypeError)
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise ValueError(f"The 'data' parameter of {func} must have the measure column(s) {missing}. "
-                         f"Got columns {list(frame.columns)} instead.")
+        raise ValueError(
+            f"The 'data' parameter of {func} must have the measure column(s) {missing}. "
+            f"Got columns {list(frame.columns)} instead."
+        )
     if columns is None:
         columns = [c for c in _KNOWN_COLUMNS if c in frame.columns]
     else:
@@ -86,24 +86,29 @@ def _measure_frame(data: Any, func: str, required: Sequence[str], columns: Seque
         columns = list(columns)
         unknown = [c for c in columns if c not in frame.columns]
         if unknown:
-            raise ValueError(f"The 'columns' parameter of {func} must name columns of the measures "
-                             f"{list(frame.columns)}. Got {unknown!r} instead.")
+            raise ValueError(
+                f"The 'columns' parameter of {func} must name columns of the measures "
+                f"{list(frame.columns)}. Got {unknown!r} instead."
+            )
         lacking = [c for c in required if c not in columns]
         if lacking:
             raise ValueError(f"The 'columns' parameter of {func} must include {lacking}. Got {columns!r} instead.")
     out = frame[list(columns)]
-    bad = [c for c in out.columns if not (pd.api.types.is_numeric_dtype(out[c]) and not pd.api.types.is_bool_dtype(
-        out[c]))]
+    bad = [
+        c for c in out.columns if not (pd.api.types.is_numeric_dtype(out[c]) and not pd.api.types.is_bool_dtype(out[c]))
+    ]
     if bad:
-        raise ValueError(f"The 'data' parameter of {func} must hold numeric measures. Got non-numeric column(s) "
-                         f"{bad} instead.")
+        raise ValueError(
+            f"The 'data' parameter of {func} must hold numeric measures. Got non-numeric column(s) {bad} instead."
+        )
     values = out.to_numpy(dtype=np.float64)
     if len(out) == 0:
         raise ValueError(f"The 'data' parameter of {func} must have at least one example. Got none instead.")
     if not np.isfinite(values).all():
         row = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
-        raise ValueError(f"The 'data' parameter of {func} must hold finite measures. Got NaN or infinity in "
-                         f"row {row} instead.")
+        raise ValueError(
+            f"The 'data' parameter of {func} must hold finite measures. Got NaN or infinity in row {row} instead."
+        )
     return out.astype(np.float64)
 
 
@@ -162,8 +167,10 @@ def difficulty_levels(
     if covariance_type not in ("full", "tied", "diag", "spherical"):
         raise param_error("covariance_type", func, "one of ['full', 'tied', 'diag', 'spherical']", covariance_type)
     if len(frame) < len(LEVELS):
-        raise ValueError(f"The 'data' parameter of {func} must have at least {len(LEVELS)} examples to form three "
-                         f"clusters. Got {len(frame)} instead.")
+        raise ValueError(
+            f"The 'data' parameter of {func} must have at least {len(LEVELS)} examples to form three "
+            f"clusters. Got {len(frame)} instead."
+        )
     if n_threads is not None:
         check_int(n_threads, "n_threads", func, low=1)
     seed = check_random_state(random_state, func)
@@ -171,17 +178,21 @@ def difficulty_levels(
     std = values.std(axis=0)
     std[std == 0] = 1.0
     standardised = (values - values.mean(axis=0)) / std
-    gmm = GaussianMixture(n_components=len(LEVELS), covariance_type=covariance_type, n_init=n_init,
-                          random_state=seed % 2**32)
+    gmm = GaussianMixture(
+        n_components=len(LEVELS), covariance_type=covariance_type, n_init=n_init, random_state=seed % 2**32
+    )
     with blas_threads(n_threads):
         component = gmm.fit(standardised).predict(standardised)
     conf = frame["confidence"].to_numpy()
     conf_col = list(frame.columns).index("confidence")
-    mean_conf = np.array([
-        conf[component == k].mean() if np.any(component == k)
-        else gmm.means_[k, conf_col] * std[conf_col] + values[:, conf_col].mean()
-        for k in range(len(LEVELS))
-    ])
+    mean_conf = np.array(
+        [
+            conf[component == k].mean()
+            if np.any(component == k)
+            else gmm.means_[k, conf_col] * std[conf_col] + values[:, conf_col].mean()
+            for k in range(len(LEVELS))
+        ]
+    )
     rank = np.empty(len(LEVELS), dtype=np.int64)
     rank[np.argsort(-mean_conf, kind="stable")] = np.arange(len(LEVELS))  # component → level code
     return DifficultyLevels(_level_series(rank[component], frame.index), frame, "gmm", {}, seed)
@@ -228,8 +239,9 @@ def data_maps_levels(
     rest = ~ambiguous
     c_cut = float(np.median(conf[rest])) if rest.any() else float("nan")
     codes = np.where(ambiguous, 1, np.where(conf >= c_cut, 0, 2))
-    return DifficultyLevels(_level_series(codes, frame.index), frame, "data_maps",
-                            {"variability": v_cut, "confidence": c_cut}, None)
+    return DifficultyLevels(
+        _level_series(codes, frame.index), frame, "data_maps", {"variability": v_cut, "confidence": c_cut}, None
+    )
 
 
 def aum_levels(
@@ -263,13 +275,13 @@ def aum_levels(
     lo_q = _check_open_fraction(lower, "lower", func)
     hi_q = _check_open_fraction(upper, "upper", func)
     if not lo_q < hi_q:
-        raise ValueError(f"The 'upper' parameter of {func} must be a float in (lower, 1) = ({lo_q}, 1). "
-                         f"Got {upper!r} instead.")
+        raise ValueError(
+            f"The 'upper' parameter of {func} must be a float in (lower, 1) = ({lo_q}, 1). Got {upper!r} instead."
+        )
     aum = frame["aum"].to_numpy()
     lo, hi = (float(v) for v in np.quantile(aum, [lo_q, hi_q]))
     codes = np.where(aum < lo, 2, np.where(aum > hi, 0, 1))
-    return DifficultyLevels(_level_series(codes, frame.index), frame, "aum", {"aum_lower": lo, "aum_upper": hi},
-                            None)
+    return DifficultyLevels(_level_series(codes, frame.index), frame, "aum", {"aum_lower": lo, "aum_upper": hi}, None)
 
 
 def _check_open_fraction(value: Any, name: str, func: str) -> float:

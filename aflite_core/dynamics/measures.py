@@ -39,8 +39,9 @@ def _check_logits(logits: Any, name: str, func: str) -> NDArray[np.float64]:
     try:
         arr = np.asarray(logits, dtype=np.float64)
     except (TypeError, ValueError):
-        raise param_error(name, func, "a numeric array of shape (n_examples, n_epochs, n_classes)", logits,
-                          TypeError) from None
+        raise param_error(
+            name, func, "a numeric array of shape (n_examples, n_epochs, n_classes)", logits, TypeError
+        ) from None
     if arr.ndim != 3 or arr.shape[0] < 1 or arr.shape[1] < 1 or arr.shape[2] < 2:
         raise ValueError(
             f"The '{name}' parameter of {func} must be an array of shape (n_examples, n_epochs, n_classes) with "
@@ -48,22 +49,28 @@ def _check_logits(logits: Any, name: str, func: str) -> NDArray[np.float64]:
         )
     if not np.isfinite(arr).all():
         bad = int(np.flatnonzero(~np.isfinite(arr).all(axis=(1, 2)))[0])
-        raise ValueError(f"The '{name}' parameter of {func} must contain only finite values. "
-                         f"Got NaN or infinity (first in example {bad}) instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {func} must contain only finite values. "
+            f"Got NaN or infinity (first in example {bad}) instead."
+        )
     return arr
 
 
 def _check_gold(gold: Any, name: str, func: str, n: int, n_classes: int) -> NDArray[np.int64]:
     arr = np.asarray(gold)
     if arr.ndim != 1 or len(arr) != n:
-        raise ValueError(f"The '{name}' parameter of {func} must be 1-D with one class index per example ({n}). "
-                         f"Got shape {arr.shape} instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {func} must be 1-D with one class index per example ({n}). "
+            f"Got shape {arr.shape} instead."
+        )
     if arr.dtype.kind not in "iu":
         raise param_error(name, func, f"an int array of class indices in [0, {n_classes - 1}]", arr, TypeError)
     if n and (arr.min() < 0 or arr.max() >= n_classes):
         bad = int(np.flatnonzero((arr < 0) | (arr >= n_classes))[0])
-        raise ValueError(f"The '{name}' parameter of {func} must hold class indices in [0, {n_classes - 1}]. "
-                         f"Got {int(arr[bad])} (example {bad}) instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {func} must hold class indices in [0, {n_classes - 1}]. "
+            f"Got {int(arr[bad])} (example {bad}) instead."
+        )
     return arr.astype(np.int64)
 
 
@@ -130,8 +137,9 @@ def _as_index(ids: Any, n: int, name: str, func: str) -> pd.Index:
     except TypeError:
         raise param_error(name, func, "a sequence of unique ids, one per example", ids, TypeError) from None
     if index.ndim != 1 or len(index) != n:
-        raise ValueError(f"The '{name}' parameter of {func} must have one id per example ({n}). "
-                         f"Got {len(index)} ids instead.")
+        raise ValueError(
+            f"The '{name}' parameter of {func} must have one id per example ({n}). Got {len(index)} ids instead."
+        )
     if index.has_duplicates:
         dup = index[index.duplicated()][0]
         raise ValueError(f"The '{name}' parameter of {func} must hold unique ids. Got {dup!r} twice instead.")
@@ -179,8 +187,10 @@ class TrainingDynamics:
         gold = _check_gold(self.gold, "gold", func, n, n_classes)
         classes = tuple(self.classes) if self.classes is not None and len(self.classes) else tuple(range(n_classes))
         if len(classes) != n_classes:
-            raise ValueError(f"The 'classes' parameter of {func} must name the {n_classes} classes of the logits. "
-                             f"Got {len(classes)} names instead.")
+            raise ValueError(
+                f"The 'classes' parameter of {func} must name the {n_classes} classes of the logits. "
+                f"Got {len(classes)} names instead."
+            )
         if len(set(classes)) != n_classes:
             raise ValueError(f"The 'classes' parameter of {func} must hold distinct names. Got {classes!r} instead.")
         object.__setattr__(self, "logits", logits)
@@ -265,13 +275,17 @@ class DynamicsRecord:
             raise param_error("partial", func, "a TrainingDynamics or None", self.partial, TypeError)
         full, part = self.full, self.partial
         if part.n_examples != full.n_examples:
-            raise ValueError(f"The 'partial' parameter of {func} must describe the same {full.n_examples} examples "
-                             f"as 'full'. Got {part.n_examples} examples instead.")
+            raise ValueError(
+                f"The 'partial' parameter of {func} must describe the same {full.n_examples} examples "
+                f"as 'full'. Got {part.n_examples} examples instead."
+            )
         if not part.ids.equals(full.ids):
             missing = full.ids.difference(part.ids)
             if len(missing):
-                raise ValueError(f"The 'partial' parameter of {func} must hold the ids of 'full'. "
-                                 f"Got no example with id {missing[0]!r} instead.")
+                raise ValueError(
+                    f"The 'partial' parameter of {func} must hold the ids of 'full'. "
+                    f"Got no example with id {missing[0]!r} instead."
+                )
             order = part.ids.get_indexer(full.ids)
             part = TrainingDynamics(part.logits[order], part.gold[order], part.classes, full.ids)
             object.__setattr__(self, "partial", part)
@@ -280,8 +294,10 @@ class DynamicsRecord:
         differ = np.flatnonzero(full_names != part_names)
         if len(differ):
             i = int(differ[0])
-            raise ValueError(f"The 'partial' parameter of {func} must have the same gold labels as 'full'. "
-                             f"Got {part_names[i]!r} instead of {full_names[i]!r} for id {full.ids[i]!r}.")
+            raise ValueError(
+                f"The 'partial' parameter of {func} must have the same gold labels as 'full'. "
+                f"Got {part_names[i]!r} instead of {full_names[i]!r} for id {full.ids[i]!r}."
+            )
 
     @property
     def labels(self) -> pd.Series:

@@ -45,8 +45,9 @@ def _guid(value: Any, i: int, func: str) -> str | int:
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ValueError(f"The 'guids' parameter of {func} must hold str or int ids. Got {shown(value)} "
-                         f"(example {i}) instead.")
+        raise ValueError(
+            f"The 'guids' parameter of {func} must hold str or int ids. Got {shown(value)} (example {i}) instead."
+        )
     return value
 
 
@@ -104,36 +105,48 @@ def write_epoch(
     try:
         z = np.asarray(logits, dtype=np.float64)
     except (TypeError, ValueError):
-        raise param_error("logits", func, "a numeric array of shape (n_examples, n_classes)", logits,
-                          TypeError) from None
+        raise param_error(
+            "logits", func, "a numeric array of shape (n_examples, n_classes)", logits, TypeError
+        ) from None
     if z.ndim != 2 or z.shape[0] < 1 or z.shape[1] < 2:
-        raise ValueError(f"The 'logits' parameter of {func} must be an array of shape (n_examples, n_classes) with "
-                         f"at least 1 example and 2 classes. Got shape {z.shape} instead.")
+        raise ValueError(
+            f"The 'logits' parameter of {func} must be an array of shape (n_examples, n_classes) with "
+            f"at least 1 example and 2 classes. Got shape {z.shape} instead."
+        )
     if not np.isfinite(z).all():
         bad = int(np.flatnonzero(~np.isfinite(z).all(axis=1))[0])
-        raise ValueError(f"The 'logits' parameter of {func} must contain only finite values. Got NaN or infinity "
-                         f"(first in example {bad}) instead.")
+        raise ValueError(
+            f"The 'logits' parameter of {func} must contain only finite values. Got NaN or infinity "
+            f"(first in example {bad}) instead."
+        )
     n, n_classes = z.shape
     ids = [_guid(g, i, func) for i, g in enumerate(guids.tolist() if isinstance(guids, np.ndarray) else guids)]
     if len(ids) != n:
-        raise ValueError(f"The 'guids' parameter of {func} must have one id per row of logits ({n}). "
-                         f"Got {len(ids)} ids instead.")
+        raise ValueError(
+            f"The 'guids' parameter of {func} must have one id per row of logits ({n}). Got {len(ids)} ids instead."
+        )
     seen: dict[str | int, int] = {}
     for i, g in enumerate(ids):
         if g in seen:
-            raise ValueError(f"The 'guids' parameter of {func} must hold unique ids. Got {shown(g)} twice "
-                             f"(examples {seen[g]} and {i}) instead.")
+            raise ValueError(
+                f"The 'guids' parameter of {func} must hold unique ids. Got {shown(g)} twice "
+                f"(examples {seen[g]} and {i}) instead."
+            )
         seen[g] = i
     golds = np.asarray(gold)
     if golds.ndim != 1 or len(golds) != n:
-        raise ValueError(f"The 'gold' parameter of {func} must be 1-D with one class per example ({n}). "
-                         f"Got shape {golds.shape} instead.")
+        raise ValueError(
+            f"The 'gold' parameter of {func} must be 1-D with one class per example ({n}). "
+            f"Got shape {golds.shape} instead."
+        )
     if golds.dtype.kind in "iu":
         out_of_range = np.flatnonzero((golds < 0) | (golds >= n_classes))
         if len(out_of_range):
             i = int(out_of_range[0])
-            raise ValueError(f"The 'gold' parameter of {func} must hold class indices in [0, {n_classes - 1}]. "
-                             f"Got {int(golds[i])} (example {i}) instead.")
+            raise ValueError(
+                f"The 'gold' parameter of {func} must hold class indices in [0, {n_classes - 1}]. "
+                f"Got {int(golds[i])} (example {i}) instead."
+            )
         gold_values: list[Any] = golds.astype(np.int64).tolist()
     elif golds.dtype.kind in "UO" and all(isinstance(g, str) for g in golds.tolist()):
         gold_values = golds.tolist()
@@ -203,16 +216,20 @@ def add_cartography_callback(
     try:
         from transformers import TrainerCallback
     except ImportError as exc:
-        raise ImportError("add_cartography_callback needs the optional 'transformers' package: "
-                          "pip install transformers accelerate.") from exc
+        raise ImportError(
+            "add_cartography_callback needs the optional 'transformers' package: pip install transformers accelerate."
+        ) from exc
     data = trainer.train_dataset if dataset is None else dataset
     if data is None:
-        raise ValueError("The 'dataset' parameter of add_cartography_callback is needed: the trainer has no "
-                         "train_dataset.")
+        raise ValueError(
+            "The 'dataset' parameter of add_cartography_callback is needed: the trainer has no train_dataset."
+        )
     ids = list(guids) if guids is not None else _default_guids(data)
     if len(ids) != len(data):
-        raise ValueError(f"The 'guids' parameter of add_cartography_callback must have one id per example "
-                         f"({len(data)}). Got {len(ids)} ids instead.")
+        raise ValueError(
+            f"The 'guids' parameter of add_cartography_callback must have one id per example "
+            f"({len(data)}). Got {len(ids)} ids instead."
+        )
     fixed_gold = None if gold is None else np.asarray(gold)
     out = Path(directory)
 
@@ -228,8 +245,10 @@ def add_cartography_callback(
             if isinstance(labels, tuple | list):
                 labels = labels[0]
             if labels is None:
-                raise ValueError("The training examples have no labels for trainer.predict to return; pass "
-                                 "gold=[...] to add_cartography_callback.")
+                raise ValueError(
+                    "The training examples have no labels for trainer.predict to return; pass "
+                    "gold=[...] to add_cartography_callback."
+                )
             labels = np.asarray(labels)
             if labels.dtype.kind == "f":
                 labels = labels.astype(np.int64)
@@ -341,8 +360,10 @@ def write_torch_epoch(
                 if isinstance(batch, Mapping):
                     missing = [k for k in (guid_key, label_key) if k not in batch]
                     if missing:
-                        raise ValueError(f"Batch {i} given to {func} has no {missing[0]!r} key; its keys are "
-                                         f"{sorted(map(str, batch))} (set guid_key / label_key).")
+                        raise ValueError(
+                            f"Batch {i} given to {func} has no {missing[0]!r} key; its keys are "
+                            f"{sorted(map(str, batch))} (set guid_key / label_key)."
+                        )
                     inputs = {k: val for k, val in batch.items() if k not in (guid_key, label_key)}
                     g, y = batch[guid_key], batch[label_key]
                     inputs = _move(inputs, device) if device is not None else inputs
@@ -352,8 +373,10 @@ def write_torch_epoch(
                     inputs = _move(inputs, device) if device is not None else inputs
                     out = forward(model, inputs) if forward is not None else model(inputs)
                 else:
-                    raise ValueError(f"Batch {i} given to {func} must be a dict with {guid_key!r} and {label_key!r} "
-                                     f"or a tuple (inputs, labels, guids). Got {type(batch).__name__} instead.")
+                    raise ValueError(
+                        f"Batch {i} given to {func} must be a dict with {guid_key!r} and {label_key!r} "
+                        f"or a tuple (inputs, labels, guids). Got {type(batch).__name__} instead."
+                    )
                 z = _to_numpy(_logits_of(out))
                 rows.append(z.reshape(len(z), -1))
                 ids += _to_list(g)

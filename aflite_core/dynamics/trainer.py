@@ -40,8 +40,9 @@ def _check_nonnegative_float(value: Any, name: str, func: str) -> float:
     return float(value)
 
 
-def _check_training(func: str, *, epochs, hidden_size, batch_size, learning_rate, weight_decay, record,
-                    n_threads) -> dict[str, Any]:
+def _check_training(
+    func: str, *, epochs, hidden_size, batch_size, learning_rate, weight_decay, record, n_threads
+) -> dict[str, Any]:
     out = {
         "epochs": check_int(epochs, "epochs", func, low=1),
         "hidden_size": None if hidden_size is None else check_int(hidden_size, "hidden_size", func, low=1),
@@ -78,10 +79,20 @@ class _Adam:
             p -= (lr / c1) * m / (np.sqrt(v / c2) + self.eps)
 
 
-def _fit_and_record(X: NDArray[np.float32], codes: NDArray, n_classes: int, rng: np.random.Generator, *,
-                    epochs: int, hidden_size: int | None, batch_size: int, learning_rate: float,
-                    weight_decay: float, record: str,
-                    callback: Callable[[int, int], Any] | None) -> NDArray[np.float64]:
+def _fit_and_record(
+    X: NDArray[np.float32],
+    codes: NDArray,
+    n_classes: int,
+    rng: np.random.Generator,
+    *,
+    epochs: int,
+    hidden_size: int | None,
+    batch_size: int,
+    learning_rate: float,
+    weight_decay: float,
+    record: str,
+    callback: Callable[[int, int], Any] | None,
+) -> NDArray[np.float64]:
     n, d = X.shape
     mean = X.mean(axis=0, dtype=np.float64)
     std = X.std(axis=0, dtype=np.float64)
@@ -91,13 +102,17 @@ def _fit_and_record(X: NDArray[np.float32], codes: NDArray, n_classes: int, rng:
         Z[start : start + _CHUNK] = (X[start : start + _CHUNK] - mean) / std
     onehot = np.eye(n_classes, dtype=np.float32)[codes]
     if hidden_size is None:
-        params = [(rng.standard_normal((d, n_classes)) * 0.01).astype(np.float32),
-                  np.zeros(n_classes, dtype=np.float32)]
+        params = [
+            (rng.standard_normal((d, n_classes)) * 0.01).astype(np.float32),
+            np.zeros(n_classes, dtype=np.float32),
+        ]
     else:
-        params = [(rng.standard_normal((d, hidden_size)) * math.sqrt(2.0 / d)).astype(np.float32),
-                  np.zeros(hidden_size, dtype=np.float32),
-                  (rng.standard_normal((hidden_size, n_classes)) * math.sqrt(1.0 / hidden_size)).astype(np.float32),
-                  np.zeros(n_classes, dtype=np.float32)]
+        params = [
+            (rng.standard_normal((d, hidden_size)) * math.sqrt(2.0 / d)).astype(np.float32),
+            np.zeros(hidden_size, dtype=np.float32),
+            (rng.standard_normal((hidden_size, n_classes)) * math.sqrt(1.0 / hidden_size)).astype(np.float32),
+            np.zeros(n_classes, dtype=np.float32),
+        ]
     batch_size = min(batch_size, n)
     steps = math.ceil(n / batch_size)
     adam = _Adam(params, learning_rate, epochs * steps)
@@ -211,9 +226,16 @@ def train_dynamics(
     True
     """
     func = "train_dynamics"
-    opts = _check_training(func, epochs=epochs, hidden_size=hidden_size, batch_size=batch_size,
-                           learning_rate=learning_rate, weight_decay=weight_decay, record=record,
-                           n_threads=n_threads)
+    opts = _check_training(
+        func,
+        epochs=epochs,
+        hidden_size=hidden_size,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
+        record=record,
+        n_threads=n_threads,
+    )
     Xc = check_features(X, "X", func)
     enc = check_labels(y, "y", func, n_rows=Xc.shape[0], min_per_class=1)
     index = _as_index(ids, Xc.shape[0], "ids", func)
@@ -303,9 +325,16 @@ def record_dynamics(
      'partial_confidence', 'partial_variability', 'partial_correctness', 'partial_aum']
     """
     func = "record_dynamics"
-    opts = _check_training(func, epochs=epochs, hidden_size=hidden_size, batch_size=batch_size,
-                           learning_rate=learning_rate, weight_decay=weight_decay, record=record,
-                           n_threads=n_threads)
+    opts = _check_training(
+        func,
+        epochs=epochs,
+        hidden_size=hidden_size,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        weight_decay=weight_decay,
+        record=record,
+        n_threads=n_threads,
+    )
     Xc = check_features(X, "X", func)
     Xp = None if X_partial is None else check_features(X_partial, "X_partial", func, n_rows=Xc.shape[0])
     enc = check_labels(y, "y", func, n_rows=Xc.shape[0], min_per_class=1)
@@ -315,10 +344,26 @@ def record_dynamics(
     seed = check_random_state(random_state, func)
     seeds = np.random.default_rng(seed).integers(0, 2**63 - 1, size=2)
     total = epochs * (1 if Xp is None else 2)
-    full = _train(Xc, enc.codes, enc.classes, index, int(seeds[0]), opts,
-                  None if callback is None else (lambda e, _: callback(e, total)), n_threads)
+    full = _train(
+        Xc,
+        enc.codes,
+        enc.classes,
+        index,
+        int(seeds[0]),
+        opts,
+        None if callback is None else (lambda e, _: callback(e, total)),
+        n_threads,
+    )
     partial = None
     if Xp is not None:
-        partial = _train(Xp, enc.codes, enc.classes, index, int(seeds[1]), opts,
-                         None if callback is None else (lambda e, _: callback(epochs + e, total)), n_threads)
+        partial = _train(
+            Xp,
+            enc.codes,
+            enc.classes,
+            index,
+            int(seeds[1]),
+            opts,
+            None if callback is None else (lambda e, _: callback(epochs + e, total)),
+            n_threads,
+        )
     return DynamicsRecord(full=full, partial=partial, random_state=seed)

@@ -56,8 +56,9 @@ def _annotator_list(value: Any, row: int, func: str) -> list[str] | None:
     elif isinstance(value, (list, tuple, np.ndarray, pd.Series)):
         values = list(value)
     else:
-        raise v.param_error("annotator_labels", func, "a sequence with, per row, a list of labels or None",
-                            value, TypeError)
+        raise v.param_error(
+            "annotator_labels", func, "a sequence with, per row, a list of labels or None", value, TypeError
+        )
     out = [_label_text(x) for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
     return out or None
 
@@ -87,8 +88,9 @@ def annotator_agreement(labels: ArrayLike, annotator_labels: Sequence[Any]) -> N
     """
     func = "annotator_agreement"
     gold = v._as_label_array(labels, "labels", func)
-    values = list(annotator_labels.tolist() if isinstance(annotator_labels, (pd.Series, np.ndarray))
-                  else annotator_labels)
+    values = list(
+        annotator_labels.tolist() if isinstance(annotator_labels, (pd.Series, np.ndarray)) else annotator_labels
+    )
     if len(values) != len(gold):
         raise ValueError(
             f"The 'annotator_labels' parameter of {func} must have one entry per row ({len(gold)}). "
@@ -133,8 +135,9 @@ class AgreementReport:
         return wide.reindex(index=order, columns=[c for c in EVAL_CATEGORIES if c in wide.columns])
 
 
-def _used_rows(n: int, agreement: NDArray, annotator_source: Any, annotator_sources: Any, func: str
-               ) -> tuple[NDArray[np.bool_], dict[str, Any]]:
+def _used_rows(
+    n: int, agreement: NDArray, annotator_source: Any, annotator_sources: Any, func: str
+) -> tuple[NDArray[np.bool_], dict[str, Any]]:
     has = np.isfinite(agreement)
     sources: list[str] | None
     if annotator_sources is None:
@@ -145,25 +148,29 @@ def _used_rows(n: int, agreement: NDArray, annotator_source: Any, annotator_sour
         try:
             sources = [str(s) for s in annotator_sources]
         except TypeError:
-            raise v.param_error("annotator_sources", func, "None or a sequence of source names",
-                                annotator_sources, TypeError) from None
+            raise v.param_error(
+                "annotator_sources", func, "None or a sequence of source names", annotator_sources, TypeError
+            ) from None
         if not sources:
-            raise v.param_error("annotator_sources", func, "None or a non-empty sequence of source names",
-                                annotator_sources)
+            raise v.param_error(
+                "annotator_sources", func, "None or a non-empty sequence of source names", annotator_sources
+            )
     source_counts: dict[str, int] = {}
     if annotator_source is None:
         src = None
         used = has.copy()
     else:
-        raw = list(annotator_source.tolist() if isinstance(annotator_source, (pd.Series, np.ndarray))
-                   else annotator_source)
+        raw = list(
+            annotator_source.tolist() if isinstance(annotator_source, (pd.Series, np.ndarray)) else annotator_source
+        )
         if len(raw) != n:
             raise ValueError(
                 f"The 'annotator_source' parameter of {func} must have one entry per evaluation row ({n}). "
                 f"Got {len(raw)} entries instead."
             )
-        src = np.array([None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x) for x in raw],
-                       dtype=object)
+        src = np.array(
+            [None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x) for x in raw], dtype=object
+        )
         for s in src[has]:
             key = "(missing)" if s is None else s
             source_counts[key] = source_counts.get(key, 0) + 1
@@ -238,9 +245,7 @@ def category_agreement(
         )
     rows = categories["row"].to_numpy(np.int64)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(gold)):
-        raise ValueError(
-            f"The 'categories' parameter of {func} refers to evaluation rows outside [0, {len(gold)})."
-        )
+        raise ValueError(f"The 'categories' parameter of {func} refers to evaluation rows outside [0, {len(gold)}).")
     frame = categories.loc[used[rows], ["adversary", "seed", "category"]].copy()
     frame["agreement"] = agreement[rows[used[rows]]]
     by_seed = (
@@ -255,14 +260,23 @@ def category_agreement(
     by_seed["n_rows"] = by_seed["n_rows"].fillna(0).astype(np.int64)
     summary = (
         by_seed.groupby(["adversary", "category"], sort=False)
-        .agg(mean_agreement=("mean_agreement", "mean"), std_over_seeds=("mean_agreement", "std"),
-             n_rows_mean=("n_rows", "mean"), n_seeds=("seed", "nunique"))
+        .agg(
+            mean_agreement=("mean_agreement", "mean"),
+            std_over_seeds=("mean_agreement", "std"),
+            n_rows_mean=("n_rows", "mean"),
+            n_seeds=("seed", "nunique"),
+        )
         .reset_index()
     )
-    none = pd.DataFrame({
-        "adversary": [NONE], "category": [EVAL_CATEGORIES[2]],
-        "mean_agreement": [float(agreement[used].mean()) if used.any() else float("nan")],
-        "std_over_seeds": [float("nan")], "n_rows_mean": [float(used.sum())], "n_seeds": [0],
-    })
+    none = pd.DataFrame(
+        {
+            "adversary": [NONE],
+            "category": [EVAL_CATEGORIES[2]],
+            "mean_agreement": [float(agreement[used].mean()) if used.any() else float("nan")],
+            "std_over_seeds": [float("nan")],
+            "n_rows_mean": [float(used.sum())],
+            "n_seeds": [0],
+        }
+    )
     summary = pd.concat([none, summary], ignore_index=True)
     return AgreementReport(by_seed=by_seed, summary=summary, info=info)

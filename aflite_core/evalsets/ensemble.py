@@ -73,13 +73,24 @@ class EnsembleResult:
         return f"EnsembleResult(name={self.name!r}, result={self.result!r})"
 
 
-def _check_mapping(X: Any, name: str, func: str, *, n_rows: int | None = None,
-                   n_cols: Mapping[str, int] | None = None, keys: Sequence[str] | None = None
-                   ) -> dict[str, NDArray[np.float32]]:
+def _check_mapping(
+    X: Any,
+    name: str,
+    func: str,
+    *,
+    n_rows: int | None = None,
+    n_cols: Mapping[str, int] | None = None,
+    keys: Sequence[str] | None = None,
+) -> dict[str, NDArray[np.float32]]:
     """A mapping name → 2-D float32 matrix, all with the same number of rows."""
     if not isinstance(X, Mapping) or not X:
-        raise v.param_error(name, func, "a non-empty mapping from representation names to feature matrices", X,
-                            TypeError if not isinstance(X, Mapping) else ValueError)
+        raise v.param_error(
+            name,
+            func,
+            "a non-empty mapping from representation names to feature matrices",
+            X,
+            TypeError if not isinstance(X, Mapping) else ValueError,
+        )
     out: dict[str, NDArray[np.float32]] = {}
     wanted = list(X) if keys is None else list(keys)
     for key in wanted:
@@ -110,8 +121,13 @@ class _EnsembleBackend:
     evaluation score ``eval_correct / n_partitions`` is the pooled share), while each member fits m models.
     """
 
-    def __init__(self, names: Sequence[str], Xs: Mapping[str, NDArray[np.float32]],
-                 EXs: Mapping[str, NDArray[np.float32]] | None, m: int) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        Xs: Mapping[str, NDArray[np.float32]],
+        EXs: Mapping[str, NDArray[np.float32]] | None,
+        m: int,
+    ) -> None:
         self.names = tuple(names)
         self.Xs, self.EXs, self.m = Xs, EXs, m
         self.members: list[Any] = []
@@ -121,8 +137,7 @@ class _EnsembleBackend:
         self.mode = "exact"
         self.rows_per_block = 1
 
-    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None,
-             eval_codes=None) -> None:
+    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None) -> None:
         """Open one local backend per member, in order (each draws its per-run randomness from ``rng``)."""
         from ..engine import LocalBackend
 
@@ -131,8 +146,17 @@ class _EnsembleBackend:
         self.members = []
         for a in self.names:
             b = LocalBackend()
-            b.open(self.Xs[a], codes, n_classes, family, train_size=train_size, n_partitions=self.m, rng=rng,
-                   eval_X=None if self.EXs is None else self.EXs[a], eval_codes=eval_codes)
+            b.open(
+                self.Xs[a],
+                codes,
+                n_classes,
+                family,
+                train_size=train_size,
+                n_partitions=self.m,
+                rng=rng,
+                eval_X=None if self.EXs is None else self.EXs[a],
+                eval_codes=eval_codes,
+            )
             self.members.append(b)
         self.mode = self.members[0].mode
         self.rows_per_block = self.members[0].rows_per_block
@@ -165,8 +189,7 @@ class _EnsembleBackend:
                 erow = np.full(self.n_eval, np.nan, dtype=np.float32)
                 erow[eval_rows] = (rs.eval_correct / self.m).astype(np.float32)
                 self.member_eval[a].append(erow)
-        return RoundScores(correct, n_pred, np.concatenate(model_correct), np.concatenate(model_total),
-                           eval_correct)
+        return RoundScores(correct, n_pred, np.concatenate(model_correct), np.concatenate(model_total), eval_correct)
 
     def remove(self, rows, round_no) -> None:
         """Every member forgets the removed rows (the same S for all)."""
@@ -266,9 +289,21 @@ def ensemble_aflite(
     EXs = None
     if eval_X is not None:
         EXs = _check_mapping(eval_X, "eval_X", func, keys=names, n_cols={k: M.shape[1] for k, M in Xs.items()})
-    r = _resolve(Xs[names[0]], y, func=func, target_size=target_size, n_partitions=n_partitions,
-                 train_size=train_size, slice_size=slice_size, tau=tau, strategy="slice",
-                 eval_X=None if EXs is None else EXs[names[0]], eval_y=eval_y, ids=ids, eval_ids=eval_ids)
+    r = _resolve(
+        Xs[names[0]],
+        y,
+        func=func,
+        target_size=target_size,
+        n_partitions=n_partitions,
+        train_size=train_size,
+        slice_size=slice_size,
+        tau=tau,
+        strategy="slice",
+        eval_X=None if EXs is None else EXs[names[0]],
+        eval_y=eval_y,
+        ids=ids,
+        eval_ids=eval_ids,
+    )
     family = resolve_model(model, func)
     n_threads, seed = _check_run_args(callback, n_threads, random_state, func)
     from ..engine import Run, RunConfig
@@ -276,22 +311,43 @@ def ensemble_aflite(
     labels = r["labels"]
     m, A = r["m"], len(names)
     backend = _EnsembleBackend(names, Xs, EXs, m)
-    config = RunConfig(target_size=r["n_target"], train_size=r["t"], slice_size=r["k"], n_partitions=m * A,
-                       tau=r["tau"], strategy="slice", seed=seed, n_threads=n_threads)
+    config = RunConfig(
+        target_size=r["n_target"],
+        train_size=r["t"],
+        slice_size=r["k"],
+        n_partitions=m * A,
+        tau=r["tau"],
+        strategy="slice",
+        seed=seed,
+        n_threads=n_threads,
+    )
     wide = Xs[names[0]] if A == 1 else np.hstack([Xs[a] for a in names])
     wide_eval = None if EXs is None else (EXs[names[0]] if A == 1 else np.hstack([EXs[a] for a in names]))
     extra = {"target_size_given": target_size, "train_size_given": train_size}
     if A > 1:
-        extra.update({
-            "n_partitions": m,
-            "n_partitions_total": m * A,
-            "adversaries": list(names),
-            "member_n_features": {a: int(M.shape[1]) for a, M in Xs.items()},
-            "pooling": "sum of correct out-of-sample predictions / sum of predictions, over all adversaries",
-        })
-    run = Run(X=wide, codes=labels.codes, classes=labels.classes, config=config, family=family, backend=backend,
-              callback=callback, eval_X=wide_eval, eval_codes=r.get("eval_codes"), ids=r["ids"],
-              eval_ids=r["eval_ids"], extra_state={"params": extra})
+        extra.update(
+            {
+                "n_partitions": m,
+                "n_partitions_total": m * A,
+                "adversaries": list(names),
+                "member_n_features": {a: int(M.shape[1]) for a, M in Xs.items()},
+                "pooling": "sum of correct out-of-sample predictions / sum of predictions, over all adversaries",
+            }
+        )
+    run = Run(
+        X=wide,
+        codes=labels.codes,
+        classes=labels.classes,
+        config=config,
+        family=family,
+        backend=backend,
+        callback=callback,
+        eval_X=wide_eval,
+        eval_codes=r.get("eval_codes"),
+        ids=r["ids"],
+        eval_ids=r["eval_ids"],
+        extra_state={"params": extra},
+    )
     result = run.execute()
     N, n_eval = len(labels.codes), 0 if EXs is None else len(r["eval_codes"])
 
@@ -304,5 +360,6 @@ def ensemble_aflite(
         member_scores={a: stack(backend.member_scores[a], N, np.float32) for a in names},
         member_n_predictions={a: stack(backend.member_counts[a], N, np.int32) for a in names},
         member_eval_scores={a: stack(backend.member_eval[a], n_eval, np.float32) for a in names}
-        if EXs is not None else None,
+        if EXs is not None
+        else None,
     )

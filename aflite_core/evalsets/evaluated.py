@@ -53,9 +53,15 @@ def _check_evaluated(evaluated: Any, representations: Sequence[str], func: str) 
     return out
 
 
-def _fit_evaluated(models: list[tuple[Any, str, str]], train_X: Mapping[str, NDArray], codes: NDArray,
-                   eval_X: Mapping[str, NDArray], eval_codes: NDArray, rng: np.random.Generator,
-                   n_threads: int | None) -> tuple[NDArray[np.bool_], list[float], list[int]]:
+def _fit_evaluated(
+    models: list[tuple[Any, str, str]],
+    train_X: Mapping[str, NDArray],
+    codes: NDArray,
+    eval_X: Mapping[str, NDArray],
+    eval_codes: NDArray,
+    rng: np.random.Generator,
+    n_threads: int | None,
+) -> tuple[NDArray[np.bool_], list[float], list[int]]:
     """Fit each evaluated model once on all training rows; return correct[eval_row, model] and fit seconds."""
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning

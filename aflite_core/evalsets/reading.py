@@ -52,8 +52,11 @@ def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None) -
     members = same[(same["adversary"] == a) & (same["relation"] == "ensemble member")]
     if len(members):
         ch = members["rank_change"].dropna().astype(int)
-        parts = [f"{int((ch > 0).sum())} fall", f"{int((ch < 0).sum())} rise",
-                 f"{int((ch == 0).sum())} keep their place"]
+        parts = [
+            f"{int((ch > 0).sum())} fall",
+            f"{int((ch < 0).sum())} rise",
+            f"{int((ch == 0).sum())} keep their place",
+        ]
         out.append(
             f"Of the {len(members)} evaluated model(s) on an ensemble member's representation, {', '.join(parts)}; "
             f"they lose {members['accuracy_drop'].mean():.2f} accuracy on average."

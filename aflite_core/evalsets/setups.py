@@ -93,8 +93,11 @@ class AdversarySetup:
     def study_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`adversary_study` for this setup."""
         kw: dict[str, Any] = {
-            "adversaries": self.adversaries, "evaluated": self.evaluated, "ids": self.train_ids,
-            "eval_ids": self.eval_ids, **self.params,
+            "adversaries": self.adversaries,
+            "evaluated": self.evaluated,
+            "ids": self.train_ids,
+            "eval_ids": self.eval_ids,
+            **self.params,
         }
         if self.annotator_labels is not None:
             kw["annotator_labels"] = self.annotator_labels
@@ -114,14 +117,23 @@ class AdversarySetup:
         )
 
 
-def _strengths(train_X: Mapping[str, NDArray], y: NDArray, names: Sequence[str], *, train_size: int,
-               n_partitions: int, seed: int, n_threads: int | None) -> dict[str, float]:
+def _strengths(
+    train_X: Mapping[str, NDArray],
+    y: NDArray,
+    names: Sequence[str],
+    *,
+    train_size: int,
+    n_partitions: int,
+    seed: int,
+    n_threads: int | None,
+) -> dict[str, float]:
     from ..filtering import predictability
 
     out = {}
     for a in names:
-        p = predictability(train_X[a], y, n_partitions=n_partitions, train_size=train_size, random_state=seed,
-                           n_threads=n_threads)
+        p = predictability(
+            train_X[a], y, n_partitions=n_partitions, train_size=train_size, random_state=seed, n_threads=n_threads
+        )
         out[a] = round(float(np.nanmean(p)), 4)
     return out
 
@@ -199,8 +211,15 @@ def digits_adversary_setup(
     train_X = {r: np.ascontiguousarray(ds.representation(r)[tr]) for r in available}
     eval_X = {r: np.ascontiguousarray(ds.representation(r)[ev]) for r in available}
     params = dict(DIGITS_STUDY_DEFAULTS)
-    strength = _strengths(train_X, ds.y[tr], names, train_size=params["train_size"],
-                          n_partitions=16, seed=strength_seed, n_threads=n_threads)
+    strength = _strengths(
+        train_X,
+        ds.y[tr],
+        names,
+        train_size=params["train_size"],
+        n_partitions=16,
+        seed=strength_seed,
+        n_threads=n_threads,
+    )
     ordered = tuple(sorted(names, key=lambda a: strength[a]))
     return AdversarySetup(
         name="digits",
@@ -215,9 +234,14 @@ def digits_adversary_setup(
         eval_ids=ds.ids[ev],
         descriptions={r: DIGITS_REPRESENTATIONS.get(r, r) for r in available},
         strength=strength,
-        meta={"split": "sklearn train_test_split, stratified", "eval_fraction": float(eval_fraction),
-              "random_state": seed, "split_seed": split_seed, "source": ds.meta.get("source"),
-              "n_warmup_rows_left_out": ds.meta.get("n_warmup")},
+        meta={
+            "split": "sklearn train_test_split, stratified",
+            "eval_fraction": float(eval_fraction),
+            "random_state": seed,
+            "split_seed": split_seed,
+            "source": ds.meta.get("source"),
+            "n_warmup_rows_left_out": ds.meta.get("n_warmup"),
+        },
     )
 
 
@@ -300,20 +324,25 @@ def text_adversary_setup(
     text_cols = list(pair) if pair else list(dataset.text_columns)
     if (tfidf or embeddings) and not text_cols:
         raise ValueError(f"The 'dataset' parameter of {func} must have text columns (a pair or text_columns).")
-    keep = tuple(dataset.representations) if representations is None else _check_names(
-        representations, "representations", func, tuple(dataset.representations))
+    keep = (
+        tuple(dataset.representations)
+        if representations is None
+        else _check_names(representations, "representations", func, tuple(dataset.representations))
+    )
     reps: dict[str, NDArray[np.float32]] = {k: dataset.representations[k] for k in keep}
     descs = {k: dataset.representation_descriptions.get(k, k) for k in keep}
     if tfidf:
         from ..features import tfidf_features
 
         if "tfidf" not in reps:
-            reps["tfidf"] = tfidf_features(frame, columns=text_cols, n_components=n_components,
-                                           random_state=tfidf_seed, n_threads=n_threads)
+            reps["tfidf"] = tfidf_features(
+                frame, columns=text_cols, n_components=n_components, random_state=tfidf_seed, n_threads=n_threads
+            )
             descs["tfidf"] = f"TF-IDF + SVD of {' + '.join(text_cols)}"
         if pair and "tfidf_hypothesis" not in reps:
-            reps["tfidf_hypothesis"] = tfidf_features(frame, columns=[pair[1]], n_components=n_components,
-                                                      random_state=tfidf_seed + 1, n_threads=n_threads)
+            reps["tfidf_hypothesis"] = tfidf_features(
+                frame, columns=[pair[1]], n_components=n_components, random_state=tfidf_seed + 1, n_threads=n_threads
+            )
             descs["tfidf_hypothesis"] = f"partial input: TF-IDF + SVD of {pair[1]} alone"
     notes = []
     if embeddings is not False:
@@ -331,12 +360,12 @@ def text_adversary_setup(
                 reps["embedding"] = embedding_features(frame, text_cols, model=st_model, n_threads=n_threads)
                 descs["embedding"] = f"all-MiniLM-L6-v2 of {' [SEP] '.join(text_cols)}"
             if pair and "embedding_hypothesis" not in reps:
-                reps["embedding_hypothesis"] = embedding_features(frame, [pair[1]], model=st_model,
-                                                                  n_threads=n_threads)
+                reps["embedding_hypothesis"] = embedding_features(frame, [pair[1]], model=st_model, n_threads=n_threads)
                 descs["embedding_hypothesis"] = f"partial input: all-MiniLM-L6-v2 of {pair[1]} alone"
     if not reps:
-        raise ValueError(f"{func} built no representation: enable tfidf or embeddings, or keep some of the "
-                         "dataset's own.")
+        raise ValueError(
+            f"{func} built no representation: enable tfidf or embeddings, or keep some of the dataset's own."
+        )
     group = (pair[0] if pair else None) if group_column == "auto" else group_column
     if group is not None and group not in frame.columns:
         raise ValueError(
@@ -372,18 +401,29 @@ def text_adversary_setup(
     else:
         models = tuple((f, r) for f, r in evaluated)
         _check_evaluated(models, names, func)
-    strength = _strengths(train_X, dataset.y[tr], names, train_size=params["train_size"], n_partitions=16,
-                          seed=strength_seed, n_threads=n_threads)
+    strength = _strengths(
+        train_X,
+        dataset.y[tr],
+        names,
+        train_size=params["train_size"],
+        n_partitions=16,
+        seed=strength_seed,
+        n_threads=n_threads,
+    )
     ann = src = None
     if annotator_column is not None:
         if annotator_column not in frame.columns:
-            raise ValueError(f"The 'annotator_column' parameter of {func} must be a column of the dataset. Got "
-                             f"{annotator_column!r} instead.")
+            raise ValueError(
+                f"The 'annotator_column' parameter of {func} must be a column of the dataset. Got "
+                f"{annotator_column!r} instead."
+            )
         ann = [frame[annotator_column].iloc[i] for i in ev]
     if annotator_source_column is not None:
         if annotator_source_column not in frame.columns:
-            raise ValueError(f"The 'annotator_source_column' parameter of {func} must be a column of the dataset. "
-                             f"Got {annotator_source_column!r} instead.")
+            raise ValueError(
+                f"The 'annotator_source_column' parameter of {func} must be a column of the dataset. "
+                f"Got {annotator_source_column!r} instead."
+            )
         src = frame[annotator_source_column].to_numpy()[ev]
     return AdversarySetup(
         name=dataset.name,
@@ -400,6 +440,5 @@ def text_adversary_setup(
         annotator_source=src,
         descriptions=descs,
         strength=strength,
-        meta={"group_column": group, "eval_fraction": float(eval_fraction), "random_state": seed,
-              "notes": notes},
+        meta={"group_column": group, "eval_fraction": float(eval_fraction), "random_state": seed, "notes": notes},
     )

@@ -277,8 +277,7 @@ def _check_names(value: Any, name: str, func: str, available: Sequence[str]) -> 
         values = tuple(value)
     except TypeError:
         raise v.param_error(name, func, allowed, value, TypeError) from None
-    if not values or len(set(values)) != len(values) or not all(isinstance(x, str) and x in available
-                                                                for x in values):
+    if not values or len(set(values)) != len(values) or not all(isinstance(x, str) and x in available for x in values):
         raise v.param_error(name, func, allowed, value)
     return values
 
@@ -423,18 +422,31 @@ def adversary_study(
         members = _check_names(ensemble, "ensemble", func, reps)
     if members and len(members) < 2:
         raise ValueError(
-            f"The 'ensemble' parameter of {func} must name at least 2 adversaries to pool. Got {list(members)} "
-            "instead."
+            f"The 'ensemble' parameter of {func} must name at least 2 adversaries to pool. Got {list(members)} instead."
         )
     if NONE in adv:
-        raise ValueError(f"The 'adversaries' parameter of {func} must not name an adversary {NONE!r} (the name of the "
-                         "unfiltered evaluation set). Rename that representation.")
+        raise ValueError(
+            f"The 'adversaries' parameter of {func} must not name an adversary {NONE!r} (the name of the "
+            "unfiltered evaluation set). Rename that representation."
+        )
     used_reps = list(dict.fromkeys([*adv, *members, *(rep for _, rep, _ in models)]))
     EX = _check_mapping(eval_X, "eval_X", func, keys=used_reps, n_cols={k: TX[k].shape[1] for k in used_reps})
     # validate the AFLite parameters, labels and ids once, before any work
-    resolved = _resolve(TX[adv[0]], train_y, func=func, target_size=target_size, n_partitions=n_partitions,
-                        train_size=train_size, slice_size=slice_size, tau=tau, strategy="slice",
-                        eval_X=EX[adv[0]], eval_y=eval_y, ids=ids, eval_ids=eval_ids)
+    resolved = _resolve(
+        TX[adv[0]],
+        train_y,
+        func=func,
+        target_size=target_size,
+        n_partitions=n_partitions,
+        train_size=train_size,
+        slice_size=slice_size,
+        tau=tau,
+        strategy="slice",
+        eval_X=EX[adv[0]],
+        eval_y=eval_y,
+        ids=ids,
+        eval_ids=eval_ids,
+    )
     resolve_model(model, func)
     labels = resolved["labels"]
     codes, eval_codes = labels.codes, resolved["eval_codes"]
@@ -464,19 +476,32 @@ def adversary_study(
         nonlocal step, stopped
         step += 1
         if callback is not None:
-            prog = StudyProgress(step=step, n_steps=n_steps, stage=stage, adversary=adversary, seed=seed,
-                                 seconds=time.perf_counter() - started)
+            prog = StudyProgress(
+                step=step,
+                n_steps=n_steps,
+                stage=stage,
+                adversary=adversary,
+                seed=seed,
+                seconds=time.perf_counter() - started,
+            )
             if callback(prog) is False:
                 stopped = True
 
     # evaluated models: trained once on the full training set, independently of the adversaries
-    correct, fit_seconds, model_seeds = _fit_evaluated(models, TX, codes, EX, eval_codes, model_seed_draw,
-                                                       n_threads)
+    correct, fit_seconds, model_seeds = _fit_evaluated(models, TX, codes, EX, eval_codes, model_seed_draw, n_threads)
     report("evaluated models", None, None)
 
-    common = {"target_size": target_size, "n_partitions": n_partitions, "train_size": train_size,
-              "slice_size": slice_size, "tau": tau, "model": model, "n_threads": n_threads, "ids": ids,
-              "eval_ids": eval_ids}
+    common = {
+        "target_size": target_size,
+        "n_partitions": n_partitions,
+        "train_size": train_size,
+        "slice_size": slice_size,
+        "tau": tau,
+        "model": model,
+        "n_threads": n_threads,
+        "ids": ids,
+        "eval_ids": eval_ids,
+    }
     detail: dict[tuple[str, int], AFLiteResult] = {}
     ens_runs: dict[int, EnsembleResult] = {}
     for a in adv:
@@ -489,8 +514,14 @@ def adversary_study(
         for s in seed_list:
             if stopped:
                 break
-            ens = ensemble_aflite({a: TX[a] for a in members}, train_y, eval_X={a: EX[a] for a in members},
-                                  eval_y=eval_y, random_state=s, **common)
+            ens = ensemble_aflite(
+                {a: TX[a] for a in members},
+                train_y,
+                eval_X={a: EX[a] for a in members},
+                eval_y=eval_y,
+                random_state=s,
+                **common,
+            )
             ens_runs[s] = ens
             detail[(ens_name, s)] = ens.result
             report("ensemble", ens_name, s)
@@ -508,8 +539,13 @@ def adversary_study(
     same = _same_representation(matrix, rankings, models, adv, members, ens_name)
     agreement = None
     if agreement_rows is not None:
-        agreement = category_agreement(categories, eval_labels, annotator_labels, annotator_source=annotator_source,
-                                       annotator_sources=annotator_sources)
+        agreement = category_agreement(
+            categories,
+            eval_labels,
+            annotator_labels,
+            annotator_source=annotator_source,
+            annotator_sources=annotator_sources,
+        )
     params = {
         "target_size": resolved["n_target"],
         "train_size": resolved["t"],
@@ -525,8 +561,9 @@ def adversary_study(
         "adversary_names": names,
         "evaluated": [[fam if isinstance(fam, str) else type(fam).__name__, rep] for fam, rep, _ in models],
         "evaluated_names": model_names,
-        "evaluated_families": {name: CLASSIFIERS.get(fam, repr(fam)) if isinstance(fam, str) else repr(fam)
-                               for fam, _, name in models},
+        "evaluated_families": {
+            name: CLASSIFIERS.get(fam, repr(fam)) if isinstance(fam, str) else repr(fam) for fam, _, name in models
+        },
         "evaluated_seeds": dict(zip(model_names, model_seeds)),
         "evaluated_fit_seconds": dict(zip(model_names, [round(s, 3) for s in fit_seconds])),
         "representations": {r: int(TX[r].shape[1]) for r in used_reps},

@@ -62,10 +62,20 @@ def _categories_frame(detail, names, seeds, eval_ids, eval_labels) -> pd.DataFra
     parts = []
     for a, s, res in _finished_runs(detail, names, seeds):
         rr = res.eval_removed_round
-        parts.append(pd.DataFrame({
-            "adversary": a, "seed": s, "row": np.arange(len(rr)), "id": eval_ids, "label": eval_labels,
-            "category": _category_of(rr), "removed_round": rr, "first_score": res.eval_first_score,
-        }))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "adversary": a,
+                    "seed": s,
+                    "row": np.arange(len(rr)),
+                    "id": eval_ids,
+                    "label": eval_labels,
+                    "category": _category_of(rr),
+                    "removed_round": rr,
+                    "first_score": res.eval_first_score,
+                }
+            )
+        )
     cols = ["adversary", "seed", "row", "id", "label", "category", "removed_round", "first_score"]
     if not parts:
         return pd.DataFrame(columns=cols)
@@ -85,8 +95,12 @@ def _category_summary(categories: pd.DataFrame, names: Sequence[str]) -> pd.Data
     counts["share"] = counts["n_rows"] / counts["n_eval"]
     out = (
         counts.groupby(["adversary", "category"])
-        .agg(share_mean=("share", "mean"), share_std=("share", "std"), n_rows_mean=("n_rows", "mean"),
-             n_seeds=("seed", "nunique"))
+        .agg(
+            share_mean=("share", "mean"),
+            share_std=("share", "std"),
+            n_rows_mean=("n_rows", "mean"),
+            n_seeds=("seed", "nunique"),
+        )
         .reset_index()
     )
     out["_a"] = out["adversary"].map({a: i for i, a in enumerate(names)})
@@ -98,15 +112,37 @@ def _runs_frame(detail, names, seeds) -> pd.DataFrame:
     rows = []
     for a, s, res in _finished_runs(detail, names, seeds):
         rr = res.eval_removed_round
-        rows.append({
-            "adversary": a, "seed": s, "rounds": res.n_rounds, "stop_reason": res.stop_reason,
-            "train_rows": res.n_rows, "train_kept": res.n_kept, "n_eval": len(rr),
-            "removed_in_round_1": int((rr == 1).sum()), "removed_later": int((rr > 1).sum()),
-            "selected": int((rr < 0).sum()),
-            "seconds": round(float(res.history["seconds"].sum()), 4) if len(res.history) else 0.0,
-        })
-    return pd.DataFrame(rows, columns=["adversary", "seed", "rounds", "stop_reason", "train_rows", "train_kept",
-                                       "n_eval", "removed_in_round_1", "removed_later", "selected", "seconds"])
+        rows.append(
+            {
+                "adversary": a,
+                "seed": s,
+                "rounds": res.n_rounds,
+                "stop_reason": res.stop_reason,
+                "train_rows": res.n_rows,
+                "train_kept": res.n_kept,
+                "n_eval": len(rr),
+                "removed_in_round_1": int((rr == 1).sum()),
+                "removed_later": int((rr > 1).sum()),
+                "selected": int((rr < 0).sum()),
+                "seconds": round(float(res.history["seconds"].sum()), 4) if len(res.history) else 0.0,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "adversary",
+            "seed",
+            "rounds",
+            "stop_reason",
+            "train_rows",
+            "train_kept",
+            "n_eval",
+            "removed_in_round_1",
+            "removed_later",
+            "selected",
+            "seconds",
+        ],
+    )
 
 
 def _accuracies_frame(detail, names, seeds, models, correct) -> pd.DataFrame:
@@ -117,14 +153,22 @@ def _accuracies_frame(detail, names, seeds, models, correct) -> pd.DataFrame:
         n = int(mask.sum())
         acc = correct[mask].mean(axis=0) if n else np.full(len(models), np.nan)
         for j, (_, rep, name) in enumerate(models):
-            rows.append({"adversary": adversary, "seed": seed, "model": name, "family": fams[j],
-                         "representation": rep, "accuracy": float(acc[j]), "n_rows": n})
+            rows.append(
+                {
+                    "adversary": adversary,
+                    "seed": seed,
+                    "model": name,
+                    "family": fams[j],
+                    "representation": rep,
+                    "accuracy": float(acc[j]),
+                    "n_rows": n,
+                }
+            )
 
     add(NONE, None, np.ones(len(correct), dtype=bool))
     for a, s, res in _finished_runs(detail, names, seeds):
         add(a, s, res.eval_kept)
-    frame = pd.DataFrame(rows, columns=["adversary", "seed", "model", "family", "representation", "accuracy",
-                                        "n_rows"])
+    frame = pd.DataFrame(rows, columns=["adversary", "seed", "model", "family", "representation", "accuracy", "n_rows"])
     frame["seed"] = frame["seed"].astype("Int64")
     return frame
 
@@ -140,11 +184,17 @@ def _accuracy_matrix(accuracies: pd.DataFrame, names, model_names) -> pd.DataFra
     return mean
 
 
-def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
-              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names) -> tuple[pd.DataFrame, pd.DataFrame]:
     rank_cols = ["adversary", "model", "accuracy", "rank", "rank_unfiltered", "rank_change"]
-    corr_cols = ["adversary", "kendall", "kendall_p_value", "kendall_seed_mean", "kendall_seed_min",
-                 "kendall_seed_max", "n_models"]
+    corr_cols = [
+        "adversary",
+        "kendall",
+        "kendall_p_value",
+        "kendall_seed_mean",
+        "kendall_seed_min",
+        "kendall_seed_max",
+        "n_models",
+    ]
     if not model_names:
         return pd.DataFrame(columns=rank_cols), pd.DataFrame(columns=corr_cols)
     base = matrix[NONE].to_numpy(np.float64)
@@ -154,8 +204,16 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
         acc = matrix[a].to_numpy(np.float64)
         rk = _ranks(acc)
         for j, name in enumerate(model_names):
-            rows.append({"adversary": a, "model": name, "accuracy": acc[j], "rank": rk[j],
-                         "rank_unfiltered": base_rank[j], "rank_change": rk[j] - base_rank[j]})
+            rows.append(
+                {
+                    "adversary": a,
+                    "model": name,
+                    "accuracy": acc[j],
+                    "rank": rk[j],
+                    "rank_unfiltered": base_rank[j],
+                    "rank_change": rk[j] - base_rank[j],
+                }
+            )
         if a == NONE:
             continue
         k, p = _kendall(base, acc)
@@ -166,13 +224,17 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
             per_seed.append(_kendall(base, seed_acc)[0])
         ps = np.array(per_seed, dtype=float)
         finite = ps[np.isfinite(ps)]
-        corr.append({
-            "adversary": a, "kendall": k, "kendall_p_value": p,
-            "kendall_seed_mean": float(finite.mean()) if finite.size else float("nan"),
-            "kendall_seed_min": float(finite.min()) if finite.size else float("nan"),
-            "kendall_seed_max": float(finite.max()) if finite.size else float("nan"),
-            "n_models": int(np.isfinite(acc).sum()),
-        })
+        corr.append(
+            {
+                "adversary": a,
+                "kendall": k,
+                "kendall_p_value": p,
+                "kendall_seed_mean": float(finite.mean()) if finite.size else float("nan"),
+                "kendall_seed_min": float(finite.min()) if finite.size else float("nan"),
+                "kendall_seed_max": float(finite.max()) if finite.size else float("nan"),
+                "n_models": int(np.isfinite(acc).sum()),
+            }
+        )
     rankings = pd.DataFrame(rows, columns=rank_cols)
     for col in ("rank", "rank_unfiltered", "rank_change"):
         rankings[col] = rankings[col].astype("Int64") if rankings[col].notna().all() else rankings[col]
@@ -180,8 +242,20 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
 
 
 def _same_representation(matrix, rankings, models, adv, members, ens_name) -> pd.DataFrame:
-    cols = ["adversary", "model", "representation", "relation", "accuracy_unfiltered", "accuracy_filtered",
-            "rank_unfiltered", "rank_filtered", "rank_change", "accuracy_drop", "others_mean_drop", "n_models"]
+    cols = [
+        "adversary",
+        "model",
+        "representation",
+        "relation",
+        "accuracy_unfiltered",
+        "accuracy_filtered",
+        "rank_unfiltered",
+        "rank_filtered",
+        "rank_change",
+        "accuracy_drop",
+        "others_mean_drop",
+        "n_models",
+    ]
     rows = []
     if not models:
         return pd.DataFrame(columns=cols)
@@ -196,14 +270,22 @@ def _same_representation(matrix, rankings, models, adv, members, ens_name) -> pd
                 continue
             others = drops.drop(index=name)
             r = ranked.loc[(a, name)]
-            rows.append({
-                "adversary": a, "model": name, "representation": rep, "relation": relation,
-                "accuracy_unfiltered": float(matrix.loc[name, NONE]), "accuracy_filtered": float(matrix.loc[name, a]),
-                "rank_unfiltered": r["rank_unfiltered"], "rank_filtered": r["rank"], "rank_change": r["rank_change"],
-                "accuracy_drop": float(drops[name]),
-                "others_mean_drop": float(others.mean()) if len(others) else float("nan"),
-                "n_models": len(models),
-            })
+            rows.append(
+                {
+                    "adversary": a,
+                    "model": name,
+                    "representation": rep,
+                    "relation": relation,
+                    "accuracy_unfiltered": float(matrix.loc[name, NONE]),
+                    "accuracy_filtered": float(matrix.loc[name, a]),
+                    "rank_unfiltered": r["rank_unfiltered"],
+                    "rank_filtered": r["rank"],
+                    "rank_change": r["rank_change"],
+                    "accuracy_drop": float(drops[name]),
+                    "others_mean_drop": float(others.mean()) if len(others) else float("nan"),
+                    "n_models": len(models),
+                }
+            )
     frame = pd.DataFrame(rows, columns=cols)
     for col in ("rank_unfiltered", "rank_filtered", "rank_change"):
         if len(frame) and frame[col].notna().all():
