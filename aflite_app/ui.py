@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from aflite_core import AFLiteResult
 from aflite_core.datasets import Dataset
@@ -102,17 +104,19 @@ def run_in_background(
     Starts (or keeps) a :class:`~aflite_app.runner.BackgroundRun` in ``st.session_state[state_key]`` running
     ``prepare(spec)``; a run asked for with other parameters is stopped. Fast runs are simply awaited
     (:func:`sync_wait`); slower ones show a fragment that polls the progress
-    (``describe(progress_or_None, elapsed_seconds) -> (fraction, text)``) with a Stop button, and the page
-    stops until the result is there. Errors show as ``st.error``. ``restart`` starts over a finished run
-    that gave no result.
+    (``describe(round_progress_or_None, elapsed_seconds, step_progress_or_None) -> (fraction, text)``) with a
+    Stop button, and the page stops until the result is there. Stop, or a run asked for with other parameters,
+    ends the old run within one step of its round; a run whose browser session is gone is cancelled
+    (:func:`session_alive`). Errors show as ``st.error``. ``restart`` starts over a finished run that gave no
+    result.
     """
     run = st.session_state.get(state_key)
     stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
     if stale or (restart and run.done):
         if run is not None and not run.done:
-            run.stop()  # other parameters were asked for: the old run is no longer wanted
+            run.stop()  # other parameters were asked for: the old run is no longer wanted (stops within a step)
         with errors():
-            run = BackgroundRun(spec, prepare(spec)).start()
+            run = BackgroundRun(spec, prepare(spec), alive=session_alive()).start()
         st.session_state[state_key] = run
     run.wait(sync_wait())
     if run.error is not None:
@@ -126,7 +130,7 @@ def run_in_background(
         current = st.session_state[state_key]
         if current.done:
             st.rerun(scope="app")
-        fraction, text = describe(current.progress, current.elapsed)
+        fraction, text = describe(current.progress, current.elapsed, current.step)
         st.progress(fraction, text=text)
         if current.stop_requested:
             st.caption(stopping)
@@ -136,6 +140,35 @@ def run_in_background(
 
     progress_panel()
     st.stop()
+
+
+def session_alive() -> Callable[[], bool] | None:
+    """``alive() -> bool`` for a background run: False once this browser session is gone (tab closed, reload).
+
+    None outside a running Streamlit server (tests, scripts): such runs are never cancelled this way.
+    """
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return None
+    session_id = ctx.session_id
+
+    def alive() -> bool:
+        try:
+            if not Runtime.exists():
+                return True
+            return bool(Runtime.instance().is_active_session(session_id))
+        except Exception:  # a Streamlit without this API: never cancel on its behalf
+            return True
+
+    return alive
+
+
+def remaining_text(elapsed: float, done_fraction: float) -> str:
+    """'about 40 s left' from the share done so far (empty until there is enough to estimate from)."""
+    if done_fraction <= 0.02 or elapsed < 1.0:
+        return ""
+    left = elapsed * (1 - done_fraction) / done_fraction
+    return f" · about {left:,.0f} s left" if left >= 1 else " · finishing"
 
 
 def caption(text: str) -> None:

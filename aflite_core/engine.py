@@ -23,8 +23,8 @@ from numpy.typing import NDArray
 
 from ._utils import blas_threads, hash_array, hash_labels, versions
 from .checkpoint import read_checkpoint, write_checkpoint
-from .partitions import PartitionPlan, RoundScores, score_round
-from .result import AFLiteResult, RoundProgress
+from .partitions import PartitionPlan, RoundInterrupted, RoundScores, score_round
+from .result import AFLiteResult, RoundProgress, StepProgress
 
 __all__ = ["HISTORY_COLUMNS", "Backend", "LocalBackend", "Run", "select_rows"]
 
@@ -110,6 +110,9 @@ class LocalBackend:
         """Delegate to the session."""
         return self.session.draw_plan(rows, rng)
 
+    #: ``on_step(phase, done, total)`` inside a round (set by the run; see :func:`aflite_core.aflite`)
+    on_step: Callable[[str, int, int], bool | None] | None = None
+
     def score(self, rows, plan, rng, eval_rows, round_no) -> RoundScores:
         """One round with :func:`aflite_core.partitions.score_round`."""
         return score_round(
@@ -119,6 +122,7 @@ class LocalBackend:
             rows,
             plan,
             rng,
+            on_step=self.on_step,
             eval_X=self.eval_X,
             eval_codes=self.eval_codes,
             eval_rows=eval_rows,
@@ -157,6 +161,7 @@ class Run:
     family: Any
     backend: Any = None
     callback: Callable[[RoundProgress], bool | None] | None = None
+    on_step: Callable[[StepProgress], bool | None] | None = None
     eval_X: NDArray[np.float32] | None = None
     eval_codes: NDArray[np.int32] | None = None
     ids: NDArray | None = None
@@ -245,7 +250,23 @@ class Run:
         t0 = time.perf_counter()
         R = self.R
         plan = self.backend.draw_plan(S, self.rng)
-        rs = self.backend.score(S, plan, self.rng, R if self.has_eval else None, rnd)
+        if self.on_step is not None:
+            user_step = self.on_step
+
+            def on_step(phase: str, done: int, total: int) -> bool | None:
+                return user_step(StepProgress(rnd, phase, done, total, time.perf_counter() - t0))
+
+            self.backend.on_step = on_step
+        try:
+            rs = self.backend.score(S, plan, self.rng, R if self.has_eval else None, rnd)
+        except RoundInterrupted:  # stopped inside the round: keep the rounds completed so far, as they were
+            self.round -= 1
+            self.stop_reason = "stopped_by_callback"
+            self.finished = True
+            return S
+        finally:
+            if self.on_step is not None:
+                self.backend.on_step = None
         p = rs.predictability
         scored = rs.n_predictions > 0
         qualified = scored & (p >= cfg.tau)

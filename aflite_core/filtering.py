@@ -29,7 +29,7 @@ from ._utils import blas_threads
 from .engine import HISTORY_COLUMNS, select_rows  # noqa: F401  (re-exported)
 from .partitions import score_round
 from .registry import resolve_model
-from .result import AFLiteResult, RoundProgress
+from .result import AFLiteResult, RoundProgress, StepProgress
 
 __all__ = ["STRATEGIES", "aflite", "predictability"]
 
@@ -40,10 +40,11 @@ STRATEGIES = ("slice", "greedy", "sample")
 _select = select_rows
 
 
-def _check_run_args(callback, n_threads, random_state, func: str) -> tuple[int | None, int]:
+def _check_run_args(callback, n_threads, random_state, func: str, on_step=None) -> tuple[int | None, int]:
     """Validate the run arguments every entry point shares; returns ``(n_threads, seed)``."""
-    if callback is not None and not callable(callback):
-        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
+    for name, value in (("callback", callback), ("on_step", on_step)):
+        if value is not None and not callable(value):
+            raise v.param_error(name, func, "a callable or None", value, TypeError)
     if n_threads is not None:
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)
     return n_threads, v.check_random_state(random_state, func)
@@ -130,6 +131,7 @@ def aflite(
     backend: Any = None,
     checkpoint: str | Path | None = None,
     resume: bool = False,
+    on_step: Callable[[StepProgress], bool | None] | None = None,
 ) -> AFLiteResult:
     """Filter the rows a model family finds predictable from Φ(X), round by round (AFLite, Algorithm 1).
 
@@ -188,6 +190,12 @@ def aflite(
     resume : bool, default=False
         Continue from the state in ``checkpoint`` if there is one (same data and parameters required);
         the final result is identical to an uninterrupted run.
+    on_step : callable, optional
+        Called often *inside* a round - after every group of partition fits and every block of predictions -
+        with a :class:`~aflite_core.result.StepProgress`; returning ``False`` stops the run at once: the round
+        in progress is abandoned and the result holds the rounds completed so far
+        (``stop_reason == "stopped_by_callback"``; a run with a checkpoint resumes from its last round).
+        The local backend honours it; the Dask backend checks it between its tasks.
 
     Returns
     -------
@@ -243,6 +251,7 @@ def aflite(
         n_threads=n_threads,
         backend=backend,
         checkpoint=checkpoint,
+        on_step=on_step,
     )
     return execute_run(run, resume=resume)
 
@@ -267,6 +276,7 @@ def plan_run(
     n_threads: int | None = 1,
     backend: Any = None,
     checkpoint: str | Path | None = None,
+    on_step: Callable[[StepProgress], bool | None] | None = None,
     func: str = "aflite",
 ):
     """Validate every argument of :func:`aflite` and return the run, not yet started.
@@ -294,7 +304,7 @@ def plan_run(
         eval_ids=eval_ids,
     )
     family = resolve_model(model, func)
-    n_threads, seed = _check_run_args(callback, n_threads, random_state, func)
+    n_threads, seed = _check_run_args(callback, n_threads, random_state, func, on_step)
     from .engine import Run, RunConfig
 
     labels = r["labels"]
@@ -316,6 +326,7 @@ def plan_run(
         family=family,
         backend=_resolve_backend(backend, func),
         callback=callback,
+        on_step=on_step,
         eval_X=r.get("eval_X"),
         eval_codes=r.get("eval_codes"),
         ids=r["ids"],

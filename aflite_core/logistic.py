@@ -48,7 +48,7 @@ from numpy.typing import NDArray
 
 from ._utils import hash_array
 from .models import LinearFamily, _LinearSession, _LinearWeights
-from .partitions import PartitionPlan
+from .partitions import PartitionPlan, report_step
 
 __all__ = ["LogisticFamily"]
 
@@ -261,6 +261,7 @@ class _LogisticSession(_LinearSession):
         mu = self.mu.astype(np.float64)
         round_key = self._round_key(current, plan, H_inv)
         for g0 in range(0, len(parts), step):
+            report_step(self, "fit", g0, len(parts))
             group = parts[g0 : g0 + step]
             key = None if round_key is None else f"{round_key}:{','.join(map(str, group.tolist()))}"
             hit = _MEMO.get(key)

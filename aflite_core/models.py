@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan
+from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, report_step
 
 __all__ = ["LinearFamily", "SklearnFamily"]
 
@@ -335,6 +335,7 @@ class _LinearSession:
         precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
         step = self.fit_group
         for g0 in range(0, len(parts), step):
+            report_step(self, "fit", g0, len(parts))
             group = parts[g0 : g0 + step]
             if self.mode == "blocks":
                 A = plan.membership[group].astype(np.float32)
@@ -569,7 +570,8 @@ class _SklearnSession:
         seeds = rng.integers(0, 2**31 - 1, size=plan.n_partitions)
         models = []
         has_seed = "random_state" in self.family.estimator.get_params(deep=False)
-        for j in parts:
+        for i, j in enumerate(parts):
+            report_step(self, "fit", i, len(parts))
             train = np.sort(rows[plan.train_mask(j)])
             y_train = self.codes[train]
             present = np.unique(y_train)

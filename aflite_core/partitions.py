@@ -22,14 +22,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = [
     "FamilySession",
     "PartitionPlan",
+    "RoundInterrupted",
     "RoundScores",
     "draw_block_plan",
     "merge_pieces",
+    "report_step",
     "run_pieces",
     "score_round",
     "scoring_pieces",
@@ -37,6 +39,22 @@ __all__ = [
 
 #: bytes of features predicted per chunk: small enough to stay in cache, so peak memory stays near X
 PREDICT_CHUNK_BYTES = 4 * 2**20
+
+
+class RoundInterrupted(Exception):
+    """Raised inside a round when its step callback asked the run to stop (the round is abandoned)."""
+
+
+def report_step(session: object, phase: str, done: int, total: int) -> None:
+    """Tell the run's step callback (``session.on_step``, if any) how far the round is; stop if it says so.
+
+    Families call this between their groups of partition fits (``phase="fit"``), :func:`score_round` between
+    its prediction pieces (``phase="predict"``): a run asked to stop ends within one such step, not at the end
+    of the round. Raises :class:`RoundInterrupted` when the callback returns ``False``.
+    """
+    callback = getattr(session, "on_step", None)
+    if callback is not None and callback(phase, done, total) is False:
+        raise RoundInterrupted
 
 
 @dataclass(frozen=True)
@@ -215,7 +233,8 @@ def run_pieces(
 ) -> list[dict]:
     """Score pieces with fitted models; returns one small dict of counts per piece."""
     out = []
-    for piece in pieces:
+    for i, piece in enumerate(pieces):
+        report_step(session, "predict", i, len(pieces))
         kind = piece["kind"]
         if kind == "block":
             right = session.score_block(fitted, piece["rows"], piece["models"])
@@ -295,6 +314,7 @@ def score_round(
     eval_X: NDArray[np.float32] | None = None,
     eval_codes: NDArray[np.int32] | None = None,
     eval_rows: NDArray[np.intp] | None = None,
+    on_step: Callable[[str, int, int], bool | None] | None = None,
 ) -> RoundScores:
     """Fit the m partition models of a round and count each row's correct out-of-sample predictions.
 
@@ -316,14 +336,22 @@ def score_round(
         Source of the model seeds (families that need them).
     eval_X, eval_codes, eval_rows : ndarray, optional
         Evaluation features, codes and the indices of the evaluation rows still remaining.
+    on_step : callable, optional
+        ``on_step(phase, done, total)`` after every group of partition fits and every prediction piece;
+        returning ``False`` abandons the round by raising :class:`RoundInterrupted`.
 
     Returns
     -------
     RoundScores
     """
     m = plan.n_partitions
-    fitted = session.fit(rows, plan, range(m), rng)
-    with_eval = eval_X is not None and eval_rows is not None
-    pieces = scoring_pieces(session, rows, plan, eval_rows if with_eval else None)
-    results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes)
+    session.on_step = on_step  # families report their fit groups through report_step
+    try:
+        report_step(session, "fit", 0, m)
+        fitted = session.fit(rows, plan, range(m), rng)
+        with_eval = eval_X is not None and eval_rows is not None
+        pieces = scoring_pieces(session, rows, plan, eval_rows if with_eval else None)
+        results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes)
+    finally:
+        session.on_step = None
     return merge_pieces(results, len(rows), m, None if eval_rows is None else len(eval_rows))

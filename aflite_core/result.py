@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from ._utils import json_default
 
-__all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress"]
+__all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress", "StepProgress"]
 
 #: stop reasons and how they read in words (``AFLiteResult.stop_message``)
 STOP_REASONS = {
@@ -70,6 +70,35 @@ class RoundProgress:
         """Share of the way from N down to the target size, in [0, 1]."""
         span = max(self.n_rows - self.target_size, 1)
         return min(1.0, self.total_removed / span)
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    """What the step callback receives inside a round, after every group of fits and every prediction piece.
+
+    Attributes
+    ----------
+    round : int
+        The round in progress (1-based).
+    phase : {"fit", "predict"}
+        Fitting the m partition models, or predicting the held-out rows with them.
+    done, total : int
+        Steps of this phase finished so far, and in all (groups of partitions, or prediction pieces).
+    seconds : float
+        Wall time since the round started.
+    """
+
+    round: int
+    phase: str
+    done: int
+    total: int
+    seconds: float
+
+    @property
+    def fraction_of_round(self) -> float:
+        """Rough share of the round done: fitting counts as the first half, predicting as the second."""
+        part = self.done / self.total if self.total else 1.0
+        return 0.5 * part if self.phase == "fit" else 0.5 + 0.5 * part
 
 
 @dataclass(eq=False)

@@ -294,7 +294,7 @@ if spec is None:
 n_models = len(spec.evaluated)
 
 
-def _describe(p, elapsed: float) -> tuple[float, str]:
+def _describe(p, elapsed: float, step=None) -> tuple[float, str]:
     if p is None:
         return 0.0, f"Training the {n_models} evaluated models… ({elapsed:.0f} s)"
     what = (

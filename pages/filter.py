@@ -75,13 +75,20 @@ spec = FilterSpec(
 )
 
 
-def _describe(p, elapsed: float) -> tuple[float, str]:
-    if p is None:
-        return 0.0, f"Round 1 running… ({elapsed:.0f} s)"
-    return p.fraction_done, (
-        f"Round {p.round} done: {p.size:,} rows left (target {p.target_size:,}), "
-        f"{p.total_removed:,} removed · {elapsed:.0f} s"
-    )
+def _describe(p, elapsed: float, step=None) -> tuple[float, str]:
+    """Progress of the run: rounds done, where the current round is, and a time estimate (an upper bound)."""
+    span = max(n - int(target), 1)
+    rounds_est = max(1.0, span / max(int(k), 1))  # at most this many rounds (fewer if τ stops the run early)
+    done = (p.round if p is not None else 0) + (step.fraction_of_round if step is not None else 0.0)
+    fraction = min(1.0, max(p.fraction_done if p is not None else 0.0, done / rounds_est))
+    where = ""
+    if step is not None:
+        what = "fitting the models" if step.phase == "fit" else "predicting held-out rows"
+        where = f"Round {step.round}: {what} ({step.done}/{step.total}) · "
+    elif p is None:
+        where = "Round 1 starting · "
+    so_far = f"{p.total_removed:,} removed, {p.size:,} rows left · " if p is not None else ""
+    return fraction, f"{where}{so_far}{elapsed:.0f} s{ui.remaining_text(elapsed, fraction)}"
 
 
 result = compute.stored_result(spec) or ui.run_in_background(
@@ -90,12 +97,18 @@ result = compute.stored_result(spec) or ui.run_in_background(
     compute.prepare_run,
     _describe,
     stop_key="stop-run",
-    stop_help="Stop after the current round and keep the partial result",
-    stopping="Stopping after the round in progress…",
+    stop_help="Stop now and keep the rounds completed so far",
+    stopping="Stopping…",
 )
 
 state.set_last_run(st.session_state, spec if not result.stopped else None)
 
+if result.stopped and result.n_rounds == 0:
+    st.warning(
+        "Stopped during round 1, before any round finished: this partial result has nothing removed yet. "
+        "Change a parameter or press Run to start again."
+    )
+    st.stop()
 if result.stopped:
     st.warning(f"Stopped after round {result.n_rounds}: this is a partial result. {result.stop_message}")
 else:

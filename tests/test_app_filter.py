@@ -99,8 +99,11 @@ def test_stop_button_stops_the_run_and_shows_the_partial_result(app_test, monkey
             break
         time.sleep(1)
     assert not at.exception
-    assert any("Stopped after round" in w.value for w in at.warning)
-    assert _metrics(at)["Rows removed"]
+    warning = next(w.value for w in at.warning if "partial" in w.value)
+    if warning.startswith("Stopped after round"):
+        assert _metrics(at)["Rows removed"]
+    else:  # stopped inside round 1: nothing removed, and the page says so
+        assert warning.startswith("Stopped during round 1")
 
 
 def test_after_stop_the_page_never_runs_the_filter_again(app_test, monkeypatch):
@@ -109,13 +112,13 @@ def test_after_stop_the_page_never_runs_the_filter_again(app_test, monkeypatch):
     from aflite_app.compute import runs
 
     calls = []
-    real = runs.aflite
+    real = runs.execute_run
 
-    def counting(*args, **kwargs):
-        calls.append(kwargs.get("random_state"))
-        return real(*args, **kwargs)
+    def counting(run, **kwargs):
+        calls.append(run.config.seed)
+        return real(run, **kwargs)
 
-    monkeypatch.setattr(runs, "aflite", counting)
+    monkeypatch.setattr(runs, "execute_run", counting)
     at = app_test(page="pages/filter.py")
     assert len(calls) == 1  # the default run
     monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.3")
@@ -129,7 +132,7 @@ def test_after_stop_the_page_never_runs_the_filter_again(app_test, monkeypatch):
     while time.time() < deadline and not any("partial" in w.value for w in at.warning):
         at.run()
         time.sleep(0.5)
-    assert any("Stopped after round" in w.value for w in at.warning)
+    assert any("partial" in w.value for w in at.warning)
     at.run()  # one more rerun of the page showing the partial result
     assert not at.exception
     assert len(calls) == 2, f"the engine ran {len(calls)} times: after Stop nothing may start a second run"

@@ -57,3 +57,58 @@ def test_a_run_that_is_not_stopped_completes():
     assert np.array_equal(
         run.result.kept, aflite(X, y, target_size=200, train_size=80, slice_size=40, random_state=0).kept
     )
+
+
+def _sklearn_target(X, y, seen_after_stop, run_ref):
+    from sklearn.linear_model import LogisticRegression
+
+    def target(callback):
+        def on_step(step):
+            if run_ref[0] is not None and run_ref[0].stop_requested:
+                seen_after_stop.append(step)
+            return callback.step(step)
+
+        return aflite(
+            X,
+            y,
+            target_size=400,
+            train_size=200,
+            slice_size=20,
+            tau=0.5,
+            n_partitions=64,
+            model=LogisticRegression(max_iter=300),
+            random_state=0,
+            callback=callback,
+            on_step=on_step,
+        )
+
+    return target
+
+
+def test_stop_ends_the_run_within_one_fit_not_at_the_end_of_the_round():
+    X, y, _ = make_planted_bias(1500, 16, random_state=1)
+    seen_after_stop, ref = [], [None]
+    run = BackgroundRun("k", _sklearn_target(X, y, seen_after_stop, ref))
+    ref[0] = run
+    run.start()
+    while run.step is None or run.step.done < 5:  # a few partition fits into round 1
+        run.wait(0.005)
+    run.stop()
+    assert run.wait(30) and run.error is None
+    res = run.result
+    assert res.stopped and res.n_rounds == 0 and res.n_kept == 1500  # round 1 abandoned, nothing removed
+    assert len(seen_after_stop) <= 1  # at most the step that was already on its way when Stop was pressed
+
+
+def test_a_run_whose_session_is_gone_is_cancelled():
+    X, y, _ = make_planted_bias(1500, 16, random_state=1)
+    seen_after_stop, ref = [], [None]
+    gone = threading.Event()
+    run = BackgroundRun("k", _sklearn_target(X, y, seen_after_stop, ref), alive=lambda: not gone.is_set())
+    ref[0] = run
+    run.start()
+    while run.step is None or run.step.done < 3:
+        run.wait(0.005)
+    gone.set()  # the browser tab was closed
+    assert run.wait(30)
+    assert run.cancelled and run.stop_requested and run.result.stopped

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from aflite_core import AFLiteResult, aflite
-from aflite_core.filtering import _resolve
+from aflite_core import AFLiteResult
+from aflite_core.filtering import execute_run, plan_run
 from aflite_core.stability import class_impact as _class_impact
 
 from ..state import FilterSpec, session_data
@@ -67,26 +67,18 @@ def _prepared(spec: FilterSpec):
 
 
 def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
-    """Everything a background thread needs to run ``spec``, resolved now (threads see no session state).
+    """Everything a background thread needs to run ``spec``, validated now (threads see no session state).
 
-    Validation happens here, in the page's thread, so bad parameters show as ``st.error`` at once.
+    The run is planned here, in the page's thread (every argument checked once, so bad parameters show as
+    ``st.error`` at once); the thread only executes it.
     """
     X, y, ids = _prepared(spec)
     store = _result_store()
-    kwargs = spec.as_kwargs()
-    _resolve(
-        X,
-        y,
-        func="aflite",
-        eval_X=None,
-        eval_y=None,
-        ids=None,
-        eval_ids=None,
-        **{k: kwargs[k] for k in ("target_size", "n_partitions", "train_size", "slice_size", "tau", "strategy")},
-    )
+    run = plan_run(X, y, model=spec.model, random_state=spec.seed, ids=ids, **spec.as_kwargs())
 
     def target(callback: Callable) -> AFLiteResult:
-        result = aflite(X, y, model=spec.model, random_state=spec.seed, callback=callback, ids=ids, **kwargs)
+        run.callback, run.on_step = callback, getattr(callback, "step", None)
+        result = execute_run(run)
         if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
             store.keep(spec, result)
         return result
