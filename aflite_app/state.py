@@ -43,6 +43,7 @@ REPRESENTATION = "representation"  # str or None
 UPLOADS = "uploads"  # dict: key -> Dataset (this session's uploads and opened run directories)
 RUN_DIRS = "run_dirs"  # dict: key -> {"spec": FilterSpec, "result": AFLiteResult} of opened CLI runs
 RUN = "background_run"  # BackgroundRun of the Filter page
+INSPECT_FILTER = "inspect-filter"  # dict {"round": int | None, "class": str | None}: a chart bar clicked, for Inspect
 LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
 
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
@@ -238,3 +239,8 @@ def forget_inspect_run(session: MutableMapping) -> None:
     """Close the run opened on the Inspect page; the page shows the Filter page's run again."""
     session.pop(INSPECT_LOADED, None)
     session[INSPECT_WHICH] = "filter"
+
+
+def open_in_inspect(session: Any, round_no: int | None, class_name: str | None) -> None:
+    """Ask the Inspect page to show the rows of one round and class (a bar clicked on Filter or Predictability)."""
+    session[INSPECT_FILTER] = {"round": None if round_no is None else int(round_no), "class": class_name}

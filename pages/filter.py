@@ -32,7 +32,7 @@ with (
         key=filter_key("target", key),
     )
     train = c2.number_input(
-        "Training rows per model t (t < n)",
+        "Training rows per model t (below the target size n)",
         min_value=data.n_classes + 1,
         max_value=n - 2,
         step=10,
@@ -134,9 +134,16 @@ m4.metric(
     delta_color="inverse",
 )
 
-st.plotly_chart(charts.removal_chart(result), width="stretch", key="removal-chart")
+clicked = st.plotly_chart(
+    charts.removal_chart(result), width="stretch", key="removal-chart", on_select="rerun", selection_mode="points"
+)
+target_rows = charts.clicked_round_and_class(clicked.selection.points if clicked else [], result, "removal")
+if target_rows is not None:  # a bar was clicked: show those rows on the Inspect page
+    state.open_in_inspect(st.session_state, *target_rows)
+    st.switch_page("pages/inspect.py")
 ui.caption(
-    "Top: rows removed in each round, by class (bars), and rows left after the round (blue line, right axis). "
+    "Top: rows removed in each round, by class (bars; click one to see those rows on Inspect), and rows left "
+    "after the round (blue line, right axis). "
     "Bottom: the mean predictability of the rows scored in that round — AFLite's estimate of the representation "
     "bias R(Φ, S, M) — and the share of them that reached τ. Filtering works when both fall; the run stops "
     "early once fewer than k rows reach τ."

@@ -4,6 +4,26 @@ from aflite_app import ui
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
+PAGES = [
+    (
+        "pages/synthetic.py",
+        "Synthetic circles",
+        "The paper's Figure 2 live: watch AFLite strip a planted bias, round by round.",
+    ),
+    ("pages/data.py", "Data", "Pick a bundled dataset, upload your own table and features, or open a CLI run."),
+    ("pages/filter.py", "Filter", "Run AFLite on the chosen data; move τ and k and see what is removed."),
+    ("pages/predictability.py", "Predictability", "Each row's score p(i), round by round and class by class."),
+    ("pages/embedding.py", "Embedding map", "Where the removed rows lie in the representation, and how similar."),
+    ("pages/inspect.py", "Inspect", "The instances themselves: filter, read, compare seeds, download."),
+    ("pages/baselines.py", "Baselines", "Is AFLite better than a random subset or a one-shot filter?"),
+    (
+        "pages/evaluation_sets.py",
+        "Evaluation sets",
+        "Filter an evaluation set with several adversaries (Phang et al.).",
+    ),
+    ("pages/dynamics.py", "Training dynamics", "Easy / ambiguous / hard examples from how a model learns them."),
+]
+
 st.title("AFLite Studio")
 st.markdown(
     "**Find the examples a dataset's spurious biases make easy, remove them, and see what was removed and "
@@ -31,14 +51,10 @@ with left:
         "benchmark — plus a record of which examples left in which round and how predictable they were.",
     )
 with right:
-    st.subheader("Where to start")
-    st.page_link("pages/synthetic.py", label="Synthetic circles — watch AFLite strip a planted bias")
-    st.page_link("pages/filter.py", label="Filter — run AFLite, move τ and k")
-    st.page_link("pages/predictability.py", label="Predictability — scores round by round")
-    st.page_link("pages/embedding.py", label="Embedding map — where the removed rows lie")
-    st.page_link("pages/inspect.py", label="Inspect — the removed instances, exports")
-    st.page_link("pages/baselines.py", label="Baselines — random subset, one-shot filter")
-    st.page_link("pages/data.py", label="Data — upload your own table or features")
+    st.subheader("Every page, in one line")
+    for page, label, line in PAGES:
+        st.page_link(page, label=label)
+        st.caption(line)
     st.markdown(
         "**Symbols** used on every page: *m* partitions (models per round), *t* training rows per model, "
         "*k* slice size (rows removed per round at most), τ threshold, *n* target size."

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import ui
+from aflite_app import state, ui
 from aflite_app.charts import runs as charts
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
@@ -37,9 +37,20 @@ c2.metric("Reached τ", f"{int(row['n_qualified']):,}")
 c3.metric("Removed this round", f"{int(row['n_removed']):,}")
 c4.metric("Mean p (R estimate)", f"{row['mean_predictability']:.3f}")
 with ui.errors():
-    st.plotly_chart(charts.predictability_histogram(result, rnd), width="stretch", key="pred-hist")
+    clicked = st.plotly_chart(
+        charts.predictability_histogram(result, rnd),
+        width="stretch",
+        key="pred-hist",
+        on_select="rerun",
+        selection_mode="points",
+    )
+target_rows = charts.clicked_round_and_class(clicked.selection.points if clicked else [], result, "histogram", rnd)
+if target_rows is not None:  # a bar was clicked: show that round's rows of that class on the Inspect page
+    state.open_in_inspect(st.session_state, *target_rows)
+    st.switch_page("pages/inspect.py")
 ui.caption(
-    f"Round {rnd}: how many rows (y) had each predictability (x), one panel per class. Vermillion bars are the "
+    f"Round {rnd}: how many rows (y) had each predictability (x), one panel per class (click a bar to see that "
+    f"class's rows of this round on Inspect). Vermillion bars are the "
     f"rows removed in this round (the top k with p ≥ τ); blue bars stayed. The dashed line is τ = "
     f"{result.params['tau']:g}. Rows right of τ that stayed were not needed to fill the slice."
 )

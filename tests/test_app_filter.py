@@ -78,7 +78,10 @@ def test_bad_parameters_show_st_error_not_a_traceback(app_test):
     train.set_value(500)  # t must be < n
     at.button[0].click().run()  # the form's Run button
     assert not at.exception
-    assert any("train_size" in e.value for e in at.error)
+    # the form's own words: the field names on screen, the rule, and what to change (not the API's parameter names)
+    (error,) = [e.value for e in at.error]
+    assert "Training rows per model t is 500" in error and "target size n (100)" in error
+    assert "train_size" not in error and "Lower t or raise n" in error
 
 
 def test_stop_button_stops_the_run_and_shows_the_partial_result(app_test, monkeypatch):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 
 from aflite_app.charts import runs as charts
-from aflite_app.charts.theme import KEPT, REMOVED
+from aflite_app.charts.theme import KEPT, REMOVED, style
 from aflite_core import aflite
 from aflite_core.synthetic import make_planted_bias
 
@@ -77,3 +78,43 @@ def test_class_counts_chart():
     assert [t.name for t in fig.data] == ["before", "after (kept)"]
     assert list(fig.data[1].y) == [2, 15]
     assert fig.layout.yaxis.title.text == "rows"
+
+
+def test_removal_chart_round_ticks_on_the_rows_left_axis_and_legend_in_class_order():
+    import math
+
+    X, y, _ = make_planted_bias(963, 6, n_classes=3, random_state=0)
+    res = aflite(X, np.array(["b", "c", "a"])[y], target_size=500, train_size=200, slice_size=60, random_state=0)
+    fig = charts.removal_chart(res)
+    right = fig.layout.yaxis2
+    assert right.tickmode == "linear" and right.tick0 == 0
+    mantissa = right.dtick / 10 ** math.floor(math.log10(right.dtick))
+    assert mantissa in (1, 2, 5)  # 100, 200, 500 … never 96.6 / 193.1 / 289.7
+    assert fig.layout.legend.traceorder == "normal"
+    ranked = sorted((t.legendrank, t.name) for t in fig.data)
+    assert [name for _, name in ranked] == [
+        "removed: a",
+        "removed: b",
+        "removed: c",
+        "rows left",
+        "mean predictability (R estimate)",
+        "share of scored rows with p ≥ τ",
+    ]
+
+
+def test_titles_and_legends_have_their_own_bands():
+    fig = style(go.Figure(go.Scatter(x=[0], y=[0], name="a")), height=400, title="A title")
+    title_top = 1 - fig.layout.title.y  # both in container coordinates, from the top
+    legend_top = 1 - fig.layout.legend.y
+    assert fig.layout.title.yref == fig.layout.legend.yref == "container"
+    assert legend_top * 400 >= title_top * 400 + 24  # the legend starts below the title's line
+    assert fig.layout.margin.t >= legend_top * 400 + 20  # and above the plot area
+
+
+def test_a_clicked_bar_names_its_round_and_class():
+    X, y, _ = make_planted_bias(600, 6, random_state=0)
+    res = aflite(X, np.array(["neg", "pos"])[y], target_size=300, train_size=120, slice_size=50, random_state=0)
+    assert charts.clicked_round_and_class([{"curve_number": 1, "x": 2}], res, "removal") == (2, "pos")
+    assert charts.clicked_round_and_class([{"curve_number": 2, "x": 3.0}], res, "removal") == (3, None)  # a line
+    assert charts.clicked_round_and_class([{"curve_number": 3}], res, "histogram", rnd=4) == (4, "pos")
+    assert charts.clicked_round_and_class([], res, "removal") is None

@@ -15,10 +15,11 @@ from plotly.subplots import make_subplots
 
 from aflite_core import AFLiteResult
 
-from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, style
+from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, nice_step, style
 
 __all__ = [
     "class_counts_chart",
+    "clicked_round_and_class",
     "predictability_histogram",
     "predictability_small_multiples",
     "removal_chart",
@@ -51,12 +52,13 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
         row_heights=[0.6, 0.4],
         specs=[[{"secondary_y": True}], [{"secondary_y": False}]],
     )
-    for name in by_class.columns:
+    for rank, name in enumerate(by_class.columns):
         fig.add_trace(
             go.Bar(
                 x=by_class.index,
                 y=by_class[name],
                 name=f"removed: {name}",
+                legendrank=rank,  # classes in their own order, then the lines (stacked bars reverse it otherwise)
                 marker_color=colours[name],
                 hovertemplate="round %{x}<br>" + name + ": %{y:,} rows removed<extra></extra>",
             ),
@@ -69,6 +71,7 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
             x=hist["round"],
             y=hist["size_after"],
             name="rows left",
+            legendrank=100,
             mode="lines+markers",
             line=dict(color=KEPT, width=3),
             hovertemplate="after round %{x}: %{y:,} rows left<extra></extra>",
@@ -82,6 +85,7 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
             x=hist["round"],
             y=hist["mean_predictability"],
             name="mean predictability (R estimate)",
+            legendrank=101,
             mode="lines+markers",
             line=dict(color=REMOVED, width=2),
             hovertemplate="round %{x}: mean p = %{y:.3f}<extra></extra>",
@@ -95,6 +99,7 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
             x=hist["round"],
             y=share,
             name="share of scored rows with p ≥ τ",
+            legendrank=102,
             mode="lines+markers",
             line=dict(color=NEUTRAL, width=2, dash="dot"),
             hovertemplate="round %{x}: %{y:.1%} of scored rows reached τ<extra></extra>",
@@ -115,10 +120,24 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
     if len(by_class.columns) > 3:  # many classes: a legend column on the right instead of rows on top
         fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.08))
     fig.update_yaxes(title_text="rows removed", row=1, col=1, secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text="rows left", row=1, col=1, secondary_y=True, rangemode="tozero", showgrid=False)
+    top = float(hist["size_after"].max()) if len(hist) else 1.0
+    step = nice_step(top, 4)  # round ticks (100, 200 …), not the primary axis' tick count forced onto this one
+    fig.update_yaxes(
+        title_text="rows left",
+        row=1,
+        col=1,
+        secondary_y=True,
+        range=[0, step * math.ceil(top * 1.05 / step)],
+        tickmode="linear",
+        tick0=0,
+        dtick=step,
+        tickformat=",d",
+        showgrid=False,
+    )
     fig.update_yaxes(title_text="share (0-1)", row=2, col=1, range=[0, 1.02])
     fig.update_xaxes(title_text="round", row=2, col=1, dtick=1 if result.n_rounds <= 30 else None)
-    return style(fig, height=560, title=title)
+    fig = style(fig, height=560, title=title)
+    return fig.update_layout(legend=dict(traceorder="normal"))  # stacked bars would reverse it
 
 
 def _round_scores(result: AFLiteResult, rnd: int) -> tuple[np.ndarray, np.ndarray]:
@@ -274,3 +293,27 @@ def class_counts_chart(counts: pd.DataFrame, *, title: str | None = None) -> go.
     fig.update_xaxes(title_text="class")
     fig.update_yaxes(title_text="rows", rangemode="tozero")
     return style(fig, height=340, title=title)
+
+
+def clicked_round_and_class(points: list[dict], result: AFLiteResult, chart: str, rnd: int | None = None):
+    """``(round, class name)`` of the bar a user clicked, or None (what Inspect is then filtered to).
+
+    ``chart="removal"``: :func:`removal_chart` (a class's bar gives its round and class; the lines give the
+    round only); ``chart="histogram"``: :func:`predictability_histogram` of round ``rnd`` (a panel's bar gives
+    that round and the panel's class). ``points`` is Streamlit's ``selection.points``.
+    """
+    if not points:
+        return None
+    point = points[0]
+    curve = int(point.get("curve_number", -1))
+    classes = list(result.classes)
+    if chart == "removal":
+        x = point.get("x")
+        if x is None or curve < 0:
+            return None
+        return round(float(x)), (classes[curve] if curve < len(classes) else None)
+    if chart == "histogram":
+        if rnd is None or curve < 0 or curve // 2 >= len(classes):
+            return None
+        return int(rnd), classes[curve // 2]
+    raise ValueError(f"Unknown chart {chart!r}; expected 'removal' or 'histogram'.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import plotly.colors as pc
 import plotly.graph_objects as go
 
@@ -14,6 +16,7 @@ __all__ = [
     "REMOVED",
     "TAU_LINE",
     "class_colour_map",
+    "nice_step",
     "round_colours",
     "style",
 ]
@@ -55,16 +58,38 @@ def round_colours(n_rounds: int) -> list[str]:
 
 
 def style(fig: go.Figure, *, height: int | None = None, title: str | None = None) -> go.Figure:
-    """The common look: white background, readable font, legend on top."""
+    """The common look: white background, readable font, the title on top and the legend in a row below it.
+
+    Title and legend are placed in pixels from the top of the figure (container coordinates), each in its own
+    band of the top margin, so a long legend never overprints the title or the panels' own titles.
+    """
+    h = height or fig.layout.height or 450
+    title_band = 34 if title else 0
+    legend_band = 30
     fig.update_layout(
         template="plotly_white",
         font=dict(family=FONT, size=13),
-        margin=dict(l=60, r=30, t=60 if title else 30, b=50),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        margin=dict(l=60, r=30, t=title_band + legend_band + 14, b=50),
+        legend=dict(
+            orientation="h",
+            yref="container",
+            y=1 - (title_band + 6) / h,
+            yanchor="top",
+            xanchor="left",
+            x=0,
+        ),
         hoverlabel=dict(font_size=12),
+        height=h,
     )
     if title:
-        fig.update_layout(title=dict(text=title, x=0, xanchor="left"))
-    if height:
-        fig.update_layout(height=height)
+        fig.update_layout(title=dict(text=title, x=0, xanchor="left", yref="container", y=1 - 8 / h, yanchor="top"))
     return fig
+
+
+def nice_step(span: float, n_ticks: int = 5) -> float:
+    """A round tick step (1, 2 or 5 × a power of ten) giving about ``n_ticks`` ticks over ``span``."""
+    if not span > 0:
+        return 1.0
+    raw = span / n_ticks
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)

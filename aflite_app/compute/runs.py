@@ -8,6 +8,7 @@ first (:func:`stored_result`), so its result is never recomputed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import streamlit as st
 
@@ -21,11 +22,13 @@ from .datasets import dataset
 
 __all__ = [
     "RESULT_STORE_SIZE",
+    "check_form",
     "class_impact",
     "filter_defaults",
     "prepare_run",
     "run_filter",
     "stored_result",
+    "with_class_names",
 ]
 
 RESULT_STORE_SIZE = 48
@@ -73,17 +76,47 @@ def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
     ``st.error`` at once); the thread only executes it.
     """
     X, y, ids = _prepared(spec)
+    data = dataset(spec.dataset)
+    check_form(spec, data.n_rows, data.n_classes)
+    names = tuple(data.classes)
     store = _result_store()
     run = plan_run(X, y, model=spec.model, random_state=spec.seed, ids=ids, **spec.as_kwargs())
 
     def target(callback: Callable) -> AFLiteResult:
         run.callback, run.on_step = callback, getattr(callback, "step", None)
-        result = execute_run(run)
+        result = with_class_names(execute_run(run), names)
         if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
             store.keep(spec, result)
         return result
 
     return target
+
+
+def check_form(spec: FilterSpec, n_rows: int, n_classes: int) -> None:
+    """The Filter form's rules, checked with its own field names (ValueError with what to change)."""
+    n, t = int(spec.target_size), int(spec.train_size)
+    if not n_classes < n < n_rows:
+        raise ValueError(
+            f"Target size n is {n:,}, but it must lie between {n_classes + 1:,} and {n_rows - 1:,} (the dataset has "
+            f"{n_rows:,} rows and {n_classes} classes). Change it under Parameters."
+        )
+    if not n_classes < t < n:
+        raise ValueError(
+            f"Training rows per model t is {t:,}, but it must be below the target size n ({n:,}) and above the "
+            f"number of classes ({n_classes}): every model trains on fewer rows than the filter keeps. Lower t "
+            "or raise n under Parameters."
+        )
+
+
+def with_class_names(result: AFLiteResult, names: tuple) -> AFLiteResult:
+    """The run with its classes named as the dataset names them (the engine runs on the label codes 0..C-1).
+
+    Every page, chart, warning and export then shows class names, never codes; the codes (``result.y``) and
+    every array stay exactly as computed.
+    """
+    if tuple(result.classes) != tuple(range(len(names))) or tuple(result.classes) == names:
+        return result
+    return replace(result, classes=names)
 
 
 def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResult:
