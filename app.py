@@ -10,10 +10,14 @@ os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(os.path.ab
 
 import streamlit as st
 
-from aflite_app import state, ui
+from aflite_app import links, state, ui
+from aflite_app.compute._stores import upload_vault
+from aflite_app.compute.datasets import bundled_dataset
 
 st.set_page_config(page_title="AFLite Studio", page_icon="🧹", layout="wide")
 state.init_session(st.session_state)
+# a shared link or a reload: the URL's view (dataset, representation, Filter parameters) applies once
+notice = links.apply_url(st.session_state, st.query_params, upload_vault(), bundled_dataset)
 
 PAGES = {
     "AFLite Studio": [
@@ -35,6 +39,11 @@ PAGES = {
 }
 nav = st.navigation(PAGES)
 ui.sidebar()
+if notice:
+    st.warning(notice)
+view = links.view_params(st.session_state, upload_vault())  # the address bar always holds the current view
+if st.query_params.to_dict() != view:
+    st.query_params.from_dict(view)
 summary = st.sidebar.empty()
 ui.run_summary(summary)  # what is known now (kept if the page stops early) ...
 nav.run()

@@ -45,6 +45,8 @@ RUN_DIRS = "run_dirs"  # dict: key -> {"spec": FilterSpec, "result": AFLiteResul
 RUN = "background_run"  # BackgroundRun of the Filter page
 INSPECT_FILTER = "inspect-filter"  # dict {"round": int | None, "class": str | None}: a chart bar clicked, for Inspect
 LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
+URL_APPLIED = "url-applied"  # bool: the URL's view was applied to this session (once, at its start)
+UPLOAD_TOKENS = "upload-tokens"  # dict: upload key -> its token in the server's upload vault (aflite_app.links)
 
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
 MAX_SESSION_UPLOADS = 5

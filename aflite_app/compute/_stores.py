@@ -24,6 +24,7 @@ __all__ = [
     "check_rows",
     "too_many_rows",
     "upload_limit_bytes",
+    "upload_vault",
 ]
 
 #: rows above which the app refuses interactive work and points to the CLI
@@ -96,3 +97,11 @@ def check_rows(n_rows: int, *, instead: str, doing: str = "filters", subject: st
 def upload_limit_bytes() -> int:
     """The upload limit of the Streamlit server (``server.maxUploadSize`` in .streamlit/config.toml, MB)."""
     return int(st.get_option("server.maxUploadSize")) * 2**20
+
+
+@st.cache_resource(max_entries=1)
+def upload_vault():
+    """The server-wide :class:`~aflite_app.links.UploadVault` (uploads reopened by a link or a reload)."""
+    from ..links import UploadVault
+
+    return UploadVault.from_env()

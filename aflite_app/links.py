@@ -1,0 +1,238 @@
+"""Shareable, reload-proof views: what the user chose lives in the URL, uploads behind an unguessable token.
+
+A reload starts a new Streamlit session, and a link sent to a colleague too. So after every interaction the
+address bar holds the view: the dataset (``?dataset=digits``), its representation (``rep``) and the Filter
+parameters of that dataset (``n``, ``t``, ``k``, ``m``, ``tau``, ``strategy``, ``model``, ``seed``); the page
+is already the URL's path. Opening such a URL applies them once, at the start of the session, checked and
+clamped to what the widgets allow (a hand-edited value never breaks the page).
+
+An uploaded dataset is not in any URL: it is kept for a while in a server-wide :class:`UploadVault` under a
+random token (``?dataset=upload:<token>``, 128 random bits), so a reload or a shared link reopens it. Without the
+token nothing of another session's upload is reachable. The vault holds at most ``AFLITE_UPLOAD_VAULT_MB``
+megabytes (default 1024; the oldest go first) for ``AFLITE_UPLOAD_TTL_HOURS`` hours (default 24); an expired or
+unknown token gets one sentence. Opened run directories are not kept: reopen them from the run root.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from .state import (
+    BUNDLED,
+    DATASET,
+    FILTER_WIDGETS,
+    MODEL_FAMILIES,
+    REPRESENTATION,
+    STRATEGY_LABELS,
+    TAU,
+    UPLOAD_TOKENS,
+    UPLOADS,
+    URL_APPLIED,
+    filter_key,
+    register_upload,
+    select_dataset,
+)
+
+__all__ = ["UPLOAD_PREFIX", "UPLOAD_TOKENS", "URL_APPLIED", "UploadVault", "apply_url", "view_params"]
+
+#: the dataset parameter of an upload: ``upload:<token>``
+UPLOAD_PREFIX = "upload:"
+#: URL name -> the Filter widget it sets (see :data:`aflite_app.state.FILTER_WIDGETS`)
+FILTER_PARAMS = {
+    "n": "target",
+    "t": "train",
+    "k": "k",
+    "m": "m",
+    "seed": "seed",
+    "strategy": "strategy",
+    "model": "model",
+}
+
+
+def _env_float(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+@dataclass
+class _Entry:
+    data: Any
+    size: int
+    stored: float
+
+
+class UploadVault:
+    """Uploaded datasets kept server-wide for a while, each behind a random token (thread-safe).
+
+    Parameters
+    ----------
+    max_bytes : int
+        Total size kept; the oldest entries are dropped beyond it.
+    ttl_seconds : float
+        How long an entry stays reachable.
+    clock : callable, optional
+        ``time.time`` (tests pass another).
+    """
+
+    def __init__(self, max_bytes: int, ttl_seconds: float, clock: Callable[[], float] = time.time) -> None:
+        self.max_bytes, self.ttl, self.clock = int(max_bytes), float(ttl_seconds), clock
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(cls) -> UploadVault:
+        """The limits from ``AFLITE_UPLOAD_VAULT_MB`` and ``AFLITE_UPLOAD_TTL_HOURS``."""
+        mb = _env_float("AFLITE_UPLOAD_VAULT_MB", 1024)
+        hours = _env_float("AFLITE_UPLOAD_TTL_HOURS", 24)
+        return cls(int(mb * 2**20), hours * 3600)
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for token in [t for t, e in self._entries.items() if now - e.stored > self.ttl]:
+            del self._entries[token]
+
+    def put(self, data: Any) -> str | None:
+        """Keep ``data``; returns its token (None when it alone is larger than the vault)."""
+        size = dataset_bytes(data)
+        if size > self.max_bytes:
+            return None
+        token = secrets.token_urlsafe(16)
+        with self._lock:
+            self._expire()
+            self._entries[token] = _Entry(data, size, self.clock())
+            while sum(e.size for e in self._entries.values()) > self.max_bytes:
+                self._entries.popitem(last=False)
+        return token
+
+    def get(self, token: str) -> Any:
+        """The dataset behind ``token``; ``KeyError`` with the sentence to show when it is gone or unknown."""
+        with self._lock:
+            self._expire()
+            entry = self._entries.get(token)
+        if entry is None:
+            hours = self.ttl / 3600
+            raise KeyError(
+                f"The uploaded dataset of this link is no longer kept (uploads are kept for {hours:g} hours, or "
+                "until the server needs the space, or the server restarted): upload the file again on the Data page."
+            )
+        return entry.data
+
+
+def dataset_bytes(data: Any) -> int:
+    """Memory a dataset holds: its representations and its table."""
+    reps = getattr(data, "representations", {}) or {}
+    size = sum(int(getattr(X, "nbytes", 0)) for X in reps.values())
+    frame = getattr(data, "frame", None)
+    if frame is not None:
+        size += int(frame.memory_usage(deep=True).sum())
+    return size
+
+
+def view_params(session: Mapping, vault: UploadVault | None = None) -> dict[str, str]:
+    """The URL of the current view: dataset, representation and its Filter parameters (strings).
+
+    An upload is put in ``vault`` the first time (its token is remembered in the session); opened run
+    directories are not shared (they have no parameter).
+    """
+    key = session.get(DATASET, "digits")
+    if key in BUNDLED:
+        out = {"dataset": key}
+    elif key.startswith("upload-") and vault is not None and key in (session.get(UPLOADS) or {}):
+        tokens = session.get(UPLOAD_TOKENS) or {}
+        token = tokens.get(key)
+        if token is None:
+            token = vault.put(session[UPLOADS][key])
+            if token is None:
+                return {}
+            tokens = {**tokens, key: token}
+            if isinstance(session, MutableMapping):
+                session[UPLOAD_TOKENS] = tokens
+        out = {"dataset": UPLOAD_PREFIX + token}
+    else:
+        return {}
+    if session.get(REPRESENTATION):
+        out["rep"] = str(session[REPRESENTATION])
+    for param, widget in FILTER_PARAMS.items():
+        value = session.get(filter_key(widget, key))
+        if value is not None:
+            out[param] = str(value)
+    if session.get(TAU) is not None:
+        out["tau"] = f"{float(session[TAU]):g}"
+    return out
+
+
+def _int(text: str, low: int, high: int) -> int | None:
+    try:
+        value = int(float(text))
+    except (TypeError, ValueError):
+        return None
+    return min(max(value, low), high)
+
+
+def apply_url(
+    session: MutableMapping, params: Mapping[str, str], vault: UploadVault | None, dataset_of: Callable[[str], Any]
+) -> str | None:
+    """Apply a URL's view to a new session (once); returns a sentence to show, or None.
+
+    ``dataset_of(key)`` gives a bundled dataset (to know its rows and classes for clamping). Unknown datasets,
+    representations and values are ignored; numbers are clamped to the Filter form's ranges.
+    """
+    if session.get(URL_APPLIED):
+        return None
+    session[URL_APPLIED] = True
+    name = str(params.get("dataset") or "")
+    if not name:
+        return None
+    if name in BUNDLED:
+        key, data = name, dataset_of(name)
+        select_dataset(session, key)
+    elif name.startswith(UPLOAD_PREFIX) and vault is not None:
+        token = name[len(UPLOAD_PREFIX) :]
+        try:
+            data = vault.get(token)
+        except KeyError as exc:
+            return str(exc.args[0])
+        key = "upload-" + token[:12]
+        register_upload(session, key, data)
+        session[UPLOAD_TOKENS] = {**(session.get(UPLOAD_TOKENS) or {}), key: token}
+    else:
+        return "This link names a dataset this app does not have; it shows the bundled digits instead."
+    rep = params.get("rep")
+    if rep in getattr(data, "representations", {}):
+        session[REPRESENTATION] = rep
+    n_rows, n_classes = int(data.n_rows), int(data.n_classes)
+    limits = {
+        "target": (n_classes + 2, n_rows - 1),
+        "train": (n_classes + 1, n_rows - 2),
+        "m": (1, 256),
+        "seed": (0, 2**31 - 1),
+        "k": (1, max(2, n_rows // 4)),
+    }
+    for param, widget in FILTER_PARAMS.items():
+        text = params.get(param)
+        if text is None:
+            continue
+        if widget in limits:
+            value = _int(text, *limits[widget])
+        elif widget == "strategy":
+            value = text if text in STRATEGY_LABELS else None
+        else:
+            value = text if text in MODEL_FAMILIES else None
+        if value is not None and widget in FILTER_WIDGETS:
+            session[filter_key(widget, key)] = value
+    try:
+        tau = float(params.get("tau", "nan"))
+    except ValueError:
+        tau = float("nan")
+    if 0 <= tau <= 1:
+        session[TAU] = round(tau, 2)
+    return None
