@@ -13,6 +13,7 @@ import streamlit as st
 from aflite_app import links, state, ui
 from aflite_app.compute._stores import upload_vault
 from aflite_app.compute.datasets import bundled_dataset
+from aflite_app.compute.runs import filter_defaults
 
 st.set_page_config(page_title="AFLite Studio", page_icon="🧹", layout="wide")
 state.init_session(st.session_state)
@@ -41,6 +42,8 @@ nav = st.navigation(PAGES)
 ui.sidebar()
 if notice:
     st.warning(notice)
+dspec, data = ui.current_dataset()  # the Filter parameters of this dataset belong to the view from the start
+state.init_filter_widgets(st.session_state, dspec.key, filter_defaults(data.n_rows, data.n_classes))
 view = links.view_params(st.session_state, upload_vault())  # the address bar always holds the current view
 if st.query_params.to_dict() != view:
     st.query_params.from_dict(view)

@@ -28,6 +28,7 @@ from .state import (
     BUNDLED,
     DATASET,
     FILTER_WIDGETS,
+    LINKED_RUN,
     MODEL_FAMILIES,
     REPRESENTATION,
     STRATEGY_LABELS,
@@ -229,6 +230,7 @@ def apply_url(
             value = text if text in MODEL_FAMILIES else None
         if value is not None and widget in FILTER_WIDGETS:
             session[filter_key(widget, key)] = value
+            session[LINKED_RUN] = key
     try:
         tau = float(params.get("tau", "nan"))
     except ValueError:

@@ -46,6 +46,7 @@ RUN = "background_run"  # BackgroundRun of the Filter page
 INSPECT_FILTER = "inspect-filter"  # dict {"round": int | None, "class": str | None}: a chart bar clicked, for Inspect
 LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
 URL_APPLIED = "url-applied"  # bool: the URL's view was applied to this session (once, at its start)
+LINKED_RUN = "linked-run"  # str: the dataset whose Filter parameters came with a link (its run shows on every page)
 UPLOAD_TOKENS = "upload-tokens"  # dict: upload key -> its token in the server's upload vault (aflite_app.links)
 
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
@@ -212,7 +213,8 @@ def register_run_directory(
 def init_filter_widgets(session: MutableMapping, dataset_key: str, defaults: Mapping[str, int]) -> None:
     """Start the Filter page's widgets of a dataset at ``defaults`` unless set before (e.g. by an opened run).
 
-    ``defaults`` are :func:`aflite_app.compute.runs.filter_defaults`; the seed starts at 0 and τ at 0.75.
+    ``defaults`` are :func:`aflite_app.compute.runs.filter_defaults`; the seed starts at 0, τ at 0.75, the
+    strategy at greedy slicing and the model family at the default (``linear``).
     """
     for name, value in (
         ("target", defaults["target_size"]),
@@ -220,6 +222,8 @@ def init_filter_widgets(session: MutableMapping, dataset_key: str, defaults: Map
         ("m", defaults["n_partitions"]),
         ("seed", 0),
         ("k", defaults["slice_size"]),
+        ("strategy", "slice"),
+        ("model", "linear"),
     ):
         session.setdefault(filter_key(name, dataset_key), value)
     session.setdefault(TAU, 0.75)

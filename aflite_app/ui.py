@@ -20,7 +20,19 @@ from aflite_core.datasets import Dataset
 
 from .compute import datasets, runs
 from .runner import BackgroundRun
-from .state import DATASET, LAST, REPRESENTATION, DatasetSpec, FilterSpec
+from .state import (
+    DATASET,
+    FILTER_WIDGETS,
+    LAST,
+    LINKED_RUN,
+    REPRESENTATION,
+    RUN,
+    TAU,
+    DatasetSpec,
+    FilterSpec,
+    filter_key,
+    set_last_run,
+)
 
 
 def page_guard() -> None:
@@ -54,15 +66,75 @@ def errors() -> Iterator[None]:
 def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
     """The Filter page's current run on the sidebar's dataset: ``(spec, result, dataset)``.
 
-    Without one, shows ``Run AFLite on the Filter page first; <what>.`` with a link and stops the page.
+    A shared link or a reload carries the Filter parameters (:mod:`aflite_app.links`): the run they describe is
+    fetched from the store, or run here with the Filter page's progress bar and Stop button. Without any
+    parameters, shows ``Run AFLite on the Filter page first; <what>.`` with a link and stops the page.
     """
     spec = st.session_state.get(LAST)
-    if spec is None or spec.dataset != current_dataset_spec():
-        st.info(f"Run AFLite on the Filter page first; {what}.")
-        st.page_link("pages/filter.py", label="Go to Filter")
-        st.stop()
+    dspec = current_dataset_spec()
+    if spec is None or spec.dataset != dspec:
+        linked = st.session_state.get(LINKED_RUN) == dspec.key  # the link named this dataset's run
+        spec = filter_spec_from_widgets(dspec) if linked else None
+        if spec is None:
+            st.info(f"Run AFLite on the Filter page first; {what}.")
+            st.page_link("pages/filter.py", label="Go to Filter")
+            st.stop()
+        with errors():
+            result = runs.stored_result(spec) or run_in_background(
+                RUN,
+                spec,
+                runs.prepare_run,
+                describe_filter_run(spec, datasets.dataset(dspec).n_rows),
+                stop_key="stop-run",
+                stop_help="Stop now and keep the rounds completed so far",
+                stopping="Stopping…",
+            )
+        if result.stopped:
+            st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
+            st.page_link("pages/filter.py", label="Go to Filter")
+            st.stop()
+        set_last_run(st.session_state, spec)
+        return spec, result, datasets.dataset(dspec)
     with errors():
         return spec, runs.run_filter(spec), datasets.dataset(spec.dataset)
+
+
+def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
+    """The run the Filter page's widgets of this dataset describe (set by a link), None if they were never set."""
+    values = {name: st.session_state.get(filter_key(name, dspec.key)) for name in FILTER_WIDGETS}
+    if any(value is None for value in values.values()) or st.session_state.get(TAU) is None:
+        return None
+    return FilterSpec(
+        dataset=dspec,
+        target_size=int(values["target"]),
+        train_size=int(values["train"]),
+        slice_size=int(values["k"]),
+        tau=float(st.session_state[TAU]),
+        n_partitions=int(values["m"]),
+        strategy=str(values["strategy"]),
+        model=str(values["model"]),
+        seed=int(values["seed"]),
+    )
+
+
+def describe_filter_run(spec: FilterSpec, n_rows: int) -> Callable:
+    """The progress text of a Filter run: rounds done, where the current round is, and a time estimate."""
+
+    def describe(p, elapsed: float, step=None) -> tuple[float, str]:
+        span = max(n_rows - int(spec.target_size), 1)
+        rounds_est = max(1.0, span / max(int(spec.slice_size), 1))  # at most this many (fewer if τ stops it)
+        done = (p.round if p is not None else 0) + (step.fraction_of_round if step is not None else 0.0)
+        fraction = min(1.0, max(p.fraction_done if p is not None else 0.0, done / rounds_est))
+        where = ""
+        if step is not None:
+            what = "fitting the models" if step.phase == "fit" else "predicting held-out rows"
+            where = f"Round {step.round}: {what} ({step.done}/{step.total}) · "
+        elif p is None:
+            where = "Round 1 starting · "
+        so_far = f"{p.total_removed:,} removed, {p.size:,} rows left · " if p is not None else ""
+        return fraction, f"{where}{so_far}{elapsed:.0f} s{remaining_text(elapsed, fraction)}"
+
+    return describe
 
 
 def current_dataset() -> tuple[DatasetSpec, Dataset]:

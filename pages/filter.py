@@ -75,27 +75,11 @@ spec = FilterSpec(
 )
 
 
-def _describe(p, elapsed: float, step=None) -> tuple[float, str]:
-    """Progress of the run: rounds done, where the current round is, and a time estimate (an upper bound)."""
-    span = max(n - int(target), 1)
-    rounds_est = max(1.0, span / max(int(k), 1))  # at most this many rounds (fewer if τ stops the run early)
-    done = (p.round if p is not None else 0) + (step.fraction_of_round if step is not None else 0.0)
-    fraction = min(1.0, max(p.fraction_done if p is not None else 0.0, done / rounds_est))
-    where = ""
-    if step is not None:
-        what = "fitting the models" if step.phase == "fit" else "predicting held-out rows"
-        where = f"Round {step.round}: {what} ({step.done}/{step.total}) · "
-    elif p is None:
-        where = "Round 1 starting · "
-    so_far = f"{p.total_removed:,} removed, {p.size:,} rows left · " if p is not None else ""
-    return fraction, f"{where}{so_far}{elapsed:.0f} s{ui.remaining_text(elapsed, fraction)}"
-
-
 result = compute.stored_result(spec) or ui.run_in_background(
     RUN,
     spec,
     compute.prepare_run,
-    _describe,
+    ui.describe_filter_run(spec, n),
     stop_key="stop-run",
     stop_help="Stop now and keep the rounds completed so far",
     stopping="Stopping…",

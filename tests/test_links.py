@@ -130,3 +130,23 @@ def test_a_reload_keeps_the_upload(app_test):
     assert not again.exception and not again.warning
     assert again.session_state[DATASET].startswith("upload-")
     assert again.session_state[UPLOADS][again.session_state[DATASET]].n_rows == data.n_rows
+
+
+def test_a_link_to_the_predictability_page_shows_the_linked_run(app_test):
+    from conftest import ROOT, plotly_figures
+    from streamlit.testing.v1 import AppTest
+
+    first = app_test(page="pages/filter.py")  # a user runs the Filter page and copies the link
+    link = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(first.query_params).items()}
+    assert {"dataset", "n", "t", "k", "m", "tau", "model", "strategy", "seed"} <= set(link)
+    kept = next(m.value for m in first.metric if m.label == "Rows kept")
+    other = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)  # a colleague opens the link
+    other.query_params.update(link)
+    other.run()
+    other.switch_page("pages/predictability.py").run()
+    assert not other.exception and not other.info
+    assert len(plotly_figures(other)) == 2
+    spec = other.session_state["last_result_spec"]
+    assert spec.target_size == int(link["n"]) and spec.tau == float(link["tau"])
+    other.switch_page("pages/filter.py").run()
+    assert next(m.value for m in other.metric if m.label == "Rows kept") == kept

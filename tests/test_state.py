@@ -142,6 +142,8 @@ def test_init_filter_widgets_starts_a_new_dataset_at_the_defaults():
         "m-digits": 64,
         "seed-digits": 0,
         "k-digits": 72,
+        "strategy-digits": "slice",
+        "model-digits": "linear",
         TAU: 0.75,
     }
 

@@ -117,8 +117,6 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
         annotation_position="top left",
     )
     fig.update_layout(barmode="stack", bargap=0.15)
-    if len(by_class.columns) > 3:  # many classes: a legend column on the right instead of rows on top
-        fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.08))
     fig.update_yaxes(title_text="rows removed", row=1, col=1, secondary_y=False, rangemode="tozero")
     top = float(hist["size_after"].max()) if len(hist) else 1.0
     step = nice_step(top, 4)  # round ticks (100, 200 …), not the primary axis' tick count forced onto this one
