@@ -209,12 +209,12 @@ class AFLiteResult:
         """The stop reason in words."""
         last = self.history.iloc[-1] if len(self.history) else None
         return STOP_REASONS[self.stop_reason].format(
-            target=self.params["target_size"],
+            target=f"{int(self.params['target_size']):,}",
             round=int(last["round"]) if last is not None else 0,
-            qualified=int(last["n_qualified"]) if last is not None else 0,
+            qualified=f"{int(last['n_qualified']) if last is not None else 0:,}",
             tau=self.params["tau"],
-            k=self.params["slice_size"],
-            size=self.n_kept,
+            k=f"{int(self.params['slice_size']):,}",
+            size=f"{self.n_kept:,}",
         )
 
     @property

@@ -31,7 +31,7 @@ def test_filter_renders_and_tau_and_k_change_the_result(app_test):
     assert figs and any(t.get("type") == "bar" for t in figs[0]["data"])
     # the stop reason in words, and it agrees with the numbers shown (a run that was not stopped: success)
     assert not at.warning and len(at.success) == 1
-    kept = first["Rows kept"].replace(",", "")
+    kept = first["Rows kept"]  # formatted alike: "1,000"
     message = at.success[0].value
     assert message == f"The filtered set reached the target size of {kept} rows." or (
         message.startswith("Early stop (τ):") and f"stopped with {kept} rows left" in message
