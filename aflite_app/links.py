@@ -102,9 +102,9 @@ class UploadVault:
             del self._entries[token]
 
     def put(self, data: Any) -> str | None:
-        """Keep ``data``; returns its token (None when it alone is larger than the vault)."""
+        """Keep ``data``; returns its token (None when it alone is larger than the vault, or the TTL is 0)."""
         size = dataset_bytes(data)
-        if size > self.max_bytes:
+        if size > self.max_bytes or self.ttl <= 0:  # too large, or keeping uploads is switched off
             return None
         token = secrets.token_urlsafe(16)
         with self._lock:

@@ -100,6 +100,7 @@ def test_the_vault_keeps_at_most_its_size_oldest_first():
         vault.get(tokens[0])
     assert vault.get(tokens[2]) is data
     assert links.UploadVault(max_bytes=size - 1, ttl_seconds=60).put(data) is None
+    assert links.UploadVault(max_bytes=10 * size, ttl_seconds=0).put(data) is None  # AFLITE_UPLOAD_TTL_HOURS=0
 
 
 def test_the_app_reads_and_writes_the_url(app_test):

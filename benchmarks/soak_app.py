@@ -1,0 +1,191 @@
+"""Keep one app server busy for a long time and watch whether it slows down (issue #17: "runs that do not stop").
+
+Reported: on a server up ~45 minutes, the logistic-regression family took ~300 s per round on the digits
+(a plain ``aflite(model="logistic")``: ~2 s per round), Stop waited for the round in progress, and a closed
+tab left its run running. This script reproduces that usage in headless Chromium (Debian's /usr/bin/chromium,
+driven by Playwright) against one ``streamlit run`` server, for ``--minutes``:
+
+* a teacher's session opens the Filter page with the scikit-learn logistic-regression family on the digits
+  and moves τ every few seconds (each change supersedes the run in progress), sometimes presses Stop,
+  sometimes waits for the run to finish (timed: key press to the result drawn);
+* every few cycles the tab is closed and a new one opened (a new session; the old one's run must end).
+
+Every 15 s it samples the server process (CPU seconds, threads, RSS, threads named ``aflite-run-*`` that are
+alive) and, at the end, records a py-spy profile of the server for ``--profile-seconds`` (when py-spy is on
+PATH: ``pip install py-spy``). It prints one JSON line per sample and a summary (first vs last quarter of
+the finished-run times) and writes them with ``--json-out``.
+
+    python benchmarks/soak_app.py --minutes 60 --json-out soak.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
+LAUNCH = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+          "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
+# the digits with scikit-learn's logistic regression: a few seconds a round, as in the report
+QUERY = "dataset=digits&rep=mlp&n=719&t=360&k=72&m=64&seed={seed}&strategy=slice&model=logistic&tau={tau}"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen:
+    env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(120):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("the server did not start")
+
+
+def sample(proc: psutil.Process, started: float) -> dict:
+    with proc.oneshot():
+        cpu = proc.cpu_times()
+        threads = proc.num_threads()
+        rss = proc.memory_info().rss
+    return {
+        "minute": round((time.time() - started) / 60, 2),
+        "server_cpu_s": round(cpu.user + cpu.system, 1),
+        "threads": threads,
+        "rss_mb": round(rss / 2**20),
+        "load": round(os.getloadavg()[0], 2),
+    }
+
+
+def wait_result(page, timeout: float) -> float | None:
+    """Seconds until the Filter page shows a result (success or partial warning) and is idle, None on timeout."""
+    t0 = time.perf_counter()
+    page.wait_for_timeout(300)  # the rerun has started (the old result may still be on screen until then)
+    while time.perf_counter() - t0 < timeout:
+        done = page.locator("[data-testid='stAlertContentSuccess'], [data-testid='stAlertContentWarning']")
+        busy = page.locator("[data-testid='stProgress']").count() or page.get_by_text("Running...").count()
+        if done.count() and not busy:
+            return time.perf_counter() - t0
+        page.wait_for_timeout(200)
+    return None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--minutes", type=float, default=60)
+    ap.add_argument("--profile-seconds", type=int, default=60)
+    ap.add_argument("--json-out", default=None)
+    args = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    server = start_server(port)
+    sp = psutil.Process(server.pid)
+    started = time.time()
+    samples: list[dict] = []
+    runs: list[dict] = []
+    base = f"http://127.0.0.1:{port}/filter?"
+    next_sample = 0.0
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH)
+            cycle = 0
+            while time.time() - started < args.minutes * 60:
+                page = browser.new_page(viewport={"width": 1300, "height": 900})
+                tau = 0.60 + 0.01 * (cycle % 20)
+                page.goto(base + QUERY.format(tau=f"{tau:.2f}", seed=cycle))  # a new seed: nothing is cached
+                first = wait_result(page, 600)
+                runs.append({"minute": round((time.time() - started) / 60, 2), "kind": "page load", "seconds": first})
+                slider = page.get_by_role("slider").first
+                for step in range(6):
+                    if time.time() >= next_sample + started:
+                        samples.append(sample(sp, started))
+                        print(json.dumps({"sample": samples[-1]}), flush=True)
+                        next_sample += 15
+                    slider.focus()
+                    page.keyboard.press("ArrowRight")  # a new τ every time: a new run
+                    t0 = time.perf_counter()
+                    if step == 2:  # press Stop while a run is in progress
+                        page.wait_for_timeout(1500)
+                        stop = page.get_by_role("button", name="Stop")
+                        if stop.count():
+                            stop.first.click()
+                            took = wait_result(page, 120)
+                            runs.append(
+                                {"minute": round((time.time() - started) / 60, 2), "kind": "stop", "seconds": took}
+                            )
+                            continue
+                    if step in (1, 3):  # supersede the run in progress after a moment
+                        page.wait_for_timeout(2000)
+                        continue
+                    took = wait_result(page, 600)
+                    runs.append(
+                        {
+                            "minute": round((time.time() - started) / 60, 2),
+                            "kind": "tau change",
+                            "seconds": None if took is None else round(time.perf_counter() - t0, 2),
+                        }
+                    )
+                    print(json.dumps({"run": runs[-1]}), flush=True)
+                page.close()  # the session ends: its run must stop too
+                cycle += 1
+            browser.close()
+        profile = None
+        if shutil.which("py-spy"):
+            out = Path(args.json_out or "soak").with_suffix(".profile.txt")
+            subprocess.run(["py-spy", "record", "--pid", str(server.pid), "--duration", str(args.profile_seconds),
+                            "--format", "raw", "--output", str(out), "--nonblocking"], check=False,
+                           capture_output=True)  # fmt: skip
+            profile = str(out)
+        samples.append(sample(sp, started))
+    finally:
+        server.terminate()
+        server.wait(30)
+    timed = [r for r in runs if r["kind"] == "tau change" and r["seconds"] is not None]
+    quarter = max(1, len(timed) // 4)
+    summary = {
+        "minutes": round((time.time() - started) / 60, 1),
+        "tau_changes_timed": len(timed),
+        "median_first_quarter_s": statistics.median(r["seconds"] for r in timed[:quarter]) if timed else None,
+        "median_last_quarter_s": statistics.median(r["seconds"] for r in timed[-quarter:]) if timed else None,
+        "stops": [r["seconds"] for r in runs if r["kind"] == "stop"],
+        "threads_start_end": (samples[0]["threads"], samples[-1]["threads"]) if samples else None,
+        "rss_mb_start_end": (samples[0]["rss_mb"], samples[-1]["rss_mb"]) if samples else None,
+        "server_cpu_s": samples[-1]["server_cpu_s"] if samples else None,
+        "profile": profile,
+    }
+    print(json.dumps({"summary": summary}), flush=True)
+    if args.json_out:
+        with open(args.json_out, "w") as fh:
+            for s in samples:
+                fh.write(json.dumps({"sample": s}) + "\n")
+            for r in runs:
+                fh.write(json.dumps({"run": r}) + "\n")
+            fh.write(json.dumps({"summary": summary}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
