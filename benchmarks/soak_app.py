@@ -112,6 +112,19 @@ def main() -> None:
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH)
+            stop_latency = []
+            for seed in (1001, 1002, 1003):  # first, on a fresh server: Stop pressed 2.5 s into a run
+                page = browser.new_page(viewport={"width": 1300, "height": 900})
+                page.goto(base + QUERY.format(tau="0.75", seed=seed))
+                stop = page.get_by_role("button", name="Stop")
+                stop.wait_for(timeout=120_000)
+                page.wait_for_timeout(2500)
+                t0 = time.perf_counter()
+                stop.click()
+                page.get_by_text("partial").first.wait_for(timeout=300_000)
+                stop_latency.append(round(time.perf_counter() - t0, 2))
+                page.close()
+            print(json.dumps({"stop_latency_s": stop_latency}), flush=True)
             cycle = 0
             while time.time() - started < args.minutes * 60:
                 page = browser.new_page(viewport={"width": 1300, "height": 900})
@@ -171,7 +184,8 @@ def main() -> None:
         "tau_changes_timed": len(timed),
         "median_first_quarter_s": statistics.median(r["seconds"] for r in timed[:quarter]) if timed else None,
         "median_last_quarter_s": statistics.median(r["seconds"] for r in timed[-quarter:]) if timed else None,
-        "stops": [r["seconds"] for r in runs if r["kind"] == "stop"],
+        "stop_latency_fresh_s": stop_latency,
+        "stops_during_soak_s": [r["seconds"] for r in runs if r["kind"] == "stop"],
         "threads_start_end": (samples[0]["threads"], samples[-1]["threads"]) if samples else None,
         "rss_mb_start_end": (samples[0]["rss_mb"], samples[-1]["rss_mb"]) if samples else None,
         "server_cpu_s": samples[-1]["server_cpu_s"] if samples else None,
