@@ -373,3 +373,24 @@ def test_label_revealing_words_of_the_current_dataset(app_test):
     at.toggle(key="data-art-every").set_value(True).run()
     every = next(d.value for d in at.dataframe if "p_hat" in d.value.columns)
     assert len(every) > len(table) and not every["significant"].all()
+
+
+def test_the_shared_model_is_loaded_once_and_left_out_of_garbage_collection(monkeypatch):
+    """Streamlit collects garbage after every script run; the model's objects are frozen out of those scans."""
+    import gc
+
+    loads = []
+
+    class StandIn:
+        def encode(self, texts, **kwargs):
+            return np.zeros((len(texts), 2), dtype=np.float32)
+
+    monkeypatch.setattr(uploads, "load_sentence_model", lambda: loads.append(1) or StandIn())
+    model = uploads._SharedModel()
+    assert not model.loaded
+    try:
+        assert model.encode(["a", "b"]).shape == (2, 2)
+        assert model.encode(["c"]).shape == (1, 2) and loads == [1] and model.loaded
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # leave the test process as it was

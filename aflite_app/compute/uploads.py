@@ -8,6 +8,7 @@ page registers a parsed upload with :func:`aflite_app.state.register_upload`.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import re
 import threading
@@ -518,7 +519,14 @@ class _SharedModel:
     def encode(self, texts: Any, **kwargs: Any) -> Any:
         with self._lock:
             if self._model is None:
-                self._model = load_sentence_model()
+                model = load_sentence_model()
+                # torch and the model add ~400k objects that live as long as the process. Streamlit runs a full
+                # garbage collection after every script run (runner.postScriptGC), also after each 0.4 s poll
+                # of a progress fragment: with them that took 1.3-2.8 s holding the GIL, which slowed embedding
+                # (and every page of every session) about tenfold. Frozen objects are left out of those scans.
+                gc.collect()
+                gc.freeze()
+                self._model = model
             return self._model.encode(texts, **kwargs)
 
 
