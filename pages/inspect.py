@@ -256,8 +256,9 @@ with tab_rows:
     for col in data.meta.get("planted_truth", []) or []:
         if col in shown.columns:
             config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
-    for col in text_cols:
-        config[col] = st.column_config.TextColumn(col, width="large")
+    for col in text_cols:  # a pair's premise narrower: the hypothesis (where NLI artifacts live) stays in view
+        narrow = data.pair is not None and col == data.pair[0]
+        config[col] = st.column_config.TextColumn(col, width="medium" if narrow else "large")
 
     # what a user came for first (class, status, round, p), then the texts, then where the row is
     first = [

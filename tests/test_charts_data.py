@@ -43,8 +43,10 @@ def test_artifact_statistics_chart_points_curve_and_names():
     stats["examples"] = [["nobody sleeps"] if t == "nobody" else [] for t in stats["token"]]
     fig = cb.artifact_statistics_chart(stats, n_labelled=3)
     points = [t for t in fig.data if t.mode == "markers"]
-    assert [t.name for t in points] == ["c", "e", "n"]  # one trace (colour) per label, in label order
-    assert len({t.marker.color for t in points}) == 3
+    legend = [t for t in points if t.showlegend]
+    assert [t.name for t in legend] == ["c", "e", "n"]  # one colour per label, in label order, in the legend
+    assert len({t.marker.color for t in legend}) == 3 and all(t.marker.size == 10 for t in legend)
+    assert all(t.marker.opacity < 0.5 for t in points if not t.showlegend)  # the others faint, same colours
     shown = stats[stats["label_count"] > 0]
     assert sum(len(t.x) for t in points) == len(shown) == fig.layout.meta["n_points"]  # p̂ = 0 left out
     assert fig.layout.meta["n_significant"] == int(stats["significant"].sum()) > 0
@@ -57,7 +59,7 @@ def test_artifact_statistics_chart_points_curve_and_names():
     (names,) = [t for t in fig.data if t.mode == "text"]
     assert len(names.text) == min(3, fig.layout.meta["n_significant"])
     assert fig.layout.xaxis.type == "log" and "p̂" in fig.layout.yaxis.title.text
-    hover = " ".join(map(str, points[0].customdata[:, 5]))
+    hover = " ".join(str(v) for t in points for v in t.customdata[:, 5])
     assert "nobody sleeps" in hover
     assert all("<b>" not in str(tok) for t in points for tok in t.customdata[:, 0])  # texts are escaped
     empty = cb.artifact_statistics_chart(stats.iloc[:0])

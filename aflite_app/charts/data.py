@@ -111,11 +111,11 @@ def artifact_statistics_chart(
 
     ``stats`` is :func:`aflite_core.artifact_stats.artifact_statistics`'s table (its ``attrs`` give the labels,
     the number of tests, α and z*), optionally with an ``examples`` column (texts shown on hover). One colour
-    per label; pairs never seen together (p̂ = 0) are left out. Significant pairs are drawn large and opaque,
-    the others small and faint; the curve is the p̂ a token seen in n texts needs to be significant
-    (:func:`aflite_core.artifact_stats.significance_curve`; above it = significant), the dotted line the null
-    1/|Y|. The ``n_labelled`` pairs with the largest z among the significant ones are named on the chart.
-    ``layout.meta`` holds ``n_points`` and ``n_significant``.
+    per label, two traces each: the significant pairs, large and opaque, named in the legend, and the others,
+    small and faint. Pairs never seen together (p̂ = 0) are left out. The dashed curve is the p̂ a token seen in
+    n texts needs to be significant (:func:`aflite_core.artifact_stats.significance_curve`; above it =
+    significant), the dotted line the null 1/|Y|. The ``n_labelled`` significant pairs with the largest z are
+    named on the chart. ``layout.meta`` holds ``n_points`` and ``n_significant``.
     """
     attrs = stats.attrs
     labels = list(attrs.get("labels") or pd.unique(stats["label"]))
@@ -123,42 +123,48 @@ def artifact_statistics_chart(
     shown = stats[stats["label_count"] > 0]
     z_crit = float(attrs.get("z_critical", np.nan))
     fig = go.Figure()
+    hover = (
+        "<b>%{customdata[0]}</b> → %{customdata[6]}: %{customdata[1]} of %{x:,} texts (p̂ = %{y:.2f})<br>"
+        "z = %{customdata[2]} (%{customdata[3]}"
+        + (f" above z* = {z_crit:.2f}" if np.isfinite(z_crit) else "")
+        + "), PMI %{customdata[4]}<br>e.g.%{customdata[5]}<extra></extra>"
+    )
     for label in labels:
         part = shown[shown["label"].astype(str) == str(label)]
-        if not len(part):
-            continue
-        sig = part["significant"].to_numpy(dtype=bool)
-        examples = part["examples"] if "examples" in part.columns else pd.Series([[]] * len(part), index=part.index)
-        hover_examples = [
-            "".join(f"<br>  “{html.escape(t)}”" for t in (ex or [])) if len(ex or []) else "" for ex in examples
-        ]
-        fig.add_trace(
-            go.Scatter(
-                x=part["count"],
-                y=part["p_hat"],
-                mode="markers",
-                name=str(label),
-                marker=dict(
-                    color=colours[str(label)],
-                    size=np.where(sig, 10, 6),
-                    opacity=np.where(sig, 0.95, 0.35),
-                    line=dict(color="#333333", width=np.where(sig, 1.0, 0.0)),
-                ),
-                customdata=np.c_[
-                    [html.escape(str(t)) for t in part["token"]],
-                    part["label_count"],
-                    part["z"].round(2),
-                    np.where(sig, "significant", "not significant"),
-                    part["pmi"].round(2),
-                    hover_examples,
-                ],
-                hovertemplate="<b>%{customdata[0]}</b> → "
-                + html.escape(str(label))
-                + ": %{customdata[1]} of %{x:,} texts (p̂ = %{y:.2f})<br>z = %{customdata[2]} (%{customdata[3]}"
-                + (f" above z* = {z_crit:.2f}" if np.isfinite(z_crit) else "")
-                + "), PMI %{customdata[4]}<br>e.g.%{customdata[5]}<extra></extra>",
+        # significant pairs large and opaque (the legend's marker), the others small and faint, one colour
+        for sig in (False, True):
+            sub = part[part["significant"].astype(bool) == sig]
+            if not len(sub) and not sig:
+                continue
+            examples = sub["examples"] if "examples" in sub.columns else pd.Series([[]] * len(sub), index=sub.index)
+            fig.add_trace(
+                go.Scatter(
+                    x=sub["count"],
+                    y=sub["p_hat"],
+                    mode="markers",
+                    name=str(label),
+                    legendgroup=str(label),
+                    showlegend=sig,
+                    marker=dict(
+                        color=colours[str(label)],
+                        size=10 if sig else 6,
+                        opacity=0.95 if sig else 0.35,
+                        line=dict(color="#333333", width=1.0 if sig else 0.0),
+                    ),
+                    customdata=np.c_[
+                        [html.escape(str(t)) for t in sub["token"]],
+                        sub["label_count"],
+                        sub["z"].round(2),
+                        np.full(len(sub), "significant" if sig else "not significant"),
+                        sub["pmi"].round(2),
+                        ["".join(f"<br>  “{html.escape(t)}”" for t in (ex or [])) for ex in examples],
+                        np.full(len(sub), html.escape(str(label))),
+                    ]
+                    if len(sub)
+                    else None,
+                    hovertemplate=hover,
+                )
             )
-        )
     n_max = float(stats["count"].max()) if len(stats) else 10.0
     n_min = float(attrs.get("min_count", max(1.0, float(stats["count"].min()) if len(stats) else 1.0)))
     if len(labels) >= 2 and attrs.get("n_tests"):
