@@ -480,25 +480,33 @@ def _view_texts(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
     return [_JOIN.join(p) for p in zip(*parts)]
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def _view_plan(spec: EmbedSpec, _frame: pd.DataFrame) -> list[tuple[str, str, float]]:
+    """Per view: its disk-cache key and the seconds it takes to embed (texts hashed once per table and views)."""
+    plan = []
+    for view, cols in spec.views:
+        texts = _view_texts(_frame, cols)
+        view_id = f"columns={list(cols)!r} join={_JOIN!r}"  # as embed_views names a view in its cache key
+        key = _embeddings.embedding_cache_key(texts, model_id=spec.model_id, view=view_id)
+        plan.append((view, key, _embeddings.estimate_embedding_seconds(texts, model_loaded=True)))
+    return plan
+
+
 def embedding_outlook(frame: pd.DataFrame, spec: EmbedSpec) -> dict[str, Any]:
     """What embedding will cost, before starting: ``seconds`` (rough) and the views ``cached`` on disk already."""
     cache = _embeddings.default_cache_dir() / "embeddings"
-    cached, todo = [], []
-    for view, cols in spec.views:
-        texts = _view_texts(frame, cols)
-        view_id = f"columns={list(cols)!r} join={_JOIN!r}"  # as embed_views names a view in its cache key
-        key = _embeddings.embedding_cache_key(texts, model_id=spec.model_id, view=view_id)
-        (cached if (cache / f"{key}.npy").is_file() else todo).append((view, texts))
-    if _embedding_store().recall(spec) is not None:
-        cached, todo = cached + todo, []
-    seconds = (
-        _embeddings.estimate_embedding_seconds(
-            [t for _, texts in todo for t in texts], model_loaded=_sentence_model().loaded
-        )
-        if todo
-        else 0.0
-    )
-    return {"seconds": seconds, "cached": [v for v, _ in cached], "cache_dir": str(cache.parent)}
+    plan = _view_plan(spec, frame)
+    done = _embedding_store().recall(spec) is not None
+    todo = [(view, secs) for view, key, secs in plan if not done and not (cache / f"{key}.npy").is_file()]
+    seconds = sum(secs for _, secs in todo)
+    if todo and not _sentence_model().loaded:
+        seconds += _embeddings.estimate_embedding_seconds([], model_loaded=False)  # loading the model
+    todo_views = {view for view, _ in todo}
+    return {
+        "seconds": seconds,
+        "cached": [view for view, _, _ in plan if view not in todo_views],
+        "cache_dir": str(cache.parent),
+    }
 
 
 class _SharedModel:
