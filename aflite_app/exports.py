@@ -98,6 +98,16 @@ def _scored_lists(scores: NDArray) -> list[list[float]]:
     return [row[m].round(4).tolist() for row, m in zip(S, ok)]
 
 
+def _as_computed(values: Any) -> NDArray[np.floating]:
+    """Scores in the float type they were computed in (the engine's float32), never widened.
+
+    Widening float32 to float64 turns 0.7 into 0.699999988079071 in a CSV; pandas writes a float32 column
+    with the shortest text that reads back as the same float32 (0.7), and Parquet keeps float32 exactly.
+    """
+    arr = np.asarray(values)
+    return arr if arr.dtype.kind == "f" else arr.astype(np.float64)
+
+
 def _rounds(result: AFLiteResult) -> pd.arrays.IntegerArray:
     rr = pd.Series(np.asarray(result.removed_round, dtype=np.int64))
     return rr.where(rr > 0).astype("Int64").array
@@ -137,9 +147,9 @@ def rows_table(result: AFLiteResult, data: Dataset, *, thumbnails: Sequence[str]
     out["status"] = np.where(result.kept, "kept", "removed")
     out["round"] = _rounds(result)
     table = pd.DataFrame(out)
-    table["p_first"] = np.asarray(result.first_score, dtype=np.float64)
-    table["p_removal"] = np.asarray(result.removal_score, dtype=np.float64)
-    table["p_last"] = np.asarray(result.last_score, dtype=np.float64)
+    table["p_first"] = _as_computed(result.first_score)
+    table["p_removal"] = _as_computed(result.removal_score)
+    table["p_last"] = _as_computed(result.last_score)
     if result.scores is not None:
         table["p_rounds"] = _scored_lists(result.scores)
     for col in data.meta.get("planted_truth", []) or []:
@@ -368,9 +378,9 @@ def export_frame(result: AFLiteResult, data: Dataset, which: str = "kept") -> pd
         "aflite_label": class_names(data, result),
         "aflite_status": np.where(result.kept, "kept", "removed"),
         "aflite_removed_round": _rounds(result),
-        "aflite_first_score": np.asarray(result.first_score, dtype=np.float64),
-        "aflite_removal_score": np.asarray(result.removal_score, dtype=np.float64),
-        "aflite_last_score": np.asarray(result.last_score, dtype=np.float64),
+        "aflite_first_score": _as_computed(result.first_score),
+        "aflite_removal_score": _as_computed(result.removal_score),
+        "aflite_last_score": _as_computed(result.last_score),
     }
     for name, values in added.items():
         frame[name] = values

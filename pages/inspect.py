@@ -4,6 +4,7 @@ from aflite_app import state, ui
 from aflite_app.charts import inspect as charts
 from aflite_app.compute import inspect as compute
 from aflite_app.state import (
+    INSPECT_FILTER,
     INSPECT_LOADED,
     INSPECT_N_SEEDS,
     INSPECT_SEEN,
@@ -130,16 +131,38 @@ m3.metric("Rounds", f"{result.n_rounds}")
 m4.metric("Classes", f"{data.n_classes}")
 st.caption(result.stop_message)
 
-tab_rows, tab_art, tab_classes, tab_stab, tab_io = st.tabs(
-    ["Rows", "What the removed rows share", "Classes", "Stability across seeds", "Download / open a run"]
+tab_rows, tab_words, tab_art, tab_classes, tab_stab, tab_io = st.tabs(
+    [
+        "Rows",
+        "Label-revealing words",
+        "What the removed rows share",
+        "Classes",
+        "Stability across seeds",
+        "Download / open a run",
+    ]
 )
 
 # -- stability state (its controls live in their tab; the table shows the column once computed) ---------------
 stab_on = bool(st.session_state.get(INSPECT_STABILITY_ON)) and ref.spec is not None
 n_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
 
+
 # -- rows ----------------------------------------------------------------------------------------------------
+def _clear_link() -> None:
+    """Button callback: drop the filter a chart bar set (the table shows every row again)."""
+    st.session_state.pop(INSPECT_FILTER, None)
+
+
 with tab_rows:
+    link = st.session_state.get(INSPECT_FILTER)
+    link_text = compute.describe_link(link)
+    if link_text is not None:
+        l1, l2 = st.columns([4, 1], vertical_alignment="center")
+        l1.info(
+            f"Showing only the **{link_text}**: the bar you clicked on the Filter or Predictability page. "
+            "The filters below narrow it further."
+        )
+        l2.button("✕ Show all rows", key="inspect-clear-link", on_click=_clear_link, help="Remove this filter.")
     text_cols = [c for c in compute.text_display_columns(data) if c in table.columns]
     c1, c2, c3, c4 = st.columns(4)
     status = c1.selectbox(
@@ -176,6 +199,8 @@ with tab_rows:
     view = compute.filter_rows(
         table, status=status, classes=classes, rounds=rounds, query=query, text_columns=text_cols
     )
+    if link_text is not None:
+        view = compute.link_rows(view, link)
     if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds):
         freq, _, _ = compute.inspect_stability(ref.spec, n_seeds)
         view = compute.with_stability(view, freq)
@@ -193,9 +218,9 @@ with tab_rows:
         "row": st.column_config.NumberColumn(
             "row", help="Position of the row in the dataset (0-based).", format="%d", width="small"
         ),
-        "id": st.column_config.Column("id", help="The row's stable id.", width="small"),
+        "id": st.column_config.Column("id", help=f"The row's id: {data.meta.get('ids', 'stable')}.", width="small"),
         "image": st.column_config.ImageColumn("image", width="small"),
-        "class": st.column_config.TextColumn("class", help="The row's label.", width="small"),
+        "class": st.column_config.TextColumn("class", help="The row's label.", width="medium"),
         "status": st.column_config.TextColumn(
             "status", help="Kept in the filtered set, or removed by AFLite.", width="small"
         ),
@@ -231,10 +256,27 @@ with tab_rows:
     for col in data.meta.get("planted_truth", []) or []:
         if col in shown.columns:
             config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
+    for col in text_cols:  # a pair's premise narrower: the hypothesis (where NLI artifacts live) stays in view
+        narrow = data.pair is not None and col == data.pair[0]
+        config[col] = st.column_config.TextColumn(col, width="medium" if narrow else "large")
 
+    # what a user came for first (class, status, round, p), then the texts, then where the row is
     first = [
         c
-        for c in ("row", "id", "image", *text_cols, "class", "status", "seed_frequency", "round")
+        for c in (
+            "image",
+            "class",
+            "status",
+            "round",
+            "p_first",
+            "p_removal",
+            "p_last",
+            "seed_frequency",
+            "p_rounds",
+            *text_cols,
+            "id",
+            "row",
+        )
         if c in shown.columns
     ]
     st.dataframe(
@@ -258,6 +300,122 @@ with tab_rows:
         )
     )
 
+# -- label-revealing words (Gardner et al.) and whether this run removed them -----------------------------------
+with tab_words:
+    word_choices = compute.artifact_text_choices(data)
+    if not word_choices:
+        st.info(
+            "This dataset has no text, so there are no words to test. 'What the removed rows share' compares its "
+            "features between removed and kept rows instead."
+        )
+    else:
+        st.markdown(
+            "**Which words give the label away, on all rows of the dataset** (Gardner et al., 2021): for every "
+            "(token, label) pair, p̂(label | token) among the n texts containing the token, tested against 1/|Y| "
+            "with z = (p̂ − 1/|Y|) / sqrt((1/|Y|)(1 − 1/|Y|)/n), Bonferroni-corrected over all tests. Below: "
+            "whether this run's removals took the significant ones away."
+        )
+        w1, w2, w3 = st.columns([2, 1, 1])
+        word_source = w1.selectbox(
+            "Tokens of", list(word_choices), format_func=word_choices.get, key=f"inspect-words-source-{dspec.key}"
+        )
+        word_min = w2.number_input(
+            "Test tokens in at least … texts", min_value=2, max_value=100_000, value=10, step=5, key="inspect-words-min"
+        )
+        word_alpha = w3.selectbox("Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha")
+        with ui.errors():
+            word_stats = compute.artifact_statistics(
+                ref.dataset.key, word_source, min_count=int(word_min), alpha=float(word_alpha)
+            )
+        st.caption(compute.artifact_summary(word_stats))
+        st.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
+        ui.caption(
+            "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
+            "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
+            "outlined points; the strongest are named); the dotted line is 1/|Y|. z grows with n, so a frequent "
+            "word can be significant with p̂ only a little above 1/|Y|: read p̂ next to z. Hover for examples."
+        )
+        st.subheader("Did this run remove them?")
+        n_significant = int(word_stats["significant"].sum())
+        if result.n_removed == 0 or result.n_kept == 0:
+            st.info("Nothing to compare: the run " + ("removed no row." if result.n_removed == 0 else "kept no row."))
+        elif n_significant == 0:
+            st.info("No (token, label) pair is significant at these settings, so there is no artifact to follow.")
+        else:
+            with ui.errors():
+                shares = compute.inspect_artifact_shares(
+                    ref, result, word_source, min_count=int(word_min), alpha=float(word_alpha)
+                )
+            gone = int((~shares["still_significant"]).sum())
+            removed_share = shares.attrs["removed_share"]
+            s1, s2, s3 = st.columns(3)
+            s1.metric("Significant pairs (all rows)", f"{len(shares):,}")
+            s2.metric(
+                "No longer significant among kept rows",
+                f"{gone:,}",
+                f"{gone / len(shares):.0%} of them",
+                delta_color="off",
+                delta_arrow="off",
+                help="z computed on the kept rows alone is at most the same threshold z*.",
+            )
+            s3.metric("Rows the run removed", f"{removed_share:.0%}", help="Compare each token's share removed.")
+            st.plotly_chart(
+                charts.artifact_shares_chart(shares, z_critical=shares.attrs["z_critical"]),
+                width="stretch",
+                key="inspect-shares-chart",
+            )
+            ui.caption(
+                "The significant pairs with the largest z (strongest at the top): the share of kept rows (blue "
+                "circle) and of removed rows (vermillion diamond) whose text contains the token. A token far more "
+                "common among removed rows is one AFLite's removals went after. z among the kept rows falls partly "
+                "because fewer rows remain; p̂ on the kept rows (in the table and the hover) shows whether the "
+                "token still gives the label away."
+            )
+            st.dataframe(
+                shares,
+                hide_index=True,
+                width="stretch",
+                height=320,
+                column_order=[
+                    "token",
+                    "label",
+                    "p_hat",
+                    "p_hat_kept",
+                    "z",
+                    "z_kept",
+                    "still_significant",
+                    "count",
+                    "count_kept",
+                    "count_removed",
+                    "share_kept",
+                    "share_removed",
+                    "removed_fraction",
+                ],
+                column_config={
+                    "token": st.column_config.TextColumn("token", width="small"),
+                    "label": st.column_config.TextColumn("label", width="medium"),
+                    "p_hat": st.column_config.NumberColumn("p̂ all rows", format="%.2f"),
+                    "p_hat_kept": st.column_config.NumberColumn("p̂ kept rows", format="%.2f"),
+                    "z": st.column_config.NumberColumn("z all rows", format="%.2f"),
+                    "z_kept": st.column_config.NumberColumn("z kept rows", format="%.2f"),
+                    "still_significant": st.column_config.CheckboxColumn(
+                        "still significant", help="z among the kept rows above z*."
+                    ),
+                    "count": st.column_config.NumberColumn("texts with it", format="%d"),
+                    "count_kept": st.column_config.NumberColumn("kept", format="%d"),
+                    "count_removed": st.column_config.NumberColumn("removed", format="%d"),
+                    "share_kept": st.column_config.NumberColumn("share of kept rows", format="percent"),
+                    "share_removed": st.column_config.NumberColumn("share of removed rows", format="percent"),
+                    "removed_fraction": st.column_config.NumberColumn(
+                        "of its texts removed",
+                        format="percent",
+                        help=f"Compare with the share of all rows removed ({removed_share:.0%}).",
+                    ),
+                },
+            )
+        with st.expander("Every significant pair (statistics on all rows)"):
+            st.dataframe(compute.artifact_table(word_stats), hide_index=True, width="stretch")
+
 # -- artifacts -----------------------------------------------------------------------------------------------
 with tab_art:
     if result.n_removed == 0 or result.n_kept == 0:
@@ -271,8 +429,10 @@ with tab_art:
                 art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count)
             kind, where = "token", texts[1]
             st.markdown(
-                f"Tokens in {where}, per class, whose share among removed rows differs most from their share "
-                "among kept rows."
+                f"**Removed vs kept rows, within each class (log-odds test).** Tokens in {where} whose share among "
+                "the removed rows of a class differs most from their share among its kept rows. A different "
+                "question from 'Label-revealing words' (does a token predict its label over all rows?): here, what "
+                "did the rows AFLite removed have that the kept rows of the same class lack?"
             )
         else:
             sources = compute.feature_sources(data)

@@ -182,3 +182,72 @@ def test_greedy_on_a_small_text_dataset(app_test):
     found = _rows(at)
     assert 0 < len(found) < 50 and found["text"].str.contains("never").all()
     assert any(t.get("type") == "bar" for f in plotly_figures(at) for t in f["data"])
+
+
+def _nli_text_dataset():
+    from test_app_data_text import nli_frame
+
+    from aflite_core import dataset_from_table
+
+    return dataset_from_table(
+        nli_frame(240).assign(pair_id=[f"pair-{i}" for i in range(240)]),
+        label_column="label",
+        id_column="pair_id",
+        pair=("premise", "hypothesis"),
+        text_features=True,
+        name="planted nli",
+    )
+
+
+def test_label_revealing_words_and_which_ones_the_run_removed(app_test):
+    at = app_test(
+        page="pages/filter.py",
+        uploads={"upload-nli": _nli_text_dataset()},
+        dataset_key="upload-nli",
+        representation="tfidf_hypothesis",
+    )
+    assert not at.exception, at.exception
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    metrics = _metrics(at)
+    n_pairs = int(metrics["Significant pairs (all rows)"])
+    assert n_pairs >= 3 and 0 <= int(metrics["No longer significant among kept rows"]) <= n_pairs
+    figures = plotly_figures(at)
+    gardner = next(f for f in figures if "n_significant" in f["layout"].get("meta", {}))
+    assert gardner["layout"]["meta"]["n_significant"] == n_pairs
+    shares_chart = next(f for f in figures if "n_pairs" in f["layout"].get("meta", {}))
+    assert shares_chart["layout"]["meta"]["n_pairs"] == min(n_pairs, 20)
+    shares = next(d.value for d in at.dataframe if "share_removed" in d.value.columns)
+    assert {"nobody", "outside"} <= set(shares["token"])
+    assert (shares["count_kept"] + shares["count_removed"] == shares["count"]).all()
+    # the two tests are named, so they cannot be read as contradicting each other
+    text = " ".join(m.value for m in at.markdown)
+    assert "Gardner et al., 2021" in text and "(log-odds test)" in text
+    # the rows table: the user's ids, and what they came for first
+    rows = _rows(at)
+    assert rows["id"].str.startswith("pair-").all()
+    order = list(at.dataframe[0].proto.column_order)
+    assert order[:4] == ["class", "status", "round", "p_first"]
+    assert order.index("hypothesis") > order.index("p_last") and order[-2:] == ["id", "row"]
+
+
+def test_a_chart_bar_link_filters_the_rows_until_removed(app_test):
+    from aflite_app.state import INSPECT_FILTER
+
+    at = _inspect_after_filter(app_test)
+    every = _rows(at)
+    at.session_state[INSPECT_FILTER] = {"round": 1, "class": "3"}
+    at.run()
+    assert not at.exception, at.exception
+    linked = _rows(at)
+    expected = every[(every["round"] == 1).fillna(False) & (every["class"] == "3")]
+    assert len(linked) == len(expected) > 0
+    assert set(linked["class"]) == {"3"} and set(linked["round"]) == {1}
+    assert any("rows removed in round 1 of class '3'" in i.value for i in at.info)
+    at.session_state[INSPECT_FILTER] = {"round": None, "class": "5"}  # a class bar: every row of the class
+    at.run()
+    assert set(_rows(at)["class"]) == {"5"} and (_rows(at)["status"] == "kept").any()
+    at.button(key="inspect-clear-link").click().run()
+    assert not at.exception
+    assert INSPECT_FILTER not in at.session_state and len(_rows(at)) == len(every)
+    assert not any("bar you clicked" in i.value for i in at.info)

@@ -92,3 +92,24 @@ def test_pixel_artifact_chart_has_three_image_panels():
 def test_status_cells_use_the_kept_and_removed_colours():
     assert charts_inspect.status_cell_style("removed") == f"color: {REMOVED}; font-weight: 600"
     assert charts_inspect.status_cell_style("kept") == f"color: {KEPT}"
+
+
+def test_artifact_shares_chart_kept_and_removed_per_pair():
+    from aflite_core.artifact_stats import artifact_shares, artifact_statistics
+
+    texts = ["nobody sleeps"] * 12 + ["a man sleeps outside"] * 12 + ["a woman eats"] * 12
+    labels = ["c"] * 12 + ["e"] * 12 + ["n"] * 12
+    kept = np.ones(36, dtype=bool)
+    kept[:9] = False  # most "nobody" rows removed
+    stats = artifact_statistics(texts, labels, min_count=6)
+    shares = artifact_shares(texts, labels, kept, stats)
+    fig = charts_inspect.artifact_shares_chart(shares, z_critical=stats.attrs["z_critical"], max_pairs=4)
+    kept_trace = next(t for t in fig.data if t.name and "kept" in t.name)
+    removed_trace = next(t for t in fig.data if t.name and "removed" in t.name)
+    assert kept_trace.marker.color == KEPT and removed_trace.marker.color == REMOVED
+    assert fig.layout.meta["n_pairs"] == min(4, len(shares))
+    top = shares.sort_values("z", ascending=False).head(4)
+    assert list(kept_trace.y)[-1] == f"{top['token'].iloc[0]} → {top['label'].iloc[0]}"  # strongest at the top
+    nobody = list(removed_trace.y).index("nobody → c")
+    assert removed_trace.x[nobody] == 1.0 and kept_trace.x[nobody] == pytest.approx(3 / 27)
+    assert set(kept_trace.customdata[:, 7]) <= {"still significant", "no longer significant"}

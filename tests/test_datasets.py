@@ -666,3 +666,17 @@ def test_shared_snli_sample_through_the_generic_path(shared_data):
         r"'snli_sample.jsonl' has 6891",
     ):
         load_table_dataset(jsonl, label_column="label", features=mis)
+
+
+def test_nli_ids_come_from_the_one_id_list_and_skip_unusable_columns():
+    frame = pd.DataFrame(
+        {
+            "sentence1": ["A man sleeps.", "A dog runs.", "Kids play."],
+            "sentence2": ["Nobody sleeps.", "An animal moves.", "Kids are outside."],
+            "gold_label": ["contradiction", "entailment", "neutral"],
+            "id": ["a", None, "c"],  # not usable: the next id-like column is
+            "guid": ["g0", "g1", "g2"],
+        }
+    )
+    assert normalize_nli_frame(frame)["id"].tolist() == ["g0", "g1", "g2"]
+    assert normalize_nli_frame(frame.drop(columns="guid"), id_prefix="x")["id"].tolist() == ["x-0", "x-1", "x-2"]

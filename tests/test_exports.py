@@ -335,3 +335,18 @@ def test_a_run_of_another_dataset_is_refused(text_data, text_run, image_data):
     )
     with pytest.raises(ValueError, match="labels differ"):
         exports.check_run_matches(loaded, flipped)
+
+
+def test_exports_write_scores_at_the_precision_they_were_computed_with(text_data, text_run):
+    """float32 scores are written as float32 (0.7, not 0.699999988079071), in CSV and in Parquet."""
+    import dataclasses
+
+    scores = np.full(text_run.n_rows, 0.7, dtype=np.float32)
+    scores[1] = np.float32(1 / 3)
+    run = dataclasses.replace(text_run, first_score=scores, last_score=scores, removal_score=scores)
+    frame = exports.export_frame(run, text_data, "all")
+    text = exports.csv_bytes(frame).decode()
+    assert ",0.7,0.7,0.7\n" in text and "0.6999" not in text and "0.33333334" in text
+    back = pd.read_parquet(io.BytesIO(exports.parquet_bytes(frame)))
+    assert back["aflite_first_score"].dtype == np.float32 and back["aflite_first_score"].iloc[0] == np.float32(0.7)
+    assert exports.rows_table(run, text_data)["p_first"].dtype == np.float32

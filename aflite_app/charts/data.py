@@ -1,16 +1,22 @@
-"""Pure chart builders of the Data page (Plotly, no Streamlit): sample images per class, rows per class."""
+"""Pure chart builders of the Data page (Plotly, no Streamlit).
+
+Sample images per class, rows per class, and Gardner et al.'s token statistics (also drawn on the Inspect page).
+"""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .theme import class_colour_map, style
+from aflite_core.artifact_stats import significance_curve
 
-__all__ = ["class_count_chart", "sample_grid"]
+from .theme import NEUTRAL, TAU_LINE, class_colour_map, style
+
+__all__ = ["artifact_statistics_chart", "class_count_chart", "sample_grid"]
 
 
 def sample_grid(
@@ -96,3 +102,111 @@ def class_count_chart(counts: pd.Series, *, title: str | None = None) -> go.Figu
     fig.update_xaxes(title_text="rows", rangemode="tozero")
     fig.update_yaxes(title_text="class", autorange="reversed", type="category")
     return style(fig, height=max(200, 26 * len(names) + 100), title=title)
+
+
+def artifact_statistics_chart(
+    stats: pd.DataFrame, *, n_labelled: int = 12, title: str | None = None, height: int = 520
+) -> go.Figure:
+    """Gardner et al.'s Figure 1: every (token, label) pair at n = texts with the token vs p̂(label | token).
+
+    ``stats`` is :func:`aflite_core.artifact_stats.artifact_statistics`'s table (its ``attrs`` give the labels,
+    the number of tests, α and z*), optionally with an ``examples`` column (texts shown on hover). One colour
+    per label, two traces each: the significant pairs, large and opaque, named in the legend, and the others,
+    small and faint. Pairs never seen together (p̂ = 0) are left out. The dashed curve is the p̂ a token seen in
+    n texts needs to be significant (:func:`aflite_core.artifact_stats.significance_curve`; above it =
+    significant), the dotted line the null 1/|Y|. The ``n_labelled`` significant pairs with the largest z are
+    named on the chart. ``layout.meta`` holds ``n_points`` and ``n_significant``.
+    """
+    attrs = stats.attrs
+    labels = list(attrs.get("labels") or pd.unique(stats["label"]))
+    colours = class_colour_map(labels)
+    shown = stats[stats["label_count"] > 0]
+    z_crit = float(attrs.get("z_critical", np.nan))
+    fig = go.Figure()
+    hover = (
+        "<b>%{customdata[0]}</b> → %{customdata[6]}: %{customdata[1]} of %{x:,} texts (p̂ = %{y:.2f})<br>"
+        "z = %{customdata[2]} (%{customdata[3]}"
+        + (f" above z* = {z_crit:.2f}" if np.isfinite(z_crit) else "")
+        + "), PMI %{customdata[4]}<br>e.g.%{customdata[5]}<extra></extra>"
+    )
+    for label in labels:
+        part = shown[shown["label"].astype(str) == str(label)]
+        # significant pairs large and opaque (the legend's marker), the others small and faint, one colour
+        for sig in (False, True):
+            sub = part[part["significant"].astype(bool) == sig]
+            if not len(sub) and not sig:
+                continue
+            examples = sub["examples"] if "examples" in sub.columns else pd.Series([[]] * len(sub), index=sub.index)
+            fig.add_trace(
+                go.Scatter(
+                    x=sub["count"],
+                    y=sub["p_hat"],
+                    mode="markers",
+                    name=str(label),
+                    legendgroup=str(label),
+                    showlegend=sig,
+                    marker=dict(
+                        color=colours[str(label)],
+                        size=10 if sig else 6,
+                        opacity=0.95 if sig else 0.35,
+                        line=dict(color="#333333", width=1.0 if sig else 0.0),
+                    ),
+                    customdata=np.c_[
+                        [html.escape(str(t)) for t in sub["token"]],
+                        sub["label_count"],
+                        sub["z"].round(2),
+                        np.full(len(sub), "significant" if sig else "not significant"),
+                        sub["pmi"].round(2),
+                        ["".join(f"<br>  “{html.escape(t)}”" for t in (ex or [])) for ex in examples],
+                        np.full(len(sub), html.escape(str(label))),
+                    ]
+                    if len(sub)
+                    else None,
+                    hovertemplate=hover,
+                )
+            )
+    n_max = float(stats["count"].max()) if len(stats) else 10.0
+    n_min = float(attrs.get("min_count", max(1.0, float(stats["count"].min()) if len(stats) else 1.0)))
+    if len(labels) >= 2 and attrs.get("n_tests"):
+        n = np.geomspace(max(n_min, 1.0), max(n_max, n_min + 1.0) * 1.1, 200)
+        curve = significance_curve(n, n_labels=len(labels), n_tests=int(attrs["n_tests"]), alpha=attrs["alpha"])
+        reach = curve <= 1.0
+        fig.add_trace(
+            go.Scatter(
+                x=n[reach],
+                y=curve[reach],
+                mode="lines",
+                name=f"significance threshold (α = {attrs['alpha']:g}, {int(attrs['n_tests']):,} tests)",
+                line=dict(color=TAU_LINE, width=1.5, dash="dash"),
+                hovertemplate="a token in %{x:,.0f} texts is significant above p̂ = %{y:.2f}<extra></extra>",
+            )
+        )
+        p0 = 1.0 / len(labels)
+        fig.add_hline(
+            y=p0,
+            line=dict(color=NEUTRAL, width=1, dash="dot"),
+            annotation_text=f"no information: 1/{len(labels)}",
+            annotation_position="bottom right",
+            annotation_font_color=NEUTRAL,
+        )
+    top = shown[shown["significant"].astype(bool)].nlargest(n_labelled, "z") if len(shown) else shown
+    if len(top):
+        fig.add_trace(
+            go.Scatter(
+                x=top["count"],
+                y=top["p_hat"],
+                mode="text",
+                text=[html.escape(str(t)) for t in top["token"]],
+                textposition="top center",
+                textfont=dict(color=[colours[str(lab)] for lab in top["label"]], size=12),
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+    fig.update_xaxes(type="log", title_text="texts containing the token (n, log scale)")
+    fig.update_yaxes(title_text="p̂(label | token)", range=[-0.02, 1.08])
+    fig.update_layout(
+        meta={"n_points": len(shown), "n_significant": int(stats["significant"].astype(bool).sum())},
+        legend_title_text="label",
+    )
+    return style(fig, height=height, title=title)

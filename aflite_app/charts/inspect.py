@@ -5,14 +5,25 @@ Kept rows are blue and removed rows vermillion, as on every page.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .theme import KEPT, REMOVED, TAU_LINE, style
+from .data import artifact_statistics_chart
+from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, style
 
-__all__ = ["artifact_chart", "class_status_chart", "pixel_artifact_chart", "stability_chart", "status_cell_style"]
+__all__ = [
+    "artifact_chart",
+    "artifact_shares_chart",
+    "artifact_statistics_chart",
+    "class_status_chart",
+    "pixel_artifact_chart",
+    "stability_chart",
+    "status_cell_style",
+]
 
 
 def status_cell_style(value: str) -> str:
@@ -224,3 +235,71 @@ def pixel_artifact_chart(
         )
     fig.update_annotations(font_size=12)
     return style(fig, height=330, title=title)
+
+
+def artifact_shares_chart(
+    shares: pd.DataFrame, *, z_critical: float, max_pairs: int = 20, title: str | None = None
+) -> go.Figure:
+    """Did the filter take the artifact away? Each significant token's share among kept vs removed rows.
+
+    ``shares`` is :func:`aflite_core.artifact_stats.artifact_shares`'s table for the significant (token, label)
+    pairs (the ``max_pairs`` with the largest z are drawn, the strongest at the top). Per pair, the share of
+    kept rows (blue) and of removed rows (vermillion) whose text contains the token, joined by a grey line: a
+    token far more common among removed rows is one AFLite's removals went after. The hover adds p̂ and z on
+    all rows and on the kept rows alone (the pair is still significant after filtering when z_kept > z*).
+    """
+    part = shares.sort_values("z", ascending=False).head(max_pairs).iloc[::-1]
+    names = [f"{t} → {lab}" for t, lab in zip(part["token"], part["label"])]
+    fig = go.Figure()
+    for i, (_, row) in enumerate(part.iterrows()):
+        fig.add_trace(
+            go.Scatter(
+                x=[row["share_kept"], row["share_removed"]],
+                y=[names[i], names[i]],
+                mode="lines",
+                line=dict(color=NEUTRAL, width=2),
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+    still = np.where(part["z_kept"].to_numpy(dtype=float) > z_critical, "still significant", "no longer significant")
+    custom = np.c_[
+        [html.escape(str(t)) for t in part["token"]],
+        part["count_kept"],
+        part["count_removed"],
+        part["p_hat"].round(2),
+        part["p_hat_kept"].round(2),
+        part["z"].round(1),
+        part["z_kept"].round(1),
+        still,
+    ]
+    tail = (
+        "<br>p̂(label | token) %{customdata[3]} on all rows → %{customdata[4]} on kept rows"
+        "<br>z %{customdata[5]} → %{customdata[6]} (%{customdata[7]} among kept rows)<extra></extra>"
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=part["share_kept"],
+            y=names,
+            mode="markers",
+            name="share of kept rows with the token",
+            marker=dict(color=KEPT, size=11),
+            customdata=custom,
+            hovertemplate="'%{customdata[0]}' in %{customdata[1]:,} kept rows (%{x:.1%} of them)" + tail,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=part["share_removed"],
+            y=names,
+            mode="markers",
+            name="share of removed rows with the token",
+            marker=dict(color=REMOVED, size=11, symbol="diamond"),
+            customdata=custom,
+            hovertemplate="'%{customdata[0]}' in %{customdata[2]:,} removed rows (%{x:.1%} of them)" + tail,
+        )
+    )
+    fig.update_xaxes(title_text="share of rows whose text contains the token", tickformat=".0%", rangemode="tozero")
+    fig.update_yaxes(title_text=None, type="category")
+    fig.update_layout(meta={"n_pairs": len(part)})
+    return style(fig, height=max(260, 26 * len(part) + 130), title=title)

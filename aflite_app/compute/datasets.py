@@ -1,33 +1,79 @@
 """The datasets every page works on: the bundled ones (cached for everyone) and this session's own.
 
 The sidebar picks one (:func:`dataset_choices`); every page then gets it with :func:`dataset`. Uploaded
-datasets and opened run directories are read from the session through :func:`aflite_app.state.session_data`.
+datasets, SNLI / MultiNLI fetched by name and opened run directories are read from the session through
+:func:`aflite_app.state.session_data`.
+
+Also here, because the Data and Inspect pages both need them:
+
+* SNLI / MultiNLI by name (:class:`NliSpec`, :func:`prepare_nli_fetch`): fetched with the optional ``datasets``
+  library in a background job, at most once per (name, split, row cap, seed) (:class:`SharedJobs`), kept in a
+  bounded store shared by every session;
+* Gardner et al.'s token statistics of a dataset's text (:func:`artifact_statistics`), cached per dataset.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
+import os
 import re
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from aflite_core import synthetic
+from aflite_core.artifact_stats import artifact_statistics as _artifact_statistics
+from aflite_core.artifact_stats import tokenize
 from aflite_core.datasets import Dataset
 from aflite_core.digits import load_digits_dataset
+from aflite_core.embeddings import default_cache_dir
+from aflite_core.nli import NLI_SPLITS, FetchProgress
 
+from ..runner import BackgroundRun
 from ..state import BUNDLED, DatasetSpec, session_data
+from . import _stores
 
 __all__ = [
+    "DEFAULT_NLI_ROWS",
+    "NLI_DATASETS",
+    "NLI_DATA_DIR_ENV",
+    "NLI_REQUEST",
+    "NLI_RUN",
+    "NLI_SPLITS",
+    "NliSpec",
+    "Outcome",
+    "SharedJobs",
+    "Stopped",
+    "artifact_source_texts",
+    "artifact_statistics",
+    "artifact_summary",
+    "artifact_table",
+    "artifact_text_choices",
     "bundled_dataset",
     "class_names",
     "dataset",
     "dataset_choices",
     "default_partial_input",
+    "describe_nli_fetch",
     "is_partial_input",
+    "nli_local_folder",
+    "nli_unavailable",
     "partial_input_choices",
+    "prepare_nli_fetch",
     "representation_table",
+    "shared_jobs",
 ]
+
+# -- session keys of the Data page's SNLI / MultiNLI tab (read and written by pages/data.py only) ----------------
+NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (ui.run_in_background)
+NLI_REQUEST = "data-nli-request"  # NliSpec the Fetch button asked for last (None: nothing asked yet)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")
@@ -92,7 +138,7 @@ def dataset_choices() -> dict[str, str]:
     """Key -> label of every dataset this session can pick."""
     out = dict(BUNDLED)
     for key, data in session_data().uploads.items():
-        kind = "Opened" if key.startswith("run-") else "Uploaded"
+        kind = "Opened" if key.startswith("run-") else "Fetched" if key.startswith("nli-") else "Uploaded"
         out[key] = f"{kind}: {data.name} ({data.n_rows:,} rows)"
     return out
 
@@ -134,3 +180,323 @@ def default_partial_input(data: Dataset, used: str | None) -> str | None:
     """The partial-input representation to show by default: a natural partial input when the data has one."""
     choices = partial_input_choices(data, used)
     return choices[0] if choices and is_partial_input(data, choices[0]) else None
+
+
+# -- background jobs shared by every session ----------------------------------------------------------------------
+class Stopped(ValueError):
+    """A background job was stopped on request (the page says so; it is not an error of the data)."""
+
+
+class SharedJobs:
+    """Slow jobs (a fetch, an embedding) shared by every session: one job per spec at a time.
+
+    A session does not run the job itself: its own :class:`~aflite_app.runner.BackgroundRun` (started by
+    :func:`aflite_app.ui.run_in_background`) *follows* the shared job with :meth:`follow`, so a rerun, a second
+    tab or a second session asking for the same spec joins the job already running instead of starting it
+    again. A follower that is stopped leaves; the job itself is stopped when nobody follows it any more.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[Hashable, BackgroundRun] = {}
+        self._followers: dict[Hashable, int] = {}
+
+    def running(self, spec: Hashable) -> bool:
+        """True while a job for ``spec`` runs (and is not being stopped)."""
+        with self._lock:
+            job = self._jobs.get(spec)
+            return job is not None and not job.done and not job.stop_requested
+
+    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.2) -> Any:
+        """Join (or start) the job for ``spec`` and wait for its result, passing its progress to ``callback``.
+
+        ``target(callback)`` is the job (as for :class:`BackgroundRun`); ``callback(progress) -> bool`` is the
+        follower's, and False ends the wait with :class:`Stopped`. The job's error is raised here.
+        """
+        with self._lock:
+            job = self._jobs.get(spec)
+            if job is None or job.done or job.stop_requested:
+                job = BackgroundRun(spec, target).start()
+                self._jobs[spec] = job
+                self._followers[spec] = 0
+            self._followers[spec] += 1
+        try:
+            while not job.wait(poll):
+                if not callback(job.progress):
+                    raise Stopped("Stopped.")
+            if job.error is not None:
+                raise job.error
+            return job.result
+        finally:
+            with self._lock:
+                if self._jobs.get(spec) is job:
+                    self._followers[spec] -= 1
+                    if job.done:
+                        del self._jobs[spec], self._followers[spec]
+                    elif self._followers[spec] == 0:
+                        job.stop()  # nobody waits for it any more
+
+
+@st.cache_resource(max_entries=1)
+def shared_jobs() -> SharedJobs:
+    """The server's one registry of shared background jobs."""
+    return SharedJobs()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a shared job gave a session: its ``value``, or the ``error`` in one sentence, or ``stopped``.
+
+    The background wait returns this instead of raising, so the page shows the message next to the control
+    that asked for the job and goes on drawing the rest of the page.
+    """
+
+    value: Any = None
+    error: str | None = None
+    stopped: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when the job gave a value."""
+        return self.error is None and not self.stopped
+
+
+def _as_outcome(run: Callable[[], Any], what: str) -> Outcome:
+    """Run ``run()`` and wrap its result, its stop or its error (``what`` names the job in a failure)."""
+    try:
+        return Outcome(value=run())
+    except Stopped:
+        return Outcome(stopped=True)
+    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
+        return Outcome(error=str(exc).strip() or type(exc).__name__)
+    except Exception as exc:  # never a traceback in the browser: one sentence, the details on the console
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        return Outcome(error=f"{what} failed: {detail}")
+
+
+def _stoppable(callback: Callable[[Any], bool]) -> Callable[[Any], None]:
+    """A core progress callback (its return value is ignored) that ends the job once ``callback`` says stop."""
+
+    def report(progress: Any) -> None:
+        if not callback(progress):
+            raise Stopped("Stopped.")
+
+    return report
+
+
+# -- SNLI / MultiNLI by name ---------------------------------------------------------------------------------------
+#: the datasets the Data page fetches by name, and how it names them
+NLI_DATASETS = {"snli": "SNLI", "mnli": "MultiNLI"}
+#: a local folder read instead of the Hugging Face Hub (tests, offline machines): one sub-folder per dataset
+NLI_DATA_DIR_ENV = "AFLITE_NLI_DATA_DIR"
+#: the row cap the Data page starts at
+DEFAULT_NLI_ROWS = 5_000
+
+
+@dataclass(frozen=True)
+class NliSpec:
+    """What to fetch: dataset (``"snli"`` / ``"mnli"``), split, row cap and the seed of the capped sample."""
+
+    name: str
+    split: str
+    max_rows: int
+    seed: int = 0
+
+    @property
+    def key(self) -> str:
+        """The dataset's key in the session (and the sidebar)."""
+        return f"nli-{self.name}-{self.split}-{self.max_rows}-{self.seed}"
+
+    @property
+    def label(self) -> str:
+        """How the page names the dataset: "SNLI validation"."""
+        return f"{NLI_DATASETS.get(self.name, self.name)} {self.split}"
+
+
+def nli_unavailable() -> str | None:
+    """Why fetching by name cannot work here (the ``datasets`` package is missing), or None."""
+    if importlib.util.find_spec("datasets") is None:
+        return (
+            "Fetching SNLI / MultiNLI by name needs the optional 'datasets' package, which is not installed here: "
+            "`pip install datasets`. Or download the data once elsewhere and upload it on 'Upload your own' "
+            "(the original snli_1.0_dev.jsonl works as it is)."
+        )
+    return None
+
+
+def nli_local_folder() -> Path | None:
+    """The local copy read instead of the Hub (``$AFLITE_NLI_DATA_DIR``), or None."""
+    folder = os.environ.get(NLI_DATA_DIR_ENV)
+    return Path(folder).expanduser() if folder else None
+
+
+@st.cache_resource(max_entries=1)
+def _nli_store() -> _stores.LRUStore:
+    """Fetched NLI datasets by :class:`NliSpec`, shared by every session."""
+    return _stores.LRUStore(4)
+
+
+def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
+    from aflite_core.nli import load_nli_dataset
+
+    local = nli_local_folder()
+    data_files = cache_dir = None
+    if local is not None:
+        data_files = local / spec.name
+        if not data_files.is_dir():
+            raise ValueError(
+                f"The local NLI folder '{local}' (set by {NLI_DATA_DIR_ENV}) has no '{spec.name}' sub-folder; "
+                f"put the {NLI_DATASETS[spec.name]} files in '{data_files}', or unset {NLI_DATA_DIR_ENV} to fetch "
+                "from the Hugging Face Hub."
+            )
+        cache_dir = default_cache_dir() / "hf-datasets"
+    try:
+        data = load_nli_dataset(
+            spec.name,
+            split=spec.split,
+            max_rows=spec.max_rows,
+            random_state=spec.seed,
+            data_files=data_files,
+            cache_dir=cache_dir,
+            progress=report,
+        )
+    except ImportError as exc:  # the core's one sentence (what to install); ui.errors shows ValueErrors
+        raise ValueError(str(exc)) from None
+    meta = dict(data.meta, source=f"{spec.label} ({'local copy' if local is not None else 'Hugging Face Hub'})")
+    return dataclasses.replace(
+        data,
+        name=spec.label,
+        description=f"{spec.label}: {data.n_rows:,} natural-language inference pairs"
+        + (f" (a seeded sample of {spec.max_rows:,}, seed {spec.seed})" if data.n_rows >= spec.max_rows else "")
+        + ", with TF-IDF features of the pair and of the hypothesis alone.",
+        meta=meta,
+    )
+
+
+def prepare_nli_fetch(spec: NliSpec) -> Callable[[Callable], Outcome]:
+    """The job :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked here, in the page's thread).
+
+    A fetched dataset is kept in a store shared by every session, and a fetch in progress is joined, never
+    started twice (:class:`SharedJobs`). The wait gives an :class:`Outcome`: the Dataset, or why not (offline,
+    ``datasets`` missing, stopped).
+    """
+    if spec.name not in NLI_DATASETS:
+        raise ValueError(f"Unknown NLI dataset {spec.name!r}; choose one of {list(NLI_DATASETS)}.")
+    if spec.split not in NLI_SPLITS[spec.name]:
+        splits = list(NLI_SPLITS[spec.name])
+        raise ValueError(f"{NLI_DATASETS[spec.name]} has no split {spec.split!r}; choose one of {splits}.")
+    if spec.max_rows < 10:
+        raise ValueError(f"Keep at least 10 rows (the row cap is {spec.max_rows}).")
+    _stores.check_rows(
+        spec.max_rows,
+        subject="A row cap of",
+        doing="handles",
+        instead="Lower the row cap, or filter the whole split from the command line.",
+    )
+    missing = nli_unavailable()
+    if missing is not None:
+        raise ValueError(missing)
+    store, jobs = _nli_store(), shared_jobs()
+
+    def job(callback: Callable) -> Dataset:
+        data = _fetch_nli(spec, _stoppable(callback))
+        store.keep(spec, data)
+        return data
+
+    def target(callback: Callable) -> Outcome:
+        hit = store.recall(spec)
+        return Outcome(hit) if hit is not None else _as_outcome(lambda: jobs.follow(spec, job, callback), "The fetch")
+
+    return target
+
+
+def describe_nli_fetch(progress: FetchProgress | None, elapsed: float) -> tuple[float, str]:
+    """The progress bar of a fetch: ``(fraction, text)``."""
+    if progress is None:
+        return 0.0, f"Starting… ({elapsed:.0f} s)"
+    text = progress.message
+    if progress.stage == "load":
+        text += " (the first time downloads the split, which can take a minute)"
+    return min(max(progress.fraction, 0.02), 1.0), f"{text}… {elapsed:.0f} s"
+
+
+# -- token statistics of a dataset's text ------------------------------------------------------------------------
+def artifact_text_choices(data: Dataset) -> dict[str, str]:
+    """The texts token statistics can be computed on: source key -> label (the hypothesis first for a pair)."""
+    out: dict[str, str] = {}
+    if data.pair is not None:
+        out[data.pair[1]] = f"the hypothesis ('{data.pair[1]}')"
+        out[data.pair[0]] = f"the premise ('{data.pair[0]}')"
+    for col in data.text_columns:
+        out.setdefault(col, f"'{col}'")
+    if len(out) > 1:
+        out["*all*"] = "all text columns together"
+    return out
+
+
+def artifact_source_texts(data: Dataset, source: str) -> list[str]:
+    """The text of every row for a :func:`artifact_text_choices` key (missing cells are empty)."""
+    choices = artifact_text_choices(data)
+    if source not in choices:
+        raise ValueError(f"'{data.name}' has no text column {source!r}; choose one of {list(choices)}.")
+    cols = [c for c in choices if c != "*all*"] if source == "*all*" else [source]
+    return data.frame[cols].fillna("").astype(str).agg(" ".join, axis=1).tolist()
+
+
+#: example texts each (token, label) point of the chart shows on hover
+N_EXAMPLES = 2
+
+
+def _examples(texts: list[str], labels: np.ndarray, stats: pd.DataFrame, n: int) -> list[list[str]]:
+    """Up to ``n`` texts of each (token, label) row of ``stats`` that contain the token and have the label."""
+    wanted = set(stats["token"])
+    found: dict[tuple[str, Any], list[str]] = {}
+    for text, label in zip(texts, labels):
+        for tok in set(tokenize(text)) & wanted:
+            hits = found.setdefault((tok, label), [])
+            if len(hits) < n:
+                hits.append(text if len(text) <= 90 else text[:89] + "…")
+    return [found.get((t, lab), []) for t, lab in zip(stats["token"], stats["label"])]
+
+
+@st.cache_data(max_entries=16, show_spinner="Testing every token against the labels…")
+def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _data: Dataset) -> pd.DataFrame:
+    texts = artifact_source_texts(_data, source)
+    labels = np.asarray(_data.labels)
+    stats = _artifact_statistics(texts, labels, min_count=min_count, alpha=alpha)
+    attrs = dict(stats.attrs)
+    stats = stats.assign(examples=_examples(texts, labels, stats, N_EXAMPLES) if len(stats) else [])
+    stats.attrs.update(attrs, source=source)
+    return stats
+
+
+def artifact_statistics(key: str, source: str, *, min_count: int = 10, alpha: float = 0.01) -> pd.DataFrame:
+    """Gardner et al.'s test of every (token, label) pair in one text source of the dataset ``key``.
+
+    :func:`aflite_core.artifact_stats.artifact_statistics` on the dataset's labels, plus a column
+    ``examples`` (up to two texts with the token and the label, for the chart's hover). Cached per dataset,
+    source and settings (about 0.6 s on 7k texts).
+    """
+    return _dataset_artifacts(key, source, int(min_count), float(alpha), dataset(key))
+
+
+def artifact_table(stats: pd.DataFrame, *, every_pair: bool = False) -> pd.DataFrame:
+    """The statistics as the pages show them: significant pairs only (or ``every_pair``), one example text each."""
+    part = stats if every_pair else stats[stats["significant"].astype(bool)]
+    out = part[["token", "label", "count", "label_count", "p_hat", "z", "significant", "pmi"]].copy()
+    out["label"] = out["label"].astype(str)
+    examples = part["examples"] if "examples" in part.columns else pd.Series([[]] * len(part), index=part.index)
+    out["example"] = [ex[0] if len(ex) else "" for ex in examples]
+    return out.reset_index(drop=True)
+
+
+def artifact_summary(stats: pd.DataFrame) -> str:
+    """One sentence: how many pairs were tested, how many are significant, and the threshold."""
+    a = stats.attrs
+    n_sig = int(stats["significant"].astype(bool).sum())
+    labels = a.get("labels") or []
+    return (
+        f"{n_sig:,} of {a.get('n_tests', 0):,} (token, label) pairs are significant: tokens in at least "
+        f"{a.get('min_count')} of the {a.get('n_texts', 0):,} texts × {len(labels)} labels were tested, "
+        f"Bonferroni-corrected at α = {a.get('alpha', 0):g} (z* = {a.get('z_critical', float('nan')):.2f})."
+    )

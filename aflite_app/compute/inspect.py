@@ -13,11 +13,13 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from aflite_core import AFLiteResult
 from aflite_core._utils import hash_array
+from aflite_core.artifact_stats import artifact_shares
 from aflite_core.artifacts import feature_artifacts, token_artifacts
 from aflite_core.datasets import Dataset
 from aflite_core.stability import class_impact, stability_from_results
@@ -25,17 +27,32 @@ from aflite_core.stability import class_impact, stability_from_results
 from .. import exports
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
 from ..state import DatasetSpec, FilterSpec
-from .datasets import class_names, dataset, dataset_choices
+from .datasets import (
+    artifact_source_texts,
+    artifact_statistics,
+    artifact_summary,
+    artifact_table,
+    artifact_text_choices,
+    class_names,
+    dataset,
+    dataset_choices,
+)
 from .runs import run_filter, stored_result
 
 __all__ = [
     "MAX_STABILITY_SEEDS",
     "InspectRef",
+    "artifact_statistics",
+    "artifact_summary",
+    "artifact_table",
+    "artifact_text_choices",
     "artifact_texts",
     "class_names",
+    "describe_link",
     "download_bytes",
     "feature_sources",
     "filter_rows",
+    "inspect_artifact_shares",
     "inspect_class_impact",
     "inspect_feature_artifacts",
     "inspect_representation",
@@ -43,6 +60,7 @@ __all__ = [
     "inspect_stability",
     "inspect_table",
     "inspect_token_artifacts",
+    "link_rows",
     "missing_stability_runs",
     "open_run_archive",
     "pixel_grid",
@@ -163,6 +181,66 @@ def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
     exports.check_run_matches(result, data, data_label=f"the dataset '{dataset_choices().get(dspec.key, dspec.key)}'")
     digest = hashlib.sha256(payload).hexdigest()[:16]
     return {"result": result, "name": name, "digest": digest, "dataset": dspec.key}
+
+
+@st.cache_data(max_entries=16, show_spinner="Counting the significant tokens among kept and removed rows…")
+def _inspect_shares(
+    ref: InspectRef, source: str, min_count: int, alpha: float, _result: AFLiteResult, _data: Dataset
+) -> pd.DataFrame:
+    stats = artifact_statistics(ref.dataset.key, source, min_count=min_count, alpha=alpha)
+    texts = artifact_source_texts(_data, source)
+    shares = artifact_shares(texts, _data.labels, _result.kept, stats)
+    z_crit = stats.attrs["z_critical"]
+    shares["still_significant"] = shares["z_kept"].to_numpy(dtype=float) > z_crit
+    shares["label"] = shares["label"].astype(str)
+    shares.attrs.update(stats.attrs, removed_share=float(_result.n_removed / max(_result.n_rows, 1)))
+    return shares
+
+
+def inspect_artifact_shares(
+    ref: InspectRef, result: AFLiteResult, source: str, *, min_count: int = 10, alpha: float = 0.01
+) -> pd.DataFrame:
+    """Which significant tokens the run's removals took away (:func:`aflite_core.artifact_stats.artifact_shares`).
+
+    One row per significant (token, label) pair of the dataset's statistics: its share among kept vs removed
+    rows, p̂ and z on all rows and on the kept rows alone, and ``still_significant`` (z among the kept rows
+    above the same z*). ``attrs`` holds the statistics' attrs and ``removed_share`` (the share of all rows
+    the run removed, to compare ``removed_fraction`` with).
+    """
+    return _inspect_shares(ref, source, int(min_count), float(alpha), result, dataset(ref.dataset))
+
+
+# -- the rows a chart bar links to (the Filter and Predictability pages set state.INSPECT_FILTER) ----------------
+def _link_parts(link: dict | None) -> tuple[int | None, str | None]:
+    if not isinstance(link, dict):
+        return None, None
+    rnd, cls = link.get("round"), link.get("class")
+    return (int(rnd) if rnd is not None else None), (str(cls) if cls is not None else None)
+
+
+def link_rows(table: pd.DataFrame, link: dict | None) -> pd.DataFrame:
+    """The rows of :func:`aflite_app.exports.rows_table` a chart bar links to.
+
+    ``link`` is ``{"round": int or None, "class": str or None}`` (:data:`aflite_app.state.INSPECT_FILTER`):
+    a round keeps the rows removed in that round, a class the rows of that class; None (or a missing key)
+    keeps everything.
+    """
+    rnd, cls = _link_parts(link)
+    mask = np.ones(len(table), dtype=bool)
+    if rnd is not None:
+        mask &= (table["round"] == rnd).fillna(False).to_numpy(dtype=bool)
+    if cls is not None:
+        mask &= (table["class"].astype(str) == cls).to_numpy()
+    return table.loc[mask]
+
+
+def describe_link(link: dict | None) -> str | None:
+    """The link filter in words ("rows removed in round 3 of class 'cat'"), None when there is none."""
+    rnd, cls = _link_parts(link)
+    if rnd is None and cls is None:
+        return None
+    what = f"rows removed in round {rnd}" if rnd is not None else "rows"
+    return what + (f" of class '{cls}'" if cls is not None else "")
 
 
 # -- downloads -------------------------------------------------------------------------------------------------

@@ -8,39 +8,62 @@ page registers a parsed upload with :func:`aflite_app.state.register_upload`.
 
 from __future__ import annotations
 
+import gc
 import hashlib
-import io
 import re
+import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
+from numpy.typing import NDArray
 
+from aflite_core import embeddings as _embeddings
 from aflite_core.datasets import Dataset
-from aflite_core.features import tfidf_features
+from aflite_core.features import _texts_of, load_sentence_model, tfidf_features
 from aflite_core.io import read_table
 from aflite_core.preflight import RowLimitError
-from aflite_core.tables import load_table_dataset
+from aflite_core.tables import _read_npy, guess_id_column, load_table_dataset
 
 from . import _stores
+from .datasets import Outcome, _as_outcome, _stoppable, shared_jobs
 
 __all__ = [
+    "EMBED_RUN",
+    "FEATURES_FIELD",
+    "LABEL_FIELD",
     "UPLOAD_TABLE_TYPES",
+    "EmbedSpec",
     "UploadOptions",
     "UploadOutcome",
     "cli_hint",
     "content_tag",
+    "describe_embedding",
+    "embedding_outlook",
+    "embedding_spec",
+    "embedding_views",
+    "embeddings_status",
     "feature_representation_names",
     "guess_columns",
     "load_upload",
+    "prepare_embedding",
     "upload_key",
     "upload_limits",
     "upload_options_key",
     "upload_table",
 ]
+
+#: how the Data page names its fields, so messages can point at them
+LABEL_FIELD = "Label column"
+FEATURES_FIELD = "Features (optional .npy files, one row per table row)"
+
+# -- session keys of the Data page's embedding step (read and written by pages/data.py only) ----------------------
+EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (ui.run_in_background)
 
 #: table files the uploader accepts (aflite_core.io.TABLE_FORMATS)
 UPLOAD_TABLE_TYPES = ("csv", "tsv", "tab", "parquet", "pq", "jsonl", "ndjson")
@@ -163,52 +186,120 @@ def feature_representation_names(file_names: list[str], table_name: str) -> list
 
 
 def upload_options_key(
-    table: bytes, name: str, options: UploadOptions, features: Any = None, features_name: str | None = None
+    table: bytes,
+    name: str,
+    options: UploadOptions,
+    features: Any = None,
+    features_name: str | None = None,
+    embedded: EmbedSpec | None = None,
 ) -> str:
     """The session key of an upload: :func:`upload_key` of the table bytes and every option (features by hash).
 
-    ``features``: the bytes of one .npy file (named by ``features_name``) or a sequence of (file name, bytes).
+    ``features``: the bytes of one .npy file (named by ``features_name``) or a sequence of (file name, bytes);
+    ``embedded``: the sentence embeddings added (they follow from the spec: table, views and model).
     """
     files = _feature_files(features, features_name)
     opts = {k: v for k, v in asdict(options).items()}
     opts.update(table_name=name, features=tuple((n, hashlib.sha256(b).hexdigest()) for n, b in files))
+    if embedded is not None:
+        opts["embedded"] = repr(embedded)
     return upload_key(table, opts)
 
 
 def load_upload(
-    table: bytes, name: str, options: UploadOptions, features: Any = None, features_name: str | None = None
+    table: bytes,
+    name: str,
+    options: UploadOptions,
+    features: Any = None,
+    features_name: str | None = None,
+    *,
+    embedded: tuple[EmbedSpec, Mapping[str, NDArray]] | None = None,
 ) -> UploadOutcome:
     """Bytes of a table (+ optional aligned .npy features) and the column choices -> a Dataset or an error.
 
     ``features`` is the bytes of one .npy file (named by ``features_name``) or a sequence of (file name, bytes),
-    one representation per file (named by :func:`feature_representation_names`). Never raises for bad input: the
-    loader's ValueError/TypeError message comes back in ``error`` (missing label column, one class, duplicate ids,
-    not UTF-8, malformed JSONL, misaligned or pickled .npy, no features, too many rows …). Cached by
-    :func:`upload_options_key` (bounded).
+    one representation per file (named by :func:`feature_representation_names`). ``embedded`` adds the
+    sentence embeddings computed for the table (:func:`prepare_embedding`: its spec and the matrices by view)
+    as representations named after the views. Never raises for bad input: the message comes back in
+    ``error``, in the user's words, naming the field to change (missing label column, one class, duplicate ids,
+    not UTF-8, malformed JSONL, a file that is not .npy, misaligned, pickled or empty features, no features,
+    too many rows …). Cached by :func:`upload_options_key` (bounded).
     """
     files = _feature_files(features, features_name)
-    key = upload_options_key(table, name, options, files)
-    return _load_upload(key, name, options, table, files)
+    spec = embedded[0] if embedded is not None else None
+    key = upload_options_key(table, name, options, files, embedded=spec)
+    return _load_upload(key, name, options, table, files, embedded)
+
+
+def _feature_file_advice(fname: str, fix: str = "upload the features saved with numpy.save instead") -> str:
+    return f"Remove '{fname}' from '{FEATURES_FIELD}', or {fix}."
+
+
+def _read_feature_file(fname: str, payload: bytes, table_name: str, n_rows: int, limit: int) -> NDArray:
+    """One uploaded .npy file as a matrix, every problem said in the user's words (file name, field, remedy)."""
+    try:
+        arr, _ = _read_npy(payload, name=fname, max_bytes=limit)
+    except ValueError as exc:  # not a .npy file, pickled objects, too large …: the reader's sentence, plus a remedy
+        raise ValueError(f"{str(exc).rstrip()} {_feature_file_advice(fname)}") from None
+    if arr.ndim != 2:
+        raise ValueError(
+            f"Feature file '{fname}' holds an array of shape {arr.shape}; features must be a 2-D array with one row "
+            f"per table row and one column per feature. {_feature_file_advice(fname)}"
+        )
+    if arr.shape[0] != n_rows:
+        raise ValueError(
+            f"Feature file '{fname}' has {arr.shape[0]:,} rows but '{table_name}' has {n_rows:,}; row i of the "
+            f"features must describe row i of the table. {_feature_file_advice(fname)}"
+        )
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"Feature file '{fname}' holds {arr.dtype} values, not numbers. {_feature_file_advice(fname)}")
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr).all(axis=1)
+        if bad.all():
+            advice = _feature_file_advice(fname, "save features that hold numbers")
+            raise ValueError(
+                f"Feature file '{fname}' has no usable values: every row holds missing (NaN) or infinite values, "
+                f"so AFLite has nothing to filter with. {advice}"
+            )
+        if bad.any():
+            raise ValueError(
+                f"Feature file '{fname}' has missing (NaN) or infinite values in {int(bad.sum()):,} of {n_rows:,} "
+                f"rows (first: row {int(np.flatnonzero(bad)[0])}); AFLite needs a number in every cell. Fill them "
+                "in (e.g. with 0), or remove those rows from both the table and the features."
+            )
+    return arr
 
 
 @st.cache_resource(max_entries=4, show_spinner="Building the dataset (TF-IDF features may take a few seconds)…")
 def _load_upload(
-    key: str, name: str, options: UploadOptions, _table: bytes, _files: tuple[tuple[str, bytes], ...]
+    key: str,
+    name: str,
+    options: UploadOptions,
+    _table: bytes,
+    _files: tuple[tuple[str, bytes], ...],
+    _embedded: tuple[EmbedSpec, Mapping[str, NDArray]] | None = None,
 ) -> UploadOutcome:
     start = time.perf_counter()
     limit = _stores.upload_limit_bytes()
     try:
         frame = upload_table(_table, name)  # fast refusal of huge tables before any feature is built
+        n_rows = len(frame)
         del frame
-        feats = {}
+        feats: dict[str, tuple[NDArray, str]] = {}
         for rep, (fname, payload) in zip(feature_representation_names([f for f, _ in _files], name), _files):
-            fh = io.BytesIO(payload)
-            fh.name = fname
-            feats[rep] = fh
+            arr = _read_feature_file(fname, payload, name, n_rows, limit)
+            feats[rep] = (arr, f"from {fname} ({arr.shape[1]}-d)")
+        if _embedded is not None:
+            spec, matrices = _embedded
+            for view, cols in spec.views:
+                rep = view if view not in feats else f"{view}_minilm"
+                feats[rep] = (matrices[view], _view_description(view, cols, matrices[view].shape[1]))
         texts = tuple(options.text_columns) + tuple(c for c in (options.pair or ()) if c not in options.text_columns)
         described = [f"label column '{options.label_column}'"]
         if _files:
             described.append("features from " + ", ".join(f"'{f}'" for f, _ in _files))
+        if _embedded is not None:
+            described.append("sentence embeddings (all-MiniLM-L6-v2)")
         if options.feature_columns:
             described.append(f"{len(options.feature_columns)} numeric feature columns")
         if texts and options.text_features:
@@ -246,8 +337,10 @@ def _load_upload(
         small = small[small < 2]
         if len(small):
             raise ValueError(
-                f"'{name}' has classes with a single row ({', '.join(map(str, small.index[:5]))}); "
-                "AFLite needs at least 2 rows per class. Remove or merge them."
+                f"'{name}' has {len(small):,} classes with a single row in '{options.label_column}' "
+                f"({', '.join(map(str, small.index[:5]))}{', …' if len(small) > 5 else ''}); AFLite needs at least "
+                f"2 rows per class. If '{options.label_column}' is not the label, choose the right one in "
+                f"'{LABEL_FIELD}'; otherwise remove or merge those rows."
             )
         return UploadOutcome(key=key, dataset=data, error=None, seconds=time.perf_counter() - start)
     except (ValueError, TypeError, MemoryError) as exc:
@@ -263,42 +356,241 @@ def _load_upload(
         )
 
 
+# -- column guesses ------------------------------------------------------------------------------------------
+#: column names taken as the label, in order of preference (compared ignoring case)
+LABEL_NAMES = ("label", "labels", "gold_label", "gold", "y", "target", "class", "category")
+#: premise / hypothesis column names of a sentence pair
+PAIR_NAMES = (("premise", "hypothesis"), ("sentence1", "sentence2"), ("text_a", "text_b"))
+
+
+def _is_sentences(series: pd.Series) -> bool:
+    sample = series.dropna().head(200)
+    return bool(
+        len(sample) and sample.map(lambda x: isinstance(x, str)).all() and sample.str.split().str.len().mean() >= 3
+    )
+
+
+def _could_be_label(series: pd.Series) -> bool:
+    """A column a person would call the label: a few values, each shared by several rows; not sentences."""
+    values = series.dropna()
+    if len(values) < 2 or len(values) < len(series):
+        return False
+    if pd.api.types.is_float_dtype(values) and not np.all(np.mod(values.to_numpy(dtype=float), 1) == 0):
+        return False  # measurements, not classes
+    n_unique = values.nunique()
+    return 2 <= n_unique <= min(100, len(series) // 2) and not _is_sentences(values)
+
+
 def guess_columns(frame) -> dict[str, Any]:
-    """Starting choices for an uploaded table: label, id, text columns, pair and numeric feature columns."""
+    """Starting choices for an uploaded table: label, id, text columns, pair and numeric feature columns.
+
+    ``label`` is None when no column looks like a label (none is named like one, and none has a few values
+    each shared by several rows): the page then asks instead of guessing. ``id`` is the first column named like
+    an id (:data:`aflite_core.tables.ID_COLUMN_NAMES`) with a unique value in every row; ``id_refused`` says
+    why each other id-like column cannot be used (empty cells, repeats).
+    """
     cols = [str(c) for c in frame.columns]
     lower = {c.lower(): c for c in cols}
-    label = next((lower[n] for n in ("label", "labels", "gold_label", "y", "target", "class") if n in lower), cols[-1])
-    ident = next((lower[n] for n in ("id", "pairid", "uid", "guid", "example_id") if n in lower), None)
-    if ident is not None and frame[ident].duplicated().any():
-        ident = None
+    ident, refused = guess_id_column(frame)
+    id_like = {ident, *refused}
+    label = next((lower[n] for n in LABEL_NAMES if n in lower), None)
+    if label is None:
+        plausible = [c for c in cols if c not in id_like and _could_be_label(frame[c])]
+        label = plausible[-1] if plausible else None  # the label usually comes last
     texts = []
     for c in cols:
-        if c in (label, ident) or pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
+        if c in (label, *id_like) or pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
             continue
         # ids and label metadata are not text to learn from (SNLI's pair_id even ends in the label's initial)
         if re.search(r"(^|[^a-z])(id|ids|label|labels|gold)($|[^a-z])", c.lower()) or c.lower().endswith("id"):
             continue
-        sample = frame[c].dropna().head(200)
-        if (
-            len(sample) and sample.map(lambda x: isinstance(x, str)).all() and sample.str.split().str.len().mean() >= 3
-        ):  # sentences, not codes
+        if _is_sentences(frame[c]):  # sentences, not codes
             texts.append(c)
     pair = None
-    for a, b in (("premise", "hypothesis"), ("sentence1", "sentence2")):
-        if a in lower and b in lower:
+    for a, b in PAIR_NAMES:
+        if a in lower and b in lower and label not in (lower[a], lower[b]):
             pair = (lower[a], lower[b])
             break
     numeric = [
         c
         for c in cols
-        if c not in (label, ident)
+        if c not in (label, *id_like)
         and pd.api.types.is_numeric_dtype(frame[c])
         and not pd.api.types.is_bool_dtype(frame[c])
     ]
     return {
         "label": label,
         "id": ident,
+        "id_refused": refused,
         "texts": [t for t in texts if not pair or t not in pair],
         "pair": pair,
         "numeric": numeric,
     }
+
+
+# -- sentence embeddings of an upload ---------------------------------------------------------------------------
+def embeddings_status() -> _embeddings.EmbeddingsStatus:
+    """Whether the optional embeddings extra is installed, and the install command (looked up, not imported)."""
+    return _embeddings.embeddings_status()
+
+
+def embedding_views(pair: tuple[str, str] | None, text_columns: tuple[str, ...] | list[str]) -> dict[str, tuple]:
+    """The views to embed: for a sentence pair the full pair and the hypothesis alone, else the text columns."""
+    if pair:
+        return {"embedding": (pair[0], pair[1]), "embedding_hypothesis": (pair[1],)}
+    if text_columns:
+        return {"embedding": tuple(text_columns)}
+    return {}
+
+
+def _view_description(view: str, cols: tuple[str, ...], dim: int) -> str:
+    joined = " [SEP] ".join(cols)
+    if view == "embedding_hypothesis":
+        return f"partial input: sentence embedding (all-MiniLM-L6-v2) of '{cols[0]}' alone ({dim}-d)"
+    return f"sentence embedding (all-MiniLM-L6-v2) of {joined} ({dim}-d)"
+
+
+@dataclass(frozen=True)
+class EmbedSpec:
+    """Sentence embeddings of an uploaded table: which table (sha256 of its bytes), which views, which model."""
+
+    table: str
+    name: str
+    views: tuple[tuple[str, tuple[str, ...]], ...]
+    model_id: str
+
+
+def embedding_spec(payload: bytes, name: str, views: Mapping[str, tuple[str, ...]]) -> EmbedSpec:
+    """The spec of embedding ``views`` of the uploaded table ``payload`` (needs the embeddings extra)."""
+    try:
+        model_id = _embeddings.model_identity()
+    except ImportError as exc:
+        raise ValueError(str(exc)) from None
+    return EmbedSpec(
+        hashlib.sha256(payload).hexdigest(), name, tuple((v, tuple(c)) for v, c in views.items()), model_id
+    )
+
+
+#: the separator between the columns of a view (embed_views' default: [CLS] premise [SEP] hypothesis [SEP])
+_JOIN = " [SEP] "
+
+
+def _view_texts(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
+    parts, _ = _texts_of(frame, list(cols), "embed_views")
+    return [_JOIN.join(p) for p in zip(*parts)]
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _view_plan(spec: EmbedSpec, _frame: pd.DataFrame) -> list[tuple[str, str, float]]:
+    """Per view: its disk-cache key and the seconds it takes to embed (texts hashed once per table and views)."""
+    plan = []
+    for view, cols in spec.views:
+        texts = _view_texts(_frame, cols)
+        view_id = f"columns={list(cols)!r} join={_JOIN!r}"  # as embed_views names a view in its cache key
+        key = _embeddings.embedding_cache_key(texts, model_id=spec.model_id, view=view_id)
+        plan.append((view, key, _embeddings.estimate_embedding_seconds(texts, model_loaded=True)))
+    return plan
+
+
+def embedding_outlook(frame: pd.DataFrame, spec: EmbedSpec) -> dict[str, Any]:
+    """What embedding will cost, before starting: ``seconds`` (rough) and the views ``cached`` on disk already."""
+    cache = _embeddings.default_cache_dir() / "embeddings"
+    plan = _view_plan(spec, frame)
+    done = _embedding_store().recall(spec) is not None
+    todo = [(view, secs) for view, key, secs in plan if not done and not (cache / f"{key}.npy").is_file()]
+    seconds = sum(secs for _, secs in todo)
+    if todo and not _sentence_model().loaded:
+        seconds += _embeddings.estimate_embedding_seconds([], model_loaded=False)  # loading the model
+    todo_views = {view for view, _ in todo}
+    return {
+        "seconds": seconds,
+        "cached": [view for view, _, _ in plan if view not in todo_views],
+        "cache_dir": str(cache.parent),
+    }
+
+
+class _SharedModel:
+    """all-MiniLM-L6-v2, loaded once per server process on first use (9 s, 450 MB); one batch at a time.
+
+    Handed to :func:`aflite_core.embeddings.embed_views` as a loaded model: it is loaded only when a view is not
+    in the disk cache, and two sessions' jobs take turns chunk by chunk instead of competing for the CPU.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._model: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def encode(self, texts: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._model is None:
+                model = load_sentence_model()
+                # torch and the model add ~400k objects that live as long as the process. Streamlit runs a full
+                # garbage collection after every script run (runner.postScriptGC), also after each 0.4 s poll
+                # of a progress fragment: with them that took 1.3-2.8 s holding the GIL, which slowed embedding
+                # (and every page of every session) about tenfold. Frozen objects are left out of those scans.
+                gc.collect()
+                gc.freeze()
+                self._model = model
+            return self._model.encode(texts, **kwargs)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def _sentence_model() -> _SharedModel:
+    return _SharedModel()
+
+
+@st.cache_resource(max_entries=1)
+def _embedding_store() -> _stores.LRUStore:
+    """Finished embeddings by :class:`EmbedSpec`, shared by every session (the disk cache outlives it)."""
+    return _stores.LRUStore(4)
+
+
+def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callable], Outcome]:
+    """The job :func:`aflite_app.ui.run_in_background` runs to embed ``frame`` as ``spec`` says.
+
+    Checked here, in the page's thread. The job reads every view it can from the disk cache
+    (:func:`aflite_core.embeddings.embed_views`), so a second session, or the same table uploaded again, is
+    not embedded again; a job in progress is joined, never started twice (``SharedJobs``). The wait gives an
+    ``Outcome``: the matrices by view, or why not.
+    """
+    status = embeddings_status()
+    if not status.available:
+        raise ValueError(status.message)
+    for _, cols in spec.views:
+        missing = [c for c in cols if c not in frame.columns]
+        if missing:
+            raise ValueError(f"The table has no column {missing[0]!r} to embed; choose its text columns again.")
+    store, jobs, model = _embedding_store(), shared_jobs(), _sentence_model()
+    cache_dir = _embeddings.default_cache_dir()
+
+    def job(callback: Callable) -> dict[str, NDArray]:
+        out = _embeddings.embed_views(
+            frame,
+            {view: cols for view, cols in spec.views},
+            model=model,
+            model_id=spec.model_id,
+            cache_dir=cache_dir,
+            join=_JOIN,
+            progress=_stoppable(callback),
+        )
+        store.keep(spec, out)
+        return out
+
+    def target(callback: Callable) -> Outcome:
+        hit = store.recall(spec)
+        if hit is not None:
+            return Outcome(hit)
+        return _as_outcome(lambda: jobs.follow(spec, job, callback), "Embedding")
+
+    return target
+
+
+def describe_embedding(progress: _embeddings.EmbeddingProgress | None, elapsed: float) -> tuple[float, str]:
+    """The progress bar of an embedding job: ``(fraction, text)`` with the time left."""
+    if progress is None:
+        return 0.0, f"Starting: loading the sentence model (about 9 s the first time)… {elapsed:.0f} s"
+    return min(progress.fraction, 1.0), f"{progress.message} · {elapsed:.0f} s so far"
