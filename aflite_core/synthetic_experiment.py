@@ -233,7 +233,7 @@ def synthetic_experiment(
     n_threads : int or None, default=1
         BLAS threads.
     callback : callable, optional
-        ``callback(step, n_steps, what)`` after the "before" accuracies and after every dataset's run (for a
+        ``callback(step, n_steps, dataset name)`` after every dataset's run and its accuracies (for a
         progress bar).
 
     Returns
@@ -355,6 +355,7 @@ def before_accuracies(
     n_splits: int = 5,
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
+    callback: Callable[[int, int, str], Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """The "before" accuracies :func:`synthetic_experiment` computes, for callers to cache and pass back.
 
@@ -372,6 +373,8 @@ def before_accuracies(
         The experiment's seed.
     n_threads : int or None, default=1
         BLAS threads.
+    callback : callable, optional
+        ``callback(step, n_steps, dataset name)`` after every dataset.
 
     Returns
     -------
@@ -386,9 +389,11 @@ def before_accuracies(
     folds = v.check_int(n_splits, "n_splits", func, low=2)
     rng = np.random.default_rng(v.check_random_state(random_state, func))
     out = {}
-    for d in data:
+    for step, d in enumerate(data, start=1):
         _, seed_before, _ = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
         out[d.name] = _before(d, folds, seed_before, n_threads)
+        if callback is not None:
+            callback(step, len(data), d.name)
     return out
 
 
