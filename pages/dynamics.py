@@ -225,14 +225,7 @@ else:
         + (" (the paper finds it near chance on the hard level)." if val.params["partial_input"] else ".")
     )
     st.plotly_chart(charts.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
-    st.dataframe(
-        charts.fraction_table(val.fractions),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            c: st.column_config.NumberColumn(format="%.3f") for c in charts.fraction_table(val.fractions).columns[1:]
-        },
-    )
+    st.dataframe(charts.fraction_table(val.fractions), hide_index=True, width="stretch")
     ui.caption(
         f"A logistic regression trained on 10-50 % of the {val.params['n_train']:,} training rows, chosen by "
         "GMM level (ours after Cosma et al.: a level first, random order within it), by Data Maps' ambiguous region "
@@ -296,9 +289,13 @@ else:
 
 # -- what the levels look like -------------------------------------------------------------------------------
 st.subheader("Features per level")
-st.plotly_chart(charts.feature_distributions(frame), width="stretch", key="dyn-features")
+measure_cols = [m for m in charts.MEASURE_LABELS if m in frame.columns]
+for i, (col, measure) in enumerate(zip(st.columns(len(measure_cols)), measure_cols)):
+    key = "dyn-features" if i == 0 else f"dyn-features-{measure}"
+    col.plotly_chart(charts.feature_distributions(frame, measure=measure), width="stretch", key=key)
 ui.caption(
-    "Distribution of each training-dynamics feature within each level (box: quartiles and median, whiskers: "
+    "Distribution of each training-dynamics feature within each level (green easy, orange ambiguous, purple hard; "
+    "box: quartiles and median, whiskers: "
     "1.5 × IQR). Top row: the full-input model"
     + ("; bottom row: the partial-input model." if has_partial else "; no partial input was recorded.")
 )

@@ -364,9 +364,8 @@ if overview or per_adversary:
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
 st.subheader("Adversary strength and round 1")
-s1, s2 = st.columns([3, 2])
-s1.plotly_chart(charts.strength_chart(study), width="stretch", key="es-strength")
-s2.dataframe(
+st.plotly_chart(charts.strength_chart(study), width="stretch", key="es-strength")
+st.dataframe(
     charts.strength_table(study),
     hide_index=True,
     width="stretch",
@@ -412,14 +411,23 @@ with tab2:
     )
 
 st.subheader("Ranking of the evaluated models")
-st.plotly_chart(charts.ranking_chart(study), width="stretch", key="es-ranking")
+rank_sets = ["none", *[a for a in study.adversaries if a in study.accuracy_matrix.columns]]
+for i, (col, which) in enumerate(zip(st.columns(len(rank_sets)), rank_sets)):
+    col.plotly_chart(
+        charts.ranking_list_chart(study, which),
+        width="stretch",
+        key=f"es-rank-list-{i}",
+        config={"displayModeBar": False},
+    )
 ui.caption(
-    "Figure 3 · On each evaluation set (columns: the full set, then the adversaries weakest to strongest) the "
-    "evaluated models sorted from worst (top) to best (bottom), as the paper draws it; a line follows each model, "
-    "so crossing lines are changes of order; a ringed point is the adversary's backbone. Under each column, our "
-    "addition (the paper gives no coefficient): Kendall's coefficient between that order and the full set's "
-    "(1 = same order, 0 = unrelated, −1 = reversed) and how many of the pairs of models swap order."
+    "Figure 3 · On each evaluation set (the full set, then the adversaries weakest to strongest) the evaluated "
+    "models sorted from worst (top) to best (bottom), as the paper draws it; each model keeps its colour, and the "
+    "adversary's backbone is outlined. Under each name, our addition (the paper gives no coefficient): Kendall's "
+    "coefficient between that order and the full set's (1 = same order, 0 = unrelated, −1 = reversed) and how "
+    "many of the pairs of models swap order (ties counted apart)."
 )
+with st.expander("Follow each model across the lists (a wide screen helps)"):
+    st.plotly_chart(charts.ranking_chart(study), width="stretch", key="es-ranking")
 with st.expander("The sorted lists as a table"):
     st.dataframe(charts.ranking_lists(study), width="stretch")
 

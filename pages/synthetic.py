@@ -188,7 +188,8 @@ with ui.errors():
         col.plotly_chart(fig, width="stretch", key=f"syn-col-{i}")
 ui.caption(
     f"One column per dataset. Top: all {n:,} rows; bottom: the rows AFLite kept. Axes: the two ring coordinates "
-    "(the bias features are not drawn). Colour = class; solid dots = no bias features, open circles = bias "
+    "(the bias features are not drawn). Colour = class (orange: class 0, outer ring; green: class 1, inner ring); "
+    "solid dots = no bias features, open circles = bias "
     "features (the shortcut), crosses = flipped labels (coloured by their new label, so they sit on the other "
     "ring). Titles: held-out accuracy of a linear model (logistic regression) and an RBF-kernel SVM, mean of "
     f"{int(n_splits)}-fold cross-validation on the set shown"
@@ -309,12 +310,15 @@ def round_stepper(exp) -> None:
         delta_arrow="off",
     )
     with ui.errors():
-        fig = charts.round_stepper(data, result, rnd)
-    st.plotly_chart(fig, width="stretch", key="syn-stepper")
+        fig_map = charts.round_stepper(data, result, rnd, panel="map")
+        fig_hist = charts.round_stepper(data, result, rnd, panel="histogram")
+    g1, g2 = st.columns([11, 9])  # side by side on a wide screen, stacked on a phone
+    g1.plotly_chart(fig_map, width="stretch", key="syn-stepper")
+    g2.plotly_chart(fig_hist, width="stretch", key="syn-stepper-hist")
     ui.caption(
-        f"Left: {name}, ring coordinates. Vermillion, outlined: the rows removed in round {rnd}; grey: rows removed "
+        f"Map: {name}, ring coordinates. Vermillion, outlined: the rows removed in round {rnd}; grey: rows removed "
         "in earlier rounds; class colours: rows still in the set (open circles = bias features, crosses = flipped "
-        "labels). Right: how predictable every row still in the set was in this round — the share of linear "
+        "labels). Histogram: how predictable every row still in the set was in this round — the share of linear "
         "models, not trained on it, that predicted its label correctly. AFLite removes the k most predictable rows "
         "at or above τ (dashed); hatched bars are rows with bias features. " + result.stop_message
     )
@@ -363,7 +367,10 @@ else:
     names = ["all datasets (mean)", *dict.fromkeys(ood_result.table["dataset"])]
     which = st.radio("Dataset", names, horizontal=True, key="syn-ood-data")
     chosen = None if which == names[0] else which
-    st.plotly_chart(charts.ood_chart(ood_result.table, chosen), width="stretch", key="syn-ood-chart")
+    model_cols = st.columns(len(asked.models))  # one figure per model family: a narrow screen stacks them
+    for i, (col, fam) in enumerate(zip(model_cols, asked.models)):
+        key = "syn-ood-chart" if i == 0 else f"syn-ood-chart-{fam}"
+        col.plotly_chart(charts.ood_chart(ood_result.table, chosen, model=fam), width="stretch", key=key)
     lost = charts.ood_loss_text(ood_result, chosen)
     stale = (
         "" if asked == ood_spec else " Computed with other parameters than the ones above; press the button to update."
@@ -391,8 +398,8 @@ if st.toggle("Compute the exact comparison (about a second)", key="syn-optimum-o
         opt = compute.circles_optimum()
     st.plotly_chart(charts.optimum_chart(opt), width="stretch", key="syn-optimum-chart")
     ui.caption(
-        "Exact bias reached at the target size (lower = less predictable); strategy C: mean of 20 seeds, whiskers "
-        f"best to worst. {charts.optimum_text(opt)} `python -m aflite_core optimum` prints the table."
+        "Exact bias reached at the target size (lower = less predictable); strategy C: mean of 20 seeds, best to "
+        f"worst in brackets. {charts.optimum_text(opt)} `python -m aflite_core optimum` prints the table."
     )
     with st.expander("The table"):
         st.dataframe(opt, hide_index=True, width="stretch")

@@ -39,7 +39,7 @@ def test_renders_on_digits_with_defaults(app_test):
     assert sum(counts) == 1438 and all(c > 0 for c in counts)
     assert metrics["Features clustered"] == "8"  # full + partial (mlp_small) input
     assert at.selectbox(key="dyn-partial-digits-mlp").value == "mlp_small"
-    assert len(plotly_figures(at)) == 3  # data map, features, classes
+    assert len(plotly_figures(at)) == 6  # data map, one feature figure per measure (4), classes
     assert _level_trace_sizes(at) == counts
     captions = " ".join(c.value for c in at.caption)
     assert "no natural partial input" in captions

@@ -44,6 +44,18 @@ def _figure_with(at, text: str) -> dict | None:
     return None
 
 
+def _by_key(at, key: str) -> dict | None:
+    import json
+
+    return next((json.loads(el.proto.spec) for el in at.get("plotly_chart") if str(el.proto.id).endswith(key)), None)
+
+
+def _rank_lists(at) -> list[dict]:
+    import json
+
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart") if "es-rank-list-" in str(el.proto.id)]
+
+
 def _kendall_titles(fig: dict) -> list[str]:
     return [a["text"] for a in fig["layout"].get("annotations", []) if "Kendall" in a.get("text", "")]
 
@@ -127,7 +139,11 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     cats = _figure_with(at, "share of the evaluation rows")
     assert cats is not None and [t["name"] for t in cats["data"]] == ["removed in round 1", "removed later", "selected"]
     assert cats["data"][0]["x"] == ["mlp_small", "pca", "pixels", "mlp"]
-    ranking = _figure_with(at, "Kendall's coefficient")
+    lists = _rank_lists(at)  # Figure 3: one sorted list per evaluation set, in columns
+    assert len(lists) == 5 and all(len(f["data"]) == 7 for f in lists)
+    title = lists[1]["layout"]["title"]["text"]
+    assert "Kendall's coefficient" in title and "(ours)" in title
+    ranking = _by_key(at, "es-ranking")
     assert len(_kendall_titles(ranking)) == 4 and all(
         "(ours)" in t and "swap order" in t for t in _kendall_titles(ranking)
     )
@@ -149,11 +165,8 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     _run_study(at)
     cats = _figure_with(at, "share of the evaluation rows")
     assert cats["data"][0]["x"] == ["pixels", "mlp"]
-    assert _figure_with(at, "Kendall's coefficient")["layout"]["xaxis"]["ticktext"] == [
-        "none (unfiltered)",
-        "pixels",
-        "mlp",
-    ]
+    assert _by_key(at, "es-ranking")["layout"]["xaxis"]["ticktext"] == ["none (unfiltered)", "pixels", "mlp"]
+    assert len(_rank_lists(at)) == 3
     heat = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")
     assert heat["data"][0]["y"] == ["none (unfiltered)", "pixels", "mlp"]
     assert "**pca**" not in _reading(at)

@@ -126,7 +126,7 @@ def test_round_slider_play_and_dataset_change_the_stepper(app_test):
 
     at.radio(key="syn-step-data").set_value("separation 0.2").run()
     assert not at.exception, at.exception
-    assert any(c.value.startswith("Left: separation 0.2") for c in at.caption)
+    assert any(c.value.startswith("Map: separation 0.2") for c in at.caption)
     assert _removed_now(_stepper(at)) != _removed_now(round_3)
 
 

@@ -204,3 +204,9 @@ def test_level_accuracy_and_fraction_charts():
     assert "Data Maps: most variable (Swayamdipta et al.)" in set(table["selection (who defined it)"])
     sentence = cd.validation_sentence(val.level_accuracy, val.fractions)
     assert "easy to ambiguous to hard" in sentence and "fractions" in sentence
+
+
+def test_feature_distributions_one_measure():
+    fig = cd.feature_distributions(_frame(True), measure="aum")
+    assert [a.text for a in fig.layout.annotations] == ["full input: aum", "partial input: aum"]
+    assert len(fig.data) == 2 * len(cd.LEVELS) and not fig.layout.showlegend

@@ -118,6 +118,15 @@ def test_ranking_chart_is_the_sorted_lists_with_kendall_as_our_addition(study):
     assert list(lists.columns) == [ce.NONE_LABEL, *study.adversaries] and len(lists) == len(M)
     first = lists[ce.NONE_LABEL].iloc[0]
     assert first.startswith(M[NONE].idxmin())
+    # one sorted list per evaluation set (the page's columns): worst at the top, Kendall in the title
+    lst = ce.ranking_list_chart(study, "strong")
+    ys = {t.name: t.y[0] for t in lst.data}
+    acc = M["strong"]
+    assert all((ys[a] < ys[b]) <= (acc[a] <= acc[b]) for a in ys for b in ys)
+    assert "Kendall's coefficient" in lst.layout.title.text and "(ours)" in lst.layout.title.text
+    assert "compare" in ce.ranking_list_chart(study, NONE).layout.title.text
+    with pytest.raises(ValueError, match="no evaluation set"):
+        ce.ranking_list_chart(study, "medium")
     # the model that shares an adversary's representation is ringed in that column (no backbones here)
     weak = next(t for t in fig.data if t.name == "logistic:weak")
     assert weak.marker.line.width[cols.index("weak")] == 3
@@ -135,7 +144,7 @@ def test_strength_chart_and_table():
         train_size=100,
         slice_size=50,
         seeds=(0,),
-        evaluated=[("logistic", "weak"), ("logistic", "mid"), ("logistic", "strong")],
+        evaluated=[("logistic", "weak"), ("logistic", "mid"), ("logistic", "strong"), ("knn", "strong")],
         backbones={"weak": "logistic:weak", "mid": "logistic:mid", "strong": "logistic:strong"},
     )
     fig = ce.strength_chart(st)
@@ -146,8 +155,10 @@ def test_strength_chart_and_table():
     assert pts.error_x.array is not None and "backbone accuracy" in fig.layout.xaxis.title.text
     table = ce.strength_table(st)
     assert list(table["backbone"]) == ["logistic:weak", "logistic:mid", "logistic:strong"]
-    rel = set(st.same_representation["relation"])
-    assert rel == {"shared backbone", "same representation"}
+    rel = st.same_representation
+    assert set(rel["relation"]) == {"shared backbone", "same representation"}
+    # the backbone that is itself the same-Φ model appears once, as the backbone
+    assert list(rel[rel["relation"] == "same representation"]["model"]) == ["knn:strong"]
     same = ce.same_representation_chart(st)
     assert any("backbone" in y for y in same.data[0].y) and any("upper bound" in y for y in same.data[0].y)
     # without backbones there is nothing to plot, and the chart says so

@@ -158,7 +158,7 @@ def test_round_stepper_highlights_exactly_that_rounds_removals(exp, rnd):
     assert removed_hist == int((res.removed_round == rnd).sum())
     assert {t.marker.color for t in hists} == {KEPT, REMOVED}
     assert f"Round {rnd} of {res.n_rounds}" in fig.layout.annotations[0].text
-    assert fig.layout.xaxis2.title.text.startswith("predictability p(i)")
+    assert fig.layout.xaxis2.title.text.startswith("p(i) = share of correct")
     assert fig.layout.yaxis2.title.text == "rows"
 
 
@@ -253,11 +253,13 @@ def test_ood_chart_one_panel_per_model_one_line_per_training_set():
         fig = charts.ood_chart(res.table, dataset)
         assert len(fig.data) == 2 * 3
         assert {t.name for t in fig.data} == set(charts.TRAIN_SET_LABELS.values())
-        assert list(fig.data[0].x) == ["in distribution", "bias features removed", "bias features flipped"]
+        assert list(fig.data[0].x) == ["in distribution", "bias removed", "bias flipped"]
         assert [a.text for a in fig.layout.annotations if a.text][:2] == [
             charts.MODEL_LABELS["logistic"],
             charts.MODEL_LABELS["rbf"],
         ]
+    one = charts.ood_chart(res.table, model="rbf")
+    assert len(one.data) == 3 and next(a.text for a in one.layout.annotations if a.text) == charts.MODEL_LABELS["rbf"]
     text = charts.ood_loss_text(res)
     assert text.startswith("linear model (logistic regression): all training rows +")
     assert "RBF-kernel SVM: " in text
@@ -272,5 +274,19 @@ def test_optimum_chart_and_text():
     assert names[0] == "all rows (before filtering)" and names[-1] == "AFOptimum (exhaustive search)"
     assert len(names) == 5 and list(fig.data[-1].y) == list(dict.fromkeys(table["case"]))
     sample = next(t for t in fig.data if "C ·" in t.name)
-    assert sample.error_x.array is not None
+    assert all("(" in t and "-" in t for t in sample.text)  # mean (best-worst seed)
     assert "Closest on average" in charts.optimum_text(table)
+
+
+def test_round_stepper_panels_separately(exp):
+    d = exp.datasets[0]
+    res = exp.results[d.name]
+    both = charts.round_stepper(d, res, 2)
+    map_only = charts.round_stepper(d, res, 2, panel="map")
+    hist_only = charts.round_stepper(d, res, 2, panel="histogram")
+    assert {t.type for t in map_only.data} == {"scatter"} and {t.type for t in hist_only.data} == {"histogram"}
+    assert len(map_only.data) + len(hist_only.data) == len(both.data)
+    assert map_only.layout.annotations[0].text.startswith("Round 2 of")
+    assert hist_only.layout.annotations[0].text.startswith("Predictability in round 2")
+    with pytest.raises(ValueError, match="panel"):
+        charts.round_stepper(d, res, 2, panel="left")

@@ -33,6 +33,7 @@ __all__ = [
     "category_chart",
     "model_order",
     "ranking_chart",
+    "ranking_list_chart",
     "ranking_lists",
     "same_representation_chart",
     "same_representation_table",
@@ -223,7 +224,7 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
                 x=[None],
                 y=[None],
                 mode="markers",
-                name="model uses the adversary's representation",
+                name="the adversary's backbone, or a model on its very Φ",
                 marker=dict(symbol="square-open", size=14, color=SAME_COLOUR, line=dict(width=3)),
                 hoverinfo="skip",
             )
@@ -303,6 +304,21 @@ def _kendall_label(corr: pd.DataFrame | None, a: str) -> str:
     text = f"Kendall's coefficient<br>(ours): {float(row['kendall']):.2f}"
     if "discordant_pairs" in corr.columns:
         text += f"<br>{int(row['discordant_pairs'])} of {int(row['n_pairs'])} pairs<br>swap order"
+        if int(row.get("tied_pairs", 0)):
+            text += f",<br>{int(row['tied_pairs'])} tied"
+    return text
+
+
+def _kendall_line(corr: pd.DataFrame | None, a: str) -> str:
+    """Kendall's coefficient and its pairs on one line (the sorted lists' subtitles)."""
+    if corr is None or a not in corr.index or not np.isfinite(corr.loc[a, "kendall"]):
+        return "Kendall's coefficient (ours): n/a"
+    row = corr.loc[a]
+    text = f"Kendall's coefficient (ours) {float(row['kendall']):.2f}"
+    if "discordant_pairs" in corr.columns:
+        text += f"<br>{int(row['discordant_pairs'])} of {int(row['n_pairs'])} pairs swap order"
+        if int(row.get("tied_pairs", 0)):
+            text += f", {int(row['tied_pairs'])} tied"
     return text
 
 
@@ -416,6 +432,69 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
     return fig
 
 
+def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: int | None = None) -> go.Figure:
+    """One sorted list of Figure 3: the models on one evaluation set, worst (top) to best, each in its own colour.
+
+    ``evaluation_set`` is ``"none"`` (the full set) or an adversary. The page shows one of these per evaluation set
+    in columns (a narrow screen stacks them); a model keeps its colour in every list, the adversary's backbone is
+    ringed, and the title gives Kendall's coefficient against the full set's order with the pairs that swap
+    (our addition: the paper gives no coefficient).
+    """
+    M = study.accuracy_matrix
+    base = model_order(study)
+    colour = {m: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, m in enumerate(base)}
+    if evaluation_set not in M.columns:
+        raise ValueError(f"The study has no evaluation set {evaluation_set!r}; it has {list(M.columns)}.")
+    acc = M.reindex(base)[evaluation_set]
+    order = sorted(base, key=lambda m: (np.nan_to_num(acc[m], nan=-1.0), base.index(m)))
+    ringed = _ringed_pairs(study)
+    corr = study.rank_correlation.set_index("adversary") if not study.rank_correlation.empty else None
+    title = NONE_LABEL if evaluation_set == NONE else evaluation_set
+    sub = "the order to compare with" if evaluation_set == NONE else _kendall_line(corr, evaluation_set)
+    fig = go.Figure()
+    for i, m in enumerate(order):
+        a = float(acc[m])
+        ring = (evaluation_set, m) in ringed
+        fig.add_trace(
+            go.Scatter(
+                x=[0],
+                y=[i],
+                mode="markers+text",
+                text=[f"{m}  {a:.2f}" if np.isfinite(a) else f"{m}  –"],
+                textposition="middle right",
+                textfont=dict(size=12),
+                marker=dict(
+                    symbol="square",
+                    size=16,
+                    color=colour[m],
+                    line=dict(color="#000000", width=3 if ring else 0),
+                ),
+                name=m,
+                showlegend=False,
+                hovertemplate=f"<b>{m}</b> on {title}<br>accuracy %{{text}}<br>{i + 1} from the worst"
+                + ("<br>the adversary's backbone" if ring else "")
+                + "<extra></extra>",
+                cliponaxis=False,
+            )
+        )
+    n = len(order)
+    fig.update_xaxes(visible=False, range=[-0.15, 1.6])
+    fig.update_yaxes(
+        range=[n - 0.4, -0.6],
+        tickmode="array",
+        tickvals=list(range(n)),
+        ticktext=[str(i + 1) for i in range(n)],
+        showgrid=False,
+        zeroline=False,
+    )
+    style(fig, height=height or 125 + 30 * n)
+    fig.update_layout(
+        title=dict(text=f"<b>{title}</b><br><sub>{sub}</sub>", x=0, xanchor="left", font_size=14),
+        margin=dict(l=30, r=10, t=90, b=10),
+    )
+    return fig
+
+
 def _ringed_pairs(study: AdversaryStudy) -> set[tuple[str, str]]:
     """(adversary, model): the backbone of each adversary, or the same-representation model when it has none."""
     same = study.same_representation
@@ -483,13 +562,15 @@ def strength_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Fig
     ok = st[np.isfinite(st["accuracy"])]
     colours = _adversary_colours(list(ok["adversary"]))
     acc = ok["accuracy"].to_numpy(dtype=float)
+    rank = np.argsort(np.argsort(acc, kind="stable"), kind="stable")  # neighbours on x get labels above / below
+    positions = ["top center" if r % 2 == 0 else "bottom center" for r in rank]
     fig.add_trace(
         go.Scatter(
             x=acc,
             y=100 * ok["round1_removed_share"].to_numpy(dtype=float),
             mode="markers+text",
             text=list(ok["adversary"]),
-            textposition="top center",
+            textposition=positions,
             marker=dict(size=13, color=[colours[a] for a in ok["adversary"]], line=dict(color="#000000", width=1)),
             error_x=dict(
                 type="data",
@@ -562,7 +643,7 @@ def same_representation_chart(study: AdversaryStudy, *, title: str | None = None
         return style(fig, height=220, title=title)
     tag = {"shared backbone": "backbone", "same representation": "same Φ (upper bound)", "ensemble member": "member"}
     labels = [
-        f"{m} · {tag.get(r, r)} · filtered by {a}"
+        f"{m}<br>{tag.get(r, r)} · filtered by {a}"
         for a, m, r in zip(same["adversary"], same["model"], same["relation"])
     ]
     is_backbone = (same["relation"] == "shared backbone").to_numpy()

@@ -74,8 +74,8 @@ TRAIN_SET_LABELS = {
 }
 TEST_SET_LABELS = {
     "in_distribution": "in distribution",
-    "no_bias": "bias features removed",
-    "flipped_bias": "bias features flipped",
+    "no_bias": "bias removed",
+    "flipped_bias": "bias flipped",
     "transfer": "transfer (MNLI)",
 }
 MODEL_LABELS = {"logistic": "linear model (logistic regression)", "rbf": "RBF-kernel SVM"}
@@ -118,7 +118,7 @@ def panel_titles(row: pd.Series | dict) -> tuple[str, str]:
     if flipped:
         share = row.get("flipped_removed_share", float("nan"))
         left = flipped - round(share * flipped) if np.isfinite(share) else flipped
-        extra = f" · flipped {flipped:,} → {int(left):,}"
+        extra = f"<br>flipped {flipped:,} → {int(left):,}"
     bottom = (
         f"<b>after AFLite</b>: {int(row['n_after']):,} rows<br>"
         f"linear {_fmt(row['linear_before'])} → {_fmt(row['linear_after'])}<br>"
@@ -251,15 +251,21 @@ def circles_grid(
     return fig
 
 
-def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height: int = 460) -> go.Figure:
+def round_stepper(
+    data: BiasedCircles, result: AFLiteResult, rnd: int, *, height: int = 460, panel: str = "both"
+) -> go.Figure:
     """One AFLite round on one dataset: which rows it removed, and how predictable they were.
 
-    Left: the two ring coordinates; rows still in the set after round ``rnd`` in their class colour, rows
-    removed in round ``rnd`` highlighted in the removed colour (larger, outlined), rows removed in earlier
-    rounds faded grey. Symbols mark the planted truth as in :func:`circles_grid`. Right: the histogram of
-    the predictability p(i) of the rows scored in round ``rnd`` (stayed in the kept colour, removed in the
-    removed colour; rows with bias features hatched), τ dashed.
+    Left (``panel="map"``): the two ring coordinates; rows still in the set after round ``rnd`` in their class
+    colour, rows removed in round ``rnd`` highlighted in the removed colour (larger, outlined), rows removed in
+    earlier rounds in grey. Symbols mark the planted truth as in :func:`circles_grid`. Right
+    (``panel="histogram"``): the histogram of the predictability p(i) of the rows scored in round ``rnd`` (stayed
+    in the kept colour, removed in the removed colour; rows with bias features hatched), τ dashed. ``"both"`` (the
+    default) puts them side by side; the page draws the two panels as separate figures in columns, so a narrow
+    screen stacks them.
     """
+    if panel not in ("both", "map", "histogram"):
+        raise ValueError(f"panel must be 'both', 'map' or 'histogram'; got {panel!r}.")
     if result.scores is None:
         raise ValueError("Per-round scores are not kept for strategy='greedy'; the round stepper needs them.")
     if not 1 <= rnd <= result.n_rounds:
@@ -278,19 +284,22 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
     p_text = np.array(["not scored" if np.isnan(v) else f"{v:.2f}" for v in p], dtype=object)
     colours = _colours()
 
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.55, 0.45],
-        horizontal_spacing=0.1,
-        subplot_titles=[
-            f"Round {rnd} of {result.n_rounds}: {int(now.sum()):,} rows removed "
-            f"({int((now & data.is_biased).sum()):,} biased)",
-            f"Predictability in round {rnd} (τ = {float(result.params['tau']):g})",
-        ],
-    )
+    titles = [
+        f"Round {rnd} of {result.n_rounds}: {int(now.sum()):,} rows removed "
+        f"({int((now & data.is_biased).sum()):,} biased)",
+        f"Predictability in round {rnd} (τ = {float(result.params['tau']):g})",
+    ]
+    if panel == "both":
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1, subplot_titles=titles)
+        map_at, hist_at = (1, 1), (1, 2)
+    else:
+        fig = make_subplots(rows=1, cols=1, subplot_titles=[titles[0] if panel == "map" else titles[1]])
+        map_at = hist_at = (1, 1)
+    draw_map, draw_hist = panel in ("both", "map"), panel in ("both", "histogram")
 
     def points(sel, name, colour, size, opacity, line, group):
+        if not draw_map:
+            return
         fig.add_trace(
             go.Scatter(
                 x=data.X[sel, 0],
@@ -306,8 +315,8 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
                 ),
                 _validate=False,
             ),
-            row=1,
-            col=1,
+            row=map_at[0],
+            col=map_at[1],
         )
 
     gone_label = f"removed in rounds 1–{rnd - 1}" if rnd > 2 else "removed in round 1"
@@ -336,6 +345,8 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
         (scored & ~now, "stayed in the set", KEPT, "h-stayed"),
         (scored & now, f"removed in round {rnd}", REMOVED, "now"),
     ):
+        if not draw_hist:
+            break
         for biased in (False, True):
             part = sel & (data.is_biased == biased)
             what = "with bias features" if biased else "no bias features"
@@ -346,34 +357,41 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
                     xbins=bins,
                     name=legend_name if group != "now" else f"{name} · {what}",
                     legendgroup=group if group == "now" or not biased else f"{group}-biased",
-                    showlegend=group != "now",
+                    showlegend=group != "now" or not draw_map,
                     marker=dict(
                         color=colour, pattern_shape="/" if biased else "", pattern_fgcolor="#ffffff" if biased else None
                     ),
                     opacity=0.9,
                     hovertemplate=f"{name}, {what}<br>p in %{{x}}<br>%{{y}} rows<extra></extra>",
                 ),
-                row=1,
-                col=2,
+                row=hist_at[0],
+                col=hist_at[1],
             )
-    tau = float(result.params["tau"])
-    fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=1, col=2)
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(range=[-_LIM, _LIM], constrain="domain", zeroline=False, title_text=_AXIS.format(1), row=1, col=1)
-    fig.update_yaxes(
-        range=[-_LIM, _LIM],
-        scaleanchor="x",
-        scaleratio=1,
-        constrain="domain",
-        zeroline=False,
-        title_text=_AXIS.format(2),
-        row=1,
-        col=1,
-    )
-    fig.update_xaxes(
-        range=[-0.03, 1.03], title_text="predictability p(i) (share of correct held-out predictions)", row=1, col=2
-    )
-    fig.update_yaxes(title_text="rows", rangemode="tozero", row=1, col=2)
+    if draw_hist:
+        tau = float(result.params["tau"])
+        fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=hist_at[0], col=hist_at[1])
+        fig.update_xaxes(
+            range=[-0.03, 1.03],
+            title_text="p(i) = share of correct held-out predictions",
+            row=hist_at[0],
+            col=hist_at[1],
+        )
+        fig.update_yaxes(title_text="rows", rangemode="tozero", row=hist_at[0], col=hist_at[1])
+    if draw_map:
+        fig.update_xaxes(
+            range=[-_LIM, _LIM], constrain="domain", zeroline=False, title_text=_AXIS.format(1), row=1, col=1
+        )
+        fig.update_yaxes(
+            range=[-_LIM, _LIM],
+            scaleanchor="x",
+            scaleratio=1,
+            constrain="domain",
+            zeroline=False,
+            title_text=_AXIS.format(2),
+            row=1,
+            col=1,
+        )
     fig.update_annotations(font_size=13)
     style(fig, height=height)
     fig.update_layout(legend=dict(y=1.1, font_size=11), margin=dict(l=60, r=20, t=110, b=50))
@@ -441,10 +459,15 @@ def circles_column(
     return fig
 
 
-def circles_legend(*, height: int = 90) -> go.Figure:
-    """The legend of :func:`circles_column` alone: colour = class, symbol = planted kind."""
+def circles_legend(*, height: int = 80) -> go.Figure:
+    """The legend of :func:`circles_column` alone: colour = class, symbol = planted kind.
+
+    Short entries ("class 0 · bias features"), so that a phone-width screen wraps them into a few rows within the
+    figure's height instead of a scrolling legend.
+    """
     fig = go.Figure()
     colours = _colours()
+    short = {"unbiased": "plain", "biased": "bias features", "flipped": "flipped label"}
     for code in (0, 1):
         name = _class_name(code)
         for k in KINDS:
@@ -453,7 +476,7 @@ def circles_legend(*, height: int = 90) -> go.Figure:
                     x=[None],
                     y=[None],
                     mode="markers",
-                    name=f"{name} · {KIND_LABELS[k]}",
+                    name=f"class {code} · {short[k]}",
                     marker=dict(
                         color=colours[name], symbol=SYMBOLS[k], size=9, line=dict(width=1.5, color=colours[name])
                     ),
@@ -464,7 +487,9 @@ def circles_legend(*, height: int = 90) -> go.Figure:
     fig.update_yaxes(visible=False)
     style(fig, height=height)
     fig.update_layout(
-        legend=dict(orientation="h", yanchor="top", y=1.0, xanchor="left", x=0, font_size=12),
+        legend=dict(
+            orientation="h", yanchor="top", y=1.0, xanchor="left", x=0, font_size=11, maxheight=400, tracegroupgap=0
+        ),
         margin=dict(l=0, r=0, t=0, b=0),
         plot_bgcolor="rgba(0,0,0,0)",
     )
@@ -512,7 +537,7 @@ def accuracy_rounds_chart(curve: pd.DataFrame, rnd: int | None = None, *, height
         )
     if rnd is not None:
         fig.add_vline(x=int(rnd), line=dict(color=TAU_LINE, dash="dot", width=1))
-    fig.update_xaxes(title_text="after round (0 = all rows)", dtick=max(1, len(x) // 10))
+    fig.update_xaxes(title_text="after round (0 = all rows)", tickformat="d")
     fig.update_yaxes(title_text="held-out accuracy (0-1)", range=[0, 1.02])
     return style(fig, height=height)
 
@@ -528,14 +553,20 @@ def _ood_means(table: pd.DataFrame, dataset: str | None) -> pd.DataFrame:
     return t.rename(columns={"accuracy_std": "spread"})[["model", "train_set", "test_set", "accuracy", "spread"]]
 
 
-def ood_chart(table: pd.DataFrame, dataset: str | None = None, *, height: int = 400) -> go.Figure:
+def ood_chart(
+    table: pd.DataFrame, dataset: str | None = None, *, model: str | None = None, height: int = 400
+) -> go.Figure:
     """Accuracy by test set for models trained on all rows, on AFLite's kept rows and on a random subset.
 
-    ``table`` is :attr:`aflite_core.ood.OODResult.table`. One panel per model family; x: the test sets, from in
-    distribution to the strongest shift; one line per training set; error bars: the spread over seeds (one
-    dataset) or over datasets (``dataset=None``: the mean of all datasets). Chance (0.5) dashed.
+    ``table`` is :attr:`aflite_core.ood.OODResult.table`. One panel per model family (or only ``model``: the page
+    draws one figure per family in columns, so a narrow screen stacks them); x: the test sets, from in
+    distribution to the strongest shift (bias features removed, then flipped to the other class); one line per
+    training set; error bars: the spread over seeds (one dataset) or over datasets (``dataset=None``: the mean of
+    all datasets). Chance (0.5) dashed.
     """
     means = _ood_means(table, dataset)
+    if model is not None:
+        means = means[means["model"] == model]
     models = list(dict.fromkeys(means["model"]))
     tests = list(dict.fromkeys(table["test_set"]))
     fig = make_subplots(
@@ -570,19 +601,22 @@ def ood_chart(table: pd.DataFrame, dataset: str | None = None, *, height: int = 
         fig.add_hline(y=0.5, line=dict(color=TAU_LINE, dash="dash", width=1), row=1, col=j)
     fig.update_yaxes(title_text="test accuracy (0-1)", range=[0, 1.02], row=1, col=1)
     fig.update_annotations(font_size=13)
-    return style(fig, height=height)
+    style(fig, height=height)
+    fig.update_layout(legend=dict(y=1.14), margin=dict(t=90))
+    return fig
 
 
 def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figure:
     """AFOptimum against AFLite's strategies: the exact bias each reaches at the target size, per tiny problem.
 
     ``table`` is :attr:`aflite_core.optimum.OptimumComparison.table`. Per case (rows of the chart): the bias of all
-    rows (grey), of each strategy's run with the exact scores (strategy C: mean over its seeds, whiskers from the
-    best to the worst seed) and the optimum (black). Lower is less biased; nothing can go below the optimum.
+    rows (grey), of each strategy's run with the exact scores (strategy C: mean over its seeds, with the best to the
+    worst seed in the label) and the optimum (black). Lower is less biased; nothing can go below the optimum.
     """
     cases = list(dict.fromkeys(table["case"]))
     fig = go.Figure()
     first = table.drop_duplicates("case").set_index("case").reindex(cases)
+    labels = dict(texttemplate="%{x:.2f}", textposition="outside", cliponaxis=False, textfont_size=11)
     fig.add_trace(
         go.Bar(
             y=cases,
@@ -591,21 +625,18 @@ def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figur
             name="all rows (before filtering)",
             marker_color=NEUTRAL,
             hovertemplate="%{y}<br>all rows: bias %{x:.3f}<extra></extra>",
+            **labels,
         )
     )
     shades = {"greedy": "#56B4E9", "slice": KEPT, "sample": "#003F63"}
     for strategy in dict.fromkeys(table["strategy"]):
         sub = table[table["strategy"] == strategy].set_index("case").reindex(cases)
         mean = sub["bias_aflite"].to_numpy(dtype=float)
-        err = None
-        if (sub["n_seeds"] > 1).any():
-            err = dict(
-                type="data",
-                symmetric=False,
-                array=(sub["bias_aflite_max"] - sub["bias_aflite"]).to_numpy(dtype=float),
-                arrayminus=(sub["bias_aflite"] - sub["bias_aflite_min"]).to_numpy(dtype=float),
-                thickness=1.2,
-            )
+        several = (sub["n_seeds"] > 1).to_numpy()
+        text = [
+            f"{m:.2f} ({lo:.2f}-{hi:.2f})" if many else f"{m:.2f}"
+            for m, lo, hi, many in zip(mean, sub["bias_aflite_min"], sub["bias_aflite_max"], several)
+        ]
         fig.add_trace(
             go.Bar(
                 y=cases,
@@ -613,8 +644,13 @@ def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figur
                 orientation="h",
                 name=f"AFLite {STRATEGY_LABELS.get(strategy, strategy)}",
                 marker_color=shades.get(strategy, KEPT),
-                error_x=err,
-                hovertemplate=f"%{{y}}<br>{STRATEGY_LABELS.get(strategy, strategy)}: bias %{{x:.3f}}<extra></extra>",
+                text=text,
+                textposition="outside",
+                cliponaxis=False,
+                textfont_size=11,
+                customdata=np.c_[sub["bias_aflite_min"], sub["bias_aflite_max"], sub["n_seeds"]],
+                hovertemplate=f"%{{y}}<br>{STRATEGY_LABELS.get(strategy, strategy)}: bias %{{x:.3f}}<br>best to worst "
+                "of %{customdata[2]:.0f} run(s): %{customdata[0]:.3f}-%{customdata[1]:.3f}<extra></extra>",
             )
         )
     fig.add_trace(
@@ -624,6 +660,7 @@ def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figur
             orientation="h",
             name="AFOptimum (exhaustive search)",
             marker_color="#000000",
+            **labels,
             customdata=np.c_[first["n_optimal"], first["n_subsets"]],
             hovertemplate="%{y}<br>optimum: bias %{x:.3f}<br>%{customdata[0]:,} of %{customdata[1]:,} subsets reach it"
             "<extra></extra>",
@@ -631,7 +668,8 @@ def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figur
     )
     fig.update_layout(barmode="group", bargap=0.25, bargroupgap=0.05)
     fig.update_yaxes(autorange="reversed", title_text=None)
-    fig.update_xaxes(title_text="exact bias R(Φ, S, M): mean leave-one-out accuracy (0-1)", range=[0, 1.02])
+    fig.update_xaxes(title_text="exact bias R (leave-one-out accuracy, 0-1)", range=[0, 1.1])
+    fig.update_yaxes(tickmode="array", tickvals=cases, ticktext=[c.replace(" (", "<br>(") for c in cases])
     return style(fig, height=height or 140 + 130 * len(cases))
 
 

@@ -250,10 +250,20 @@ def circles_curve(run: CirclesRunSpec, name: str) -> pd.DataFrame:
 def circles_notes(
     exp: synthetic_experiment.SyntheticExperiment, name: str | None = None, curve: pd.DataFrame | None = None
 ) -> list[str]:
-    """The computed explanations of the accuracies (below chance, at chance, rose) of one dataset or of all."""
+    """The computed explanations of the accuracies (below chance, at chance, rose) of one dataset or of all.
+
+    With a ``curve`` (one dataset's accuracy over rounds) only what the curve adds is returned, without the
+    dataset's name in front (the caption that shows it names the dataset once).
+    """
     table = exp.table
     rows = table if name is None else table[table["dataset"] == name]
-    return [line for _, row in rows.iterrows() for line in synthetic_experiment.accuracy_notes(row, curve)]
+    plain = [line for _, row in rows.iterrows() for line in synthetic_experiment.accuracy_notes(row)]
+    if curve is None:
+        return plain
+    more = [line for _, row in rows.iterrows() for line in synthetic_experiment.accuracy_notes(row, curve)]
+    prefix = f"{name}: "
+    out = [line.removeprefix(prefix) for line in more if line not in plain]
+    return [line[:1].upper() + line[1:] for line in out]
 
 
 @dataclass(frozen=True)

@@ -324,6 +324,8 @@ def _same_representation(matrix, rankings, models, adv, members, ens_name, backb
                     continue
             elif rep not in reps or owner.get(name, a) != a:  # another adversary's backbone is not "same Φ"
                 continue
+            elif relation == "same representation" and backbones.get(a) == name:
+                continue  # the adversary's backbone is this very model (e.g. logistic regression on the pixels)
             others = drops.drop(index=name)
             r = ranked.loc[(a, name)]
             rows.append(
