@@ -75,6 +75,8 @@ def main() -> None:
     print("3. Accuracy (mean over seeds) on the full evaluation set and on each adversary's selected rows")
     print("   rows selected (mean): " + ", ".join(f"{a} {rows[a]:.0f}" for a in study.adversaries))
     print(M.loc[order].round(3).to_string())
+    means = M.mean(axis=0)
+    print("   mean over the models: " + ", ".join(f"{c} {means[c]:.3f}" for c in M.columns))
     summ = study.accuracy_summary
     widths = (summ[summ["adversary"] != NONE]["ci_high"] - summ[summ["adversary"] != NONE]["ci_low"]) / 2
     print(f"   95 % binomial half-widths on the selected rows: {widths.min():.2f}-{widths.max():.2f}")
