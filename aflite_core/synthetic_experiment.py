@@ -1,13 +1,14 @@
 """The paper's synthetic experiment (ICML 2020 §3, Figure 2): AFLite on the concentric circles.
 
-Each dataset is measured before and after filtering, with the planted truth (:func:`synthetic_experiment`; its
-pieces :func:`subset_accuracies`, :func:`before_accuracies`, :func:`planted_summary` are public too).
-``aflite synthetic`` prints it.
+Each dataset is measured before and after filtering, with the planted truth and the paper's "no bias" reference
+(:func:`synthetic_experiment`; its pieces :func:`subset_accuracies`, :func:`before_accuracies`,
+:func:`planted_summary` are public too). :func:`accuracy_over_rounds` measures the set left after every round and
+:func:`accuracy_notes` says in words why an accuracy sits below chance or rose. ``aflite synthetic`` prints it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ __all__ = [
     "EXPERIMENT_DEFAULTS",
     "EXPERIMENT_MODELS",
     "SyntheticExperiment",
+    "accuracy_notes",
+    "accuracy_over_rounds",
     "before_accuracies",
     "planted_summary",
     "subset_accuracies",
@@ -35,8 +38,13 @@ __all__ = [
 EXPERIMENT_MODELS: dict[str, str] = {"linear": "logistic", "rbf": "rbf"}
 
 
-#: AFLite defaults of :func:`synthetic_experiment` (fractions are of each dataset's rows)
-EXPERIMENT_DEFAULTS = {"target_size": 0.27, "train_size": 0.1, "slice_size": 0.05, "tau": 0.75, "n_partitions": 64}
+#: AFLite defaults of :func:`synthetic_experiment` (fractions are of each dataset's rows): a low target that is only
+#: a floor, so the run ends by τ's early stop (fewer than k rows still reach τ), not by a size picked with the
+#: planted truth in mind
+EXPERIMENT_DEFAULTS = {"target_size": 0.1, "train_size": 0.05, "slice_size": 0.05, "tau": 0.75, "n_partitions": 64}
+
+#: the ring coordinates: the paper's data "without biases" (its reference) is these two columns alone
+RING_COLUMNS = (0, 1)
 
 
 def subset_accuracies(
@@ -186,6 +194,7 @@ def synthetic_experiment(
     before: Mapping[str, Mapping[str, float]] | None = None,
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
+    callback: Callable[[int, int, str], Any] | None = None,
 ) -> SyntheticExperiment:
     """Run AFLite on the concentric-circles datasets and measure them before and after (ICML §3, Figure 2).
 
@@ -200,11 +209,12 @@ def synthetic_experiment(
     ----------
     datasets : sequence of BiasedCircles, optional
         Default: :func:`paper_circles` with its defaults (2000 rows each, seed 0).
-    target_size : int or float, default=0.27
-        n; a float in (0, 1) is a fraction of each dataset's rows. 0.27 lies just above the 25 % of unbiased
-        rows: AFLite can remove nearly all biased rows without being forced deep into the unbiased ones (a
-        smaller target makes the kept set adversarial, a linear model then falls *below* chance).
-    train_size : int or float, default=0.1
+    target_size : int or float, default=0.1
+        n; a float in (0, 1) is a fraction of each dataset's rows. A low floor chosen without the planted truth
+        (which rows carry bias features is not used): the run normally ends by τ's early stop, so τ decides how
+        much is removed. Filtering past the shortcut makes the kept set adversarial to linear models, whose
+        accuracy can then fall *below* chance (see :func:`accuracy_notes`).
+    train_size : int or float, default=0.05
         t, training rows per partition model (fraction or count).
     slice_size : int or float, default=0.05
         k, rows removed per round (a float in (0, 1) is a fraction of each dataset's rows).
@@ -215,21 +225,25 @@ def synthetic_experiment(
     n_splits : int, default=5
         Folds of the accuracy estimates.
     before : mapping, optional
-        Cached "before" accuracies, ``{dataset name: {"linear": …, "rbf": …}}`` (from
-        :func:`subset_accuracies` with the same seed); datasets found there are not re-evaluated. The random
-        stream does not depend on it, so the results are the same either way.
+        Cached "before" accuracies, ``{dataset name: {"linear": …, "rbf": …, "linear_no_bias": …,
+        "rbf_no_bias": …}}`` (from :func:`before_accuracies` with the same seed); datasets found there are not
+        re-evaluated. The random stream does not depend on it, so the results are the same either way.
     random_state : int, numpy Generator or None, default=0
         Seed: every dataset draws its AFLite seed and its two fold seeds from it, in a fixed order.
     n_threads : int or None, default=1
         BLAS threads.
+    callback : callable, optional
+        ``callback(step, n_steps, dataset name)`` after every dataset's run and its accuracies (for a
+        progress bar).
 
     Returns
     -------
     SyntheticExperiment
         ``table`` (one row per dataset: ``dataset, separation, n_before, n_after, linear_before,
-        linear_after, rbf_before, rbf_after, biased_before, biased_after, biased_share_before,
-        biased_share_after, flipped_before, flipped_removed_share, unbiased_removed_share, rounds,
-        stop_reason``), ``results`` (AFLiteResult per dataset name), ``datasets`` and ``params``.
+        linear_after, rbf_before, rbf_after, linear_no_bias, rbf_no_bias`` (the paper's reference: all rows,
+        ring coordinates only), ``biased_before, biased_after, biased_share_before, biased_share_after,
+        flipped_before, flipped_removed_share, unbiased_removed_share, rounds, stop_reason``), ``results``
+        (AFLiteResult per dataset name), ``datasets`` and ``params``.
 
     Notes
     -----
@@ -274,10 +288,13 @@ def synthetic_experiment(
         resolved.append((nt, t, k))
     if before is not None and not isinstance(before, Mapping):
         raise v.param_error("before", func, "None or a mapping from dataset names to accuracies", before, TypeError)
+    if callback is not None and not callable(callback):
+        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
     seed = v.check_random_state(random_state, func)
     rng = np.random.default_rng(seed)
     rows, results = [], {}
-    for d, (nt, t, k) in zip(data, resolved):
+    n_steps = len(data)
+    for step, (d, (nt, t, k)) in enumerate(zip(data, resolved), start=1):
         seed_run, seed_before, seed_after = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
         res = aflite(
             d.X,
@@ -292,11 +309,7 @@ def synthetic_experiment(
         )
         results[d.name] = res
         cached = None if before is None else before.get(d.name)
-        acc_before = (
-            dict(cached)
-            if cached is not None
-            else subset_accuracies(d.X, d.y, None, n_splits=folds, random_state=seed_before, n_threads=n_threads)
-        )
+        acc_before = _before(d, folds, seed_before, n_threads, have=cached)
         acc_after = subset_accuracies(d.X, d.y, res.kept, n_splits=folds, random_state=seed_after, n_threads=n_threads)
         truth = planted_summary(d, res.kept)
         rows.append(
@@ -309,6 +322,8 @@ def synthetic_experiment(
                 "linear_after": acc_after["linear"],
                 "rbf_before": acc_before.get("rbf", float("nan")),
                 "rbf_after": acc_after["rbf"],
+                "linear_no_bias": acc_before.get("linear_no_bias", float("nan")),
+                "rbf_no_bias": acc_before.get("rbf_no_bias", float("nan")),
                 "biased_before": truth["biased_before"],
                 "biased_after": truth["biased_after"],
                 "biased_share_before": truth["biased_share_before"],
@@ -320,6 +335,8 @@ def synthetic_experiment(
                 "stop_reason": res.stop_reason,
             }
         )
+        if callback is not None:
+            callback(step, n_steps, d.name)
     params = {
         "target_size": target_size,
         "train_size": train_size,
@@ -338,6 +355,7 @@ def before_accuracies(
     n_splits: int = 5,
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
+    callback: Callable[[int, int, str], Any] | None = None,
 ) -> dict[str, dict[str, float]]:
     """The "before" accuracies :func:`synthetic_experiment` computes, for callers to cache and pass back.
 
@@ -355,11 +373,14 @@ def before_accuracies(
         The experiment's seed.
     n_threads : int or None, default=1
         BLAS threads.
+    callback : callable, optional
+        ``callback(step, n_steps, dataset name)`` after every dataset.
 
     Returns
     -------
     dict
-        ``{dataset name: {"linear": accuracy, "rbf": accuracy}}``.
+        ``{dataset name: {"linear": accuracy, "rbf": accuracy, "linear_no_bias": …, "rbf_no_bias": …}}``: all
+        rows with every column, and the paper's reference without biases (the two ring coordinates alone).
     """
     func = "before_accuracies"
     data = paper_circles() if datasets is None else list(datasets)
@@ -368,7 +389,172 @@ def before_accuracies(
     folds = v.check_int(n_splits, "n_splits", func, low=2)
     rng = np.random.default_rng(v.check_random_state(random_state, func))
     out = {}
-    for d in data:
+    for step, d in enumerate(data, start=1):
         _, seed_before, _ = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
-        out[d.name] = subset_accuracies(d.X, d.y, None, n_splits=folds, random_state=seed_before, n_threads=n_threads)
+        out[d.name] = _before(d, folds, seed_before, n_threads)
+        if callback is not None:
+            callback(step, len(data), d.name)
+    return out
+
+
+def _before(
+    d: BiasedCircles, folds: int, seed: int, n_threads: int | None, have: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """All rows with every column, and with the ring coordinates only (the paper's "no bias" reference).
+
+    Numbers already in ``have`` (a cache) are used as given; only the missing ones are measured.
+    """
+    out = dict(have or {})
+    if not {"linear", "rbf"} <= set(out):
+        out.update(subset_accuracies(d.X, d.y, None, n_splits=folds, random_state=seed, n_threads=n_threads))
+    if not {"linear_no_bias", "rbf_no_bias"} <= set(out):
+        rings = d.X[:, list(RING_COLUMNS)]
+        ring = subset_accuracies(rings, d.y, None, n_splits=folds, random_state=seed, n_threads=n_threads)
+        out.update({f"{m}_no_bias": a for m, a in ring.items()})
+    return out
+
+
+def accuracy_over_rounds(
+    data: BiasedCircles,
+    result: Any,
+    *,
+    n_splits: int = 5,
+    random_state: int | np.random.Generator | None = 0,
+    n_threads: int | None = 1,
+) -> pd.DataFrame:
+    """Linear and RBF-SVM accuracy of the set left after every round of a run (round 0 = all rows).
+
+    Each set is measured like :func:`subset_accuracies` (seeded folds on its own rows, the same fold seed for
+    every round), so the curve shows how the two models fare as AFLite digs deeper: the linear model falls while
+    the shortcut rows leave, and can swing once they are gone (each slice then leaves new holes a linear model
+    can read, and the sets get small).
+
+    Parameters
+    ----------
+    data : BiasedCircles
+    result : AFLiteResult
+        A run on ``data``.
+    n_splits : int, default=5
+    random_state : int, numpy Generator or None, default=0
+        Seed of the folds.
+    n_threads : int or None, default=1
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per round: ``round, rows, biased_rows, flipped_rows, linear, rbf, chance`` (the share of the
+        largest class, what always guessing it scores), ``se`` (the binomial standard error of an accuracy near
+        chance on that many rows, sqrt(0.25 / rows)).
+
+    Examples
+    --------
+    >>> from aflite_core import aflite
+    >>> from aflite_core.synthetic import make_biased_circles
+    >>> d = make_biased_circles(400, random_state=0)
+    >>> res = aflite(d.X, d.y, target_size=100, train_size=40, slice_size=40, random_state=0)
+    >>> curve = accuracy_over_rounds(d, res, n_splits=3)
+    >>> int(curve["rows"].iloc[0]), bool(curve["linear"].iloc[-1] < curve["linear"].iloc[0])
+    (400, True)
+    """
+    func = "accuracy_over_rounds"
+    if not isinstance(data, BiasedCircles):
+        raise v.param_error("data", func, "a BiasedCircles", data, TypeError)
+    rr = np.asarray(getattr(result, "removed_round", None))
+    if rr.shape != (data.n_samples,):
+        raise v.param_error("result", func, f"an AFLiteResult on the {data.n_samples} rows of data", result, TypeError)
+    folds = v.check_int(n_splits, "n_splits", func, low=2)
+    seed = v.check_random_state(random_state, func)
+    rows = []
+    for r in range(int(result.n_rounds) + 1):
+        left = (rr < 1) | (rr > r)
+        acc = subset_accuracies(data.X, data.y, left, n_splits=folds, random_state=seed, n_threads=n_threads)
+        n = int(left.sum())
+        rows.append(
+            {
+                "round": r,
+                "rows": n,
+                "biased_rows": int((left & data.is_biased).sum()),
+                "flipped_rows": int((left & data.is_flipped).sum()),
+                "linear": acc["linear"],
+                "rbf": acc["rbf"],
+                "chance": float(np.bincount(data.y[left]).max() / max(n, 1)),
+                "se": float(np.sqrt(0.25 / max(n, 1))),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+_MODEL_WORDS = {"linear": "the linear model", "rbf": "the RBF SVM"}
+
+
+def accuracy_notes(row: Mapping[str, Any] | pd.Series, curve: pd.DataFrame | None = None) -> list[str]:
+    """Plain sentences on one dataset's accuracies after filtering, computed from its numbers.
+
+    Says when an accuracy is below chance (beyond two binomial standard errors of 0.5 on the kept rows) and why,
+    when it is at chance, when it rose after filtering and why (fewer rows, flipped rows removed), and, with the
+    per-round ``curve`` of :func:`accuracy_over_rounds`, when the linear accuracy went down and up again.
+
+    Parameters
+    ----------
+    row : mapping
+        A row of ``SyntheticExperiment.table``.
+    curve : pandas.DataFrame, optional
+        :func:`accuracy_over_rounds` of the same run.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> accuracy_notes({"dataset": "d", "n_after": 500, "linear_before": 0.87, "linear_after": 0.41,
+    ...                 "rbf_before": 0.9, "rbf_after": 0.7, "biased_after": 60, "flipped_before": 0,
+    ...                 "flipped_removed_share": float("nan")})[0][:52]
+    'd: the linear model scores 0.410, below chance (0.5 '
+    """
+    out: list[str] = []
+    name = row["dataset"]
+    n = int(row["n_after"])
+    se = float(np.sqrt(0.25 / max(n, 1)))
+    lin = float(row["linear_after"])
+    if np.isfinite(lin):
+        if lin < 0.5 - 2 * se:
+            out.append(
+                f"{name}: the linear model scores {lin:.3f}, below chance (0.5 ± {2 * se:.3f} on {n:,} rows). AFLite "
+                "kept the rows that linear models trained on the other rows got wrong, so a linear model trained on "
+                "part of the kept set is wrong more often than a coin flip on the rest: filtering went past the "
+                "shortcut and made the set adversarial to linear models, not merely free of the shortcut."
+            )
+        elif lin <= 0.5 + 2 * se:
+            out.append(f"{name}: the linear model is at chance ({lin:.3f}; 0.5 ± {2 * se:.3f} on {n:,} rows).")
+        else:
+            share = int(row.get("biased_after", 0)) / max(n, 1)
+            out.append(
+                f"{name}: the linear model still scores {lin:.3f}, above chance (0.5 ± {2 * se:.3f} on {n:,} rows): "
+                f"{share:.0%} of the kept rows still carry bias features it can read."
+            )
+    for model in ("linear", "rbf"):
+        a, b = float(row[f"{model}_before"]), float(row[f"{model}_after"])
+        if np.isfinite(a) and np.isfinite(b) and b > a:
+            why = f"with only {n:,} rows left the estimate moves by about ±{se:.3f} anyway"
+            flipped = int(row.get("flipped_before", 0) or 0)
+            if model == "rbf" and flipped and np.isfinite(row.get("flipped_removed_share", float("nan"))):
+                why = (
+                    f"AFLite removed {float(row['flipped_removed_share']):.0%} of the {flipped:,} flipped rows, whose "
+                    "labels contradict their ring and which the RBF SVM could never fit; " + why
+                )
+            out.append(f"{name}: {_MODEL_WORDS[model]} rose from {a:.3f} to {b:.3f}: {why}.")
+    if curve is not None and len(curve) > 2:
+        lin_curve = curve["linear"].to_numpy(dtype=float)
+        low = int(np.nanargmin(lin_curve))
+        last = len(lin_curve) - 1
+        if low < last and lin_curve[last] - lin_curve[low] > 2 * float(curve["se"].iloc[last]):
+            out.append(
+                f"{name}: the linear accuracy fell to {lin_curve[low]:.3f} after round {int(curve['round'].iloc[low])} "
+                f"({int(curve['rows'].iloc[low]):,} rows, {int(curve['biased_rows'].iloc[low]):,} with bias features) "
+                f"and ended at {lin_curve[last]:.3f} after round {int(curve['round'].iloc[last])} "
+                f"({int(curve['rows'].iloc[last]):,} rows): once the shortcut rows are gone, each slice removes the "
+                "rows linear models get right and leaves gaps a linear model can read again, so its accuracy swings "
+                "while the set shrinks."
+            )
     return out

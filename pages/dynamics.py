@@ -3,6 +3,7 @@ import streamlit as st
 from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.compute import dynamics as compute
+from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, DYN_VALIDATE_REQUEST, ValidationSpec
 from aflite_app.state import LAST
 
 ui.page_guard()
@@ -15,8 +16,8 @@ st.caption(
     "A second way to find the easy rows (Cosma et al., EMNLP 2024): train a small model for a few epochs "
     "on the rows themselves and watch how it learns each one. Four numbers summarise a row's trajectory "
     "(confidence, variability, correctness, area under the margin), once for the full input and once for a "
-    "partial input; clustering them gives the levels easy, ambiguous and hard. Below, the levels are set "
-    "against the rows AFLite removes."
+    "partial input; clustering them gives the levels easy, ambiguous and hard. Below, the levels are checked on "
+    "held-out rows the way the paper checks them, and set against the rows AFLite removes."
 )
 
 dspec, data = ui.current_dataset()
@@ -125,22 +126,24 @@ method = m1.radio(
 if method == "data_maps":
     frac = m2.slider("Ambiguous share (the most variable rows)", 0.05, 0.90, 0.33, 0.01, key="dyn-ambiguous")
     m2.caption(
-        "Swayamdipta et al. (2020): rows in the top variability share are ambiguous; the rest are split at "
-        "their median confidence into easy (above) and hard (below)."
+        "Data Maps (Swayamdipta et al., 2020) define the *ambiguous* region: the rows in the top variability share. "
+        "They define no three-level split: splitting the other rows at their median confidence into easy (above) "
+        "and hard (below) is this project's choice."
     )
     level = compute.LevelSpec("data_maps", ambiguous_fraction=float(frac))
 elif method == "aum":
     lo, hi = m2.slider("AUM percentiles bounding 'ambiguous'", 0.01, 0.99, (0.33, 0.66), 0.01, key="dyn-aum")
     m2.caption(
-        "Pleiss et al. (2020): rows below the lower percentile of the area under the margin are hard, above "
+        "The area under the margin (AUM) is Pleiss et al.'s (2020), for spotting mislabeled rows; they propose no "
+        "bands. The percentile bands follow Cosma et al.'s baseline (2024): below the lower percentile hard, above "
         "the upper one easy, in between ambiguous."
     )
     level = compute.LevelSpec("aum", lower=float(lo), upper=float(hi))
 else:
     m2.caption(
-        "A 3-component Gaussian mixture over the standardised features (four per input); the clusters are "
-        "ranked by their mean full-input confidence: highest easy, lowest hard. No thresholds to choose; "
-        "levels need not be equal in size (in the paper ~70 % easy, ~10 % hard)."
+        "Cosma et al. (2024): a 3-component Gaussian mixture over the standardised features (four per input); the "
+        "clusters are ranked by their mean full-input confidence: highest easy, lowest hard. No thresholds to "
+        "choose; levels need not be equal in size (in the paper ~70 % easy, ~10 % hard)."
     )
     level = compute.LevelSpec("gmm", seed=seed)
 
@@ -162,7 +165,11 @@ counts = charts.level_counts(frame)
 cols = st.columns(4)
 for col, (_, row) in zip(cols, counts.iterrows()):
     col.metric(
-        f"{row['level']} rows", f"{int(row['rows']):,}", f"{row['share']:.0%} of {len(frame):,}", delta_color="off"
+        f"{row['level']} rows",
+        f"{int(row['rows']):,}",
+        f"{row['share']:.0%} of {len(frame):,}",
+        delta_color="off",
+        delta_arrow="off",
     )
 has_partial = "partial_confidence" in frame.columns
 cols[3].metric(
@@ -170,6 +177,7 @@ cols[3].metric(
     ("8" if has_partial else "4") if method == "gmm" else ("AUM" if method == "aum" else "conf. + var."),
     "full + partial input" if has_partial and method == "gmm" else "full input",
     delta_color="off",
+    delta_arrow="off",
 )
 
 st.plotly_chart(charts.data_map(frame), width="stretch", key="dyn-map")
@@ -179,6 +187,55 @@ ui.caption(
     "level, symbol = in how many epochs the model got the row right. Easy rows sit top-left, hard rows "
     "bottom-left, ambiguous ones to the right."
 )
+
+ui.caption(f"Levels by: {DYN_LEVEL_SOURCES[method]}.")
+
+# -- are the levels real? ----------------------------------------------------------------------------------------
+st.subheader("Are the levels real? Checked on held-out rows")
+st.markdown(
+    "The paper's evidence is not the clustering but what *independently trained* models do with it: a model trained "
+    "on other rows should score high on the easy level and low on the hard one, and training on a fraction of the "
+    "rows chosen by level should match the full data better than Data Maps' or AUM's selections (its Tables 5/6). "
+    "This check splits the rows in two"
+    + (" (every premise on one side)" if data.pair is not None else "")
+    + ", records new training dynamics on each half (the sidebar's representation"
+    + (f" and the partial input '{spec.partial}'" if source == "record" and spec.partial else "")
+    + "), and tests both."
+)
+vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(spec.epochs or 5), seed)
+if st.button("Validate the levels on held-out rows", key="dyn-validate"):
+    st.session_state[DYN_VALIDATE_REQUEST] = vspec
+asked = st.session_state.get(DYN_VALIDATE_REQUEST)
+if asked is None or asked.dataset != dspec:
+    st.caption(
+        "Not computed yet: it records dynamics twice and trains about 100 small models (seconds on the digits, "
+        "tens of seconds on a few thousand sentence pairs)."
+    )
+else:
+    with ui.errors():
+        vbar = st.empty()
+        val = compute.dynamics_validation(asked, lambda f, t: vbar.progress(min(f, 1.0), text=t))
+        vbar.empty()
+    st.markdown(f"**{charts.validation_sentence(val.level_accuracy, val.fractions)}**")
+    st.plotly_chart(charts.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
+    ui.caption(
+        f"Accuracy on the {val.params['n_eval']:,} characterised rows, by their GMM level (Cosma et al.), of models "
+        f"trained on the other {val.params['n_train']:,} rows — which played no part in these levels; whiskers: 95 % "
+        "binomial intervals. Hatched: a logistic regression on the partial input alone"
+        + (" (the paper finds it near chance on the hard level)." if val.params["partial_input"] else ".")
+    )
+    st.plotly_chart(charts.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
+    st.dataframe(charts.fraction_table(val.fractions), hide_index=True, width="stretch")
+    ui.caption(
+        f"A logistic regression trained on 10-50 % of the {val.params['n_train']:,} training rows, chosen by "
+        "GMM level (ours after Cosma et al.: a level first, random order within it), by Data Maps' ambiguous region "
+        "(the most variable rows, Swayamdipta et al.), by an AUM band around the median (Pleiss et al.'s AUM, "
+        f"Cosma et al.'s band) or at random; mean of {len(val.params['seeds'])} seeds (whiskers: spread), tested on "
+        "the characterised rows. Dashed: trained on all training rows. `python -m aflite_core dynamics ... "
+        "--validate` prints the same tables."
+    )
+    if asked != vspec:
+        st.caption("Computed with other settings than the ones above (partial input, epochs or seed); press again.")
 
 # -- the comparison with AFLite ------------------------------------------------------------------------------
 st.subheader("Levels vs AFLite")
@@ -232,9 +289,13 @@ else:
 
 # -- what the levels look like -------------------------------------------------------------------------------
 st.subheader("Features per level")
-st.plotly_chart(charts.feature_distributions(frame), width="stretch", key="dyn-features")
+measure_cols = [m for m in charts.MEASURE_LABELS if m in frame.columns]
+for i, (col, measure) in enumerate(zip(st.columns(len(measure_cols)), measure_cols)):
+    key = "dyn-features" if i == 0 else f"dyn-features-{measure}"
+    col.plotly_chart(charts.feature_distributions(frame, measure=measure), width="stretch", key=key)
 ui.caption(
-    "Distribution of each training-dynamics feature within each level (box: quartiles and median, whiskers: "
+    "Distribution of each training-dynamics feature within each level (green easy, orange ambiguous, purple hard; "
+    "box: quartiles and median, whiskers: "
     "1.5 × IQR). Top row: the full-input model"
     + ("; bottom row: the partial-input model." if has_partial else "; no partial input was recorded.")
 )

@@ -168,10 +168,11 @@ else:
 with ui.errors():
     setup = compute.evalsets_setup(setspec)
 n_train, n_eval = len(setup.train_y), len(setup.eval_y)
-order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.2f})" for a in setup.adversaries)
+order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
 st.caption(
-    f"{n_train:,} training rows · {n_eval:,} evaluation rows. Adversaries from weakest to strongest "
-    f"(strength = mean out-of-sample predictability of the training rows in one AFLite round): {order}."
+    f"{n_train:,} training rows · {n_eval:,} evaluation rows. Adversaries from weakest to strongest by a strength "
+    f"measured independently of filtering — the held-out accuracy of each adversary's backbone trained on the "
+    f"training rows, as the paper ranks its adversaries (Table 1): {order}."
 )
 for note in setup.meta.get("notes", []):
     st.caption(f"Note: {note}")
@@ -191,7 +192,7 @@ with st.form(f"es-study-{skey}"):
         default=list(setup.adversaries),
         key=f"es-adv-{skey}",
         help="Each adversary filters the evaluation set on its own with AFLite; they are "
-        "listed weakest first (strengths above).",
+        "listed weakest first (strengths above). Each chosen adversary's backbone is always evaluated too.",
     )
     models = st.multiselect(
         "Evaluated models (family:representation)",
@@ -359,15 +360,36 @@ overview, per_adversary = compute.evalsets_reading(study)
 if overview or per_adversary:
     with st.container(border=True):
         lines = [f"- {line}" for line in overview]
-        lines += [f"- **{a}**: " + " ".join(sents) for a, sents in per_adversary.items() if sents]
+        lines += [f"- **{a}** — " + " ".join(sents) for a, sents in per_adversary.items() if sents]
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
-st.plotly_chart(charts.category_chart(study, strength=setup.strength), width="stretch", key="es-categories")
+st.subheader("Adversary strength and round 1")
+st.plotly_chart(charts.strength_chart(study), width="stretch", key="es-strength")
+st.dataframe(
+    charts.strength_table(study),
+    hide_index=True,
+    width="stretch",
+    column_config={
+        "strength (backbone accuracy)": st.column_config.NumberColumn(format="%.3f"),
+        "round-1 mean predictability": st.column_config.NumberColumn(format="%.3f"),
+        "removed in round 1": st.column_config.NumberColumn(format="percent"),
+    },
+)
+ui.caption(
+    "Strength, measured without AFLite (the paper's Table 1): each adversary's backbone — the model its "
+    "representation stands for, trained from scratch on the training rows (for a warm-up network: its architecture "
+    "on the raw input, its own seed; for an input-level representation: a logistic regression on it) — scored on "
+    "all evaluation rows, with a 95 % binomial interval. Up: the share of evaluation rows the adversary removes in "
+    "round 1. The round-1 mean predictability is what round 1 itself measures, so it cannot show that stronger "
+    "adversaries remove more; the paper's claim is that the points climb from left to right."
+)
+
+st.plotly_chart(charts.category_chart(study), width="stretch", key="es-categories")
 ui.caption(
     f"Figure 1 · What AFLite did to the {study.params['n_eval']:,} evaluation rows with each adversary (mean over "
     f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}): removed in the first round (dark), removed in a later "
-    "round (light) or selected — kept as the filtered evaluation set (blue). Stronger adversaries usually remove more "
-    "in round 1. Hover for row counts."
+    "round (light) or selected — kept as the filtered evaluation set (blue). Adversaries weakest to strongest by "
+    "the strength above. Hover for row counts."
 )
 
 st.subheader("Accuracy of the evaluated models")
@@ -376,32 +398,47 @@ with tab1:
     st.plotly_chart(charts.accuracy_heatmap(study), width="stretch", key="es-heatmap")
     ui.caption(
         "Accuracy of each evaluated model (columns, weakest to strongest on the full set) on the full evaluation set "
-        "(top row) and on the rows each adversary selected (mean over seeds). Darker is lower. Outlined cells: the "
-        "model uses the adversary's own representation — the paper finds those hurt most."
+        "(top row) and on the rows each adversary selected (mean over seeds); ± is half the width of a 95 % binomial "
+        "interval on that many rows (hover for the interval and the spread over seeds): a few dozen selected rows "
+        "leave ±0.1 or more. Darker is lower. Outlined cells: the adversary's backbone, or a model on its very Φ."
     )
 with tab2:
     st.plotly_chart(charts.accuracy_lines(study), width="stretch", key="es-lines")
     ui.caption(
         "The same numbers as lines: x = evaluated model (weakest to strongest on the full set), one line per "
-        "adversary plus the full set (black); the dashed line is chance (1 / number of classes)."
+        "adversary plus the full set (black), whiskers the 95 % binomial interval on the selected rows; the dashed "
+        "line is chance (1 / number of classes)."
     )
 
 st.subheader("Ranking of the evaluated models")
-st.plotly_chart(charts.ranking_chart(study), width="stretch", key="es-ranking")
+rank_sets = ["none", *[a for a in study.adversaries if a in study.accuracy_matrix.columns]]
+for i, (col, which) in enumerate(zip(st.columns(len(rank_sets)), rank_sets)):
+    col.plotly_chart(
+        charts.ranking_list_chart(study, which),
+        width="stretch",
+        key=f"es-rank-list-{i}",
+        config={"displayModeBar": False},
+    )
 ui.caption(
-    "For each adversary, the evaluated models sorted from worst (top) to best (bottom) on the rows it selected, with "
-    "their rank there and on the full set (was); each model keeps its colour, and a thick outline marks the model "
-    "that shares the adversary's representation. Panel "
-    "titles give Kendall's coefficient between this ranking and the ranking on the full set (1 = same order, "
-    "0 = unrelated, −1 = reversed)."
+    "Figure 3 · On each evaluation set (the full set, then the adversaries weakest to strongest) the evaluated "
+    "models sorted from worst (top) to best (bottom), as the paper draws it; each model keeps its colour, and the "
+    "adversary's backbone is outlined. Under each name, our addition (the paper gives no coefficient): Kendall's "
+    "coefficient between that order and the full set's (1 = same order, 0 = unrelated, −1 = reversed) and how "
+    "many of the pairs of models swap order (ties counted apart)."
 )
+with st.expander("Follow each model across the lists (a wide screen helps)"):
+    st.plotly_chart(charts.ranking_chart(study), width="stretch", key="es-ranking")
+with st.expander("The sorted lists as a table"):
+    st.dataframe(charts.ranking_lists(study), width="stretch")
 
-st.subheader("Filtering with your own representation")
+st.subheader("Filtering with your own backbone")
 st.plotly_chart(charts.same_representation_chart(study), width="stretch", key="es-same")
 ui.caption(
-    "Figure 4 · Each evaluated model that uses an adversary's representation: how many places it fell in the ranking "
-    "(left; > 0 fell, < 0 rose) and how much accuracy it lost (full set minus selected rows) next to the other models' "
-    "mean loss (right, grey). A fair filter would hurt it no more than the others."
+    "Figure 4 · Orange: each adversary's backbone, trained separately on the training rows (the paper's comparison: "
+    "separately fine-tuned models sharing a pretrained model). Light: models trained on the adversary's very Φ — "
+    "an upper bound, since the filter removed exactly what that Φ makes easy. Left: how many places each fell in "
+    "the ranking (> 0 fell, < 0 rose); right: the accuracy it lost (full set minus selected rows) next to the other "
+    "models' mean loss (grey). A fair filter would hurt it no more than the others."
 )
 table = charts.same_representation_table(study)
 if len(table):
@@ -443,8 +480,12 @@ else:
     )
 
 with st.expander("All tables"):
-    st.markdown("Kendall's coefficient per adversary (against the unfiltered ranking)")
+    st.markdown("Kendall's coefficient per adversary (against the unfiltered ranking) and its pairs")
     st.dataframe(study.rank_correlation, hide_index=True, width="stretch")
+    st.markdown("Strength per adversary (its backbone on the full evaluation set) and round 1")
+    st.dataframe(study.strength, hide_index=True, width="stretch")
+    st.markdown("Accuracy with 95 % binomial intervals and the spread over seeds")
+    st.dataframe(study.accuracy_summary, hide_index=True, width="stretch")
     st.markdown("AFLite runs")
     st.dataframe(study.runs, hide_index=True, width="stretch")
     st.markdown("Accuracy matrix (evaluated model × evaluation rows)")

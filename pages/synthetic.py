@@ -3,7 +3,14 @@ import streamlit as st
 from aflite_app import ui
 from aflite_app.charts import synthetic as charts
 from aflite_app.compute import synthetic as compute
-from aflite_app.compute.synthetic import CIRCLES_LIVE_FOLDS, CirclesRunSpec, CirclesSpec
+from aflite_app.compute.synthetic import (
+    CIRCLES_LIVE_FOLDS,
+    CIRCLES_OOD_SEEDS,
+    SYN_OOD_REQUEST,
+    CirclesOODSpec,
+    CirclesRunSpec,
+    CirclesSpec,
+)
 from aflite_app.state import SYN_PLAYING, SYN_ROUND, SYN_STEP_DATA, SYN_TIMER
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
@@ -23,7 +30,8 @@ st.markdown(
 st.markdown(
     "AFLite scores how easily simple linear models predict each row and removes the easiest. Watch the bottom "
     "row: the shortcut rows (open circles) and the flipped rows (crosses) disappear, the **linear model's accuracy "
-    "falls toward chance (0.5)** because the shortcut is gone, while the **RBF SVM stays high** because the real "
+    "falls** — toward chance (0.5) while the shortcut leaves, and sometimes *below* it when AFLite keeps filtering "
+    "(the notes under the figure say which, from the numbers) — while the **RBF SVM stays high** because the real "
     "task is still there. Only the two ring coordinates are drawn; AFLite and both models also see the bias "
     "features. This page builds its own data: the dataset chosen in the sidebar is not used here."
 )
@@ -133,7 +141,13 @@ with ui.errors():
         target_size=float(target_size),
         n_splits=int(n_splits),
     )
-    exp = compute.circles_experiment(run)
+    bar = st.empty()  # a progress bar while something is computed (the first load takes seconds)
+
+    def _progress(fraction: float, text: str) -> None:
+        bar.progress(min(max(fraction, 0.0), 1.0), text=text)
+
+    exp = compute.circles_experiment(run, _progress)
+    bar.empty()
 
 # -- Figure 2 --------------------------------------------------------------------------------------------------
 head = compute.circles_headline(exp)
@@ -166,12 +180,16 @@ m4.metric(
     delta_arrow="off",
 )
 
+st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", config={"displayModeBar": False})
 with ui.errors():
-    grid = charts.circles_grid(exp.datasets, [exp.results[d.name].kept for d in exp.datasets], exp.table)
-st.plotly_chart(grid, width="stretch", key="syn-grid")
+    columns = st.columns(len(exp.datasets))
+    for i, (col, d) in enumerate(zip(columns, exp.datasets)):
+        fig = charts.circles_column(d, exp.results[d.name].kept, exp.table.iloc[i])
+        col.plotly_chart(fig, width="stretch", key=f"syn-col-{i}")
 ui.caption(
     f"One column per dataset. Top: all {n:,} rows; bottom: the rows AFLite kept. Axes: the two ring coordinates "
-    "(the bias features are not drawn). Colour = class; solid dots = no bias features, open circles = bias "
+    "(the bias features are not drawn). Colour = class (orange: class 0, outer ring; green: class 1, inner ring); "
+    "solid dots = no bias features, open circles = bias "
     "features (the shortcut), crosses = flipped labels (coloured by their new label, so they sit on the other "
     "ring). Titles: held-out accuracy of a linear model (logistic regression) and an RBF-kernel SVM, mean of "
     f"{int(n_splits)}-fold cross-validation on the set shown"
@@ -182,13 +200,17 @@ ui.caption(
     )
     + ", and how many rows carry bias features, before → after."
 )
+notes = compute.circles_notes(exp)
+if notes:
+    st.markdown("**Reading the accuracies**  \n" + "\n".join(f"- {line}" for line in notes))
 
 with st.expander("Figure 2 summary table"):
     st.dataframe(charts.summary_frame(exp.table), hide_index=True, width="stretch")
     st.caption(
         f"AFLite: τ = {tau:g}, k = {int(k)}, m = {int(n_partitions)}, t = {float(train_size):.0%} and target "
         f"n = {float(target_size):.0%} of the rows, seed {int(seed)}. Accuracies: mean of {int(n_splits)}-fold "
-        "CV on the set before / after. 'Unbiased rows removed' is the price: rows without bias features that "
+        "CV on the set before / after; 'no-bias reference': all rows with the two ring coordinates only (the "
+        "paper's data without biases). 'Unbiased rows removed' is the price: rows without bias features that "
         "AFLite removed too."
     )
 
@@ -196,7 +218,7 @@ with st.expander("Figure 2 summary table"):
 st.subheader("Round by round")
 st.caption(
     "Pick a dataset and step through AFLite's rounds (or press Play): the rows removed in the chosen round "
-    "light up, earlier removals fade to grey."
+    "light up, earlier removals turn grey."
 )
 
 
@@ -288,15 +310,96 @@ def round_stepper(exp) -> None:
         delta_arrow="off",
     )
     with ui.errors():
-        fig = charts.round_stepper(data, result, rnd)
-    st.plotly_chart(fig, width="stretch", key="syn-stepper")
+        fig_map = charts.round_stepper(data, result, rnd, panel="map")
+        fig_hist = charts.round_stepper(data, result, rnd, panel="histogram")
+    g1, g2 = st.columns([11, 9])  # side by side on a wide screen, stacked on a phone
+    g1.plotly_chart(fig_map, width="stretch", key="syn-stepper")
+    g2.plotly_chart(fig_hist, width="stretch", key="syn-stepper-hist")
     ui.caption(
-        f"Left: {name}, ring coordinates. Vermillion, outlined: the rows removed in round {rnd}; grey: rows removed "
+        f"Map: {name}, ring coordinates. Vermillion, outlined: the rows removed in round {rnd}; grey: rows removed "
         "in earlier rounds; class colours: rows still in the set (open circles = bias features, crosses = flipped "
-        "labels). Right: how predictable every row still in the set was in this round — the share of linear "
+        "labels). Histogram: how predictable every row still in the set was in this round — the share of linear "
         "models, not trained on it, that predicted its label correctly. AFLite removes the k most predictable rows "
         "at or above τ (dashed); hatched bars are rows with bias features. " + result.stop_message
     )
+    if st.checkbox(
+        "Accuracy over the rounds (linear model and RBF SVM on the set left after each round)",
+        key="syn-curve",
+        help="Measures both models on the set left after every round of this dataset's run (about half a "
+        "second, once per run).",
+    ):
+        with ui.errors():
+            curve = compute.circles_curve(run, name)
+        st.plotly_chart(charts.accuracy_rounds_chart(curve, rnd), width="stretch", key="syn-curve-chart")
+        lines = compute.circles_notes(exp, name, curve)
+        ui.caption(
+            f"{name}: held-out accuracy ({int(run.n_splits)}-fold CV) of the set left after each round; the dotted "
+            "line is the round shown above, the grey band chance ± two binomial standard errors on that many rows. "
+            + " ".join(lines)
+        )
 
 
 round_stepper(exp)
+
+# -- out of distribution (ICML §5's claim) ---------------------------------------------------------------------
+st.subheader("Out of distribution: does training on the filtered set generalise better?")
+st.markdown(
+    "The paper's headline (§4.1, §5): models trained on AFLite's rows generalise better *out of distribution* than "
+    "models trained on all rows or on a random subset of the same size. Here each model family is trained on the "
+    "three training sets of every dataset above and tested on fresh rows from the same generator (*in "
+    "distribution*) and on the same rows with the bias features **removed** (pure noise) or **flipped** (pointing "
+    "to the other class). A planted shift like this favours the filtered set almost by construction; "
+    "`python -m aflite_core ood --real` runs the same test from SNLI to MultiNLI (see the README)."
+)
+ood_spec = CirclesOODSpec(run)
+if st.button(
+    f"Run the out-of-distribution test ({len(CIRCLES_OOD_SEEDS)} AFLite seeds, a few seconds)", key="syn-ood-run"
+):
+    st.session_state[SYN_OOD_REQUEST] = ood_spec
+asked = st.session_state.get(SYN_OOD_REQUEST)
+if asked is None:
+    st.caption("Not computed yet: it trains 2 model families × 3 training sets per dataset and seed.")
+else:
+    with ui.errors():
+        ood_bar = st.empty()
+        ood_result = compute.circles_ood(asked, lambda f, t: ood_bar.progress(min(f, 1.0), text=t))
+        ood_bar.empty()
+    names = ["all datasets (mean)", *dict.fromkeys(ood_result.table["dataset"])]
+    which = st.radio("Dataset", names, horizontal=True, key="syn-ood-data")
+    chosen = None if which == names[0] else which
+    model_cols = st.columns(len(asked.models))  # one figure per model family: a narrow screen stacks them
+    for i, (col, fam) in enumerate(zip(model_cols, asked.models)):
+        key = "syn-ood-chart" if i == 0 else f"syn-ood-chart-{fam}"
+        col.plotly_chart(charts.ood_chart(ood_result.table, chosen, model=fam), width="stretch", key=key)
+    lost = charts.ood_loss_text(ood_result, chosen)
+    stale = (
+        "" if asked == ood_spec else " Computed with other parameters than the ones above; press the button to update."
+    )
+    ui.caption(
+        f"Test accuracy ({asked.run.data.n_samples:,} fresh rows per test set; mean over {len(asked.seeds)} AFLite "
+        "seeds, whiskers: spread over "
+        + ("datasets" if chosen is None else "seeds")
+        + f"; dashed: chance). Accuracy lost from in distribution to flipped bias features — {lost} "
+        "(positive = lost). The filtered set's models pay for it in distribution: they no longer use the shortcut "
+        "that the fresh in-distribution rows still carry." + stale
+    )
+
+# -- AFOptimum vs AFLite (ICML §2) -------------------------------------------------------------------------------
+st.subheader("AFOptimum vs AFLite on tiny data")
+st.markdown(
+    "AFLite approximates an intractable objective (§2, eq. 1): the subset S of size n with the lowest "
+    "*representation bias* R — how well a model trained on part of S predicts the rest. On a handful of rows "
+    "both can be computed exactly: R as the mean leave-one-out accuracy of a ridge classifier (in closed form, no "
+    "random splits), the optimum by trying every subset, and AFLite's three strategies (A one row per step, B the "
+    "k most predictable per step — AFLite —, C k rows sampled ∝ score) run with the same exact scores."
+)
+if st.toggle("Compute the exact comparison (about a second)", key="syn-optimum-on"):
+    with ui.errors():
+        opt = compute.circles_optimum()
+    st.plotly_chart(charts.optimum_chart(opt), width="stretch", key="syn-optimum-chart")
+    ui.caption(
+        "Exact bias reached at the target size (lower = less predictable); strategy C: mean of 20 seeds, best to "
+        f"worst in brackets. {charts.optimum_text(opt)} `python -m aflite_core optimum` prints the table."
+    )
+    with st.expander("The table"):
+        st.dataframe(opt, hide_index=True, width="stretch")

@@ -39,7 +39,7 @@ def test_renders_on_digits_with_defaults(app_test):
     assert sum(counts) == 1438 and all(c > 0 for c in counts)
     assert metrics["Features clustered"] == "8"  # full + partial (mlp_small) input
     assert at.selectbox(key="dyn-partial-digits-mlp").value == "mlp_small"
-    assert len(plotly_figures(at)) == 3  # data map, features, classes
+    assert len(plotly_figures(at)) == 6  # data map, one feature figure per measure (4), classes
     assert _level_trace_sizes(at) == counts
     captions = " ".join(c.value for c in at.caption)
     assert "no natural partial input" in captions
@@ -263,3 +263,30 @@ def test_upload_size_limit(digits_dynamics, monkeypatch):
     monkeypatch.setattr(compute, "DYN_MAX_UPLOAD_BYTES", 1000)
     with pytest.raises(ValueError, match="more than the app reads"):
         compute.dynamics_upload(dspec, files)
+
+
+def test_count_metrics_have_no_arrows_and_methods_are_attributed(app_test):
+    from streamlit.proto.Metric_pb2 import Metric
+
+    at = app_test(page=PAGE)
+    for m in at.metric:  # counts and shares go neither up nor down
+        assert m.proto.direction == Metric.NONE, m.label
+    assert any(c.value.startswith("Levels by: Cosma et al.") for c in at.caption)
+    at.radio(key="dyn-method").set_value("data_maps").run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "this project's choice" in captions and "Swayamdipta et al. (2020)" in captions
+    assert "They define no three-level split" in captions
+
+
+def test_validation_on_held_out_rows(app_test):
+    at = app_test(page=PAGE)
+    assert not any("dyn-val-levels" in str(el.proto.id) for el in at.get("plotly_chart"))  # on request only
+    at.button(key="dyn-validate").click().run()
+    assert not at.exception, at.exception
+    figs = {str(el.proto.id): el for el in at.get("plotly_chart")}
+    assert any("dyn-val-levels" in k for k in figs) and any("dyn-val-fractions" in k for k in figs)
+    text = " ".join(m.value for m in at.markdown)
+    assert "independently trained model" in text and "fractions" in text
+    table = next(d.value for d in at.dataframe if "selection (who defined it)" in d.value.columns)
+    assert any("Swayamdipta" in s for s in table["selection (who defined it)"])
+    assert any("Cosma" in s for s in table["selection (who defined it)"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import numpy as np
 import pytest
@@ -17,8 +18,20 @@ def _metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def _columns(at) -> list[dict]:
+    """The Figure 2 panels: one figure per dataset (original on top, after AFLite below)."""
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-col-" in str(el.proto.id)]
+
+
 def _grid(at) -> dict:
-    return next(f for f in plotly_figures(at) if "xaxis8" in f["layout"])
+    """Every dataset's panel titles and traces, gathered from the per-dataset figures."""
+    cols = _columns(at)
+    assert cols, "no Figure 2 panels"
+    return {
+        "layout": {"annotations": [a for f in cols for a in f["layout"].get("annotations", [])]},
+        "data": [t for f in cols for t in f["data"]],
+        "n_columns": len(cols),
+    }
 
 
 def _stepper(at) -> dict:
@@ -47,8 +60,10 @@ def test_renders_with_defaults(app_test):
     text = " ".join(m.value for m in at.markdown)
     assert "shortcut" in text and "RBF SVM" in text and "chance" in text
     grid = _grid(at)
-    assert sum(1 for k in grid["layout"] if k.startswith("xaxis")) == 8
+    assert grid["n_columns"] == 4 and all("xaxis2" in f["layout"] for f in _columns(at))
     assert any("separation 1 (flipped labels)" in t for t in _titles(grid))
+    text = " ".join(m.value for m in at.markdown)
+    assert "Reading the accuracies" in text and "below chance" in text  # computed notes, not a canned line
     metrics = _metrics(at)
     assert float(metrics["Linear accuracy after (mean)"]) < 0.65  # toward chance
     assert float(metrics["RBF-SVM accuracy after (mean)"]) > 0.75  # the real task survives
@@ -84,15 +99,11 @@ def test_bad_separation_list_shows_st_error(app_test):
         next(b for b in at.button if b.label == "Apply").click().run()
         assert not at.exception, at.exception
         assert any("Separations must be" in e.value for e in at.error), bad
-        assert not plotly_figures(at)
+        assert not _columns(at)
     at.text_input(key="syn-seps").set_value("1.0, 0.2")  # fixed: the page comes back
     next(b for b in at.button if b.label == "Apply").click().run()
     assert not at.exception and not at.error
-    assert sum(1 for k in _grid_any(at)["layout"] if k.startswith("xaxis")) == 4
-
-
-def _grid_any(at) -> dict:
-    return next(f for f in plotly_figures(at) if "xaxis2" in f["layout"] and "scaleanchor" in f["layout"]["yaxis"])
+    assert _grid(at)["n_columns"] == 2
 
 
 def test_round_slider_play_and_dataset_change_the_stepper(app_test):
@@ -115,7 +126,7 @@ def test_round_slider_play_and_dataset_change_the_stepper(app_test):
 
     at.radio(key="syn-step-data").set_value("separation 0.2").run()
     assert not at.exception, at.exception
-    assert any(c.value.startswith("Left: separation 0.2") for c in at.caption)
+    assert any(c.value.startswith("Map: separation 0.2") for c in at.caption)
     assert _removed_now(_stepper(at)) != _removed_now(round_3)
 
 
@@ -128,8 +139,7 @@ def test_small_single_dataset_without_bias_removes_nothing(app_test):
     next(b for b in at.button if b.label == "Apply").click().run()
     assert not at.exception, at.exception
     assert not at.error
-    grid = _grid_any(at)
-    assert sum(1 for k in grid["layout"] if k.startswith("xaxis")) == 2
+    assert _grid(at)["n_columns"] == 1
     assert _metrics(at)["Share of rows with bias features"] in ("0%", "–", "nan%")
 
 
@@ -160,3 +170,41 @@ def test_circles_datasets_match_paper_circles_and_apply_the_bias_fraction():
     half = circles_datasets(CirclesSpec(n_samples=300, bias_fraction=0.5, seed=3))
     assert [int(d.is_biased.sum()) for d in half] == [150] * 4
     st.cache_resource.clear()
+
+
+def test_accuracy_over_rounds_is_computed_on_request(app_test):
+    at = app_test(page=PAGE)
+    assert not any("syn-curve-chart" in str(el.proto.id) for el in at.get("plotly_chart"))  # not on the τ/k path
+    at.checkbox(key="syn-curve").check().run()
+    assert not at.exception, at.exception
+    chart = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-curve-chart" in str(el.proto.id))
+    assert {t.get("name") for t in chart["data"]} >= {"linear model", "RBF SVM", "chance ± 2 standard errors"}
+    assert any(c.value.startswith("separation 1 (flipped labels): held-out accuracy") for c in at.caption)
+    at.slider(key="syn-round").set_value(2).run()  # the curve follows the stepper's round
+    assert not at.exception, at.exception
+
+
+def test_out_of_distribution_section_runs_on_request(app_test):
+    at = app_test(page=PAGE)
+    assert not any("syn-ood-chart" in str(el.proto.id) for el in at.get("plotly_chart"))
+    assert any(c.value.startswith("Not computed yet") for c in at.caption)
+    at.button(key="syn-ood-run").click().run()
+    assert not at.exception, at.exception
+    chart = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-ood-chart" in str(el.proto.id))
+    names = {t.get("name") for t in chart["data"]}
+    assert names == {"all training rows", "AFLite's kept rows", "random subset, same size"}
+    assert any("Accuracy lost from in distribution to flipped bias features" in c.value for c in at.caption)
+    at.radio(key="syn-ood-data").set_value("separation 0.6").run()
+    assert not at.exception, at.exception
+    at.slider(key="syn-tau").set_value(0.8).run()  # the result stays, marked as computed with other parameters
+    assert any("other parameters" in c.value for c in at.caption)
+
+
+def test_optimum_section_on_request(app_test):
+    at = app_test(page=PAGE)
+    assert not any("syn-optimum-chart" in str(el.proto.id) for el in at.get("plotly_chart"))
+    at.toggle(key="syn-optimum-on").set_value(True).run()
+    assert not at.exception, at.exception
+    chart = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-optimum-chart" in str(el.proto.id))
+    assert "AFOptimum (exhaustive search)" in {t.get("name") for t in chart["data"]}
+    assert any("Closest on average" in c.value for c in at.caption)

@@ -117,7 +117,9 @@ def test_lasso_on_the_map_lists_the_selected_rows(server, tmp_path):
             # The home page first: a fresh server runs app.py's st.navigation only once "/" was opened
             # (a first deep link runs the page file alone, in Streamlit's pages/-folder mode).
             page.goto(server + "/")
-            expect(page.get_by_role("link", name="Filter", exact=True)).to_be_visible(timeout=30_000)
+            expect(
+                page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Filter", exact=True)
+            ).to_be_visible(timeout=30_000)
 
             # Filter: run AFLite with the defaults and wait for its chart and the sidebar's run summary
             page.goto(server + "/filter")
@@ -127,7 +129,7 @@ def test_lasso_on_the_map_lists_the_selected_rows(server, tmp_path):
             expect(sidebar.get_by_test_id("stMetricLabel").filter(has_text="kept")).to_be_visible(timeout=20_000)
 
             # Embedding map (same session, through the navigation): wait for the scatter's points
-            page.get_by_role("link", name="Embedding map").click()
+            page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Embedding map").click()
             expect(page.get_by_text("Nothing selected yet")).to_be_visible(timeout=30_000)
             page.wait_for_function(
                 "() => document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length > 100", timeout=20_000

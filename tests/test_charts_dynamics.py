@@ -170,3 +170,43 @@ def test_level_counts_and_spurious_display():
     shown = cd.spurious_display(paper)
     assert shown.columns.tolist() == ["level", "measure", "a vs b", "a", "b"]
     assert shown["measure"].tolist() == ["word overlap"]
+
+
+# -- the validation charts (LevelValidation tables) -------------------------------------------------------------
+def _validation():
+    from aflite_core import load_digits_dataset
+    from aflite_core.dynamics.validation import validate_levels
+
+    ds = load_digits_dataset()
+    return validate_levels(
+        ds.representation("pca"),
+        ds.y,
+        X_partial=ds.representation("mlp_small"),
+        models=("logistic", "knn"),
+        fractions=(0.2, 0.4),
+        seeds=(0, 1),
+    )
+
+
+def test_level_accuracy_and_fraction_charts():
+    from aflite_app.charts import dynamics as cd
+
+    val = _validation()
+    fig = cd.level_accuracy_chart(val.level_accuracy)
+    assert [t.name for t in fig.data] == ["logistic regression", "kNN", "logistic regression, partial input only"]
+    assert [x.split(" (")[0] for x in fig.data[0].x] == ["easy", "ambiguous", "hard", "all"]
+    assert fig.data[2].marker.pattern.shape == "/" and fig.data[0].error_y.array is not None
+    frac = cd.fraction_chart(val.fractions)
+    assert len(frac.data) == 6 and all(list(t.x) == [20.0, 40.0] for t in frac.data)
+    assert any("all training rows" in (a.text or "") for a in frac.layout.annotations)
+    table = cd.fraction_table(val.fractions)
+    assert list(table.columns) == ["selection (who defined it)", "20%", "40%", "100%"]
+    assert "Data Maps: most variable (Swayamdipta et al.)" in set(table["selection (who defined it)"])
+    sentence = cd.validation_sentence(val.level_accuracy, val.fractions)
+    assert "easy to ambiguous to hard" in sentence and "fractions" in sentence
+
+
+def test_feature_distributions_one_measure():
+    fig = cd.feature_distributions(_frame(True), measure="aum")
+    assert [a.text for a in fig.layout.annotations] == ["full input: aum", "partial input: aum"]
+    assert len(fig.data) == 2 * len(cd.LEVELS) and not fig.layout.showlegend

@@ -98,24 +98,93 @@ def test_accuracy_lines_one_line_per_adversary_and_chance(study):
     assert "accuracy" in fig.layout.yaxis.title.text
 
 
-def test_ranking_panels_are_the_adversaries_with_kendall_in_titles(study):
+def test_ranking_chart_is_the_sorted_lists_with_kendall_as_our_addition(study):
     fig = ce.ranking_chart(study)
+    cols = [NONE, *study.adversaries]
+    assert list(fig.layout.xaxis.ticktext) == [ce.NONE_LABEL, *study.adversaries]
     titles = _kendall_titles(fig)
-    assert len(titles) == len(study.adversaries)
-    corr = study.rank_correlation.set_index("adversary")["kendall"]
+    assert len(titles) == len(study.adversaries)  # one under every adversary's column, none under the full set
+    corr = study.rank_correlation.set_index("adversary")
     for a, title in zip(study.adversaries, titles):
-        assert title.startswith(f"{a}<br>Kendall's coefficient")
-        assert f"{corr[a]:.2f}" in title
-        assert "τ" not in title
-    n_models = len(study.accuracy_matrix)
-    assert len(fig.data) == len(study.adversaries) * n_models
-    # each panel lists the models worst first (top): accuracy ascending along the panel's traces
-    first = [t for t in fig.data if t.xaxis == "x"]
-    acc = [t.x[0] for t in first]
-    assert acc == sorted(acc)
-    # the model sharing the adversary's representation has an outline
-    outlined = [(t.xaxis, t.y[0]) for t in fig.data if t.marker.line.width]
-    assert ("x", "logistic:weak") in outlined
+        assert "(ours)" in title and f"{corr.loc[a, 'kendall']:.2f}" in title and "τ" not in title
+        assert f"{int(corr.loc[a, 'discordant_pairs'])} of {int(corr.loc[a, 'n_pairs'])} pairs" in title
+    M = study.accuracy_matrix
+    assert len(fig.data) == len(M)  # one line per model across the columns
+    for t in fig.data:  # positions: 0 = worst, per column, consistent with the accuracies
+        for j, c in enumerate(cols):
+            worse = (M[c] < M.loc[t.name, c]).sum()
+            assert t.y[j] >= worse
+    lists = ce.ranking_lists(study)
+    assert list(lists.columns) == [ce.NONE_LABEL, *study.adversaries] and len(lists) == len(M)
+    first = lists[ce.NONE_LABEL].iloc[0]
+    assert first.startswith(M[NONE].idxmin())
+    # one sorted list per evaluation set (the page's columns): worst at the top, Kendall in the title
+    lst = ce.ranking_list_chart(study, "strong")
+    ys = {t.name: t.y[0] for t in lst.data}
+    acc = M["strong"]
+    assert all((ys[a] < ys[b]) <= (acc[a] <= acc[b]) for a in ys for b in ys)
+    assert "Kendall's coefficient" in lst.layout.title.text and "(ours)" in lst.layout.title.text
+    assert "compare" in ce.ranking_list_chart(study, NONE).layout.title.text
+    with pytest.raises(ValueError, match="no evaluation set"):
+        ce.ranking_list_chart(study, "medium")
+    # the model that shares an adversary's representation is ringed in that column (no backbones here)
+    weak = next(t for t in fig.data if t.name == "logistic:weak")
+    assert weak.marker.line.width[cols.index("weak")] == 3
+
+
+def test_strength_chart_and_table():
+    reps, y = _data()
+    tr, ev = slice(0, 500), slice(500, 700)
+    st = adversary_study(
+        {k: X[tr] for k, X in reps.items()},
+        y[tr],
+        {k: X[ev] for k, X in reps.items()},
+        y[ev],
+        target_size=200,
+        train_size=100,
+        slice_size=50,
+        seeds=(0,),
+        evaluated=[("logistic", "weak"), ("logistic", "mid"), ("logistic", "strong"), ("knn", "strong")],
+        backbones={"weak": "logistic:weak", "mid": "logistic:mid", "strong": "logistic:strong"},
+    )
+    fig = ce.strength_chart(st)
+    pts = fig.data[0]
+    assert list(pts.text) == list(st.strength["adversary"])
+    np.testing.assert_allclose(pts.x, st.strength["accuracy"])
+    np.testing.assert_allclose(np.asarray(pts.y, dtype=float), 100 * st.strength["round1_removed_share"])
+    assert pts.error_x.array is not None and "backbone accuracy" in fig.layout.xaxis.title.text
+    table = ce.strength_table(st)
+    assert list(table["backbone"]) == ["logistic:weak", "logistic:mid", "logistic:strong"]
+    rel = st.same_representation
+    assert set(rel["relation"]) == {"shared backbone", "same representation"}
+    # the backbone that is itself the same-Φ model appears once, as the backbone
+    assert list(rel[rel["relation"] == "same representation"]["model"]) == ["knn:strong"]
+    same = ce.same_representation_chart(st)
+    assert any("backbone" in y for y in same.data[0].y) and any("upper bound" in y for y in same.data[0].y)
+    # without backbones there is nothing to plot, and the chart says so
+    assert "No adversary has a backbone" in ce.strength_chart(_no_backbone_study()).layout.annotations[0].text
+
+
+def _no_backbone_study():
+    reps, y = _data(400)
+    return adversary_study(
+        {"weak": reps["weak"][:300]},
+        y[:300],
+        {"weak": reps["weak"][300:]},
+        y[300:],
+        target_size=150,
+        train_size=60,
+        slice_size=30,
+        seeds=(0,),
+        evaluated=[("logistic", "weak")],
+    )
+
+
+def test_accuracy_charts_carry_binomial_intervals(study):
+    heat = ce.accuracy_heatmap(study).data[0]
+    assert "95 % interval" in heat.hovertemplate and "±" in heat.text[1][0]
+    lines = ce.accuracy_lines(study)
+    assert lines.data[1].error_y.array is not None and "95 % interval" in lines.data[1].hovertemplate
 
 
 def test_same_representation_chart_and_table(study):
@@ -162,6 +231,7 @@ def test_agreement_chart_refuses_a_study_without_labels():
     # one adversary, one model: every chart still builds
     assert len(_kendall_titles(ce.ranking_chart(st))) == 1
     assert "n/a" in _kendall_titles(ce.ranking_chart(st))[0]  # one model: no ranking to correlate
+    assert ce.strength_chart(st).layout.annotations
     assert ce.same_representation_chart(st).data
 
 
@@ -187,5 +257,7 @@ def test_charts_survive_an_adversary_that_selects_nothing():
     totals = np.sum([np.asarray(t.y, dtype=float) for t in fig.data], axis=0)
     np.testing.assert_allclose(totals, 100.0)
     ce.ranking_chart(st)
+    ce.ranking_lists(st)
     ce.accuracy_lines(st)
     ce.same_representation_chart(st)
+    ce.strength_chart(st)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aflite_app.charts import synthetic as charts
-from aflite_app.charts.theme import KEPT, NEUTRAL, REMOVED, class_colour_map
+from aflite_app.charts.theme import KEPT, REMOVED, class_colour_map
 from aflite_core import aflite
 from aflite_core.synthetic import make_biased_circles, paper_circles
 from aflite_core.synthetic_experiment import synthetic_experiment
@@ -140,7 +140,7 @@ def test_round_stepper_highlights_exactly_that_rounds_removals(exp, rnd):
     assert sorted(_ids(now).tolist()) == np.flatnonzero(res.removed_round == rnd).tolist()
     assert now.marker.color == REMOVED
     earlier = next(t for t in fig.data if t.type == "scatter" and t.legendgroup == "earlier")
-    assert earlier.marker.color == NEUTRAL
+    assert earlier.marker.color == charts.EARLIER_COLOUR
     assert (
         sorted(_ids(earlier).tolist()) == np.flatnonzero((res.removed_round >= 1) & (res.removed_round < rnd)).tolist()
     )
@@ -158,7 +158,7 @@ def test_round_stepper_highlights_exactly_that_rounds_removals(exp, rnd):
     assert removed_hist == int((res.removed_round == rnd).sum())
     assert {t.marker.color for t in hists} == {KEPT, REMOVED}
     assert f"Round {rnd} of {res.n_rounds}" in fig.layout.annotations[0].text
-    assert fig.layout.xaxis2.title.text.startswith("predictability p(i)")
+    assert fig.layout.xaxis2.title.text.startswith("p(i) = share of correct")
     assert fig.layout.yaxis2.title.text == "rows"
 
 
@@ -202,3 +202,91 @@ def test_kind_of_rows_marks_flipped_as_a_subset_of_biased():
     assert (kind == "flipped").sum() == d.is_flipped.sum()
     assert (kind == "biased").sum() == (d.is_biased & ~d.is_flipped).sum()
     assert (kind == "unbiased").sum() == (~d.is_biased).sum()
+
+
+# -- one column per dataset, the legend, accuracy over rounds, OOD and AFOptimum charts ---------------------------
+def test_circles_column_is_one_dataset_in_two_panels(exp):
+    d = exp.datasets[0]
+    fig = charts.circles_column(d, exp.results[d.name], exp.table.iloc[0])
+    assert {t.xaxis for t in fig.data} == {"x", "x2"}
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[0].startswith("<b>separation 1 (flipped labels)</b>") and "after AFLite" in titles[1]
+    assert not fig.layout.showlegend
+    kept = np.concatenate([_ids(t) for t in fig.data if t.xaxis == "x2"])
+    assert sorted(kept.tolist()) == np.flatnonzero(exp.results[d.name].kept).tolist()
+    with pytest.raises(ValueError, match="kept mask"):
+        charts.circles_column(d, np.ones(3, bool), exp.table.iloc[0])
+
+
+def test_circles_legend_has_every_class_and_kind():
+    fig = charts.circles_legend()
+    assert len(fig.data) == 2 * len(charts.KINDS)
+    assert {t.marker.symbol for t in fig.data} == set(charts.SYMBOLS.values())
+
+
+def test_earlier_removals_are_drawn_visibly(exp):
+    d = exp.datasets[1]
+    res = exp.results[d.name]
+    fig = charts.round_stepper(d, res, min(3, res.n_rounds))
+    earlier = next(t for t in fig.data if t.legendgroup == "earlier")
+    assert earlier.marker.opacity >= 0.5 and earlier.marker.color == charts.EARLIER_COLOUR
+
+
+def test_accuracy_rounds_chart():
+    from aflite_core.synthetic_experiment import accuracy_over_rounds
+
+    data = make_biased_circles(400, random_state=0)
+    res = aflite(data.X, data.y, target_size=100, train_size=40, slice_size=40, random_state=0)
+    curve = accuracy_over_rounds(data, res, n_splits=3)
+    fig = charts.accuracy_rounds_chart(curve, 2)
+    names = [t.name for t in fig.data]
+    assert names == ["chance ± 2 standard errors", "linear model", "RBF SVM"]
+    assert list(fig.data[1].x) == list(range(res.n_rounds + 1))
+    assert any(s.type == "line" and s.x0 == 2 for s in fig.layout.shapes)
+
+
+def test_ood_chart_one_panel_per_model_one_line_per_training_set():
+    from aflite_core.ood import ood_experiment
+
+    res = ood_experiment(paper_circles(400, separations=(1.0, 0.4)), seeds=(0, 1), n_test=300)
+    for dataset in (None, "separation 0.4"):
+        fig = charts.ood_chart(res.table, dataset)
+        assert len(fig.data) == 2 * 3
+        assert {t.name for t in fig.data} == set(charts.TRAIN_SET_LABELS.values())
+        assert list(fig.data[0].x) == ["in distribution", "bias removed", "bias flipped"]
+        assert [a.text for a in fig.layout.annotations if a.text][:2] == [
+            charts.MODEL_LABELS["logistic"],
+            charts.MODEL_LABELS["rbf"],
+        ]
+    one = charts.ood_chart(res.table, model="rbf")
+    assert len(one.data) == 3 and next(a.text for a in one.layout.annotations if a.text) == charts.MODEL_LABELS["rbf"]
+    text = charts.ood_loss_text(res)
+    assert text.startswith("linear model (logistic regression): all training rows +")
+    assert "RBF-kernel SVM: " in text
+
+
+def test_optimum_chart_and_text():
+    from aflite_core.optimum import compare_with_optimum
+
+    table = compare_with_optimum(n_seeds=3).table
+    fig = charts.optimum_chart(table)
+    names = [t.name for t in fig.data]
+    assert names[0] == "all rows (before filtering)" and names[-1] == "AFOptimum (exhaustive search)"
+    assert len(names) == 5 and list(fig.data[-1].y) == list(dict.fromkeys(table["case"]))
+    sample = next(t for t in fig.data if "C ·" in t.name)
+    assert all("(" in t and "-" in t for t in sample.text)  # mean (best-worst seed)
+    assert "Closest on average" in charts.optimum_text(table)
+
+
+def test_round_stepper_panels_separately(exp):
+    d = exp.datasets[0]
+    res = exp.results[d.name]
+    both = charts.round_stepper(d, res, 2)
+    map_only = charts.round_stepper(d, res, 2, panel="map")
+    hist_only = charts.round_stepper(d, res, 2, panel="histogram")
+    assert {t.type for t in map_only.data} == {"scatter"} and {t.type for t in hist_only.data} == {"histogram"}
+    assert len(map_only.data) + len(hist_only.data) == len(both.data)
+    assert map_only.layout.annotations[0].text.startswith("Round 2 of")
+    assert hist_only.layout.annotations[0].text.startswith("Predictability in round 2")
+    with pytest.raises(ValueError, match="panel"):
+        charts.round_stepper(d, res, 2, panel="left")

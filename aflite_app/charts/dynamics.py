@@ -8,6 +8,10 @@ input was recorded, their ``partial_`` versions. For the comparison with AFLite 
 
 Levels are coloured green (easy), orange (ambiguous) and purple (hard) everywhere on the page; kept and removed
 use the app's blue and vermillion (:mod:`aflite_app.charts.theme`).
+
+The validation charts take :class:`aflite_core.dynamics.validation.LevelValidation` tables instead:
+:func:`level_accuracy_chart` (accuracy per level of models trained on other rows) and :func:`fraction_chart` /
+:func:`fraction_table` (training on a fraction chosen by level, by Data Maps, by an AUM band or at random).
 """
 
 from __future__ import annotations
@@ -32,9 +36,13 @@ __all__ = [
     "crosstab_sentence",
     "data_map",
     "feature_distributions",
+    "fraction_chart",
+    "fraction_table",
+    "level_accuracy_chart",
     "level_counts",
     "level_crosstab",
     "spurious_display",
+    "validation_sentence",
 ]
 
 #: the difficulty levels, easiest first (as aflite_core.dynamics.LEVELS)
@@ -185,15 +193,25 @@ def data_map(frame: pd.DataFrame, *, title: str | None = None, max_points: int =
     if len(shown) < len(frame):
         title = (title + " · " if title else "") + f"a random {len(shown):,} of {len(frame):,} rows"
     fig = style(fig, height=520, title=title)
-    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, tracegroupgap=4))
+    # the legend above the map (not beside it), so a phone-width screen keeps the map's full width
+    fig.update_layout(
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, tracegroupgap=12),
+        margin=dict(t=110 if not title else 140),
+    )
     return fig
 
 
-def feature_distributions(frame: pd.DataFrame, *, max_points: int = MAX_POINTS) -> go.Figure:
-    """Box plots of the measures per level: one panel per measure, full input on top, partial input below."""
+def feature_distributions(
+    frame: pd.DataFrame, *, measure: str | None = None, max_points: int = MAX_POINTS
+) -> go.Figure:
+    """Box plots of the measures per level: one panel per measure, full input on top, partial input below.
+
+    ``measure`` (e.g. ``"confidence"``) draws that measure alone (full input above, partial below): the page shows
+    one such figure per measure in columns, so a narrow screen stacks them.
+    """
     shown = _sample(frame, max_points)
-    full = [m for m in MEASURE_LABELS if m in shown.columns]
-    partial = [f"partial_{m}" for m in MEASURE_LABELS if f"partial_{m}" in shown.columns]
+    full = [m for m in MEASURE_LABELS if m in shown.columns and (measure is None or m == measure)]
+    partial = [f"partial_{m}" for m in full if f"partial_{m}" in shown.columns]
     rows = 2 if partial else 1
     titles = [f"full input: {m}" for m in full] + [f"partial input: {m}" for m in full if f"partial_{m}" in partial]
     fig = make_subplots(
@@ -222,6 +240,8 @@ def feature_distributions(frame: pd.DataFrame, *, max_points: int = MAX_POINTS) 
     fig = style(fig, height=330 * rows)
     fig.update_annotations(font_size=12)
     fig.update_layout(margin=dict(t=70), legend=dict(y=1.0 + 0.12 / rows))
+    if measure is not None:
+        fig.update_layout(showlegend=False, margin=dict(l=50, r=10, t=40))
     return fig
 
 
@@ -376,3 +396,166 @@ def spurious_display(table: pd.DataFrame) -> pd.DataFrame:
     pairs = [c for c in out.columns if " vs " in str(c)]
     means = [c for c in out.columns if c not in ("level", "measure", *pairs)]
     return out[["level", "measure", *pairs, *means]]
+
+
+#: the selections of the fraction experiment, as the page names them (with who defined each criterion)
+SELECTION_LABELS = {
+    "gmm_ambiguous": "GMM: ambiguous level first (Cosma et al.)",
+    "gmm_easy": "GMM: easy level first (Cosma et al.)",
+    "gmm_hard": "GMM: hard level first (Cosma et al.)",
+    "data_maps": "Data Maps: most variable (Swayamdipta et al.)",
+    "aum_band": "AUM band around the median (Pleiss et al.'s AUM, Cosma et al.'s band)",
+    "random": "random subset",
+    "all rows": "all training rows",
+}
+SELECTION_STYLE = {
+    "gmm_ambiguous": ("#E69F00", "solid"),
+    "gmm_easy": ("#009E73", "solid"),
+    "gmm_hard": ("#6A3D9A", "solid"),
+    "data_maps": ("#0072B2", "dash"),
+    "aum_band": ("#CC79A7", "dash"),
+    "random": ("#555555", "dot"),
+}
+MODEL_INPUT_LABELS = {
+    ("logistic", "full"): "logistic regression",
+    ("knn", "full"): "kNN",
+    ("mlp", "full"): "MLP",
+    ("rbf", "full"): "RBF SVM",
+    ("forest", "full"): "random forest",
+    ("logistic", "partial"): "logistic regression, partial input only",
+}
+
+
+def level_accuracy_chart(table: pd.DataFrame, *, height: int = 400) -> go.Figure:
+    """Accuracy per difficulty level of models trained on other rows (``LevelValidation.level_accuracy``).
+
+    x: the levels (easy → hard, then all rows); one bar per model (the partial-input model hatched); whiskers:
+    Wilson 95 % intervals. If the levels are real, every model falls from easy to hard.
+    """
+    fig = go.Figure()
+    order = [*LEVELS, "all"]
+    palette = ["#0072B2", "#009E73", "#E69F00", "#CC79A7", "#56B4E9"]
+    keys = list(dict.fromkeys(zip(table["model"], table["input"])))
+    for i, (m, what) in enumerate(keys):
+        sub = table[(table["model"] == m) & (table["input"] == what)].set_index("level").reindex(order)
+        acc = sub["accuracy"].to_numpy(dtype=float)
+        name = MODEL_INPUT_LABELS.get((m, what), f"{m} ({what} input)")
+        fig.add_trace(
+            go.Bar(
+                x=[f"{lv} ({int(n):,})" if np.isfinite(n) else lv for lv, n in zip(order, sub["n"])],
+                y=acc,
+                name=name,
+                marker=dict(
+                    color=palette[i % len(palette)] if what == "full" else "#999999",
+                    pattern_shape="/" if what != "full" else "",
+                ),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=np.nan_to_num(sub["ci_high"].to_numpy(dtype=float) - acc),
+                    arrayminus=np.nan_to_num(acc - sub["ci_low"].to_numpy(dtype=float)),
+                    thickness=1.2,
+                ),
+                hovertemplate=f"{name}<br>%{{x}}: accuracy %{{y:.3f}}<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="group", bargap=0.25)
+    fig.update_xaxes(title_text="difficulty level of the characterised rows (rows)")
+    fig.update_yaxes(title_text="held-out accuracy (0-1)", range=[0, 1.02])
+    return style(fig, height=height)
+
+
+def fraction_chart(table: pd.DataFrame, *, model: str | None = None, height: int = 420) -> go.Figure:
+    """Accuracy of a model trained on a fraction of the rows, by how the fraction was chosen (Tables 5/6).
+
+    ``table`` is ``LevelValidation.fractions``. x: the fraction of the training rows; one line per selection
+    (whiskers: spread over seeds); the dashed black line is the model trained on all training rows.
+    """
+    t = table if model is None else table[table["model"] == model]
+    ref = t[t["selection"] == "all rows"]
+    fig = go.Figure()
+    for sel in [s for s in dict.fromkeys(t["selection"]) if s != "all rows"]:
+        sub = t[t["selection"] == sel].sort_values("fraction")
+        colour, dash = SELECTION_STYLE.get(sel, (NEUTRAL, "solid"))
+        fig.add_trace(
+            go.Scatter(
+                x=100 * sub["fraction"].to_numpy(dtype=float),
+                y=sub["accuracy"].to_numpy(dtype=float),
+                error_y=dict(type="data", array=sub["accuracy_std"].to_numpy(dtype=float), thickness=1),
+                mode="lines+markers",
+                name=SELECTION_LABELS.get(sel, sel),
+                line=dict(color=colour, dash=dash, width=2.5),
+                marker=dict(size=7),
+                customdata=sub["n_train"].to_numpy(dtype=float),
+                hovertemplate=f"{SELECTION_LABELS.get(sel, sel)}<br>%{{x:.0f}} % of the rows (%{{customdata:,.0f}}):"
+                " accuracy %{y:.3f}<extra></extra>",
+            )
+        )
+    if len(ref):
+        acc = float(ref["accuracy"].mean())
+        fig.add_hline(
+            y=acc,
+            line=dict(color="#000000", dash="dash", width=1.5),
+            annotation_text=f"all training rows: {acc:.3f}",
+            annotation_position="bottom right",
+        )
+    fig.update_xaxes(title_text="training rows kept (% of the training part)", ticksuffix="%")
+    fig.update_yaxes(title_text="held-out accuracy (0-1)")
+    style(fig, height=height)
+    fig.update_layout(legend=dict(y=1.02, font_size=11))
+    return fig
+
+
+def fraction_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The fraction experiment as a display table: one row per selection, one column per fraction."""
+    wide = table.pivot_table(index="selection", columns="fraction", values="accuracy", sort=False)
+    wide = wide[sorted(wide.columns)]
+    wide = wide.apply(lambda col: col.map(lambda x: "" if pd.isna(x) else f"{x:.3f}"))
+    wide.columns = [f"{c:.0%}" for c in wide.columns]
+    out = wide.reset_index()
+    out.insert(0, "selection (who defined it)", out.pop("selection").map(lambda s: SELECTION_LABELS.get(s, s)))
+    return out
+
+
+def validation_sentence(level_table: pd.DataFrame, fraction_table_: pd.DataFrame) -> str:
+    """What the validation shows, in words computed from its two tables."""
+    full = level_table[(level_table["input"] == "full")]
+    falls = []
+    for _, sub in full.groupby("model", sort=False):
+        acc = sub.set_index("level")["accuracy"]
+        falls.append(bool(acc.get("easy", np.nan) > acc.get("ambiguous", np.nan) > acc.get("hard", np.nan)))
+    lead = (
+        "Every independently trained model falls from easy to ambiguous to hard: the levels carry over to models that "
+        "never saw the dynamics."
+        if falls and all(falls)
+        else f"{sum(falls)} of {len(falls)} independently trained models fall from easy to ambiguous to hard."
+    )
+    fr = fraction_table_[fraction_table_["selection"] != "all rows"]
+    wins, margins = 0, []
+    fractions = sorted(fr["fraction"].unique())
+    for frac in fractions:
+        sub = fr[fr["fraction"] == frac]
+        is_gmm = sub["selection"].astype(str).str.startswith("gmm_")
+        best_gmm = float(sub.loc[is_gmm, "accuracy"].max())
+        best_other = float(sub.loc[~is_gmm, "accuracy"].max())
+        margins.append(best_gmm - best_other)
+        wins += best_gmm > best_other
+    spread = float(fr["accuracy_std"].max()) if "accuracy_std" in fr else 0.0
+    tail = (
+        f" Trained on a fraction of the rows, a GMM-level selection scores highest at {wins} of {len(fractions)} "
+        f"fractions (best GMM selection minus best other selection: {min(margins):+.3f} to {max(margins):+.3f}; the "
+        f"seeds spread by up to {spread:.3f})"
+    )
+    if wins == len(fractions) and min(margins) > spread:
+        tail += " — the paper's claim (its Tables 5/6) holds here."
+    elif wins == len(fractions):
+        tail += (
+            " — ahead everywhere, but by less than the spread over seeds: the paper's claim holds only within the "
+            "noise."
+        )
+    else:
+        tail += (
+            " — the paper's claim that its levels pick better training subsets than Data Maps, AUM or chance does "
+            "not hold here."
+        )
+    return lead + tail

@@ -1,15 +1,16 @@
 """Pure chart builders for the Evaluation sets page: an ``AdversaryStudy`` in, a Plotly figure out (no Streamlit).
 
 They follow Phang et al. ("Adversarially Constructed Evaluation Sets Are More Challenging, but May Not Be Fair"):
+Table 1 against Figure 1 (adversary strength, measured independently of filtering, next to what round 1 removes),
 Figure 1 (what AFLite does to the evaluation rows per adversary), Figures 2 and 7 (evaluated models' accuracy per
-adversary), Figure 3 (the models' ranking per adversary, with Kendall's coefficient against the unfiltered
-ranking), Figure 4 (the rank change of the model that shares the adversary's representation) and Figure 5
-(annotator agreement per category). Kendall's coefficient is never called τ here: τ is AFLite's threshold.
+adversary, with binomial intervals), Figure 3 (the models sorted on each evaluation set, as the paper draws them;
+Kendall's coefficient against the unfiltered ranking and its discordant pairs are our addition), Figure 4 (the
+rank change of the adversary's backbone, and of a model on its very Φ as an upper bound) and Figure 5 (annotator
+agreement per category). Kendall's coefficient is never called τ here: τ is AFLite's threshold.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -32,16 +33,22 @@ __all__ = [
     "category_chart",
     "model_order",
     "ranking_chart",
+    "ranking_list_chart",
+    "ranking_lists",
     "same_representation_chart",
     "same_representation_table",
+    "strength_chart",
+    "strength_table",
 ]
 
 #: the three Figure 1 categories: removed rows in the removed colour (round 1 dark, later light), selected = kept
 CATEGORY_COLOURS = {EVAL_CATEGORIES[0]: REMOVED, EVAL_CATEGORIES[1]: "#F4A582", EVAL_CATEGORIES[2]: KEPT}
 #: how the unfiltered evaluation set is labelled in the charts
 NONE_LABEL = "none (unfiltered)"
-#: the model that shares the adversary's representation (Figures 4 and 7)
+#: the model that shares the adversary's backbone (Figures 4 and 7)
 SAME_COLOUR = "#E69F00"
+#: a model trained on the adversary's very Φ: the identity pairing, an upper bound of Figure 4
+UPPER_BOUND_COLOUR = "#F5D08A"
 
 
 def _pct(x: float) -> str:
@@ -79,20 +86,28 @@ def _adversary_colours(names: list[str]) -> dict[str, str]:
     return dict(zip(names, cols))
 
 
+def _study_strength(study: AdversaryStudy) -> dict[str, float]:
+    st = getattr(study, "strength", None)
+    if st is None or not len(st):
+        return {}
+    return {str(a): float(x) for a, x in zip(st["adversary"], st["accuracy"]) if np.isfinite(x)}
+
+
 def category_chart(
     study: AdversaryStudy, *, strength: Mapping[str, float] | None = None, title: str | None = None
 ) -> go.Figure:
     """Figure 1: stacked bars of the evaluation rows removed in round 1 / removed later / selected, per adversary.
 
     Bars are shares of the evaluation set in percent (mean over seeds; each bar sums to 100 %), adversaries in the
-    study's order (weakest first, the ensemble last). The hover gives the mean row count, the spread over seeds
-    and, when ``strength`` is given, the adversary's measured strength.
+    study's order (weakest first by independent strength, the ensemble last). The hover gives the mean row count,
+    the spread over seeds and the adversary's strength (``strength``, default the study's: its backbone's
+    accuracy on the full evaluation set).
     """
     names = _adversaries(study)
     summ = study.category_summary
     n_eval = int(study.params.get("n_eval", 0))
     n_seeds = len(study.params.get("seeds", []))
-    strength = dict(strength or {})
+    strength = dict(strength if strength is not None else _study_strength(study))
     fig = go.Figure()
     for cat in EVAL_CATEGORIES:
         rows = summ[summ["category"] == cat].set_index("adversary").reindex(names)
@@ -116,7 +131,7 @@ def category_chart(
                 hovertemplate=(
                     "<b>%{x}</b><br>" + cat + ": %{y:.1f}% of the evaluation rows<br>"
                     f"%{{customdata[0]:.1f}} of {n_eval:,} rows (mean)<br>%{{customdata[1]}}"
-                    "<br>adversary strength (mean predictability): %{customdata[2]}<extra></extra>"
+                    "<br>adversary strength (backbone accuracy): %{customdata[2]}<extra></extra>"
                 ),
             )
         )
@@ -138,6 +153,22 @@ def _cell_text(x: float) -> str:
     return "no rows" if not np.isfinite(x) else f"{x:.2f}"
 
 
+def _intervals(study: AdversaryStudy, models: list[str], cols: list[str]):
+    """Wilson 95 % bounds, mean rows and seed spread as (evaluation sets × models) arrays (NaN where unknown)."""
+    summ = study.accuracy_summary
+    shape = (len(cols), len(models))
+    if summ.empty:
+        nan = np.full(shape, np.nan)
+        return nan, nan.copy(), nan.copy(), nan.copy()
+    idx = summ.set_index(["adversary", "model"])
+
+    def grid(col: str) -> np.ndarray:
+        wide = idx[col].unstack("model").reindex(index=cols, columns=models)
+        return wide.to_numpy(dtype=float)
+
+    return grid("ci_low"), grid("ci_high"), grid("n_rows"), grid("seed_std")
+
+
 def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.Figure:
     """Figure 7: accuracy of every evaluated model (columns) on each adversary's selected rows (rows).
 
@@ -150,7 +181,12 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
     Z = M.reindex(index=models, columns=cols).T.to_numpy(dtype=float)
     ylab = [NONE_LABEL if c == NONE else c for c in cols]
     chance = float(study.params.get("chance", 0.0))
-    text = [[_cell_text(v) for v in row] for row in Z]
+    lo, hi, n_rows, sd = _intervals(study, models, cols)
+    text = [
+        [_cell_text(v) + ("" if not np.isfinite(v) else f"<br><sub>±{(h - lw) / 2:.2f}</sub>") for v, lw, h in zip(*r)]
+        for r in zip(Z, lo, hi)
+    ]
+    custom = np.dstack([lo, hi, n_rows, sd])
     fig = go.Figure(
         go.Heatmap(
             z=Z,
@@ -165,7 +201,10 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
             colorbar=dict(title=dict(text="accuracy (0-1)")),
             xgap=2,
             ygap=2,
-            hovertemplate="evaluated model %{x}<br>rows: %{y}<br>accuracy %{z:.3f}<extra></extra>",
+            customdata=custom,
+            hovertemplate="evaluated model %{x}<br>rows: %{y}<br>accuracy %{z:.3f}<br>95 % interval "
+            "%{customdata[0]:.3f}-%{customdata[1]:.3f} on %{customdata[2]:.0f} rows<br>spread over seeds (sd) "
+            "%{customdata[3]:.3f}<extra></extra>",
         )
     )
     pairs = [(models.index(m), cols.index(a)) for a, m in _same_pairs(study) if m in models and a in cols]
@@ -185,7 +224,7 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
                 x=[None],
                 y=[None],
                 mode="markers",
-                name="model uses the adversary's representation",
+                name="the adversary's backbone, or a model on its very Φ",
                 marker=dict(symbol="square-open", size=14, color=SAME_COLOUR, line=dict(width=3)),
                 hoverinfo="skip",
             )
@@ -202,7 +241,8 @@ def accuracy_lines(study: AdversaryStudy, *, title: str | None = None) -> go.Fig
     """Figure 2 (as in the paper's Figure 8): accuracy per evaluated model, one line per adversary plus "none".
 
     x: evaluated models, weakest to strongest on the unfiltered set; y: accuracy on the rows each adversary
-    selected (mean over seeds); chance level (1 / number of classes) dashed.
+    selected (mean over seeds), whiskers the Wilson 95 % interval on that many rows; chance level (1 / number of
+    classes) dashed.
     """
     M = study.accuracy_matrix
     models = model_order(study)
@@ -220,16 +260,28 @@ def accuracy_lines(study: AdversaryStudy, *, title: str | None = None) -> go.Fig
             hovertemplate="%{x}<br>full evaluation set: accuracy %{y:.3f}<extra></extra>",
         )
     )
-    for a in names:
+    lo, hi, n_rows, _ = _intervals(study, models, [NONE, *names])
+    for i, a in enumerate(names, start=1):
+        y = M.reindex(models)[a].to_numpy(dtype=float)
         fig.add_trace(
             go.Scatter(
                 x=models,
-                y=M.reindex(models)[a].to_numpy(dtype=float),
+                y=y,
                 name=f"filtered by {a}",
                 mode="lines+markers",
                 line=dict(color=colours[a], width=2),
                 marker=dict(size=7),
-                hovertemplate="%{x}<br>rows " + a + " selected: accuracy %{y:.3f}<extra></extra>",
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=np.nan_to_num(hi[i] - y),
+                    arrayminus=np.nan_to_num(y - lo[i]),
+                    thickness=1,
+                    width=3,
+                ),
+                customdata=np.c_[lo[i], hi[i], n_rows[i]],
+                hovertemplate="%{x}<br>rows " + a + " selected: accuracy %{y:.3f}<br>95 % interval "
+                "%{customdata[0]:.3f}-%{customdata[1]:.3f} on %{customdata[2]:.0f} rows<extra></extra>",
             )
         )
     chance = float(study.params.get("chance", float("nan")))
@@ -245,84 +297,306 @@ def accuracy_lines(study: AdversaryStudy, *, title: str | None = None) -> go.Fig
     return style(fig, height=430, title=title)
 
 
-def _kendall_title(a: str, k: float) -> str:
-    value = f"{k:.2f}" if k is not None and np.isfinite(k) else "n/a"
-    return f"{a}<br>Kendall's coefficient {value}"
+def _kendall_label(corr: pd.DataFrame | None, a: str) -> str:
+    if corr is None or a not in corr.index or not np.isfinite(corr.loc[a, "kendall"]):
+        return "Kendall's coefficient<br>(ours): n/a"
+    row = corr.loc[a]
+    text = f"Kendall's coefficient<br>(ours): {float(row['kendall']):.2f}"
+    if "discordant_pairs" in corr.columns:
+        text += f"<br>{int(row['discordant_pairs'])} of {int(row['n_pairs'])} pairs<br>swap order"
+        if int(row.get("tied_pairs", 0)):
+            text += f",<br>{int(row['tied_pairs'])} tied"
+    return text
+
+
+def _kendall_line(corr: pd.DataFrame | None, a: str) -> str:
+    """Kendall's coefficient and its pairs on one line (the sorted lists' subtitles)."""
+    if corr is None or a not in corr.index or not np.isfinite(corr.loc[a, "kendall"]):
+        return "Kendall's coefficient (ours): n/a"
+    row = corr.loc[a]
+    text = f"Kendall's coefficient (ours) {float(row['kendall']):.2f}"
+    if "discordant_pairs" in corr.columns:
+        text += f"<br>{int(row['discordant_pairs'])} of {int(row['n_pairs'])} pairs swap order"
+        if int(row.get("tied_pairs", 0)):
+            text += f", {int(row['tied_pairs'])} tied"
+    return text
+
+
+def ranking_lists(study: AdversaryStudy) -> pd.DataFrame:
+    """Figure 3 as a table: per evaluation set (columns, unfiltered first), the models sorted worst to best.
+
+    Row ``i`` holds the i-th worst model with its accuracy, e.g. ``"knn:pca (0.76)"``; ties keep the unfiltered
+    order.
+    """
+    cols = [NONE, *_adversaries(study)]
+    M = study.accuracy_matrix
+    base = model_order(study)
+    out = {}
+    for c in cols:
+        acc = M.reindex(base)[c]
+        order = sorted(base, key=lambda m: (np.nan_to_num(acc[m], nan=-1.0), base.index(m)))
+        out[NONE_LABEL if c == NONE else c] = [
+            f"{m} ({acc[m]:.2f})" if np.isfinite(acc[m]) else f"{m} (no rows)" for m in order
+        ]
+    frame = pd.DataFrame(out)
+    frame.index = [f"{i + 1}" for i in range(len(frame))]
+    frame.index.name = "worst → best"
+    return frame
 
 
 def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figure:
-    """Figure 3: per adversary, the evaluated models sorted worst (top) to best (bottom) on its selected rows.
+    """Figure 3 as the paper draws it: per evaluation set, the models sorted worst (top) to best (bottom).
 
-    One panel per adversary, titled with Kendall's coefficient between that ranking and the unfiltered one
-    (1 = same order). Each model keeps its colour across panels; the model that shares the adversary's
-    representation has a thick outline. Bar text: rank on the selected rows and on the full set.
+    One column per evaluation set (the unfiltered one first, then the adversaries weakest first); every model is a
+    labelled point at its position in that column's sorted list, joined across columns by a line of its colour,
+    so a crossing line is a change of order. The model that shares an adversary's backbone (or, without one, its
+    representation) is ringed in that adversary's column. Under each column: Kendall's coefficient against the
+    unfiltered ranking and how many of the pairs of models swap order — our addition, the paper reports no
+    coefficient.
     """
-    names = _adversaries(study)
-    rk = study.rankings
+    cols = [NONE, *_adversaries(study)]
+    labels = [NONE_LABEL if c == NONE else c for c in cols]
+    M = study.accuracy_matrix
+    base = model_order(study)
+    colour = {m: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, m in enumerate(base)}
     corr = study.rank_correlation.set_index("adversary") if not study.rank_correlation.empty else None
-    base_order = model_order(study)
-    colour = {m: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, m in enumerate(base_order)}
-    same = _same_pairs(study)
-    n = max(len(names), 1)
-    ncols = 1 if n == 1 else 2
-    nrows = math.ceil(n / ncols)
-    titles = [
-        _kendall_title(a, float(corr.loc[a, "kendall"]) if corr is not None and a in corr.index else np.nan)
-        for a in names
-    ]
-    fig = make_subplots(
-        rows=nrows,
-        cols=ncols,
-        subplot_titles=titles or None,
-        horizontal_spacing=0.22,
-        vertical_spacing=min(0.25, 0.5 / nrows) if nrows > 1 else 0.1,
-    )
-    for i, a in enumerate(names):
-        r, c = i // ncols + 1, i % ncols + 1
-        sub = rk[rk["adversary"] == a].copy()
-        sub["accuracy"] = sub["accuracy"].astype(float)
-        sub = sub.sort_values("accuracy", na_position="first", kind="stable")
-        for _, row in sub.iterrows():
-            m = str(row["model"])
-            acc = float(row["accuracy"])
-            rank = "–" if pd.isna(row["rank"]) else f"{int(row['rank'])}"
-            was = "–" if pd.isna(row["rank_unfiltered"]) else f"{int(row['rank_unfiltered'])}"
-            is_same = (a, m) in same
-            fig.add_trace(
-                go.Bar(
-                    x=[0.0 if not np.isfinite(acc) else acc],
-                    y=[m],
-                    orientation="h",
-                    name=m,
-                    showlegend=False,
-                    marker=dict(color=colour.get(m, NEUTRAL), line=dict(color="#000000", width=3 if is_same else 0)),
-                    text=[f"rank {rank} (was {was})"],
-                    textposition="auto",
-                    insidetextanchor="start",
-                    cliponaxis=False,
-                    hovertemplate=(
-                        f"<b>{m}</b> on the rows {a} selected<br>accuracy "
-                        f"{'n/a' if not np.isfinite(acc) else f'{acc:.3f}'}<br>rank {rank} of {len(sub)}; "
-                        f"rank on the full set {was}"
-                        + ("<br>shares the adversary's representation" if is_same else "")
-                        + "<extra></extra>"
-                    ),
+    ringed = _ringed_pairs(study)
+    pos = {}
+    for c in cols:
+        acc = M.reindex(base)[c]
+        order = sorted(base, key=lambda m: (np.nan_to_num(acc[m], nan=-1.0), base.index(m)))
+        for i, m in enumerate(order):
+            pos[(c, m)] = i
+    fig = go.Figure()
+    for m in base:
+        xs = list(range(len(cols)))
+        ys = [pos[(c, m)] for c in cols]
+        accs = [float(M.loc[m, c]) if m in M.index else np.nan for c in cols]
+        text = [f"{m} {a:.2f}" if np.isfinite(a) else f"{m} –" for a in accs]
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines+markers+text",
+                name=m,
+                text=text,
+                textposition="top center",
+                textfont=dict(size=10, color="#222222"),
+                line=dict(color=colour[m], width=2),
+                marker=dict(
+                    color=colour[m],
+                    size=[14 if (c, m) in ringed else 9 for c in cols],
+                    line=dict(color="#000000", width=[3 if (c, m) in ringed else 0 for c in cols]),
                 ),
-                row=r,
-                col=c,
+                customdata=np.c_[labels, [pos[(c, m)] + 1 for c in cols], [pos[(NONE, m)] + 1] * len(cols)],
+                hovertemplate=(
+                    f"<b>{m}</b> on %{{customdata[0]}}<br>accuracy %{{text}}<br>position %{{customdata[1]}} from the "
+                    "worst (full set: %{customdata[2]})<extra></extra>"
+                ),
+                cliponaxis=False,
+                showlegend=False,
             )
-        fig.update_yaxes(
-            categoryorder="array",
-            categoryarray=list(sub["model"]),
-            autorange="reversed",
-            title_text="evaluated model (worst at top)" if c == 1 else None,
-            row=r,
-            col=c,
         )
-        fig.update_xaxes(range=[0, 1.02], title_text="accuracy on its selected rows (0-1)", row=r, col=c)
-    fig.update_layout(barmode="overlay", bargap=0.25, uniformtext=dict(minsize=10, mode="show"))
-    fig.update_annotations(font_size=13)
-    return style(fig, height=max(340, 60 + nrows * (90 + 34 * max(1, len(base_order)))), title=title)
+    n = len(base)
+    for j, c in enumerate(cols):
+        if c == NONE:
+            continue
+        fig.add_annotation(
+            x=j,
+            y=n - 0.35,
+            text=_kendall_label(corr, c),
+            showarrow=False,
+            yanchor="top",
+            font=dict(size=11, color="#444444"),
+        )
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=list(range(len(cols))),
+        ticktext=labels,
+        side="top",
+        range=[-0.5, len(cols) - 0.5],
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_yaxes(
+        range=[n + 0.6, -0.8],
+        tickmode="array",
+        tickvals=list(range(n)),
+        ticktext=[f"{i + 1}" for i in range(n)],
+        title_text="position, worst (top) to best",
+        showgrid=False,
+        zeroline=False,
+    )
+    style(fig, height=max(320, 150 + 58 * n), title=title)
+    fig.update_layout(margin=dict(l=60, r=30, t=80 if not title else 110, b=20))
+    return fig
+
+
+def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: int | None = None) -> go.Figure:
+    """One sorted list of Figure 3: the models on one evaluation set, worst (top) to best, each in its own colour.
+
+    ``evaluation_set`` is ``"none"`` (the full set) or an adversary. The page shows one of these per evaluation set
+    in columns (a narrow screen stacks them); a model keeps its colour in every list, the adversary's backbone is
+    ringed, and the title gives Kendall's coefficient against the full set's order with the pairs that swap
+    (our addition: the paper gives no coefficient).
+    """
+    M = study.accuracy_matrix
+    base = model_order(study)
+    colour = {m: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, m in enumerate(base)}
+    if evaluation_set not in M.columns:
+        raise ValueError(f"The study has no evaluation set {evaluation_set!r}; it has {list(M.columns)}.")
+    acc = M.reindex(base)[evaluation_set]
+    order = sorted(base, key=lambda m: (np.nan_to_num(acc[m], nan=-1.0), base.index(m)))
+    ringed = _ringed_pairs(study)
+    corr = study.rank_correlation.set_index("adversary") if not study.rank_correlation.empty else None
+    title = NONE_LABEL if evaluation_set == NONE else evaluation_set
+    sub = "the order to compare with" if evaluation_set == NONE else _kendall_line(corr, evaluation_set)
+    fig = go.Figure()
+    for i, m in enumerate(order):
+        a = float(acc[m])
+        ring = (evaluation_set, m) in ringed
+        fig.add_trace(
+            go.Scatter(
+                x=[0],
+                y=[i],
+                mode="markers+text",
+                text=[f"{m}  {a:.2f}" if np.isfinite(a) else f"{m}  –"],
+                textposition="middle right",
+                textfont=dict(size=12),
+                marker=dict(
+                    symbol="square",
+                    size=16,
+                    color=colour[m],
+                    line=dict(color="#000000", width=3 if ring else 0),
+                ),
+                name=m,
+                showlegend=False,
+                hovertemplate=f"<b>{m}</b> on {title}<br>accuracy %{{text}}<br>{i + 1} from the worst"
+                + ("<br>the adversary's backbone" if ring else "")
+                + "<extra></extra>",
+                cliponaxis=False,
+            )
+        )
+    n = len(order)
+    fig.update_xaxes(visible=False, range=[-0.15, 1.6])
+    fig.update_yaxes(
+        range=[n - 0.4, -0.6],
+        tickmode="array",
+        tickvals=list(range(n)),
+        ticktext=[str(i + 1) for i in range(n)],
+        showgrid=False,
+        zeroline=False,
+    )
+    style(fig, height=height or 125 + 30 * n)
+    fig.update_layout(
+        title=dict(text=f"<b>{title}</b><br><sub>{sub}</sub>", x=0, xanchor="left", font_size=14),
+        margin=dict(l=30, r=10, t=90, b=10),
+    )
+    return fig
+
+
+def _ringed_pairs(study: AdversaryStudy) -> set[tuple[str, str]]:
+    """(adversary, model): the backbone of each adversary, or the same-representation model when it has none."""
+    same = study.same_representation
+    if same.empty:
+        return set()
+    backbone = same[same["relation"] == "shared backbone"]
+    have = set(backbone["adversary"])
+    rest = same[(same["relation"] != "shared backbone") & ~same["adversary"].isin(have)]
+    return {(str(a), str(m)) for a, m in zip(backbone["adversary"], backbone["model"])} | {
+        (str(a), str(m)) for a, m in zip(rest["adversary"], rest["model"])
+    }
+
+
+def strength_table(study: AdversaryStudy, *, descriptions: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Each adversary's independent strength next to what round 1 did (for display)."""
+    st = study.strength
+    cols = [
+        "adversary",
+        "backbone",
+        "strength (backbone accuracy)",
+        "95 % interval",
+        "round-1 mean predictability",
+        "removed in round 1",
+    ]
+    if st is None or st.empty:
+        return pd.DataFrame(columns=cols)
+    out = pd.DataFrame(
+        {
+            "adversary": st["adversary"],
+            "backbone": st["backbone"].fillna("–"),
+            "strength (backbone accuracy)": st["accuracy"],
+            "95 % interval": [
+                "–" if not np.isfinite(lo) else f"{lo:.3f}-{hi:.3f}" for lo, hi in zip(st["ci_low"], st["ci_high"])
+            ],
+            "round-1 mean predictability": st["round1_mean_p"],
+            "removed in round 1": st["round1_removed_share"],
+        }
+    )
+    if descriptions:
+        out.insert(2, "what the backbone is", [descriptions.get(a, "") for a in st["adversary"]])
+    return out
+
+
+def strength_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figure:
+    """Strength measured independently of filtering against what round 1 removes (the paper's Table 1 vs Figure 1).
+
+    x: each adversary's strength, its backbone's accuracy on the full evaluation set with the Wilson 95 %
+    interval as whiskers; y: the share of the evaluation rows it removes in round 1 (mean over seeds). If
+    stronger adversaries removed more, the points would climb from left to right.
+    """
+    st = study.strength
+    fig = go.Figure()
+    if st is None or st.empty or not np.isfinite(st["accuracy"]).any():
+        fig.add_annotation(
+            text="No adversary has a backbone here, so there is no independent strength to show.",
+            showarrow=False,
+            xref="paper",
+            yref="paper",
+            x=0.5,
+            y=0.5,
+        )
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
+        return style(fig, height=220, title=title)
+    ok = st[np.isfinite(st["accuracy"])]
+    colours = _adversary_colours(list(ok["adversary"]))
+    acc = ok["accuracy"].to_numpy(dtype=float)
+    rank = np.argsort(np.argsort(acc, kind="stable"), kind="stable")  # neighbours on x get labels above / below
+    positions = ["top center" if r % 2 == 0 else "bottom center" for r in rank]
+    fig.add_trace(
+        go.Scatter(
+            x=acc,
+            y=100 * ok["round1_removed_share"].to_numpy(dtype=float),
+            mode="markers+text",
+            text=list(ok["adversary"]),
+            textposition=positions,
+            marker=dict(size=13, color=[colours[a] for a in ok["adversary"]], line=dict(color="#000000", width=1)),
+            error_x=dict(
+                type="data",
+                symmetric=False,
+                array=ok["ci_high"].to_numpy(dtype=float) - acc,
+                arrayminus=acc - ok["ci_low"].to_numpy(dtype=float),
+                thickness=1.2,
+            ),
+            customdata=np.c_[ok["backbone"], ok["ci_low"], ok["ci_high"], ok["round1_mean_p"]],
+            hovertemplate=(
+                "<b>%{text}</b><br>strength: %{customdata[0]} scores %{x:.3f} (95 % interval %{customdata[1]:.3f}-"
+                "%{customdata[2]:.3f})<br>removed in round 1: %{y:.1f}% of the evaluation rows<br>round-1 mean "
+                "predictability %{customdata[3]:.3f}<extra></extra>"
+            ),
+            showlegend=False,
+            cliponaxis=False,
+        )
+    )
+    lo = float(np.nanmin(ok["ci_low"]))
+    hi = float(np.nanmax(ok["ci_high"]))
+    pad = max(0.01, 0.1 * (hi - lo))
+    fig.update_xaxes(
+        title_text="strength: backbone accuracy on the full evaluation set (0-1)", range=[lo - pad, hi + pad]
+    )
+    fig.update_yaxes(title_text="removed in round 1 (% of the evaluation rows)", ticksuffix="%")
+    return style(fig, height=380, title=title)
 
 
 def same_representation_table(study: AdversaryStudy) -> pd.DataFrame:
@@ -346,16 +620,18 @@ def same_representation_table(study: AdversaryStudy) -> pd.DataFrame:
 
 
 def same_representation_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figure:
-    """Figure 4: the model that shares the adversary's representation — places fallen, and its accuracy drop.
+    """Figure 4: the adversary's backbone (and a model on its very Φ) — places fallen, and its accuracy drop.
 
-    Left: rank change (places fallen; > 0 means it fell). Right: its accuracy drop next to the mean drop of the
-    other evaluated models on the same selected rows (a fair filter hurts both alike).
+    One row per adversary and related model: its backbone, trained separately (the paper's comparison, orange),
+    and models trained on the adversary's own Φ (the identity pairing: an upper bound, the penalty is partly
+    built in; light). Left: rank change (places fallen; > 0 means it fell). Right: its accuracy drop next to the
+    mean drop of the other evaluated models on the same selected rows (a fair filter hurts both alike).
     """
     same = study.same_representation
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.05, column_widths=[0.45, 0.55])
     if same.empty:
         fig.add_annotation(
-            text="No evaluated model uses an adversary's representation.",
+            text="No evaluated model is an adversary's backbone or uses its representation.",
             showarrow=False,
             xref="paper",
             yref="paper",
@@ -365,7 +641,13 @@ def same_representation_chart(study: AdversaryStudy, *, title: str | None = None
         fig.update_xaxes(visible=False)
         fig.update_yaxes(visible=False)
         return style(fig, height=220, title=title)
-    labels = [f"{m} · filtered by {a}" for a, m in zip(same["adversary"], same["model"])]
+    tag = {"shared backbone": "backbone", "same representation": "same Φ (upper bound)", "ensemble member": "member"}
+    labels = [
+        f"{m}<br>{tag.get(r, r)} · filtered by {a}"
+        for a, m, r in zip(same["adversary"], same["model"], same["relation"])
+    ]
+    is_backbone = (same["relation"] == "shared backbone").to_numpy()
+    point_colours = [SAME_COLOUR if b else UPPER_BOUND_COLOUR for b in is_backbone]
     change = pd.to_numeric(same["rank_change"], errors="coerce").astype(float).to_numpy()
     fig.add_trace(
         go.Scatter(
@@ -374,7 +656,7 @@ def same_representation_chart(study: AdversaryStudy, *, title: str | None = None
             mode="markers+text",
             name="places fallen (this model)",
             showlegend=False,
-            marker=dict(color=SAME_COLOUR, size=14, line=dict(color="#000000", width=1)),
+            marker=dict(color=point_colours, size=14, line=dict(color="#000000", width=1)),
             text=[
                 ("fell " if c > 0 else "rose " if c < 0 else "kept its place") + (f"{abs(int(c))}" if c else "")
                 if np.isfinite(c)
@@ -394,8 +676,8 @@ def same_representation_chart(study: AdversaryStudy, *, title: str | None = None
             x=same["accuracy_drop"].astype(float),
             y=labels,
             orientation="h",
-            name="this model's accuracy drop",
-            marker_color=SAME_COLOUR,
+            name="this model's accuracy drop (orange: backbone; light: same Φ, an upper bound)",
+            marker_color=point_colours,
             hovertemplate="%{y}<br>accuracy drop %{x:.3f}<extra></extra>",
         ),
         row=1,

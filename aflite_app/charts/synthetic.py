@@ -3,8 +3,14 @@
 * :func:`circles_grid` - every concentric-circles dataset side by side, original on top and after AFLite
   below, coloured by class, the planted truth (biased / flipped rows) marked by symbol, each panel titled
   with its linear and RBF-SVM accuracy and biased-row counts;
+* :func:`circles_column` - the same for one dataset (the page puts one per column, so narrow screens stack
+  them instead of squeezing four panels and their titles into one row), with :func:`circles_legend`;
 * :func:`round_stepper` - one dataset in one AFLite round: the rows removed in that round highlighted,
-  earlier removals faded, with that round's predictability histogram beside it;
+  earlier removals in grey, with that round's predictability histogram beside it;
+* :func:`accuracy_rounds_chart` - linear and RBF-SVM accuracy of the set left after every round;
+* :func:`ood_chart` - accuracy of models trained on all rows / AFLite's rows / a random subset, in distribution
+  and under the shifts (ICML §5's claim);
+* :func:`optimum_chart` - AFOptimum against AFLite's strategies on tiny problems (ICML §2);
 * :func:`summary_frame` - the experiment table with readable column names.
 
 Only the two ring coordinates (columns 0-1) are drawn, as in the paper; the bias features are not.
@@ -13,6 +19,7 @@ Only the two ring coordinates (columns 0-1) are drawn, as in the paper; the bias
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,10 +34,19 @@ from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, style
 
 __all__ = [
     "CLASS_NAMES",
+    "EARLIER_COLOUR",
     "KINDS",
     "SYMBOLS",
+    "TRAIN_SET_COLOURS",
+    "accuracy_rounds_chart",
+    "circles_column",
     "circles_grid",
+    "circles_legend",
     "kind_of_rows",
+    "ood_chart",
+    "ood_loss_text",
+    "optimum_chart",
+    "optimum_text",
     "panel_titles",
     "round_stepper",
     "summary_frame",
@@ -47,6 +63,27 @@ _SIZES = {"unbiased": 4, "biased": 5, "flipped": 6}
 #: plotting window of the ring coordinates (the outer ring has radius ≤ 1.5 plus noise)
 _LIM = 2.1
 _AXIS = "ring coordinate {} (unitless)"
+#: rows removed in earlier rounds of the stepper: a mid grey, drawn solid enough to be seen
+EARLIER_COLOUR = "#7F7F7F"
+#: the training sets of the out-of-distribution test: all rows neutral, AFLite's rows kept-blue, random purple
+TRAIN_SET_COLOURS = {"original": "#333333", "aflite": KEPT, "random": "#CC79A7"}
+TRAIN_SET_LABELS = {
+    "original": "all training rows",
+    "aflite": "AFLite's kept rows",
+    "random": "random subset, same size",
+}
+TEST_SET_LABELS = {
+    "in_distribution": "in distribution",
+    "no_bias": "bias removed",
+    "flipped_bias": "bias flipped",
+    "transfer": "transfer (MNLI)",
+}
+MODEL_LABELS = {"logistic": "linear model (logistic regression)", "rbf": "RBF-kernel SVM"}
+STRATEGY_LABELS = {
+    "greedy": "A · greedy (1 per step)",
+    "slice": "B · greedy slicing (AFLite)",
+    "sample": "C · slice sampling",
+}
 
 
 def _class_name(code: int) -> str:
@@ -81,7 +118,7 @@ def panel_titles(row: pd.Series | dict) -> tuple[str, str]:
     if flipped:
         share = row.get("flipped_removed_share", float("nan"))
         left = flipped - round(share * flipped) if np.isfinite(share) else flipped
-        extra = f" · flipped {flipped:,} → {int(left):,}"
+        extra = f"<br>flipped {flipped:,} → {int(left):,}"
     bottom = (
         f"<b>after AFLite</b>: {int(row['n_after']):,} rows<br>"
         f"linear {_fmt(row['linear_before'])} → {_fmt(row['linear_after'])}<br>"
@@ -214,15 +251,21 @@ def circles_grid(
     return fig
 
 
-def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height: int = 460) -> go.Figure:
+def round_stepper(
+    data: BiasedCircles, result: AFLiteResult, rnd: int, *, height: int = 460, panel: str = "both"
+) -> go.Figure:
     """One AFLite round on one dataset: which rows it removed, and how predictable they were.
 
-    Left: the two ring coordinates; rows still in the set after round ``rnd`` in their class colour, rows
-    removed in round ``rnd`` highlighted in the removed colour (larger, outlined), rows removed in earlier
-    rounds faded grey. Symbols mark the planted truth as in :func:`circles_grid`. Right: the histogram of
-    the predictability p(i) of the rows scored in round ``rnd`` (stayed in the kept colour, removed in the
-    removed colour; rows with bias features hatched), τ dashed.
+    Left (``panel="map"``): the two ring coordinates; rows still in the set after round ``rnd`` in their class
+    colour, rows removed in round ``rnd`` highlighted in the removed colour (larger, outlined), rows removed in
+    earlier rounds in grey. Symbols mark the planted truth as in :func:`circles_grid`. Right
+    (``panel="histogram"``): the histogram of the predictability p(i) of the rows scored in round ``rnd`` (stayed
+    in the kept colour, removed in the removed colour; rows with bias features hatched), τ dashed. ``"both"`` (the
+    default) puts them side by side; the page draws the two panels as separate figures in columns, so a narrow
+    screen stacks them.
     """
+    if panel not in ("both", "map", "histogram"):
+        raise ValueError(f"panel must be 'both', 'map' or 'histogram'; got {panel!r}.")
     if result.scores is None:
         raise ValueError("Per-round scores are not kept for strategy='greedy'; the round stepper needs them.")
     if not 1 <= rnd <= result.n_rounds:
@@ -241,19 +284,22 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
     p_text = np.array(["not scored" if np.isnan(v) else f"{v:.2f}" for v in p], dtype=object)
     colours = _colours()
 
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.55, 0.45],
-        horizontal_spacing=0.1,
-        subplot_titles=[
-            f"Round {rnd} of {result.n_rounds}: {int(now.sum()):,} rows removed "
-            f"({int((now & data.is_biased).sum()):,} biased)",
-            f"Predictability in round {rnd} (τ = {float(result.params['tau']):g})",
-        ],
-    )
+    titles = [
+        f"Round {rnd} of {result.n_rounds}: {int(now.sum()):,} rows removed "
+        f"({int((now & data.is_biased).sum()):,} biased)",
+        f"Predictability in round {rnd} (τ = {float(result.params['tau']):g})",
+    ]
+    if panel == "both":
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1, subplot_titles=titles)
+        map_at, hist_at = (1, 1), (1, 2)
+    else:
+        fig = make_subplots(rows=1, cols=1, subplot_titles=[titles[0] if panel == "map" else titles[1]])
+        map_at = hist_at = (1, 1)
+    draw_map, draw_hist = panel in ("both", "map"), panel in ("both", "histogram")
 
     def points(sel, name, colour, size, opacity, line, group):
+        if not draw_map:
+            return
         fig.add_trace(
             go.Scatter(
                 x=data.X[sel, 0],
@@ -269,13 +315,19 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
                 ),
                 _validate=False,
             ),
-            row=1,
-            col=1,
+            row=map_at[0],
+            col=map_at[1],
         )
 
     gone_label = f"removed in rounds 1–{rnd - 1}" if rnd > 2 else "removed in round 1"
     points(
-        earlier, gone_label if rnd > 1 else "removed earlier", NEUTRAL, 4, 0.25, dict(width=1, color=NEUTRAL), "earlier"
+        earlier,
+        gone_label if rnd > 1 else "removed earlier",
+        EARLIER_COLOUR,
+        5,
+        0.6,
+        dict(width=1, color=EARLIER_COLOUR),
+        "earlier",
     )
     for code in (0, 1):
         name = _class_name(code)
@@ -293,6 +345,8 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
         (scored & ~now, "stayed in the set", KEPT, "h-stayed"),
         (scored & now, f"removed in round {rnd}", REMOVED, "now"),
     ):
+        if not draw_hist:
+            break
         for biased in (False, True):
             part = sel & (data.is_biased == biased)
             what = "with bias features" if biased else "no bias features"
@@ -303,34 +357,41 @@ def round_stepper(data: BiasedCircles, result: AFLiteResult, rnd: int, *, height
                     xbins=bins,
                     name=legend_name if group != "now" else f"{name} · {what}",
                     legendgroup=group if group == "now" or not biased else f"{group}-biased",
-                    showlegend=group != "now",
+                    showlegend=group != "now" or not draw_map,
                     marker=dict(
                         color=colour, pattern_shape="/" if biased else "", pattern_fgcolor="#ffffff" if biased else None
                     ),
                     opacity=0.9,
                     hovertemplate=f"{name}, {what}<br>p in %{{x}}<br>%{{y}} rows<extra></extra>",
                 ),
-                row=1,
-                col=2,
+                row=hist_at[0],
+                col=hist_at[1],
             )
-    tau = float(result.params["tau"])
-    fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=1, col=2)
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(range=[-_LIM, _LIM], constrain="domain", zeroline=False, title_text=_AXIS.format(1), row=1, col=1)
-    fig.update_yaxes(
-        range=[-_LIM, _LIM],
-        scaleanchor="x",
-        scaleratio=1,
-        constrain="domain",
-        zeroline=False,
-        title_text=_AXIS.format(2),
-        row=1,
-        col=1,
-    )
-    fig.update_xaxes(
-        range=[-0.03, 1.03], title_text="predictability p(i) (share of correct held-out predictions)", row=1, col=2
-    )
-    fig.update_yaxes(title_text="rows", rangemode="tozero", row=1, col=2)
+    if draw_hist:
+        tau = float(result.params["tau"])
+        fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=hist_at[0], col=hist_at[1])
+        fig.update_xaxes(
+            range=[-0.03, 1.03],
+            title_text="p(i) = share of correct held-out predictions",
+            row=hist_at[0],
+            col=hist_at[1],
+        )
+        fig.update_yaxes(title_text="rows", rangemode="tozero", row=hist_at[0], col=hist_at[1])
+    if draw_map:
+        fig.update_xaxes(
+            range=[-_LIM, _LIM], constrain="domain", zeroline=False, title_text=_AXIS.format(1), row=1, col=1
+        )
+        fig.update_yaxes(
+            range=[-_LIM, _LIM],
+            scaleanchor="x",
+            scaleratio=1,
+            constrain="domain",
+            zeroline=False,
+            title_text=_AXIS.format(2),
+            row=1,
+            col=1,
+        )
     fig.update_annotations(font_size=13)
     style(fig, height=height)
     fig.update_layout(legend=dict(y=1.1, font_size=11), margin=dict(l=60, r=20, t=110, b=50))
@@ -360,3 +421,290 @@ def summary_frame(table: pd.DataFrame) -> pd.DataFrame:
             "stopped because": table["stop_reason"].str.replace("_", " "),
         }
     )
+
+
+def circles_column(
+    data: BiasedCircles,
+    kept: NDArray[np.bool_] | AFLiteResult,
+    row: pd.Series | dict,
+    *,
+    height: int = 640,
+) -> go.Figure:
+    """One dataset of Figure 2: original (top) and after AFLite (bottom), titled like :func:`circles_grid`'s panels.
+
+    The page shows one of these per column, so on a narrow screen the datasets stack (each at full width) rather
+    than squeezing four panels and their titles into one row. No legend (see :func:`circles_legend`).
+    """
+    mask = np.asarray(getattr(kept, "kept", kept))
+    if mask.shape != (data.n_samples,) or mask.dtype != bool:
+        raise ValueError(
+            f"The kept mask of {data.name!r} must be a bool array of shape ({data.n_samples},); got "
+            f"{mask.dtype} of shape {mask.shape}."
+        )
+    top, bottom = panel_titles(row)
+    fig = make_subplots(rows=2, cols=1, subplot_titles=[top, bottom], vertical_spacing=0.2)
+    fig._validate = False
+    _scatter_points(
+        fig, data, np.ones(data.n_samples, dtype=bool), row=1, col=1, showlegend=False, panel=f"{data.name}, original"
+    )
+    _scatter_points(fig, data, mask, row=2, col=1, showlegend=False, panel=f"{data.name}, after AFLite")
+    _square_axes(fig, 2, 1)
+    fig.update_xaxes(showticklabels=False, row=1, col=1)
+    fig.update_xaxes(title_text=_AXIS.format(1), row=2, col=1)
+    fig.update_yaxes(title_text=_AXIS.format(2), row=1, col=1)
+    fig.update_yaxes(title_text=_AXIS.format(2), row=2, col=1)
+    fig.update_annotations(font_size=12)
+    style(fig, height=height)
+    fig.update_layout(showlegend=False, margin=dict(l=55, r=10, t=70, b=45))
+    return fig
+
+
+def circles_legend(*, height: int = 80) -> go.Figure:
+    """The legend of :func:`circles_column` alone: colour = class, symbol = planted kind.
+
+    Short entries ("class 0 · bias features"), so that a phone-width screen wraps them into a few rows within the
+    figure's height instead of a scrolling legend.
+    """
+    fig = go.Figure()
+    colours = _colours()
+    short = {"unbiased": "plain", "biased": "bias features", "flipped": "flipped label"}
+    for code in (0, 1):
+        name = _class_name(code)
+        for k in KINDS:
+            fig.add_trace(
+                go.Scatter(
+                    x=[None],
+                    y=[None],
+                    mode="markers",
+                    name=f"class {code} · {short[k]}",
+                    marker=dict(
+                        color=colours[name], symbol=SYMBOLS[k], size=9, line=dict(width=1.5, color=colours[name])
+                    ),
+                    hoverinfo="skip",
+                )
+            )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    style(fig, height=height)
+    fig.update_layout(
+        legend=dict(
+            orientation="h", yanchor="top", y=1.0, xanchor="left", x=0, font_size=11, maxheight=400, tracegroupgap=0
+        ),
+        margin=dict(l=0, r=0, t=0, b=0),
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def accuracy_rounds_chart(curve: pd.DataFrame, rnd: int | None = None, *, height: int = 380) -> go.Figure:
+    """Linear and RBF-SVM accuracy of the set left after every round (round 0 = all rows).
+
+    ``curve`` is :func:`aflite_core.synthetic_experiment.accuracy_over_rounds`. The grey band is chance (the
+    largest class's share) ± two binomial standard errors on that round's rows: an accuracy inside it is
+    indistinguishable from guessing, one below it is worse than guessing. A dotted line marks round ``rnd``.
+    """
+    x = curve["round"].to_numpy()
+    chance = curve["chance"].to_numpy(dtype=float)
+    band = 2 * curve["se"].to_numpy(dtype=float)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=np.r_[x, x[::-1]],
+            y=np.r_[chance + band, (chance - band)[::-1]],
+            fill="toself",
+            fillcolor="rgba(153,153,153,0.25)",
+            line=dict(width=0),
+            name="chance ± 2 standard errors",
+            hoverinfo="skip",
+        )
+    )
+    custom = np.c_[curve["rows"], curve["biased_rows"]]
+    for col, label, colour, dash in (("linear", "linear model", REMOVED, "solid"), ("rbf", "RBF SVM", KEPT, "solid")):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=curve[col].to_numpy(dtype=float),
+                mode="lines+markers",
+                name=label,
+                line=dict(color=colour, width=2.5, dash=dash),
+                marker=dict(size=6),
+                customdata=custom,
+                hovertemplate=(
+                    f"{label}<br>after round %{{x}}: accuracy %{{y:.3f}}<br>%{{customdata[0]:,}} rows left, "
+                    "%{customdata[1]:,} with bias features<extra></extra>"
+                ),
+            )
+        )
+    if rnd is not None:
+        fig.add_vline(x=int(rnd), line=dict(color=TAU_LINE, dash="dot", width=1))
+    fig.update_xaxes(title_text="after round (0 = all rows)", tickformat="d")
+    fig.update_yaxes(title_text="held-out accuracy (0-1)", range=[0, 1.02])
+    return style(fig, height=height)
+
+
+def _ood_means(table: pd.DataFrame, dataset: str | None) -> pd.DataFrame:
+    t = table if dataset is None else table[table["dataset"] == dataset]
+    if dataset is None:  # mean over datasets; spread = sd over datasets of the seed means
+        return (
+            t.groupby(["model", "train_set", "test_set"], sort=False)
+            .agg(accuracy=("accuracy", "mean"), spread=("accuracy", "std"))
+            .reset_index()
+        )
+    return t.rename(columns={"accuracy_std": "spread"})[["model", "train_set", "test_set", "accuracy", "spread"]]
+
+
+def ood_chart(
+    table: pd.DataFrame, dataset: str | None = None, *, model: str | None = None, height: int = 400
+) -> go.Figure:
+    """Accuracy by test set for models trained on all rows, on AFLite's kept rows and on a random subset.
+
+    ``table`` is :attr:`aflite_core.ood.OODResult.table`. One panel per model family (or only ``model``: the page
+    draws one figure per family in columns, so a narrow screen stacks them); x: the test sets, from in
+    distribution to the strongest shift (bias features removed, then flipped to the other class); one line per
+    training set; error bars: the spread over seeds (one dataset) or over datasets (``dataset=None``: the mean of
+    all datasets). Chance (0.5) dashed.
+    """
+    means = _ood_means(table, dataset)
+    if model is not None:
+        means = means[means["model"] == model]
+    models = list(dict.fromkeys(means["model"]))
+    tests = list(dict.fromkeys(table["test_set"]))
+    fig = make_subplots(
+        rows=1,
+        cols=max(1, len(models)),
+        shared_yaxes=True,
+        subplot_titles=[MODEL_LABELS.get(m, m) for m in models],
+        horizontal_spacing=0.06,
+    )
+    for j, m in enumerate(models, start=1):
+        for train_set in dict.fromkeys(means["train_set"]):
+            sub = means[(means["model"] == m) & (means["train_set"] == train_set)].set_index("test_set").reindex(tests)
+            fig.add_trace(
+                go.Scatter(
+                    x=[TEST_SET_LABELS.get(t, t) for t in tests],
+                    y=sub["accuracy"].to_numpy(dtype=float),
+                    error_y=dict(type="data", array=np.nan_to_num(sub["spread"].to_numpy(dtype=float)), thickness=1.2),
+                    mode="lines+markers",
+                    name=TRAIN_SET_LABELS.get(train_set, train_set),
+                    legendgroup=train_set,
+                    showlegend=j == 1,
+                    line=dict(color=TRAIN_SET_COLOURS.get(train_set, NEUTRAL), width=2.5),
+                    marker=dict(size=8),
+                    hovertemplate=(
+                        f"{MODEL_LABELS.get(m, m)} trained on {TRAIN_SET_LABELS.get(train_set, train_set)}"
+                        "<br>%{x}: accuracy %{y:.3f}<extra></extra>"
+                    ),
+                ),
+                row=1,
+                col=j,
+            )
+        fig.add_hline(y=0.5, line=dict(color=TAU_LINE, dash="dash", width=1), row=1, col=j)
+    fig.update_yaxes(title_text="test accuracy (0-1)", range=[0, 1.02], row=1, col=1)
+    fig.update_annotations(font_size=13)
+    style(fig, height=height)
+    fig.update_layout(legend=dict(y=1.14), margin=dict(t=90))
+    return fig
+
+
+def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figure:
+    """AFOptimum against AFLite's strategies: the exact bias each reaches at the target size, per tiny problem.
+
+    ``table`` is :attr:`aflite_core.optimum.OptimumComparison.table`. Per case (rows of the chart): the bias of all
+    rows (grey), of each strategy's run with the exact scores (strategy C: mean over its seeds, with the best to the
+    worst seed in the label) and the optimum (black). Lower is less biased; nothing can go below the optimum.
+    """
+    cases = list(dict.fromkeys(table["case"]))
+    fig = go.Figure()
+    first = table.drop_duplicates("case").set_index("case").reindex(cases)
+    labels = dict(texttemplate="%{x:.2f}", textposition="outside", cliponaxis=False, textfont_size=11)
+    fig.add_trace(
+        go.Bar(
+            y=cases,
+            x=first["bias_full"].to_numpy(dtype=float),
+            orientation="h",
+            name="all rows (before filtering)",
+            marker_color=NEUTRAL,
+            hovertemplate="%{y}<br>all rows: bias %{x:.3f}<extra></extra>",
+            **labels,
+        )
+    )
+    shades = {"greedy": "#56B4E9", "slice": KEPT, "sample": "#003F63"}
+    for strategy in dict.fromkeys(table["strategy"]):
+        sub = table[table["strategy"] == strategy].set_index("case").reindex(cases)
+        mean = sub["bias_aflite"].to_numpy(dtype=float)
+        several = (sub["n_seeds"] > 1).to_numpy()
+        text = [
+            f"{m:.2f} ({lo:.2f}-{hi:.2f})" if many else f"{m:.2f}"
+            for m, lo, hi, many in zip(mean, sub["bias_aflite_min"], sub["bias_aflite_max"], several)
+        ]
+        fig.add_trace(
+            go.Bar(
+                y=cases,
+                x=mean,
+                orientation="h",
+                name=f"AFLite {STRATEGY_LABELS.get(strategy, strategy)}",
+                marker_color=shades.get(strategy, KEPT),
+                text=text,
+                textposition="outside",
+                cliponaxis=False,
+                textfont_size=11,
+                customdata=np.c_[sub["bias_aflite_min"], sub["bias_aflite_max"], sub["n_seeds"]],
+                hovertemplate=f"%{{y}}<br>{STRATEGY_LABELS.get(strategy, strategy)}: bias %{{x:.3f}}<br>best to worst "
+                "of %{customdata[2]:.0f} run(s): %{customdata[0]:.3f}-%{customdata[1]:.3f}<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Bar(
+            y=cases,
+            x=first["bias_optimum"].to_numpy(dtype=float),
+            orientation="h",
+            name="AFOptimum (exhaustive search)",
+            marker_color="#000000",
+            **labels,
+            customdata=np.c_[first["n_optimal"], first["n_subsets"]],
+            hovertemplate="%{y}<br>optimum: bias %{x:.3f}<br>%{customdata[0]:,} of %{customdata[1]:,} subsets reach it"
+            "<extra></extra>",
+        )
+    )
+    fig.update_layout(barmode="group", bargap=0.25, bargroupgap=0.05)
+    fig.update_yaxes(autorange="reversed", title_text=None)
+    fig.update_xaxes(title_text="exact bias R (leave-one-out accuracy, 0-1)", range=[0, 1.1])
+    fig.update_yaxes(tickmode="array", tickvals=cases, ticktext=[c.replace(" (", "<br>(") for c in cases])
+    return style(fig, height=height or 140 + 130 * len(cases))
+
+
+def ood_loss_text(result: Any, dataset: str | None = None) -> str:
+    """Accuracy lost from in distribution to flipped bias features, per model and training set, in words.
+
+    ``result`` is an :class:`aflite_core.ood.OODResult`; ``dataset=None`` averages the datasets.
+    """
+    loss = result.shift_loss()
+    if dataset is not None:
+        loss = loss[loss["dataset"] == dataset]
+    lost = loss.groupby(["model", "train_set"], sort=False)["loss"].mean()
+    parts = []
+    for m in dict.fromkeys(loss["model"]):
+        sets = [f"{TRAIN_SET_LABELS.get(s, s)} {lost[(m, s)]:+.3f}" for s in TRAIN_SET_LABELS if (m, s) in lost]
+        parts.append(f"{MODEL_LABELS.get(m, m)}: {', '.join(sets)}")
+    return "; ".join(parts)
+
+
+def optimum_text(table: pd.DataFrame) -> str:
+    """What the AFOptimum comparison shows, in words computed from its table."""
+    per = table.groupby("strategy", sort=False).agg(found=("found_optimum", "mean"), gap=("gap", "mean"))
+    best = per["gap"].idxmin()
+    worst = table.loc[table["gap"].idxmax()]
+    zero = int((table.drop_duplicates("case")["bias_optimum"] == 0).sum())
+    n_cases = table["case"].nunique()
+    text = (
+        f"Closest on average: {STRATEGY_LABELS.get(best, best)} (mean gap {per.loc[best, 'gap']:+.3f}); largest "
+        f"gap: {STRATEGY_LABELS.get(worst['strategy'], worst['strategy'])} on {worst['case']} "
+        f"({worst['bias_aflite']:.3f} against the optimum {worst['bias_optimum']:.3f})."
+    )
+    if zero:
+        text += (
+            f" On {zero} of the {n_cases} problems the optimum is 0: a subset on which every left-out row is misread, "
+            "below chance — minimising R alone drives a filter past 'unbiased' to adversarial, as the linear "
+            "accuracies above show."
+        )
+    return text

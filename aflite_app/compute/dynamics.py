@@ -28,6 +28,7 @@ from aflite_core.dynamics import (
     record_dynamics,
 )
 from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_epoch_files
+from aflite_core.dynamics.validation import LevelValidation, validate_levels
 from aflite_core.spurious import compare_classes, paper_table, spurious_measures
 
 from .. import exports
@@ -41,11 +42,14 @@ __all__ = [
     "DYN_AUTO_SECONDS",
     "DYN_EXAMPLES",
     "DYN_LEVEL_METHODS",
+    "DYN_LEVEL_SOURCES",
     "DYN_MAX_EPOCHS",
     "DYN_MAX_UPLOAD_BYTES",
     "DYN_MAX_UPLOAD_FILES",
+    "DYN_VALIDATE_REQUEST",
     "DynamicsSpec",
     "LevelSpec",
+    "ValidationSpec",
     "class_names",
     "dynamics_estimate",
     "dynamics_examples",
@@ -55,10 +59,12 @@ __all__ = [
     "dynamics_spurious_measures",
     "dynamics_spurious_tests",
     "dynamics_upload",
+    "dynamics_validation",
     "dynamics_vs_aflite",
     "is_partial_input",
     "partial_input_choices",
     "stored_dynamics",
+    "stored_validation",
 ]
 
 #: recordings estimated to take longer than this wait for the page's Record button (digits: ~0.1 s)
@@ -73,11 +79,21 @@ DYN_MAX_UPLOAD_FILES = 50
 DYN_MAX_UPLOAD_BYTES = 100 * 2**20
 #: the level methods of the page
 DYN_LEVEL_METHODS = {
-    "gmm": "GMM on the training-dynamics features (the paper's method)",
-    "data_maps": "Data Maps baseline (top variability = ambiguous)",
-    "aum": "AUM percentile bands",
+    "gmm": "GMM on the training-dynamics features (Cosma et al.'s method)",
+    "data_maps": "Data Maps' ambiguous region + our median split of the rest",
+    "aum": "AUM percentile bands (Cosma et al.'s baseline)",
 }
 DYN_STORE_SIZE = 16
+#: session key (not a widget): the ValidationSpec the page's "Validate the levels" button last asked for. Belongs
+#: in aflite_app/state.py with the other keys.
+DYN_VALIDATE_REQUEST = "dyn-validate-request"
+#: the level methods' attributions, as the page and the README give them
+DYN_LEVEL_SOURCES = {
+    "gmm": "Cosma et al. (2024)",
+    "data_maps": "ambiguous region: Swayamdipta et al. (2020); easy / hard split of the rest at the median "
+    "confidence: this project's choice",
+    "aum": "AUM: Pleiss et al. (2020); the percentile bands: Cosma et al.'s baseline (2024)",
+}
 #: example rows shown per cross-tab cell
 DYN_EXAMPLES = 8
 
@@ -387,3 +403,56 @@ def dynamics_examples(
         data,
         dynamics_spurious_measures(spec.dataset),
     )
+
+
+@dataclass(frozen=True)
+class ValidationSpec:
+    """The validation of the levels on a dataset: its representation (full input), a partial input, epochs, seed."""
+
+    dataset: DatasetSpec
+    partial: str | None = None
+    epochs: int = 5
+    seed: int = 0
+
+
+def stored_validation(spec: ValidationSpec) -> LevelValidation | None:
+    """The finished validation of ``spec``, if any (no computation)."""
+    return _dynamics_store().recall(("validation", spec))
+
+
+def dynamics_validation(spec: ValidationSpec, progress=None) -> LevelValidation:
+    """Validate the levels on the sidebar's dataset (:func:`aflite_core.dynamics.validation.validate_levels`).
+
+    Half the rows (by premise for a text pair) are characterised, the other half trains the independent models;
+    each half gets its own recorded dynamics. Independent of uploaded dynamics: the validation records its own.
+    ``progress(fraction, text)`` reports the fraction experiment's steps. Remembered in the page's store.
+    """
+    hit = stored_validation(spec)
+    if hit is not None:
+        return hit
+    data = dataset(spec.dataset)
+    _dyn_check_size(data)
+    X = data.representation(spec.dataset.representation)
+    Xp = None
+    if spec.partial is not None:
+        if spec.partial not in data.representations:
+            raise ValueError(f"Dataset '{data.name}' has no representation {spec.partial!r} for the partial input.")
+        Xp = data.representation(spec.partial)
+    groups = data.frame[data.pair[0]].astype(str).to_numpy() if data.pair is not None else None
+
+    def step(i: int, total: int, what: str) -> None:
+        if progress is not None:
+            progress(i / total, f"Training on fractions: {what} ({i} of {total})")
+
+    result = validate_levels(
+        X,
+        data.y,
+        X_partial=Xp,
+        groups=groups,
+        epochs=int(spec.epochs),
+        random_state=int(spec.seed),
+        n_threads=1,
+        callback=step,
+    )
+    _dynamics_store().keep(("validation", spec), result)
+    return result

@@ -20,12 +20,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from aflite_core.adversary_strength import backbone_strength, linear_backbones
 from aflite_core.datasets import Dataset
 from aflite_core.evalsets import (
     TEXT_STUDY_FRACTIONS,
     AdversarySetup,
     annotator_agreement,
     digits_adversary_setup,
+    study_overview,
     study_reading,
     text_adversary_setup,
 )
@@ -381,7 +383,7 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
         "n_partitions": 64,
     }
     names = tuple(up.train_X)
-    strength = {}
+    predictable = {}
     for a in names:
         p = predictability(
             up.train_X[a],
@@ -391,7 +393,12 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
             random_state=int(spec.seed),
             n_threads=1,
         )
-        strength[a] = round(float(np.nanmean(p)), 4)
+        predictable[a] = round(float(np.nanmean(p)), 4)
+    backbones = linear_backbones(names)
+    table = backbone_strength(
+        up.train_X, data.labels, up.eval_X, up.eval_y, backbones, random_state=int(spec.seed), n_threads=1
+    )
+    strength = {a: round(float(x), 4) for a, x in zip(table["adversary"], table["accuracy"])}
     full = next((k for k in names if "hypothesis" not in k and "partial" not in k), names[0])
     evaluated = tuple([("logistic", k) for k in names] + [("rbf", full), ("knn", full)])
     ann, src = _evalsets_annotators(up.frame, spec)
@@ -401,7 +408,7 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
         train_y=data.labels,
         eval_X=up.eval_X,
         eval_y=up.eval_y,
-        adversaries=tuple(sorted(names, key=lambda a: strength[a])),
+        adversaries=tuple(sorted(names, key=lambda a: (strength[a], predictable[a]))),
         evaluated=evaluated,
         params=params,
         train_ids=data.ids,
@@ -410,6 +417,9 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
         annotator_source=src,
         descriptions=dict(up.descriptions),
         strength=strength,
+        strength_table=table,
+        predictability=predictable,
+        backbones=backbones,
         meta={"source": "upload", "eval_file": up.name, "notes": list(up.notes)},
     )
 
@@ -497,13 +507,14 @@ def _evalsets_kwargs(setup, spec: EvalStudySpec) -> dict[str, Any]:
         )
     if not 1 <= int(spec.n_seeds) <= EVALSET_MAX_SEEDS:
         raise ValueError(f"Seeds must be between 1 and {EVALSET_MAX_SEEDS}. Got {spec.n_seeds}.")
-    evaluated = []
-    for name in spec.evaluated:
-        fam, _, rep = name.partition(":")
-        evaluated.append((fam, rep))
+    chosen = [name.partition(":") for name in spec.evaluated]
+    adversaries = tuple(a for a in setup.adversaries if a in spec.adversaries)  # weakest first
+    # every chosen adversary's backbone is evaluated too: its strength and the paper's Figure 4 need it
+    evaluated, backbones = setup.evaluated_with_backbones([(fam, rep) for fam, _, rep in chosen], adversaries)
     kw: dict[str, Any] = {
-        "adversaries": tuple(a for a in setup.adversaries if a in spec.adversaries),  # weakest first
+        "adversaries": adversaries,
         "evaluated": evaluated,
+        "backbones": backbones,
         "seeds": spec.seeds,
         "tau": float(spec.tau),
         "target_size": int(spec.target_size),
@@ -549,8 +560,10 @@ def run_evalsets_study(spec: EvalStudySpec, callback: Callable | None = None):
 
 
 def evalsets_reading(study) -> tuple[list[str], dict[str, list[str]]]:
-    """The study's plain-language reading (``AdversaryStudy.reading()``) split into overview and per adversary."""
-    per = {a: study_reading(study, a) for a in study.adversaries}
-    mine = {s for lines in per.values() for s in lines}
+    """The study's plain-language reading: overview sentences, and per adversary the sentences for its heading.
+
+    The per-adversary sentences do not repeat the adversary's name (the page shows it as the heading).
+    """
     ran = set(study.runs["adversary"]) if len(study.runs) else set()  # a stopped study lacks the later ones
-    return [s for s in study.reading() if s not in mine], {a: lines for a, lines in per.items() if a in ran}
+    per = {a: study_reading(study, a, named=False) for a in study.adversaries if a in ran}
+    return study_overview(study), per

@@ -1,38 +1,61 @@
 """The Synthetic circles page (the paper's Figure 2, live): datasets, "before" accuracies and AFLite runs.
 
-Three caches, from slowest-changing to fastest: the datasets (cache_resource, keyed by :class:`CirclesSpec`),
-their "before" accuracies (cache_data, keyed by CirclesSpec + folds; independent of τ and k) and the AFLite runs
-with the "after" accuracies (cache_resource, keyed by :class:`CirclesRunSpec` = CirclesSpec + AFLite parameters).
-The page builds its own data: the sidebar's dataset is not used.
+On the τ/k path, from slowest-changing to fastest: the datasets (cache_resource, keyed by :class:`CirclesSpec`),
+their "before" accuracies (keyed by CirclesSpec + folds; independent of τ and k) and the AFLite runs with the
+"after" accuracies (keyed by :class:`CirclesRunSpec` = CirclesSpec + AFLite parameters); the last two sit in a
+bounded store rather than ``st.cache_*`` because they report progress to the page's progress bar. Computed only
+when asked for, never on the τ/k path: the accuracy over rounds of one run (:func:`circles_curve`), the
+out-of-distribution test (:func:`circles_ood`, keyed by :class:`CirclesOODSpec`) and AFOptimum against AFLite on
+tiny data (:func:`circles_optimum`). The page builds its own data: the sidebar's dataset is not used.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
-from aflite_core import synthetic, synthetic_experiment
+from aflite_core import ood, optimum, synthetic, synthetic_experiment
+
+from . import _stores
 
 __all__ = [
     "CIRCLES_LIVE_FOLDS",
     "CIRCLES_MAX_LEVELS",
+    "CIRCLES_OOD_SEEDS",
+    "SYN_OOD_REQUEST",
+    "CirclesOODSpec",
     "CirclesRunSpec",
     "CirclesSpec",
     "circles_before",
+    "circles_curve",
     "circles_datasets",
     "circles_experiment",
     "circles_headline",
+    "circles_notes",
+    "circles_ood",
+    "circles_optimum",
     "circles_round",
     "parse_separations",
 ]
+
+#: session key (not a widget): the CirclesOODSpec the out-of-distribution button last asked for. Belongs in
+#: aflite_app/state.py with the page's other keys.
+SYN_OOD_REQUEST = "syn-ood-request"
+#: AFLite seeds of the page's out-of-distribution test (every seed: its own AFLite run, random subset, models)
+CIRCLES_OOD_SEEDS = (0, 1, 2)
 
 #: CV folds of the accuracies in the live view (the paper's protocol uses 5; 3 keeps a τ/k change under ~2 s)
 CIRCLES_LIVE_FOLDS = 3
 #: how many separation levels the page accepts
 CIRCLES_MAX_LEVELS = 6
+#: finished computations the page remembers (before accuracies, experiments, out-of-distribution tests)
+CIRCLES_STORE_SIZE = 48
 
 
 @dataclass(frozen=True)
@@ -102,20 +125,58 @@ def circles_datasets(spec: CirclesSpec) -> tuple[synthetic.BiasedCircles, ...]:
     return tuple(out)
 
 
-@st.cache_data(max_entries=16, show_spinner="Measuring the accuracies before filtering…")
-def circles_before(spec: CirclesSpec, n_splits: int) -> dict[str, dict[str, float]]:
-    """Linear and RBF-SVM accuracy of every dataset before filtering (they depend on neither τ nor k)."""
-    return synthetic_experiment.before_accuracies(
-        list(circles_datasets(spec)), n_splits=n_splits, random_state=spec.seed, n_threads=1
-    )
+@st.cache_resource(max_entries=1)
+def _circles_store() -> _stores.LRUStore:
+    """Finished "before" accuracies, experiments and out-of-distribution tests, by their spec.
+
+    A store rather than ``st.cache_*``: these computations report progress to the page, and a cached function
+    may not draw into a block created outside it (Streamlit replays such elements on every cache hit).
+    """
+    return _stores.LRUStore(CIRCLES_STORE_SIZE)
 
 
-@st.cache_resource(max_entries=32, show_spinner="Running AFLite on every dataset…")
-def circles_experiment(run: CirclesRunSpec) -> synthetic_experiment.SyntheticExperiment:
-    """AFLite on every dataset plus the "after" accuracies and planted-truth counts (``synthetic_experiment``)."""
+def circles_before(
+    spec: CirclesSpec, n_splits: int, progress: Callable[[int, int, str], Any] | None = None
+) -> dict[str, dict[str, float]]:
+    """Linear and RBF-SVM accuracy of every dataset before filtering, and the paper's reference without biases.
+
+    They depend on neither τ nor k. ``progress(step, n_steps, dataset)`` is called after every dataset when they
+    are computed (not when they are remembered).
+    """
+    key = ("before", spec, int(n_splits))
+    hit = _circles_store().recall(key)
+    if hit is None:
+        hit = synthetic_experiment.before_accuracies(
+            list(circles_datasets(spec)), n_splits=n_splits, random_state=spec.seed, n_threads=1, callback=progress
+        )
+        _circles_store().keep(key, hit)
+    return hit
+
+
+def circles_experiment(
+    run: CirclesRunSpec, progress: Callable[[float, str], Any] | None = None
+) -> synthetic_experiment.SyntheticExperiment:
+    """AFLite on every dataset plus the "after" accuracies and planted-truth counts (``synthetic_experiment``).
+
+    ``progress(fraction, text)`` reports the steps (first the "before" accuracies, then one AFLite run per
+    dataset) for the page's progress bar; it is only called when something is computed.
+    """
+    key = ("experiment", run)
+    hit = _circles_store().recall(key)
+    if hit is not None:
+        return hit
     data = list(circles_datasets(run.data))
-    before = circles_before(run.data, run.n_splits)
-    return synthetic_experiment.synthetic_experiment(
+
+    def before_step(step: int, total: int, name: str) -> None:
+        if progress is not None:
+            progress(0.4 * step / total, f"Accuracy before filtering: {name} ({step} of {total})")
+
+    def run_step(step: int, total: int, name: str) -> None:
+        if progress is not None:
+            progress(0.4 + 0.6 * step / total, f"AFLite and the accuracies after: {name} ({step} of {total})")
+
+    before = circles_before(run.data, run.n_splits, before_step)
+    exp = synthetic_experiment.synthetic_experiment(
         data,
         target_size=run.target_size,
         train_size=run.train_size,
@@ -126,7 +187,10 @@ def circles_experiment(run: CirclesRunSpec) -> synthetic_experiment.SyntheticExp
         before=before,
         random_state=run.data.seed,
         n_threads=1,
+        callback=run_step,
     )
+    _circles_store().keep(key, exp)
+    return exp
 
 
 def circles_headline(exp: synthetic_experiment.SyntheticExperiment) -> dict[str, float]:
@@ -164,3 +228,87 @@ def circles_round(exp: synthetic_experiment.SyntheticExperiment, name: str, rnd:
         "qualified": int(row["n_qualified"]),
         "scored": int(row["n_scored"]),
     }
+
+
+@st.cache_data(max_entries=64, show_spinner="Measuring both models on the set left after every round…")
+def _circles_curve(run: CirclesRunSpec, name: str, _exp: Any) -> pd.DataFrame:
+    data = next(d for d in _exp.datasets if d.name == name)
+    return synthetic_experiment.accuracy_over_rounds(
+        data, _exp.results[name], n_splits=run.n_splits, random_state=run.data.seed, n_threads=1
+    )
+
+
+def circles_curve(run: CirclesRunSpec, name: str) -> pd.DataFrame:
+    """Linear and RBF-SVM accuracy of the set left after every round of ``run`` on dataset ``name`` (cached).
+
+    One row per round (0 = all rows), see :func:`aflite_core.synthetic_experiment.accuracy_over_rounds`; the
+    folds are the page's. Computed only when the page asks for it (about 0.5 s per dataset).
+    """
+    return _circles_curve(run, name, circles_experiment(run))
+
+
+def circles_notes(
+    exp: synthetic_experiment.SyntheticExperiment, name: str | None = None, curve: pd.DataFrame | None = None
+) -> list[str]:
+    """The computed explanations of the accuracies (below chance, at chance, rose) of one dataset or of all.
+
+    With a ``curve`` (one dataset's accuracy over rounds) only what the curve adds is returned, without the
+    dataset's name in front (the caption that shows it names the dataset once).
+    """
+    table = exp.table
+    rows = table if name is None else table[table["dataset"] == name]
+    plain = [line for _, row in rows.iterrows() for line in synthetic_experiment.accuracy_notes(row)]
+    if curve is None:
+        return plain
+    more = [line for _, row in rows.iterrows() for line in synthetic_experiment.accuracy_notes(row, curve)]
+    prefix = f"{name}: "
+    out = [line.removeprefix(prefix) for line in more if line not in plain]
+    return [line[:1].upper() + line[1:] for line in out]
+
+
+@dataclass(frozen=True)
+class CirclesOODSpec:
+    """The out-of-distribution test of the page: its datasets and AFLite parameters, over :data:`CIRCLES_OOD_SEEDS`."""
+
+    run: CirclesRunSpec
+    seeds: tuple[int, ...] = CIRCLES_OOD_SEEDS
+    models: tuple[str, ...] = ood.OOD_MODELS
+
+
+def circles_ood(spec: CirclesOODSpec, progress: Callable[[float, str], Any] | None = None) -> ood.OODResult:
+    """Train on all rows / AFLite's rows / a random subset of the page's datasets; test in distribution and shifted.
+
+    :func:`aflite_core.ood.ood_experiment` with the page's datasets and AFLite parameters, one AFLite run per seed
+    (the run shown above is seed-for-seed another one). About 2 s per seed on the default datasets; remembered.
+    """
+    key = ("ood", spec)
+    hit = _circles_store().recall(key)
+    if hit is not None:
+        return hit
+    run = spec.run
+
+    def step(i: int, total: int, what: str) -> None:
+        if progress is not None:
+            progress(i / total, f"Out-of-distribution test: {what} ({i} of {total})")
+
+    result = ood.ood_experiment(
+        list(circles_datasets(run.data)),
+        models=spec.models,
+        target_size=run.target_size,
+        train_size=run.train_size,
+        slice_size=int(run.slice_size),
+        tau=run.tau,
+        n_partitions=run.n_partitions,
+        n_test=run.data.n_samples,
+        seeds=spec.seeds,
+        n_threads=1,
+        callback=step,
+    )
+    _circles_store().keep(key, result)
+    return result
+
+
+@st.cache_data(max_entries=4, show_spinner="Searching every subset of the tiny problems…")
+def circles_optimum(seed: int = 0, slice_size: int = 2) -> pd.DataFrame:
+    """AFOptimum against AFLite's strategies on the tiny teaching cases (``optimum.compare_with_optimum``)."""
+    return optimum.compare_with_optimum(slice_size=slice_size, random_state=seed).table

@@ -69,13 +69,125 @@ def add_cli(subparsers: Any, name: str = "dynamics") -> None:
     txt.add_argument("--tests-out", default=None, help="write the Mann-Whitney table (.csv) here")
     p.add_argument("--ambiguous-fraction", type=float, default=0.33, help="Data Maps ambiguous share (0.33)")
     p.add_argument("--n-init", type=int, default=10, help="Gaussian-mixture initialisations (default 10)")
-    p.add_argument("--out", required=True, help="per-example output: .parquet or .csv")
+    p.add_argument("--out", default=None, help="per-example output: .parquet or .csv (required without --validate)")
+    val = p.add_argument_group("validate the levels (Cosma et al.'s level results and Tables 5/6) on held-out rows")
+    val.add_argument(
+        "--validate",
+        action="store_true",
+        help="split the rows (by --group-column), record dynamics on each part, and report the accuracy per level "
+        "of models trained on the other part, and of models trained on 10-50 %% of the rows chosen by level, by "
+        "Data Maps, by an AUM band or at random (needs --features and --labels)",
+    )
+    val.add_argument(
+        "--group-column", default=None, help="column of --labels (a table) or --table keeping groups together"
+    )
+    val.add_argument("--eval-fraction", type=float, default=0.5, help="share of the rows characterised (default 0.5)")
+    val.add_argument("--fractions", default="0.1,0.2,0.3,0.4,0.5", help="training fractions (default 0.1,...,0.5)")
+    val.add_argument("--seeds", default="0,1,2", help="seeds of the fraction experiment (default 0,1,2)")
+    val.add_argument("--json", action="store_true", help="with --validate: print JSON instead of tables")
     p.set_defaults(func=_cmd_dynamics)
 
 
-def _cmd_dynamics(args: Any) -> int:
+_TABLE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv", ".tsv")
 
+
+def _labels_and_groups(args: Any) -> tuple[Any, Any]:
+    """Labels from --labels (a label file, or a table with --label-column) and groups from --group-column."""
+    suffix = Path(args.labels).suffix.lower()
+    table = None
+    if suffix in (".jsonl", ".json", ".parquet"):
+        table = read_table(args.labels)
+        column = args.label_column or "label"
+        if column not in table.columns:
+            raise ValueError(f"Table '{args.labels}' has no label column '{column}' (choose it with --label-column).")
+        y = table[column].to_numpy()
+    else:
+        y = read_labels(args.labels, column=args.label_column)
+    groups = None
+    if args.group_column is not None:
+        source = table
+        if args.table is not None:
+            source = read_table(args.table)
+        elif source is None and suffix in (".csv", ".tsv"):
+            source = read_table(args.labels)
+        if source is None or args.group_column not in source.columns:
+            raise ValueError(
+                f"--group-column '{args.group_column}' must be a column of --table or of a tabular --labels file."
+            )
+        groups = source[args.group_column].astype(str).to_numpy()
+        if len(groups) != len(y):
+            raise ValueError(f"--group-column has {len(groups)} rows, the labels {len(y)}.")
+    return y, groups
+
+
+def _format_validation(res: Any) -> str:
+    acc = res.level_accuracy
+    wide = acc.pivot_table(index=["model", "input"], columns="level", values="accuracy", sort=False)
+    wide = wide[[c for c in ("easy", "ambiguous", "hard", "all") if c in wide.columns]]
+    counts = acc.drop_duplicates("level").set_index("level")["n"]
+    head = (
+        f"Accuracy per level of models trained on the other {res.params['n_train']:,} rows, on the "
+        f"{res.params['n_eval']:,} characterised rows (levels: easy {counts.get('easy', 0):,}, ambiguous "
+        f"{counts.get('ambiguous', 0):,}, hard {counts.get('hard', 0):,}; GMM of Cosma et al., 2024):\n"
+    )
+    fr = res.fractions
+    table = fr.pivot_table(index="selection", columns="fraction", values="accuracy", sort=False)
+    table = table[sorted(table.columns)].apply(lambda col: col.map(lambda x: "" if pd.isna(x) else f"{x:.3f}"))
+    table.columns = [f"{c:.0%}" for c in table.columns]
+    src = fr.drop_duplicates("selection").set_index("selection")["source"]
+    table.insert(0, "defined by", [src.get(i, "") for i in table.index])
+    body = (
+        f"\nTraining on a fraction of the {res.params['n_train']:,} training rows (mean of "
+        f"{len(res.params['seeds'])} seeds; logistic regression; tested on the characterised rows):\n"
+    )
+    return head + wide.round(3).to_string() + "\n" + body + table.to_string() + "\n"
+
+
+def _cmd_validate(args: Any) -> int:
+    from ..dynamics.validation import validate_levels
+    from ._common import int_list, print_json
+
+    if args.features is None or args.labels is None:
+        raise ValueError("--validate needs --features and --labels (it trains models on the rows).")
+    if args.dynamics_dir is not None:
+        raise ValueError("--validate records its own dynamics on each part; drop --dynamics-dir.")
+    X = read_features(args.features)
+    Xp = None if args.partial_features is None else read_features(args.partial_features)
+    y, groups = _labels_and_groups(args)
+    try:
+        fractions = tuple(float(f) for f in str(args.fractions).split(",") if f.strip())
+    except ValueError:
+        raise ValueError(f"--fractions must be comma-separated floats in (0, 1]. Got {args.fractions!r}.") from None
+    seeds = int_list(args.seeds, "--seeds")
+    res = validate_levels(
+        X,
+        y,
+        X_partial=Xp,
+        groups=groups,
+        eval_fraction=args.eval_fraction,
+        epochs=args.epochs,
+        fractions=fractions,
+        seeds=seeds,
+        random_state=args.seed,
+    )
+    if args.out is not None:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        res.level_accuracy.to_csv(out.with_name(out.stem + "_levels.csv"), index=False)
+        res.fractions.to_csv(out.with_name(out.stem + "_fractions.csv"), index=False)
+    if args.json:
+        print_json({**res.records(), "params": res.params})
+    else:
+        print(_format_validation(res), end="")
+    return 0
+
+
+def _cmd_dynamics(args: Any) -> int:
+    if args.validate:
+        return _cmd_validate(args)
     t0 = time.perf_counter()
+    if args.out is None:
+        raise ValueError("--out is required (the per-example levels), unless --validate.")
     out = Path(args.out)
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise ValueError(f"--out '{out}' must end in .parquet or .csv.")
@@ -88,7 +200,7 @@ def _cmd_dynamics(args: Any) -> int:
             raise ValueError("--partial-dynamics-dir goes with --dynamics-dir; with --features use --partial-features.")
         X = read_features(args.features)
         Xp = None if args.partial_features is None else read_features(args.partial_features)
-        y = read_labels(args.labels, column=args.label_column)
+        y, _ = _labels_and_groups(args)
         if Xp is not None and Xp.shape[0] != X.shape[0]:
             raise ValueError(f"--partial-features has {Xp.shape[0]} rows, --features has {X.shape[0]}.")
         ids = None if args.ids is None else read_labels(args.ids, column="id")

@@ -28,6 +28,15 @@ softmax probabilities and z⁽ᵉ⁾ the logits at epoch e:
 
 The partial-input versions carry the prefix ``partial_`` (``partial_confidence`` …).
 
+:mod:`aflite_core.dynamics.validation` checks the levels the way the paper does: the accuracy per level of models
+trained on other rows, and models trained on a fraction of the rows chosen by level against Data Maps' and AUM's
+selections and a random subset (its Tables 5 and 6).
+
+Who defined what: the GMM levels are Cosma et al.'s; the Data Maps ambiguous region (most variable rows) is
+Swayamdipta et al.'s, and splitting the rest at the median confidence into easy / hard
+(:func:`data_maps_levels`) is this project's choice; AUM is Pleiss et al.'s, its percentile bands
+(:func:`aum_levels`) follow Cosma et al.'s baseline.
+
 References
 ----------
 A. Cosma, S. Ruseti, M. Dascalu and C. Caragea. How Hard is this Test Set? NLI Characterization by Exploiting

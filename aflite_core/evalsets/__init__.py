@@ -15,8 +15,10 @@ Figures 2 and 7: accuracy of evaluated      :attr:`AdversaryStudy.accuracies`, :
 models, adversary × model, "none" column
 Figure 3: model ranking per adversary       :attr:`AdversaryStudy.rankings`, :attr:`~AdversaryStudy.rank_correlation`
                                             (Kendall's coefficient against the unfiltered ranking)
-Figure 4: rank change of the model that     :attr:`AdversaryStudy.same_representation`
-shares the adversary's representation
+Table 1: adversary strength (the fully        :attr:`AdversaryStudy.strength`, :mod:`aflite_core.adversary_strength`
+trained model's accuracy)
+Figure 4: rank change of the model that     :attr:`AdversaryStudy.same_representation` ("shared backbone";
+shares the adversary's pretrained model     "same representation" is an upper bound)
 Figure 5 / §5.3: annotator agreement        :attr:`AdversaryStudy.agreement`, :func:`category_agreement`
 §7: an ensemble of adversaries              :func:`ensemble_aflite` (``adversary_study(..., ensemble=True)``)
 ==========================================  ==============================================================
@@ -36,7 +38,7 @@ References
 
 from .agreement import DEFAULT_ANNOTATOR_SOURCES, AgreementReport, annotator_agreement, category_agreement
 from .ensemble import EnsembleResult, ensemble_aflite, ensemble_name
-from .reading import study_reading
+from .reading import study_overview, study_reading
 from .setups import (
     DIGITS_STUDY_DEFAULTS,
     TEXT_STUDY_FRACTIONS,
@@ -63,6 +65,7 @@ __all__ = [
     "digits_adversary_setup",
     "ensemble_aflite",
     "ensemble_name",
+    "study_overview",
     "study_reading",
     "text_adversary_setup",
 ]

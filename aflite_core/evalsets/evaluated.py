@@ -23,10 +23,16 @@ def _model_name(family: Any, representation: str) -> str:
 
 
 def _check_evaluated(evaluated: Any, representations: Sequence[str], func: str) -> list[tuple[Any, str, str]]:
-    """(family or estimator, representation, name) per evaluated model."""
+    """(family or estimator, representation, name) per evaluated model.
+
+    Items are ``(family, representation)`` pairs (named ``"family:representation"``), ``"family:representation"``
+    strings, or ``(name, family or estimator, representation)`` triples with a name of their own (e.g. an
+    adversary's backbone, ``("backbone:mlp", MLPClassifier(...), "pixels")``).
+    """
     allowed = (
-        f"a sequence of (family, representation) pairs with a family among {sorted(CLASSIFIERS)} (or an "
-        f"unfitted scikit-learn classifier) and a representation among {list(representations)}"
+        f"a sequence of (family, representation) pairs or (name, family, representation) triples with a family "
+        f"among {sorted(CLASSIFIERS)} (or an unfitted scikit-learn classifier) and a representation among "
+        f"{list(representations)}"
     )
     if evaluated is None or isinstance(evaluated, (str, bytes)):
         raise v.param_error("evaluated", func, allowed, evaluated, TypeError)
@@ -39,13 +45,19 @@ def _check_evaluated(evaluated: Any, representations: Sequence[str], func: str) 
     for item in items:
         if isinstance(item, str) and ":" in item:
             item = tuple(item.split(":", 1))
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
             raise v.param_error("evaluated", func, allowed, item)
-        fam, rep = item
+        given = None
+        if len(item) == 3:
+            given, fam, rep = item
+            if not isinstance(given, str) or not given:
+                raise v.param_error("evaluated", func, allowed, tuple(item))
+        else:
+            fam, rep = item
         is_est = hasattr(fam, "fit") and hasattr(fam, "predict") and hasattr(fam, "get_params")
         if not (is_est or (isinstance(fam, str) and fam in CLASSIFIERS)) or rep not in representations:
             raise v.param_error("evaluated", func, allowed, tuple(item))
-        name = _model_name(fam, rep)
+        name = given or _model_name(fam, rep)
         if name in seen:
             raise ValueError(f"The 'evaluated' parameter of {func} names the model {name!r} twice.")
         seen.add(name)
@@ -62,7 +74,11 @@ def _fit_evaluated(
     rng: np.random.Generator,
     n_threads: int | None,
 ) -> tuple[NDArray[np.bool_], list[float], list[int]]:
-    """Fit each evaluated model once on all training rows; return correct[eval_row, model] and fit seconds."""
+    """Fit each evaluated model once on all training rows; return correct[eval_row, model] and fit seconds.
+
+    Every model gets its own seed drawn from ``rng``, except an estimator given with an explicit integer
+    ``random_state``, which keeps it (an adversary's backbone is then the very fit its strength was measured on).
+    """
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
 
@@ -78,7 +94,8 @@ def _fit_evaluated(
                 est = make_classifier(fam, random_state=seeds[j], n_train=len(X))
             else:
                 est = clone(fam)
-                if "random_state" in est.get_params(deep=False):
+                params = est.get_params(deep=False)
+                if "random_state" in params and not v._is_int(params["random_state"]):
                     est.set_params(random_state=seeds[j])
             est.fit(X, codes)
             correct[:, j] = np.asarray(est.predict(eval_X[rep])) == eval_codes

@@ -13,7 +13,7 @@ from .tables import NONE
 if TYPE_CHECKING:  # the study calls study_reading; only the annotations need the class
     from .study import AdversaryStudy
 
-__all__ = ["study_reading"]
+__all__ = ["study_overview", "study_reading"]
 
 
 def _ordinal(n: int) -> str:
@@ -25,14 +25,23 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None) -> list[str]:
-    """Accuracy, ranking and same-representation sentences of one adversary."""
+def _moved(change: int, before: int, after: int) -> str:
+    where = f"from {_ordinal(before)} to {_ordinal(after)}"
+    if change > 0:
+        return f"falls {change} place{'s' if change != 1 else ''} ({where})"
+    if change < 0:
+        return f"rises {-change} place{'s' if change != -1 else ''} ({where})"
+    return f"keeps its place ({_ordinal(after)})"
+
+
+def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None, subject: str) -> list[str]:
+    """Accuracy, ranking and same-backbone sentences of one adversary (``subject`` names it: its name or "it")."""
     out: list[str] = []
     M = study.accuracy_matrix
     before, after = M[NONE], M[a]
     ok = before.notna() & after.notna()
     if not ok.any():
-        return [f"Filtering with {a} selects no evaluation row, so no model can be scored on it."]
+        return [f"Filtering with {subject} selects no evaluation row, so no model can be scored on it."]
     lower = int((after[ok] < before[ok]).sum())
     n = int(ok.sum())
     if lower == n:
@@ -41,13 +50,17 @@ def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None) -
         verb = "lowers no evaluated model"
     else:
         verb = f"lowers {lower} of {n} evaluated models"
-    out.append(f"Filtering with {a} {verb}: mean accuracy {before[ok].mean():.2f} → {after[ok].mean():.2f}.")
+    out.append(f"Filtering with {subject} {verb}: mean accuracy {before[ok].mean():.2f} → {after[ok].mean():.2f}.")
     if corr is not None and a in corr.index and np.isfinite(corr.loc[a, "kendall"]):
         k = float(corr.loc[a, "kendall"])
+        pairs = ""
+        if "discordant_pairs" in corr.columns:
+            d, total = int(corr.loc[a, "discordant_pairs"]), int(corr.loc[a, "n_pairs"])
+            pairs = f"; {d} of the {total} pairs of models swap order"
         if k >= 1 - 1e-12:
             out.append(f"The ranking of the models is unchanged (Kendall's coefficient {k:.2f}).")
         else:
-            out.append(f"The ranking changes: Kendall's coefficient {k:.2f} against the unfiltered ranking.")
+            out.append(f"The ranking changes: Kendall's coefficient {k:.2f} against the unfiltered ranking{pairs}.")
     same = study.same_representation
     members = same[(same["adversary"] == a) & (same["relation"] == "ensemble member")]
     if len(members):
@@ -61,28 +74,66 @@ def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None) -
             f"Of the {len(members)} evaluated model(s) on an ensemble member's representation, {', '.join(parts)}; "
             f"they lose {members['accuracy_drop'].mean():.2f} accuracy on average."
         )
-    for _, row in same[(same["adversary"] == a) & (same["relation"] == "same representation")].iterrows():
-        change = row["rank_change"]
-        if pd.isna(change):
-            continue
-        change = int(change)
-        who = "The model sharing the adversary's representation"
-        where = f"from {_ordinal(int(row['rank_unfiltered']))} to {_ordinal(int(row['rank_filtered']))}"
-        if change > 0:
-            move = f"falls {change} place{'s' if change != 1 else ''} ({where})"
-        elif change < 0:
-            move = f"rises {-change} place{'s' if change != -1 else ''} ({where})"
-        else:
-            move = f"keeps its place ({_ordinal(int(row['rank_filtered']))})"
-        drop, others = row["accuracy_drop"], row["others_mean_drop"]
-        extra = ""
-        if np.isfinite(drop) and np.isfinite(others):
-            extra = f"; it loses {drop:.2f} accuracy, the other models {others:.2f} on average"
-        out.append(f"{who} ({row['model']}) {move}{extra}.")
+    backbone = set(same[(same["adversary"] == a) & (same["relation"] == "shared backbone")]["model"])
+    for relation, who in (
+        ("shared backbone", "the adversary's backbone, trained separately"),
+        ("same representation", "trained on the adversary's very Φ: an upper bound, the penalty is partly built in"),
+    ):
+        for _, row in same[(same["adversary"] == a) & (same["relation"] == relation)].iterrows():
+            change = row["rank_change"]
+            if pd.isna(change) or (relation == "same representation" and row["model"] in backbone):
+                continue
+            move = _moved(int(change), int(row["rank_unfiltered"]), int(row["rank_filtered"]))
+            drop, others = row["accuracy_drop"], row["others_mean_drop"]
+            extra = ""
+            if np.isfinite(drop) and np.isfinite(others):
+                extra = f"; it loses {drop:.2f} accuracy, the other models {others:.2f} on average"
+            out.append(f"{row['model']} ({who}) {move}{extra}.")
     return out
 
 
-def study_reading(study: AdversaryStudy, adversary: str | None = None) -> list[str]:
+def study_overview(study: AdversaryStudy) -> list[str]:
+    """The sentences about all adversaries together: accuracy range and whether strength orders round 1."""
+    out: list[str] = []
+    M = study.accuracy_matrix
+    names = list(study.adversaries)
+    if not M.empty and M.shape[0] > 0 and len(names) > 1:
+        means = M.mean(axis=0)
+        filt = means.drop(index=NONE).dropna()
+        if len(filt):
+            lo, hi = filt.idxmin(), filt.idxmax()
+            out.append(
+                f"Mean accuracy of the {M.shape[0]} evaluated models is {means[NONE]:.2f} on the full evaluation "
+                f"set and ranges from {filt[hi]:.2f} ({hi}) to {filt[lo]:.2f} ({lo}) on the selected rows."
+            )
+    st = study.strength
+    if len(st) > 1 and st["accuracy"].notna().sum() > 1:
+        ok = st.dropna(subset=["accuracy", "round1_removed_share"])
+        by_strength = list(ok.sort_values("accuracy", kind="stable")["adversary"])
+        by_removal = list(ok.sort_values("round1_removed_share", kind="stable")["adversary"])
+        strongest = by_strength[-1]
+        weakest = by_strength[0]
+        same_order = by_strength == by_removal
+        overlap = (ok["ci_low"].to_numpy()[:, None] <= ok["ci_high"].to_numpy()[None, :]) & (
+            ok["ci_high"].to_numpy()[:, None] >= ok["ci_low"].to_numpy()[None, :]
+        )
+        n_overlap = int((np.triu(overlap, 1)).sum())
+        n_pairs = len(ok) * (len(ok) - 1) // 2
+        out.append(
+            f"Strength measured independently of filtering (each backbone's accuracy on the full evaluation set) "
+            f"ranges from {float(ok['accuracy'].min()):.3f} ({weakest}) to {float(ok['accuracy'].max()):.3f} "
+            f"({strongest}); {n_overlap} of the {n_pairs} pairs of adversaries have overlapping 95 % intervals. "
+            + (
+                "Round-1 removals grow with it, as the paper reports."
+                if same_order
+                else f"Round-1 removals do not follow it: they order the adversaries {' < '.join(by_removal)}, "
+                f"strength orders them {' < '.join(by_strength)}."
+            )
+        )
+    return out
+
+
+def study_reading(study: AdversaryStudy, adversary: str | None = None, *, named: bool = True) -> list[str]:
     """A few plain sentences computed only from the study's numbers.
 
     Parameters
@@ -90,7 +141,10 @@ def study_reading(study: AdversaryStudy, adversary: str | None = None) -> list[s
     study : AdversaryStudy
         The study.
     adversary : str, optional
-        Only this adversary (default: an overview sentence, then every adversary).
+        Only this adversary (default: the overview sentences, then every adversary).
+    named : bool, default=True
+        Name the adversary in its sentences ("mlp removes …"); False writes them to follow a heading that names
+        it ("Removes …", "Filtering with it …").
 
     Returns
     -------
@@ -101,32 +155,33 @@ def study_reading(study: AdversaryStudy, adversary: str | None = None) -> list[s
     names = list(study.adversaries) if adversary is None else [adversary]
     if adversary is not None and adversary not in study.adversaries:
         raise ValueError(f"The study has no adversary {adversary!r}; it has {list(study.adversaries)}.")
-    out: list[str] = []
+    out: list[str] = study_overview(study) if adversary is None else []
     M = study.accuracy_matrix
     have_models = not M.empty and M.shape[0] > 0
     cats = study.category_table
     corr = study.rank_correlation.set_index("adversary") if not study.rank_correlation.empty else None
     seeds = study.params.get("seeds", [])
-    if adversary is None and have_models and len(names) > 1:
-        means = M.mean(axis=0)
-        filt = means.drop(index=NONE).dropna()
-        if len(filt):
-            lo, hi = filt.idxmin(), filt.idxmax()
-            out.append(
-                f"Mean accuracy of the {M.shape[0]} evaluated models is {means[NONE]:.2f} on the full evaluation "
-                f"set and ranges from {filt[hi]:.2f} ({hi}) to {filt[lo]:.2f} ({lo}) on the selected rows."
-            )
+    strength = study.strength.set_index("adversary") if len(study.strength) else None
     for a in names:
+        subject = a if named else "it"
+        lead = f"{a} removes" if named else "Removes"
+        if strength is not None and a in strength.index and np.isfinite(strength.loc[a, "accuracy"]):
+            row = strength.loc[a]
+            out.append(
+                f"{'Strength' if not named else a + ' strength'} ({row['backbone']} trained on the training rows, "
+                f"on the full evaluation set): {row['accuracy']:.3f} (95 % interval {row['ci_low']:.3f}-"
+                f"{row['ci_high']:.3f}); round-1 mean predictability {row['round1_mean_p']:.3f}."
+            )
         if a in cats.index:
             sel_n = study.category_summary.query("adversary == @a and category == 'selected'")["n_rows_mean"]
             n_sel = float(sel_n.iloc[0]) if len(sel_n) else float("nan")
             out.append(
-                f"{a} removes {_pct(cats.loc[a, EVAL_CATEGORIES[0]])} of the evaluation rows in round 1, "
+                f"{lead} {_pct(cats.loc[a, EVAL_CATEGORIES[0]])} of the evaluation rows in round 1, "
                 f"{_pct(cats.loc[a, EVAL_CATEGORIES[1]])} later and selects {_pct(cats.loc[a, EVAL_CATEGORIES[2]])} "
                 f"({n_sel:.0f} rows; mean over {len(seeds)} seed{'s' if len(seeds) != 1 else ''})."
             )
         if have_models and a in M.columns:
-            out.extend(_model_sentences(study, a, corr))
+            out.extend(_model_sentences(study, a, corr, subject))
         if study.agreement is not None:
             tab = study.agreement.table()
             if a in tab.index:
@@ -134,7 +189,7 @@ def study_reading(study: AdversaryStudy, adversary: str | None = None) -> list[s
                 if r1 is not None and sel is not None and np.isfinite(r1) and np.isfinite(sel):
                     info = study.agreement.info
                     out.append(
-                        f"Annotator agreement is {r1:.2f} among the rows {a} removes in round 1 and {sel:.2f} among "
-                        f"the rows it selects ({info['n_used']} evaluation rows with labels used)."
+                        f"Annotator agreement is {r1:.2f} among the rows {subject} removes in round 1 and {sel:.2f} "
+                        f"among the rows it selects ({info['n_used']} evaluation rows with labels used)."
                     )
     return out

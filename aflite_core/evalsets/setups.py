@@ -10,7 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _validation as v
-from .evaluated import _check_evaluated
+from ..adversary_strength import Backbone, backbone_strength, digits_backbones, linear_backbones
+from .evaluated import _check_evaluated, _model_name
 from .study import AdversaryStudy, _check_names, adversary_study
 
 __all__ = ["DIGITS_STUDY_DEFAULTS", "AdversarySetup", "digits_adversary_setup", "text_adversary_setup"]
@@ -54,7 +55,7 @@ class AdversarySetup:
     train_y, eval_y : ndarray
         Labels (class names).
     adversaries : tuple of str
-        Adversaries, weakest first.
+        Adversaries, weakest first by ``strength``.
     evaluated : tuple of (str, str)
         Evaluated models as (family, representation).
     params : dict
@@ -68,8 +69,17 @@ class AdversarySetup:
     descriptions : dict of str to str
         One line per representation.
     strength : dict of str to float
-        Each adversary's strength: mean out-of-sample predictability of the training rows in one scoring
-        round with the study's parameters (the estimate of R(Φ) of Le Bras et al., eq. 5).
+        Each adversary's strength, measured independently of filtering: the accuracy of its backbone (the
+        fully trained model, :mod:`aflite_core.adversary_strength`) on the evaluation rows (Phang et al.'s
+        Table 1).
+    strength_table : pandas.DataFrame
+        The same with the backbone, its description and a Wilson 95 % interval
+        (:func:`~aflite_core.adversary_strength.backbone_strength`).
+    predictability : dict of str to float
+        Mean out-of-sample predictability of the training rows in one scoring round with the study's parameters
+        (the estimate of R(Φ) of Le Bras et al., eq. 5): what round 1 measures, *not* an independent strength.
+    backbones : dict of str to Backbone
+        Each adversary's backbone; the study evaluates them too ("shared backbone", the paper's Figure 4).
     meta : dict
         How the split was made.
     """
@@ -89,12 +99,39 @@ class AdversarySetup:
     descriptions: dict[str, str] = field(default_factory=dict)
     strength: dict[str, float] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    strength_table: Any = None
+    predictability: dict[str, float] = field(default_factory=dict)
+    backbones: dict[str, Backbone] = field(default_factory=dict)
+
+    def evaluated_with_backbones(
+        self, evaluated: Sequence[Any] | None = None, adversaries: Sequence[str] | None = None
+    ) -> tuple[list[Any], dict[str, str]]:
+        """Evaluated models plus the backbones of ``adversaries`` (default all), and the backbone mapping.
+
+        Returns ``(evaluated, backbones)`` for :func:`adversary_study`: a backbone that is already an evaluated
+        model (e.g. ``logistic:pixels``) is not added twice.
+        """
+        models = list(self.evaluated if evaluated is None else evaluated)
+        names = {_model_name(m[0], m[1]) if len(m) == 2 else m[0] for m in models}
+        chosen = self.adversaries if adversaries is None else tuple(adversaries)
+        mapping = {}
+        for a in chosen:
+            bb = self.backbones.get(a)
+            if bb is None:
+                continue
+            if bb.name not in names:
+                models.append(bb.as_evaluated())
+                names.add(bb.name)
+            mapping[a] = bb.name
+        return models, mapping
 
     def study_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`adversary_study` for this setup."""
+        """Keyword arguments of :func:`adversary_study` for this setup (the backbones included)."""
+        evaluated, backbones = self.evaluated_with_backbones()
         kw: dict[str, Any] = {
             "adversaries": self.adversaries,
-            "evaluated": self.evaluated,
+            "evaluated": evaluated,
+            "backbones": backbones,
             "ids": self.train_ids,
             "eval_ids": self.eval_ids,
             **self.params,
@@ -105,8 +142,16 @@ class AdversarySetup:
         return kw
 
     def run(self, **overrides: Any) -> AdversaryStudy:
-        """Run :func:`adversary_study` on this setup (keyword arguments override the setup's)."""
+        """Run :func:`adversary_study` on this setup (keyword arguments override the setup's).
+
+        Overriding ``adversaries`` or ``evaluated`` keeps the chosen adversaries' backbones among the evaluated
+        models (unless ``backbones`` is overridden too).
+        """
         kw = {**self.study_kwargs(), **overrides}
+        if "backbones" not in overrides and ("evaluated" in overrides or "adversaries" in overrides):
+            kw["evaluated"], kw["backbones"] = self.evaluated_with_backbones(
+                overrides.get("evaluated"), kw["adversaries"]
+            )
         return adversary_study(self.train_X, self.train_y, self.eval_X, self.eval_y, **kw)
 
     def __repr__(self) -> str:
@@ -153,11 +198,15 @@ def digits_adversary_setup(
     warm-up MLPs, ``mlp_small`` (8 units) and ``mlp`` (64 units). A stratified, seeded ``eval_fraction``
     becomes the evaluation set (432 rows by default; 1,006 training rows).
 
-    The adversaries are ordered weakest first by their measured strength with the study's parameters
-    (``strength``: mean out-of-sample predictability of the training rows in one round). Evaluated models
-    (:data:`DIGITS_EVALUATED`): ``linear:pixels``, ``knn:pca``, ``rbf:mlp``, ``mlp:pixels``,
-    ``forest:pixels`` and ``linear:mlp_small``, so every adversary shares its representation with at least
-    one of them (Figure 4).
+    The adversaries are ordered weakest first by a strength measured independently of filtering (Phang et al.'s
+    Table 1): the held-out accuracy, on the evaluation rows, of each adversary's backbone trained on the training
+    rows (:func:`aflite_core.adversary_strength.digits_backbones`: the warm-up MLPs' architecture retrained on the
+    pixels with its own seed, PCA + logistic regression, logistic regression on the pixels). The round-1
+    predictability is kept too (``predictability``), but only as what round 1 measures. Evaluated models
+    (:data:`DIGITS_EVALUATED`): ``logistic:pixels``, ``knn:pca``, ``rbf:mlp``, ``mlp:pixels``,
+    ``forest:pixels`` and ``logistic:mlp_small``, so every adversary shares its representation with at least
+    one of them (the upper bound of Figure 4), plus the backbones (``backbone:pca``, ``backbone:mlp``,
+    ``backbone:mlp_small``; the pixels' backbone is ``logistic:pixels``): the paper's Figure 4 comparison.
 
     AFLite parameters (:data:`DIGITS_STUDY_DEFAULTS`): ``target_size=400``, ``train_size=100``,
     ``slice_size=100``, ``tau=0.75``, ``n_partitions=64``. With these 70-85 % of the evaluation rows leave in
@@ -203,7 +252,7 @@ def digits_adversary_setup(
     models = DIGITS_EVALUATED if evaluated is None else tuple((f, r) for f, r in evaluated)
     _check_evaluated(models, available, func)
     rng = np.random.default_rng(seed)
-    split_seed, strength_seed = (int(s) for s in rng.integers(0, 2**31 - 1, size=2))
+    split_seed, strength_seed, backbone_seed = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
     idx = np.arange(ds.n_rows)
     tr, ev = train_test_split(idx, test_size=float(eval_fraction), stratify=ds.y, random_state=split_seed)
     tr, ev = np.sort(tr), np.sort(ev)
@@ -211,7 +260,7 @@ def digits_adversary_setup(
     train_X = {r: np.ascontiguousarray(ds.representation(r)[tr]) for r in available}
     eval_X = {r: np.ascontiguousarray(ds.representation(r)[ev]) for r in available}
     params = dict(DIGITS_STUDY_DEFAULTS)
-    strength = _strengths(
+    predictability = _strengths(
         train_X,
         ds.y[tr],
         names,
@@ -220,7 +269,12 @@ def digits_adversary_setup(
         seed=strength_seed,
         n_threads=n_threads,
     )
-    ordered = tuple(sorted(names, key=lambda a: strength[a]))
+    backbones = digits_backbones(names, random_state=backbone_seed)
+    table = backbone_strength(
+        train_X, labels[tr], eval_X, labels[ev], backbones, random_state=backbone_seed, n_threads=n_threads
+    )
+    strength = {a: round(float(x), 4) for a, x in zip(table["adversary"], table["accuracy"])}
+    ordered = tuple(sorted(names, key=lambda a: (strength[a], predictability[a])))
     return AdversarySetup(
         name="digits",
         train_X=train_X,
@@ -234,6 +288,9 @@ def digits_adversary_setup(
         eval_ids=ds.ids[ev],
         descriptions={r: DIGITS_REPRESENTATIONS.get(r, r) for r in available},
         strength=strength,
+        strength_table=table,
+        predictability=predictability,
+        backbones=backbones,
         meta={
             "split": "sklearn train_test_split, stratified",
             "eval_fraction": float(eval_fraction),
@@ -401,7 +458,7 @@ def text_adversary_setup(
     else:
         models = tuple((f, r) for f, r in evaluated)
         _check_evaluated(models, names, func)
-    strength = _strengths(
+    predictability = _strengths(
         train_X,
         dataset.y[tr],
         names,
@@ -410,6 +467,11 @@ def text_adversary_setup(
         seed=strength_seed,
         n_threads=n_threads,
     )
+    backbones = linear_backbones(names)
+    table = backbone_strength(
+        train_X, labels[tr], eval_X, labels[ev], backbones, random_state=strength_seed, n_threads=n_threads
+    )
+    strength = {a: round(float(x), 4) for a, x in zip(table["adversary"], table["accuracy"])}
     ann = src = None
     if annotator_column is not None:
         if annotator_column not in frame.columns:
@@ -431,7 +493,7 @@ def text_adversary_setup(
         train_y=labels[tr],
         eval_X=eval_X,
         eval_y=labels[ev],
-        adversaries=tuple(sorted(names, key=lambda a: strength[a])),
+        adversaries=tuple(sorted(names, key=lambda a: (strength[a], predictability[a]))),
         evaluated=models,
         params=params,
         train_ids=dataset.ids[tr],
@@ -440,5 +502,8 @@ def text_adversary_setup(
         annotator_source=src,
         descriptions=descs,
         strength=strength,
+        strength_table=table,
+        predictability=predictability,
+        backbones=backbones,
         meta={"group_column": group, "eval_fraction": float(eval_fraction), "random_state": seed, "notes": notes},
     )

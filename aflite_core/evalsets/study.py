@@ -35,6 +35,7 @@ from .tables import (
     NONE,
     _accuracies_frame,
     _accuracy_matrix,
+    _accuracy_summary,
     _categories_frame,
     _category_summary,
     _rankings,
@@ -109,9 +110,16 @@ class AdversaryStudy:
         rows and on the unfiltered set), ``kendall_p_value``, per-seed ``kendall_seed_mean/min/max`` and
         ``n_models``.
     same_representation : DataFrame
-        Per adversary and evaluated model that uses the adversary's representation (or, for the ensemble, a
-        member's): ``relation``, accuracies, ranks unfiltered / filtered, ``rank_change`` (> 0: fell),
-        ``accuracy_drop`` and ``others_mean_drop`` (the other models' mean drop) (Figure 4).
+        Per adversary and evaluated model related to it: ``relation`` ``"shared backbone"`` (the adversary's
+        backbone, trained separately on the training rows: the paper's Figure 4), ``"same representation"``
+        (trained on the adversary's own Φ: an upper bound, the penalty is partly built in) or ``"ensemble
+        member"``; accuracies, ranks unfiltered / filtered, ``rank_change`` (> 0: fell), ``accuracy_drop`` and
+        ``others_mean_drop`` (the other models' mean drop).
+    strength : DataFrame
+        Per adversary: ``backbone`` and its accuracy on the full evaluation set with a Wilson 95 % interval
+        (``accuracy, ci_low, ci_high, n_eval``: the strength measured independently of filtering, the paper's
+        Table 1; NaN without a backbone), next to what round 1 did: ``round1_mean_p`` (mean predictability of the
+        training rows), ``eval_round1_mean_p`` and ``round1_removed_share`` (means over seeds).
     agreement : AgreementReport or None
         Annotator agreement per category (Figure 5), when annotator labels were given.
     runs_detail : dict of (str, int) to AFLiteResult
@@ -137,6 +145,12 @@ class AdversaryStudy:
     ensemble_runs: dict[int, EnsembleResult]
     eval_correct: pd.DataFrame
     params: dict[str, Any] = field(default_factory=dict)
+    strength: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def accuracy_summary(self) -> pd.DataFrame:
+        """Per evaluation set and model: mean accuracy, spread over seeds, rows and a Wilson 95 % interval."""
+        return _accuracy_summary(self.accuracies, list(self.adversaries), list(self.params.get("evaluated_names", [])))
 
     @property
     def adversaries(self) -> tuple[str, ...]:
@@ -162,6 +176,8 @@ class AdversaryStudy:
             "rankings": self.rankings,
             "rank_correlation": self.rank_correlation,
             "same_representation": self.same_representation,
+            "strength": self.strength,
+            "accuracy_summary": self.accuracy_summary,
         }
         if self.agreement is not None:
             out["agreement"] = self.agreement.summary
@@ -178,14 +194,25 @@ class AdversaryStudy:
         cat = self.category_table
         means = self.accuracy_matrix.mean(axis=0) if not self.accuracy_matrix.empty else pd.Series(dtype=float)
         corr = self.rank_correlation.set_index("adversary") if not self.rank_correlation.empty else None
+        strength = self.strength.set_index("adversary") if len(self.strength) else None
         for a in self.adversaries:
             entry: dict[str, Any] = {}
+            if strength is not None and a in strength.index:
+                row = strength.loc[a]
+                entry["strength"] = {
+                    "backbone": row["backbone"],
+                    "accuracy": _num(row["accuracy"]),
+                    "ci": [_num(row["ci_low"]), _num(row["ci_high"])],
+                    "round1_mean_p": _num(row["round1_mean_p"]),
+                }
             if a in cat.index:
                 entry["shares"] = {c: _num(cat.loc[a, c]) for c in EVAL_CATEGORIES}
             if a in means.index:
                 entry["mean_accuracy"] = _num(means[a])
             if corr is not None and a in corr.index:
                 entry["kendall"] = _num(corr.loc[a, "kendall"])
+                entry["discordant_pairs"] = int(corr.loc[a, "discordant_pairs"])
+                entry["n_pairs"] = int(corr.loc[a, "n_pairs"])
             adv[a] = entry
         out: dict[str, Any] = {
             "adversaries": adv,
@@ -293,6 +320,7 @@ def adversary_study(
     slice_size: int,
     adversaries: Sequence[str] | None = None,
     evaluated: Sequence[tuple[Any, str]] = (),
+    backbones: Mapping[str, str] | None = None,
     seeds: Sequence[int] = (0, 1, 2),
     tau: float = 0.75,
     n_partitions: int = 64,
@@ -334,10 +362,15 @@ def adversary_study(
     adversaries : sequence of str, optional
         Representations to filter with, in display order (e.g. weakest first). Default: every key of
         ``train_X``.
-    evaluated : sequence of (family, representation), default=()
+    evaluated : sequence of (family, representation) or (name, family, representation), default=()
         Evaluated models: a family of :data:`aflite_core.registry.CLASSIFIERS` (or an unfitted scikit-learn classifier)
         and a representation name, e.g. ``[("logistic", "pixels"), ("forest", "pixels")]``. Named
-        ``"family:representation"`` in the tables.
+        ``"family:representation"`` in the tables, or by the name given first in a triple (an estimator with an
+        explicit integer ``random_state`` keeps it).
+    backbones : mapping of str to str, optional
+        Adversary -> the evaluated model that is its backbone (:mod:`aflite_core.adversary_strength`): the
+        adversary's architecture trained on the training rows. Gives ``strength`` (its accuracy on the full
+        evaluation set) and the "shared backbone" rows of ``same_representation``.
     seeds : sequence of int, default=(0, 1, 2)
         AFLite seeds; every adversary runs once per seed (the paper averages three).
     tau : float, default=0.75
@@ -428,6 +461,14 @@ def adversary_study(
         raise ValueError(
             f"The 'adversaries' parameter of {func} must not name an adversary {NONE!r} (the name of the "
             "unfiltered evaluation set). Rename that representation."
+        )
+    bb = dict(backbones or {})
+    names_given = {name for _, _, name in models}
+    bad_bb = [(a, m) for a, m in bb.items() if a not in adv or m not in names_given]
+    if bad_bb:
+        raise ValueError(
+            f"The 'backbones' parameter of {func} must map adversaries to evaluated models' names. Got "
+            f"{bad_bb[0]!r}, which is not one (adversaries {list(adv)}, models {sorted(names_given)})."
         )
     used_reps = list(dict.fromkeys([*adv, *members, *(rep for _, rep, _ in models)]))
     EX = _check_mapping(eval_X, "eval_X", func, keys=used_reps, n_cols={k: TX[k].shape[1] for k in used_reps})
@@ -536,7 +577,8 @@ def adversary_study(
     accuracies = _accuracies_frame(detail, names, seed_list, models, correct)
     matrix = _accuracy_matrix(accuracies, names, model_names)
     rankings, rank_corr = _rankings(matrix, accuracies, names, model_names)
-    same = _same_representation(matrix, rankings, models, adv, members, ens_name)
+    same = _same_representation(matrix, rankings, models, adv, members, ens_name, bb)
+    strength = _strength_frame(correct_frame, runs, names, bb)
     agreement = None
     if agreement_rows is not None:
         agreement = category_agreement(
@@ -561,6 +603,7 @@ def adversary_study(
         "adversary_names": names,
         "evaluated": [[fam if isinstance(fam, str) else type(fam).__name__, rep] for fam, rep, _ in models],
         "evaluated_names": model_names,
+        "backbones": dict(bb),
         "evaluated_families": {
             name: CLASSIFIERS.get(fam, repr(fam)) if isinstance(fam, str) else repr(fam) for fam, _, name in models
         },
@@ -594,4 +637,47 @@ def adversary_study(
         ensemble_runs=ens_runs,
         eval_correct=correct_frame,
         params=params,
+        strength=strength,
     )
+
+
+def _strength_frame(correct_frame, runs, names, backbones) -> pd.DataFrame:
+    """Each adversary's independent strength (its backbone on the full evaluation set) next to its round 1."""
+    from ..adversary_strength import wilson_interval
+
+    cols = [
+        "adversary",
+        "backbone",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "n_eval",
+        "round1_mean_p",
+        "eval_round1_mean_p",
+        "round1_removed_share",
+    ]
+    rows = []
+    n_eval = len(correct_frame)
+    for a in names:
+        name = backbones.get(a)
+        acc = lo = hi = float("nan")
+        if name is not None and name in correct_frame.columns:
+            hits = int(correct_frame[name].sum())
+            acc = hits / max(n_eval, 1)
+            lo, hi = (float(x) for x in wilson_interval(hits, n_eval))
+        mine = runs[runs["adversary"] == a]
+        r1 = float((mine["removed_in_round_1"] / mine["n_eval"]).mean()) if len(mine) else float("nan")
+        rows.append(
+            {
+                "adversary": a,
+                "backbone": name,
+                "accuracy": acc,
+                "ci_low": lo,
+                "ci_high": hi,
+                "n_eval": n_eval,
+                "round1_mean_p": float(mine["round1_mean_p"].mean()) if len(mine) else float("nan"),
+                "eval_round1_mean_p": float(mine["eval_round1_mean_p"].mean()) if len(mine) else float("nan"),
+                "round1_removed_share": r1,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)

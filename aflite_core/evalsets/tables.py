@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from ..adversary_strength import pair_counts, wilson_interval
 from ..result import EVAL_CATEGORIES
 
 __all__ = ["NONE"]
@@ -124,6 +125,8 @@ def _runs_frame(detail, names, seeds) -> pd.DataFrame:
                 "removed_in_round_1": int((rr == 1).sum()),
                 "removed_later": int((rr > 1).sum()),
                 "selected": int((rr < 0).sum()),
+                "round1_mean_p": float(res.history["mean_predictability"].iloc[0]) if len(res.history) else np.nan,
+                "eval_round1_mean_p": float(np.nanmean(res.eval_first_score)) if len(rr) else np.nan,
                 "seconds": round(float(res.history["seconds"].sum()), 4) if len(res.history) else 0.0,
             }
         )
@@ -140,6 +143,8 @@ def _runs_frame(detail, names, seeds) -> pd.DataFrame:
             "removed_in_round_1",
             "removed_later",
             "selected",
+            "round1_mean_p",
+            "eval_round1_mean_p",
             "seconds",
         ],
     )
@@ -151,7 +156,8 @@ def _accuracies_frame(detail, names, seeds, models, correct) -> pd.DataFrame:
 
     def add(adversary: str, seed: int | None, mask: NDArray[np.bool_]) -> None:
         n = int(mask.sum())
-        acc = correct[mask].mean(axis=0) if n else np.full(len(models), np.nan)
+        hits = correct[mask].sum(axis=0) if n else np.zeros(len(models))
+        acc = hits / n if n else np.full(len(models), np.nan)
         for j, (_, rep, name) in enumerate(models):
             rows.append(
                 {
@@ -161,6 +167,7 @@ def _accuracies_frame(detail, names, seeds, models, correct) -> pd.DataFrame:
                     "family": fams[j],
                     "representation": rep,
                     "accuracy": float(acc[j]),
+                    "n_correct": int(hits[j]),
                     "n_rows": n,
                 }
             )
@@ -168,7 +175,8 @@ def _accuracies_frame(detail, names, seeds, models, correct) -> pd.DataFrame:
     add(NONE, None, np.ones(len(correct), dtype=bool))
     for a, s, res in _finished_runs(detail, names, seeds):
         add(a, s, res.eval_kept)
-    frame = pd.DataFrame(rows, columns=["adversary", "seed", "model", "family", "representation", "accuracy", "n_rows"])
+    cols = ["adversary", "seed", "model", "family", "representation", "accuracy", "n_correct", "n_rows"]
+    frame = pd.DataFrame(rows, columns=cols)
     frame["seed"] = frame["seed"].astype("Int64")
     return frame
 
@@ -184,6 +192,31 @@ def _accuracy_matrix(accuracies: pd.DataFrame, names, model_names) -> pd.DataFra
     return mean
 
 
+def _accuracy_summary(accuracies: pd.DataFrame, names, model_names) -> pd.DataFrame:
+    """Per model and evaluation set: mean accuracy over seeds, its spread, rows, and a binomial 95 % interval.
+
+    The interval is Wilson's for the mean accuracy on the mean number of selected rows: the uncertainty of one
+    seed's estimate from that many rows (the rows of different seeds overlap, so pooling them would overstate
+    the information). ``seed_std`` is the spread over seeds (NaN with one seed).
+    """
+    cols = ["adversary", "model", "accuracy", "seed_std", "n_rows", "ci_low", "ci_high", "n_seeds"]
+    if accuracies.empty:
+        return pd.DataFrame(columns=cols)
+    g = accuracies.groupby(["adversary", "model"], sort=False)
+    out = g.agg(
+        accuracy=("accuracy", "mean"),
+        seed_std=("accuracy", "std"),
+        n_rows=("n_rows", "mean"),
+        n_seeds=("accuracy", "size"),
+    ).reset_index()
+    lo, hi = wilson_interval(out["accuracy"] * out["n_rows"], out["n_rows"])
+    out["ci_low"], out["ci_high"] = lo, hi
+    order_a = {a: i for i, a in enumerate([NONE, *names])}
+    order_m = {m: i for i, m in enumerate(model_names)}
+    out = out.sort_values(["adversary", "model"], key=lambda c: c.map(order_a if c.name == "adversary" else order_m))
+    return out.reset_index(drop=True)[cols]
+
+
 def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names) -> tuple[pd.DataFrame, pd.DataFrame]:
     rank_cols = ["adversary", "model", "accuracy", "rank", "rank_unfiltered", "rank_change"]
     corr_cols = [
@@ -193,6 +226,10 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
         "kendall_seed_mean",
         "kendall_seed_min",
         "kendall_seed_max",
+        "discordant_pairs",
+        "concordant_pairs",
+        "tied_pairs",
+        "n_pairs",
         "n_models",
     ]
     if not model_names:
@@ -224,11 +261,16 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
             per_seed.append(_kendall(base, seed_acc)[0])
         ps = np.array(per_seed, dtype=float)
         finite = ps[np.isfinite(ps)]
+        pairs = pair_counts(base, acc)
         corr.append(
             {
                 "adversary": a,
                 "kendall": k,
                 "kendall_p_value": p,
+                "discordant_pairs": pairs["discordant"],
+                "concordant_pairs": pairs["concordant"],
+                "tied_pairs": pairs["tied"],
+                "n_pairs": pairs["n_pairs"],
                 "kendall_seed_mean": float(finite.mean()) if finite.size else float("nan"),
                 "kendall_seed_min": float(finite.min()) if finite.size else float("nan"),
                 "kendall_seed_max": float(finite.max()) if finite.size else float("nan"),
@@ -241,7 +283,15 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
     return rankings, pd.DataFrame(corr, columns=corr_cols)
 
 
-def _same_representation(matrix, rankings, models, adv, members, ens_name) -> pd.DataFrame:
+#: relations of an evaluated model to an adversary in ``same_representation``
+RELATIONS = {
+    "shared backbone": "the adversary's architecture, trained separately on the training rows (the paper's Figure 4)",
+    "same representation": "trained on the adversary's own Φ: an upper bound, the penalty is partly built in",
+    "ensemble member": "trained on the Φ of one member of the ensemble adversary",
+}
+
+
+def _same_representation(matrix, rankings, models, adv, members, ens_name, backbones=None) -> pd.DataFrame:
     cols = [
         "adversary",
         "model",
@@ -262,12 +312,20 @@ def _same_representation(matrix, rankings, models, adv, members, ens_name) -> pd
     pairs = [(a, (a,), "same representation") for a in adv]
     if ens_name:
         pairs.append((ens_name, members, "ensemble member"))
+    backbones = dict(backbones or {})
+    pairs = [(a, None, "shared backbone") for a in adv if a in backbones] + pairs
     ranked = rankings.set_index(["adversary", "model"])
+    owner = {m: b for b, m in backbones.items()}  # evaluated model -> the adversary it is the backbone of
     for a, reps, relation in pairs:
         drops = matrix[NONE] - matrix[a]
         for _, rep, name in models:
-            if rep not in reps:
+            if relation == "shared backbone":
+                if name != backbones[a]:
+                    continue
+            elif rep not in reps or owner.get(name, a) != a:  # another adversary's backbone is not "same Φ"
                 continue
+            elif relation == "same representation" and backbones.get(a) == name:
+                continue  # the adversary's backbone is this very model (e.g. logistic regression on the pixels)
             others = drops.drop(index=name)
             r = ranked.loc[(a, name)]
             rows.append(

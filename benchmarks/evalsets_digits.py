@@ -1,0 +1,109 @@
+"""The README's "Evaluation sets" figures: the digits adversary study (Phang et al.), measured the paper's way.
+
+Runs ``digits_adversary_setup().run()`` (the study ``python -m aflite_core eval-filter --digits`` runs: 1,006
+training / 432 evaluation rows, target 400, t 100, k 100, τ 0.75, m 64, 3 seeds) and prints
+
+1. each adversary's strength measured independently of filtering (its backbone's accuracy on the evaluation rows,
+   Wilson 95 % interval) next to what round 1 does;
+2. how much the MLP backbones' accuracy moves with their seed (8 refits each);
+3. the accuracy of every evaluated model on each evaluation set, with the rows selected;
+4. the models sorted on each evaluation set (the paper's Figure 3), with Kendall's coefficient and its discordant
+   pairs (our addition);
+5. the shared-backbone comparison (Figure 4) and the same-Φ upper bound.
+
+    python benchmarks/evalsets_digits.py [--seeds 0,1,2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aflite_core.adversary_strength import backbone_strength, digits_backbones
+from aflite_core.evalsets import NONE, digits_adversary_setup
+
+pd.set_option("display.width", 200)
+pd.set_option("display.max_columns", 20)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="0,1,2")
+    args = ap.parse_args()
+    seeds = tuple(int(s) for s in args.seeds.split(","))
+    t0 = time.perf_counter()
+    setup = digits_adversary_setup()
+    study = setup.run(seeds=seeds)
+    print(
+        f"digits: {len(setup.train_y):,} training / {len(setup.eval_y):,} evaluation rows; AFLite {setup.params}; "
+        f"seeds {seeds}; {time.perf_counter() - t0:.0f} s\n"
+    )
+
+    st = study.strength.copy()
+    cats = study.category_table
+    st["strength"] = [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in zip(st["accuracy"], st["ci_low"], st["ci_high"])]
+    st["removed in round 1"] = [f"{cats.loc[a, 'removed in round 1']:.1%}" for a in st["adversary"]]
+    st["removed later"] = [f"{cats.loc[a, 'removed later']:.1%}" for a in st["adversary"]]
+    st["selected"] = [f"{cats.loc[a, 'selected']:.1%}" for a in st["adversary"]]
+    st["round-1 mean p"] = st["round1_mean_p"].map("{:.3f}".format)
+    print("1. Strength (backbone accuracy on the evaluation rows, Wilson 95 %) and round 1 (mean over seeds)")
+    cols = ["adversary", "backbone", "strength", "round-1 mean p", "removed in round 1", "removed later", "selected"]
+    print(st[cols].to_string(index=False))
+    print()
+
+    print("2. The MLP backbones refitted with 8 other seeds (accuracy on the evaluation rows)")
+    for a in ("mlp_small", "mlp"):
+        accs = []
+        for s in range(8):
+            t = backbone_strength(
+                setup.train_X, setup.train_y, setup.eval_X, setup.eval_y, digits_backbones([a], random_state=100 + s)
+            )
+            accs.append(float(t["accuracy"].iloc[0]))
+        print(f"   {a}: mean {np.mean(accs):.3f}, sd {np.std(accs, ddof=1):.3f}, range {min(accs):.3f}-{max(accs):.3f}")
+    print()
+
+    M = study.accuracy_matrix
+    order = list(M[NONE].sort_values().index)
+    rows = study.category_summary.query("category == 'selected'").set_index("adversary")["n_rows_mean"]
+    print("3. Accuracy (mean over seeds) on the full evaluation set and on each adversary's selected rows")
+    print("   rows selected (mean): " + ", ".join(f"{a} {rows[a]:.0f}" for a in study.adversaries))
+    print(M.loc[order].round(3).to_string())
+    means = M.mean(axis=0)
+    print("   mean over the models: " + ", ".join(f"{c} {means[c]:.3f}" for c in M.columns))
+    summ = study.accuracy_summary
+    widths = (summ[summ["adversary"] != NONE]["ci_high"] - summ[summ["adversary"] != NONE]["ci_low"]) / 2
+    print(f"   95 % binomial half-widths on the selected rows: {widths.min():.2f}-{widths.max():.2f}")
+    print()
+
+    print("4. The models sorted worst → best on each evaluation set (Figure 3); Kendall's coefficient (ours)")
+    lists = {}
+    for c in [NONE, *study.adversaries]:
+        col = M[c].sort_values(kind="stable")
+        lists[c] = [f"{m} {v:.2f}" for m, v in col.items()]
+    print(pd.DataFrame(lists).to_string(index=False))
+    corr = study.rank_correlation.set_index("adversary")
+    for a in study.adversaries:
+        r = corr.loc[a]
+        print(
+            f"   {a}: Kendall's coefficient {r['kendall']:.2f} (seeds {r['kendall_seed_min']:.2f}-"
+            f"{r['kendall_seed_max']:.2f}); {int(r['discordant_pairs'])} of {int(r['n_pairs'])} pairs swap order"
+        )
+    print()
+
+    same = study.same_representation
+    print("5. Figure 4: the adversary's backbone (trained separately) and models on its very Φ (upper bound)")
+    show = same[
+        ["adversary", "relation", "model", "rank_unfiltered", "rank_filtered", "accuracy_drop", "others_mean_drop"]
+    ]
+    print(show.round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
