@@ -63,8 +63,20 @@ INSTALL_HINT = 'Dask is needed for backend="dask": pip install "dask[distributed
 _SESSIONS: dict[str, dict] = {}
 _SESSIONS_LOCK = threading.Lock()
 _MEMMAPS: dict[tuple, np.ndarray] = {}
-#: per worker process: run key -> {kind of work: CPU seconds of the task threads} (see :meth:`DaskBackend.cpu`)
+#: per worker process: run key -> {kind of work: CPU seconds of the task threads} (see ``transfer_stats``)
 _CPU: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+
+def _register_sizeof() -> None:
+    """Let Dask count fitted models by their arrays' bytes (its transfer counters use ``sizeof``)."""
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:  # pragma: no cover - exercised only without dask installed
+        return
+    sizeof.register(_LinearWeights)(lambda w: int(w.W.nbytes + w.b.nbytes))
+
+
+_register_sizeof()
 
 
 def _import_distributed():
@@ -398,6 +410,8 @@ class DaskBackend:
     transfer_stats : bool, default=False
         Record each worker's Dask transfer counters, CPU tallies and peak memory after every round (one extra
         round trip per round) in :attr:`stats`.
+    workers : list of str, optional
+        Addresses of the workers that own shards (default: every worker of the cluster, as it is each round).
 
     Attributes
     ----------
@@ -410,6 +424,7 @@ class DaskBackend:
     pieces_per_task: int = 8
     reduce: str = "owner"
     transfer_stats: bool = False
+    workers: list | None = None
     stats: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -487,14 +502,18 @@ class DaskBackend:
             opts.update(workers=[worker], allow_other_workers=True)
         return self.client.submit(fn, *args, **opts)
 
-    def _tree(self, nodes: dict, node: tuple[int, int], round_no: int) -> Any:
-        """Future of one node of the shard tree: a worker's subtree sum, or one task adding its two children."""
+    def _tree(self, nodes: dict, node: tuple[int, int], round_no: int, where, root: str | None = None) -> Any:
+        """Future of one node of the shard tree: a worker's subtree sum, or one task adding its two children.
+
+        An inner node is added where its left child is (``where(shard)`` is that shard's worker), the root where
+        ``root`` says (the worker that solves that partition group).
+        """
         if node in nodes:
             return nodes[node]
         lo, hi = node
         mid = (lo + hi) // 2
-        left, right = self._tree(nodes, (lo, mid), round_no), self._tree(nodes, (mid, hi), round_no)
-        return self._submit(_add, self.key, left, right, what="reduce", round_no=round_no)
+        left, right = self._tree(nodes, (lo, mid), round_no, where), self._tree(nodes, (mid, hi), round_no, where)
+        return self._submit(_add, self.key, left, right, what="reduce", round_no=round_no, worker=root or where(lo))
 
     def _score_linear(self, rows, plan, eval_rows, round_no) -> RoundScores:
         m = self.n_partitions
@@ -503,10 +522,12 @@ class DaskBackend:
         step = local.fit_group  # the grouping a local run uses
         groups = [list(range(g0, min(g0 + step, m))) for g0 in range(0, m, step)]
         membership = plan.membership
-        workers = sorted(self.client.nthreads())
+        alive = sorted(self.client.nthreads())
+        workers = [w for w in (self.workers or []) if w in alive] or alive
         ranges = _ranges(S, len(workers))
         owned = [(w, list(range(lo, hi)), tree_cover(lo, hi, (0, S))) for w, (lo, hi) in zip(workers, ranges)]
         owned = [o for o in owned if o[1]]
+        owner_of = {s: w for w, shard_ids, _ in owned for s in shard_ids}
         sharded = local.uses_stack or local.uses_total
         grams = local.uses_stack
         sent = _nbytes(self.removal_arrays[-1:]) if round_no > 1 else 0  # each removal array travels once
@@ -531,18 +552,22 @@ class DaskBackend:
                 )
                 sent += membership.nbytes if grams else 0
                 n_tasks += 1
-                for node in covers:
+                for node in covers:  # picked where the result is (Dask would otherwise move all of it)
                     if local.uses_total:
-                        totals[node] = self._submit(_pick, res, "totals", node, what="pick", round_no=round_no)
+                        totals[node] = self._submit(
+                            _pick, res, "totals", node, what="pick", round_no=round_no, worker=w
+                        )
                     if grams:
                         for u in range(len(groups)):
                             partials[u][node] = self._submit(
-                                _pick, res, "grams", (node, u), what="pick", round_no=round_no
+                                _pick, res, "grams", (node, u), what="pick", round_no=round_no, worker=w
                             )
         precond = None
         if local.uses_total:
-            values = {(0, S): self._tree(totals, (0, S), round_no)} if self.reduce == "tree" else totals
-            precond = self._submit(
+            values = totals
+            if self.reduce == "tree":
+                values = {(0, S): self._tree(totals, (0, S), round_no, owner_of.get)}
+            precond = self._submit(  # where shard 0 is: the totals of the first subtrees are there already
                 _precond,
                 self.key,
                 self.spec_future,
@@ -551,17 +576,17 @@ class DaskBackend:
                 S,
                 len(rows),
                 what="precond",
+                worker=owner_of.get(0),
                 round_no=round_no,
             )
             n_tasks += 1
         parts = []
         if grams:
             for u, group in enumerate(groups):
-                owner = None
+                owner = workers[u % len(workers)]  # the groups' solves are spread over the workers
+                values = partials[u]
                 if self.reduce == "tree":
-                    values = {(0, S): self._tree(partials[u], (0, S), round_no)}
-                else:
-                    values, owner = partials[u], workers[u % len(workers)]
+                    values = {(0, S): self._tree(partials[u], (0, S), round_no, owner_of.get, root=owner)}
                 parts.append(
                     self._submit(
                         _solve,
