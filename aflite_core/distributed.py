@@ -567,7 +567,7 @@ class DaskBackend:
             values = totals
             if self.reduce == "tree":
                 values = {(0, S): self._tree(totals, (0, S), round_no, owner_of.get)}
-            precond = self._submit(  # where shard 0 is: the totals of the first subtrees are there already
+            precond = self._submit(  # one task per round, on each worker in turn (its result goes to every solver)
                 _precond,
                 self.key,
                 self.spec_future,
@@ -576,7 +576,7 @@ class DaskBackend:
                 S,
                 len(rows),
                 what="precond",
-                worker=owner_of.get(0),
+                worker=workers[round_no % len(workers)],
                 round_no=round_no,
             )
             n_tasks += 1
