@@ -1,27 +1,50 @@
-"""AFLite on a Dask cluster: each round's partition fits and held-out predictions run as Dask tasks.
+"""AFLite on a Dask cluster, sharded: each worker owns fixed shards of the row blocks and works only on them.
 
-:class:`DaskBackend` plugs into the same loop as the local backend (``aflite(..., backend=client)``):
+:class:`DaskBackend` plugs into the same loop as the local backend (``aflite(..., backend=client)``).
 
-* the features reach the workers once per run - read by each worker from a memory-mapped ``.npy`` on shared
-  storage when X is one (``np.load(path, mmap_mode="r")``), otherwise scattered to every worker;
-* per round only index arrays (the partitions' block membership, rows of each scoring piece, the rows
-  removed in the previous round) travel to the workers, and only model weights and count arrays come back;
-* every task is a pure function of its arguments plus data every worker can rebuild: the linear family's
-  block Gram matrices are built on a worker from X and brought up to date by replaying the removals of all
-  earlier rounds in order, so a task re-run on another (or a restarted) worker computes bit-identical
-  numbers. A worker lost mid-round therefore changes nothing but the wall time;
-* the fits use the same partition groups, and the scoring the same pieces, as the local backend, with one
-  BLAS thread per task, so the same seed gives the same result as ``backend=None``.
+**What a worker owns.** The run's blocks are cut into a fixed number of *shards* (``LinearFamily.shards``,
+16 by default; a function of the data and the family, never of the cluster). Each round the shards are dealt
+to the current workers in contiguous ranges. A worker builds the Gram matrices of its own shards' blocks (from
+the features: a memory-mapped ``.npy`` every machine sees, read row by row, or a copy scattered once per run),
+subtracts its own shards' removed rows, forms its shards' partial sums of every partition's Gram matrix, and
+predicts its own shards' rows with every model that held them out. Nothing a worker does is repeated by another.
+
+**What crosses the network per round.** To each worker: the partitions' block membership (m × blocks
+booleans), the rows removed in the previous round (indices), and the m fitted models (m · d · (C - 1) floats).
+Between workers: the partial Gram sums, m · (d + 1 + C)² floats at most per worker (the *reduction*). Back to
+the driver: per-row counts of the worker's rows. Feature rows never travel after the set-up.
+
+**The reduction.** Partition j's Gram matrix is the sum over shards of that shard's partial sum, added along a
+fixed balanced binary tree over the shard indices (:func:`aflite_core.models.tree_sum`), as the local backend
+adds them. A worker sums the largest subtrees inside its range; the rest of the tree is added either where
+each group of partitions is solved (``reduce="owner"``: every worker sends each group's owner its subtree
+sums for that group) or as one task per tree node (``reduce="tree"``). Both evaluate the same tree, so the
+result is bit-identical to the local backend's for any number of workers and either strategy.
+
+**Families.** The ridge classifier (``model="ridge"``, and the default family where its rule picks ridge)
+runs fully sharded as above. Where the default family fits logistic regression, its preconditioner (the
+Gram matrix of the whole set) is sharded the same way, the scoring is sharded, and each group of partitions is
+fitted by one task that gathers its own training rows (an L-BFGS iteration over m partitions has no
+per-shard structure to exploit without making every iteration a cluster round trip; see
+``benchmarks/README.md``). Exact random subsets (``block_rows=1``) and scikit-learn families run as one task per
+partition group or per model, as before.
+
+**Worker loss.** Every task is a pure function of its arguments and data any worker can rebuild (a shard is
+built from the features and brought up to date by replaying the removals of earlier rounds in order), so a
+task re-run on another worker computes the same bits, and a lost worker changes nothing but the wall time.
 
 ``dask.distributed`` is imported only here (``pip install "dask[distributed]"``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
+import time
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +52,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._utils import blas_threads
-from .models import LinearFamily, SklearnFamily
+from .models import LinearFamily, SklearnFamily, _LinearWeights, tree_cover, tree_sum
 from .partitions import PartitionPlan, RoundScores, merge_pieces, run_pieces, scoring_pieces
 
 __all__ = ["DaskBackend", "local_cluster"]
@@ -40,6 +63,20 @@ INSTALL_HINT = 'Dask is needed for backend="dask": pip install "dask[distributed
 _SESSIONS: dict[str, dict] = {}
 _SESSIONS_LOCK = threading.Lock()
 _MEMMAPS: dict[tuple, np.ndarray] = {}
+#: per worker process: run key -> {kind of work: CPU seconds of the task threads} (see ``transfer_stats``)
+_CPU: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+
+def _register_sizeof() -> None:
+    """Let Dask count fitted models by their arrays' bytes (its transfer counters use ``sizeof``)."""
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:  # pragma: no cover - exercised only without dask installed
+        return
+    sizeof.register(_LinearWeights)(lambda w: int(w.W.nbytes + w.b.nbytes))
+
+
+_register_sizeof()
 
 
 def _import_distributed():
@@ -93,71 +130,107 @@ def _array(ref: Any) -> np.ndarray:
 
 
 def _session(key: str, spec: dict, x_ref: Any) -> dict:
-    """Return this worker's session for run ``key`` (created on first use)."""
+    """Return this worker's session for run ``key`` (created on first use, without a pass over X)."""
     with _SESSIONS_LOCK:
         entry = _SESSIONS.get(key)
         if entry is None:
             X = _array(x_ref)
             family = spec["family"]
+            kwargs = dict(train_size=spec["train_size"], n_partitions=spec["n_partitions"], rng=None)
             if isinstance(family, LinearFamily):  # its subclasses too (the logistic family): their own session
-                session = family.session(
-                    X,
-                    spec["codes"],
-                    spec["n_classes"],
-                    train_size=spec["train_size"],
-                    n_partitions=spec["n_partitions"],
-                    rng=None,
-                    layout=spec["layout"],
-                )
-            else:
-                session = family.session(
-                    X,
-                    spec["codes"],
-                    spec["n_classes"],
-                    train_size=spec["train_size"],
-                    n_partitions=spec["n_partitions"],
-                    rng=None,
-                )
-            entry = {"session": session, "applied": 0, "lock": threading.Lock(), "prepared": False}
+                kwargs["layout"] = spec["layout"]
+            session = family.session(X, spec["codes"], spec["n_classes"], **kwargs)
+            entry = {"session": session, "applied": 0, "lock": threading.Lock()}
             _SESSIONS[key] = entry
         return entry
 
 
-def _bring_up_to_date(entry: dict, removals: list[NDArray[np.intp]], need_stack: bool) -> None:
-    """Build the Gram matrices (if needed) and replay the removals not yet applied, in round order."""
+@contextlib.contextmanager
+def _cpu(key: str, kind: str):
+    """Add the CPU time of this task's thread to this worker's tally for ``kind``."""
+    t0 = time.thread_time()
+    try:
+        yield
+    finally:
+        _CPU[key][kind] += time.thread_time() - t0
+
+
+def _forget_up_to(entry: dict, removals: list[NDArray[np.intp]], upto: int) -> None:
+    """Replay the bookkeeping (block sizes, rows present) of removal rounds not yet seen, in order."""
+    for rows in removals[entry["applied"] : upto]:
+        entry["session"].forget(rows)
+    entry["applied"] = max(entry["applied"], upto)
+
+
+def _shard_up_to(session, index: int, removals: list[NDArray[np.intp]], upto: int):
+    """Shard ``index`` built (if new) and with the removals of rounds 1..upto subtracted, in round order."""
+    sh = session.shard(index)
+    for rows in removals[sh.applied : upto]:
+        session.remove_from_shard(sh, rows[session.shard_of_row[rows] == index])
+    return sh
+
+
+def _shards_round(
+    key: str,
+    spec: dict,
+    x_ref: Any,
+    round_no: int,
+    shard_ids: list[int],
+    covers: list[tuple[int, int]],
+    membership: NDArray[np.bool_] | None,
+    groups: list[list[int]],
+    removals: list[NDArray[np.intp]],
+) -> dict:
+    """Task: bring this worker's shards up to date and return their subtree sums.
+
+    For every tree node in ``covers`` (the largest subtrees of the shard tree inside this worker's range): the
+    Gram matrix of its current rows (``"totals"``, when the fits need a preconditioner) and, with
+    ``membership``, each partition group's partial Gram matrices over its blocks (``"grams"``).
+    """
+    entry = _session(key, spec, x_ref)
+    with entry["lock"], blas_threads(1), _cpu(key, "gram"):
+        session = entry["session"]
+        for s in shard_ids:
+            _shard_up_to(session, s, removals, round_no - 1)
+        out: dict = {"totals": {}, "grams": {}}
+        for node in covers:
+            if session.uses_total:
+                out["totals"][node] = session.node_total(node)
+            if membership is not None:
+                for u, group in enumerate(groups):
+                    out["grams"][(node, u)] = session.node_grams(node, membership[group])
+        return out
+
+
+def _pick(result: dict, kind: str, k: Any) -> Any:
+    """Task: one node's value from a :func:`_shards_round` result (runs where that result is)."""
+    return result[kind][k]
+
+
+def _add(key: str, a: NDArray, b: NDArray) -> NDArray:
+    """Task: one inner node of the shard tree (``reduce="tree"``)."""
+    with _cpu(key, "reduce"):
+        return a + b
+
+
+def _precond(key: str, spec: dict, x_ref: Any, values: dict, n_shards: int, n_rows: int):
+    """Task: this round's preconditioner from the subtree totals (the rest of the tree added here)."""
+    entry = _session(key, spec, x_ref)
+    with blas_threads(1), _cpu(key, "solve"):
+        total = tree_sum(values, 0, n_shards)
+        return entry["session"].preconditioner_from_total(total, n_rows)
+
+
+def _solve(key: str, spec: dict, x_ref: Any, values: dict, n_shards: int, n_models: int, precond) -> _LinearWeights:
+    """Task: add the rest of the shard tree for one partition group and solve its ridge systems."""
+    entry = _session(key, spec, x_ref)
     session = entry["session"]
-    if need_stack and not entry["prepared"]:
-        # the stack must be built before any removal is applied (the same operations as the original run)
-        if entry["applied"]:
-            entry["session"] = session = _rebuild(session)
-            entry["applied"] = 0
-        session.prepare()
-        entry["prepared"] = True
-    for rows in removals[entry["applied"] :]:
-        session.remove(rows)
-    entry["applied"] = len(removals)
-
-
-def _rebuild(session):
-    return session.family.session(
-        session.X,
-        session.codes,
-        session.n_classes,
-        train_size=session.train_size,
-        n_partitions=session.n_partitions,
-        rng=None,
-        layout=session.layout(),
-    )
-
-
-class _Seeds:
-    """Stands in for the run's generator inside a task: hands out the seeds the client drew."""
-
-    def __init__(self, seeds: NDArray[np.int64]) -> None:
-        self.seeds = seeds
-
-    def integers(self, *args: Any, **kwargs: Any) -> NDArray[np.int64]:
-        return self.seeds
+    with blas_threads(1):
+        with _cpu(key, "reduce"):
+            P = np.array(tree_sum(values, 0, n_shards), dtype=np.float32)  # a copy: the solve overwrites it
+        with _cpu(key, "solve"):
+            W, b = session.solve_grams(P.reshape(n_models, session.D, session.D), precond)
+            return _LinearWeights(np.ascontiguousarray(W, dtype=np.float32), b.astype(np.float32), session.n_classes)
 
 
 def _fit_group(
@@ -169,31 +242,89 @@ def _fit_group(
     membership: NDArray[np.bool_],
     rows: NDArray[np.intp],
     removals: list[NDArray[np.intp]],
+    precond: Any = None,
 ) -> Any:
-    """Task: fit the linear models of one partition group for round ``round_no`` (returns small weights)."""
+    """Task: fit one partition group that gathers its own training rows (logistic regression, exact subsets)."""
+    entry = _session(key, spec, x_ref)
+    with entry["lock"], blas_threads(1), _cpu(key, "fit"):
+        _forget_up_to(entry, removals, round_no - 1)
+        session = entry["session"]
+        plan = PartitionPlan(block_of=np.empty(0, dtype=np.int32), membership=membership)
+        if getattr(session, "solver", None) == "logistic":
+            return session.fit(rows, plan, group, None, precond=precond)
+        return session.fit(rows, plan, group, None)
+
+
+def _weights(parts: list) -> _LinearWeights:
+    W = np.concatenate([p.W for p in parts], axis=2)
+    b = np.concatenate([p.b for p in parts], axis=1)
+    return _LinearWeights(W, b, parts[0].n_classes)
+
+
+def _score_shards(
+    key: str,
+    spec: dict,
+    x_ref: Any,
+    round_no: int,
+    shard_ids: list[int],
+    membership: NDArray[np.bool_],
+    parts: list,
+    removals: list[NDArray[np.intp]],
+) -> list[tuple]:
+    """Task: predict this worker's shards' rows, block by block, with the models that held each block out.
+
+    Returns ``(block, n_rows, correct per row, correct per model)`` per block: the pieces the local backend
+    scores (:func:`aflite_core.partitions.scoring_pieces`), computed the same way.
+    """
     entry = _session(key, spec, x_ref)
     with entry["lock"], blas_threads(1):
-        _bring_up_to_date(entry, removals[: round_no - 1], need_stack=True)
-        plan = PartitionPlan(block_of=np.empty(0, dtype=np.int32), membership=membership)
-        return entry["session"].fit(rows, plan, group, None)
+        session = entry["session"]
+        with _cpu(key, "gram"):  # only does work on a worker that took over a lost worker's shards
+            shards = [_shard_up_to(session, s, removals, round_no - 1) for s in shard_ids]
+        with _cpu(key, "score"):
+            fitted = _weights(parts)
+            out = []
+            for sh in shards:
+                blocks = session.block_of_row[sh.rows]
+                order = np.argsort(blocks, kind="stable")
+                b0, b1 = sh.blocks
+                cuts = np.cumsum(np.bincount(blocks - b0, minlength=b1 - b0))[:-1]
+                for b, rows_b in zip(range(b0, b1), np.split(sh.rows[order], cuts)):
+                    models = np.flatnonzero(~membership[:, b])
+                    if len(rows_b) and len(models):
+                        right = session.score_block(fitted, rows_b, models)
+                        out.append(
+                            (b, len(rows_b), right.sum(axis=1, dtype=np.int32), right.sum(axis=0, dtype=np.int64))
+                        )
+            return out
 
 
 def _score_pieces(
-    key: str, spec: dict, x_ref: Any, fitted: Any, pieces: list[dict], eval_X_ref: Any, eval_codes: NDArray | None
+    key: str, spec: dict, x_ref: Any, parts: list, pieces: list[dict], eval_X_ref: Any, eval_codes: NDArray | None
 ) -> list[dict]:
-    """Task: score some pieces with the round's fitted models (returns count arrays)."""
+    """Task: score some pieces (row chunks, evaluation rows) with the round's fitted models (returns counts)."""
     entry = _session(key, spec, x_ref)
-    with blas_threads(1):
+    with blas_threads(1), _cpu(key, "score"):
         session = entry["session"]
         return run_pieces(
             session,
-            fitted,
+            _weights(parts),
             pieces,
             session.X,
             session.codes,
             None if eval_X_ref is None else _array(eval_X_ref),
             eval_codes,
         )
+
+
+class _Seeds:
+    """Stands in for the run's generator inside a task: hands out the seeds the client drew."""
+
+    def __init__(self, seeds: NDArray[np.int64]) -> None:
+        self.seeds = seeds
+
+    def integers(self, *args: Any, **kwargs: Any) -> NDArray[np.int64]:
+        return self.seeds
 
 
 def _sklearn_partition(
@@ -231,6 +362,19 @@ def _sklearn_partition(
         return out
 
 
+def _worker_counters(dask_worker, key: str) -> dict:
+    """Dask transfer counters of the worker running this, its CPU tallies for run ``key`` and peak memory."""
+    import resource
+
+    return {
+        "transfer_in": int(sum(e["total"] for e in dask_worker.transfer_incoming_log)),
+        "transfer_out": int(dask_worker.transfer_outgoing_bytes_total),
+        "cpu": dict(_CPU.get(key, {})),
+        "max_rss": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
+        "pid": os.getpid(),
+    }
+
+
 # -- the backend (client side) -------------------------------------------------------------------------------
 def _nbytes(obj: Any) -> int:
     if isinstance(obj, np.ndarray):
@@ -245,29 +389,48 @@ def _nbytes(obj: Any) -> int:
     return 64
 
 
+def _ranges(n_shards: int, n_workers: int) -> list[tuple[int, int]]:
+    """Contiguous shard ranges of the workers (some empty when there are more workers than shards)."""
+    return [((w * n_shards) // n_workers, ((w + 1) * n_shards) // n_workers) for w in range(n_workers)]
+
+
 @dataclass
 class DaskBackend:
-    """Run each round's partition fits and predictions as tasks on a ``dask.distributed`` cluster.
+    """Run each round on a ``dask.distributed`` cluster, every worker working on its own shards of the blocks.
 
     Parameters
     ----------
     client : dask.distributed.Client, optional
         The cluster to use (default: the current client, ``distributed.get_client()``).
     pieces_per_task : int, default=8
-        Scoring pieces (blocks of rows, or chunks) per task.
+        Scoring pieces per task where rows are scored in chunks rather than by shard.
+    reduce : {"owner", "tree"}, default="owner"
+        How the shards' partial Gram sums are added up: at the worker that solves each partition group
+        (``"owner"``) or one task per node of the shard tree (``"tree"``). Both give the same bits.
+    transfer_stats : bool, default=False
+        Record each worker's Dask transfer counters, CPU tallies and peak memory after every round (one extra
+        round trip per round) in :attr:`stats`.
+    workers : list of str, optional
+        Addresses of the workers that own shards (default: every worker of the cluster, as it is each round).
 
     Attributes
     ----------
     stats : list of dict
-        Per round: tasks submitted and the bytes of arrays sent to and received from the workers.
+        Per round: tasks submitted, bytes of arrays the driver sent and received, and with ``transfer_stats``
+        the per-worker counters.
     """
 
     client: Any = None
     pieces_per_task: int = 8
+    reduce: str = "owner"
+    transfer_stats: bool = False
+    workers: list | None = None
     stats: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         distributed = _import_distributed()
+        if self.reduce not in ("owner", "tree"):
+            raise ValueError(f"The 'reduce' parameter of DaskBackend must be 'owner' or 'tree'. Got {self.reduce!r}.")
         if self.client is None:
             try:
                 self.client = distributed.get_client()
@@ -288,15 +451,14 @@ class DaskBackend:
             raise TypeError(f"backend='dask' supports LinearFamily and SklearnFamily, not {type(family).__name__}.")
         self.family = family
         self.n_partitions = n_partitions
-        # the client-side session draws the same blocks as a local run and tracks block sizes; it never
-        # builds Gram matrices (the workers do)
+        # the client-side session draws the same blocks as a local run, tracks block sizes and cuts the shards;
+        # it never builds Gram matrices (the workers do, each for its own shards)
         self.local = family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng)
         self.mode = getattr(self.local, "mode", "exact")
         self.rows_per_block = int(getattr(self.local, "rows_per_block", 1))
         self.codes = codes
         self.eval_codes = eval_codes
-        shipped = self._ref(X)
-        self.x_ref = shipped
+        self.x_ref = self._ref(X)
         self.spec = {
             "codes": codes,
             "n_classes": n_classes,
@@ -314,7 +476,7 @@ class DaskBackend:
         self.eval_ref = None
         if eval_X is not None:
             self.eval_ref = self._ref(eval_X)
-        self.setup_bytes = (0 if isinstance(shipped, tuple) else X.nbytes) + codes.nbytes
+        self.setup_bytes = (0 if isinstance(self.x_ref, tuple) else X.nbytes) + codes.nbytes
 
     def _ref(self, X: np.ndarray) -> Any:
         if isinstance(X, np.memmap) and getattr(X, "filename", None) and X.flags.c_contiguous:
@@ -334,64 +496,212 @@ class DaskBackend:
     def _tag(self, what: str, round_no: int) -> str:
         return f"aflite-{what}-r{round_no}-{self.key}-{next(self._counter)}"
 
+    def _submit(self, fn, *args, what: str, round_no: int, worker: str | None = None) -> Any:
+        opts: dict = {"key": self._tag(what, round_no), "pure": False}
+        if worker is not None:  # a preference: if that worker is gone, any other rebuilds what it needs
+            opts.update(workers=[worker], allow_other_workers=True)
+        return self.client.submit(fn, *args, **opts)
+
+    def _tree(self, nodes: dict, node: tuple[int, int], round_no: int, where, root: str | None = None) -> Any:
+        """Future of one node of the shard tree: a worker's subtree sum, or one task adding its two children.
+
+        An inner node is added where its left child is (``where(shard)`` is that shard's worker), the root where
+        ``root`` says (the worker that solves that partition group).
+        """
+        if node in nodes:
+            return nodes[node]
+        lo, hi = node
+        mid = (lo + hi) // 2
+        left, right = self._tree(nodes, (lo, mid), round_no, where), self._tree(nodes, (mid, hi), round_no, where)
+        return self._submit(_add, self.key, left, right, what="reduce", round_no=round_no, worker=root or where(lo))
+
     def _score_linear(self, rows, plan, eval_rows, round_no) -> RoundScores:
         m = self.n_partitions
-        step = self.local.fit_group  # the grouping a local run uses
+        local = self.local
+        S = local.n_shards
+        step = local.fit_group  # the grouping a local run uses
         groups = [list(range(g0, min(g0 + step, m))) for g0 in range(0, m, step)]
-        exact = self.mode == "exact"
         membership = plan.membership
-        rows_arg = rows if exact else np.empty(len(rows), dtype=np.int8)  # blocks mode needs only len(rows)
+        alive = sorted(self.client.nthreads())
+        workers = [w for w in (self.workers or []) if w in alive] or alive
+        ranges = _ranges(S, len(workers))
+        owned = [(w, list(range(lo, hi)), tree_cover(lo, hi, (0, S))) for w, (lo, hi) in zip(workers, ranges)]
+        owned = [o for o in owned if o[1]]
+        owner_of = {s: w for w, shard_ids, _ in owned for s in shard_ids}
+        sharded = local.uses_stack or local.uses_total
+        grams = local.uses_stack
         sent = _nbytes(self.removal_arrays[-1:]) if round_no > 1 else 0  # each removal array travels once
-        futures = [
-            self.client.submit(
-                _fit_group,
+        n_tasks = 0
+        totals, partials = {}, defaultdict(dict)
+        if sharded:
+            for w, shard_ids, covers in owned:
+                res = self._submit(
+                    _shards_round,
+                    self.key,
+                    self.spec_future,
+                    self.x_ref,
+                    round_no,
+                    shard_ids,
+                    covers,
+                    membership if grams else None,
+                    groups,
+                    self.removals,
+                    what="fit",
+                    round_no=round_no,
+                    worker=w,
+                )
+                sent += membership.nbytes if grams else 0
+                n_tasks += 1
+                for node in covers:  # picked where the result is (Dask would otherwise move all of it)
+                    if local.uses_total:
+                        totals[node] = self._submit(
+                            _pick, res, "totals", node, what="pick", round_no=round_no, worker=w
+                        )
+                    if grams:
+                        for u in range(len(groups)):
+                            partials[u][node] = self._submit(
+                                _pick, res, "grams", (node, u), what="pick", round_no=round_no, worker=w
+                            )
+        precond = None
+        if local.uses_total:
+            values = totals
+            if self.reduce == "tree":
+                values = {(0, S): self._tree(totals, (0, S), round_no, owner_of.get)}
+            precond = self._submit(  # one task per round, on each worker in turn (its result goes to every solver)
+                _precond,
                 self.key,
                 self.spec_future,
                 self.x_ref,
-                round_no,
-                g,
-                membership,
-                rows_arg,
-                self.removals,
-                key=self._tag("fit", round_no),
-                pure=False,
+                values,
+                S,
+                len(rows),
+                what="precond",
+                worker=workers[round_no % len(workers)],
+                round_no=round_no,
             )
-            for g in groups
-        ]
-        parts = self.client.gather(futures)
-        fitted = _concat_weights(parts)
-        received = sum(_nbytes(p) for p in parts)
-        fitted_future = self.client.scatter(fitted, broadcast=True, hash=False)
-        pieces = scoring_pieces(self.local, rows, plan, eval_rows if self.eval_ref is not None else None)
-        chunks = [pieces[i : i + self.pieces_per_task] for i in range(0, len(pieces), self.pieces_per_task)]
-        futures = [
-            self.client.submit(
+            n_tasks += 1
+        parts = []
+        if grams:
+            for u, group in enumerate(groups):
+                owner = workers[u % len(workers)]  # the groups' solves are spread over the workers
+                values = partials[u]
+                if self.reduce == "tree":
+                    values = {(0, S): self._tree(partials[u], (0, S), round_no, owner_of.get, root=owner)}
+                parts.append(
+                    self._submit(
+                        _solve,
+                        self.key,
+                        self.spec_future,
+                        self.x_ref,
+                        values,
+                        S,
+                        len(group),
+                        precond,
+                        what="solve",
+                        round_no=round_no,
+                        worker=owner,
+                    )
+                )
+        else:
+            exact = self.mode == "exact"
+            rows_arg = rows if exact else np.empty(len(rows), dtype=np.int8)  # blocks mode needs only len(rows)
+            for group in groups:
+                parts.append(
+                    self._submit(
+                        _fit_group,
+                        self.key,
+                        self.spec_future,
+                        self.x_ref,
+                        round_no,
+                        group,
+                        membership,
+                        rows_arg,
+                        self.removals,
+                        precond,
+                        what="fit",
+                        round_no=round_no,
+                    )
+                )
+                sent += membership.nbytes + (rows_arg.nbytes if exact else 0)
+        n_tasks += len(parts)
+        pieces = scoring_pieces(local, rows, plan, eval_rows if self.eval_ref is not None else None)
+        by_block = {}
+        other = []
+        for piece in pieces:
+            if piece["kind"] == "block" and sharded:
+                by_block[int(plan.block_of[piece["positions"][0]])] = piece
+            else:
+                other.append(piece)
+        score_futures = []
+        if by_block:
+            for w, shard_ids, _ in owned:
+                score_futures.append(
+                    self._submit(
+                        _score_shards,
+                        self.key,
+                        self.spec_future,
+                        self.x_ref,
+                        round_no,
+                        shard_ids,
+                        membership,
+                        parts,
+                        self.removals,
+                        what="score",
+                        round_no=round_no,
+                        worker=w,
+                    )
+                )
+                sent += membership.nbytes
+        chunks = [other[i : i + self.pieces_per_task] for i in range(0, len(other), self.pieces_per_task)]
+        chunk_futures = [
+            self._submit(
                 _score_pieces,
                 self.key,
                 self.spec_future,
                 self.x_ref,
-                fitted_future,
+                parts,
                 chunk,
                 self.eval_ref,
                 self.eval_codes,
-                key=self._tag("score", round_no),
-                pure=False,
+                what="score",
+                round_no=round_no,
             )
             for chunk in chunks
         ]
-        results = [r for part in self.client.gather(futures) for r in part]
-        sent += len(groups) * membership.nbytes + (rows_arg.nbytes if exact else 0) * len(groups)
-        sent += _nbytes(fitted) + sum(_nbytes(c) for c in chunks)
-        received += sum(_nbytes(r) for r in results)
-        self.stats.append(
-            {
-                "round": round_no,
-                "tasks": len(groups) + len(chunks),
-                "bytes_sent": int(sent),
-                "bytes_received": int(received),
-            }
-        )
+        sent += sum(_nbytes(c) for c in chunks)
+        n_tasks += len(score_futures) + len(chunk_futures)
+        results = [r for part in self.client.gather(chunk_futures) for r in part]
+        received = sum(_nbytes(r) for r in results)
+        seen = 0
+        for part in self.client.gather(score_futures):
+            for b, n_rows_b, correct, model_correct in part:
+                piece = by_block[b]
+                if n_rows_b != len(piece["positions"]):
+                    raise RuntimeError("A worker's view of its shard's rows is out of date.")
+                seen += 1
+                received += correct.nbytes + model_correct.nbytes
+                results.append(
+                    {
+                        "kind": "block",
+                        "positions": piece["positions"],
+                        "models": piece["models"],
+                        "correct": correct,
+                        "n_pred": len(piece["models"]),
+                        "model_correct": model_correct,
+                        "model_total": n_rows_b,
+                    }
+                )
+        if seen != len(by_block):
+            raise RuntimeError("The workers scored other blocks than this round's.")
+        record = {"round": round_no, "tasks": n_tasks, "bytes_sent": int(sent), "bytes_received": int(received)}
+        if self.transfer_stats:
+            record["workers"] = self.worker_counters()
+        self.stats.append(record)
         return merge_pieces(results, len(rows), m, None if eval_rows is None else len(eval_rows))
+
+    def worker_counters(self) -> dict:
+        """Per worker: Dask's transfer counters (bytes in from peers, bytes out), CPU tallies and peak RSS."""
+        return self.client.run(_worker_counters, key=self.key)
 
     def _score_sklearn(self, rows, plan, rng, eval_rows, round_no) -> RoundScores:
         m = self.n_partitions
@@ -455,6 +765,7 @@ class DaskBackend:
     def close(self) -> None:
         """Drop this run's sessions on the workers (they rebuild on demand if asked again)."""
         try:
+            self.final_counters = self.worker_counters() if self.transfer_stats else None
             self.client.run(_forget, self.key)
             if getattr(self, "_amm_was_running", False):
                 self.client.amm.start()
@@ -472,14 +783,7 @@ def _amm_running(client: Any) -> bool:
 def _forget(key: str) -> None:
     with _SESSIONS_LOCK:
         _SESSIONS.pop(key, None)
-
-
-def _concat_weights(parts: list) -> Any:
-    from .models import _LinearWeights
-
-    W = np.concatenate([p.W for p in parts], axis=2)
-    b = np.concatenate([p.b for p in parts], axis=1)
-    return _LinearWeights(W, b, parts[0].n_classes)
+        _CPU.pop(key, None)
 
 
 def worker_pid() -> int:

@@ -167,13 +167,12 @@ class _LogisticSession(_LinearSession):
         rng,
         layout: dict | None = None,
     ) -> None:
-        super().__init__(family, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
-        self.solver = family.solver(n_partitions, train_size, self.d, n_classes)
+        self.solver = family.solver(n_partitions, train_size, X.shape[1], n_classes)
         self.K = 1 if n_classes == 2 else n_classes
         # a cluster worker gets no row list in blocks mode: it knows the current set from the removals
         self.present = np.ones(X.shape[0], dtype=bool)
-        self.total: NDArray[np.float64] | None = None
         self._memo_base: str | None = None
+        super().__init__(family, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
 
     # -- set-up -------------------------------------------------------------------------------------
     @property
@@ -184,56 +183,54 @@ class _LogisticSession(_LinearSession):
         longest = self.train_size + (self.rows_per_block if self.mode == "blocks" else 0)
         return int(max(1, min(self.n_partitions, GATHER_BYTES // (8 * longest * (self.d + 1)))))
 
-    def prepare(self) -> None:
-        """Logistic solver: the Gram matrix of the whole set (the preconditioner); ridge: the block Grams."""
-        if self.solver != "logistic":
-            super().prepare()
-            return
-        if self.total is None:
-            out = np.empty((1, self.D, self.D), dtype=np.float32)
-            self._gram_of_groups([np.arange(self.X.shape[0])], out)
-            self.total = out[0].astype(np.float64)
-            self._precond_cache = None
+    @property
+    def uses_stack(self) -> bool:
+        """Block Gram matrices only for the ridge fallback."""
+        return self.solver != "logistic" and self.mode == "blocks"
 
-    def remove(self, rows: NDArray[np.intp]) -> None:
-        """Forget removed rows: block sizes, the rows present and the Gram matrices."""
+    @property
+    def uses_total(self) -> bool:
+        """Logistic regression's preconditioner is built from the Gram matrix of the whole current set."""
+        return self.solver == "logistic" or super().uses_total
+
+    def forget(self, rows: NDArray[np.intp]) -> None:
+        """Forget removed rows: the rows present and the block sizes."""
         rows = np.asarray(rows, dtype=np.intp)
         self.present[rows] = False
-        if self.solver != "logistic":
-            super().remove(rows)
-            return
-        if len(rows) == 0:
-            return
-        self._precond_cache = None
-        if self.mode == "blocks":
-            self.block_sizes -= np.bincount(self.block_of_row[rows], minlength=len(self.block_sizes))
-        if self.total is not None:
-            Z = self._z(np.sort(rows))
-            self.total -= (Z.T @ Z).astype(np.float64)
+        super().forget(rows)
 
-    def _logistic_preconditioner(self, n_rows: int) -> NDArray[np.float32]:
-        """Inverse of κ·(t/n)·[x, 1]ᵀ[x, 1] + diag(1/C, …, 1/C, 0) over the current set (cached per round)."""
-        if self._precond_cache is not None and self._precond_cache[0] == n_rows:
-            return self._precond_cache[1]
+    def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
+        if self.solver != "logistic":
+            return super()._preconditioner(n_rows)
+        if self._precond_cache is None or self._precond_cache[0] != n_rows:
+            self._precond_cache = (n_rows, self.preconditioner_from_total(self._total(), n_rows))
+        return self._precond_cache[1]
+
+    def preconditioner_from_total(self, total: NDArray[np.float64], n_rows: int) -> NDArray[np.float32] | None:
+        """Logistic solver: inverse of κ·(t/n)·[x, 1]ᵀ[x, 1] + diag(1/C, …, 1/C, 0) over the current set."""
+        if self.solver != "logistic":
+            return super().preconditioner_from_total(total, n_rows)
         d = self.d
         kappa = 0.25 if self.K == 1 else 1.0 / self.K
-        H = self.total[: d + 1, : d + 1] * (kappa * self.train_size / max(n_rows, 1))
+        H = total[: d + 1, : d + 1] * (kappa * self.train_size / max(n_rows, 1))
         H[np.arange(d), np.arange(d)] += 1.0 / self.family.C
         try:
             H_inv = np.linalg.inv(H)
         except np.linalg.LinAlgError:
             H_inv = np.linalg.pinv(H)
-        H_inv = np.ascontiguousarray(H_inv.astype(np.float32))
-        self._precond_cache = (n_rows, H_inv)
-        return H_inv
+        return np.ascontiguousarray(H_inv.astype(np.float32))
 
     # -- FamilySession ------------------------------------------------------------------------------
-    def fit(self, rows: NDArray[np.intp], plan: PartitionPlan, partitions: Sequence[int], rng) -> _LinearWeights:
-        """Fit the partitions' logistic regressions (or, above ``max_work``, their ridge classifiers)."""
+    def fit(
+        self, rows: NDArray[np.intp], plan: PartitionPlan, partitions: Sequence[int], rng, precond=None
+    ) -> _LinearWeights:
+        """Fit the partitions' logistic regressions (or, above ``max_work``, their ridge classifiers).
+
+        ``precond``: this round's preconditioner when another process computed it (a cluster worker), else it
+        is computed from this session's shards.
+        """
         if self.solver != "logistic":
             return super().fit(rows, plan, partitions, rng)
-        if self.total is None:
-            self.prepare()
         parts = np.asarray(list(partitions), dtype=np.intp)
         d, C, K = self.d, self.n_classes, self.K
         if self.mode == "blocks":  # the current set, from the removals (a worker's ``rows`` is only a length)
@@ -254,7 +251,7 @@ class _LogisticSession(_LinearSession):
 
             sizes = plan.membership.sum(axis=1)
         longest = int(sizes.max())  # one padded length for the whole round: every batch computes alike
-        H_inv = self._logistic_preconditioner(len(current))
+        H_inv = self._preconditioner(len(current)) if precond is None else precond
         W = np.empty((d, C - 1, len(parts)), dtype=np.float32)
         b = np.empty((C - 1, len(parts)), dtype=np.float32)
         step = self.fit_group

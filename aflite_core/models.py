@@ -14,6 +14,11 @@ m partition models of a round together:
   computed once per *block* of rows and a partition's statistics are the sum over its blocks (one matrix
   product for a group of partitions). Blocks persist for the whole run: when rows are removed their
   contribution is subtracted (a rank-k downdate), so the Gram matrices are built once, not every round;
+* the blocks are cut into a fixed number of *shards* (contiguous ranges of block ids, so random sets of rows;
+  the count depends on the data and the family, never on where the run executes). A partition's Gram matrix
+  is the sum of one partial product per shard, always added along the same balanced binary tree over the
+  shard indices, column tile by column tile. Any grouping of shards - all of them in this process, or a few
+  on each of any number of cluster workers (:mod:`aflite_core.distributed`) - therefore gives the same bits;
 * every held-out row is predicted by all m models in one matrix product.
 
 Features are centred by their overall mean before the products (which leaves the fitted classifiers
@@ -57,6 +62,50 @@ def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
 
 #: rows gathered at once when building or downdating Gram matrices
 GRAM_CHUNK_BYTES = 32 * 2**20
+#: shards of the blocks (fewer if there are fewer blocks): the unit a cluster worker owns. Fixed per run, so
+#: a run's result never depends on how many workers share the shards (more shards: more workers can share the
+#: Gram work; ``LinearFamily(shards=...)`` changes it, and with it the run's floating-point result)
+DEFAULT_SHARDS = 16
+#: bytes of the shards' partial products combined at once (one tile of columns of the flattened Gram matrices:
+#: the partial products stay in cache while the tree adds them); a function of the shapes only
+TILE_BYTES = 2**20
+
+
+def shard_bounds(n_items: int, n_shards: int) -> NDArray[np.int64]:
+    """Bounds of ``n_shards`` contiguous, nearly equal ranges of ``n_items`` (shard s: ``[b[s], b[s + 1])``)."""
+    return (np.arange(n_shards + 1, dtype=np.int64) * n_items) // n_shards
+
+
+def tree_sum(values: dict, lo: int, hi: int):
+    """Sum of ``values[s]`` for s in [lo, hi) along the fixed balanced binary tree over shard indices.
+
+    Node (lo, hi) is ``node(lo, mid) + node(mid, hi)`` with ``mid = (lo + hi) // 2``; the tree of a run is that of
+    (0, n_shards), so a subtree computed anywhere gives the bits it gives inside the whole sum. ``values`` may
+    hold whole nodes' values (``(lo, hi)`` keys) where those were computed elsewhere.
+    """
+    if (lo, hi) in values:
+        return values[(lo, hi)]
+    if hi - lo == 1:
+        return values[lo]
+    mid = (lo + hi) // 2
+    return tree_sum(values, lo, mid) + tree_sum(values, mid, hi)
+
+
+def tree_cover(lo: int, hi: int, node: tuple[int, int]) -> list[tuple[int, int]]:
+    """The largest nodes of the shard tree below ``node`` that lie inside [lo, hi), in shard order."""
+    a, b = node
+    if b <= lo or a >= hi:
+        return []
+    if lo <= a and b <= hi:
+        return [node]
+    mid = (a + b) // 2
+    return tree_cover(lo, hi, (a, mid)) + tree_cover(lo, hi, (mid, b))
+
+
+def tile_columns(n_columns: int, n_rows: int, n_shards: int) -> list[slice]:
+    """Column tiles of the flattened Gram matrices for ``n_rows`` partitions (a function of the shapes only)."""
+    width = max(1024, TILE_BYTES // (4 * max(n_rows, 1) * max(n_shards, 1)))
+    return [slice(c, min(c + width, n_columns)) for c in range(0, n_columns, width)]
 
 
 def _column_mean(X: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -96,6 +145,11 @@ class LinearFamily:
     partition_group : int, default=16
         Partitions fitted together (one matrix product over the block Grams). Fixed, so every backend groups
         the same partitions and gets bit-identical models; smaller when Gram matrices are very large.
+    shards : int or None, default=None
+        Shards the blocks are cut into (``None``: :data:`DEFAULT_SHARDS`, fewer if there are fewer blocks). A
+        Dask worker owns whole shards, so at most this many workers share the Gram work. Part of the run's
+        arithmetic (partial sums are added shard by shard along a fixed tree): the same seed and shards give
+        the same bits on any number of workers, another count of shards may differ in the last bits.
 
     Notes
     -----
@@ -110,22 +164,22 @@ class LinearFamily:
     max_gram_bytes: int | None = None
     iterative: bool = True
     partition_group: int = 16
+    shards: int | None = None
 
     name = "linear"
 
     def spec(self) -> dict[str, Any]:
         """JSON-serialisable description of the family (recorded in results)."""
-        return {
-            "family": "linear",
-            "class": "aflite_core.models.LinearFamily",
-            "params": {
-                "alpha": self.alpha,
-                "block_rows": self.block_rows,
-                "max_gram_bytes": self.max_gram_bytes,
-                "iterative": self.iterative,
-                "partition_group": self.partition_group,
-            },
+        params = {
+            "alpha": self.alpha,
+            "block_rows": self.block_rows,
+            "max_gram_bytes": self.max_gram_bytes,
+            "iterative": self.iterative,
+            "partition_group": self.partition_group,
         }
+        if self.shards is not None:  # recorded only when set, so the specs of earlier runs stay as they were
+            params["shards"] = self.shards
+        return {"family": "linear", "class": "aflite_core.models.LinearFamily", "params": params}
 
     def session(
         self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng, layout: dict | None = None
@@ -170,8 +224,25 @@ def _predict_codes(scores: NDArray[np.float32], n_classes: int) -> NDArray[np.in
     return idx
 
 
+@dataclass
+class _Shard:
+    """One shard of a run: its current rows and the Gram statistics of its blocks (or rows).
+
+    ``stack`` (blocks whose Grams the ridge fits sum; None where only the total is needed) holds the shard's
+    blocks' Gram matrices, ``total`` (float64) the Gram matrix of all its current rows. ``applied`` counts the
+    rounds of removals already subtracted (a cluster worker replays the missing ones in order).
+    """
+
+    index: int
+    rows: NDArray[np.intp]
+    blocks: tuple[int, int]
+    stack: NDArray[np.float32] | None = None
+    total: NDArray[np.float64] | None = None
+    applied: int = 0
+
+
 class _LinearSession:
-    """The linear family bound to one run: persistent blocks and their cached Gram matrices."""
+    """The linear family bound to one run: persistent blocks, their shards and the shards' Gram matrices."""
 
     def __init__(
         self,
@@ -193,19 +264,20 @@ class _LinearSession:
         n, d = X.shape
         self.d = d
         self.D = d + 1 + n_classes
-        self.mu = _column_mean(X)
-        self.stack: NDArray[np.float32] | None = None
         self.block_of_row: NDArray[np.int32] | None = None
         self.block_sizes: NDArray[np.int64] | None = None
+        self.shards: dict[int, _Shard] = {}
         # (n_rows, preconditioner): the total Gram changes only in remove(), so the fits of one round share it
-        # (a cluster worker fits several partition groups per round, each as its own call)
         self._precond_cache: tuple[int, NDArray[np.float32] | None] | None = None
         if layout is not None:  # another process drew the blocks (a cluster worker): take them as they are
             self.mode, self.rows_per_block = layout["mode"], int(layout["rows_per_block"])
+            self.mu = np.asarray(layout["mu"], dtype=np.float32) if layout.get("mu") is not None else _column_mean(X)
             if self.mode == "blocks":
                 self.block_of_row = np.asarray(layout["block_of_row"], dtype=np.int32)
                 self.block_sizes = np.bincount(self.block_of_row, minlength=int(layout["n_blocks"])).astype(np.int64)
+            self._init_shards()
             return
+        self.mu = _column_mean(X)
         self.mode, self.rows_per_block = self._choose_mode(n)
         if self.mode == "blocks":
             n_blocks = math.ceil(n / self.rows_per_block)
@@ -214,14 +286,16 @@ class _LinearSession:
             block_of_row[perm] = (np.arange(n, dtype=np.int64) * n_blocks) // n
             self.block_of_row = block_of_row
             self.block_sizes = np.bincount(block_of_row, minlength=n_blocks).astype(np.int64)
+        self._init_shards()
 
     def layout(self) -> dict:
-        """The per-run block assignment, to rebuild the same session elsewhere (see ``layout=``)."""
+        """The per-run block assignment and centring, to rebuild the same session elsewhere (see ``layout=``)."""
         return {
             "mode": self.mode,
             "rows_per_block": self.rows_per_block,
             "block_of_row": self.block_of_row,
             "n_blocks": 0 if self.block_sizes is None else len(self.block_sizes),
+            "mu": self.mu,
         }
 
     # -- set-up -------------------------------------------------------------------------------------
@@ -244,6 +318,33 @@ class _LinearSession:
             return "exact", 1
         return "blocks", rows
 
+    def _init_shards(self) -> None:
+        """Cut the blocks (exact mode: the rows) into the run's shards: contiguous ranges of ids."""
+        n = self.X.shape[0]
+        wanted = self.family.shards or DEFAULT_SHARDS
+        if self.mode == "blocks":
+            n_blocks = len(self.block_sizes)
+            self.n_shards = int(max(1, min(wanted, n_blocks)))
+            self.shard_block_bounds = shard_bounds(n_blocks, self.n_shards)
+            of_block = np.repeat(np.arange(self.n_shards, dtype=np.int32), np.diff(self.shard_block_bounds))
+            self.shard_of_row = of_block[self.block_of_row]
+        else:
+            self.n_shards = int(max(1, min(wanted, n)))
+            self.shard_block_bounds = None
+            self.shard_of_row = np.repeat(
+                np.arange(self.n_shards, dtype=np.int32), np.diff(shard_bounds(n, self.n_shards))
+            )
+
+    @property
+    def uses_stack(self) -> bool:
+        """True when the fits sum block Gram matrices (blocks mode of the ridge classifier)."""
+        return self.mode == "blocks"
+
+    @property
+    def uses_total(self) -> bool:
+        """True when the fits need the Gram matrix of the whole current set (their preconditioner)."""
+        return self.mode == "blocks" and self.family.iterative
+
     def _z(self, rows: NDArray[np.intp]) -> NDArray[np.float32]:
         """[x - μ, 1, onehot(y)] for ``rows``."""
         d = self.d
@@ -262,48 +363,124 @@ class _LinearSession:
                 Z = self._z(np.sort(rows[start : start + chunk]))
                 out[i] += Z.T @ Z
 
-    def _build_stack(self) -> None:
-        n_blocks = len(self.block_sizes)
-        order = np.argsort(self.block_of_row, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(self.block_of_row, minlength=n_blocks))])
-        self.stack = np.empty((n_blocks, self.D, self.D), dtype=np.float32)
-        groups = [order[bounds[b] : bounds[b + 1]] for b in range(n_blocks)]
-        self._gram_of_groups(groups, self.stack)
-        self.total = self.stack.sum(axis=0, dtype=np.float64)  # Gram of all of S, kept up to date in remove()
-        self._precond_cache = None
+    # -- shards -------------------------------------------------------------------------------------
+    def shard(self, index: int) -> _Shard:
+        """Shard ``index``, built on first use from all its rows (removals are applied to it afterwards)."""
+        sh = self.shards.get(index)
+        if sh is None:
+            rows = np.flatnonzero(self.shard_of_row == index)
+            blocks = (0, 0)
+            if self.shard_block_bounds is not None:
+                blocks = (int(self.shard_block_bounds[index]), int(self.shard_block_bounds[index + 1]))
+            sh = _Shard(index=index, rows=rows, blocks=blocks)
+            self._build_shard(sh)
+            self.shards[index] = sh
+        return sh
 
-    def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
-        """Inverse of the ridge system of the whole current set scaled to t rows (the PCG preconditioner).
+    def _build_shard(self, sh: _Shard) -> None:
+        if self.uses_stack:
+            lo, hi = sh.blocks
+            blocks = self.block_of_row[sh.rows] - lo
+            order = np.argsort(blocks, kind="stable")
+            cuts = np.cumsum(np.bincount(blocks, minlength=hi - lo))[:-1]
+            sh.stack = np.empty((hi - lo, self.D, self.D), dtype=np.float32)
+            self._gram_of_groups(np.split(sh.rows[order], cuts), sh.stack)
+            sh.total = sh.stack.sum(axis=0, dtype=np.float64)
+        elif self.uses_total:
+            out = np.empty((1, self.D, self.D), dtype=np.float32)
+            self._gram_of_groups([sh.rows], out)
+            sh.total = out[0].astype(np.float64)
 
-        Stored explicitly so applying it is one matrix product (triangular solves with few right-hand
-        sides run far below BLAS speed).
+    def remove_from_shard(self, sh: _Shard, rows: NDArray[np.intp]) -> None:
+        """Subtract ``rows`` (all in shard ``sh``) from its Gram statistics and its current rows."""
+        sh.applied += 1
+        if len(rows) == 0:
+            return
+        rows = np.asarray(rows, dtype=np.intp)
+        sh.rows = sh.rows[~np.isin(sh.rows, rows, assume_unique=True)]
+        if sh.stack is not None:
+            lo = sh.blocks[0]
+            blocks = self.block_of_row[rows]
+            order = np.argsort(blocks, kind="stable")
+            rows_sorted, blocks_sorted = rows[order], blocks[order]
+            cuts = np.flatnonzero(np.diff(blocks_sorted)) + 1
+            removed = np.zeros((self.D, self.D), dtype=np.float32)
+            for seg_rows, seg_block in zip(np.split(rows_sorted, cuts), blocks_sorted[np.r_[0, cuts]]):
+                Z = self._z(np.sort(seg_rows))
+                ZtZ = Z.T @ Z
+                sh.stack[seg_block - lo] -= ZtZ
+                removed += ZtZ
+            sh.total -= removed
+        elif sh.total is not None:
+            Z = self._z(np.sort(rows))
+            sh.total -= (Z.T @ Z).astype(np.float64)
+
+    def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_]) -> NDArray[np.float32]:
+        """Partial Gram matrices (g, D·D) of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
+
+        One matrix product per shard and column tile, added along the shard tree: the value of the tree node
+        ``node``, bit for bit whichever process computes it (all its shards must be built and up to date).
         """
-        if not self.family.iterative:
-            return None
-        if self._precond_cache is not None and self._precond_cache[0] == n_rows:
-            return self._precond_cache[1]
-        scaled = (self.total * (self.train_size / max(n_rows, 1)))[None]
-        A, *_ = _ridge_system(scaled, self.d, self.family.alpha)
-        try:
-            L = np.linalg.cholesky(A[0])
-        except np.linalg.LinAlgError:
-            self._precond_cache = (n_rows, None)
-            return None
-        from scipy.linalg import solve_triangular
+        lo, hi = node
+        g, D2 = member.shape[0], self.D * self.D
+        A = member.astype(np.float32)
+        parts, flats = {}, {}
+        for s in range(lo, hi):
+            sh = self.shards[s]
+            b0, b1 = sh.blocks
+            parts[s] = np.ascontiguousarray(A[:, b0:b1])
+            flats[s] = sh.stack.reshape(b1 - b0, D2)
+        out = np.empty((g, D2), dtype=np.float32)
+        for cols in tile_columns(D2, g, self.n_shards):
+            leaves = {s: parts[s] @ flats[s][:, cols] for s in range(lo, hi)}
+            out[:, cols] = tree_sum(leaves, lo, hi)
+        return out
 
-        L_inv = solve_triangular(L, np.eye(self.d), lower=True, check_finite=False)
-        M_inv = np.ascontiguousarray((L_inv.T @ L_inv).astype(np.float32))
-        self._precond_cache = (n_rows, M_inv)
-        return M_inv
+    def node_total(self, node: tuple[int, int]) -> NDArray[np.float64]:
+        """Gram matrix of the current rows of the shards of ``node`` (float64, summed along the shard tree)."""
+        return tree_sum({s: self.shards[s].total for s in range(*node)}, *node)
 
     def prepare(self) -> None:
-        """Build the block Gram matrices now, before any removal.
+        """Build every shard's Gram statistics now, before any removal.
 
         Replaying removals on resume, or on another worker, then repeats exactly the same floating-point
         operations as the original run.
         """
-        if self.mode == "blocks" and self.stack is None:
-            self._build_stack()
+        if self.uses_stack or self.uses_total:
+            for s in range(self.n_shards):
+                self.shard(s)
+
+    def _total(self) -> NDArray[np.float64]:
+        if len(self.shards) < self.n_shards:
+            self.prepare()
+        return self.node_total((0, self.n_shards))
+
+    def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
+        """The PCG preconditioner of this round (see :func:`ridge_preconditioner`), cached per round."""
+        if not self.family.iterative:
+            return None
+        if self._precond_cache is not None and self._precond_cache[0] == n_rows:
+            return self._precond_cache[1]
+        M_inv = self.preconditioner_from_total(self._total(), n_rows)
+        self._precond_cache = (n_rows, M_inv)
+        return M_inv
+
+    def preconditioner_from_total(self, total: NDArray[np.float64], n_rows: int) -> NDArray[np.float32] | None:
+        """Inverse of the ridge system of the whole current set scaled to t rows (the PCG preconditioner).
+
+        Stored explicitly so applying it is one matrix product (triangular solves with few right-hand
+        sides run far below BLAS speed). None when the system is not positive definite.
+        """
+        scaled = (total * (self.train_size / max(n_rows, 1)))[None]
+        A, *_ = _ridge_system(scaled, self.d, self.family.alpha)
+        try:
+            L = np.linalg.cholesky(A[0])
+        except np.linalg.LinAlgError:
+            return None
+        from scipy.linalg import solve_triangular
+
+        L_inv = solve_triangular(L, np.eye(self.d), lower=True, check_finite=False)
+        return np.ascontiguousarray((L_inv.T @ L_inv).astype(np.float32))
 
     # -- FamilySession ------------------------------------------------------------------------------
     @property
@@ -330,25 +507,27 @@ class _LinearSession:
         d, C = self.d, self.n_classes
         W = np.empty((d, C - 1, len(parts)), dtype=np.float32)
         b = np.empty((C - 1, len(parts)), dtype=np.float32)
-        if self.mode == "blocks" and self.stack is None:
-            self._build_stack()
+        if self.mode == "blocks" and len(self.shards) < self.n_shards:
+            self.prepare()
         precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
         step = self.fit_group
         for g0 in range(0, len(parts), step):
             report_step(self, "fit", g0, len(parts))
             group = parts[g0 : g0 + step]
             if self.mode == "blocks":
-                A = plan.membership[group].astype(np.float32)
-                P = (A @ self.stack.reshape(len(self.block_sizes), -1)).reshape(len(group), self.D, self.D)
+                P = self.node_grams((0, self.n_shards), plan.membership[group]).reshape(len(group), self.D, self.D)
             else:
                 P = np.empty((len(group), self.D, self.D), dtype=np.float32)
                 self._gram_of_groups([rows[plan.membership[j]] for j in group], P)
-            Wg, bg = _solve_ridge(P, d, C, self.family.alpha, precond)  # (g, d, C), (g, C) in float64
-            Wdiff = Wg[:, :, 1:] - Wg[:, :, :1]
-            bdiff = bg[:, 1:] - bg[:, :1] - np.einsum("d,gdc->gc", self.mu.astype(np.float64), Wdiff)
-            W[:, :, g0 : g0 + len(group)] = Wdiff.transpose(1, 2, 0)
-            b[:, g0 : g0 + len(group)] = bdiff.T
+            W[:, :, g0 : g0 + len(group)], b[:, g0 : g0 + len(group)] = self.solve_grams(P, precond)
         return _LinearWeights(W, b, C)
+
+    def solve_grams(self, P: NDArray[np.float32], precond: NDArray[np.float32] | None):
+        """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten)."""
+        Wg, bg = _solve_ridge(P, self.d, self.n_classes, self.family.alpha, precond)  # (g, d, C), (g, C) float64
+        Wdiff = Wg[:, :, 1:] - Wg[:, :, :1]
+        bdiff = bg[:, 1:] - bg[:, :1] - np.einsum("d,gdc->gc", self.mu.astype(np.float64), Wdiff)
+        return Wdiff.transpose(1, 2, 0), bdiff.T
 
     def predict(self, fitted: _LinearWeights, X_rows, mask=None) -> NDArray[np.int8]:
         """Class codes predicted by every fitted model for every row: shape (n_rows, n_models)."""
@@ -370,25 +549,23 @@ class _LinearSession:
         preds = _predict_codes(scores.reshape(len(block_rows), C - 1, len(models)), C)
         return preds == self.codes[block_rows][:, None]
 
+    def forget(self, rows: NDArray[np.intp]) -> None:
+        """Bookkeeping of removed rows that every process holding the session keeps (block sizes)."""
+        if self.mode == "blocks" and len(rows):
+            self.block_sizes -= np.bincount(self.block_of_row[rows], minlength=len(self.block_sizes))
+
     def remove(self, rows: NDArray[np.intp]) -> None:
-        """Subtract removed rows from their blocks' Gram matrices (blocks mode)."""
-        if self.mode != "blocks" or len(rows) == 0:
+        """Forget removed rows and subtract them from their shards' Gram statistics."""
+        rows = np.asarray(rows, dtype=np.intp)
+        self.forget(rows)
+        if not self.shards:
             return
         self._precond_cache = None
-        blocks = self.block_of_row[rows]
-        self.block_sizes -= np.bincount(blocks, minlength=len(self.block_sizes))
-        if self.stack is None:
-            return
-        order = np.argsort(blocks, kind="stable")
-        rows_sorted, blocks_sorted = rows[order], blocks[order]
-        cuts = np.flatnonzero(np.diff(blocks_sorted)) + 1
-        removed = np.zeros((self.D, self.D), dtype=np.float32)
-        for seg_rows, seg_block in zip(np.split(rows_sorted, cuts), blocks_sorted[np.r_[0, cuts]]):
-            Z = self._z(np.sort(seg_rows))
-            ZtZ = Z.T @ Z
-            self.stack[seg_block] -= ZtZ
-            removed += ZtZ
-        self.total -= removed
+        of = self.shard_of_row[rows]
+        for s in range(self.n_shards):
+            sh = self.shards.get(s)
+            if sh is not None:
+                self.remove_from_shard(sh, rows[of == s])
 
 
 def _ridge_system(P: NDArray, d: int, alpha: float):
