@@ -61,6 +61,10 @@ RUN_DIR = "run-dir"  # selectbox: the run directory chosen below the run root
 RUN_FEATURES_FILE = "run-features-file"  # file uploaders of a run's inputs
 RUN_LABELS_FILE = "run-labels-file"
 RUN_ERROR = "data-run-error"  # str or None: why the last "Open run" failed
+# Data: the SNLI / MultiNLI tab and the embedding step
+NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (ui.run_in_background)
+NLI_REQUEST = "data-nli-request"  # NliSpec the Fetch button asked for last (None: nothing asked yet)
+EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (ui.run_in_background)
 # Inspect
 INSPECT_LOADED = "inspect_loaded_run"  # {"result", "name", "digest", "dataset"} of the run opened from a zip
 INSPECT_UPLOAD = "inspect-upload"  # file uploader of that zip
@@ -68,7 +72,6 @@ INSPECT_SEEN = "inspect_upload_seen"  # (file id, error message or None) of the 
 INSPECT_WHICH = "inspect-which"  # which run is shown: "filter" or "loaded"
 INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stability
 INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report
-INSPECT_FILTER = "inspect-filter"  # {"round": int or None, "class": str or None}: the rows a chart bar links to
 # Evaluation sets
 EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the page
 EVALSETS_SHOWN = "evalsets_shown"  # dict: EvalSetSpec -> the EvalStudySpec submitted last for it
@@ -78,6 +81,9 @@ SYN_PLAYING = "syn-playing"  # the stepper is playing
 SYN_TIMER = "syn-timer"  # whether the stepper fragment was declared with a timer in this script run
 SYN_ROUND = "syn-round"  # slider: the round shown
 SYN_STEP_DATA = "syn-step-data"  # radio: the dataset stepped through
+SYN_OOD_REQUEST = "syn-ood-request"  # CirclesOODSpec the out-of-distribution button asked for last
+# Training dynamics
+DYN_VALIDATE_REQUEST = "dyn-validate-request"  # ValidationSpec the "Validate the levels" button asked for last
 
 
 def filter_key(name: str, dataset_key: str) -> str:

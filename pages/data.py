@@ -229,10 +229,10 @@ with art_tab:
 def _request_nli() -> None:
     """Fetch button: remember what was asked for (the page fetches it in the background)."""
     name, split = st.session_state["nli-which"]
-    st.session_state[datasets.NLI_REQUEST] = datasets.NliSpec(
+    st.session_state[state.NLI_REQUEST] = datasets.NliSpec(
         name, split, int(st.session_state["nli-rows"]), int(st.session_state["nli-seed"])
     )
-    _forget_finished(datasets.NLI_RUN)
+    _forget_finished(state.NLI_RUN)
 
 
 with nli_tab:
@@ -272,13 +272,13 @@ with nli_tab:
         )
         n3.number_input("Seed of the sample", min_value=0, max_value=2**31 - 2, value=0, step=1, key="nli-seed")
         st.form_submit_button("Fetch", type="primary", disabled=bool(nli_missing), on_click=_request_nli)
-    nli_spec = st.session_state.get(datasets.NLI_REQUEST)
+    nli_spec = st.session_state.get(state.NLI_REQUEST)
     fetched = None
     if nli_spec is None:
         st.caption("Choose a dataset, a split and a row cap, then Fetch.")
     else:
         nli_outcome = ui.run_in_background(
-            datasets.NLI_RUN,
+            state.NLI_RUN,
             nli_spec,
             datasets.prepare_nli_fetch,
             datasets.describe_nli_fetch,
@@ -428,7 +428,7 @@ with upload_tab:
         key=f"up-emb-{tag}",
         disabled=not emb_status.available or not views,
         on_change=_forget_finished,
-        args=(uploads.EMBED_RUN,),
+        args=(state.EMBED_RUN,),
         help="384-d embeddings from a small sentence encoder, computed on this machine (no network). A stronger "
         "representation than TF-IDF: AFLite's models find more of the bias with it.",
     )
@@ -477,7 +477,7 @@ with upload_tab:
     embedded = None
     if embed and espec is not None:
         emb_outcome = ui.run_in_background(
-            uploads.EMBED_RUN,
+            state.EMBED_RUN,
             espec,
             lambda s: uploads.prepare_embedding(s, frame),
             uploads.describe_embedding,
@@ -490,7 +490,7 @@ with upload_tab:
                 st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
             else:
                 st.error(emb_outcome.error)
-            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=(uploads.EMBED_RUN,))
+            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=(state.EMBED_RUN,))
             st.stop()
         embedded = (espec, emb_outcome.value)
 

@@ -3,8 +3,8 @@ import streamlit as st
 from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.compute import dynamics as compute
-from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, DYN_VALIDATE_REQUEST, ValidationSpec
-from aflite_app.state import LAST
+from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
+from aflite_app.state import DYN_VALIDATE_REQUEST, LAST
 
 ui.page_guard()
 

@@ -6,12 +6,11 @@ from aflite_app.compute import synthetic as compute
 from aflite_app.compute.synthetic import (
     CIRCLES_LIVE_FOLDS,
     CIRCLES_OOD_SEEDS,
-    SYN_OOD_REQUEST,
     CirclesOODSpec,
     CirclesRunSpec,
     CirclesSpec,
 )
-from aflite_app.state import SYN_PLAYING, SYN_ROUND, SYN_STEP_DATA, SYN_TIMER
+from aflite_app.state import SYN_OOD_REQUEST, SYN_PLAYING, SYN_ROUND, SYN_STEP_DATA, SYN_TIMER
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 

@@ -58,6 +58,24 @@ def test_every_session_key_is_distinct():
     assert len(set(keys.values())) == len(keys), keys
 
 
+def test_session_keys_live_in_state_and_the_compute_layer_never_touches_the_session():
+    """Every session key a page shares is declared in aflite_app/state.py; compute modules neither define one
+    nor read or write ``st.session_state`` (they get this session's data through ``state.session_data``)."""
+    import re
+    from pathlib import Path
+
+    state_keys = {value for name, value in vars(state).items() if name.isupper() and isinstance(value, str)}
+    assert {"syn-ood-request", "dyn-validate-request", "data-nli-run", "data-nli-request", "data-embed-run"} <= (
+        state_keys
+    )
+    compute_dir = Path(state.__file__).parent / "compute"
+    for path in sorted(compute_dir.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "session_state" not in text, path.name
+        for value in re.findall(r'^[A-Z_]+ = "([a-z_-]+)"', text, flags=re.M):
+            assert value not in state_keys, (path.name, value)
+
+
 def test_offered_labels_match_what_the_core_accepts():
     assert set(state.STRATEGY_LABELS) == set(STRATEGIES)
     assert next(iter(state.BUNDLED)) == "digits"  # the default dataset comes first

@@ -44,8 +44,6 @@ __all__ = [
     "DEFAULT_NLI_ROWS",
     "NLI_DATASETS",
     "NLI_DATA_DIR_ENV",
-    "NLI_REQUEST",
-    "NLI_RUN",
     "NLI_SPLITS",
     "NliSpec",
     "Outcome",
@@ -70,10 +68,6 @@ __all__ = [
     "representation_table",
     "shared_jobs",
 ]
-
-# -- session keys of the Data page's SNLI / MultiNLI tab (read and written by pages/data.py only) ----------------
-NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (ui.run_in_background)
-NLI_REQUEST = "data-nli-request"  # NliSpec the Fetch button asked for last (None: nothing asked yet)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")

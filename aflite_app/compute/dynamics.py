@@ -46,7 +46,6 @@ __all__ = [
     "DYN_MAX_EPOCHS",
     "DYN_MAX_UPLOAD_BYTES",
     "DYN_MAX_UPLOAD_FILES",
-    "DYN_VALIDATE_REQUEST",
     "DynamicsSpec",
     "LevelSpec",
     "ValidationSpec",
@@ -84,9 +83,6 @@ DYN_LEVEL_METHODS = {
     "aum": "AUM percentile bands (Cosma et al.'s baseline)",
 }
 DYN_STORE_SIZE = 16
-#: session key (not a widget): the ValidationSpec the page's "Validate the levels" button last asked for. Belongs
-#: in aflite_app/state.py with the other keys.
-DYN_VALIDATE_REQUEST = "dyn-validate-request"
 #: the level methods' attributions, as the page and the README give them
 DYN_LEVEL_SOURCES = {
     "gmm": "Cosma et al. (2024)",

@@ -28,7 +28,6 @@ __all__ = [
     "CIRCLES_LIVE_FOLDS",
     "CIRCLES_MAX_LEVELS",
     "CIRCLES_OOD_SEEDS",
-    "SYN_OOD_REQUEST",
     "CirclesOODSpec",
     "CirclesRunSpec",
     "CirclesSpec",
@@ -44,9 +43,6 @@ __all__ = [
     "parse_separations",
 ]
 
-#: session key (not a widget): the CirclesOODSpec the out-of-distribution button last asked for. Belongs in
-#: aflite_app/state.py with the page's other keys.
-SYN_OOD_REQUEST = "syn-ood-request"
 #: AFLite seeds of the page's out-of-distribution test (every seed: its own AFLite run, random subset, models)
 CIRCLES_OOD_SEEDS = (0, 1, 2)
 

@@ -34,7 +34,6 @@ from . import _stores
 from .datasets import Outcome, _as_outcome, _stoppable, shared_jobs
 
 __all__ = [
-    "EMBED_RUN",
     "FEATURES_FIELD",
     "LABEL_FIELD",
     "UPLOAD_TABLE_TYPES",
@@ -61,9 +60,6 @@ __all__ = [
 #: how the Data page names its fields, so messages can point at them
 LABEL_FIELD = "Label column"
 FEATURES_FIELD = "Features (optional .npy files, one row per table row)"
-
-# -- session keys of the Data page's embedding step (read and written by pages/data.py only) ----------------------
-EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (ui.run_in_background)
 
 #: table files the uploader accepts (aflite_core.io.TABLE_FORMATS)
 UPLOAD_TABLE_TYPES = ("csv", "tsv", "tab", "parquet", "pq", "jsonl", "ndjson")
