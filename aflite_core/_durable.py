@@ -64,9 +64,10 @@ def write_file(path: str | Path, data: bytes, *, atomic: bool = True) -> Path:
     data : bytes
         The whole content.
     atomic : bool, default=True
-        Write to a hidden temporary name and rename it over ``path`` (readers never see a partial file).
-        False writes ``path`` in place: only for files inside a folder no reader sees yet (see
-        :func:`replace_dir`).
+        Write to a hidden temporary name of its own (``.NAME.RANDOM.tmp``, so two writers of the same file,
+        e.g. two sessions filling one cache entry, never write into each other's temporary file) and rename it
+        over ``path``: readers never see a partial file, and the last rename wins whole. False writes ``path``
+        in place: only for files inside a folder no reader sees yet (see :func:`replace_dir`).
 
     Returns
     -------
@@ -74,8 +75,12 @@ def write_file(path: str | Path, data: bytes, *, atomic: bool = True) -> Path:
         ``path``.
     """
     path = Path(path)
-    target = path.with_name(f".{path.name}.tmp") if atomic else path
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    if atomic:
+        target = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    else:
+        target = path
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         _write_all(fd, data)
         os.fsync(fd)

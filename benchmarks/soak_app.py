@@ -219,7 +219,7 @@ def main() -> None:
             lo, hi = q * total / 4, (q + 1) * total / 4
             xs = [
                 r["seconds"] for r in runs if r["kind"] == kind and r["seconds"] is not None and lo <= r["minute"] <= hi
-            ]  # noqa: E501
+            ]
             out.append(round(statistics.median(xs), 2) if xs else None)
         return out
 

@@ -140,3 +140,29 @@ def test_an_interrupted_swap_is_completed_by_the_next_resume(files, monkeypatch,
     assert not out.exists()  # the moment with no run
     assert main(["filter", "--resume", str(out), "--quiet"]) == 0
     assert AFLiteResult.load(out).equals(reference)
+
+
+def test_concurrent_writers_of_one_file_never_mix_their_bytes(tmp_path):
+    """Two sessions filling the same cache entry at once: each writes its own temporary file, the file ends
+    whole (one writer's bytes, all of them), and no temporary file is left behind."""
+    import threading
+
+    target = tmp_path / "entry.npy"
+    payloads = [bytes([i]) * 3_000_000 for i in range(1, 5)]
+    errors: list[BaseException] = []
+
+    def write(data: bytes) -> None:
+        try:
+            for _ in range(5):
+                _durable.write_file(target, data)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(p,)) for p in payloads]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert target.read_bytes() in payloads
+    assert [p.name for p in tmp_path.iterdir()] == ["entry.npy"]
