@@ -311,7 +311,7 @@ def test_cli_json_records(tmp_path, capsys):
         (["--text-column", "premise"], r"has no column 'premise' \(--text-column\)"),
         (["--alpha", "1.5"], r"The --alpha option must be a float in \(0, 1\)"),
         (["--min-count", "0"], r"The --min-count option must be an int in \[1, inf\)"),
-        (["--max-rows", "10"], r"more than the 10 allowed here"),
+        (["--max-rows", "10"], r"more than --max-rows 10; pass a larger --max-rows"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, match):
@@ -322,3 +322,4 @@ def test_cli_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, match):
     import re
 
     assert re.search(match, err), err
+    assert "command line" not in err  # the CLI never tells its user to use the command line

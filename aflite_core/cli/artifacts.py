@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..artifact_stats import artifact_statistics
 from ..io import read_table
+from ..preflight import RowLimitError
 from ._common import print_json
 
 __all__ = ["DEFAULT_MAX_ROWS", "add_cli"]
@@ -27,7 +28,14 @@ _SHOWN = ["token", "label", "count", "label_count", "p_hat", "z", "pmi"]
 def _cmd_artifacts(args: argparse.Namespace) -> int:
     if args.max_rows < 1:
         raise ValueError(f"The --max-rows option must be an int in [1, inf). Got {args.max_rows} instead.")
-    table = read_table(args.table, max_rows=args.max_rows, max_bytes=_MAX_BYTES)
+    try:
+        table = read_table(args.table, max_rows=args.max_rows, max_bytes=_MAX_BYTES)
+    except RowLimitError as exc:  # the reader's own advice ("use the command line") means nothing here
+        count = f"{exc.n_rows:,} rows" if exc.n_rows is not None else "more rows"
+        raise ValueError(
+            f"Table '{args.table}' has {count}, more than --max-rows {args.max_rows:,}; pass a larger --max-rows "
+            "to read it all."
+        ) from None
     for option, col in (("--text-column", args.text_column), ("--label-column", args.label_column)):
         if col not in table.columns:
             raise ValueError(
