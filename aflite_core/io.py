@@ -17,7 +17,15 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._validation import shown, shown_list
-from .preflight import _first_line, check_rows, count_rows_up_to, npy_header, read_parquet_checked, text_columns
+from .preflight import (
+    SizeLimitError,
+    _first_line,
+    check_rows,
+    count_rows_up_to,
+    npy_header,
+    read_parquet_checked,
+    text_columns,
+)
 
 __all__ = ["LABEL_COLUMN_NAMES", "TABLE_FORMATS", "read_features", "read_labels", "read_table", "source_name"]
 
@@ -40,9 +48,10 @@ def _check_size(source: Any, max_bytes: int | None) -> None:
     elif hasattr(source, "size"):
         size = source.size
     if size is not None and size > max_bytes:
-        raise ValueError(
+        raise SizeLimitError(
             f"'{_name(source)}' is {size / 2**20:.1f} MB, more than the {max_bytes / 2**20:.0f} MB allowed here; "
-            "use the command line (python -m aflite_core filter ...) for large files."
+            "use the command line (python -m aflite_core filter ...) for large files.",
+            size,
         )
 
 
@@ -254,11 +263,12 @@ def _human(n: float) -> str:
     return f"{n:.1f} GB"  # pragma: no cover
 
 
-def _too_large(name: str, size: int | None, max_bytes: int) -> ValueError:
+def _too_large(name: str, size: int | None, max_bytes: int) -> SizeLimitError:
     what = f"'{name}' is {_human(size)}, more" if size is not None else f"'{name}' is more"
-    return ValueError(
+    return SizeLimitError(
         f"{what} than the {_human(max_bytes)} allowed here; "
-        "use the command line (python -m aflite_core filter ...) for large files."
+        "use the command line (python -m aflite_core filter ...) for large files.",
+        size,
     )
 
 

@@ -42,6 +42,18 @@ class RowLimitError(ValueError):
         self.n_rows = n_rows
 
 
+class SizeLimitError(ValueError):
+    """A file larger than the byte limit it was read with; ``size`` is its size in bytes when known.
+
+    The message ends with the advice of the app (where the limits are small): filter large files from the
+    command line. A command line that reads with a byte limit of its own says something else.
+    """
+
+    def __init__(self, message: str, size: int | None = None) -> None:
+        super().__init__(message)
+        self.size = size
+
+
 def _human_rows(n: int) -> str:
     return f"{n:,} row" + ("" if n == 1 else "s")
 

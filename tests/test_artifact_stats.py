@@ -323,3 +323,14 @@ def test_cli_bad_input_is_one_line_and_status_2(tmp_path, capsys, args, match):
 
     assert re.search(match, err), err
     assert "command line" not in err  # the CLI never tells its user to use the command line
+
+
+def test_cli_table_above_its_byte_limit_names_the_limit_not_the_command_line(tmp_path, capsys, monkeypatch):
+    import aflite_core.cli.artifacts as cli_artifacts
+
+    path = _table(tmp_path)
+    monkeypatch.setattr(cli_artifacts, "_MAX_BYTES", 1024)  # the real limit is 4 GB: too big to write in a test
+    assert main(["artifacts", "--table", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "`aflite artifacts` reads" in err
+    assert "command line" not in err

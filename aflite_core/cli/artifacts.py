@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..artifact_stats import artifact_statistics
 from ..io import read_table
-from ..preflight import RowLimitError
+from ..preflight import RowLimitError, SizeLimitError
 from ._common import print_json
 
 __all__ = ["DEFAULT_MAX_ROWS", "add_cli"]
@@ -35,6 +35,12 @@ def _cmd_artifacts(args: argparse.Namespace) -> int:
         raise ValueError(
             f"Table '{args.table}' has {count}, more than --max-rows {args.max_rows:,}; pass a larger --max-rows "
             "to read it all."
+        ) from None
+    except SizeLimitError as exc:  # nor here
+        size = f"{exc.size / 2**30:.1f} GB" if exc.size is not None else "larger"
+        raise ValueError(
+            f"Table '{args.table}' is {size}, more than the {_MAX_BYTES / 2**30:g} GB `aflite artifacts` reads; "
+            "keep the text and label columns only (or a sample of the rows) and try again."
         ) from None
     for option, col in (("--text-column", args.text_column), ("--label-column", args.label_column)):
         if col not in table.columns:
