@@ -46,7 +46,7 @@ from .setups import (
     digits_adversary_setup,
     text_adversary_setup,
 )
-from .study import AdversaryStudy, StudyProgress, adversary_study
+from .study import AdversaryStudy, StudyProgress, StudyStep, adversary_study
 from .tables import NONE
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "AgreementReport",
     "EnsembleResult",
     "StudyProgress",
+    "StudyStep",
     "adversary_study",
     "annotator_agreement",
     "category_agreement",
