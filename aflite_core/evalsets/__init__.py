@@ -43,6 +43,7 @@ from .setups import (
     DIGITS_STUDY_DEFAULTS,
     TEXT_STUDY_FRACTIONS,
     AdversarySetup,
+    SetupStopped,
     digits_adversary_setup,
     text_adversary_setup,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "AdversaryStudy",
     "AgreementReport",
     "EnsembleResult",
+    "SetupStopped",
     "StudyProgress",
     "StudyStep",
     "adversary_study",
