@@ -643,7 +643,8 @@ def adversary_study(
     correct, fit_seconds, model_seeds = _fit_evaluated(
         models, TX, codes, EX, eval_codes, model_seed_draw, n_threads, before_fit if on_step is not None else None
     )
-    if len(fit_seconds) < len(models):  # stopped between two fits: keep the models fitted so far
+    not_fitted = [name for _, _, name in models[len(fit_seconds) :]]
+    if not_fitted:  # stopped between two fits: keep the models fitted so far
         models = models[: len(fit_seconds)]
         correct, model_seeds = correct[:, : len(models)], model_seeds[: len(models)]
         kept_names = {name for _, _, name in models}
@@ -747,6 +748,7 @@ def adversary_study(
         "random_state": random_state if isinstance(random_state, (int, type(None))) else repr(random_state),
         "n_threads": n_threads,
         "complete": not stopped,
+        "evaluated_not_fitted": not_fitted,
         "annotator_sources": None if annotator_sources is None else list(annotator_sources),
         "seconds": round(time.perf_counter() - started, 3),
         "versions": versions(),
