@@ -313,3 +313,85 @@ def test_the_sentence_model_is_loaded_once_for_concurrent_callers(fake_sentence_
         features._load_sentence_model = original
     assert len(loads) == 1 and results == [model, model] and announced == []
     assert embeddings.sentence_model_loaded()
+
+
+# -- the page ------------------------------------------------------------------------------------------------------
+def test_page_stop_button_ends_the_study_and_shows_it_as_partial(app_test, monkeypatch):
+    """Run study, then Stop in the progress panel: the study ends within a step and the page says it is partial."""
+    import time
+
+    from aflite_app.state import EVALSETS_RUN
+
+    counted = {"after_stop": 0, "steps": 0}
+    real_prepare = compute.prepare_evalsets_study
+
+    def counting_prepare(spec):
+        target = real_prepare(spec)
+
+        def wrapped(reporter):
+            class R:
+                def __call__(self, p):
+                    return reporter(p)
+
+                def step(self, s):
+                    counted["steps"] += 1
+                    keep_going = reporter.step(s)
+                    if not keep_going:
+                        counted["after_stop"] += 1
+                    return keep_going
+
+            return target(R())
+
+        return wrapped
+
+    monkeypatch.setattr(compute, "prepare_evalsets_study", counting_prepare)
+    at = app_test(page="pages/evaluation_sets.py")
+    assert not at.exception, at.exception
+    monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.3")
+    next(b for b in at.button if b.label == "Run study").click().run()
+    assert not at.exception, at.exception
+    run = at.session_state[EVALSETS_RUN]
+    deadline = time.perf_counter() + 60
+    while counted["steps"] < 3 and time.perf_counter() < deadline:  # let it get going
+        time.sleep(0.05)
+    assert not run.done, "the default digits study should take longer than this"
+    texts = [p.proto.text for p in at.get("progress")]
+    assert texts and texts[0].startswith("Step "), texts
+    # (AppTest reruns the whole script on a click, where the panel's st.rerun(scope="fragment") is refused; in
+    # the browser the click reruns the fragment alone)
+    at.button(key="es-stop").click().run()
+    assert run.stop_requested
+    assert run.wait(60)
+    assert counted["after_stop"] <= 1  # the study saw the stop at its next step and ended
+    at.run()
+    assert not at.exception, at.exception
+    assert any("partial study" in w.value for w in at.warning)
+    assert not run.result.params["complete"]
+
+
+def test_page_draws_a_study_stopped_before_any_aflite_run(app_test, monkeypatch):
+    """Stopped while the evaluated models were trained: no AFLite run, one model; the page still draws."""
+    real_prepare = compute.prepare_evalsets_study
+
+    def stopping_prepare(spec):
+        target = real_prepare(spec)
+
+        def wrapped(reporter):
+            class R:
+                def __call__(self, p):
+                    return reporter(p)
+
+                def step(self, s):
+                    return reporter.step(s) and not (s.stage == "evaluated models" and s.model_index == 1)
+
+            return target(R())
+
+        return wrapped
+
+    monkeypatch.setattr(compute, "prepare_evalsets_study", stopping_prepare)
+    at = app_test(page="pages/evaluation_sets.py")
+    next(b for b in at.button if b.label == "Run study").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    warning = next(w.value for w in at.warning if "partial study" in w.value)
+    assert "not run: mlp_small, pca, pixels, mlp" in warning and "evaluated models not trained:" in warning
