@@ -310,10 +310,10 @@ def load_sentence_model(model: str | None = None, *, device: str = "cpu") -> Any
 
 def _sentence_model_path(model: str | None) -> str:
     """The folder of ``model`` (default: the packaged all-MiniLM-L6-v2); ImportError without the extra."""
-    try:
-        import sentence_transformers  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(EMBEDDINGS_INSTALL_HINT) from exc
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is None:  # looked up, not imported (that takes seconds)
+        raise ImportError(EMBEDDINGS_INSTALL_HINT)
     if model is not None:
         return os.path.abspath(str(model))
     try:
@@ -325,7 +325,10 @@ def _sentence_model_path(model: str | None) -> str:
 
 def _load_sentence_model(path: str, device: str) -> Any:
     """Load the model in ``path`` (the slow step, 9 s for MiniLM; callers go through the shared cache)."""
-    from sentence_transformers import SentenceTransformer
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ImportError(EMBEDDINGS_INSTALL_HINT) from exc
 
     return SentenceTransformer(path, device=device, local_files_only=True)
 
