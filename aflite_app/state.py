@@ -76,6 +76,8 @@ INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability repo
 EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the page
 EVALSETS_SHOWN = "evalsets_shown"  # dict: EvalSetSpec -> the EvalStudySpec submitted last for it
 EVALSETS_UPLOADED = "evalsets_uploaded"  # dict: dataset key -> EvalSetSpec of its uploaded evaluation table
+# Evaluation sets, issue #17 (runs that stop): a split with sentence embeddings is built in the background
+EVALSETS_SETUP_RUN = "evalsets_setup_run"  # BackgroundRun building the split (its Outcome: setup or stopped)
 # Synthetic circles: the round stepper
 SYN_PLAYING = "syn-playing"  # the stepper is playing
 SYN_TIMER = "syn-timer"  # whether the stepper fragment was declared with a timer in this script run

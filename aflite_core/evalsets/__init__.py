@@ -43,10 +43,11 @@ from .setups import (
     DIGITS_STUDY_DEFAULTS,
     TEXT_STUDY_FRACTIONS,
     AdversarySetup,
+    SetupStopped,
     digits_adversary_setup,
     text_adversary_setup,
 )
-from .study import AdversaryStudy, StudyProgress, adversary_study
+from .study import AdversaryStudy, StudyProgress, StudyStep, adversary_study
 from .tables import NONE
 
 __all__ = [
@@ -58,7 +59,9 @@ __all__ = [
     "AdversaryStudy",
     "AgreementReport",
     "EnsembleResult",
+    "SetupStopped",
     "StudyProgress",
+    "StudyStep",
     "adversary_study",
     "annotator_agreement",
     "category_agreement",

@@ -17,7 +17,7 @@ from .. import _validation as v
 from ..filtering import _check_run_args, _resolve
 from ..partitions import RoundScores
 from ..registry import resolve_model
-from ..result import AFLiteResult, RoundProgress
+from ..result import AFLiteResult, RoundProgress, StepProgress
 
 __all__ = ["EnsembleResult", "ensemble_aflite", "ensemble_name"]
 
@@ -136,6 +136,8 @@ class _EnsembleBackend:
         self.member_eval: dict[str, list[NDArray]] = {a: [] for a in self.names}
         self.mode = "exact"
         self.rows_per_block = 1
+        #: ``on_step(phase, done, total)`` inside a round, set by the engine's run (each member reports to it)
+        self.on_step: Callable[[str, int, int], bool | None] | None = None
 
     def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None) -> None:
         """Open one local backend per member, in order (each draws its per-run randomness from ``rng``)."""
@@ -172,8 +174,12 @@ class _EnsembleBackend:
         n_pred = np.zeros(n, dtype=np.int32)
         eval_correct = None if eval_rows is None else np.zeros(len(eval_rows), dtype=np.int32)
         model_correct, model_total = [], []
-        for a, b, pl in zip(self.names, self.members, plan):
-            rs = b.score(rows, pl, rng, eval_rows, round_no)
+        for i, (a, b, pl) in enumerate(zip(self.names, self.members, plan)):
+            b.on_step = None if self.on_step is None else self._member_step(i)
+            try:
+                rs = b.score(rows, pl, rng, eval_rows, round_no)
+            finally:
+                b.on_step = None
             correct += rs.correct
             n_pred += rs.n_predictions
             model_correct.append(rs.model_correct)
@@ -190,6 +196,15 @@ class _EnsembleBackend:
                 erow[eval_rows] = (rs.eval_correct / self.m).astype(np.float32)
                 self.member_eval[a].append(erow)
         return RoundScores(correct, n_pred, np.concatenate(model_correct), np.concatenate(model_total), eval_correct)
+
+    def _member_step(self, i: int) -> Callable[[str, int, int], bool | None]:
+        """Member i's steps as steps of the whole round: each member is one share of both phases."""
+        outer, A = self.on_step, len(self.members)
+
+        def step(phase: str, done: int, total: int) -> bool | None:
+            return outer(phase, i * total + done, A * total) if outer is not None else None
+
+        return step
 
     def remove(self, rows, round_no) -> None:
         """Every member forgets the removed rows (the same S for all)."""
@@ -219,6 +234,7 @@ def ensemble_aflite(
     ids: ArrayLike | None = None,
     eval_ids: ArrayLike | None = None,
     n_threads: int | None = 1,
+    on_step: Callable[[StepProgress], bool | None] | None = None,
 ) -> EnsembleResult:
     """AFLite with an ensemble of adversaries: a row's predictability pools every adversary's partition models.
 
@@ -251,6 +267,11 @@ def ensemble_aflite(
         Row ids carried into the result.
     n_threads : int or None, default=1
         BLAS threads.
+    on_step : callable, optional
+        Called inside every round, after each group of partition fits and each block of predictions of every
+        member, with a :class:`~aflite_core.result.StepProgress` (``done`` / ``total`` over all members);
+        ``False`` abandons the round and ends the run with the rounds completed so far, as in
+        :func:`aflite_core.aflite`.
 
     Returns
     -------
@@ -305,7 +326,7 @@ def ensemble_aflite(
         eval_ids=eval_ids,
     )
     family = resolve_model(model, func)
-    n_threads, seed = _check_run_args(callback, n_threads, random_state, func)
+    n_threads, seed = _check_run_args(callback, n_threads, random_state, func, on_step)
     from ..engine import Run, RunConfig
 
     labels = r["labels"]
@@ -342,6 +363,7 @@ def ensemble_aflite(
         family=family,
         backend=backend,
         callback=callback,
+        on_step=on_step,
         eval_X=wide_eval,
         eval_codes=r.get("eval_codes"),
         ids=r["ids"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -73,11 +73,14 @@ def _fit_evaluated(
     eval_codes: NDArray,
     rng: np.random.Generator,
     n_threads: int | None,
+    before_fit: Callable[[int, str], bool | None] | None = None,
 ) -> tuple[NDArray[np.bool_], list[float], list[int]]:
     """Fit each evaluated model once on all training rows; return correct[eval_row, model] and fit seconds.
 
     Every model gets its own seed drawn from ``rng``, except an estimator given with an explicit integer
     ``random_state``, which keeps it (an adversary's backbone is then the very fit its strength was measured on).
+    ``before_fit(j, name)`` is called before model j is fitted (and with ``j == len(models)`` after the last);
+    ``False`` stops: the models fitted so far are returned (``seconds`` is then shorter than ``models``).
     """
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
@@ -87,7 +90,9 @@ def _fit_evaluated(
     seeds = [int(s) for s in rng.integers(0, 2**31 - 1, size=len(models))]
     with blas_threads(n_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for j, (fam, rep, _) in enumerate(models):
+        for j, (fam, rep, name) in enumerate(models):
+            if before_fit is not None and before_fit(j, name) is False:
+                break
             t0 = time.perf_counter()
             X = train_X[rep]
             if isinstance(fam, str):
@@ -100,4 +105,7 @@ def _fit_evaluated(
             est.fit(X, codes)
             correct[:, j] = np.asarray(est.predict(eval_X[rep])) == eval_codes
             seconds.append(time.perf_counter() - t0)
+        else:
+            if before_fit is not None:
+                before_fit(len(models), "")
     return correct, seconds, seeds

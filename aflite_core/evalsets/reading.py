@@ -107,8 +107,8 @@ def study_overview(study: AdversaryStudy) -> list[str]:
                 f"set and ranges from {filt[hi]:.2f} ({hi}) to {filt[lo]:.2f} ({lo}) on the selected rows."
             )
     st = study.strength
-    if len(st) > 1 and st["accuracy"].notna().sum() > 1:
-        ok = st.dropna(subset=["accuracy", "round1_removed_share"])
+    ok = st.dropna(subset=["accuracy", "round1_removed_share"]) if len(st) else st
+    if len(ok) > 1:  # a stopped study may have run fewer than two adversaries
         by_strength = list(ok.sort_values("accuracy", kind="stable")["adversary"])
         by_removal = list(ok.sort_values("round1_removed_share", kind="stable")["adversary"])
         strongest = by_strength[-1]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,17 @@ from ..adversary_strength import Backbone, backbone_strength, digits_backbones, 
 from .evaluated import _check_evaluated, _model_name
 from .study import AdversaryStudy, _check_names, adversary_study
 
-__all__ = ["DIGITS_STUDY_DEFAULTS", "AdversarySetup", "digits_adversary_setup", "text_adversary_setup"]
+__all__ = [
+    "DIGITS_STUDY_DEFAULTS",
+    "AdversarySetup",
+    "SetupStopped",
+    "digits_adversary_setup",
+    "text_adversary_setup",
+]
+
+
+class SetupStopped(Exception):
+    """:func:`text_adversary_setup` was asked to stop by its ``progress`` callback (no setup is returned)."""
 
 
 #: AFLite parameters of :func:`digits_adversary_setup` (counts of the ~1,006 training rows)
@@ -160,6 +171,59 @@ class AdversarySetup:
             f"AdversarySetup(name={self.name!r}, n_train={n_train}, n_eval={len(self.eval_y)}, "
             f"adversaries={list(self.adversaries)}, evaluated={[f'{f}:{r}' for f, r in self.evaluated]})"
         )
+
+
+#: rows embedded between two progress reports (about a second of MiniLM pairs on a busy core)
+_EMBED_PIECE_ROWS = 96
+
+
+def _sentence_views(
+    frame: Any,
+    views: Mapping[str, Sequence[str]],
+    n_threads: int | None,
+    progress: Callable[[Any], bool | None] | None,
+) -> dict[str, NDArray[np.float32]]:
+    """Sentence embeddings of each view (columns joined by " [SEP] ") with the shared model, reporting progress.
+
+    ``progress`` receives :class:`aflite_core.embeddings.EmbeddingProgress` es; ``False`` raises
+    :class:`SetupStopped` (between chunks of texts, or before the model is loaded).
+    """
+    from ..embeddings import EmbeddingProgress, estimate_embedding_seconds, shared_sentence_model
+    from ..features import embedding_features
+
+    t0 = time.perf_counter()
+    n = len(frame)
+    total, done = n * len(views), [0]
+    estimate = [0.0]
+
+    def tell(stage: str, view: str, eta: float | None) -> None:
+        if progress is not None:
+            info = EmbeddingProgress(stage, view, done[0], total, time.perf_counter() - t0, eta)
+            if progress(info) is False:
+                raise SetupStopped("Stopped.")
+
+    def loading() -> None:
+        tell("load_model", "", None)
+
+    model = shared_sentence_model(on_load=loading)
+    out: dict[str, NDArray[np.float32]] = {}
+    t_embed = time.perf_counter()
+    for name, cols in views.items():
+        if not estimate[0]:
+            texts = frame[list(cols)].astype(str).agg(" [SEP] ".join, axis=1).tolist() if n else []
+            estimate[0] = estimate_embedding_seconds(texts, model_loaded=True) * len(views)
+        tell("embed", name, estimate[0] if not done[0] else None)
+        parts = []
+        for start in range(0, n, _EMBED_PIECE_ROWS):  # pieces of about a second each: a stop waits for one
+            piece = frame.iloc[start : start + _EMBED_PIECE_ROWS]
+            parts.append(embedding_features(piece, list(cols), model=model, n_threads=n_threads))
+            done[0] += len(piece)
+            rate = done[0] / max(time.perf_counter() - t_embed, 1e-9)
+            tell("embed", name, (total - done[0]) / rate)
+        dim = parts[0].shape[1] if parts else 384
+        out[name] = np.concatenate(parts, axis=0) if parts else np.empty((0, dim), dtype=np.float32)
+    tell("done", "", 0.0)
+    return out
 
 
 def _strengths(
@@ -316,6 +380,7 @@ def text_adversary_setup(
     evaluated: Sequence[tuple[str, str]] | None = None,
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
+    progress: Callable[[Any], bool | None] | None = None,
 ) -> AdversarySetup:
     """Adversaries for a text :class:`~aflite_core.datasets.Dataset`: TF-IDF, partial input, sentence embeddings.
 
@@ -358,6 +423,11 @@ def text_adversary_setup(
         One seed for the split and TF-IDF.
     n_threads : int or None, default=1
         Threads for TF-IDF, embeddings and the strength measurement.
+    progress : callable, optional
+        Called with an :class:`aflite_core.embeddings.EmbeddingProgress` while the sentence embeddings are built:
+        ``"load_model"`` just before the sentence model is loaded (only when it is not in memory yet; the load
+        itself cannot be interrupted), ``"embed"`` after every chunk of texts (with a time estimate) and
+        ``"done"``. Returning ``False`` stops the setup at once with :class:`SetupStopped`.
 
     Returns
     -------
@@ -403,22 +473,22 @@ def text_adversary_setup(
             descs["tfidf_hypothesis"] = f"partial input: TF-IDF + SVD of {pair[1]} alone"
     notes = []
     if embeddings is not False:
-        from ..features import EMBEDDINGS_INSTALL_HINT, embedding_features, load_sentence_model
+        from ..features import EMBEDDINGS_INSTALL_HINT
 
+        views = {}
+        if "embedding" not in reps:
+            views["embedding"] = (text_cols, f"all-MiniLM-L6-v2 of {' [SEP] '.join(text_cols)}")
+        if pair and "embedding_hypothesis" not in reps:
+            views["embedding_hypothesis"] = ([pair[1]], f"partial input: all-MiniLM-L6-v2 of {pair[1]} alone")
         try:
-            st_model = load_sentence_model()
+            built = _sentence_views(frame, {k: cols for k, (cols, _) in views.items()}, n_threads, progress)
         except ImportError:
             if embeddings:
                 raise ImportError(EMBEDDINGS_INSTALL_HINT) from None
-            st_model = None
+            built = None
             notes.append("sentence embeddings skipped: optional packages not installed")
-        if st_model is not None:
-            if "embedding" not in reps:
-                reps["embedding"] = embedding_features(frame, text_cols, model=st_model, n_threads=n_threads)
-                descs["embedding"] = f"all-MiniLM-L6-v2 of {' [SEP] '.join(text_cols)}"
-            if pair and "embedding_hypothesis" not in reps:
-                reps["embedding_hypothesis"] = embedding_features(frame, [pair[1]], model=st_model, n_threads=n_threads)
-                descs["embedding_hypothesis"] = f"partial input: all-MiniLM-L6-v2 of {pair[1]} alone"
+        for k, E in (built or {}).items():
+            reps[k], descs[k] = E, views[k][1]
     if not reps:
         raise ValueError(
             f"{func} built no representation: enable tfidf or embeddings, or keep some of the dataset's own."

@@ -19,7 +19,7 @@ from .. import _validation as v
 from .._utils import json_default, versions
 from ..filtering import _resolve, aflite
 from ..registry import CLASSIFIERS, resolve_model
-from ..result import EVAL_CATEGORIES, AFLiteResult
+from ..result import EVAL_CATEGORIES, AFLiteResult, RoundProgress, StepProgress
 from .agreement import (
     DEFAULT_ANNOTATOR_SOURCES,
     AgreementReport,
@@ -43,7 +43,7 @@ from .tables import (
     _same_representation,
 )
 
-__all__ = ["AdversaryStudy", "StudyProgress", "adversary_study"]
+__all__ = ["AdversaryStudy", "StudyProgress", "StudyStep", "adversary_study"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,62 @@ class StudyProgress:
     def fraction_done(self) -> float:
         """Share of the steps done, in [0, 1]."""
         return self.step / max(self.n_steps, 1)
+
+
+@dataclass(frozen=True)
+class StudyStep:
+    """Where :func:`adversary_study` is *inside* a step: what its ``on_step`` callback receives, often.
+
+    Sent at the start of every step, before each evaluated model's fit, and inside every AFLite run after each
+    group of partition fits, each block of predictions and each round, so a progress bar moves within a step
+    and a stop request is seen within one such piece of work.
+
+    Attributes
+    ----------
+    step : int
+        The step in progress (1-based; :class:`StudyProgress` counts the steps finished).
+    n_steps : int
+        Steps in total.
+    stage : str
+        ``"evaluated models"``, ``"aflite"`` or ``"ensemble"``.
+    adversary : str or None
+        Adversary of the run in progress.
+    seed : int or None
+        Its seed.
+    share : float
+        Rough share of this step done, in [0, 1]: models fitted out of all, or AFLite rounds done (with the
+        share of the round in progress) out of the most the run can take (τ often ends it sooner).
+    round : int or None
+        AFLite round in progress.
+    phase : str or None
+        ``"fit"`` or ``"predict"`` inside a round (None between rounds).
+    model : str or None
+        The evaluated model about to be fitted.
+    model_index : int or None
+        Its position (0-based) among the ``n_models`` evaluated models.
+    n_models : int
+        Evaluated models in all.
+    seconds : float
+        Wall time since the study started.
+    """
+
+    step: int
+    n_steps: int
+    stage: str
+    adversary: str | None
+    seed: int | None
+    share: float
+    round: int | None = None
+    phase: str | None = None
+    model: str | None = None
+    model_index: int | None = None
+    n_models: int = 0
+    seconds: float = 0.0
+
+    @property
+    def fraction_done(self) -> float:
+        """Share of the whole study done, in [0, 1] (every step counts the same)."""
+        return min(1.0, (self.step - 1 + min(max(self.share, 0.0), 1.0)) / max(self.n_steps, 1))
 
 
 @dataclass(eq=False)
@@ -334,6 +390,7 @@ def adversary_study(
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
     callback: Callable[[StudyProgress], bool | None] | None = None,
+    on_step: Callable[[StudyStep], bool | None] | None = None,
 ) -> AdversaryStudy:
     """Filter an evaluation set with AFLite for several adversaries and seeds, and score evaluated models on it.
 
@@ -400,6 +457,12 @@ def adversary_study(
         Called with a :class:`StudyProgress` after the evaluated models and after every AFLite run;
         returning ``False`` stops the study: the result then holds the runs finished so far
         (``params["complete"]`` is False).
+    on_step : callable, optional
+        Called often *inside* the steps with a :class:`StudyStep`: before each evaluated model's fit, and in
+        every AFLite run after each group of partition fits, block of predictions and round. Returning
+        ``False`` stops the study within that piece of work: the run in progress is abandoned and left out,
+        the evaluated models fitted so far are kept (later ones are left out), and the result holds what
+        finished (``params["complete"]`` is False).
 
     Returns
     -------
@@ -512,6 +575,10 @@ def adversary_study(
     n_steps = 1 + len(adv) * len(seed_list) + (len(seed_list) if members else 0)
     step = 0
     stopped = False
+    if on_step is not None and not callable(on_step):
+        raise v.param_error("on_step", func, "a callable or None", on_step, TypeError)
+    # the most rounds a run can take (each removes k rows until n are left); τ often ends it sooner
+    max_rounds = max(1, math.ceil((len(codes) - resolved["n_target"]) / max(resolved["k"], 1)))
 
     def report(stage: str, adversary: str | None, seed: int | None) -> None:
         nonlocal step, stopped
@@ -528,8 +595,60 @@ def adversary_study(
             if callback(prog) is False:
                 stopped = True
 
+    def inside(stage: str, adversary: str | None, seed: int | None, share: float, **where: Any) -> bool:
+        """Tell ``on_step`` where the step in progress is; False (and the study stops) once it says stop."""
+        nonlocal stopped
+        if on_step is None or stopped:
+            return not stopped
+        info = StudyStep(
+            step=step + 1,
+            n_steps=n_steps,
+            stage=stage,
+            adversary=adversary,
+            seed=seed,
+            share=share,
+            n_models=len(models),
+            seconds=time.perf_counter() - started,
+            **where,
+        )
+        if on_step(info) is False:
+            stopped = True
+        return not stopped
+
+    def run_hooks(stage: str, adversary: str, seed: int) -> dict[str, Any]:
+        """The engine's ``callback`` and ``on_step`` for one run, as :class:`StudyStep` s (empty without on_step)."""
+        if on_step is None:
+            return {}
+        done = [0.0]  # share of the run, never going back
+
+        def share(value: float) -> float:
+            done[0] = max(done[0], min(value, 1.0))
+            return done[0]
+
+        def per_round(p: RoundProgress) -> bool:
+            return inside(stage, adversary, seed, share(p.round / max_rounds), round=p.round)
+
+        def in_round(p: StepProgress) -> bool:
+            part = share((p.round - 1 + p.fraction_of_round) / max_rounds)
+            return inside(stage, adversary, seed, part, round=p.round, phase=p.phase)
+
+        return {"callback": per_round, "on_step": in_round}
+
     # evaluated models: trained once on the full training set, independently of the adversaries
-    correct, fit_seconds, model_seeds = _fit_evaluated(models, TX, codes, EX, eval_codes, model_seed_draw, n_threads)
+    def before_fit(j: int, name: str) -> bool:
+        if j >= len(models):
+            return inside("evaluated models", None, None, 1.0)
+        return inside("evaluated models", None, None, j / len(models), model=name or None, model_index=j)
+
+    correct, fit_seconds, model_seeds = _fit_evaluated(
+        models, TX, codes, EX, eval_codes, model_seed_draw, n_threads, before_fit if on_step is not None else None
+    )
+    not_fitted = [name for _, _, name in models[len(fit_seconds) :]]
+    if not_fitted:  # stopped between two fits: keep the models fitted so far
+        models = models[: len(fit_seconds)]
+        correct, model_seeds = correct[:, : len(models)], model_seeds[: len(models)]
+        kept_names = {name for _, _, name in models}
+        bb = {a: m for a, m in bb.items() if m in kept_names}
     report("evaluated models", None, None)
 
     common = {
@@ -547,13 +666,19 @@ def adversary_study(
     ens_runs: dict[int, EnsembleResult] = {}
     for a in adv:
         for s in seed_list:
-            if stopped:
+            if stopped or not inside("aflite", a, s, 0.0):
                 break
-            detail[(a, s)] = aflite(TX[a], train_y, eval_X=EX[a], eval_y=eval_y, random_state=s, **common)
+            res = aflite(
+                TX[a], train_y, eval_X=EX[a], eval_y=eval_y, random_state=s, **common, **run_hooks("aflite", a, s)
+            )
+            if res.stop_reason == "stopped_by_callback":  # abandoned on request: not a finished run
+                stopped = True
+                break
+            detail[(a, s)] = res
             report("aflite", a, s)
     if members:
         for s in seed_list:
-            if stopped:
+            if stopped or not inside("ensemble", ens_name, s, 0.0):
                 break
             ens = ensemble_aflite(
                 {a: TX[a] for a in members},
@@ -562,7 +687,11 @@ def adversary_study(
                 eval_y=eval_y,
                 random_state=s,
                 **common,
+                **run_hooks("ensemble", ens_name, s),
             )
+            if ens.result.stop_reason == "stopped_by_callback":
+                stopped = True
+                break
             ens_runs[s] = ens
             detail[(ens_name, s)] = ens.result
             report("ensemble", ens_name, s)
@@ -619,6 +748,7 @@ def adversary_study(
         "random_state": random_state if isinstance(random_state, (int, type(None))) else repr(random_state),
         "n_threads": n_threads,
         "complete": not stopped,
+        "evaluated_not_fitted": not_fitted,
         "annotator_sources": None if annotator_sources is None else list(annotator_sources),
         "seconds": round(time.perf_counter() - started, 3),
         "versions": versions(),
