@@ -269,13 +269,14 @@ def sidebar() -> None:
         choices = datasets.dataset_choices()
         if st.session_state.get(DATASET) not in choices:
             st.session_state[DATASET] = "digits"
-        with errors():
+        with errors():  # persist_state: a page switched to by st.switch_page must not drop the choice
             st.selectbox(
                 "Data",
                 options=list(choices),
                 format_func=choices.get,
                 key=DATASET,
                 on_change=_on_dataset_change,
+                persist_state="session",
                 help="Upload your own on the Data page.",
             )
             data = datasets.dataset(st.session_state[DATASET])
@@ -286,6 +287,7 @@ def sidebar() -> None:
                 "Representation Φ(X)",
                 options=reps,
                 key=REPRESENTATION,
+                persist_state="session",
                 format_func=lambda r: data.representation_descriptions.get(r, r),
                 help="The features AFLite's models see. Stronger representations find more bias.",
             )
