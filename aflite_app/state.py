@@ -203,7 +203,7 @@ def register_run_directory(
     session.setdefault(UPLOADS, {})[key] = data
     session.setdefault(RUN_DIRS, {})[key] = {"spec": spec, "result": result}
     select_dataset(session, key)
-    session[LAST] = spec
+    set_last_run(session, spec)
     values = (
         spec.target_size,
         spec.train_size,
@@ -238,7 +238,13 @@ def init_filter_widgets(session: MutableMapping, dataset_key: str, defaults: Map
 
 
 def set_last_run(session: MutableMapping, spec: FilterSpec | None) -> None:
-    """Record the run the Filter page shows (None after a stopped run: no other page shows a partial run)."""
+    """Record the run the Filter page shows (None after a stopped run: no other page shows a partial run).
+
+    Another run than before drops the rows a chart bar asked Inspect for (:data:`INSPECT_FILTER`): they were that
+    run's round and class, and would narrow another run's table without the user knowing why.
+    """
+    if session.get(LAST) != spec:
+        session.pop(INSPECT_FILTER, None)
     session[LAST] = spec
 
 
