@@ -142,15 +142,18 @@ def query(page) -> dict[str, str]:
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(page.url).query))
 
 
-def filter_chart(page, tau: float | None = None) -> None:
-    """Wait for the Filter page's chart of the run (its τ line labelled ``tau``), then for the script run to end."""
+def filter_chart(page, tau: float) -> None:
+    """Wait for the Filter page's chart of the run at ``tau`` (its τ line's label), then for the script run to end."""
+    from playwright.sync_api import expect
+
+    page.wait_for_url(re.compile(r"/filter\?"))
+    expect(page.locator(MAIN).get_by_text("Rows kept")).to_be_visible()  # the Filter page, not the one before
     page.wait_for_function(BARS_DRAWN)
-    if tau is not None:
-        page.wait_for_function(
-            "t => [...document.querySelectorAll('.js-plotly-plot .annotation-text')]"
-            ".some(e => e.textContent.includes('τ = ' + t))",
-            arg=f"{tau:g}",
-        )
+    page.wait_for_function(
+        "t => [...document.querySelectorAll('.js-plotly-plot .annotation-text')]"
+        ".some(e => e.textContent.includes('τ = ' + t))",
+        arg=f"{tau:g}",
+    )
     settle(page)
 
 
@@ -205,6 +208,27 @@ def matching(page) -> str:
     return page.locator(f"{MAIN} [data-testid='stCaptionContainer']", has_text="rows match the filters").inner_text()
 
 
+def open_a_filter_bar_in_inspect(page, n_rows: str, bar_trace: int = 0) -> None:
+    """Click the highest bar of one class on the Filter chart; Inspect lists exactly that round's rows of the class."""
+    from playwright.sync_api import expect
+
+    bars = trace(page, 0, bar_trace)  # one class's "removed" bars, one per round
+    point = int(np.argmax(bars["y"]))
+    rnd, count, cls = int(bars["x"][point]), int(bars["y"][point]), bars["name"].removeprefix("removed: ")
+    click_bar(page, 0, bar_trace, point)
+    page.wait_for_url(re.compile(r"/inspect\?"))
+    link = page.get_by_text("Showing only the")
+    expect(link).to_be_visible()
+    settle(page)
+    no_traceback(page)
+    expect(link).to_contain_text(f"rows removed in round {rnd} of class '{cls}'")
+    assert matching(page).startswith(f"{count:,} of {n_rows} rows match")
+    rows = table_rows(page)
+    assert rows and all(
+        r["class"] == cls and r["status"] == "removed" and r["round removed"] == str(rnd) for r in rows
+    ), rows[:3]
+
+
 # -- 1. a chart bar opens Inspect on its rows --------------------------------------------------------------------
 def test_a_chart_bar_opens_inspect_on_the_rows_behind_it(server, fresh):
     from playwright.sync_api import expect
@@ -213,22 +237,7 @@ def test_a_chart_bar_opens_inspect_on_the_rows_behind_it(server, fresh):
     page.goto(server + "/filter?dataset=circles&tau=0.6")
     filter_chart(page, 0.6)
     shot(page, "1a_filter_before_click")
-    bars = trace(page, 0, 0)  # the first class's "removed" bars, one per round
-    point = int(np.argmax(bars["y"]))
-    rnd, count, cls = int(bars["x"][point]), int(bars["y"][point]), bars["name"].removeprefix("removed: ")
-
-    click_bar(page, 0, 0, point)
-    page.wait_for_url(re.compile(r"/inspect\?"))
-    link = page.get_by_text("Showing only the")
-    expect(link).to_be_visible()
-    settle(page)
-    no_traceback(page)
-    expect(link).to_contain_text(f"rows removed in round {rnd} of class '{cls}'")
-    assert matching(page).startswith(f"{count:,} of 1,000 rows match")
-    rows = table_rows(page)
-    assert rows and all(
-        r["class"] == cls and r["status"] == "removed" and r["round removed"] == str(rnd) for r in rows
-    ), rows[:3]
+    open_a_filter_bar_in_inspect(page, "1,000")
     # the view is the one the user came from: same dataset and τ, in the sidebar and in the address bar
     assert "concentric circles" in sidebar_dataset(page)
     assert query(page)["dataset"] == "circles" and query(page)["tau"] == "0.6"
@@ -241,6 +250,7 @@ def test_a_chart_bar_opens_inspect_on_the_rows_behind_it(server, fresh):
     # the Predictability histogram: a blue "stayed" bar opens that class's rows that stayed in the round
     page.locator(f'{SIDEBAR} [data-testid="stSidebarNav"] a', has_text="Predictability").click()
     page.wait_for_url(re.compile(r"/predictability\?"))
+    expect(page.get_by_text("Round 1: how many rows")).to_be_visible()
     page.wait_for_function(BARS_DRAWN)
     settle(page)
     stayed = trace(page, 0, 2)  # per class panel: "stayed", then "removed this round"; the second class
@@ -274,6 +284,7 @@ def test_a_reload_and_a_shared_link_keep_the_dataset_tau_and_run(server, fresh):
     settle(page)
     open_dataset_box(page)  # the user picks a dataset ...
     page.get_by_role("option", name=re.compile("concentric circles")).click()
+    expect(page.locator(SIDEBAR).get_by_text("1,000 rows · 2 classes")).to_be_visible()
     settle(page)
     page.locator(f'{SIDEBAR} [data-testid="stSidebarNav"] a', has_text="Filter").click()  # ... and filters it
     filter_chart(page, 0.75)
@@ -373,20 +384,24 @@ def test_an_upload_survives_a_reload_and_a_wrong_token_says_so(server, fresh):
     assert token.startswith("upload:") and "small_nli" not in token
     shot(page, "3a_data_upload_in_use")
     page.get_by_role("link", name="Filter it now").click()
-    filter_chart(page)
+    filter_chart(page, 0.75)
     no_traceback(page)
     name = sidebar_dataset(page)
     seen = {label: metric(page, label) for label in ("Rows kept", "Rows removed")}
     assert "small_nli" in name and query(page)["dataset"] == token
 
     page.reload()
-    filter_chart(page)
+    filter_chart(page, 0.75)
     no_traceback(page)
     assert sidebar_dataset(page) == name
     assert {label: metric(page, label) for label in seen} == seen
     assert query(page)["dataset"] == token
     expect(page.get_by_text("no longer kept")).to_have_count(0)
     shot(page, "3b_filter_upload_after_reload")
+    busiest = int(np.argmax([sum(trace(page, 0, i)["y"]) for i in range(3)]))  # the class with most removals
+    open_a_filter_bar_in_inspect(page, "120", busiest)
+    assert table_rows(page)[0]["class"] in {"entailment", "neutral", "contradiction"}  # names, not codes
+    shot(page, "3c_inspect_upload_bar")
 
     wrong = fresh()  # a link whose token the server does not know (expired, mistyped or guessed)
     wrong.goto(f"{server}/data?dataset=upload:{'A' * 22}")
@@ -402,4 +417,4 @@ def test_an_upload_survives_a_reload_and_a_wrong_token_says_so(server, fresh):
     options = wrong.get_by_role("option").all_inner_texts()
     assert options and not any("small_nli" in o for o in options)
     wrong.keyboard.press("Escape")
-    shot(wrong, "3c_wrong_token")
+    shot(wrong, "3d_wrong_token")
