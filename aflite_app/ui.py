@@ -326,7 +326,7 @@ def run_summary(box: Any) -> None:
             st.caption(
                 f"On {name} · {last.dataset.representation}"
                 f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "
-                f"m = {last.n_partitions}, t = {result.params['train_size']:,}"
+                f"m = {last.n_partitions}, t = {result.params['train_size']:,}, {last.model}, seed {last.seed}"
             )
             c1, c2 = st.columns(2)
             c1.metric("kept", f"{result.n_kept:,}")

@@ -340,6 +340,7 @@ def test_a_reload_and_a_shared_link_keep_the_dataset_tau_and_run(server, fresh):
     which = other.locator(f"{MAIN} [data-testid='stMarkdownContainer']", has_text="Showing the Filter page's")
     expect(which).to_contain_text("τ = 0.7, ")
     expect(which).to_contain_text("seed 7")
+    expect(other.locator(SIDEBAR).get_by_text(re.compile(r"τ = 0\.7, .*seed 7"))).to_be_visible()  # the current run
     assert table_rows(other)  # the run's rows are listed
     shot(other, "4_inspect_runs_a_linked_run")
 
