@@ -43,7 +43,8 @@ REPRESENTATION = "representation"  # str or None
 UPLOADS = "uploads"  # dict: key -> Dataset (this session's uploads and opened run directories)
 RUN_DIRS = "run_dirs"  # dict: key -> {"spec": FilterSpec, "result": AFLiteResult} of opened CLI runs
 RUN = "background_run"  # BackgroundRun of the Filter page
-INSPECT_FILTER = "inspect-filter"  # dict {"round": int | None, "class": str | None}: a chart bar clicked, for Inspect
+# dict {"round": int | None, "class": str | None, "status": "removed" | "stayed"}: a chart bar clicked, for Inspect
+INSPECT_FILTER = "inspect-filter"
 LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
 URL_APPLIED = "url-applied"  # bool: the URL's view was applied to this session (once, at its start)
 LINKED_RUN = "linked-run"  # str: the dataset whose Filter parameters came with a link (its run shows on every page)
@@ -204,7 +205,7 @@ def register_run_directory(
     session.setdefault(UPLOADS, {})[key] = data
     session.setdefault(RUN_DIRS, {})[key] = {"spec": spec, "result": result}
     select_dataset(session, key)
-    session[LAST] = spec
+    set_last_run(session, spec)
     values = (
         spec.target_size,
         spec.train_size,
@@ -239,7 +240,13 @@ def init_filter_widgets(session: MutableMapping, dataset_key: str, defaults: Map
 
 
 def set_last_run(session: MutableMapping, spec: FilterSpec | None) -> None:
-    """Record the run the Filter page shows (None after a stopped run: no other page shows a partial run)."""
+    """Record the run the Filter page shows (None after a stopped run: no other page shows a partial run).
+
+    Another run than before drops the rows a chart bar asked Inspect for (:data:`INSPECT_FILTER`): they were that
+    run's round and class, and would narrow another run's table without the user knowing why.
+    """
+    if session.get(LAST) != spec:
+        session.pop(INSPECT_FILTER, None)
     session[LAST] = spec
 
 
@@ -256,6 +263,13 @@ def forget_inspect_run(session: MutableMapping) -> None:
     session[INSPECT_WHICH] = "filter"
 
 
-def open_in_inspect(session: Any, round_no: int | None, class_name: str | None) -> None:
-    """Ask the Inspect page to show the rows of one round and class (a bar clicked on Filter or Predictability)."""
-    session[INSPECT_FILTER] = {"round": None if round_no is None else int(round_no), "class": class_name}
+def open_in_inspect(session: Any, round_no: int | None, class_name: str | None, status: str = "removed") -> None:
+    """Ask the Inspect page to show the rows of one round and class (a bar clicked on Filter or Predictability).
+
+    ``status`` "removed": the rows removed in that round; "stayed": the rows scored in it and not removed in it.
+    """
+    session[INSPECT_FILTER] = {
+        "round": None if round_no is None else int(round_no),
+        "class": class_name,
+        "status": "stayed" if status == "stayed" else "removed",
+    }

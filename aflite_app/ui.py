@@ -67,36 +67,53 @@ def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
     """The Filter page's current run on the sidebar's dataset: ``(spec, result, dataset)``.
 
     A shared link or a reload carries the Filter parameters (:mod:`aflite_app.links`): the run they describe is
-    fetched from the store, or run here with the Filter page's progress bar and Stop button. Without any
-    parameters, shows ``Run AFLite on the Filter page first; <what>.`` with a link and stops the page.
+    fetched from the store, or run here with the Filter page's progress bar and Stop button
+    (:func:`filter_run_spec`). Without any parameters, shows ``Run AFLite on the Filter page first; <what>.``
+    with a link and stops the page.
+    """
+    spec = filter_run_spec(what)
+    if spec is None:
+        st.info(f"Run AFLite on the Filter page first; {what}.")
+        st.page_link("pages/filter.py", label="Go to Filter")
+        st.stop()
+    with errors():
+        return spec, runs.run_filter(spec), datasets.dataset(spec.dataset)
+
+
+def filter_run_spec(what: str) -> FilterSpec | None:
+    """The spec of the Filter page's run on the sidebar's dataset and representation; None when there is none.
+
+    The run shown last when it is on this dataset; else the run a shared link or a reload named (its Filter
+    parameters are in the URL): fetched from the store, or run here with the Filter page's progress bar and Stop
+    button, and then recorded as the run shown on every page. A linked run that was stopped says so (``what``
+    says what the page does with a run) and stops the page. For pages that also work without a run (Inspect,
+    Training dynamics) and show their own "no run" hint; :func:`current_run` for the others.
     """
     spec = st.session_state.get(LAST)
     dspec = current_dataset_spec()
-    if spec is None or spec.dataset != dspec:
-        linked = st.session_state.get(LINKED_RUN) == dspec.key  # the link named this dataset's run
-        spec = filter_spec_from_widgets(dspec) if linked else None
-        if spec is None:
-            st.info(f"Run AFLite on the Filter page first; {what}.")
-            st.page_link("pages/filter.py", label="Go to Filter")
-            st.stop()
-        with errors():
-            result = runs.stored_result(spec) or run_in_background(
-                RUN,
-                spec,
-                runs.prepare_run,
-                describe_filter_run(spec, datasets.dataset(dspec).n_rows),
-                stop_key="stop-run",
-                stop_help="Stop now and keep the rounds completed so far",
-                stopping="Stopping…",
-            )
-        if result.stopped:
-            st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
-            st.page_link("pages/filter.py", label="Go to Filter")
-            st.stop()
-        set_last_run(st.session_state, spec)
-        return spec, result, datasets.dataset(dspec)
+    if spec is not None and spec.dataset == dspec:
+        return spec
+    if st.session_state.get(LINKED_RUN) != dspec.key:  # no link named this dataset's run
+        return None
+    spec = filter_spec_from_widgets(dspec)
+    if spec is None:
+        return None
     with errors():
-        return spec, runs.run_filter(spec), datasets.dataset(spec.dataset)
+        result = runs.stored_result(spec) or run_in_background(
+            RUN,
+            spec,
+            runs.prepare_run,
+            describe_filter_run(spec, datasets.dataset(dspec).n_rows),
+            stop_key="stop-run",
+            stop_help="Stop now and keep the rounds completed so far",
+            stopping="Stopping…",
+        )
+    if result.stopped:
+        st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
+        st.page_link("pages/filter.py", label="Go to Filter")
+        st.stop()
+    set_last_run(st.session_state, spec)
+    return spec
 
 
 def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
@@ -269,13 +286,14 @@ def sidebar() -> None:
         choices = datasets.dataset_choices()
         if st.session_state.get(DATASET) not in choices:
             st.session_state[DATASET] = "digits"
-        with errors():
+        with errors():  # persist_state: a page switched to by st.switch_page must not drop the choice
             st.selectbox(
                 "Data",
                 options=list(choices),
                 format_func=choices.get,
                 key=DATASET,
                 on_change=_on_dataset_change,
+                persist_state="session",
                 help="Upload your own on the Data page.",
             )
             data = datasets.dataset(st.session_state[DATASET])
@@ -286,6 +304,7 @@ def sidebar() -> None:
                 "Representation Φ(X)",
                 options=reps,
                 key=REPRESENTATION,
+                persist_state="session",
                 format_func=lambda r: data.representation_descriptions.get(r, r),
                 help="The features AFLite's models see. Stronger representations find more bias.",
             )
@@ -307,7 +326,7 @@ def run_summary(box: Any) -> None:
             st.caption(
                 f"On {name} · {last.dataset.representation}"
                 f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "
-                f"m = {last.n_partitions}, t = {result.params['train_size']:,}"
+                f"m = {last.n_partitions}, t = {result.params['train_size']:,}, {last.model}, seed {last.seed}"
             )
             c1, c2 = st.columns(2)
             c1.metric("kept", f"{result.n_kept:,}")

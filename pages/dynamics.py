@@ -4,7 +4,7 @@ from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.compute import dynamics as compute
 from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
-from aflite_app.state import DYN_VALIDATE_REQUEST, LAST
+from aflite_app.state import DYN_VALIDATE_REQUEST
 
 ui.page_guard()
 
@@ -239,7 +239,7 @@ else:
 
 # -- the comparison with AFLite ------------------------------------------------------------------------------
 st.subheader("Levels vs AFLite")
-fspec = st.session_state.get(LAST)
+fspec = ui.filter_run_spec("this section compares it with the levels")  # a link's run, too
 if fspec is None or fspec.dataset != dspec:
     st.info(
         "Run AFLite on the Filter page on this dataset and representation; this section then shows how many "

@@ -16,7 +16,9 @@ st.caption(
 dspec, data = ui.current_dataset()
 n = data.n_rows
 key = dspec.key
-# widget state starts from the defaults (or from an opened run's parameters, set by the Data page)
+# widget state starts from the defaults (or from an opened run's parameters, set by the Data page); the widgets
+# keep their values for the whole session (persist_state): Streamlit otherwise drops them when another page runs,
+# and a bar click that opened Inspect came back to digits at τ 0.75
 state.init_filter_widgets(st.session_state, key, compute.filter_defaults(n, data.n_classes))
 
 with (
@@ -30,6 +32,7 @@ with (
         max_value=n - 1,
         step=10,
         key=filter_key("target", key),
+        persist_state="session",
     )
     train = c2.number_input(
         "Training rows per model t (below the target size n)",
@@ -37,27 +40,44 @@ with (
         max_value=n - 2,
         step=10,
         key=filter_key("train", key),
+        persist_state="session",
     )
     parts = c3.number_input(
-        "Partitions m (models per round)", min_value=1, max_value=256, step=8, key=filter_key("m", key)
+        "Partitions m (models per round)",
+        min_value=1,
+        max_value=256,
+        step=8,
+        key=filter_key("m", key),
+        persist_state="session",
     )
     c4, c5, c6 = st.columns(3)
     strategy = c4.selectbox(
-        "Strategy", list(STRATEGY_LABELS), format_func=STRATEGY_LABELS.get, key=filter_key("strategy", key)
+        "Strategy",
+        list(STRATEGY_LABELS),
+        format_func=STRATEGY_LABELS.get,
+        key=filter_key("strategy", key),
+        persist_state="session",
     )
     model = c5.selectbox(
-        "Model family M", list(MODEL_FAMILIES), format_func=MODEL_FAMILIES.get, key=filter_key("model", key)
+        "Model family M",
+        list(MODEL_FAMILIES),
+        format_func=MODEL_FAMILIES.get,
+        key=filter_key("model", key),
+        persist_state="session",
     )
-    seed = c6.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key=filter_key("seed", key))
+    seed = c6.number_input(
+        "Seed", min_value=0, max_value=2**31 - 1, step=1, key=filter_key("seed", key), persist_state="session"
+    )
     st.form_submit_button("Run", type="primary")
 
 s1, s2 = st.columns(2)
-tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU)
+tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU, persist_state="session")
 k = s2.slider(
     "k — rows removed per round at most",
     1,
     max(2, n // 4, st.session_state[filter_key("k", key)]),
     key=filter_key("k", key),
+    persist_state="session",
     disabled=strategy == "greedy",
     help="Strategy 'greedy' always removes one row per round.",
 )

@@ -11,7 +11,6 @@ from aflite_app.state import (
     INSPECT_STABILITY_ON,
     INSPECT_UPLOAD,
     INSPECT_WHICH,
-    LAST,
     STRATEGY_LABELS,
 )
 
@@ -60,7 +59,7 @@ def open_run_panel() -> None:
 
 
 # -- which run ---------------------------------------------------------------------------------------------
-spec = st.session_state.get(LAST)
+spec = ui.filter_run_spec("this page shows that run row by row")  # a link's run, too
 # compare fields, not objects: a spec made before a module reload (while developing) is of another class
 same_data = spec is not None and (spec.dataset.key, spec.dataset.representation) == (dspec.key, dspec.representation)
 filter_ref = compute.InspectRef(spec.dataset, spec=spec) if same_data else None

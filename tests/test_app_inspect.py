@@ -244,6 +244,13 @@ def test_a_chart_bar_link_filters_the_rows_until_removed(app_test):
     assert len(linked) == len(expected) > 0
     assert set(linked["class"]) == {"3"} and set(linked["round"]) == {1}
     assert any("rows removed in round 1 of class '3'" in i.value for i in at.info)
+    # a blue "stayed" bar of the Predictability histogram: the rows of round 1 that were not removed in it
+    at.session_state[INSPECT_FILTER] = {"round": 1, "class": "3", "status": "stayed"}
+    at.run()
+    stayed = _rows(at)
+    expected = every[~(every["round"] == 1).fillna(False) & (every["class"] == "3")]
+    assert len(stayed) == len(expected) > 0 and not (stayed["round"] == 1).fillna(False).any()
+    assert any("rows that stayed in round 1 of class '3'" in i.value for i in at.info)
     at.session_state[INSPECT_FILTER] = {"round": None, "class": "5"}  # a class bar: every row of the class
     at.run()
     assert set(_rows(at)["class"]) == {"5"} and (_rows(at)["status"] == "kept").any()

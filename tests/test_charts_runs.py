@@ -114,7 +114,12 @@ def test_titles_and_legends_have_their_own_bands():
 def test_a_clicked_bar_names_its_round_and_class():
     X, y, _ = make_planted_bias(600, 6, random_state=0)
     res = aflite(X, np.array(["neg", "pos"])[y], target_size=300, train_size=120, slice_size=50, random_state=0)
-    assert charts.clicked_round_and_class([{"curve_number": 1, "x": 2}], res, "removal") == (2, "pos")
-    assert charts.clicked_round_and_class([{"curve_number": 2, "x": 3.0}], res, "removal") == (3, None)  # a line
-    assert charts.clicked_round_and_class([{"curve_number": 3}], res, "histogram", rnd=4) == (4, "pos")
+    assert charts.clicked_round_and_class([{"curve_number": 1, "x": 2}], res, "removal") == (2, "pos", "removed")
+    line = charts.clicked_round_and_class([{"curve_number": 2, "x": 3.0}], res, "removal")
+    assert line == (3, None, "removed")
+    # the histogram: per class panel a blue "stayed" bar, then a vermillion "removed this round" one
+    assert charts.clicked_round_and_class([{"curve_number": 3}], res, "histogram", rnd=4) == (4, "pos", "removed")
+    assert charts.clicked_round_and_class([{"curve_number": 2}], res, "histogram", rnd=4) == (4, "pos", "stayed")
+    hist = charts.predictability_histogram(res, 4)
+    assert [t.name for t in hist.data[:4]] == ["stayed", "removed this round"] * 2
     assert charts.clicked_round_and_class([], res, "removal") is None

@@ -151,3 +151,54 @@ def test_a_link_to_the_predictability_page_shows_the_linked_run(app_test):
     assert spec.target_size == int(link["n"]) and spec.tau == float(link["tau"])
     other.switch_page("pages/filter.py").run()
     assert next(m.value for m in other.metric if m.label == "Rows kept") == kept
+
+
+def test_a_link_to_inspect_or_dynamics_shows_the_linked_run_not_a_dead_end(app_test):
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    first = app_test(page="pages/filter.py", **{DATASET: "circles", TAU: 0.6})  # a user copies a Filter link
+    link = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(first.query_params).items()}
+    assert link["dataset"] == "circles" and link["tau"] == "0.6"
+    shown = {  # what each page shows of the run
+        "pages/inspect.py": "**Showing the Filter page's current run**",
+        "pages/dynamics.py": "**AFLite removed ",
+    }
+    for page, marker in shown.items():
+        other = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)  # a colleague opens it on that page
+        other.query_params.update(link)
+        other.run()
+        other.switch_page(page).run()
+        assert not other.exception, other.exception
+        assert not any("Run AFLite on the Filter page" in i.value for i in other.info), page
+        spec = other.session_state["last_result_spec"]
+        assert spec.dataset.key == "circles" and spec.tau == 0.6 and spec.target_size == int(link["n"])
+        assert any(m.value.startswith(marker) for m in other.markdown), page
+
+
+def test_a_bar_link_is_dropped_when_another_run_is_shown():
+    from aflite_app.state import INSPECT_FILTER, LAST, DatasetSpec, FilterSpec, open_in_inspect, set_last_run
+
+    run = FilterSpec(DatasetSpec("circles", "features"), 500, 250, 50, 0.6)
+    session: dict = {LAST: run}
+    open_in_inspect(session, 4, "0")
+    set_last_run(session, run)  # the Filter page shows the same run again (a rerun, a reload of the page)
+    assert session[INSPECT_FILTER] == {"round": 4, "class": "0", "status": "removed"}
+    set_last_run(session, run.with_(tau=0.7))  # the user moved τ: round 4 of class '0' is another set of rows
+    assert INSPECT_FILTER not in session
+    open_in_inspect(session, 2, "1", "stayed")
+    set_last_run(session, None)  # a stopped run
+    assert INSPECT_FILTER not in session
+
+
+def test_inspect_forgets_a_bar_of_an_earlier_run(app_test):
+    from aflite_app.state import INSPECT_FILTER
+
+    at = app_test(page="pages/filter.py", **{DATASET: "circles", TAU: 0.6})
+    at.session_state[INSPECT_FILTER] = {"round": 4, "class": "0", "status": "removed"}  # a bar was clicked
+    at.switch_page("pages/inspect.py").run()
+    assert any("bar you clicked" in i.value for i in at.info)
+    at.switch_page("pages/filter.py").run()
+    at.slider(key=TAU).set_value(0.7).run()  # another run: its round 4 holds other rows
+    at.switch_page("pages/inspect.py").run()
+    assert not at.exception and not any("bar you clicked" in i.value for i in at.info)

@@ -294,11 +294,12 @@ def class_counts_chart(counts: pd.DataFrame, *, title: str | None = None) -> go.
 
 
 def clicked_round_and_class(points: list[dict], result: AFLiteResult, chart: str, rnd: int | None = None):
-    """``(round, class name)`` of the bar a user clicked, or None (what Inspect is then filtered to).
+    """``(round, class name, status)`` of the bar a user clicked, or None (what Inspect is then filtered to).
 
     ``chart="removal"``: :func:`removal_chart` (a class's bar gives its round and class; the lines give the
-    round only); ``chart="histogram"``: :func:`predictability_histogram` of round ``rnd`` (a panel's bar gives
-    that round and the panel's class). ``points`` is Streamlit's ``selection.points``.
+    round only; status "removed"); ``chart="histogram"``: :func:`predictability_histogram` of round ``rnd`` (a
+    panel's bar gives that round, the panel's class, and "removed" for the vermillion bar or "stayed" for the
+    blue one). ``points`` is Streamlit's ``selection.points``.
     """
     if not points:
         return None
@@ -309,9 +310,9 @@ def clicked_round_and_class(points: list[dict], result: AFLiteResult, chart: str
         x = point.get("x")
         if x is None or curve < 0:
             return None
-        return round(float(x)), (classes[curve] if curve < len(classes) else None)
+        return round(float(x)), (classes[curve] if curve < len(classes) else None), "removed"
     if chart == "histogram":
         if rnd is None or curve < 0 or curve // 2 >= len(classes):
             return None
-        return int(rnd), classes[curve // 2]
+        return int(rnd), classes[curve // 2], ("removed" if curve % 2 else "stayed")  # per class: stayed, removed
     raise ValueError(f"Unknown chart {chart!r}; expected 'removal' or 'histogram'.")

@@ -211,24 +211,31 @@ def inspect_artifact_shares(
 
 
 # -- the rows a chart bar links to (the Filter and Predictability pages set state.INSPECT_FILTER) ----------------
-def _link_parts(link: dict | None) -> tuple[int | None, str | None]:
+def _link_parts(link: dict | None) -> tuple[int | None, str | None, bool]:
     if not isinstance(link, dict):
-        return None, None
+        return None, None, False
     rnd, cls = link.get("round"), link.get("class")
-    return (int(rnd) if rnd is not None else None), (str(cls) if cls is not None else None)
+    return (
+        (int(rnd) if rnd is not None else None),
+        (str(cls) if cls is not None else None),
+        link.get("status") == "stayed",
+    )
 
 
 def link_rows(table: pd.DataFrame, link: dict | None) -> pd.DataFrame:
     """The rows of :func:`aflite_app.exports.rows_table` a chart bar links to.
 
-    ``link`` is ``{"round": int or None, "class": str or None}`` (:data:`aflite_app.state.INSPECT_FILTER`):
-    a round keeps the rows removed in that round, a class the rows of that class; None (or a missing key)
-    keeps everything.
+    ``link`` is ``{"round": int or None, "class": str or None, "status": "removed" or "stayed"}``
+    (:data:`aflite_app.state.INSPECT_FILTER`): a round keeps the rows removed in that round, or with status
+    "stayed" the rows scored in that round and not removed in it (kept, or removed later); a class keeps the rows
+    of that class; None (or a missing key) keeps everything.
     """
-    rnd, cls = _link_parts(link)
+    rnd, cls, stayed = _link_parts(link)
     mask = np.ones(len(table), dtype=bool)
     if rnd is not None:
-        mask &= (table["round"] == rnd).fillna(False).to_numpy(dtype=bool)
+        removed_in = pd.to_numeric(table["round"], errors="coerce")
+        hit = (removed_in.isna() | (removed_in > rnd)) if stayed else (removed_in == rnd)
+        mask &= hit.fillna(False).to_numpy(dtype=bool)
     if cls is not None:
         mask &= (table["class"].astype(str) == cls).to_numpy()
     return table.loc[mask]
@@ -236,10 +243,13 @@ def link_rows(table: pd.DataFrame, link: dict | None) -> pd.DataFrame:
 
 def describe_link(link: dict | None) -> str | None:
     """The link filter in words ("rows removed in round 3 of class 'cat'"), None when there is none."""
-    rnd, cls = _link_parts(link)
+    rnd, cls, stayed = _link_parts(link)
     if rnd is None and cls is None:
         return None
-    what = f"rows removed in round {rnd}" if rnd is not None else "rows"
+    if rnd is None:
+        what = "rows"
+    else:
+        what = f"rows that stayed in round {rnd}" if stayed else f"rows removed in round {rnd}"
     return what + (f" of class '{cls}'" if cls is not None else "")
 
 
