@@ -19,11 +19,16 @@ __all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress", "
 STOP_REASONS = {
     "target_size_reached": "The filtered set reached the target size of {target} rows.",
     "fewer_than_k_qualified": (
-        "Early stop (τ): in round {round} only {qualified} row(s) had predictability ≥ τ = {tau}, fewer than "
+        "Early stop (τ): in round {round} only {qualified} had predictability ≥ τ = {tau}, fewer than "
         "the slice size k = {k}, so the filter stopped with {size} rows left."
     ),
     "stopped_by_callback": "Stopped on request after round {round}; this result is partial ({size} rows left).",
 }
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row" + ("" if n == 1 else "s")
+
 
 #: evaluation-row history categories (Figure 1 of the evaluation-set paper)
 EVAL_CATEGORIES = ("removed in round 1", "removed later", "selected")
@@ -211,7 +216,7 @@ class AFLiteResult:
         return STOP_REASONS[self.stop_reason].format(
             target=f"{int(self.params['target_size']):,}",
             round=int(last["round"]) if last is not None else 0,
-            qualified=f"{int(last['n_qualified']) if last is not None else 0:,}",
+            qualified=_rows(int(last["n_qualified"]) if last is not None else 0),
             tau=self.params["tau"],
             k=f"{int(self.params['slice_size']):,}",
             size=f"{self.n_kept:,}",

@@ -150,3 +150,16 @@ def test_load_reports_what_is_wrong(tmp_path, run_with_eval, damage):
         match = "does not hold an AFLite Studio run"
     with pytest.raises(ValueError, match=match):
         AFLiteResult.load(path)
+
+
+def test_stop_message_counts_rows_in_words():
+    from aflite_core import aflite
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 4)), rng.integers(0, 2, 300)  # labels unrelated to X: few rows qualify
+    res = aflite(X, y, target_size=150, tau=0.95, slice_size=50, n_partitions=8, train_size=100, random_state=0)
+    assert res.stop_reason == "fewer_than_k_qualified"
+    message = res.stop_message
+    assert "row(s)" not in message
+    qualified = int(res.history.iloc[-1]["n_qualified"])
+    assert f"only {qualified:,} row{'' if qualified == 1 else 's'} had" in message
