@@ -124,6 +124,7 @@ def main() -> None:
     ap.add_argument("--profile-seconds", type=int, default=60)
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     port = free_port()
@@ -175,15 +176,24 @@ def main() -> None:
                     page.keyboard.press("ArrowRight")  # a new τ every time: a new run
                     t0 = time.perf_counter()
                     if step == 2:  # press Stop while a run is in progress
-                        page.wait_for_timeout(1500)
+                        # The page waits up to 1.5 s for a fast run before it shows the progress bar and its Stop
+                        # button, so wait for the button (the run may finish first: then there is nothing to stop).
                         stop = page.get_by_role("button", name="Stop")
-                        if stop.count():
+                        try:
+                            stop.first.wait_for(state="visible", timeout=30_000)
+                        except PlaywrightTimeout:
+                            runs.append({"minute": round((time.time() - started) / 60, 2), "kind": "no stop button"})
+                        else:
+                            page.wait_for_timeout(500)
+                            t1 = time.perf_counter()
                             stop.first.click()
                             took = wait_result(page, 120)
+                            seconds = None if took is None else round(time.perf_counter() - t1, 2)
                             runs.append(
-                                {"minute": round((time.time() - started) / 60, 2), "kind": "stop", "seconds": took}
+                                {"minute": round((time.time() - started) / 60, 2), "kind": "stop", "seconds": seconds}
                             )
-                            continue
+                            print(json.dumps({"run": runs[-1]}), flush=True)
+                        continue
                     if step in (1, 3):  # supersede the run in progress after a moment
                         page.wait_for_timeout(2000)
                         continue
@@ -234,6 +244,7 @@ def main() -> None:
         "load_start_end": (samples[0]["load"], samples[-1]["load"]) if samples else None,
         "stop_latency_fresh_s": stop_latency,
         "stops_during_soak_s": [r["seconds"] for r in runs if r["kind"] == "stop"],
+        "stop_skipped_run_finished_first": sum(r["kind"] == "no stop button" for r in runs),
         "threads_start_end": (samples[0]["threads"], samples[-1]["threads"]) if samples else None,
         "rss_mb_start_end": (samples[0]["rss_mb"], samples[-1]["rss_mb"]) if samples else None,
         "server_cpu_s": samples[-1]["server_cpu_s"] if samples else None,
