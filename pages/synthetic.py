@@ -183,8 +183,13 @@ st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", conf
 with ui.errors():
     columns = st.columns(len(exp.datasets))
     for i, (col, d) in enumerate(zip(columns, exp.datasets)):
-        fig = charts.circles_column(d, exp.results[d.name].kept, exp.table.iloc[i])
-        col.plotly_chart(fig, width="stretch", key=f"syn-col-{i}")
+        # two figures: a τ/k change leaves the original's byte-identical, so the browser keeps it as drawn (WebGL);
+        # the after-panel changes with every run, so it stays SVG (a changed chart is mounted anew: see charts)
+        result, row = exp.results[d.name], exp.table.iloc[i]
+        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row)  # built once per data
+        after = charts.circles_column(d, result, row, part="after", webgl=False)
+        col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
+        col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")
 ui.caption(
     f"One column per dataset. Top: all {n:,} rows; bottom: the rows AFLite kept. Axes: the two ring coordinates "
     "(the bias features are not drawn). Colour = class (orange: class 0, outer ring; green: class 1, inner ring); "
@@ -309,7 +314,7 @@ def round_stepper(exp) -> None:
         delta_arrow="off",
     )
     with ui.errors():
-        fig_map = charts.round_stepper(data, result, rnd, panel="map")
+        fig_map = charts.round_stepper(data, result, rnd, panel="map", webgl=False)  # redrawn every step: SVG
         fig_hist = charts.round_stepper(data, result, rnd, panel="histogram")
     g1, g2 = st.columns([11, 9])  # side by side on a wide screen, stacked on a phone
     g1.plotly_chart(fig_map, width="stretch", key="syn-stepper")

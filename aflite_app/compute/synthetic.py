@@ -7,6 +7,10 @@ bounded store rather than ``st.cache_*`` because they report progress to the pag
 when asked for, never on the τ/k path: the accuracy over rounds of one run (:func:`circles_curve`), the
 out-of-distribution test (:func:`circles_ood`, keyed by :class:`CirclesOODSpec`) and AFOptimum against AFLite on
 tiny data (:func:`circles_optimum`). The page builds its own data: the sidebar's dataset is not used.
+
+The figure of every dataset's original panel depends on neither τ nor k either; it is built once per
+:class:`CirclesSpec` and folds (:func:`circles_original_figure`), so a τ/k change sends the browser the same
+figure, which it does not draw again.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ __all__ = [
     "circles_notes",
     "circles_ood",
     "circles_optimum",
+    "circles_original_figure",
     "circles_round",
     "parse_separations",
 ]
@@ -187,6 +192,19 @@ def circles_experiment(
     )
     _circles_store().keep(key, exp)
     return exp
+
+
+@st.cache_resource(max_entries=8 * CIRCLES_MAX_LEVELS, show_spinner=False)
+def circles_original_figure(spec: CirclesSpec, n_splits: int, index: int, _data: Any, _row: Any) -> Any:
+    """The "original" panel of dataset ``index`` of ``spec`` (``charts.circles_column(part="original")``), cached.
+
+    Its points and title (the "before" accuracies with ``n_splits`` folds) follow from the key alone; ``_data`` and
+    ``_row`` (that dataset and its experiment-table row) are what the figure is built from, not part of the key.
+    Shared between sessions: Streamlit copies a figure before sending it, nothing changes the cached one.
+    """
+    from aflite_app.charts import synthetic as charts  # the figure builder; compute otherwise returns data
+
+    return charts.circles_column(_data, np.ones(_data.n_samples, dtype=bool), _row, part="original")
 
 
 def circles_headline(exp: synthetic_experiment.SyntheticExperiment) -> dict[str, float]:
