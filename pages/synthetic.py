@@ -213,8 +213,7 @@ with st.expander("Figure 2 summary table"):
     st.caption(
         f"AFLite: τ = {tau:g}, k = {int(k)}, m = {int(n_partitions)}, t = {float(train_size):.0%} and target "
         f"n = {float(target_size):.0%} of the rows, seed {int(seed)}. Accuracies: mean of {int(n_splits)}-fold "
-        "CV on the set before / after; 'no-bias reference': all rows with the two ring coordinates only (the "
-        "paper's data without biases). 'Unbiased rows removed' is the price: rows without bias features that "
+        "CV on the set before / after. 'Unbiased rows removed' is the price: rows without bias features that "
         "AFLite removed too."
     )
 
