@@ -361,13 +361,24 @@ def test_the_original_panel_does_not_depend_on_the_run(big):
     assert a == b and '"meta"' not in a
 
 
+def _run_args(res) -> dict:
+    keys = ("target_size", "train_size", "slice_size", "n_partitions", "tau")
+    return {**{k: res.params[k] for k in keys}, "random_state": res.params["seed"]}
+
+
 def test_run_figures_carry_tau_and_k(big):
     d, res, row = big
     expected = {"tau": 0.75, "k": 100}
     assert charts.run_meta(res) == expected and charts.run_meta(res.kept) is None
     assert charts.circles_column(d, res, row, part="after").layout.meta == expected
-    for panel in ("map", "histogram"):
+    for panel in ("both", "histogram"):
         assert charts.round_stepper(d, res, 1, panel=panel).layout.meta == expected
+    # the map shows round 1's rows only: another τ with the same first round gives the very same figure
+    other = aflite(d.X, d.y, **{**_run_args(res), "tau": 0.74})
+    assert np.array_equal(np.asarray(other.removed_round) == 1, np.asarray(res.removed_round) == 1)
+    assert other.n_rounds == res.n_rounds
+    a, b = (charts.round_stepper(d, r, 1, panel="map").to_json() for r in (res, other))
+    assert a == b and '"meta"' not in a
     assert charts.circles_column(d, res.kept, row, part="after").layout.meta is None
 
 

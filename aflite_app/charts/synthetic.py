@@ -354,7 +354,8 @@ def round_stepper(
     (``panel="histogram"``): the histogram of the predictability p(i) of the rows scored in round ``rnd`` (stayed
     in the kept colour, removed in the removed colour; rows with bias features hatched), τ dashed. ``"both"`` (the
     default) puts them side by side; the page draws the two panels as separate figures in columns, so a narrow
-    screen stacks them. ``webgl`` as in :func:`circles_column`; ``layout.meta`` holds the run's τ and k.
+    screen stacks them. ``webgl`` as in :func:`circles_column`; ``layout.meta`` holds the run's τ and k, except
+    for the map alone (``panel="map"``), which depends on the run only through round ``rnd``'s rows.
     """
     if panel not in ("both", "map", "histogram"):
         raise ValueError(f"panel must be 'both', 'map' or 'histogram'; got {panel!r}.")
@@ -489,7 +490,13 @@ def round_stepper(
     fig.update_annotations(font_size=13)
     _style(fig, height=height)
     left = 86 if panel == "histogram" else 66  # the histogram's row counts are wider than ring coordinates
-    fig.update_layout(legend=dict(y=1.1, font_size=11), margin=dict(l=left, r=20, t=110, b=66), meta=run_meta(result))
+    # the map alone shows nothing of τ or k but the rows removed: without them in its meta, a τ change that leaves
+    # round rnd as it was sends the same figure, which the browser does not draw again (2,000 SVG points)
+    fig.update_layout(
+        legend=dict(y=1.1, font_size=11),
+        margin=dict(l=left, r=20, t=110, b=66),
+        meta=None if panel == "map" else run_meta(result),
+    )
     return _no_automargin(fig)
 
 
