@@ -1,22 +1,39 @@
-"""App latency benchmark: cold first page in a real browser, and the time a τ or k change takes to show.
+"""App latency benchmark in a real browser: cold home page, Filter τ changes, Synthetic τ and k changes.
 
 Usage::
 
-    python benchmarks/bench_app.py            # needs Debian's chromium (or AFLITE_CHROMIUM) and playwright
+    python benchmarks/bench_app.py                  # needs Debian's chromium (or AFLITE_CHROMIUM) and playwright
+    python benchmarks/bench_app.py --root /tmp/old  # the same measurements on another checkout (before/after)
+    python benchmarks/bench_app.py --only synthetic --tau-changes 8 --k-changes 4 --json out.json
 
-Measures, on the bundled digits:
+Measures, on the bundled digits and the Synthetic page's default circles:
 
-* first page of a cold app: from starting `streamlit run` to the home page rendered in headless Chromium,
-  and from the browser opening the URL to the page rendered (server already up);
-* Filter page: time from a τ change (keyboard on the slider) until the chart shows the new τ, in the
-  browser, over several changes (median, max); and the compute part alone (a new τ, caches warm);
-* Synthetic circles page: time from a τ change until the four panels are redrawn.
+* first page of a cold app: from starting ``streamlit run`` to the home page rendered in headless Chromium;
+* Filter page: first render, and the time from a τ change (keyboard on the slider) until the chart shows the new τ;
+* Synthetic page: first render (every panel drawn), and the time from a τ or a k change until **every** panel
+  that depends on τ and k is drawn again: the page's figures carry ``layout.meta = {"tau", "k"}`` and the detector
+  waits until every such figure shows the new values, Streamlit's status widget no longer shows the script as
+  running, and no plot has changed in the DOM for ``QUIET_MS``; the time reported is the first animation frame
+  after the last change to any plot (a MutationObserver records it), not the moment the detector polls. Pages
+  without the meta tags (an older checkout, ``--root``) fall back to: the stepper's histogram shows the new τ,
+  the script has finished and the plots are quiet.
+* per change, besides the wall time: the CPU seconds of the Streamlit server process, of every Chromium process
+  (renderer and GPU process apart: software WebGL rasterises in the GPU process) and the renderer main thread's
+  own accounting from the Chrome DevTools Protocol (``Performance.getMetrics``: TaskDuration, ScriptDuration,
+  LayoutDuration and RecalcStyleDuration deltas).
+* WebGL check: headless Chromium runs with ``--disable-gpu``, so WebGL is SwiftShader (software). For every
+  figure drawn with WebGL the script screenshots it with and without its canvases and counts the pixels the
+  canvases paint; a figure whose WebGL panels draw nothing would make the timing a fake, so it is reported.
 
-Prints the figures; nothing asserts (shared machines are noisy). Copy them into benchmarks/README.md.
+Prints the figures (and writes them as JSON with ``--json``); nothing asserts (shared machines are noisy).
+The 1-minute load average is printed next to every figure. Copy them into benchmarks/README.md section 5.
 """
 
 from __future__ import annotations
 
+import argparse
+import io
+import json
 import os
 import socket
 import statistics
@@ -27,18 +44,74 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
+    # without a GPU, WebGL is SwiftShader's software rasteriser; recent Chromium only offers it with this flag
+    "--enable-unsafe-swiftshader",
     "--disable-quic",
     "--no-first-run",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
 ]
+#: a change counts as drawn when no plot changed in the DOM for this long after the script finished
+QUIET_MS = 500
+#: renderer metrics read per change (seconds of the renderer's main thread, from the DevTools protocol)
+CDP_METRICS = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration")
+
+#: installed in every document: the time of the last DOM change inside any plot, and the frame after it
+OBSERVER_JS = """
+(() => {
+  window.__plotMut = 0; window.__plotFrame = 0; window.__glLost = 0;
+  // Chromium keeps 16 WebGL contexts per page and silently drops the oldest beyond that: count the drops
+  document.addEventListener('webglcontextlost', () => { window.__glLost++; }, true);
+  const install = () => {
+    new MutationObserver((records) => {
+      // cheap: a plot's drawing comes in thousands of records; look at a sample (first, last, every 64th)
+      const now = performance.now();
+      let hit = false;
+      const last = records.length - 1;
+      for (let i = 0; i <= last && !hit; i = i === last ? last + 1 : Math.min(i + 64, last)) {
+        const r = records[i];
+        const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+        hit = !!(el && el.closest && el.closest('.js-plotly-plot'));
+        for (const n of r.addedNodes || []) {
+          hit = hit || (n.nodeType === 1 && (n.matches('.js-plotly-plot') || !!n.querySelector('.js-plotly-plot')));
+        }
+      }
+      if (hit) {
+        window.__plotMut = now;
+        requestAnimationFrame(() => setTimeout(() => { window.__plotFrame = performance.now(); }, 0));
+      }
+    }).observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+  };
+  if (document.documentElement) install(); else document.addEventListener('readystatechange', install, {once: true});
+})();
+"""
+
+#: the Synthetic page is drawn for (τ, k): every tagged figure shows them, the script is done, the plots are quiet
+SYNTHETIC_DONE_JS = """
+([tau, k, nTagged, t0, quiet, legacy]) => {
+  if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"]')) return false;
+  const now = performance.now();
+  if (window.__plotMut <= t0 || now - window.__plotMut < quiet || window.__plotFrame < window.__plotMut) return false;
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  if (legacy) {
+    return [...document.querySelectorAll('.js-plotly-plot .annotation-text')]
+      .some(e => e.textContent.includes('τ = ' + legacy));
+  }
+  const tagged = plots.filter(p => p.layout && p.layout.meta && p.layout.meta.tau !== undefined);
+  return tagged.length >= nTagged
+    && tagged.every(p => Math.abs(p.layout.meta.tau - tau) < 1e-9 && (k === null || p.layout.meta.k === k));
+}
+"""
+
+
+def load1() -> float:
+    return os.getloadavg()[0]
 
 
 def free_port() -> int:
@@ -47,16 +120,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int) -> tuple[subprocess.Popen, float]:
+def start_server(root: Path, port: int) -> tuple[subprocess.Popen, float]:
     t0 = time.perf_counter()
-    env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
+    env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(root / ".numba_cache")))
     proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "streamlit",
             "run",
-            str(ROOT / "app.py"),
+            str(root / "app.py"),
             "--server.port",
             str(port),
             "--server.address",
@@ -66,7 +139,7 @@ def start_server(port: int) -> tuple[subprocess.Popen, float]:
             "--browser.gatherUsageStats",
             "false",
         ],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -79,109 +152,291 @@ def start_server(port: int) -> tuple[subprocess.Popen, float]:
             time.sleep(0.05)
 
 
-def tau_change_latency(page, base: str, path: str, n: int, wait_js: str) -> list[float]:
-    """Press ArrowLeft on the first slider (τ) and time until ``wait_js(expected τ)`` holds."""
-    page.goto(base + path)
+class Meters:
+    """CPU seconds of the server and of every Chromium process, and the renderer's DevTools metrics."""
+
+    def __init__(self, server_pid: int, cdp) -> None:
+        import psutil
+
+        self.psutil = psutil
+        self.server = psutil.Process(server_pid)
+        self.cdp = cdp
+        cdp.send("Performance.enable")
+
+    def _chromium(self) -> dict[str, float]:
+        out = {"renderer": 0.0, "gpu": 0.0, "other": 0.0}
+        for p in self.psutil.Process().children(recursive=True):
+            try:
+                if "chrom" not in p.name():
+                    continue
+                kind = next((a[7:] for a in p.cmdline() if a.startswith("--type=")), "browser")
+                t = p.cpu_times()
+                key = "renderer" if kind == "renderer" else "gpu" if kind == "gpu-process" else "other"
+                out[key] += t.user + t.system
+            except (self.psutil.NoSuchProcess, self.psutil.AccessDenied):
+                continue
+        return out
+
+    def read(self) -> dict[str, float]:
+        t = self.server.cpu_times()
+        out = {"server_cpu": t.user + t.system}
+        out.update({f"chromium_{k}_cpu": v for k, v in self._chromium().items()})
+        metrics = {m["name"]: m["value"] for m in self.cdp.send("Performance.getMetrics")["metrics"]}
+        out.update({f"cdp_{k}": float(metrics.get(k, 0.0)) for k in CDP_METRICS})
+        return out
+
+    @staticmethod
+    def delta(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+        return {k: b[k] - a[k] for k in a}
+
+
+def summarise(name: str, rows: list[dict[str, float]]) -> dict[str, float]:
+    """Median and max of every measured quantity over the changes; printed one line each."""
+    out: dict[str, float] = {"n": len(rows)}
+    print(f"{name} ({len(rows)} changes, load {statistics.mean(r['load1'] for r in rows):.1f}):")
+    for key in rows[0]:
+        vals = [r[key] for r in rows]
+        out[f"{key}_median"] = statistics.median(vals)
+        out[f"{key}_max"] = max(vals)
+        if key != "load1":
+            print(f"    {key:28s} median {statistics.median(vals):7.3f}   max {max(vals):7.3f}")
+    return out
+
+
+def slider_thumb(page, label: str):
+    return page.locator('[data-testid="stSlider"]').filter(has_text=label).get_by_role("slider").first
+
+
+def filter_changes(page, base: str, n: int, meters: Meters) -> list[dict[str, float]]:
+    """Press ArrowLeft ×5 on the Filter page's τ slider; time until the chart's τ annotation shows the new τ."""
+    page.goto(base + "/filter")
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
     page.wait_for_timeout(1500)
-    times = []
     slider = page.get_by_role("slider").first
-    tau = 0.75
+    has_tau = (
+        "(t) => [...document.querySelectorAll('.js-plotly-plot .annotation-text')].some(e => e.textContent.includes(t))"
+    )
+    tau, rows = 0.75, []
     for _ in range(n):
         slider.focus()
         tau = round(tau - 0.05, 2)
+        m0, l0 = meters.read(), load1()
         t0 = time.perf_counter()
         for _ in range(5):
             page.keyboard.press("ArrowLeft")
-        page.wait_for_function(wait_js, arg=f"τ = {tau:g}", timeout=120_000)
-        times.append(time.perf_counter() - t0)
+        page.wait_for_function(has_tau, arg=f"τ = {tau:g}", timeout=120_000)
+        wall = time.perf_counter() - t0
+        page.wait_for_timeout(300)  # the renderer finishes the frame before the CPU is read
+        rows.append({"wall_s": wall, **Meters.delta(m0, meters.read()), "load1": (l0 + load1()) / 2})
         page.wait_for_timeout(300)
-    return times
+    return rows
+
+
+def _synthetic_state(page) -> dict:
+    return page.evaluate(
+        """() => {
+          const plots = [...document.querySelectorAll('.js-plotly-plot')];
+          const tagged = plots.filter(p => p.layout && p.layout.meta && p.layout.meta.tau !== undefined);
+          return {plots: plots.length, tagged: tagged.length,
+                  gl: plots.filter(p => p.querySelector('canvas.gl-canvas-context, canvas')).length};
+        }"""
+    )
+
+
+def synthetic_wait(page, tau: float, k: int | None, n_tagged: int, t0: float, legacy: bool) -> float:
+    """Wait until the page shows (τ, k) everywhere; the wall time (ms, page clock) from t0 to the frame drawn."""
+    page.wait_for_function(
+        SYNTHETIC_DONE_JS,
+        arg=[tau, k, n_tagged, t0, QUIET_MS, f"{tau:g}" if legacy else ""],
+        timeout=180_000,
+        polling=50,
+    )
+    return page.evaluate("window.__plotFrame") - t0
+
+
+def synthetic_changes(page, which: str, n: int, meters: Meters, n_tagged: int, legacy: bool) -> list[dict[str, float]]:
+    """Press ArrowLeft once on the τ or k slider per change; time until every τ/k-dependent panel is redrawn."""
+    label = "τ — remove only rows" if which == "tau" else "k — rows removed per round"
+    thumb = slider_thumb(page, label)
+    rows = []
+    for _ in range(n):
+        thumb.focus()
+        m0, l0 = meters.read(), load1()
+        # a figure drawn again (mounted afresh or re-plotted) has a new _fullLayout: mark the current ones
+        t0 = page.evaluate(
+            "() => { document.querySelectorAll('.js-plotly-plot').forEach(p => { if (p._fullLayout) "
+            "p._fullLayout.__bench = 1; }); return performance.now(); }"
+        )
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_timeout(20)
+        tau_now = float(slider_thumb(page, "τ — remove only rows").input_value())
+        k_now = int(float(slider_thumb(page, "k — rows removed per round").input_value()))
+        ms = synthetic_wait(page, tau_now, None if legacy else k_now, n_tagged, t0, legacy)
+        redrawn = page.evaluate(
+            "[...document.querySelectorAll('.js-plotly-plot')].filter(p => !(p._fullLayout && p._fullLayout.__bench))"
+            ".length"
+        )
+        rows.append(
+            {
+                "wall_s": ms / 1000,
+                "plots_redrawn": redrawn,
+                **Meters.delta(m0, meters.read()),
+                "load1": (l0 + load1()) / 2,
+            }
+        )
+        page.wait_for_timeout(300)
+    return rows
+
+
+def webgl_pixels(page) -> list[dict]:
+    """Per figure with canvases: how many pixels its canvases paint (screenshot with and without them)."""
+    import numpy as np
+    from PIL import Image
+
+    out = []
+    plots = page.locator(".js-plotly-plot")
+    for i in range(plots.count()):
+        plot = plots.nth(i)
+        n_canvas = plot.evaluate("(p) => p.querySelectorAll('canvas').length")
+        if not n_canvas:
+            continue
+        plot.scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+        shot = np.asarray(Image.open(io.BytesIO(plot.screenshot())).convert("RGB"), dtype=np.int16)
+        plot.evaluate("(p) => p.querySelectorAll('canvas').forEach(c => c.style.visibility = 'hidden')")
+        page.wait_for_timeout(200)
+        bare = np.asarray(Image.open(io.BytesIO(plot.screenshot())).convert("RGB"), dtype=np.int16)
+        plot.evaluate("(p) => p.querySelectorAll('canvas').forEach(c => c.style.visibility = '')")
+        points = plot.evaluate(
+            "(p) => (p._fullData || []).filter(t => t.type === 'scattergl').reduce((s, t) => s + (t._length || 0), 0)"
+        )
+        painted = int((np.abs(shot - bare).sum(axis=2) > 30).sum()) if shot.shape == bare.shape else -1
+        out.append({"figure": i, "webgl_points": points, "pixels_painted_by_webgl": painted})
+    return out
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--root", type=Path, default=ROOT, help="checkout whose app.py is served (default: this one)")
+    ap.add_argument("--only", default="home,filter,synthetic,compute", help="comma-separated parts to run")
+    ap.add_argument("--filter-changes", type=int, default=6)
+    ap.add_argument("--tau-changes", type=int, default=8)
+    ap.add_argument("--k-changes", type=int, default=4)
+    ap.add_argument("--json", type=Path, help="write every figure here")
+    ap.add_argument("--screenshot", type=Path, help="save the Synthetic page after the last change here")
+    args = ap.parse_args()
+    parts = set(args.only.split(","))
+    root = args.root.resolve()
+    report: dict = {"root": str(root), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     from playwright.sync_api import sync_playwright
 
     port = free_port()
+    l0 = load1()
     t_start = time.perf_counter()
-    proc, health = start_server(port)
+    proc, health = start_server(root, port)
     base = f"http://127.0.0.1:{port}"
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.add_init_script(OBSERVER_JS)
+            meters = Meters(proc.pid, page.context.new_cdp_session(page))
             t0 = time.perf_counter()
             page.goto(base + "/")
             page.get_by_text("How AFLite works").wait_for(timeout=60_000)
             first = time.perf_counter() - t0
             cold = time.perf_counter() - t_start
+            report["home"] = {"health_s": health, "first_s": first, "cold_s": cold, "load1": (l0 + load1()) / 2}
             print(
-                f"cold app: server healthy after {health:.1f} s; home page rendered {first:.1f} s after "
-                f"opening the URL; {cold:.1f} s from `streamlit run` to a rendered home page"
+                f"cold app (load {report['home']['load1']:.1f}): server healthy after {health:.1f} s; home page "
+                f"rendered {first:.1f} s after opening the URL; {cold:.1f} s from `streamlit run` to a rendered home"
             )
-            t0 = time.perf_counter()
-            page.goto(base + "/filter")
-            page.wait_for_function(
-                "document.querySelectorAll('.js-plotly-plot .bars path').length > 0", timeout=120_000
-            )
-            print(f"Filter page first render (first AFLite run on digits): {time.perf_counter() - t0:.1f} s")
-            has_tau = (
-                "(t) => [...document.querySelectorAll('.js-plotly-plot .annotation-text')]"
-                ".some(e => e.textContent.includes(t))"
-            )
-            times = tau_change_latency(page, base, "/filter", 6, has_tau)
-            print(
-                f"Filter page, τ change -> chart shows the new τ (browser, end to end): median "
-                f"{statistics.median(times):.2f} s, max {max(times):.2f} s over {len(times)} changes"
-            )
-            t0 = time.perf_counter()
-            page.goto(base + "/synthetic")
-            page.wait_for_selector(".js-plotly-plot", timeout=180_000)
-            print(f"Synthetic page first render (four runs + accuracies): {time.perf_counter() - t0:.1f} s")
-            page.wait_for_timeout(1500)
-            slider = page.get_by_role("slider").first
-            stimes = []
-            for _ in range(4):
-                before = page.evaluate(
-                    "[...document.querySelectorAll('.js-plotly-plot')].map(e => e.innerHTML.length).join(',')"
-                )
-                slider.focus()
-                t0 = time.perf_counter()
-                page.keyboard.press("ArrowLeft")
+            if "filter" in parts:
+                l0, t0 = load1(), time.perf_counter()
+                page.goto(base + "/filter")
                 page.wait_for_function(
-                    "(b) => [...document.querySelectorAll('.js-plotly-plot')].map(e => e.innerHTML.length)"
-                    ".join(',') !== b && !document.querySelector('[data-testid=\"stStatusWidget\"]')",
-                    arg=before,
-                    timeout=120_000,
+                    "document.querySelectorAll('.js-plotly-plot .bars path').length > 0", timeout=120_000
                 )
-                stimes.append(time.perf_counter() - t0)
-                page.wait_for_timeout(500)
-            print(
-                f"Synthetic page, τ change -> panels redrawn (browser): median {statistics.median(stimes):.2f} s, "
-                f"max {max(stimes):.2f} s"
-            )
+                report["filter_first_s"] = time.perf_counter() - t0
+                print(f"Filter page first render (load {(l0 + load1()) / 2:.1f}): {report['filter_first_s']:.1f} s")
+                rows = filter_changes(page, base, args.filter_changes, meters)
+                report["filter_tau"] = summarise("Filter page, τ change -> chart shows the new τ", rows)
+            if "synthetic" in parts:
+                l0 = load1()
+                m0 = meters.read()
+                page.goto(base + "/synthetic")
+                page.wait_for_selector(".js-plotly-plot", timeout=180_000)
+                page.wait_for_function(
+                    "(q) => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]') && "
+                    "window.__plotMut > 0 && performance.now() - window.__plotMut > q && "
+                    "window.__plotFrame >= window.__plotMut",
+                    arg=QUIET_MS,
+                    timeout=180_000,
+                    polling=50,
+                )
+                first_ms = page.evaluate("window.__plotFrame")  # page clock starts at navigation
+                state = _synthetic_state(page)
+                legacy = state["tagged"] == 0
+                report["synthetic_first"] = {
+                    "wall_s": first_ms / 1000,
+                    **Meters.delta(m0, meters.read()),
+                    "load1": (l0 + load1()) / 2,
+                    **state,
+                }
+                print(
+                    f"Synthetic page first render (load {report['synthetic_first']['load1']:.1f}): "
+                    f"{first_ms / 1000:.2f} s to every panel drawn; {state['plots']} figures, {state['tagged']} "
+                    f"tagged with τ/k{' (legacy detector)' if legacy else ''}"
+                )
+                report["webgl"] = webgl_pixels(page)
+                for w in report["webgl"]:
+                    print(
+                        f"    WebGL figure #{w['figure']}: {w['webgl_points']} points, "
+                        f"{w['pixels_painted_by_webgl']} pixels painted by its canvases"
+                    )
+                page.wait_for_timeout(1000)
+                for which, n in (("tau", args.tau_changes), ("k", args.k_changes)):
+                    if n:
+                        rows = synthetic_changes(page, which, n, meters, state["tagged"], legacy)
+                        report[f"synthetic_{which}"] = summarise(
+                            f"Synthetic page, {which} change -> every panel redrawn", rows
+                        )
+                lost = page.evaluate("window.__glLost")
+                report["webgl_after_changes"] = webgl_pixels(page)
+                report["webgl_contexts_lost"] = lost
+                print(f"after the changes: {lost} WebGL contexts lost; pixels painted by each WebGL figure:")
+                for w in report["webgl_after_changes"]:
+                    print(f"    #{w['figure']}: {w['webgl_points']} points, {w['pixels_painted_by_webgl']} pixels")
+                if args.screenshot:
+                    page.screenshot(path=str(args.screenshot), full_page=True)
             browser.close()
     finally:
         proc.terminate()
         proc.wait(10)
 
-    # the compute part alone, caches warm: a new τ on the digits
-    import numpy as np
+    if "compute" in parts:  # the compute part alone, caches warm: a new τ on the digits
+        import numpy as np
 
-    from aflite_core import aflite, load_digits_dataset
+        sys.path.insert(0, str(root))
+        from aflite_core import aflite, load_digits_dataset
 
-    data = load_digits_dataset()
-    X, y = data.representation("mlp"), data.y
-    n = data.n_rows
-    aflite(X, y, target_size=n // 2, train_size=n // 4, slice_size=round(0.05 * n), tau=0.75, random_state=0)
-    comp = []
-    for tau in np.linspace(0.5, 0.95, 10):
-        t0 = time.perf_counter()
-        aflite(X, y, target_size=n // 2, train_size=n // 4, slice_size=round(0.05 * n), tau=float(tau), random_state=0)
-        comp.append(time.perf_counter() - t0)
-    print(
-        f"compute only, new τ on the digits (AFLite run): median {statistics.median(comp):.2f} s, max {max(comp):.2f} s"
-    )
+        data = load_digits_dataset()
+        X, y = data.representation("mlp"), data.y
+        n = data.n_rows
+        kw = dict(target_size=n // 2, train_size=n // 4, slice_size=round(0.05 * n), random_state=0)
+        aflite(X, y, tau=0.75, **kw)
+        comp = []
+        for tau in np.linspace(0.5, 0.95, 10):
+            t0 = time.perf_counter()
+            aflite(X, y, tau=float(tau), **kw)
+            comp.append(time.perf_counter() - t0)
+        report["compute_digits_s"] = {"median": statistics.median(comp), "max": max(comp), "load1": load1()}
+        print(
+            f"compute only, new τ on the digits (load {load1():.1f}): median {statistics.median(comp):.2f} s, "
+            f"max {max(comp):.2f} s"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -183,8 +183,13 @@ st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", conf
 with ui.errors():
     columns = st.columns(len(exp.datasets))
     for i, (col, d) in enumerate(zip(columns, exp.datasets)):
-        fig = charts.circles_column(d, exp.results[d.name].kept, exp.table.iloc[i])
-        col.plotly_chart(fig, width="stretch", key=f"syn-col-{i}")
+        # two figures: a τ/k change leaves the original's byte-identical, so the browser keeps it as drawn (WebGL);
+        # the after-panel changes with every run, so it stays SVG (a changed chart is mounted anew: see charts)
+        result, row = exp.results[d.name], exp.table.iloc[i]
+        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row)  # built once per data
+        after = charts.circles_column(d, result, row, part="after", webgl=False)
+        col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
+        col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")
 ui.caption(
     f"One column per dataset. Top: all {n:,} rows; bottom: the rows AFLite kept. Axes: the two ring coordinates "
     "(the bias features are not drawn). Colour = class (orange: class 0, outer ring; green: class 1, inner ring); "
@@ -208,8 +213,7 @@ with st.expander("Figure 2 summary table"):
     st.caption(
         f"AFLite: τ = {tau:g}, k = {int(k)}, m = {int(n_partitions)}, t = {float(train_size):.0%} and target "
         f"n = {float(target_size):.0%} of the rows, seed {int(seed)}. Accuracies: mean of {int(n_splits)}-fold "
-        "CV on the set before / after; 'no-bias reference': all rows with the two ring coordinates only (the "
-        "paper's data without biases). 'Unbiased rows removed' is the price: rows without bias features that "
+        "CV on the set before / after. 'Unbiased rows removed' is the price: rows without bias features that "
         "AFLite removed too."
     )
 
@@ -309,7 +313,7 @@ def round_stepper(exp) -> None:
         delta_arrow="off",
     )
     with ui.errors():
-        fig_map = charts.round_stepper(data, result, rnd, panel="map")
+        fig_map = charts.round_stepper(data, result, rnd, panel="map", webgl=False)  # redrawn every step: SVG
         fig_hist = charts.round_stepper(data, result, rnd, panel="histogram")
     g1, g2 = st.columns([11, 9])  # side by side on a wide screen, stacked on a phone
     g1.plotly_chart(fig_map, width="stretch", key="syn-stepper")

@@ -18,18 +18,27 @@ def _metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def _charts(at, key: str) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart") if key in str(el.proto.id)]
+
+
 def _columns(at) -> list[dict]:
-    """The Figure 2 panels: one figure per dataset (original on top, after AFLite below)."""
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-col-" in str(el.proto.id)]
+    """The Figure 2 panels after AFLite: one figure per dataset (its original panel is a figure of its own)."""
+    return _charts(at, "syn-col-")
+
+
+def _originals(at) -> list[dict]:
+    return _charts(at, "syn-orig-")
 
 
 def _grid(at) -> dict:
     """Every dataset's panel titles and traces, gathered from the per-dataset figures."""
-    cols = _columns(at)
-    assert cols, "no Figure 2 panels"
+    cols, originals = _columns(at), _originals(at)
+    assert cols and len(originals) == len(cols), "no Figure 2 panels, or not both of every dataset"
+    figs = [f for pair in zip(originals, cols) for f in pair]
     return {
-        "layout": {"annotations": [a for f in cols for a in f["layout"].get("annotations", [])]},
-        "data": [t for f in cols for t in f["data"]],
+        "layout": {"annotations": [a for f in figs for a in f["layout"].get("annotations", [])]},
+        "data": [t for f in figs for t in f["data"]],
         "n_columns": len(cols),
     }
 
@@ -60,7 +69,7 @@ def test_renders_with_defaults(app_test):
     text = " ".join(m.value for m in at.markdown)
     assert "shortcut" in text and "RBF SVM" in text and "chance" in text
     grid = _grid(at)
-    assert grid["n_columns"] == 4 and all("xaxis2" in f["layout"] for f in _columns(at))
+    assert grid["n_columns"] == 4 and len(_originals(at)) == 4
     assert any("separation 1 (flipped labels)" in t for t in _titles(grid))
     text = " ".join(m.value for m in at.markdown)
     assert "Reading the accuracies" in text and "below chance" in text  # computed notes, not a canned line
@@ -71,6 +80,39 @@ def test_renders_with_defaults(app_test):
     assert _stepper(at)
     assert not at.error
     assert any("Figure 2 summary table" in e.label for e in at.expander)
+
+
+def _n_points(fig: dict) -> int:
+    return sum(len(_decode(t.get("x"))) for t in fig["data"])
+
+
+def test_tau_change_redraws_every_run_panel_and_sends_the_originals_unchanged(app_test):
+    """After a τ change every panel is there: the originals byte-identical (WebGL: drawn once), every figure of
+    the run (after-panels, the stepper's map and histogram) carrying the new τ and drawn in SVG, all points kept."""
+    at = app_test(page=PAGE)
+    originals = [el.proto.spec for el in at.get("plotly_chart") if "syn-orig-" in str(el.proto.id)]
+    assert len(originals) == 4
+    for fig in _originals(at):
+        assert {t["type"] for t in fig["data"]} == {"scattergl"} and _n_points(fig) == 2000
+        assert "meta" not in fig["layout"]
+
+    at.slider(key="syn-tau").set_value(0.7).run()
+    assert not at.exception, at.exception
+    assert [el.proto.spec for el in at.get("plotly_chart") if "syn-orig-" in str(el.proto.id)] == originals
+    run_figs = _columns(at) + _charts(at, "syn-stepper")  # "syn-stepper" matches the map and the histogram
+    assert len(run_figs) == 6
+    stepper_map = _stepper(at)
+    for fig in run_figs:
+        assert {t["type"] for t in fig["data"]} <= {"scatter", "histogram"}
+        if fig != stepper_map:  # the map shows no τ, only round 1's rows
+            assert fig["layout"]["meta"] == {"tau": 0.7, "k": 100}
+    assert "meta" not in stepper_map["layout"]
+    for fig in _columns(at):
+        title = fig["layout"]["annotations"][0]["text"]
+        n_after = int(title.split("</b>: ")[1].split(" rows")[0].replace(",", ""))
+        assert _n_points(fig) == n_after  # every kept row is drawn
+    stepper = _stepper(at)
+    assert _n_points(stepper) == 2000  # removed-in-earlier-round rows stay visible (grey), nothing dropped
 
 
 def test_moving_tau_and_k_changes_the_numbers(app_test):

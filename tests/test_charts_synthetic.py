@@ -290,3 +290,112 @@ def test_round_stepper_panels_separately(exp):
     assert hist_only.layout.annotations[0].text.startswith("Predictability in round 2")
     with pytest.raises(ValueError, match="panel"):
         charts.round_stepper(d, res, 2, panel="left")
+
+
+# -- what a τ/k change redraws: WebGL above WEBGL_POINTS, the original panel apart, the run's τ/k in layout.meta -----
+@pytest.fixture(scope="module")
+def big():
+    """One dataset above WEBGL_POINTS, filtered (the page's default size)."""
+    d = paper_circles(2000, separations=(1.0,), random_state=0)
+    exp = synthetic_experiment(
+        d, target_size=0.1, train_size=0.05, slice_size=100, tau=0.75, n_partitions=16, n_splits=2, random_state=0
+    )
+    return exp.datasets[0], exp.results[exp.datasets[0].name], exp.table.iloc[0]
+
+
+def _points(fig) -> int:
+    return sum(len(_ids(t)) for t in fig.data)
+
+
+def test_webgl_above_the_threshold_with_every_trace_and_point(big):
+    d, res, row = big
+    assert d.n_samples > charts.WEBGL_POINTS
+    svg = charts.circles_column(d, res, row, webgl=False)
+    auto = charts.circles_column(d, res, row)
+    assert {t.type for t in svg.data} == {"scatter"} and {t.type for t in auto.data} == {"scattergl"}
+    # the same traces (class × kind per panel), points, symbols and colours: only the renderer differs
+    assert [(t.name, t.xaxis, t.marker.symbol, t.marker.color) for t in auto.data] == [
+        (t.name, t.xaxis, t.marker.symbol, t.marker.color) for t in svg.data
+    ]
+    for a, b in zip(auto.data, svg.data):
+        np.testing.assert_array_equal(_ids(a), _ids(b))
+    assert _points(auto) == d.n_samples + int(res.kept.sum())
+    stepper = charts.round_stepper(d, res, 2, panel="map")
+    assert {t.type for t in stepper.data} == {"scattergl"} and _points(stepper) == d.n_samples
+    assert {t.legendgroup for t in stepper.data} >= {"earlier", "now", "still-0", "still-1"}
+    assert {t.type for t in charts.round_stepper(d, res, 2, panel="map", webgl=False).data} == {"scatter"}
+
+
+def test_small_figures_stay_svg(exp):
+    d = exp.datasets[0]
+    fig = charts.circles_column(d, exp.results[d.name], exp.table.iloc[0], part="original")
+    assert d.n_samples <= charts.WEBGL_POINTS and {t.type for t in fig.data} == {"scatter"}
+    assert {t.type for t in charts.circles_column(d, exp.results[d.name], exp.table.iloc[0], webgl=True).data} == {
+        "scattergl"
+    }
+
+
+def test_original_and_after_panels_apart(big):
+    d, res, row = big
+    both = charts.circles_column(d, res, row)
+    original = charts.circles_column(d, res, row, part="original")
+    after = charts.circles_column(d, res, row, part="after", webgl=False)
+    assert {t.xaxis for t in original.data} == {t.xaxis for t in after.data} == {"x"}
+    assert _points(original) == d.n_samples and _points(after) == int(res.kept.sum())
+    assert sorted(np.concatenate([_ids(t) for t in after.data]).tolist()) == np.flatnonzero(res.kept).tolist()
+    assert [a.text for a in original.layout.annotations] == [both.layout.annotations[0].text]
+    assert [a.text for a in after.layout.annotations] == [both.layout.annotations[1].text]
+    assert after.layout.xaxis.title.text == charts._AXIS.format(1) and not original.layout.xaxis.showticklabels
+    with pytest.raises(ValueError, match="part"):
+        charts.circles_column(d, res, row, part="top")
+
+
+def test_the_original_panel_does_not_depend_on_the_run(big):
+    """A τ/k change sends the browser the same original figure (byte for byte), so it is not drawn again."""
+    d, res, row = big
+    other = aflite(d.X, d.y, target_size=200, train_size=100, slice_size=50, tau=0.6, n_partitions=16, random_state=0)
+    changed = row.copy()
+    changed[["n_after", "linear_after", "rbf_after", "biased_after"]] = [1, 0.1, 0.2, 3]
+    a = charts.circles_column(d, res, row, part="original").to_json()
+    b = charts.circles_column(d, other, changed, part="original").to_json()
+    assert a == b and '"meta"' not in a
+
+
+def _run_args(res) -> dict:
+    keys = ("target_size", "train_size", "slice_size", "n_partitions", "tau")
+    return {**{k: res.params[k] for k in keys}, "random_state": res.params["seed"]}
+
+
+def test_run_figures_carry_tau_and_k(big):
+    d, res, row = big
+    expected = {"tau": 0.75, "k": 100}
+    assert charts.run_meta(res) == expected and charts.run_meta(res.kept) is None
+    assert charts.circles_column(d, res, row, part="after").layout.meta == expected
+    for panel in ("both", "histogram"):
+        assert charts.round_stepper(d, res, 1, panel=panel).layout.meta == expected
+    # the map shows round 1's rows only: another τ with the same first round gives the very same figure
+    other = aflite(d.X, d.y, **{**_run_args(res), "tau": 0.74})
+    assert np.array_equal(np.asarray(other.removed_round) == 1, np.asarray(res.removed_round) == 1)
+    assert other.n_rounds == res.n_rounds
+    a, b = (charts.round_stepper(d, r, 1, panel="map").to_json() for r in (res, other))
+    assert a == b and '"meta"' not in a
+    assert charts.circles_column(d, res.kept, row, part="after").layout.meta is None
+
+
+def test_page_figures_use_fixed_margins_and_the_white_template(big):
+    """No axis pushes the margins (plotly.js would draw the figure twice); the look is theme.style's."""
+    from aflite_app.charts.theme import style
+
+    d, res, row = big
+    figs = [charts.circles_column(d, res, row, part=p, webgl=False) for p in ("original", "after", "both")] + [
+        charts.round_stepper(d, res, 1, panel=p) for p in ("map", "histogram")
+    ]
+    for fig in figs:
+        axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+        assert axes and all(fig.layout[k].automargin is False for k in axes)
+        assert fig.layout.template.layout.plot_bgcolor == "white"
+    # the fast styling gives theme.style's figure, template included
+    import plotly.graph_objects as go
+
+    fast, slow = charts._style(go.Figure(), height=300), style(go.Figure(), height=300)
+    assert fast.to_plotly_json() == slow.to_plotly_json() and fast.layout.template == slow.layout.template

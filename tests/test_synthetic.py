@@ -239,6 +239,23 @@ def test_cached_before_accuracies_give_the_same_table():
     pd.testing.assert_series_equal(other["linear_after"], plain["linear_after"])
 
 
+def test_before_accuracies_without_the_reference_are_the_same_numbers():
+    """reference=False (the app) skips the no-bias reference; every other number and the table are unchanged."""
+    data = paper_circles(300, separations=(1.0, 0.4), random_state=4)
+    kw = {"n_partitions": 16, "n_splits": 3, "random_state": 5}
+    full = before_accuracies(data, n_splits=3, random_state=5)
+    short = before_accuracies(data, n_splits=3, random_state=5, reference=False)
+    for name in full:
+        assert {k: short[name][k] for k in ("linear", "rbf")} == {k: full[name][k] for k in ("linear", "rbf")}
+        assert np.isnan(short[name]["linear_no_bias"]) and np.isnan(short[name]["rbf_no_bias"])
+    plain = synthetic_experiment(data, **kw).table
+    table = synthetic_experiment(data, before=short, **kw).table  # NaN reference: not measured again
+    assert table["linear_no_bias"].isna().all() and table["rbf_no_bias"].isna().all()
+    pd.testing.assert_frame_equal(
+        table.drop(columns=["linear_no_bias", "rbf_no_bias"]), plain.drop(columns=["linear_no_bias", "rbf_no_bias"])
+    )
+
+
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [

@@ -14,6 +14,15 @@
 * :func:`summary_frame` - the experiment table with readable column names.
 
 Only the two ring coordinates (columns 0-1) are drawn, as in the paper; the bias features are not.
+
+A figure that draws more than :data:`WEBGL_POINTS` points draws its scatter traces with WebGL (``Scattergl``): an
+SVG marker costs the browser's renderer about 0.2 ms per point whenever the figure is drawn (3.3 CPU-s per τ change
+for the page's 16,000 points), a WebGL point next to nothing. But every WebGL figure holds two WebGL contexts, a
+Streamlit chart whose figure changes is mounted afresh (new contexts, shaders compiled again: ~0.35 CPU-s per
+figure in software WebGL), and Chromium keeps at most 16 contexts per page, silently dropping the oldest (a blank
+panel). So ``webgl=False`` keeps a figure that is rebuilt on every τ/k change in SVG, and only figures drawn once
+(the original data) use WebGL. The figures of one AFLite run carry ``layout.meta`` =
+``{"tau", "k"}`` of that run (:func:`run_meta`), so a browser test can tell the figure of a new run from the old.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 from numpy.typing import NDArray
 from plotly.subplots import make_subplots
 
@@ -38,6 +48,7 @@ __all__ = [
     "KINDS",
     "SYMBOLS",
     "TRAIN_SET_COLOURS",
+    "WEBGL_POINTS",
     "accuracy_rounds_chart",
     "circles_column",
     "circles_grid",
@@ -49,6 +60,7 @@ __all__ = [
     "optimum_text",
     "panel_titles",
     "round_stepper",
+    "run_meta",
     "summary_frame",
 ]
 
@@ -63,6 +75,8 @@ _SIZES = {"unbiased": 4, "biased": 5, "flipped": 6}
 #: plotting window of the ring coordinates (the outer ring has radius ≤ 1.5 plus noise)
 _LIM = 2.1
 _AXIS = "ring coordinate {} (unitless)"
+#: a figure drawing more points than this draws its scatter traces with WebGL (``go.Scattergl``)
+WEBGL_POINTS = 500
 #: rows removed in earlier rounds of the stepper: a mid grey, drawn solid enough to be seen
 EARLIER_COLOUR = "#7F7F7F"
 #: the training sets of the out-of-distribution test: all rows neutral, AFLite's rows kept-blue, random purple
@@ -102,6 +116,21 @@ def kind_of_rows(data: BiasedCircles) -> NDArray[np.str_]:
     return kind.astype(str)
 
 
+def _scatter_type(n_points: int, webgl: bool | None = None) -> type[go.Scatter] | type[go.Scattergl]:
+    """``go.Scattergl`` for a figure of more than :data:`WEBGL_POINTS` points (``webgl=None``), else as asked."""
+    if webgl is None:
+        webgl = n_points > WEBGL_POINTS
+    return go.Scattergl if webgl else go.Scatter
+
+
+def run_meta(result: Any) -> dict[str, float | int] | None:
+    """``{"tau", "k"}`` of the AFLite run a figure shows (its ``layout.meta``), or None for a bare kept mask."""
+    params = getattr(result, "params", None)
+    if not params or "tau" not in params:
+        return None
+    return {"tau": float(params["tau"]), "k": int(params["slice_size"])}
+
+
 def _fmt(x: float) -> str:
     return "–" if x is None or not np.isfinite(x) else f"{x:.3f}"
 
@@ -129,7 +158,15 @@ def panel_titles(row: pd.Series | dict) -> tuple[str, str]:
 
 
 def _scatter_points(
-    fig: go.Figure, data: BiasedCircles, mask: NDArray[np.bool_], *, row: int, col: int, showlegend: bool, panel: str
+    fig: go.Figure,
+    data: BiasedCircles,
+    mask: NDArray[np.bool_],
+    *,
+    row: int,
+    col: int,
+    showlegend: bool,
+    panel: str,
+    scatter: type[go.Scatter] | type[go.Scattergl] = go.Scatter,
 ) -> None:
     """One trace per class × planted kind (so the legend reads off colour and symbol)."""
     colours = _colours()
@@ -140,7 +177,7 @@ def _scatter_points(
         for k in KINDS:
             sel = mask & (data.y == code) & (kind == k)
             fig.add_trace(
-                go.Scatter(
+                scatter(
                     x=data.X[sel, 0],
                     y=data.X[sel, 1],
                     mode="markers",
@@ -164,6 +201,53 @@ def _scatter_points(
                 row=row,
                 col=col,
             )
+
+
+def _kept_mask(data: BiasedCircles, kept: NDArray[np.bool_] | AFLiteResult) -> NDArray[np.bool_]:
+    # duck-typed: a cached result may predate a module reload, so isinstance(k, AFLiteResult) can be False
+    mask = np.asarray(getattr(kept, "kept", kept))
+    if mask.shape != (data.n_samples,) or mask.dtype != bool:
+        raise ValueError(
+            f"The kept mask of {data.name!r} must be a bool array of shape ({data.n_samples},); got "
+            f"{mask.dtype} of shape {mask.shape}."
+        )
+    return mask
+
+
+#: left margin of a ring-coordinate panel: the y tick labels and the axis title with Streamlit's title standoff
+_MARGIN_L = 66
+
+
+def _style(fig: go.Figure, *, height: int) -> go.Figure:
+    """:func:`theme.style` at a tenth of the cost: the same layout, with plotly's template not validated again.
+
+    ``style`` names its template ("plotly_white"); plotly.py validates a named template by building and deep-
+    copying every trace type's defaults, ~40 ms per figure, ten figures per τ/k change. Here the name is stored
+    unvalidated and replaced by the registered (already valid) template object: the figure's JSON is the same.
+    """
+    layout = fig._layout_obj
+    before = layout._validate
+    layout._validate = False
+    try:
+        style(fig, height=height)
+        name = layout._props.get("template")
+        if isinstance(name, str):
+            fig.layout.template = pio.templates[name]
+    finally:
+        layout._validate = before
+    return fig
+
+
+def _no_automargin(fig: go.Figure) -> go.Figure:
+    """Axes that never push the margins: the figure is drawn once, not twice.
+
+    With ``automargin`` (Streamlit's theme turns it on for every axis) an axis whose labels need more room makes
+    plotly.js draw the whole figure a second time with pushed margins; the figures of this page set their margins
+    to what the push gave instead.
+    """
+    fig.update_xaxes(automargin=False)
+    fig.update_yaxes(automargin=False)
+    return fig
 
 
 def _square_axes(fig: go.Figure, rows: int, cols: int) -> None:
@@ -223,17 +307,16 @@ def circles_grid(
         vertical_spacing=0.17,
     )
     fig._validate = False  # rebuilt on every τ/k change: skip plotly's per-property validation (built by us)
-    for i, (data, k) in enumerate(zip(datasets, kept)):
-        # duck-typed: a cached result may predate a module reload, so isinstance(k, AFLiteResult) can be False
-        mask = np.asarray(getattr(k, "kept", k))
-        if mask.shape != (data.n_samples,) or mask.dtype != bool:
-            raise ValueError(
-                f"The kept mask of {data.name!r} must be a bool array of shape ({data.n_samples},); got "
-                f"{mask.dtype} of shape {mask.shape}."
-            )
+    masks = [_kept_mask(data, k) for data, k in zip(datasets, kept)]
+    scatter = _scatter_type(sum(d.n_samples + int(m.sum()) for d, m in zip(datasets, masks)))
+    for i, (data, mask) in enumerate(zip(datasets, masks)):
         everything = np.ones(data.n_samples, dtype=bool)
-        _scatter_points(fig, data, everything, row=1, col=i + 1, showlegend=i == 0, panel=f"{data.name}, original")
-        _scatter_points(fig, data, mask, row=2, col=i + 1, showlegend=False, panel=f"{data.name}, after AFLite")
+        _scatter_points(
+            fig, data, everything, row=1, col=i + 1, showlegend=i == 0, panel=f"{data.name}, original", scatter=scatter
+        )
+        _scatter_points(
+            fig, data, mask, row=2, col=i + 1, showlegend=False, panel=f"{data.name}, after AFLite", scatter=scatter
+        )
     _square_axes(fig, 2, n)
     for c in range(1, n + 1):
         fig.update_xaxes(title_text=_AXIS.format(1), row=2, col=c)
@@ -244,15 +327,24 @@ def circles_grid(
     fig.update_yaxes(title_text=_AXIS.format(2), row=1, col=1)
     fig.update_yaxes(title_text=_AXIS.format(2), row=2, col=1)
     fig.update_annotations(font_size=12)
-    style(fig, height=height)
+    _style(fig, height=height)
     fig.update_layout(
-        margin=dict(l=60, r=20, t=150, b=50), legend=dict(y=1.12, font_size=12), legend_itemsizing="constant"
+        margin=dict(l=60, r=20, t=150, b=50),
+        legend=dict(y=1.12, font_size=12),
+        legend_itemsizing="constant",
+        meta=run_meta(kept[0]) if n else None,
     )
     return fig
 
 
 def round_stepper(
-    data: BiasedCircles, result: AFLiteResult, rnd: int, *, height: int = 460, panel: str = "both"
+    data: BiasedCircles,
+    result: AFLiteResult,
+    rnd: int,
+    *,
+    height: int = 460,
+    panel: str = "both",
+    webgl: bool | None = None,
 ) -> go.Figure:
     """One AFLite round on one dataset: which rows it removed, and how predictable they were.
 
@@ -262,7 +354,8 @@ def round_stepper(
     (``panel="histogram"``): the histogram of the predictability p(i) of the rows scored in round ``rnd`` (stayed
     in the kept colour, removed in the removed colour; rows with bias features hatched), τ dashed. ``"both"`` (the
     default) puts them side by side; the page draws the two panels as separate figures in columns, so a narrow
-    screen stacks them.
+    screen stacks them. ``webgl`` as in :func:`circles_column`; ``layout.meta`` holds the run's τ and k, except
+    for the map alone (``panel="map"``), which depends on the run only through round ``rnd``'s rows.
     """
     if panel not in ("both", "map", "histogram"):
         raise ValueError(f"panel must be 'both', 'map' or 'histogram'; got {panel!r}.")
@@ -297,11 +390,13 @@ def round_stepper(
         map_at = hist_at = (1, 1)
     draw_map, draw_hist = panel in ("both", "map"), panel in ("both", "histogram")
 
+    scatter = _scatter_type(data.n_samples, webgl)
+
     def points(sel, name, colour, size, opacity, line, group):
         if not draw_map:
             return
         fig.add_trace(
-            go.Scatter(
+            scatter(
                 x=data.X[sel, 0],
                 y=data.X[sel, 1],
                 mode="markers",
@@ -393,9 +488,16 @@ def round_stepper(
             col=1,
         )
     fig.update_annotations(font_size=13)
-    style(fig, height=height)
-    fig.update_layout(legend=dict(y=1.1, font_size=11), margin=dict(l=60, r=20, t=110, b=50))
-    return fig
+    _style(fig, height=height)
+    left = 86 if panel == "histogram" else 66  # the histogram's row counts are wider than ring coordinates
+    # the map alone shows nothing of τ or k but the rows removed: without them in its meta, a τ change that leaves
+    # round rnd as it was sends the same figure, which the browser does not draw again (2,000 SVG points)
+    fig.update_layout(
+        legend=dict(y=1.1, font_size=11),
+        margin=dict(l=left, r=20, t=110, b=66),
+        meta=None if panel == "map" else run_meta(result),
+    )
+    return _no_automargin(fig)
 
 
 def summary_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -428,35 +530,54 @@ def circles_column(
     kept: NDArray[np.bool_] | AFLiteResult,
     row: pd.Series | dict,
     *,
-    height: int = 640,
+    height: int | None = None,
+    part: str = "both",
+    webgl: bool | None = None,
 ) -> go.Figure:
     """One dataset of Figure 2: original (top) and after AFLite (bottom), titled like :func:`circles_grid`'s panels.
 
     The page shows one of these per column, so on a narrow screen the datasets stack (each at full width) rather
     than squeezing four panels and their titles into one row. No legend (see :func:`circles_legend`).
+
+    ``part="original"`` or ``"after"`` builds only that panel, as a figure of its own: the page draws the two
+    apart, so a τ or k change (which cannot change the original panel) leaves the original's figure byte-identical
+    and the browser does not draw it again. With an ``AFLiteResult`` as ``kept``, the figures that show the run
+    (``"after"``, ``"both"``) carry its τ and k in ``layout.meta`` (:func:`run_meta`). Default heights: 640 for
+    both panels, 300 for the original alone, 350 for the after-panel alone (the same plot area). ``webgl``: draw
+    the points with ``Scattergl`` (True), SVG (False) or WebGL above :data:`WEBGL_POINTS` points (None).
     """
-    mask = np.asarray(getattr(kept, "kept", kept))
-    if mask.shape != (data.n_samples,) or mask.dtype != bool:
-        raise ValueError(
-            f"The kept mask of {data.name!r} must be a bool array of shape ({data.n_samples},); got "
-            f"{mask.dtype} of shape {mask.shape}."
-        )
+    if part not in ("both", "original", "after"):
+        raise ValueError(f"part must be 'both', 'original' or 'after'; got {part!r}.")
+    mask = _kept_mask(data, kept)
     top, bottom = panel_titles(row)
-    fig = make_subplots(rows=2, cols=1, subplot_titles=[top, bottom], vertical_spacing=0.2)
+    everything = np.ones(data.n_samples, dtype=bool)
+    panels = {
+        "both": [(everything, top, "original"), (mask, bottom, "after AFLite")],
+        "original": [(everything, top, "original")],
+        "after": [(mask, bottom, "after AFLite")],
+    }[part]
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[p[1] for p in panels], vertical_spacing=0.2)
     fig._validate = False
-    _scatter_points(
-        fig, data, np.ones(data.n_samples, dtype=bool), row=1, col=1, showlegend=False, panel=f"{data.name}, original"
-    )
-    _scatter_points(fig, data, mask, row=2, col=1, showlegend=False, panel=f"{data.name}, after AFLite")
-    _square_axes(fig, 2, 1)
-    fig.update_xaxes(showticklabels=False, row=1, col=1)
-    fig.update_xaxes(title_text=_AXIS.format(1), row=2, col=1)
-    fig.update_yaxes(title_text=_AXIS.format(2), row=1, col=1)
-    fig.update_yaxes(title_text=_AXIS.format(2), row=2, col=1)
+    scatter = _scatter_type(sum(int(p[0].sum()) for p in panels), webgl)
+    for r, (sel, _, what) in enumerate(panels, start=1):
+        _scatter_points(fig, data, sel, row=r, col=1, showlegend=False, panel=f"{data.name}, {what}", scatter=scatter)
+    _square_axes(fig, len(panels), 1)
+    last = len(panels)
+    if part != "original":
+        fig.update_xaxes(title_text=_AXIS.format(1), row=last, col=1)
+    for r, (_, _, what) in enumerate(panels, start=1):
+        if what == "original":
+            fig.update_xaxes(showticklabels=False, row=r, col=1)
+        fig.update_yaxes(title_text=_AXIS.format(2), row=r, col=1)
     fig.update_annotations(font_size=12)
-    style(fig, height=height)
-    fig.update_layout(showlegend=False, margin=dict(l=55, r=10, t=70, b=45))
-    return fig
+    _style(fig, height=height or {"both": 640, "original": 300, "after": 350}[part])
+    margin = {"both": dict(t=70, b=45), "original": dict(t=70, b=15), "after": dict(t=95, b=45)}[part]
+    fig.update_layout(
+        showlegend=False,
+        margin=dict(l=_MARGIN_L, r=10, **margin),
+        meta=None if part == "original" else run_meta(kept),
+    )
+    return _no_automargin(fig)
 
 
 def circles_legend(*, height: int = 80) -> go.Figure:
@@ -485,7 +606,7 @@ def circles_legend(*, height: int = 80) -> go.Figure:
             )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    style(fig, height=height)
+    _style(fig, height=height)
     fig.update_layout(
         legend=dict(
             orientation="h", yanchor="top", y=1.0, xanchor="left", x=0, font_size=11, maxheight=400, tracegroupgap=0
