@@ -28,6 +28,8 @@ CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
 LAUNCH = ["--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader", "--disable-quic",
           "--no-first-run", "--disable-background-networking", "--disable-component-update",
           "--disable-sync"]  # fmt: skip
+#: height of the README's picture at 1500 px: the Synthetic page down to its second row of panels
+README_HEIGHT = 1540
 #: (navigation title, file stem), in the order a user meets them; Filter first so later pages have its run
 PAGES = [
     ("Filter", "filter"),
@@ -140,7 +142,12 @@ def main() -> None:
                         _whole_page(page, path, width)
                         print(path)
                     if args.readme and stem == "synthetic" and width > 700:
-                        page.screenshot(path=str(ROOT / "docs" / "screenshot.png"), full_page=False)
+                        # tall enough for both rows of panels (before and after AFLite) and the sliders above them
+                        height = page.viewport_size["height"]
+                        page.set_viewport_size({"width": width, "height": README_HEIGHT})
+                        time.sleep(1.5)
+                        page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+                        page.set_viewport_size({"width": width, "height": height})
                         print(ROOT / "docs" / "screenshot.png")
                 page.close()
             browser.close()
