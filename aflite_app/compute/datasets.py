@@ -205,7 +205,9 @@ class SharedJobs:
         """Join (or start) the job for ``spec`` and wait for its result, passing its progress to ``callback``.
 
         ``target(callback)`` is the job (as for :class:`BackgroundRun`); ``callback(progress) -> bool`` is the
-        follower's, and False ends the wait with :class:`Stopped`. The job's error is raised here.
+        follower's, and False ends the wait with :class:`Stopped`. A follower's ``callback.step`` (a
+        :class:`BackgroundRun`'s reporter has one) gets the job's step progress too. The job's error is raised
+        here.
         """
         with self._lock:
             job = self._jobs.get(spec)
@@ -215,7 +217,10 @@ class SharedJobs:
                 self._followers[spec] = 0
             self._followers[spec] += 1
         try:
+            step = getattr(callback, "step", None)
             while not job.wait(poll):
+                if step is not None and job.step is not None and not step(job.step):
+                    raise Stopped("Stopped.")
                 if not callback(job.progress):
                     raise Stopped("Stopped.")
             if job.error is not None:
