@@ -409,8 +409,8 @@ def prepare_nli_fetch(spec: NliSpec) -> Callable[[Callable], Outcome]:
     return target
 
 
-def describe_nli_fetch(progress: FetchProgress | None, elapsed: float) -> tuple[float, str]:
-    """The progress bar of a fetch: ``(fraction, text)``."""
+def describe_nli_fetch(progress: FetchProgress | None, elapsed: float, _step: Any = None) -> tuple[float, str]:
+    """The progress bar of a fetch: ``(fraction, text)`` (the step argument of run_in_background is ignored)."""
     if progress is None:
         return 0.0, f"Starting… ({elapsed:.0f} s)"
     text = progress.message
