@@ -213,14 +213,19 @@ def dynamics_record(spec: DynamicsSpec):
     return _record_job(spec)()
 
 
-def _shared(key, job: Callable[..., Any], callback: Callable, what: str) -> Outcome:
+def _shared(key, job: Callable[..., Any], callback: Callable, what: str, stored: Callable[[], Any]) -> Outcome:
     """Follow the server-wide job ``key`` (started once, joined by every session asking for it) as an Outcome.
 
     ``job(on_step)`` gets the shared job's step reporter; a stop (the last follower left, or its session is
     gone) ends it within one step with TrainingInterrupted, which the follower sees as ``Outcome(stopped=True)``.
+    ``stored()`` is asked first by the job itself: a request that came just as the same job finished gets its
+    stored value instead of running it again.
     """
 
     def run(reporter: Callable) -> Any:
+        hit = stored()
+        if hit is not None:
+            return hit
         try:
             return job(reporter.step)
         except TrainingInterrupted:
@@ -244,7 +249,13 @@ def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
         done = stored_dynamics(spec)
         if done is not None:
             return Outcome(done)
-        return _shared(("dynamics", spec), job or _record_job(spec), callback, "Recording the training dynamics")
+        return _shared(
+            ("dynamics", spec),
+            job or _record_job(spec),
+            callback,
+            "Recording the training dynamics",
+            lambda: stored_dynamics(spec),
+        )
 
     return target
 
@@ -559,7 +570,13 @@ def prepare_validation(spec: ValidationSpec) -> Callable[[Callable], Outcome]:
         done = stored_validation(spec)
         if done is not None:
             return Outcome(done)
-        return _shared(("validation", spec), job or _validation_job(spec), callback, "The validation")
+        return _shared(
+            ("validation", spec),
+            job or _validation_job(spec),
+            callback,
+            "The validation",
+            lambda: stored_validation(spec),
+        )
 
     return target
 
