@@ -182,6 +182,7 @@ def _record_job(spec: DynamicsSpec) -> Callable[..., DynamicsRecord]:
     X = data.representation(spec.dataset.representation)
     Xp = None if spec.partial is None else data.representation(spec.partial)
     y, ids = data.y, data.ids
+    store = _dynamics_store()  # fetched here: the job may run in a thread without a script context
 
     def job(on_step: Callable[[TrainingStep], bool | None] | None = None) -> DynamicsRecord:
         record = record_dynamics(
@@ -194,7 +195,7 @@ def _record_job(spec: DynamicsSpec) -> Callable[..., DynamicsRecord]:
             n_threads=1,
             on_step=on_step,
         )
-        _dyn_put(spec, record)
+        store.keep(spec, record)
         return record
 
     return job
@@ -213,7 +214,9 @@ def dynamics_record(spec: DynamicsSpec):
     return _record_job(spec)()
 
 
-def _shared(key, job: Callable[..., Any], callback: Callable, what: str, stored: Callable[[], Any]) -> Outcome:
+def _shared(
+    key, job: Callable[..., Any], callback: Callable, what: str, stored: Callable[[], Any], jobs: Any
+) -> Outcome:
     """Follow the server-wide job ``key`` (started once, joined by every session asking for it) as an Outcome.
 
     ``job(on_step)`` gets the shared job's step reporter; a stop (the last follower left, or its session is
@@ -231,7 +234,7 @@ def _shared(key, job: Callable[..., Any], callback: Callable, what: str, stored:
         except TrainingInterrupted:
             raise Stopped("Stopped.") from None
 
-    return _as_outcome(lambda: _shared_jobs().follow(key, run, callback), what)
+    return _as_outcome(lambda: jobs.follow(key, run, callback), what)
 
 
 def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
@@ -242,20 +245,15 @@ def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
     mini-batch; a stopped recording gives ``Outcome(stopped=True)`` and stores nothing, so asking again starts
     over. A finished one is stored (:func:`stored_dynamics`) and given as ``Outcome(value=record)``.
     """
-    hit = stored_dynamics(spec)
-    job = None if hit is not None else _record_job(spec)
+    store, jobs = _dynamics_store(), _shared_jobs()  # fetched here: the job's thread has no script context
+    job = None if store.recall(spec) is not None else _record_job(spec)
 
     def target(callback: Callable) -> Outcome:
-        done = stored_dynamics(spec)
-        if done is not None:
-            return Outcome(done)
-        return _shared(
-            ("dynamics", spec),
-            job or _record_job(spec),
-            callback,
-            "Recording the training dynamics",
-            lambda: stored_dynamics(spec),
-        )
+        done = store.recall(spec)
+        if done is not None or job is None:
+            return Outcome(done) if done is not None else Outcome(error="The recording is no longer in memory.")
+        what = "Recording the training dynamics"
+        return _shared(("dynamics", spec), job, callback, what, lambda: store.recall(spec), jobs)
 
     return target
 
@@ -538,6 +536,7 @@ def _validation_job(spec: ValidationSpec, callback=None) -> Callable[..., LevelV
         Xp = data.representation(spec.partial)
     groups = data.frame[data.pair[0]].astype(str).to_numpy() if data.pair is not None else None
     y = data.y
+    store = _dynamics_store()
 
     def job(on_step: Callable[[ValidationStep], bool | None] | None = None) -> LevelValidation:
         result = validate_levels(
@@ -551,7 +550,7 @@ def _validation_job(spec: ValidationSpec, callback=None) -> Callable[..., LevelV
             callback=callback,
             on_step=on_step,
         )
-        _dynamics_store().keep(("validation", spec), result)
+        store.keep(("validation", spec), result)
         return result
 
     return job
@@ -564,19 +563,14 @@ def prepare_validation(spec: ValidationSpec) -> Callable[[Callable], Outcome]:
     every mini-batch of its two recordings and every model fit. A stopped validation gives
     ``Outcome(stopped=True)`` and stores nothing; a finished one is stored (:func:`stored_validation`).
     """
-    job = None if stored_validation(spec) is not None else _validation_job(spec)
+    store, jobs, key = _dynamics_store(), _shared_jobs(), ("validation", spec)
+    job = None if store.recall(key) is not None else _validation_job(spec)
 
     def target(callback: Callable) -> Outcome:
-        done = stored_validation(spec)
-        if done is not None:
-            return Outcome(done)
-        return _shared(
-            ("validation", spec),
-            job or _validation_job(spec),
-            callback,
-            "The validation",
-            lambda: stored_validation(spec),
-        )
+        done = store.recall(key)
+        if done is not None or job is None:
+            return Outcome(done) if done is not None else Outcome(error="The validation is no longer in memory.")
+        return _shared(key, job, callback, "The validation", lambda: store.recall(key), jobs)
 
     return target
 

@@ -357,7 +357,7 @@ def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome
     n_seeds = int(request.n_seeds)
     # planned here, in the page's thread: a background thread sees no session (an uploaded dataset)
     todo = [(s, prepare_run(s)) for s in missing_stability_runs(request.spec, n_seeds)]
-    store = _result_store()
+    store, jobs = _result_store(), shared_jobs()  # fetched here: the job's thread has no script context
 
     def job(callback: Callable) -> int:
         for i, (s, run) in enumerate(todo):
@@ -371,7 +371,7 @@ def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome
     def target(callback: Callable) -> Outcome:
         if all(store.recall(s) is not None for s, _ in todo):
             return Outcome(n_seeds)
-        return _as_outcome(lambda: shared_jobs().follow(("stability", request), job, callback), "Stability")
+        return _as_outcome(lambda: jobs.follow(("stability", request), job, callback), "Stability")
 
     return target
 
