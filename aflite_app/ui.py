@@ -210,7 +210,8 @@ def run_in_background(
             st.caption(stopping)
         elif st.button("Stop", key=stop_key, help=stop_help):
             current.stop()
-            st.rerun(scope="fragment")
+            # most jobs end within a step: show the outcome now rather than at the next poll of the fragment
+            st.rerun(scope="app" if current.wait(1.0) else "fragment")
 
     progress_panel()
     if block:

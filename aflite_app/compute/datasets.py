@@ -201,7 +201,7 @@ class SharedJobs:
             job = self._jobs.get(spec)
             return job is not None and not job.done and not job.stop_requested
 
-    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.2) -> Any:
+    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.1) -> Any:
         """Join (or start) the job for ``spec`` and wait for its result, passing its progress to ``callback``.
 
         ``target(callback)`` is the job (as for :class:`BackgroundRun`); ``callback(progress) -> bool`` is the
