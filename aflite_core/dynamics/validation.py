@@ -160,7 +160,14 @@ class ValidationStep:
         return min(1.0, before)
 
 
-def _fit_predict(family: str, Xtr: NDArray, ytr: NDArray, Xte: NDArray, seed: int) -> NDArray:
+#: rows predicted per block when a caller checks for a stop between blocks (predictions are row by row, so the
+#: blocks give exactly the one-call result; a kNN's cost is all in predicting)
+_PREDICT_BLOCK = 2048
+
+
+def _fit_predict(
+    family: str, Xtr: NDArray, ytr: NDArray, Xte: NDArray, seed: int, between: Callable[[], None] | None = None
+) -> NDArray:
     from sklearn.exceptions import ConvergenceWarning
 
     from ..registry import make_classifier
@@ -169,7 +176,13 @@ def _fit_predict(family: str, Xtr: NDArray, ytr: NDArray, Xte: NDArray, seed: in
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(Xtr, ytr)
-    return np.asarray(est.predict(Xte))
+    if between is None or len(Xte) <= _PREDICT_BLOCK:
+        return np.asarray(est.predict(Xte))
+    parts = []
+    for start in range(0, len(Xte), _PREDICT_BLOCK):
+        between()
+        parts.append(np.asarray(est.predict(Xte[start : start + _PREDICT_BLOCK])))
+    return np.concatenate(parts)
 
 
 def level_accuracy(
@@ -207,8 +220,8 @@ def level_accuracy(
         Seeds of the models that draw random numbers.
     n_threads : int or None, default=1
     callback : callable, optional
-        ``callback(fits_done, n_fits, family)`` after every model fit; returning ``False`` stops with
-        :class:`~aflite_core.dynamics.TrainingInterrupted`.
+        ``callback(fits_done, n_fits, what)`` after every model fit and between blocks of its predictions;
+        returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
 
     Returns
     -------
@@ -245,15 +258,19 @@ def level_accuracy(
         if callback is not None and callback(len(runs), n_fits, fam) is False:
             raise TrainingInterrupted
 
+    def predicting(fam: str) -> Callable[[], None] | None:  # a stop is honoured between prediction blocks too
+        return None if callback is None else (lambda: fitted(f"{fam}: predicting"))
+
     with blas_threads(n_threads):
         for fam in models:
-            pred = _fit_predict(fam, Xtr, enc.codes, Xev, int(rng.integers(0, 2**31 - 1)))
+            pred = _fit_predict(fam, Xtr, enc.codes, Xev, int(rng.integers(0, 2**31 - 1)), predicting(fam))
             runs.append((fam, "full", pred == yev))
             fitted(fam)
         if partial is not None:
             Ptr = check_features(partial[0], "partial", func, n_rows=Xtr.shape[0])
             Pev = check_features(partial[1], "partial", func, n_rows=Xev.shape[0], n_cols=Ptr.shape[1])
-            pred = _fit_predict("logistic", Ptr, enc.codes, Pev, int(rng.integers(0, 2**31 - 1)))
+            seed = int(rng.integers(0, 2**31 - 1))
+            pred = _fit_predict("logistic", Ptr, enc.codes, Pev, seed, predicting("logistic"))
             runs.append(("logistic", "partial", pred == yev))
             fitted("logistic on the partial input")
     rows = []
