@@ -110,3 +110,11 @@ class _Reporter:
 
     def __call__(self, progress: Any) -> bool:
         return self.per_round(progress)
+
+
+def remaining_text(elapsed: float, done_fraction: float) -> str:
+    """'about 40 s left' from the share done so far (empty until there is enough to estimate from)."""
+    if done_fraction <= 0.02 or elapsed < 1.0:
+        return ""
+    left = elapsed * (1 - done_fraction) / done_fraction
+    return f" · about {left:,.0f} s left" if left >= 1 else " · finishing"

@@ -88,6 +88,12 @@ SYN_OOD_REQUEST = "syn-ood-request"  # CirclesOODSpec the out-of-distribution bu
 # Training dynamics
 DYN_VALIDATE_REQUEST = "dyn-validate-request"  # ValidationSpec the "Validate the levels" button asked for last
 
+# -- background jobs of Training dynamics and Inspect (issue #17: Stop, progress, one job per request) ----------
+DYN_RECORD_RUN = "dyn-record-run"  # BackgroundRun: this session's wait for the recording (ui.run_in_background)
+DYN_RECORD_REQUEST = "dyn-record-request"  # DynamicsSpec the Record button asked for (skips the button after)
+DYN_VALIDATE_RUN = "dyn-validate-run"  # BackgroundRun: this session's wait for the validation of the levels
+INSPECT_STABILITY_RUN = "inspect-stability-run"  # BackgroundRun: this session's wait for the stability seeds
+
 
 def filter_key(name: str, dataset_key: str) -> str:
     """Key of a Filter-page widget (one of :data:`FILTER_WIDGETS`) for a dataset: each dataset keeps its own."""

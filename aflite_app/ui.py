@@ -19,7 +19,7 @@ from aflite_core import AFLiteResult
 from aflite_core.datasets import Dataset
 
 from .compute import datasets, runs
-from .runner import BackgroundRun
+from .runner import BackgroundRun, remaining_text  # remaining_text: pages use it as ui.remaining_text
 from .state import (
     DATASET,
     FILTER_WIDGETS,
@@ -187,6 +187,7 @@ def run_in_background(
     stop_help: str,
     stopping: str,
     restart: bool = False,
+    block: bool = True,
 ) -> Any:
     """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
 
@@ -196,8 +197,9 @@ def run_in_background(
     (``describe(round_progress_or_None, elapsed_seconds, step_progress_or_None) -> (fraction, text)``) with a
     Stop button, and the page stops until the result is there. Stop, or a run asked for with other parameters,
     ends the old run within one step of its round; a run whose browser session is gone is cancelled
-    (:func:`session_alive`). Errors show as ``st.error``. ``restart`` starts over a finished run that gave no
-    result.
+    (:func:`session_alive`). Errors show as ``st.error``. ``restart`` starts over a finished run. With
+    ``block=False`` the page goes on below the progress bar while the job runs (the call returns None), and
+    reruns once it is done.
     """
     run = st.session_state.get(state_key)
     stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
@@ -225,10 +227,13 @@ def run_in_background(
             st.caption(stopping)
         elif st.button("Stop", key=stop_key, help=stop_help):
             current.stop()
-            st.rerun(scope="fragment")
+            # most jobs end within a step: show the outcome now rather than at the next poll of the fragment
+            st.rerun(scope="app" if current.wait(1.0) else "fragment")
 
     progress_panel()
-    st.stop()
+    if block:
+        st.stop()
+    return None
 
 
 def session_alive() -> Callable[[], bool] | None:
@@ -250,14 +255,6 @@ def session_alive() -> Callable[[], bool] | None:
             return True
 
     return alive
-
-
-def remaining_text(elapsed: float, done_fraction: float) -> str:
-    """'about 40 s left' from the share done so far (empty until there is enough to estimate from)."""
-    if done_fraction <= 0.02 or elapsed < 1.0:
-        return ""
-    left = elapsed * (1 - done_fraction) / done_fraction
-    return f" · about {left:,.0f} s left" if left >= 1 else " · finishing"
 
 
 def caption(text: str) -> None:

@@ -4,7 +4,7 @@ from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.compute import dynamics as compute
 from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
-from aflite_app.state import DYN_VALIDATE_REQUEST
+from aflite_app.state import DYN_RECORD_REQUEST, DYN_RECORD_RUN, DYN_VALIDATE_REQUEST, DYN_VALIDATE_RUN
 
 ui.page_guard()
 
@@ -147,17 +147,41 @@ else:
     )
     level = compute.LevelSpec("gmm", seed=seed)
 
+
+def _forget(state_key: str) -> None:
+    """Drop this session's finished wait, so the next script run starts the job over."""
+    st.session_state.pop(state_key, None)
+
+
 if compute.stored_dynamics(spec) is None:
     estimate = compute.dynamics_estimate(spec)
-    if estimate > compute.DYN_AUTO_SECONDS:
+    if estimate > compute.DYN_AUTO_SECONDS and st.session_state.get(DYN_RECORD_REQUEST) != spec:
         st.info(
             f"Recording trains {'two models' if spec.partial else 'a model'} for {spec.epochs} epochs on "
             f"{data.n_rows:,} rows: roughly {estimate:.0f} s. It is cached once recorded."
         )
         if not st.button("Record training dynamics", type="primary", key="dyn-record"):
             st.stop()
-    with st.spinner("Recording the training dynamics…"), ui.errors():
-        compute.dynamics_record(spec)
+        st.session_state[DYN_RECORD_REQUEST] = spec
+    recorded = ui.run_in_background(
+        DYN_RECORD_RUN,
+        spec,
+        compute.prepare_record,
+        compute.describe_record(spec),
+        stop_key="dyn-record-stop",
+        stop_help="Stop the recording after the current mini-batch (nothing partial is kept).",
+        stopping="Stopping after the current mini-batch…",
+    )
+    if not recorded.ok:
+        if recorded.stopped:
+            st.warning(
+                "The recording was stopped before it finished, so there are no levels: dynamics of fewer epochs "
+                "than asked for would give other levels, and nothing of it was kept. Record again starts over."
+            )
+        else:
+            st.error(recorded.error)
+        st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=(DYN_RECORD_RUN,))
+        st.stop()
 with ui.errors():
     frame = compute.dynamics_frame(spec, level)
 
@@ -203,19 +227,43 @@ st.markdown(
     + "), and tests both."
 )
 vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(spec.epochs or 5), seed)
-if st.button("Validate the levels on held-out rows", key="dyn-validate"):
-    st.session_state[DYN_VALIDATE_REQUEST] = vspec
+
+
+def _ask_validation(asked: ValidationSpec) -> None:
+    """The button asks for ``asked``; a wait that ended without levels (stopped, failed) starts over."""
+    st.session_state[DYN_VALIDATE_REQUEST] = asked
+    waited = st.session_state.get(DYN_VALIDATE_RUN)
+    if waited is not None and waited.done and not (waited.result is not None and waited.result.ok):
+        _forget(DYN_VALIDATE_RUN)
+
+
+st.button("Validate the levels on held-out rows", key="dyn-validate", on_click=_ask_validation, args=(vspec,))
 asked = st.session_state.get(DYN_VALIDATE_REQUEST)
+val = None
 if asked is None or asked.dataset != dspec:
     st.caption(
         "Not computed yet: it records dynamics twice and trains about 100 small models (seconds on the digits, "
         "tens of seconds on a few thousand sentence pairs)."
     )
 else:
-    with ui.errors():
-        vbar = st.empty()
-        val = compute.dynamics_validation(asked, lambda f, t: vbar.progress(min(f, 1.0), text=t))
-        vbar.empty()
+    checked = ui.run_in_background(
+        DYN_VALIDATE_RUN,
+        asked,
+        compute.prepare_validation,
+        compute.describe_validation,
+        stop_key="dyn-validate-stop",
+        stop_help="Stop the validation after the current mini-batch or model fit (nothing partial is kept).",
+        stopping="Stopping after the current step…",
+        block=False,  # the rest of the page goes on below the progress bar
+    )
+    val = checked.value if checked is not None and checked.ok else None
+    if checked is not None and not checked.ok:
+        if checked.stopped:
+            st.warning("The validation was stopped before it finished; nothing of it was kept.")
+        else:
+            st.error(checked.error)
+        st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=(DYN_VALIDATE_RUN,))
+if val is not None:
     st.markdown(f"**{charts.validation_sentence(val.level_accuracy, val.fractions)}**")
     st.plotly_chart(charts.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
     ui.caption(

@@ -46,9 +46,11 @@ if method == "UMAP" and view.umap_status == "running":
         current = compute.embedding_view(spec.dataset, "UMAP")
         if current.umap_status != "running":
             st.rerun(scope="app")
+        fraction, text = compute.describe_umap(current)
+        st.progress(fraction, text=text)
         st.caption(
-            f"Computing UMAP in the background ({current.elapsed:.0f} s so far; the first map after the "
-            "server starts can take a minute). Showing PCA until then; the map switches by itself."
+            "Computing UMAP once for every session (it cannot be stopped once started; the first map after the "
+            "server starts also compiles its code). Showing PCA until then; the map switches by itself."
         )
 
     umap_progress()

@@ -9,6 +9,7 @@ from aflite_app.state import (
     INSPECT_N_SEEDS,
     INSPECT_SEEN,
     INSPECT_STABILITY_ON,
+    INSPECT_STABILITY_RUN,
     INSPECT_UPLOAD,
     INSPECT_WHICH,
     STRATEGY_LABELS,
@@ -556,15 +557,50 @@ with tab_stab:
             else "already computed"
         )
         stab_on = c2.checkbox(f"Compute removal stability over {int(n_seeds)} seeds ({cost})", key=INSPECT_STABILITY_ON)
-        if stab_on:
-            if missing:
-                bar = st.progress(0.0, text="Starting…")
-                with ui.errors():
-                    compute.run_stability(ref.spec, int(n_seeds), lambda f, text: bar.progress(min(f, 1.0), text=text))
-                bar.empty()
+        only_finished = False
+        if stab_on and missing:
+            request = compute.StabilityRequest(ref.spec, int(n_seeds))
+            outcome = ui.run_in_background(
+                INSPECT_STABILITY_RUN,
+                request,
+                compute.prepare_stability,
+                compute.describe_stability(request),
+                stop_key="inspect-stab-stop",
+                stop_help="Stop after the current step; the seeds finished so far are kept.",
+                stopping="Stopping after the current step…",
+                block=False,  # the other tabs stay drawn while the seeds run
+            )
+            if outcome is None:  # still running: the progress bar above, the report once it is done
+                stab_on = False
+            elif outcome.ok:
                 st.rerun()  # the rows table above now gets its frequency column
+            else:
+                if outcome.error:
+                    st.error(outcome.error)
+                finished = compute.finished_stability_specs(ref.spec, int(n_seeds))
+                if not outcome.error:
+                    st.warning(
+                        f"Stopped: {len(finished)} of {int(n_seeds)} seeds finished (the seed in progress was "
+                        "dropped). "
+                        + (
+                            f"Below: stability over the {len(finished)} seeds finished."
+                            if len(finished) >= 2
+                            else "Stability needs at least two finished seeds."
+                        )
+                    )
+                st.button(
+                    f"Continue: run the {int(n_seeds) - len(finished)} missing seed"
+                    + "s" * (int(n_seeds) - len(finished) != 1),
+                    key="inspect-stab-continue",
+                    on_click=st.session_state.pop,
+                    args=(INSPECT_STABILITY_RUN, None),
+                )
+                stab_on, only_finished = len(finished) >= 2, True
+        if stab_on:
             with ui.errors():
-                freq, summary, counts = compute.inspect_stability(ref.spec, int(n_seeds))
+                freq, summary, counts = compute.inspect_stability(ref.spec, int(n_seeds), only_finished)
+            if only_finished:
+                st.markdown(f"**Stability over the {summary['n_runs']} seeds finished** (of {int(n_seeds)} asked)")
             s1, s2, s3, s4 = st.columns(4)
             robust = summary["robust_share"]
             s1.metric(

@@ -290,3 +290,52 @@ def test_validation_on_held_out_rows(app_test):
     table = next(d.value for d in at.dataframe if "selection (who defined it)" in d.value.columns)
     assert any("Swayamdipta" in s for s in table["selection (who defined it)"])
     assert any("Cosma" in s for s in table["selection (who defined it)"])
+
+
+def test_a_stopped_recording_says_so_stores_nothing_and_record_again_starts_over(app_test, monkeypatch):
+    from aflite_app.compute import dynamics as compute
+    from aflite_core.dynamics import TrainingInterrupted
+
+    real, calls = compute.record_dynamics, []
+
+    def stopped_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise TrainingInterrupted  # what a Stop during a mini-batch gives
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compute, "record_dynamics", stopped_once)
+    at = app_test(page=PAGE)
+    assert not at.exception, at.exception
+    assert any("recording was stopped before it finished" in w.value for w in at.warning)
+    assert not at.metric and not at.get("plotly_chart")  # no levels from a partial recording
+    at.button(key="dyn-record-again").click().run()
+    assert not at.exception, at.exception
+    assert not at.warning and len(calls) == 2
+    counts = [int(_metrics(at)[f"{lv} rows"].replace(",", "")) for lv in ("easy", "ambiguous", "hard")]
+    assert sum(counts) == 1438
+
+
+def test_a_stopped_validation_says_so_and_the_page_goes_on(app_test, monkeypatch):
+    from aflite_app.compute import dynamics as compute
+    from aflite_core.dynamics import TrainingInterrupted
+
+    real, calls = compute.validate_levels, []
+
+    def stopped_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise TrainingInterrupted
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compute, "validate_levels", stopped_once)
+    at = app_test(page=PAGE)
+    at.button(key="dyn-validate").click().run()
+    assert not at.exception, at.exception
+    assert any("validation was stopped" in w.value for w in at.warning)
+    assert "Levels vs AFLite" in [h.value for h in at.subheader]  # the rest of the page is drawn
+    assert not any("dyn-val-levels" in str(el.proto.id) for el in at.get("plotly_chart"))
+    at.button(key="dyn-validate").click().run()  # asking again starts over
+    assert not at.exception, at.exception
+    assert not at.warning and len(calls) == 2
+    assert any("dyn-val-levels" in str(el.proto.id) for el in at.get("plotly_chart"))

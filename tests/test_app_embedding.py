@@ -70,6 +70,9 @@ def test_map_after_a_filter_run(app_test, umap_gate):
     assert _n_points(fig) == n_rows
     assert [t["name"].split(" (")[0] for t in fig["data"]] == ["kept", "removed"]
     assert "PCA (UMAP not ready yet)" in _captions(at) and "Computing UMAP" in _captions(at)
+    bars = at.get("progress")  # the fit cannot report, so the bar moves with elapsed / estimate
+    assert len(bars) == 1 and "Computing UMAP in the background" in bars[0].proto.text
+    assert "cannot be stopped" in _captions(at)
     assert any("Nothing selected" in i.value for i in at.info)
 
     # the colour control changes the figure; moving it never re-runs AFLite

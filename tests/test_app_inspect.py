@@ -258,3 +258,38 @@ def test_a_chart_bar_link_filters_the_rows_until_removed(app_test):
     assert not at.exception
     assert INSPECT_FILTER not in at.session_state and len(_rows(at)) == len(every)
     assert not any("bar you clicked" in i.value for i in at.info)
+
+
+def test_a_stopped_stability_report_shows_the_finished_seeds_and_continues(app_test, monkeypatch):
+    """A report stopped in its last seed shows the seeds finished, and Continue runs only the missing one."""
+    from types import SimpleNamespace
+
+    from aflite_app.compute import inspect as compute
+
+    real = compute.prepare_run
+    ran = []
+
+    def stop_in_seed_plus_2(spec):
+        base = at.session_state["last_result_spec"].seed
+        if spec.seed == base + 2:
+            return lambda callback: SimpleNamespace(stopped=True)  # as if Stop came during this seed
+        ran.append(spec.seed)
+        return real(spec)
+
+    at = _inspect_after_filter(app_test, dataset_key="circles")
+    monkeypatch.setattr(compute, "prepare_run", stop_in_seed_plus_2)
+    at.number_input(key="inspect-n-seeds").set_value(3)
+    at.checkbox(key="inspect-stability-on").check().run()
+    assert not at.exception, at.exception
+    assert any("Stopped: 2 of 3 seeds finished" in w.value for w in at.warning)
+    assert any("Stability over the 2 seeds finished" in m.value for m in at.markdown)
+    assert "Robust removals" in _metrics(at)
+    assert "seed_frequency" not in _rows(at).columns  # the rows table waits for the full report
+    assert "Download / open a run" in [t.label for t in at.tabs]  # the other tabs are drawn as usual
+
+    monkeypatch.setattr(compute, "prepare_run", real)
+    at.button(key="inspect-stab-continue").click().run()
+    assert not at.exception, at.exception
+    assert not at.warning and "seed_frequency" in _rows(at).columns
+    assert not any("seeds finished" in m.value for m in at.markdown)
+    assert len(ran) == 1  # before the stop: seed + 1 only; Continue ran the missing seed with the real runner

@@ -201,11 +201,13 @@ class SharedJobs:
             job = self._jobs.get(spec)
             return job is not None and not job.done and not job.stop_requested
 
-    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.2) -> Any:
+    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.1) -> Any:
         """Join (or start) the job for ``spec`` and wait for its result, passing its progress to ``callback``.
 
         ``target(callback)`` is the job (as for :class:`BackgroundRun`); ``callback(progress) -> bool`` is the
-        follower's, and False ends the wait with :class:`Stopped`. The job's error is raised here.
+        follower's, and False ends the wait with :class:`Stopped`. A follower's ``callback.step`` (a
+        :class:`BackgroundRun`'s reporter has one) gets the job's step progress too. The job's error is raised
+        here.
         """
         with self._lock:
             job = self._jobs.get(spec)
@@ -215,7 +217,10 @@ class SharedJobs:
                 self._followers[spec] = 0
             self._followers[spec] += 1
         try:
+            step = getattr(callback, "step", None)
             while not job.wait(poll):
+                if step is not None and job.step is not None and not step(job.step):
+                    raise Stopped("Stopped.")
                 if not callback(job.progress):
                     raise Stopped("Stopped.")
             if job.error is not None:
@@ -404,8 +409,8 @@ def prepare_nli_fetch(spec: NliSpec) -> Callable[[Callable], Outcome]:
     return target
 
 
-def describe_nli_fetch(progress: FetchProgress | None, elapsed: float) -> tuple[float, str]:
-    """The progress bar of a fetch: ``(fraction, text)``."""
+def describe_nli_fetch(progress: FetchProgress | None, elapsed: float, _step: Any = None) -> tuple[float, str]:
+    """The progress bar of a fetch: ``(fraction, text)`` (the step argument of run_in_background is ignored)."""
     if progress is None:
         return 0.0, f"Starting… ({elapsed:.0f} s)"
     text = progress.message

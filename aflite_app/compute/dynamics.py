@@ -12,7 +12,9 @@ cache_data.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,20 +24,24 @@ from aflite_core.datasets import Dataset
 from aflite_core.dynamics import (
     DynamicsRecord,
     TrainingDynamics,
+    TrainingInterrupted,
+    TrainingStep,
     aum_levels,
     data_maps_levels,
     difficulty_levels,
     record_dynamics,
 )
 from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_epoch_files
-from aflite_core.dynamics.validation import LevelValidation, validate_levels
+from aflite_core.dynamics.validation import VALIDATION_STAGES, LevelValidation, ValidationStep, validate_levels
 from aflite_core.spurious import compare_classes, paper_table, spurious_measures
 
 from .. import exports
 from ..exports import human_bytes
+from ..runner import remaining_text
 from ..state import DatasetSpec, FilterSpec
 from . import _stores
-from .datasets import class_names, dataset, is_partial_input, partial_input_choices
+from .datasets import Outcome, Stopped, _as_outcome, class_names, dataset, is_partial_input, partial_input_choices
+from .datasets import shared_jobs as _shared_jobs
 from .runs import run_filter
 
 __all__ = [
@@ -50,6 +56,8 @@ __all__ = [
     "LevelSpec",
     "ValidationSpec",
     "class_names",
+    "describe_record",
+    "describe_validation",
     "dynamics_estimate",
     "dynamics_examples",
     "dynamics_frame",
@@ -62,6 +70,8 @@ __all__ = [
     "dynamics_vs_aflite",
     "is_partial_input",
     "partial_input_choices",
+    "prepare_record",
+    "prepare_validation",
     "stored_dynamics",
     "stored_validation",
 ]
@@ -155,15 +165,11 @@ def _dyn_check_size(data: Dataset) -> None:
     )
 
 
-def dynamics_record(spec: DynamicsSpec):
-    """Record (or fetch) the training dynamics of ``spec``: full input and, when chosen, the partial input.
+def _record_job(spec: DynamicsSpec) -> Callable[..., DynamicsRecord]:
+    """``job(on_step=None) -> DynamicsRecord`` recording ``spec`` (checked here, in the caller's thread).
 
-    Uses :func:`aflite_core.dynamics.record_dynamics` (softmax model, Adam, batch 32, in-sample) with the
-    dataset's ids; uploaded dynamics are only fetched (see :func:`dynamics_upload`).
+    The record is stored only once complete; a recording stopped by ``on_step`` raises TrainingInterrupted.
     """
-    hit = stored_dynamics(spec)
-    if hit is not None:
-        return hit
     if spec.upload is not None:
         raise ValueError("The uploaded training dynamics are no longer in memory; upload the files again.")
     data = dataset(spec.dataset)
@@ -175,11 +181,95 @@ def dynamics_record(spec: DynamicsSpec):
         )
     X = data.representation(spec.dataset.representation)
     Xp = None if spec.partial is None else data.representation(spec.partial)
-    record = record_dynamics(
-        X, data.y, X_partial=Xp, epochs=int(spec.epochs), ids=data.ids, random_state=int(spec.seed), n_threads=1
-    )
-    _dyn_put(spec, record)
-    return record
+    y, ids = data.y, data.ids
+    store = _dynamics_store()  # fetched here: the job may run in a thread without a script context
+
+    def job(on_step: Callable[[TrainingStep], bool | None] | None = None) -> DynamicsRecord:
+        record = record_dynamics(
+            X,
+            y,
+            X_partial=Xp,
+            epochs=int(spec.epochs),
+            ids=ids,
+            random_state=int(spec.seed),
+            n_threads=1,
+            on_step=on_step,
+        )
+        store.keep(spec, record)
+        return record
+
+    return job
+
+
+def dynamics_record(spec: DynamicsSpec):
+    """Record (or fetch) the training dynamics of ``spec``: full input and, when chosen, the partial input.
+
+    Uses :func:`aflite_core.dynamics.record_dynamics` (softmax model, Adam, batch 32, in-sample) with the
+    dataset's ids; uploaded dynamics are only fetched (see :func:`dynamics_upload`). Runs in this thread; the
+    page records in the background with :func:`prepare_record`.
+    """
+    hit = stored_dynamics(spec)
+    if hit is not None:
+        return hit
+    return _record_job(spec)()
+
+
+def _shared(
+    key, job: Callable[..., Any], callback: Callable, what: str, stored: Callable[[], Any], jobs: Any
+) -> Outcome:
+    """Follow the server-wide job ``key`` (started once, joined by every session asking for it) as an Outcome.
+
+    ``job(on_step)`` gets the shared job's step reporter; a stop (the last follower left, or its session is
+    gone) ends it within one step with TrainingInterrupted, which the follower sees as ``Outcome(stopped=True)``.
+    ``stored()`` is asked first by the job itself: a request that came just as the same job finished gets its
+    stored value instead of running it again.
+    """
+
+    def run(reporter: Callable) -> Any:
+        hit = stored()
+        if hit is not None:
+            return hit
+        try:
+            return job(reporter.step)
+        except TrainingInterrupted:
+            raise Stopped("Stopped.") from None
+
+    return _as_outcome(lambda: jobs.follow(key, run, callback), what)
+
+
+def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
+    """The recording :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked here, in the page's thread).
+
+    The recording is one job for the whole server (:class:`~aflite_app.compute.datasets.SharedJobs`): a rerun,
+    a second tab or another session asking for the same spec joins it. It checks for a stop after every
+    mini-batch; a stopped recording gives ``Outcome(stopped=True)`` and stores nothing, so asking again starts
+    over. A finished one is stored (:func:`stored_dynamics`) and given as ``Outcome(value=record)``.
+    """
+    store, jobs = _dynamics_store(), _shared_jobs()  # fetched here: the job's thread has no script context
+    job = None if store.recall(spec) is not None else _record_job(spec)
+
+    def target(callback: Callable) -> Outcome:
+        done = store.recall(spec)
+        if done is not None or job is None:
+            return Outcome(done) if done is not None else Outcome(error="The recording is no longer in memory.")
+        what = "Recording the training dynamics"
+        return _shared(("dynamics", spec), job, callback, what, lambda: store.recall(spec), jobs)
+
+    return target
+
+
+def describe_record(spec: DynamicsSpec) -> Callable:
+    """The progress text of a recording: which model, epoch and batch, elapsed seconds and a time estimate."""
+
+    def describe(_progress, elapsed: float, step: TrainingStep | None = None) -> tuple[float, str]:
+        if step is None:
+            return 0.0, f"Starting the recording… {elapsed:.0f} s"
+        model = "Full-input model" if step.model == "full" else "Partial-input model"
+        fraction = step.fraction
+        text = f"{model}: epoch {step.epoch} of {step.epochs}, batch {step.batch:,} of {step.batches:,}"
+        return fraction, f"{text} · {elapsed:.0f} s{remaining_text(elapsed, fraction)}"
+
+    return describe
 
 
 def _dyn_read_files(files, classes: list[str], what: str) -> TrainingDynamics:
@@ -426,6 +516,16 @@ def dynamics_validation(spec: ValidationSpec, progress=None) -> LevelValidation:
     hit = stored_validation(spec)
     if hit is not None:
         return hit
+
+    def step(i: int, total: int, what: str) -> None:
+        if progress is not None:
+            progress(i / total, f"Training on fractions: {what} ({i} of {total})")
+
+    return _validation_job(spec, step)()
+
+
+def _validation_job(spec: ValidationSpec, callback=None) -> Callable[..., LevelValidation]:
+    """``job(on_step=None) -> LevelValidation`` for ``spec`` (checked here); stored only once complete."""
     data = dataset(spec.dataset)
     _dyn_check_size(data)
     X = data.representation(spec.dataset.representation)
@@ -435,20 +535,53 @@ def dynamics_validation(spec: ValidationSpec, progress=None) -> LevelValidation:
             raise ValueError(f"Dataset '{data.name}' has no representation {spec.partial!r} for the partial input.")
         Xp = data.representation(spec.partial)
     groups = data.frame[data.pair[0]].astype(str).to_numpy() if data.pair is not None else None
+    y = data.y
+    store = _dynamics_store()
 
-    def step(i: int, total: int, what: str) -> None:
-        if progress is not None:
-            progress(i / total, f"Training on fractions: {what} ({i} of {total})")
+    def job(on_step: Callable[[ValidationStep], bool | None] | None = None) -> LevelValidation:
+        result = validate_levels(
+            X,
+            y,
+            X_partial=Xp,
+            groups=groups,
+            epochs=int(spec.epochs),
+            random_state=int(spec.seed),
+            n_threads=1,
+            callback=callback,
+            on_step=on_step,
+        )
+        store.keep(("validation", spec), result)
+        return result
 
-    result = validate_levels(
-        X,
-        data.y,
-        X_partial=Xp,
-        groups=groups,
-        epochs=int(spec.epochs),
-        random_state=int(spec.seed),
-        n_threads=1,
-        callback=step,
+    return job
+
+
+def prepare_validation(spec: ValidationSpec) -> Callable[[Callable], Outcome]:
+    """The validation :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked in the page's thread).
+
+    One job for the whole server, joined by every session asking for the same spec; it checks for a stop after
+    every mini-batch of its two recordings and every model fit. A stopped validation gives
+    ``Outcome(stopped=True)`` and stores nothing; a finished one is stored (:func:`stored_validation`).
+    """
+    store, jobs, key = _dynamics_store(), _shared_jobs(), ("validation", spec)
+    job = None if store.recall(key) is not None else _validation_job(spec)
+
+    def target(callback: Callable) -> Outcome:
+        done = store.recall(key)
+        if done is not None or job is None:
+            return Outcome(done) if done is not None else Outcome(error="The validation is no longer in memory.")
+        return _shared(key, job, callback, "The validation", lambda: store.recall(key), jobs)
+
+    return target
+
+
+def describe_validation(_progress, elapsed: float, step: ValidationStep | None = None) -> tuple[float, str]:
+    """The progress text of a validation: the stage and step, elapsed seconds and a time estimate."""
+    if step is None:
+        return 0.0, f"Splitting the rows… {elapsed:.0f} s"
+    stages = list(VALIDATION_STAGES)
+    where = f"Step {stages.index(step.stage) + 1} of {len(stages)}, {step.stage}"
+    detail = f": {step.detail}" if step.detail else ""
+    return step.fraction, (
+        f"{where}{detail} ({step.done:,} of {step.total:,}) · {elapsed:.0f} s{remaining_text(elapsed, step.fraction)}"
     )
-    _dynamics_store().keep(("validation", spec), result)
-    return result

@@ -11,6 +11,7 @@ per-row frame of the map, the Figure 1 similarity matrices and the Table 3 kNN d
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from aflite_core.geometry import knn_distance_table, knn_table_wide, similarity_
 from aflite_core.projection import pca_2d, sample_rows, umap_2d
 
 from .. import selection
-from ..runner import BackgroundRun
+from ..runner import BackgroundRun, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
 from ..state import DatasetSpec, FilterSpec
 from .datasets import class_names, dataset
@@ -39,6 +40,7 @@ __all__ = [
     "after_event",
     "class_names",
     "cleared",
+    "describe_umap",
     "embedding_frame",
     "embedding_knn",
     "embedding_rows",
@@ -47,12 +49,24 @@ __all__ = [
     "embedding_view",
     "for_figure",
     "thumbnails",
+    "umap_estimate",
 ]
 
 #: rows above which the map and the kNN table use a seeded sample of this many rows
 EMBED_MAX_ROWS = 20_000
 #: seed of that sample and of the UMAP fit
 EMBED_SEED = 0
+#: UMAP (umap-learn) takes an exact neighbour search below this many rows, NN-descent from it on
+_UMAP_EXACT_BELOW = 4096
+#: seconds of the first UMAP fit of each path in a server process (numba compiling, not interruptible), measured
+#: on a busy 2-core machine with NUMBA_CACHE_DIR set: 1,438 rows 21 s (92 s with an empty cache), 5,000 rows 79 s
+_UMAP_FIRST_FIT = {"exact": 20.0, "nndescent": 75.0}
+#: seconds of a UMAP fit once compiled: a + b · rows (1,438 rows: 5.7 s; 12,000 × 128: 13.7 s, same machine)
+_UMAP_FIT = (4.6, 7.6e-4)
+#: the paths fitted once in this process (their code is compiled)
+_umap_compiled: set[str] = set()
+_umap_compiled_lock = threading.Lock()
+
 #: neighbour counts of the kNN-distance table (the ICLR version's Table 3)
 EMBED_KNN_KS = (1, 5, 10, 50)
 
@@ -79,12 +93,46 @@ class Projection:
 
 @dataclass(frozen=True, eq=False)
 class EmbeddingView:
-    """The projection the page shows and the state of the UMAP job ("ready", "running", "failed", "off")."""
+    """The projection the page shows and the state of the UMAP job ("ready", "running", "failed", "off").
+
+    ``elapsed`` is the UMAP job's seconds so far (or in all, once ready); ``estimate`` its expected seconds.
+    """
 
     projection: Projection
     umap_status: str
     message: str = ""
     elapsed: float = 0.0
+    estimate: float = 0.0
+
+
+def _umap_path(n_rows: int) -> str:
+    return "exact" if n_rows < _UMAP_EXACT_BELOW else "nndescent"
+
+
+def umap_estimate(n_rows: int, compiled: bool | None = None) -> float:
+    """Rough seconds of a UMAP fit of ``n_rows`` rows on this server (its first fit also compiles, with numba).
+
+    ``compiled`` says whether this process has fitted that size class before (default: as it has).
+    """
+    path = _umap_path(n_rows)
+    if compiled is None:
+        with _umap_compiled_lock:
+            compiled = path in _umap_compiled
+    a, b = _UMAP_FIT
+    return float(a + b * n_rows + (0.0 if compiled else _UMAP_FIRST_FIT[path]))
+
+
+def describe_umap(view: EmbeddingView) -> tuple[float, str]:
+    """The progress bar of a running UMAP fit: ``(fraction, text)`` from its elapsed seconds and the estimate.
+
+    The fit cannot report from inside numba, so the fraction is elapsed / estimate (held below 1 until done).
+    """
+    fraction = min(0.97, view.elapsed / view.estimate) if view.estimate > 0 else 0.0
+    if view.elapsed > view.estimate:
+        left = " · taking longer than estimated (the server is busy)"
+    else:
+        left = remaining_text(view.elapsed, fraction)
+    return fraction, f"Computing UMAP in the background: {view.elapsed:.0f} s{left}"
 
 
 def embedding_rows(n_rows: int, max_rows: int | None = None, seed: int = EMBED_SEED) -> np.ndarray:
@@ -108,16 +156,22 @@ def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
-    """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation)."""
+    """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation), and its estimate.
+
+    cache_resource computes a key once even when several sessions ask at the same time (a lock per key), so
+    every rerun and session asking for this projection joins the one thread.
+    """
     rows = embedding_rows(_X.shape[0])
     sample = np.array(_X[rows], dtype=np.float32)
     n_rows = _X.shape[0]
 
     def target(_callback) -> Projection:
         xy = umap_2d(sample, random_state=EMBED_SEED)
+        with _umap_compiled_lock:
+            _umap_compiled.add(_umap_path(len(rows)))
         return Projection("UMAP", rows, xy, n_rows, ("UMAP 1 (arbitrary units)", "UMAP 2 (arbitrary units)"))
 
-    return BackgroundRun(dspec, target).start()
+    return BackgroundRun(dspec, target).start(), umap_estimate(len(rows))  # the estimate as it starts
 
 
 def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
@@ -130,12 +184,12 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
     pca = _pca_projection(dspec, X)
     if not _umap_enabled():
         return EmbeddingView(pca, "off", "UMAP is turned off on this server (AFLITE_APP_UMAP=0).")
-    job = _umap_job(dspec, X)
+    job, estimate = _umap_job(dspec, X)
     if job.done and job.error is None:
         return EmbeddingView(job.result if method == "UMAP" else pca, "ready", elapsed=job.elapsed)
     if job.done:
         return EmbeddingView(pca, "failed", f"UMAP failed ({type(job.error).__name__}: {job.error}).")
-    return EmbeddingView(pca, "running", elapsed=job.elapsed)
+    return EmbeddingView(pca, "running", elapsed=job.elapsed, estimate=estimate)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -22,12 +22,17 @@ from aflite_core._utils import hash_array
 from aflite_core.artifact_stats import artifact_shares
 from aflite_core.artifacts import feature_artifacts, token_artifacts
 from aflite_core.datasets import Dataset
+from aflite_core.result import RoundProgress, StepProgress
 from aflite_core.stability import class_impact, stability_from_results
 
 from .. import exports
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
+from ..runner import remaining_text
 from ..state import DatasetSpec, FilterSpec
 from .datasets import (
+    Outcome,
+    Stopped,
+    _as_outcome,
     artifact_source_texts,
     artifact_statistics,
     artifact_summary,
@@ -36,12 +41,15 @@ from .datasets import (
     class_names,
     dataset,
     dataset_choices,
+    shared_jobs,
 )
-from .runs import run_filter, stored_result
+from .runs import _result_store, prepare_run, run_filter, stored_result
 
 __all__ = [
     "MAX_STABILITY_SEEDS",
     "InspectRef",
+    "StabilityProgress",
+    "StabilityRequest",
     "artifact_statistics",
     "artifact_summary",
     "artifact_table",
@@ -49,9 +57,11 @@ __all__ = [
     "artifact_texts",
     "class_names",
     "describe_link",
+    "describe_stability",
     "download_bytes",
     "feature_sources",
     "filter_rows",
+    "finished_stability_specs",
     "inspect_artifact_shares",
     "inspect_class_impact",
     "inspect_feature_artifacts",
@@ -64,6 +74,7 @@ __all__ = [
     "missing_stability_runs",
     "open_run_archive",
     "pixel_grid",
+    "prepare_stability",
     "run_stability",
     "run_zip_bytes",
     "stability_specs",
@@ -309,15 +320,117 @@ def run_stability(spec: FilterSpec, n_seeds: int, progress: Callable[[float, str
         progress(1.0, "All runs done.")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def inspect_stability(spec: FilterSpec, n_seeds: int) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+def finished_stability_specs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
+    """The runs of the report that are computed already (no computation), the current run first."""
+    return [s for s in stability_specs(spec, n_seeds) if stored_result(s) is not None]
+
+
+@dataclass(frozen=True)
+class StabilityRequest:
+    """A stability report asked for: the Filter run ``spec`` and ``n_seeds`` seeds (its job's key)."""
+
+    spec: FilterSpec
+    n_seeds: int
+
+
+@dataclass(frozen=True)
+class StabilityProgress:
+    """Where a stability job is: run ``run`` of ``runs`` missing ones (seed ``seed``), and that run's round."""
+
+    run: int
+    runs: int
+    seed: int
+    round: RoundProgress | None = None
+
+
+class _SeedReporter:
+    """The engine's callback for one seed of a stability job: its rounds wrapped in StabilityProgress."""
+
+    def __init__(self, job: Callable, run: int, runs: int, seed: int) -> None:
+        self._job, self._where = job, (run, runs, seed)
+        self.step = getattr(job, "step", None)
+
+    def __call__(self, progress: RoundProgress | None) -> bool:
+        return bool(self._job(StabilityProgress(*self._where, progress)))
+
+
+def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome]:
+    """The job :func:`aflite_app.ui.run_in_background` runs for a stability report (checked in the page's thread).
+
+    Runs the report's missing seeds one after the other, each stored as soon as it finishes, so a stopped
+    report keeps its finished seeds (:func:`finished_stability_specs`) and a new request runs only the rest.
+    One job per request for the whole server (:class:`~aflite_app.compute.datasets.SharedJobs`): reruns and
+    other sessions join it. It stops within one step of a round (a group of partition fits or a block of
+    predictions); the seed in progress is then dropped. Gives ``Outcome(value=n_seeds)`` once every seed is
+    there, ``Outcome(stopped=True)`` when stopped.
+    """
+    n_seeds = int(request.n_seeds)
+    # planned here, in the page's thread: a background thread sees no session (an uploaded dataset)
+    todo = [(s, prepare_run(s)) for s in missing_stability_runs(request.spec, n_seeds)]
+    store, jobs = _result_store(), shared_jobs()  # fetched here: the job's thread has no script context
+
+    def job(callback: Callable) -> int:
+        for i, (s, run) in enumerate(todo):
+            reporter = _SeedReporter(callback, i + 1, len(todo), s.seed)
+            if not reporter(None):
+                raise Stopped("Stopped.")
+            if store.recall(s) is None and run(reporter).stopped:
+                raise Stopped("Stopped.")  # the partial run of this seed is not stored
+        return n_seeds
+
+    def target(callback: Callable) -> Outcome:
+        if all(store.recall(s) is not None for s, _ in todo):
+            return Outcome(n_seeds)
+        return _as_outcome(lambda: jobs.follow(("stability", request), job, callback), "Stability")
+
+    return target
+
+
+def describe_stability(request: StabilityRequest) -> Callable:
+    """The progress text of a stability job: which seed, its round, elapsed seconds and a time estimate."""
+    spec = request.spec
+    n_rows = dataset(spec.dataset).n_rows
+    rounds_est = max(1.0, max(n_rows - int(spec.target_size), 1) / max(int(spec.slice_size), 1))
+
+    def describe(p: StabilityProgress | None, elapsed: float, step: StepProgress | None = None) -> tuple[float, str]:
+        if p is None:
+            return 0.0, f"Starting… {elapsed:.0f} s"
+        r = p.round
+        rounds = r.round if r is not None else 0
+        if step is not None and step.round == rounds + 1:
+            rounds += step.fraction_of_round
+        within = min(1.0, max(r.fraction_done if r is not None else 0.0, rounds / rounds_est))
+        fraction = min(1.0, (p.run - 1 + within) / max(p.runs, 1))
+        where = f"Seed {p.seed} (run {p.run} of {p.runs})"
+        if step is not None and step.round == (r.round if r is not None else 0) + 1:
+            what = "fitting the models" if step.phase == "fit" else "predicting held-out rows"
+            where += f", round {step.round}: {what} ({step.done}/{step.total})"
+        elif r is not None:
+            where += f", round {r.round} done, {r.size:,} rows left"
+        return fraction, f"{where} · {elapsed:.0f} s{remaining_text(elapsed, fraction)}"
+
+    return describe
+
+
+def inspect_stability(
+    spec: FilterSpec, n_seeds: int, only_finished: bool = False
+) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     """How often each row is removed over ``n_seeds`` seeds (computes missing runs without progress).
 
     Returns the per-row frame (``n_runs_removed``, ``removal_frequency``), the summary relative to the current
     run (:func:`aflite_app.exports.stability_frame`) with ``mean_jaccard`` and ``seeds`` added, and the counts
-    per "removed in k of n runs" (:func:`aflite_app.exports.stability_counts`).
+    per "removed in k of n runs" (:func:`aflite_app.exports.stability_counts`). ``only_finished`` uses only
+    the seeds computed already (a stopped report: at least two are needed).
     """
-    specs = stability_specs(spec, n_seeds)
+    specs = finished_stability_specs(spec, n_seeds) if only_finished else stability_specs(spec, n_seeds)
+    if len(specs) < 2:
+        raise ValueError("Removal stability needs at least two finished seeds; press Continue to run more.")
+    return _inspect_stability(spec, tuple(s.seed for s in specs))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _inspect_stability(spec: FilterSpec, seeds: tuple[int, ...]) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    specs = [spec.with_(seed=s) for s in seeds]
     report = stability_from_results([run_filter(s) for s in specs])
     current = run_filter(spec)
     frame, summary = exports.stability_frame(report.removed, current.kept)

@@ -585,8 +585,13 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
     return target
 
 
-def describe_embedding(progress: _embeddings.EmbeddingProgress | None, elapsed: float) -> tuple[float, str]:
-    """The progress bar of an embedding job: ``(fraction, text)`` with the time left."""
+def describe_embedding(
+    progress: _embeddings.EmbeddingProgress | None, elapsed: float, _step: Any = None
+) -> tuple[float, str]:
+    """The progress bar of an embedding job: ``(fraction, text)`` with the time left.
+
+    Takes (and ignores) the step argument :func:`aflite_app.ui.run_in_background` passes to every describe.
+    """
     if progress is None:
         return 0.0, f"Starting: loading the sentence model (about 9 s the first time)… {elapsed:.0f} s"
     return min(progress.fraction, 1.0), f"{progress.message} · {elapsed:.0f} s so far"

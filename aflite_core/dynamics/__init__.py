@@ -53,7 +53,7 @@ from .cartography import read_cartography_dynamics
 from .levels import LEVELS, DifficultyLevels, aum_levels, data_maps_levels, difficulty_levels
 from .measures import MEASURES, PARTIAL_PREFIX, DynamicsRecord, TrainingDynamics, training_measures
 from .recorder import add_cartography_callback, write_epoch, write_torch_epoch
-from .trainer import RECORD_MODES, record_dynamics, train_dynamics
+from .trainer import RECORD_MODES, TrainingInterrupted, TrainingStep, record_dynamics, train_dynamics
 
 __all__ = [
     "LEVELS",
@@ -63,6 +63,8 @@ __all__ = [
     "DifficultyLevels",
     "DynamicsRecord",
     "TrainingDynamics",
+    "TrainingInterrupted",
+    "TrainingStep",
     "add_cartography_callback",
     "aum_levels",
     "data_maps_levels",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from .._utils import blas_threads
 from .._validation import check_features, check_int, check_labels, check_random_state, param_error
 from .measures import DynamicsRecord, TrainingDynamics, _as_index, _softmax
 
-__all__ = ["RECORD_MODES", "record_dynamics", "train_dynamics"]
+__all__ = ["RECORD_MODES", "TrainingInterrupted", "TrainingStep", "record_dynamics", "train_dynamics"]
 
 
 #: when :func:`train_dynamics` records the logits of an epoch
@@ -21,6 +22,40 @@ RECORD_MODES: tuple[str, ...] = ("epoch_end", "train_pass")
 
 
 _CHUNK = 65_536  # rows per block when standardising and scoring the whole matrix
+
+
+class TrainingInterrupted(Exception):
+    """Raised when a training's ``on_step`` callback returned ``False``: the recording was abandoned.
+
+    Nothing partial is returned: dynamics of fewer epochs than asked for would give other measures and levels.
+    """
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    """How far a recording is, reported to ``on_step`` after every mini-batch.
+
+    ``model`` is ``"full"`` or ``"partial"``; ``epoch`` (from 1) of ``epochs``; ``batch`` (from 1) of
+    ``batches`` within the epoch; ``done`` of ``total`` mini-batches over the whole recording (both models).
+    """
+
+    model: str
+    epoch: int
+    epochs: int
+    batch: int
+    batches: int
+    done: int
+    total: int
+
+    @property
+    def fraction(self) -> float:
+        """Share of the recording's mini-batches done, in [0, 1]."""
+        return self.done / self.total if self.total else 1.0
+
+
+def _check_on_step(on_step: Any, func: str) -> None:
+    if on_step is not None and not callable(on_step):
+        raise param_error("on_step", func, "a callable or None", on_step, TypeError)
 
 
 # --------------------------------------------------------------------------------------------------- training
@@ -92,6 +127,7 @@ def _fit_and_record(
     weight_decay: float,
     record: str,
     callback: Callable[[int, int], Any] | None,
+    on_step: Callable[[int, int, int, int], bool | None] | None = None,
 ) -> NDArray[np.float64]:
     n, d = X.shape
     mean = X.mean(axis=0, dtype=np.float64)
@@ -148,6 +184,8 @@ def _fit_and_record(
                     grads[0] += weight_decay * params[0]
                     grads[2] += weight_decay * params[2]
             adam.step(grads)
+            if on_step is not None and on_step(epoch + 1, s + 1, steps, epoch * steps + s + 1) is False:
+                raise TrainingInterrupted
         if record == "epoch_end":
             for start in range(0, n, _CHUNK):
                 logits[start : start + _CHUNK, epoch] = forward(Z[start : start + _CHUNK])[0]
@@ -170,6 +208,7 @@ def train_dynamics(
     random_state: int | np.random.Generator | None = None,
     callback: Callable[[int, int], Any] | None = None,
     n_threads: int | None = 1,
+    on_step: Callable[[TrainingStep], bool | None] | None = None,
 ) -> TrainingDynamics:
     """Train a small model on ``(X, y)`` for E epochs and record every example's logits after each epoch.
 
@@ -207,11 +246,19 @@ def train_dynamics(
         Called as ``callback(epochs_done, epochs)`` after every epoch.
     n_threads : int or None, default=1
         BLAS threads during training (``None`` leaves the library default).
+    on_step : callable, optional
+        Called as ``on_step(TrainingStep)`` after every mini-batch; returning ``False`` stops the training
+        there with :class:`TrainingInterrupted` (so a caller can stop it within one mini-batch).
 
     Returns
     -------
     TrainingDynamics
         Logits of shape (n_samples, epochs, n_classes); classes sorted as in :func:`aflite` (``check_labels``).
+
+    Raises
+    ------
+    TrainingInterrupted
+        When ``on_step`` returned ``False``.
 
     Examples
     --------
@@ -241,14 +288,30 @@ def train_dynamics(
     index = _as_index(ids, Xc.shape[0], "ids", func)
     if callback is not None and not callable(callback):
         raise param_error("callback", func, "a callable or None", callback, TypeError)
+    _check_on_step(on_step, func)
     seed = check_random_state(random_state, func)
-    return _train(Xc, enc.codes, enc.classes, index, seed, opts, callback, n_threads)
+    return _train(Xc, enc.codes, enc.classes, index, seed, opts, callback, n_threads, on_step)
 
 
-def _train(X, codes, classes, index, seed, opts, callback, n_threads) -> TrainingDynamics:
+def _batches_per_epoch(n_rows: int, batch_size: int) -> int:
+    return math.ceil(n_rows / min(batch_size, n_rows))
+
+
+def _train(
+    X, codes, classes, index, seed, opts, callback, n_threads, on_step=None, model="full", offset=0, total=None
+) -> TrainingDynamics:
     rng = np.random.default_rng(seed)
+    step = None
+    if on_step is not None:
+        epochs = opts["epochs"]
+        batches = _batches_per_epoch(X.shape[0], opts["batch_size"])
+        whole = total if total is not None else epochs * batches
+
+        def step(epoch: int, batch: int, n_batches: int, done: int) -> bool | None:
+            return on_step(TrainingStep(model, epoch, epochs, batch, n_batches, offset + done, whole))
+
     with blas_threads(n_threads):
-        logits = _fit_and_record(X, codes, len(classes), rng, callback=callback, **opts)
+        logits = _fit_and_record(X, codes, len(classes), rng, callback=callback, on_step=step, **opts)
     return TrainingDynamics(logits, codes.astype(np.int64), classes, index)
 
 
@@ -267,6 +330,7 @@ def record_dynamics(
     random_state: int | np.random.Generator | None = None,
     callback: Callable[[int, int], Any] | None = None,
     n_threads: int | None = 1,
+    on_step: Callable[[TrainingStep], bool | None] | None = None,
 ) -> DynamicsRecord:
     """Record training dynamics for the full input and a partial input of the same examples (the paper's setup).
 
@@ -308,11 +372,19 @@ def record_dynamics(
         epochs count from ``epochs + 1``).
     n_threads : int or None, default=1
         BLAS threads during training.
+    on_step : callable, optional
+        Called as ``on_step(TrainingStep)`` after every mini-batch of either model (``done`` / ``total`` count
+        over both); returning ``False`` abandons the recording with :class:`TrainingInterrupted`.
 
     Returns
     -------
     DynamicsRecord
         ``full`` and ``partial`` dynamics; ``measures()`` gives the eight features.
+
+    Raises
+    ------
+    TrainingInterrupted
+        When ``on_step`` returned ``False`` (nothing partial is returned).
 
     Examples
     --------
@@ -341,9 +413,12 @@ def record_dynamics(
     index = _as_index(ids, Xc.shape[0], "ids", func)
     if callback is not None and not callable(callback):
         raise param_error("callback", func, "a callable or None", callback, TypeError)
+    _check_on_step(on_step, func)
     seed = check_random_state(random_state, func)
     seeds = np.random.default_rng(seed).integers(0, 2**63 - 1, size=2)
     total = epochs * (1 if Xp is None else 2)
+    per_model = epochs * _batches_per_epoch(Xc.shape[0], opts["batch_size"])
+    batches = per_model * (1 if Xp is None else 2)
     full = _train(
         Xc,
         enc.codes,
@@ -353,6 +428,10 @@ def record_dynamics(
         opts,
         None if callback is None else (lambda e, _: callback(e, total)),
         n_threads,
+        on_step,
+        "full",
+        0,
+        batches,
     )
     partial = None
     if Xp is not None:
@@ -365,5 +444,9 @@ def record_dynamics(
             opts,
             None if callback is None else (lambda e, _: callback(epochs + e, total)),
             n_threads,
+            on_step,
+            "partial",
+            per_model,
+            batches,
         )
     return DynamicsRecord(full=full, partial=partial, random_state=seed)

@@ -48,12 +48,15 @@ from numpy.typing import ArrayLike, NDArray
 from .._utils import blas_threads
 from .._validation import check_features, check_labels, check_random_state, param_error
 from .levels import LEVELS, DifficultyLevels, difficulty_levels
+from .trainer import TrainingInterrupted, TrainingStep
 
 __all__ = [
     "LEVEL_VALIDATION_MODELS",
     "SELECTIONS",
     "SELECTION_SOURCES",
+    "VALIDATION_STAGES",
     "LevelValidation",
+    "ValidationStep",
     "fraction_experiment",
     "level_accuracy",
     "select_fraction",
@@ -122,7 +125,49 @@ class LevelValidation:
         return {"level_accuracy": rec(self.level_accuracy), "fractions": rec(self.fractions)}
 
 
-def _fit_predict(family: str, Xtr: NDArray, ytr: NDArray, Xte: NDArray, seed: int) -> NDArray:
+#: the stages of :func:`validate_levels` and their rough shares of its time (measured on the digits; recording
+#: weighs more on large text data, so the overall fraction is an estimate)
+VALIDATION_STAGES: dict[str, float] = {
+    "record held-out rows": 0.10,
+    "accuracy per level": 0.25,
+    "record training rows": 0.10,
+    "training on fractions": 0.55,
+}
+
+
+@dataclass(frozen=True)
+class ValidationStep:
+    """How far :func:`validate_levels` is, reported to its ``on_step``.
+
+    ``stage`` is a key of :data:`VALIDATION_STAGES`; ``done`` of ``total`` steps within it (mini-batches while
+    recording, model fits otherwise); ``detail`` says what the step was; ``fraction`` is the estimated share of
+    the whole validation done (the stages weighted by :data:`VALIDATION_STAGES`).
+    """
+
+    stage: str
+    done: int
+    total: int
+    detail: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """Estimated share of the whole validation done, in [0, 1]."""
+        before = 0.0
+        for name, weight in VALIDATION_STAGES.items():
+            if name == self.stage:
+                return min(1.0, before + weight * (self.done / self.total if self.total else 1.0))
+            before += weight
+        return min(1.0, before)
+
+
+#: predicted rows × training rows × features per block when a caller checks for a stop between blocks (about
+#: 0.5 s of a kNN's distances; predictions are row by row, so the blocks give exactly the one-call result)
+_PREDICT_BLOCK_WORK = 2 * 10**9
+
+
+def _fit_predict(
+    family: str, Xtr: NDArray, ytr: NDArray, Xte: NDArray, seed: int, between: Callable[[], None] | None = None
+) -> NDArray:
     from sklearn.exceptions import ConvergenceWarning
 
     from ..registry import make_classifier
@@ -131,7 +176,14 @@ def _fit_predict(family: str, Xtr: NDArray, ytr: NDArray, Xte: NDArray, seed: in
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(Xtr, ytr)
-    return np.asarray(est.predict(Xte))
+    block = max(64, _PREDICT_BLOCK_WORK // max(1, Xtr.shape[0] * Xtr.shape[1]))
+    if between is None or len(Xte) <= block:
+        return np.asarray(est.predict(Xte))
+    parts = []
+    for start in range(0, len(Xte), block):
+        between()
+        parts.append(np.asarray(est.predict(Xte[start : start + block])))
+    return np.concatenate(parts)
 
 
 def level_accuracy(
@@ -145,6 +197,7 @@ def level_accuracy(
     partial: tuple[ArrayLike, ArrayLike] | None = None,
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
+    callback: Callable[[int, int, str], bool | None] | None = None,
 ) -> pd.DataFrame:
     """Accuracy per difficulty level of models trained on other rows (the paper's level-wise evaluation).
 
@@ -167,6 +220,9 @@ def level_accuracy(
     random_state : int, numpy Generator or None, default=0
         Seeds of the models that draw random numbers.
     n_threads : int or None, default=1
+    callback : callable, optional
+        ``callback(fits_done, n_fits, what)`` after every model fit and between blocks of its predictions;
+        returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
 
     Returns
     -------
@@ -197,15 +253,27 @@ def level_accuracy(
         raise param_error("levels", func, f"one level per evaluation row ({Xev.shape[0]})", lv.shape)
     rng = np.random.default_rng(check_random_state(random_state, func))
     runs: list[tuple[str, str, NDArray]] = []
+    n_fits = len(models) + (partial is not None)
+
+    def fitted(fam: str) -> None:
+        if callback is not None and callback(len(runs), n_fits, fam) is False:
+            raise TrainingInterrupted
+
+    def predicting(fam: str) -> Callable[[], None] | None:  # a stop is honoured between prediction blocks too
+        return None if callback is None else (lambda: fitted(f"{fam}: predicting"))
+
     with blas_threads(n_threads):
         for fam in models:
-            pred = _fit_predict(fam, Xtr, enc.codes, Xev, int(rng.integers(0, 2**31 - 1)))
+            pred = _fit_predict(fam, Xtr, enc.codes, Xev, int(rng.integers(0, 2**31 - 1)), predicting(fam))
             runs.append((fam, "full", pred == yev))
+            fitted(fam)
         if partial is not None:
             Ptr = check_features(partial[0], "partial", func, n_rows=Xtr.shape[0])
             Pev = check_features(partial[1], "partial", func, n_rows=Xev.shape[0], n_cols=Ptr.shape[1])
-            pred = _fit_predict("logistic", Ptr, enc.codes, Pev, int(rng.integers(0, 2**31 - 1)))
+            seed = int(rng.integers(0, 2**31 - 1))
+            pred = _fit_predict("logistic", Ptr, enc.codes, Pev, seed, predicting("logistic"))
             runs.append(("logistic", "partial", pred == yev))
+            fitted("logistic on the partial input")
     rows = []
     for fam, what, correct in runs:
         for level in (*LEVELS, "all"):
@@ -299,13 +367,15 @@ def fraction_experiment(
     models: Sequence[str] = ("logistic",),
     seeds: Sequence[int] = (0, 1, 2),
     n_threads: int | None = 1,
-    callback: Callable[[int, int, str], Any] | None = None,
+    callback: Callable[[int, int, str], bool | None] | None = None,
 ) -> pd.DataFrame:
     """Train on a fraction of the characterised training rows, chosen by a selection; test on held-out rows.
 
     The paper's Tables 5 and 6 on our data: for every fraction, selection (:data:`SELECTIONS`) and model family,
     the model is trained on the selected rows of ``X_train`` and scored on ``X_test``; every seed redraws the order
     within a level, the ties and the random subset (and seeds the model). The full training part is the reference.
+    ``callback(step, n_steps, what)``, if given, is called after every step (the reference or one fraction and
+    selection of a seed); returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
 
     Returns
     -------
@@ -332,6 +402,8 @@ def fraction_experiment(
                 pred = _fit_predict(fam, Xtr, enc.codes, Xte, int(rng.integers(0, 2**31 - 1)))
                 rows.append(("all rows", 1.0, fam, float(np.mean(pred == yte)), Xtr.shape[0], seed))
             step += 1
+            if callback is not None and callback(step, total, f"all rows, seed {seed}") is False:
+                raise TrainingInterrupted
             for frac in fractions:
                 for sel in selections:
                     mask = select_fraction(sel, frac, levels=train_levels, y=enc.codes, random_state=rng)
@@ -339,8 +411,8 @@ def fraction_experiment(
                         pred = _fit_predict(fam, Xtr[mask], enc.codes[mask], Xte, int(rng.integers(0, 2**31 - 1)))
                         rows.append((sel, float(frac), fam, float(np.mean(pred == yte)), int(mask.sum()), seed))
                     step += 1
-                    if callback is not None:
-                        callback(step, total, f"{sel} at {frac:.0%}, seed {seed}")
+                    if callback is not None and callback(step, total, f"{sel} at {frac:.0%}, seed {seed}") is False:
+                        raise TrainingInterrupted
     runs = pd.DataFrame(rows, columns=["selection", "fraction", "model", "accuracy", "n_train", "seed"])
     out = (
         runs.groupby(["fraction", "selection", "model"], sort=False)
@@ -372,6 +444,7 @@ def validate_levels(
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
     callback: Callable[[int, int, str], Any] | None = None,
+    on_step: Callable[[ValidationStep], bool | None] | None = None,
 ) -> LevelValidation:
     """Validate difficulty levels on one dataset: accuracy per level on held-out rows, and training on fractions.
 
@@ -408,13 +481,42 @@ def validate_levels(
     n_threads : int or None, default=1
     callback : callable, optional
         ``callback(step, n_steps, what)`` during the fraction experiment.
+    on_step : callable, optional
+        ``on_step(ValidationStep)`` after every mini-batch of the two recordings and every model fit of both
+        checks; returning ``False`` abandons the validation there.
 
     Returns
     -------
     LevelValidation
+
+    Raises
+    ------
+    TrainingInterrupted
+        When ``on_step`` returned ``False`` (nothing partial is returned).
     """
     func = "validate_levels"
     started = time.perf_counter()
+    if on_step is not None and not callable(on_step):
+        raise param_error("on_step", func, "a callable or None", on_step, TypeError)
+
+    def recording(stage: str) -> Callable[[TrainingStep], bool | None] | None:
+        if on_step is None:
+            return None
+        return lambda s: on_step(
+            ValidationStep(stage, s.done, s.total, f"{s.model}-input model, epoch {s.epoch} of {s.epochs}")
+        )
+
+    def fitting(stage: str, also: Callable[[int, int, str], Any] | None = None) -> Callable | None:
+        if on_step is None:
+            return also
+
+        def report(done: int, total: int, what: str) -> bool | None:
+            if also is not None:
+                also(done, total, what)
+            return on_step(ValidationStep(stage, done, total, what))
+
+        return report
+
     Xv = check_features(X, "X", func)
     n = Xv.shape[0]
     enc = check_labels(y, "y", func, n_rows=n, min_per_class=2)
@@ -448,6 +550,7 @@ def validate_levels(
         epochs=epochs,
         random_state=s_dyn_eval,
         n_threads=n_threads,
+        on_step=recording("record held-out rows"),
     )
     lv_ev = difficulty_levels(rec_ev, random_state=s_gmm, n_threads=n_threads)
     acc = level_accuracy(
@@ -460,6 +563,7 @@ def validate_levels(
         partial=None if Xp is None else (Xp[tr], Xp[ev]),
         random_state=s_models,
         n_threads=n_threads,
+        callback=fitting("accuracy per level"),
     )
     rec_tr = record_dynamics(
         Xv[tr],
@@ -468,6 +572,7 @@ def validate_levels(
         epochs=epochs,
         random_state=s_dyn_train,
         n_threads=n_threads,
+        on_step=recording("record training rows"),
     )
     lv_tr = difficulty_levels(rec_tr, random_state=s_gmm, n_threads=n_threads)
     frac = fraction_experiment(
@@ -481,7 +586,7 @@ def validate_levels(
         models=fraction_models,
         seeds=seeds,
         n_threads=n_threads,
-        callback=callback,
+        callback=fitting("training on fractions", callback),
     )
     params = {
         "n_rows": n,
