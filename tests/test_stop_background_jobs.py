@@ -338,6 +338,7 @@ def test_umap_is_fitted_once_for_every_caller_and_shows_an_estimate(monkeypatch)
         return np.asarray(X[:, :2], dtype=np.float32)
 
     monkeypatch.setattr(emb, "umap_2d", fake_umap)
+    monkeypatch.setattr(emb, "_umap_compiled", set())  # as in a fresh process (other tests may have fitted UMAP)
     monkeypatch.delenv("AFLITE_APP_UMAP", raising=False)
     views = []
     threads = [threading.Thread(target=lambda: views.append(emb.embedding_view(DIGITS))) for _ in range(4)]
