@@ -49,6 +49,8 @@ LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a s
 URL_APPLIED = "url-applied"  # bool: the URL's view was applied to this session (once, at its start)
 LINKED_RUN = "linked-run"  # str: the dataset whose Filter parameters came with a link (its run shows on every page)
 UPLOAD_TOKENS = "upload-tokens"  # dict: upload key -> its token in the server's upload vault (aflite_app.links)
+# dict: background-run state key -> time.monotonic() of a Stop click whose rerun has not yet met that page's run
+STOP_ASKED = "stop-asked"
 
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
 MAX_SESSION_UPLOADS = 5

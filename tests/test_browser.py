@@ -155,3 +155,31 @@ def test_first_page_loads_without_errors(server, chrome_page, tmp_path):
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     page.screenshot(path=str(tmp_path / "home.png"), full_page=True)
     assert elapsed < 60  # generous: a sanity bound, the latency figure lives in benchmarks/bench_app.py
+
+
+def test_stop_pressed_right_after_a_tau_change_stops_the_new_run(server, chrome_page):
+    """A user moves τ twice and presses Stop at once, on the progress bar still on screen from the first change.
+
+    That Stop button used to live inside the polling fragment, and a click on it while the page was rerunning for
+    the new τ was dropped: the run went on to its end (4 of 5 such clicks, measured). Now it stops the new run.
+    """
+    from playwright.sync_api import expect
+
+    page = chrome_page
+    # scikit-learn's logistic regression on the digits: many seconds a run, so there is a run to stop
+    page.goto(server + "/filter?dataset=digits&rep=mlp&n=719&t=360&k=72&m=64&seed=31&strategy=slice&model=logistic")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible(timeout=90_000)
+    expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_be_visible(timeout=180_000)  # first run done
+    thumb = page.get_by_role("slider").first
+    thumb.focus()
+    page.keyboard.press("ArrowRight")  # a new run ...
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible(timeout=60_000)
+    page.wait_for_timeout(300)
+    thumb.focus()
+    page.keyboard.press("ArrowRight")  # ... superseded by another one; the first one's Stop is still on screen
+    stop.first.click()
+    # the partial result, long before the run (≥ 10 s here) could have finished by itself
+    expect(page.get_by_text("partial").first).to_be_visible(timeout=8_000)
+    expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_have_count(0)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
