@@ -93,10 +93,11 @@ def _go(page, title: str, width: int) -> None:
             time.sleep(0.5)
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
     time.sleep(1.0)
-    if width < 700:
-        closer = page.locator('[data-testid="stSidebarCollapseButton"] button')
-        if closer.count() and page.locator('[data-testid="stSidebar"][aria-expanded="true"]').count():
+    if width < 700:  # ... and close it again, or it covers the page
+        closer = page.locator('[data-testid="stSidebarCollapseButton"]')
+        if closer.count() and closer.first.is_visible():
             closer.first.click()
+            time.sleep(0.5)
 
 
 def _whole_page(page, path: Path, width: int) -> None:
@@ -107,6 +108,21 @@ def _whole_page(page, path: Path, width: int) -> None:
     time.sleep(1.5)
     page.screenshot(path=str(path))
     page.set_viewport_size({"width": width, "height": height})
+    _trim_bottom(path, keep=max(height, 400))
+
+
+def _trim_bottom(path: Path, keep: int) -> None:
+    """Cut the blank band under the content (the window was grown to the tallest scrolling element)."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(path) as im:
+        rgb = np.asarray(im.convert("RGB"))
+    main = rgb[:, rgb.shape[1] // 3 :]  # right of the sidebar, which runs to the bottom at desktop widths
+    busy = np.flatnonzero((np.abs(main.astype(int) - main[-1:, :, :].astype(int)).sum(axis=2) > 30).any(axis=1))
+    bottom = int(busy[-1]) + 40 if len(busy) else rgb.shape[0]
+    if bottom < rgb.shape[0]:
+        Image.fromarray(rgb[: max(bottom, keep)]).save(path)
 
 
 def main() -> None:

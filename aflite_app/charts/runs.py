@@ -202,8 +202,11 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
         fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=i // cols + 1, col=i % cols + 1)
     fig.update_layout(barmode="stack")
     fig.update_xaxes(range=[-0.03, 1.03])
+    # one column: the whole meaning; two columns: short enough that the two titles never run into each other on a
+    # phone (390 px), the meaning is in the page's caption
+    x_title = "predictability p(i) (share of correct out-of-sample predictions)" if cols == 1 else "predictability p(i)"
     for c in range(1, cols + 1):
-        fig.update_xaxes(title_text="predictability p(i) (share of correct out-of-sample predictions)", row=rows, col=c)
+        fig.update_xaxes(title_text=x_title, row=rows, col=c)
     return style(fig, height=max(320, 230 * rows), title=title or f"Round {rnd}: predictability by class (τ = {tau:g})")
 
 
