@@ -78,9 +78,12 @@ __all__ = [
 
 #: recordings estimated to take longer than this wait for the page's Record button (digits: ~0.1 s)
 DYN_AUTO_SECONDS = 3.0
-#: seconds per (row × feature × epoch) of record_dynamics' softmax model, measured on this machine (digits
-#: 1,438 × (64 + 8) × 5: 0.1 s; 7,000 × (384 + 192) × 5: 2.4 s; 20,000 × (128 + 64) × 5: 3.7 s)
-_DYN_COST = 2e-7
+#: seconds per (row × epoch) and per (row × feature × epoch) of record_dynamics' softmax model, fitted to
+#: measurements on this machine at load 2.5 (2026-11-25: 1,438 × (64 + 8) × 5 epochs 0.04 s, 5,000 × 384 × 5
+#: 0.10 s, 20,000 × 384 × 5 0.53 s, 20,000 × (768 + 384) × 3 0.96 s; a 60,000 × 768 × 20 recording in the app
+#: ~5 s). The old single constant (2e-7 per row × feature × epoch) said 166 s for that 5 s recording.
+_DYN_ROW_COST = 3e-6
+_DYN_COST = 1e-8
 #: epochs the page offers
 DYN_MAX_EPOCHS = 20
 #: uploaded dynamics: at most this many epoch files and this many bytes per input
@@ -137,7 +140,7 @@ def dynamics_estimate(spec: DynamicsSpec) -> float:
     dims = data.representation(spec.dataset.representation).shape[1]
     if spec.partial is not None and spec.partial in data.representations:
         dims += data.representation(spec.partial).shape[1]
-    return float(_DYN_COST * data.n_rows * dims * spec.epochs)
+    return float((_DYN_ROW_COST + _DYN_COST * dims) * data.n_rows * spec.epochs)
 
 
 @st.cache_resource(max_entries=1)
