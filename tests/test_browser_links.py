@@ -294,6 +294,7 @@ def test_a_reload_and_a_shared_link_keep_the_dataset_tau_and_run(server, fresh):
     filter_chart(page, 0.7)
     no_traceback(page)
     seen = {label: metric(page, label) for label in ("Rows kept", "Rows removed", "Representation bias")}
+    page.wait_for_url(re.compile(r"[?&]tau=0\.7(&|$)"))  # the address bar follows the run (it can lag the chart)
     params = query(page)
     assert params["dataset"] == "circles" and params["tau"] == "0.7"
     assert {"n", "t", "k", "m", "seed", "strategy", "model", "rep"} <= set(params)
@@ -381,6 +382,8 @@ def test_an_upload_survives_a_reload_and_a_wrong_token_says_so(server, fresh):
     use.click()
     expect(page.get_by_role("tabpanel", name="Upload your own").get_by_text("In use")).to_be_visible()
     settle(page)
+    # the address bar follows the script run that chose the upload (it can lag the "In use" badge)
+    page.wait_for_url(re.compile(r"[?&]dataset=upload(%3A|:)"))
     token = query(page)["dataset"]
     assert token.startswith("upload:") and "small_nli" not in token
     shot(page, "3a_data_upload_in_use")
