@@ -6,6 +6,7 @@ result. In CI (``CI`` set) a missing browser is a failure; elsewhere the test is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,50 +56,48 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def served_app(*, env: dict[str, str] | None = None, log: Path | None = None, timeout: float = 60) -> Iterator[str]:
+    """``streamlit run app.py`` on a free port of 127.0.0.1 (``env`` on top of this environment); yields its URL
+    once it answers its health check, and always terminates it. Every browser test module serves the app this way.
+    """
+    port = _free_port()
+    full_env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
+    full_env.update(env or {})
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1",
+           "--browser.gatherUsageStats", "false"]  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(open(log, "w")) if log is not None else subprocess.DEVNULL
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    pytest.fail(f"streamlit exited with code {proc.returncode}")
+                try:
+                    if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
+                        break
+                except OSError:
+                    time.sleep(0.3)
+            else:
+                pytest.fail(f"streamlit did not answer /_stcore/health within {timeout:.0f} s")
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+
 @pytest.fixture(scope="module")
 def server():
     _require_browser()
-    port = _free_port()
-    env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(ROOT / "app.py"),
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("streamlit did not answer /_stcore/health within 60 s")
+    with served_app() as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture

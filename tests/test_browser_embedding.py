@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
+from test_browser import served_app
 
 pytestmark = pytest.mark.browser
 
@@ -42,63 +40,12 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                if r.status == 200 and r.read().strip() == b"ok":
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"streamlit did not answer {base}/_stcore/health within {timeout} s")
-
-
 @pytest.fixture
 def server(tmp_path):
     """``streamlit run app.py`` on a free port of 127.0.0.1; always terminated."""
-    port = _free_port()
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"), AFLITE_APP_UMAP="0")
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(ROOT / "app.py"),
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
-    log = open(tmp_path / "streamlit.log", "w")  # closed in the finally below
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(base, proc)
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba_cache"), "AFLITE_APP_UMAP": "0"}
+    with served_app(env=env, log=tmp_path / "streamlit.log", timeout=30) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
 
 
 def test_lasso_on_the_map_lists_the_selected_rows(server, tmp_path):

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import tempfile
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -23,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, _free_port, _require_browser
+from test_browser import CHROMIUM, LAUNCH_ARGS, _require_browser, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -39,53 +36,9 @@ BARS_DRAWN = "document.querySelectorAll('.js-plotly-plot .bars .point path').len
 @pytest.fixture(scope="module")
 def server():
     _require_browser()
-    port = _free_port()
-    env = dict(
-        os.environ,
-        NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")),
-        AFLITE_APP_UMAP="0",  # the Embedding map as PCA: deterministic and fast (UMAP is tested elsewhere)
-    )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(ROOT / "app.py"),
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with code {proc.returncode}")
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("streamlit did not answer /_stcore/health within 60 s")
+    # the Embedding map as PCA: deterministic and fast (UMAP is tested elsewhere)
+    with served_app(env={"AFLITE_APP_UMAP": "0"}) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
