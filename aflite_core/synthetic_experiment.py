@@ -8,7 +8,8 @@ Each dataset is measured before and after filtering, with the planted truth and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from numpy.typing import ArrayLike
 
 from . import _validation as v
 from .synthetic import BiasedCircles, paper_circles
+from .synthetic_notes import accuracy_notes
 
 __all__ = [
     "EXPERIMENT_DEFAULTS",
@@ -195,6 +197,9 @@ def synthetic_experiment(
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
     callback: Callable[[int, int, str], Any] | None = None,
+    runs: Mapping[str, Any] | None = None,
+    after: MutableMapping[tuple, dict[str, float]] | None = None,
+    accuracies: bool = True,
 ) -> SyntheticExperiment:
     """Run AFLite on the concentric-circles datasets and measure them before and after (ICML §3, Figure 2).
 
@@ -235,6 +240,18 @@ def synthetic_experiment(
     callback : callable, optional
         ``callback(step, n_steps, dataset name)`` after every dataset's run and its accuracies (for a
         progress bar).
+    runs : mapping, optional
+        AFLite results by dataset name from an earlier call with the same datasets, seed and parameters except a
+        τ at or below ``tau`` (e.g. ``exp.results`` of a call at the lowest τ a slider offers): instead of running
+        AFLite again, each is read at ``tau`` with :func:`aflite_core.tau_path.narrow_to_tau`, which gives the
+        run's result exactly. A result made with other data or parameters is refused (``ValueError``).
+    after : mutable mapping, optional
+        A memo the caller keeps between calls: the "after" accuracies are stored there by the data, kept rows,
+        folds and seed, and looked up before measuring (the numbers are the same either way; two values of τ
+        often keep the same rows).
+    accuracies : bool, default=True
+        False: only the AFLite runs and the planted truth; every accuracy in the table is NaN (for a caller that
+        wants ``results`` alone, e.g. to pass back as ``runs``).
 
     Returns
     -------
@@ -296,21 +313,45 @@ def synthetic_experiment(
     n_steps = len(data)
     for step, (d, (nt, t, k)) in enumerate(zip(data, resolved), start=1):
         seed_run, seed_before, seed_after = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
-        res = aflite(
-            d.X,
-            d.y,
-            target_size=nt,
-            train_size=t,
-            slice_size=k,
-            tau=tau_v,
-            n_partitions=m,
-            random_state=seed_run,
-            n_threads=n_threads,
-        )
+        given = None if runs is None else runs.get(d.name)
+        if given is not None:
+            res = _narrowed(
+                given,
+                d,
+                tau_v,
+                {"target_size": nt, "train_size": t, "slice_size": k, "n_partitions": m, "seed": seed_run},
+            )
+        else:
+            res = aflite(
+                d.X,
+                d.y,
+                target_size=nt,
+                train_size=t,
+                slice_size=k,
+                tau=tau_v,
+                n_partitions=m,
+                random_state=seed_run,
+                n_threads=n_threads,
+            )
         results[d.name] = res
         cached = None if before is None else before.get(d.name)
-        acc_before = _before(d, folds, seed_before, n_threads, have=cached)
-        acc_after = subset_accuracies(d.X, d.y, res.kept, n_splits=folds, random_state=seed_after, n_threads=n_threads)
+        acc_before = _before(d, folds, seed_before, n_threads, have=cached) if accuracies else {}
+        memo_key = (
+            res.provenance.get("x_sha256"),
+            res.provenance.get("y_sha256"),
+            _digest(res.kept),
+            folds,
+            seed_after,
+        )
+        acc_after = None if after is None else after.get(memo_key)
+        if not accuracies:
+            acc_after = {"linear": float("nan"), "rbf": float("nan")}
+        elif acc_after is None:
+            acc_after = subset_accuracies(
+                d.X, d.y, res.kept, n_splits=folds, random_state=seed_after, n_threads=n_threads
+            )
+            if after is not None:
+                after[memo_key] = dict(acc_after)
         truth = planted_summary(d, res.kept)
         rows.append(
             {
@@ -347,6 +388,29 @@ def synthetic_experiment(
         "seed": seed,
     }
     return SyntheticExperiment(table=pd.DataFrame(rows), results=results, datasets=data, params=params)
+
+
+def _digest(mask: np.ndarray) -> str:
+    return hashlib.blake2b(np.packbits(np.asarray(mask, dtype=bool)).tobytes(), digest_size=16).hexdigest()
+
+
+def _narrowed(res: Any, d: BiasedCircles, tau: float, expected: dict[str, int]) -> Any:
+    """``res`` (a run on ``d`` at a τ at or below ``tau``) read at ``tau``; refused if it is another run."""
+    from ._utils import hash_array
+    from .tau_path import narrow_to_tau
+
+    p = getattr(res, "params", {})
+    same = (
+        all(p.get(name) == value for name, value in expected.items())
+        and res.provenance.get("x_sha256") == hash_array(np.ascontiguousarray(d.X, dtype=np.float32))
+        and np.array_equal(np.asarray(res.classes)[res.y], np.asarray(d.y))
+    )
+    if not same or float(p.get("tau", 2.0)) > tau:
+        raise ValueError(
+            f"The run given for dataset {d.name!r} was not made on it with these parameters and a τ at or below "
+            f"{tau:g}, so it cannot stand for this experiment's run."
+        )
+    return narrow_to_tau(res, tau)
 
 
 def before_accuracies(
@@ -488,79 +552,3 @@ def accuracy_over_rounds(
             }
         )
     return pd.DataFrame(rows)
-
-
-_MODEL_WORDS = {"linear": "the linear model", "rbf": "the RBF SVM"}
-
-
-def accuracy_notes(row: Mapping[str, Any] | pd.Series, curve: pd.DataFrame | None = None) -> list[str]:
-    """Plain sentences on one dataset's accuracies after filtering, computed from its numbers.
-
-    Says when an accuracy is below chance (beyond two binomial standard errors of 0.5 on the kept rows) and why,
-    when it is at chance, when it rose after filtering and why (fewer rows, flipped rows removed), and, with the
-    per-round ``curve`` of :func:`accuracy_over_rounds`, when the linear accuracy went down and up again.
-
-    Parameters
-    ----------
-    row : mapping
-        A row of ``SyntheticExperiment.table``.
-    curve : pandas.DataFrame, optional
-        :func:`accuracy_over_rounds` of the same run.
-
-    Returns
-    -------
-    list of str
-
-    Examples
-    --------
-    >>> accuracy_notes({"dataset": "d", "n_after": 500, "linear_before": 0.87, "linear_after": 0.41,
-    ...                 "rbf_before": 0.9, "rbf_after": 0.7, "biased_after": 60, "flipped_before": 0,
-    ...                 "flipped_removed_share": float("nan")})[0][:52]
-    'd: the linear model scores 0.410, below chance (0.5 '
-    """
-    out: list[str] = []
-    name = row["dataset"]
-    n = int(row["n_after"])
-    se = float(np.sqrt(0.25 / max(n, 1)))
-    lin = float(row["linear_after"])
-    if np.isfinite(lin):
-        if lin < 0.5 - 2 * se:
-            out.append(
-                f"{name}: the linear model scores {lin:.3f}, below chance (0.5 ± {2 * se:.3f} on {n:,} rows). AFLite "
-                "kept the rows that linear models trained on the other rows got wrong, so a linear model trained on "
-                "part of the kept set is wrong more often than a coin flip on the rest: filtering went past the "
-                "shortcut and made the set adversarial to linear models, not merely free of the shortcut."
-            )
-        elif lin <= 0.5 + 2 * se:
-            out.append(f"{name}: the linear model is at chance ({lin:.3f}; 0.5 ± {2 * se:.3f} on {n:,} rows).")
-        else:
-            share = int(row.get("biased_after", 0)) / max(n, 1)
-            out.append(
-                f"{name}: the linear model still scores {lin:.3f}, above chance (0.5 ± {2 * se:.3f} on {n:,} rows): "
-                f"{share:.0%} of the kept rows still carry bias features it can read."
-            )
-    for model in ("linear", "rbf"):
-        a, b = float(row[f"{model}_before"]), float(row[f"{model}_after"])
-        if np.isfinite(a) and np.isfinite(b) and b > a:
-            why = f"with only {n:,} rows left the estimate moves by about ±{se:.3f} anyway"
-            flipped = int(row.get("flipped_before", 0) or 0)
-            if model == "rbf" and flipped and np.isfinite(row.get("flipped_removed_share", float("nan"))):
-                why = (
-                    f"AFLite removed {float(row['flipped_removed_share']):.0%} of the {flipped:,} flipped rows, whose "
-                    "labels contradict their ring and which the RBF SVM could never fit; " + why
-                )
-            out.append(f"{name}: {_MODEL_WORDS[model]} rose from {a:.3f} to {b:.3f}: {why}.")
-    if curve is not None and len(curve) > 2:
-        lin_curve = curve["linear"].to_numpy(dtype=float)
-        low = int(np.nanargmin(lin_curve))
-        last = len(lin_curve) - 1
-        if low < last and lin_curve[last] - lin_curve[low] > 2 * float(curve["se"].iloc[last]):
-            out.append(
-                f"{name}: the linear accuracy fell to {lin_curve[low]:.3f} after round {int(curve['round'].iloc[low])} "
-                f"({int(curve['rows'].iloc[low]):,} rows, {int(curve['biased_rows'].iloc[low]):,} with bias features) "
-                f"and ended at {lin_curve[last]:.3f} after round {int(curve['round'].iloc[last])} "
-                f"({int(curve['rows'].iloc[last]):,} rows): once the shortcut rows are gone, each slice removes the "
-                "rows linear models get right and leaves gaps a linear model can read again, so its accuracy swings "
-                "while the set shrinks."
-            )
-    return out

@@ -92,9 +92,11 @@ OBSERVER_JS = """
 })();
 """
 
-#: the Synthetic page is drawn for (τ, k): every tagged figure shows them, the script is done, the plots are quiet
+#: the Synthetic page is drawn for (τ, k): every tagged figure shows them, the script is done, the plots are quiet.
+#: ``kept`` ({dataset: digest}, for pages whose after-panels carry ``charts.kept_meta``): every after-panel shows
+#: the rows a direct AFLite run at (τ, k) keeps - computed by this script, not read from the page.
 SYNTHETIC_DONE_JS = """
-([tau, k, nTagged, t0, quiet, legacy]) => {
+([tau, k, nTagged, t0, quiet, legacy, kept]) => {
   if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"]')) return false;
   const now = performance.now();
   if (window.__plotMut <= t0 || now - window.__plotMut < quiet || window.__plotFrame < window.__plotMut) return false;
@@ -104,8 +106,12 @@ SYNTHETIC_DONE_JS = """
       .some(e => e.textContent.includes('τ = ' + legacy));
   }
   const tagged = plots.filter(p => p.layout && p.layout.meta && p.layout.meta.tau !== undefined);
-  return tagged.length >= nTagged
+  const ok = tagged.length >= nTagged
     && tagged.every(p => Math.abs(p.layout.meta.tau - tau) < 1e-9 && (k === null || p.layout.meta.k === k));
+  if (!ok || !kept) return ok;
+  const panels = plots.filter(p => p.layout && p.layout.meta && p.layout.meta.kept !== undefined);
+  return panels.length === Object.keys(kept).length
+    && panels.every(p => kept[p.layout.meta.dataset] === p.layout.meta.kept);
 }
 """
 
@@ -243,24 +249,73 @@ def _synthetic_state(page) -> dict:
     )
 
 
-def synthetic_wait(page, tau: float, k: int | None, n_tagged: int, t0: float, legacy: bool) -> float:
+def synthetic_wait(
+    page, tau: float, k: int | None, n_tagged: int, t0: float, legacy: bool, kept: dict | None = None
+) -> float:
     """Wait until the page shows (τ, k) everywhere; the wall time (ms, page clock) from t0 to the frame drawn."""
     page.wait_for_function(
         SYNTHETIC_DONE_JS,
-        arg=[tau, k, n_tagged, t0, QUIET_MS, f"{tau:g}" if legacy else ""],
+        arg=[tau, k, n_tagged, t0, QUIET_MS, f"{tau:g}" if legacy else "", kept],
         timeout=180_000,
         polling=50,
     )
     return page.evaluate("window.__plotFrame") - t0
 
 
-def synthetic_changes(page, which: str, n: int, meters: Meters, n_tagged: int, legacy: bool) -> list[dict[str, float]]:
+class ExpectedPanels:
+    """What each after-panel of the page's default Synthetic run must show at (τ, k), from direct AFLite runs.
+
+    For a checkout whose after-panels carry ``charts.kept_meta`` (dataset, rows, digest of the kept rows): the
+    page reads every τ off one run at the slider's lowest τ, this computes the run at τ itself
+    (``synthetic_experiment`` without the accuracies), so the detector also checks the page's rows. Computed
+    before the key press, outside the timed window.
+    """
+
+    def __init__(self, root: Path) -> None:
+        sys.path.insert(0, str(root))
+        from aflite_app.charts import synthetic as charts
+        from aflite_app.compute import synthetic as compute
+        from aflite_core.synthetic_experiment import synthetic_experiment
+
+        self.enabled = hasattr(charts, "kept_meta")
+        self.charts, self.compute, self.run = charts, compute, synthetic_experiment
+        self.memo: dict[tuple[float, int], dict[str, str]] = {}
+
+    def __call__(self, tau: float, k: int) -> dict[str, str] | None:
+        if not self.enabled:
+            return None
+        key = (round(tau, 2), int(k))
+        if key not in self.memo:
+            spec = self.compute.CirclesRunSpec(self.compute.CirclesSpec(), tau=key[0], slice_size=key[1])
+            data = list(self.compute.circles_datasets(spec.data))
+            exp = self.run(
+                data,
+                target_size=spec.target_size,
+                train_size=spec.train_size,
+                slice_size=key[1],
+                tau=key[0],
+                n_partitions=spec.n_partitions,
+                random_state=spec.data.seed,
+                accuracies=False,
+            )
+            self.memo[key] = {d.name: self.charts.kept_meta(d, exp.results[d.name])["kept"] for d in data}
+        return self.memo[key]
+
+
+def synthetic_changes(
+    page, which: str, n: int, meters: Meters, n_tagged: int, legacy: bool, expected: ExpectedPanels | None = None
+) -> list[dict[str, float]]:
     """Press ArrowLeft once on the τ or k slider per change; time until every τ/k-dependent panel is redrawn."""
     label = "τ — remove only rows" if which == "tau" else "k — rows removed per round"
     thumb = slider_thumb(page, label)
     rows = []
     for _ in range(n):
         thumb.focus()
+        tau_before = float(slider_thumb(page, "τ — remove only rows").input_value())
+        k_before = int(float(slider_thumb(page, "k — rows removed per round").input_value()))
+        guess = (round(tau_before - 0.01, 2), k_before) if which == "tau" else (tau_before, k_before - 10)
+        if expected is not None:
+            expected(*guess)  # the direct runs for the value the key press will set, before the clock starts
         m0, l0 = meters.read(), load1()
         # a figure drawn again (mounted afresh or re-plotted) has a new _fullLayout: mark the current ones
         t0 = page.evaluate(
@@ -271,7 +326,8 @@ def synthetic_changes(page, which: str, n: int, meters: Meters, n_tagged: int, l
         page.wait_for_timeout(20)
         tau_now = float(slider_thumb(page, "τ — remove only rows").input_value())
         k_now = int(float(slider_thumb(page, "k — rows removed per round").input_value()))
-        ms = synthetic_wait(page, tau_now, None if legacy else k_now, n_tagged, t0, legacy)
+        kept = expected(tau_now, k_now) if expected is not None else None
+        ms = synthetic_wait(page, tau_now, None if legacy else k_now, n_tagged, t0, legacy, kept)
         redrawn = page.evaluate(
             "[...document.querySelectorAll('.js-plotly-plot')].filter(p => !(p._fullLayout && p._fullLayout.__bench))"
             ".length"
@@ -395,9 +451,10 @@ def main() -> None:
                         f"{w['pixels_painted_by_webgl']} pixels painted by its canvases"
                     )
                 page.wait_for_timeout(1000)
+                expected = None if legacy else ExpectedPanels(root)
                 for which, n in (("tau", args.tau_changes), ("k", args.k_changes)):
                     if n:
-                        rows = synthetic_changes(page, which, n, meters, state["tagged"], legacy)
+                        rows = synthetic_changes(page, which, n, meters, state["tagged"], legacy, expected)
                         report[f"synthetic_{which}"] = summarise(
                             f"Synthetic page, {which} change -> every panel redrawn", rows
                         )

@@ -103,7 +103,7 @@ n = int(n_samples)
 s1, s2 = st.columns(2)
 tau = s1.slider(
     "τ — remove only rows with predictability ≥ τ",
-    0.5,
+    compute.CIRCLES_TAU_FLOOR,  # one AFLite run at the lowest τ gives every τ above it (compute.circles_experiment)
     1.0,
     0.75,
     0.01,

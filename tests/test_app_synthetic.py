@@ -104,9 +104,11 @@ def test_tau_change_redraws_every_run_panel_and_sends_the_originals_unchanged(ap
     stepper_map = _stepper(at)
     for fig in run_figs:
         assert {t["type"] for t in fig["data"]} <= {"scatter", "histogram"}
-        if fig != stepper_map:  # the map shows no τ, only round 1's rows
-            assert fig["layout"]["meta"] == {"tau": 0.7, "k": 100}
-    assert "meta" not in stepper_map["layout"]
+    for fig in _columns(at):  # an after-panel is tagged by the rows it shows (dataset, count, digest), not τ
+        assert set(fig["layout"]["meta"]) == {"dataset", "rows", "kept"}
+    hist = next(f for f in run_figs if f != stepper_map and "tau" in f["layout"].get("meta", {}))
+    assert hist["layout"]["meta"] == {"tau": 0.7, "k": 100}
+    assert "meta" not in stepper_map["layout"]  # the map shows no τ, only round 1's rows
     for fig in _columns(at):
         title = fig["layout"]["annotations"][0]["text"]
         n_after = int(title.split("</b>: ")[1].split(" rows")[0].replace(",", ""))
@@ -250,3 +252,42 @@ def test_optimum_section_on_request(app_test):
     chart = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-optimum-chart" in str(el.proto.id))
     assert "AFOptimum (exhaustive search)" in {t.get("name") for t in chart["data"]}
     assert any("Closest on average" in c.value for c in at.caption)
+
+
+def test_the_page_experiment_read_off_one_run_equals_a_direct_run_at_every_tau():
+    """The page runs AFLite once per k at the τ slider's floor and reads every τ off it: same table, same rows."""
+    import pandas as pd
+    import streamlit as st
+
+    from aflite_app.compute.synthetic import (
+        CIRCLES_TAU_FLOOR,
+        CirclesRunSpec,
+        CirclesSpec,
+        circles_before,
+        circles_datasets,
+        circles_experiment,
+    )
+    from aflite_core.synthetic_experiment import synthetic_experiment
+
+    st.cache_resource.clear()
+    spec = CirclesSpec(n_samples=400, seed=2)
+    for k in (20, 40):
+        for tau in (CIRCLES_TAU_FLOOR, 0.66, 0.75, 0.9, 1.0):
+            run = CirclesRunSpec(spec, tau=tau, slice_size=k, n_partitions=16)
+            page = circles_experiment(run)
+            direct = synthetic_experiment(
+                list(circles_datasets(spec)),
+                target_size=run.target_size,
+                train_size=run.train_size,
+                slice_size=k,
+                tau=tau,
+                n_partitions=16,
+                n_splits=run.n_splits,
+                before=circles_before(spec, run.n_splits),
+                random_state=spec.seed,
+            )
+            pd.testing.assert_frame_equal(page.table, direct.table)
+            for name, res in direct.results.items():
+                np.testing.assert_array_equal(page.results[name].removed_round, res.removed_round)
+                assert page.results[name].stop_message == res.stop_message
+    st.cache_resource.clear()

@@ -10,6 +10,7 @@ from aflite_app.charts.theme import KEPT, REMOVED, class_colour_map
 from aflite_core import aflite
 from aflite_core.synthetic import make_biased_circles, paper_circles
 from aflite_core.synthetic_experiment import synthetic_experiment
+from aflite_core.tau_path import narrow_to_tau
 
 
 @pytest.fixture(scope="module")
@@ -370,7 +371,7 @@ def test_run_figures_carry_tau_and_k(big):
     d, res, row = big
     expected = {"tau": 0.75, "k": 100}
     assert charts.run_meta(res) == expected and charts.run_meta(res.kept) is None
-    assert charts.circles_column(d, res, row, part="after").layout.meta == expected
+    assert charts.circles_column(d, res, row, part="both").layout.meta == expected
     for panel in ("both", "histogram"):
         assert charts.round_stepper(d, res, 1, panel=panel).layout.meta == expected
     # the map shows round 1's rows only: another τ with the same first round gives the very same figure
@@ -379,7 +380,29 @@ def test_run_figures_carry_tau_and_k(big):
     assert other.n_rounds == res.n_rounds
     a, b = (charts.round_stepper(d, r, 1, panel="map").to_json() for r in (res, other))
     assert a == b and '"meta"' not in a
-    assert charts.circles_column(d, res.kept, row, part="after").layout.meta is None
+
+
+def test_an_after_panel_is_tagged_by_its_rows_so_the_same_rows_give_the_same_figure(big):
+    """The after-panel carries its dataset, row count and kept-set digest, not τ: a τ that keeps the same rows
+    (with the same numbers in the title) sends the very same figure; other rows give another tag."""
+    d, res, row = big
+    meta = charts.circles_column(d, res, row, part="after").layout.meta
+    assert meta == charts.kept_meta(d, res) == charts.kept_meta(d, res.kept)
+    assert meta["dataset"] == d.name and meta["rows"] == res.n_kept and len(meta["kept"]) == 16
+    low = aflite(d.X, d.y, **{**_run_args(res), "tau": 0.5})  # find a τ ≠ 0.75 that keeps the same rows
+    tau = next(
+        t
+        for t in np.round(np.arange(0.7, 0.8, 0.002), 3)
+        if t != 0.75 and np.array_equal(narrow_to_tau(low, t).kept, res.kept)
+    )
+    same_rows = aflite(d.X, d.y, **{**_run_args(res), "tau": float(tau)})  # a direct run at that τ
+    assert np.array_equal(same_rows.kept, res.kept)
+    assert same_rows.params["tau"] != res.params["tau"]
+    a, b = (charts.circles_column(d, r, row, part="after", webgl=False).to_json() for r in (res, same_rows))
+    assert a == b
+    fewer = res.kept.copy()
+    fewer[np.flatnonzero(fewer)[0]] = False
+    assert charts.kept_meta(d, fewer)["kept"] != meta["kept"] and charts.kept_meta(d, fewer)["rows"] == meta["rows"] - 1
 
 
 def test_page_figures_use_fixed_margins_and_the_white_template(big):

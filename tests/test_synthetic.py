@@ -388,3 +388,39 @@ def test_accuracy_notes_explain_below_chance_and_rises(default_experiment):
         }
     )
     assert any("fell to 0.450 after round 2" in n and "ended at 0.700" in n for n in accuracy_notes(at_chance, curve))
+
+
+def test_an_experiment_read_off_runs_at_a_lower_tau_equals_the_direct_one():
+    data = paper_circles(500)
+    kw = dict(n_partitions=12, n_splits=3, slice_size=25, random_state=4)
+    low = synthetic_experiment(data, tau=0.5, **kw)
+    memo: dict = {}
+    for tau in (0.5, 0.62, 0.75, 0.9):
+        narrowed = synthetic_experiment(data, tau=tau, runs=low.results, after=memo, **kw)
+        direct = synthetic_experiment(data, tau=tau, **kw)
+        pd.testing.assert_frame_equal(narrowed.table, direct.table)
+        for name, res in direct.results.items():
+            assert np.array_equal(narrowed.results[name].removed_round, res.removed_round)
+    # the memo holds one entry per distinct kept set: repeated sets were not measured again
+    assert 0 < len(memo) <= 4 * 4
+    hits = synthetic_experiment(data, tau=0.75, runs=low.results, after=memo, **kw)
+    pd.testing.assert_frame_equal(hits.table, synthetic_experiment(data, tau=0.75, **kw).table)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"slice_size": 30}, {"random_state": 5}, {"n_partitions": 16}, {"tau": 0.4}],
+)
+def test_runs_from_other_parameters_are_refused(change):
+    data = paper_circles(500)
+    kw = dict(n_partitions=12, n_splits=3, slice_size=25, random_state=4, tau=0.5)
+    low = synthetic_experiment(data, **kw)
+    with pytest.raises(ValueError, match="cannot stand for this experiment's run"):
+        synthetic_experiment(data, runs=low.results, **{**kw, **change})
+
+
+def test_runs_on_other_data_are_refused():
+    kw = dict(n_partitions=12, n_splits=3, slice_size=25, random_state=4, tau=0.5)
+    low = synthetic_experiment(paper_circles(500, random_state=0), **kw)
+    with pytest.raises(ValueError, match="was not made on it"):
+        synthetic_experiment(paper_circles(500, random_state=1), runs=low.results, **kw)

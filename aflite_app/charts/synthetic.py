@@ -21,12 +21,15 @@ for the page's 16,000 points), a WebGL point next to nothing. But every WebGL fi
 Streamlit chart whose figure changes is mounted afresh (new contexts, shaders compiled again: ~0.35 CPU-s per
 figure in software WebGL), and Chromium keeps at most 16 contexts per page, silently dropping the oldest (a blank
 panel). So ``webgl=False`` keeps a figure that is rebuilt on every τ/k change in SVG, and only figures drawn once
-(the original data) use WebGL. The figures of one AFLite run carry ``layout.meta`` =
-``{"tau", "k"}`` of that run (:func:`run_meta`), so a browser test can tell the figure of a new run from the old.
+(the original data) use WebGL. A panel of kept rows carries what it shows in ``layout.meta`` (:func:`kept_meta`:
+the dataset, the row count and a digest of the kept rows), not the run's τ and k: a τ change that keeps the same
+rows sends the same figure, which the browser does not draw again, and a browser test can still tell which rows a
+panel shows. The stepper's histogram, which shows τ, carries ``{"tau", "k"}`` (:func:`run_meta`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,6 +56,7 @@ __all__ = [
     "circles_column",
     "circles_grid",
     "circles_legend",
+    "kept_meta",
     "kind_of_rows",
     "ood_chart",
     "ood_loss_text",
@@ -121,6 +125,16 @@ def _scatter_type(n_points: int, webgl: bool | None = None) -> type[go.Scatter] 
     if webgl is None:
         webgl = n_points > WEBGL_POINTS
     return go.Scattergl if webgl else go.Scatter
+
+
+def kept_meta(data: BiasedCircles, kept: Any) -> dict[str, str | int]:
+    """``{"dataset", "rows", "kept"}`` of a panel of kept rows (its ``layout.meta``): ``kept`` is a digest of the mask.
+
+    Two runs that keep the same rows give the same tag (and, with the same numbers in the title, the same figure).
+    """
+    mask = _kept_mask(data, kept)
+    digest = hashlib.blake2b(np.packbits(mask).tobytes(), digest_size=8).hexdigest()
+    return {"dataset": data.name, "rows": int(mask.sum()), "kept": digest}
 
 
 def run_meta(result: Any) -> dict[str, float | int] | None:
@@ -541,8 +555,9 @@ def circles_column(
 
     ``part="original"`` or ``"after"`` builds only that panel, as a figure of its own: the page draws the two
     apart, so a τ or k change (which cannot change the original panel) leaves the original's figure byte-identical
-    and the browser does not draw it again. With an ``AFLiteResult`` as ``kept``, the figures that show the run
-    (``"after"``, ``"both"``) carry its τ and k in ``layout.meta`` (:func:`run_meta`). Default heights: 640 for
+    and the browser does not draw it again. The after-panel alone (``"after"``) carries :func:`kept_meta` in
+    ``layout.meta``, so a τ change that keeps the same rows sends it byte-identical too; ``"both"`` carries the
+    run's τ and k (:func:`run_meta`) when ``kept`` is an ``AFLiteResult``. Default heights: 640 for
     both panels, 300 for the original alone, 350 for the after-panel alone (the same plot area). ``webgl``: draw
     the points with ``Scattergl`` (True), SVG (False) or WebGL above :data:`WEBGL_POINTS` points (None).
     """
@@ -575,7 +590,7 @@ def circles_column(
     fig.update_layout(
         showlegend=False,
         margin=dict(l=_MARGIN_L, r=10, **margin),
-        meta=None if part == "original" else run_meta(kept),
+        meta={"original": None, "after": kept_meta(data, kept), "both": run_meta(kept)}[part],
     )
     return _no_automargin(fig)
 

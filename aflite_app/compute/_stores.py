@@ -44,6 +44,12 @@ class LRUStore(OrderedDict):
         super().__init__()
         self.limit = limit
 
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        """Store ``value``; beyond ``limit`` entries the least recently used go (also for ``store[key] = v``)."""
+        super().__setitem__(key, value)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
     def recall(self, key: Hashable) -> Any:
         """The entry for ``key`` (marked as just used), or None."""
         if key in self:
@@ -55,8 +61,6 @@ class LRUStore(OrderedDict):
         """Store ``value`` under ``key``, dropping the least recently used entries beyond the limit."""
         self[key] = value
         self.move_to_end(key)
-        while len(self) > self.limit:
-            self.popitem(last=False)
 
 
 def too_many_rows(

@@ -1,8 +1,9 @@
 """The Synthetic circles page (the paper's Figure 2, live): datasets, "before" accuracies and AFLite runs.
 
 On the τ/k path, from slowest-changing to fastest: the datasets (cache_resource, keyed by :class:`CirclesSpec`),
-their "before" accuracies (keyed by CirclesSpec + folds; independent of τ and k) and the AFLite runs with the
-"after" accuracies (keyed by :class:`CirclesRunSpec` = CirclesSpec + AFLite parameters); the last two sit in a
+their "before" accuracies (keyed by CirclesSpec + folds; independent of τ and k), the AFLite runs at the τ
+slider's lowest value (keyed by the AFLite parameters but τ: every higher τ is read off them exactly) and the
+experiment at the page's τ with the "after" accuracies (keyed by :class:`CirclesRunSpec`); these sit in a
 bounded store rather than ``st.cache_*`` because they report progress to the page's progress bar. Computed only
 when asked for, never on the τ/k path: the accuracy over rounds of one run (:func:`circles_curve`), the
 out-of-distribution test (:func:`circles_ood`, keyed by :class:`CirclesOODSpec`) and AFOptimum against AFLite on
@@ -32,6 +33,7 @@ __all__ = [
     "CIRCLES_LIVE_FOLDS",
     "CIRCLES_MAX_LEVELS",
     "CIRCLES_OOD_SEEDS",
+    "CIRCLES_TAU_FLOOR",
     "CirclesOODSpec",
     "CirclesRunSpec",
     "CirclesSpec",
@@ -55,8 +57,13 @@ CIRCLES_OOD_SEEDS = (0, 1, 2)
 CIRCLES_LIVE_FOLDS = 3
 #: how many separation levels the page accepts
 CIRCLES_MAX_LEVELS = 6
-#: finished computations the page remembers (before accuracies, experiments, out-of-distribution tests)
-CIRCLES_STORE_SIZE = 48
+#: finished computations the page remembers (before accuracies, AFLite runs, experiments, out-of-distribution tests)
+CIRCLES_STORE_SIZE = 64
+#: "after" accuracies remembered by kept set (a few floats each)
+CIRCLES_AFTER_MEMO_SIZE = 4096
+#: the τ slider's lowest value: one AFLite run per dataset at this τ holds the run at every τ above it exactly
+#: (aflite_core.tau_path), so a τ change on the page runs no AFLite
+CIRCLES_TAU_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
@@ -161,13 +168,44 @@ def circles_before(
     return hit
 
 
+def _circles_runs(run: CirclesRunSpec, progress: Callable[[int, int, str], Any]) -> dict[str, Any]:
+    """AFLite on every dataset at :data:`CIRCLES_TAU_FLOOR` with the run's other parameters (remembered)."""
+    floor = replace(run, tau=min(run.tau, CIRCLES_TAU_FLOOR), n_splits=CIRCLES_LIVE_FOLDS)  # folds: not used
+    key = ("runs", floor)
+    hit = _circles_store().recall(key)
+    if hit is None:
+        hit = synthetic_experiment.synthetic_experiment(
+            list(circles_datasets(run.data)),
+            target_size=run.target_size,
+            train_size=run.train_size,
+            slice_size=int(run.slice_size),
+            tau=floor.tau,
+            n_partitions=run.n_partitions,
+            random_state=run.data.seed,
+            n_threads=1,
+            callback=progress,
+            accuracies=False,
+        ).results
+        _circles_store().keep(key, hit)
+    return hit
+
+
+@st.cache_resource(max_entries=1)
+def _circles_after_memo() -> _stores.LRUStore:
+    """The "after" accuracies by data, kept rows, folds and seed: neighbouring τ often keep the same rows."""
+    return _stores.LRUStore(CIRCLES_AFTER_MEMO_SIZE)
+
+
 def circles_experiment(
     run: CirclesRunSpec, progress: Callable[[float, str], Any] | None = None
 ) -> synthetic_experiment.SyntheticExperiment:
     """AFLite on every dataset plus the "after" accuracies and planted-truth counts (``synthetic_experiment``).
 
-    ``progress(fraction, text)`` reports the steps (first the "before" accuracies, then one AFLite run per
-    dataset) for the page's progress bar; it is only called when something is computed.
+    AFLite runs once per dataset at :data:`CIRCLES_TAU_FLOOR` for the run's k, m, t, n and seed; the run at the
+    page's τ is read off it (:func:`aflite_core.tau_path.narrow_to_tau`, exactly what a run at τ gives), so a τ
+    change runs no AFLite, and the "after" accuracies of a kept set already measured are looked up. The result
+    equals ``synthetic_experiment`` at τ (the tests compare them). ``progress(fraction, text)`` reports the steps
+    for the page's progress bar; it is only called when something is computed.
     """
     key = ("experiment", run)
     hit = _circles_store().recall(key)
@@ -175,15 +213,15 @@ def circles_experiment(
         return hit
     data = list(circles_datasets(run.data))
 
-    def before_step(step: int, total: int, name: str) -> None:
-        if progress is not None:
-            progress(0.4 * step / total, f"Accuracy before filtering: {name} ({step} of {total})")
+    def step(low: float, high: float, what: str) -> Callable[[int, int, str], None]:
+        def report(i: int, total: int, name: str) -> None:
+            if progress is not None:
+                progress(low + (high - low) * i / total, f"{what}: {name} ({i} of {total})")
 
-    def run_step(step: int, total: int, name: str) -> None:
-        if progress is not None:
-            progress(0.4 + 0.6 * step / total, f"AFLite and the accuracies after: {name} ({step} of {total})")
+        return report
 
-    before = circles_before(run.data, run.n_splits, before_step)
+    before = circles_before(run.data, run.n_splits, step(0.0, 0.3, "Accuracy before filtering"))
+    runs = _circles_runs(run, step(0.3, 0.75, "AFLite"))
     exp = synthetic_experiment.synthetic_experiment(
         data,
         target_size=run.target_size,
@@ -195,7 +233,9 @@ def circles_experiment(
         before=before,
         random_state=run.data.seed,
         n_threads=1,
-        callback=run_step,
+        callback=step(0.75, 1.0, "Accuracy after filtering"),
+        runs=runs,
+        after=_circles_after_memo(),
     )
     _circles_store().keep(key, exp)
     return exp
