@@ -11,6 +11,7 @@ os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(os.path.dirname(os.path.ab
 import streamlit as st
 
 from aflite_app import links, state, ui
+from aflite_app.compute import synthetic as synthetic_compute
 from aflite_app.compute._stores import upload_vault
 from aflite_app.compute.datasets import bundled_dataset
 from aflite_app.compute.runs import filter_defaults
@@ -51,3 +52,5 @@ summary = st.sidebar.empty()
 ui.run_summary(summary)  # what is known now (kept if the page stops early) ...
 nav.run()
 ui.run_summary(summary)  # ... and again after the page, so it shows the run the page just made
+# once per server process, after the first page is sent: the Synthetic page's first numbers, in the background
+synthetic_compute.start_warm_up()

@@ -206,7 +206,25 @@ def summarise(name: str, rows: list[dict[str, float]]) -> dict[str, float]:
         out[f"{key}_max"] = max(vals)
         if key != "load1":
             print(f"    {key:28s} median {statistics.median(vals):7.3f}   max {max(vals):7.3f}")
+    out["changes"] = rows
     return out
+
+
+def renderer_per_point(rows: list[dict[str, float]]) -> dict[str, float] | None:
+    """Least squares over the Synthetic changes: renderer CPU-s = fixed + per_point × SVG points redrawn."""
+    import numpy as np
+
+    pts = np.array([r["svg_points_redrawn"] for r in rows], dtype=float)
+    cpu = np.array([r["chromium_renderer_cpu"] for r in rows], dtype=float)
+    if len(rows) < 3 or np.ptp(pts) == 0:
+        return None
+    slope, fixed = np.polyfit(pts, cpu, 1)
+    fit = {"fixed_cpu_s": float(fixed), "ms_per_point": float(slope * 1e3), "n": len(rows)}
+    print(
+        f"renderer CPU per change ≈ {fixed:.2f} s + {slope * 1e3:.3f} ms × SVG points redrawn "
+        f"(least squares over {len(rows)} changes)"
+    )
+    return fit
 
 
 def slider_thumb(page, label: str):
@@ -328,14 +346,17 @@ def synthetic_changes(
         k_now = int(float(slider_thumb(page, "k — rows removed per round").input_value()))
         kept = expected(tau_now, k_now) if expected is not None else None
         ms = synthetic_wait(page, tau_now, None if legacy else k_now, n_tagged, t0, legacy, kept)
-        redrawn = page.evaluate(
-            "[...document.querySelectorAll('.js-plotly-plot')].filter(p => !(p._fullLayout && p._fullLayout.__bench))"
-            ".length"
+        redrawn, points = page.evaluate(
+            "(() => { const r = [...document.querySelectorAll('.js-plotly-plot')]"
+            ".filter(p => !(p._fullLayout && p._fullLayout.__bench));"
+            " return [r.length, r.reduce((s, p) => s + (p._fullData || []).filter(t => t.type === 'scatter')"
+            ".reduce((a, t) => a + (t._length || 0), 0), 0)]; })()"
         )
         rows.append(
             {
                 "wall_s": ms / 1000,
                 "plots_redrawn": redrawn,
+                "svg_points_redrawn": points,
                 **Meters.delta(m0, meters.read()),
                 "load1": (l0 + load1()) / 2,
             }
@@ -458,6 +479,9 @@ def main() -> None:
                         report[f"synthetic_{which}"] = summarise(
                             f"Synthetic page, {which} change -> every panel redrawn", rows
                         )
+                both = [c for w in ("tau", "k") for c in report.get(f"synthetic_{w}", {}).get("changes", [])]
+                if both and "svg_points_redrawn" in both[0]:
+                    report["renderer_per_point"] = renderer_per_point(both)
                 lost = page.evaluate("window.__glLost")
                 report["webgl_after_changes"] = webgl_pixels(page)
                 report["webgl_contexts_lost"] = lost

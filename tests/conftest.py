@@ -10,6 +10,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
+# the app's background warm-up of the Synthetic page (one per server process) would add its CPU to every AppTest
+# and served app of the suite; tests/test_app_synthetic.py runs it on purpose
+os.environ.setdefault("AFLITE_WARM_UP", "0")
 SHARED_DATA = Path(os.environ.get("AFLITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 # CI: few, bounded examples; a deadline per example keeps the suite inside its time budget.

@@ -291,3 +291,53 @@ def test_the_page_experiment_read_off_one_run_equals_a_direct_run_at_every_tau()
                 np.testing.assert_array_equal(page.results[name].removed_round, res.removed_round)
                 assert page.results[name].stop_message == res.stop_message
     st.cache_resource.clear()
+
+
+def test_the_warm_up_fills_the_store_with_the_default_page_and_the_page_uses_it(monkeypatch):
+    """The server's background warm-up computes the default page's "before" accuracies and AFLite runs; the page
+    then computes neither again, and shows what a direct run gives."""
+    import streamlit as st
+
+    from aflite_app.compute import synthetic as compute
+    from aflite_core import synthetic_experiment as core
+
+    st.cache_resource.clear()
+    monkeypatch.setenv("AFLITE_WARM_UP", "1")
+    thread = compute.start_warm_up()
+    assert thread is not None
+    thread.join(120)
+    assert not thread.is_alive()
+    calls = []
+    real_before, real_run = core.before_accuracies, core.synthetic_experiment
+    monkeypatch.setattr(core, "before_accuracies", lambda *a, **k: calls.append("before") or real_before(*a, **k))
+    monkeypatch.setattr(
+        core, "synthetic_experiment", lambda *a, **k: calls.append(k.get("runs") is None) or real_run(*a, **k)
+    )
+    run = compute.CirclesRunSpec(compute.CirclesSpec())
+    exp = compute.circles_experiment(run)
+    assert calls == [False]  # one call, reading the warmed-up runs (runs=...), no "before" and no AFLite run
+    assert compute.start_warm_up() is thread  # once per process
+    direct = real_run(
+        list(compute.circles_datasets(run.data)),
+        target_size=run.target_size,
+        train_size=run.train_size,
+        slice_size=run.slice_size,
+        tau=run.tau,
+        n_partitions=run.n_partitions,
+        n_splits=run.n_splits,
+        random_state=run.data.seed,
+    )
+    cols = ["dataset", "n_after", "linear_after", "rbf_after", "linear_before", "rbf_before", "rounds"]
+    assert exp.table[cols].equals(direct.table[cols])
+    st.cache_resource.clear()
+
+
+def test_warm_up_is_off_when_asked(monkeypatch):
+    import streamlit as st
+
+    from aflite_app.compute import synthetic as compute
+
+    st.cache_resource.clear()
+    monkeypatch.setenv("AFLITE_WARM_UP", "0")
+    assert compute.start_warm_up() is None
+    st.cache_resource.clear()

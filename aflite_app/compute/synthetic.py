@@ -16,7 +16,10 @@ figure, which it does not draw again.
 
 from __future__ import annotations
 
+import logging
+import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -156,6 +159,9 @@ def circles_before(
     key = ("before", spec, int(n_splits))
     hit = _circles_store().recall(key)
     if hit is None:
+        with _COMPUTING:  # the warm-up (or another session) may be computing it: wait, then look again
+            hit = _circles_store().recall(key)
+    if hit is None:
         hit = synthetic_experiment.before_accuracies(
             list(circles_datasets(spec)),
             n_splits=n_splits,
@@ -174,6 +180,9 @@ def _circles_runs(run: CirclesRunSpec, progress: Callable[[int, int, str], Any])
     key = ("runs", floor)
     hit = _circles_store().recall(key)
     if hit is None:
+        with _COMPUTING:
+            hit = _circles_store().recall(key)
+    if hit is None:
         hit = synthetic_experiment.synthetic_experiment(
             list(circles_datasets(run.data)),
             target_size=run.target_size,
@@ -188,6 +197,48 @@ def _circles_runs(run: CirclesRunSpec, progress: Callable[[int, int, str], Any])
         ).results
         _circles_store().keep(key, hit)
     return hit
+
+
+#: held by the warm-up while it computes the default page's "before" accuracies and AFLite runs: a page that
+#: needs them waits for it instead of computing them a second time in parallel
+_COMPUTING = threading.RLock()
+
+
+def warm_up_default() -> None:
+    """Compute what the default Synthetic page needs first ("before" accuracies, AFLite runs) into the store.
+
+    The slowest part of the page's first render (about 1.5 CPU-s, and the first use of scikit-learn's SVM); done
+    once per server process in the background by :func:`start_warm_up`, so a teacher who opens the page finds
+    it ready. Errors are ignored: the page then computes (and reports) the same itself.
+    """
+    run = CirclesRunSpec(CirclesSpec())
+    try:
+        with _COMPUTING:
+            circles_before(run.data, run.n_splits)
+            _circles_runs(run, lambda *_: None)
+    except Exception:  # the page computes it again and shows any error there
+        pass
+
+
+_WARM_UP_THREAD = "aflite-synthetic-warm-up"
+
+
+class _QuietWarmUp(logging.Filter):
+    """Drops Streamlit's "missing ScriptRunContext" warnings of the warm-up thread (it draws nothing, on purpose)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.threadName != _WARM_UP_THREAD
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def start_warm_up() -> threading.Thread | None:
+    """Start :func:`warm_up_default` in a daemon thread, once per server process (``AFLITE_WARM_UP=0``: never)."""
+    if os.environ.get("AFLITE_WARM_UP", "1") == "0":
+        return None
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_QuietWarmUp())
+    thread = threading.Thread(target=warm_up_default, name=_WARM_UP_THREAD, daemon=True)
+    thread.start()
+    return thread
 
 
 @st.cache_resource(max_entries=1)
