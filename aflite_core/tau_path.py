@@ -40,7 +40,9 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
     AFLiteResult
         Equal to a direct run at ``tau`` with the same data, seed and other parameters in every field except the
         creation time in ``provenance`` and the per-round ``seconds`` of ``history`` (those of ``result``).
-        ``provenance["narrowed_from_tau"]`` records the τ of the run it was read off.
+        ``provenance["narrowed_from_tau"]`` records the τ of the run it was read off. Its ``scores`` and
+        ``n_predictions`` are read-only views of ``result``'s (the first rounds), so narrowing costs no copy of
+        the score matrix.
 
     Raises
     ------
@@ -120,8 +122,8 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
         y=result.y,
         kept=removed_round < 0,
         removed_round=removed_round,
-        scores=scores[:stop_round].copy(),
-        n_predictions=result.n_predictions[:stop_round].copy(),
+        scores=_read_only(scores[:stop_round]),
+        n_predictions=_read_only(result.n_predictions[:stop_round]),
         first_score=result.first_score.copy(),
         last_score=last_score,
         removal_score=removal_score,
@@ -130,3 +132,9 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
         provenance=provenance,
         ids=result.ids,
     )
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view

@@ -334,6 +334,7 @@ def synthetic_changes(
         guess = (round(tau_before - 0.01, 2), k_before) if which == "tau" else (tau_before, k_before - 10)
         if expected is not None:
             expected(*guess)  # the direct runs for the value the key press will set, before the clock starts
+            page.wait_for_timeout(300)  # and the machine quiet again
         m0, l0 = meters.read(), load1()
         # a figure drawn again (mounted afresh or re-plotted) has a new _fullLayout: mark the current ones
         t0 = page.evaluate(

@@ -103,3 +103,13 @@ def test_results_that_cannot_be_narrowed_are_refused_with_one_sentence():
     with_eval = aflite(X[:half], y[:half], tau=0.6, eval_X=X[half:], eval_y=y[half:], **kw)
     with pytest.raises(ValueError, match="evaluation set"):
         narrow_to_tau(with_eval, 0.7)
+
+
+def test_a_narrowed_result_shares_the_score_matrix_read_only():
+    X, y, *_ = make_biased_circles(300, separation=0.6, random_state=0)
+    low = aflite(X, y, tau=0.5, target_size=40, train_size=30, slice_size=20, n_partitions=8, random_state=0)
+    high = narrow_to_tau(low, 0.8)
+    assert np.shares_memory(high.scores, low.scores) and not high.scores.flags.writeable
+    assert low.scores.flags.writeable  # the run it was read off is untouched
+    with pytest.raises(ValueError, match="read-only"):
+        high.scores[0, 0] = 1.0

@@ -252,6 +252,17 @@ def _style(fig: go.Figure, *, height: int) -> go.Figure:
     return fig
 
 
+def _unvalidated(fig: go.Figure) -> go.Figure:
+    """Skip plotly.py's per-property validation for the rest of the build (figure and layout).
+
+    The traces pass ``_validate=False`` themselves; the values are built here and already valid, the JSON is the
+    same, and the validation was most of a figure's build time on the τ/k path.
+    """
+    fig._validate = False
+    fig._layout_obj._validate = False
+    return fig
+
+
 def _no_automargin(fig: go.Figure) -> go.Figure:
     """Axes that never push the margins: the figure is drawn once, not twice.
 
@@ -402,6 +413,7 @@ def round_stepper(
     else:
         fig = make_subplots(rows=1, cols=1, subplot_titles=[titles[0] if panel == "map" else titles[1]])
         map_at = hist_at = (1, 1)
+    _unvalidated(fig)
     draw_map, draw_hist = panel in ("both", "map"), panel in ("both", "histogram")
 
     scatter = _scatter_type(data.n_samples, webgl)
@@ -509,8 +521,10 @@ def round_stepper(
     fig.update_layout(
         legend=dict(y=1.1, font_size=11),
         margin=dict(l=left, r=20, t=110, b=66),
-        meta=None if panel == "map" else run_meta(result),
     )
+    meta = None if panel == "map" else run_meta(result)
+    if meta is not None:  # unvalidated, an explicit None would be sent as "meta": null
+        fig.update_layout(meta=meta)
     return _no_automargin(fig)
 
 
@@ -571,8 +585,9 @@ def circles_column(
         "original": [(everything, top, "original")],
         "after": [(mask, bottom, "after AFLite")],
     }[part]
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[p[1] for p in panels], vertical_spacing=0.2)
-    fig._validate = False
+    fig = _unvalidated(
+        make_subplots(rows=len(panels), cols=1, subplot_titles=[p[1] for p in panels], vertical_spacing=0.2)
+    )
     scatter = _scatter_type(sum(int(p[0].sum()) for p in panels), webgl)
     for r, (sel, _, what) in enumerate(panels, start=1):
         _scatter_points(fig, data, sel, row=r, col=1, showlegend=False, panel=f"{data.name}, {what}", scatter=scatter)
@@ -590,8 +605,10 @@ def circles_column(
     fig.update_layout(
         showlegend=False,
         margin=dict(l=_MARGIN_L, r=10, **margin),
-        meta={"original": None, "after": kept_meta(data, kept), "both": run_meta(kept)}[part],
     )
+    meta = {"original": None, "after": kept_meta(data, kept), "both": run_meta(kept)}[part]
+    if meta is not None:  # unvalidated, an explicit None would be sent as "meta": null
+        fig.update_layout(meta=meta)
     return _no_automargin(fig)
 
 

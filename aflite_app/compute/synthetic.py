@@ -61,7 +61,7 @@ CIRCLES_LIVE_FOLDS = 3
 #: how many separation levels the page accepts
 CIRCLES_MAX_LEVELS = 6
 #: finished computations the page remembers (before accuracies, AFLite runs, experiments, out-of-distribution tests)
-CIRCLES_STORE_SIZE = 64
+CIRCLES_STORE_SIZE = 48
 #: "after" accuracies remembered by kept set (a few floats each)
 CIRCLES_AFTER_MEMO_SIZE = 4096
 #: the τ slider's lowest value: one AFLite run per dataset at this τ holds the run at every τ above it exactly
