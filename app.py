@@ -17,6 +17,9 @@ from aflite_app.compute.datasets import bundled_dataset
 from aflite_app.compute.runs import filter_defaults
 
 st.set_page_config(page_title="AFLite Studio", page_icon="🧹", layout="wide")
+# once per server process, from its first page on: the Synthetic page's first numbers (and scikit-learn's ~1 s
+# import), in a background thread
+synthetic_compute.start_warm_up()
 state.init_session(st.session_state)
 # a shared link or a reload: the URL's view (dataset, representation, Filter parameters) applies once
 notice = links.apply_url(st.session_state, st.query_params, upload_vault(), bundled_dataset)
@@ -52,5 +55,3 @@ summary = st.sidebar.empty()
 ui.run_summary(summary)  # what is known now (kept if the page stops early) ...
 nav.run()
 ui.run_summary(summary)  # ... and again after the page, so it shows the run the page just made
-# once per server process, after the first page is sent: the Synthetic page's first numbers, in the background
-synthetic_compute.start_warm_up()

@@ -11,12 +11,16 @@ Measures, on the bundled digits and the Synthetic page's default circles:
 * first page of a cold app: from starting ``streamlit run`` to the home page rendered in headless Chromium;
 * Filter page: first render, and the time from a τ change (keyboard on the slider) until the chart shows the new τ;
 * Synthetic page: first render (every panel drawn), and the time from a τ or a k change until **every** panel
-  that depends on τ and k is drawn again: the page's figures carry ``layout.meta = {"tau", "k"}`` and the detector
-  waits until every such figure shows the new values, Streamlit's status widget no longer shows the script as
-  running, and no plot has changed in the DOM for ``QUIET_MS``; the time reported is the first animation frame
-  after the last change to any plot (a MutationObserver records it), not the moment the detector polls. Pages
-  without the meta tags (an older checkout, ``--root``) fall back to: the stepper's histogram shows the new τ,
-  the script has finished and the plots are quiet.
+  that depends on τ and k shows the new run: the stepper's histogram carries ``layout.meta = {"tau", "k"}`` and
+  every after-panel ``{"dataset", "rows", "kept"}`` (a digest of the rows it draws); this script computes the
+  digests a direct AFLite run at the new (τ, k) gives (``ExpectedPanels``, before the key press) and the detector
+  waits until every panel shows them, Streamlit's status widget no longer shows the script as running, and no
+  plot has changed in the DOM for ``QUIET_MS``; the time reported is the first animation frame after the last
+  change to any plot (a MutationObserver records it), not the moment the detector polls. An after-panel whose
+  rows did not change is not drawn again, and need not be. Older checkouts (``--root``): where every run figure
+  carries τ and k, every one must show the new values; without tags, the stepper's histogram must show the new τ;
+  then the script's end and quiet plots as above. Per change it also counts the figures drawn again and their SVG
+  points, and fits the renderer's CPU per change as a fixed part plus a cost per SVG point.
 * per change, besides the wall time: the CPU seconds of the Streamlit server process, of every Chromium process
   (renderer and GPU process apart: software WebGL rasterises in the GPU process) and the renderer main thread's
   own accounting from the Chrome DevTools Protocol (``Performance.getMetrics``: TaskDuration, ScriptDuration,
