@@ -94,7 +94,7 @@ with st.expander("Advanced: points, bias and flip fractions, ring gaps, m, t, n,
         value=CIRCLES_LIVE_FOLDS,
         step=1,
         key="syn-folds",
-        help="The paper's protocol uses 5 folds; 3 keeps a τ or k change under about 2 s.",
+        help="The paper's protocol uses 5 folds; 3 keeps a τ change under about 1 s and a k change under about 2 s.",
     )
     seed = c3.number_input("Seed", min_value=0, max_value=2**31 - 1, value=0, step=1, key="syn-seed")
     st.form_submit_button("Apply", type="primary")
