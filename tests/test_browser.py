@@ -183,3 +183,71 @@ def test_stop_pressed_right_after_a_tau_change_stops_the_new_run(server, chrome_
     expect(page.get_by_text("partial").first).to_be_visible(timeout=8_000)
     expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_have_count(0)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def _direct_kept_tags(tau: float, k: int) -> dict[str, str]:
+    """{dataset: kept-rows digest} of direct AFLite runs at (τ, k) on the Synthetic page's default datasets."""
+    from aflite_app.charts.synthetic import kept_meta
+    from aflite_app.compute.synthetic import CirclesRunSpec, CirclesSpec, circles_datasets
+    from aflite_core.synthetic_experiment import synthetic_experiment
+
+    run = CirclesRunSpec(CirclesSpec(), tau=tau, slice_size=k)
+    data = list(circles_datasets(run.data))
+    exp = synthetic_experiment(
+        data,
+        target_size=run.target_size,
+        train_size=run.train_size,
+        slice_size=k,
+        tau=tau,
+        n_partitions=run.n_partitions,
+        random_state=run.data.seed,
+        accuracies=False,
+    )
+    return {d.name: kept_meta(d, exp.results[d.name])["kept"] for d in data}
+
+
+_AFTER_PANELS_JS = """() => [...document.querySelectorAll('.js-plotly-plot')]
+  .filter(p => p.layout && p.layout.meta && p.layout.meta.kept !== undefined)
+  .map(p => ({dataset: p.layout.meta.dataset, kept: p.layout.meta.kept, rows: p.layout.meta.rows,
+              drawn: p.querySelectorAll('.scatterlayer path.point').length,
+              mountedBefore: !!(p._fullLayout && p._fullLayout.__mark)}))"""
+
+
+def test_synthetic_tau_slider_shows_the_direct_runs_and_redraws_only_changed_panels(server, chrome_page):
+    """The Synthetic page reads every τ off one run at τ = 0.5: in the browser, after each τ step every after-panel
+    shows the rows a direct AFLite run at that τ keeps, draws every one of them, and a panel whose rows did not
+    change is the same plot as before (not mounted again)."""
+    page = chrome_page
+    page.goto(server + "/synthetic")
+    page.wait_for_function(f"({_AFTER_PANELS_JS})().length === 4", timeout=150_000)
+    thumb = page.locator('[data-testid="stSlider"]').filter(has_text="τ — remove only rows").get_by_role("slider")
+    kept_same = changed = 0
+    previous = {p["dataset"]: p["kept"] for p in page.evaluate(_AFTER_PANELS_JS)}
+    assert previous == _direct_kept_tags(0.75, 100)
+    for tau in (0.74, 0.73, 0.72, 0.71):
+        expected = _direct_kept_tags(tau, 100)
+        page.evaluate("document.querySelectorAll('.js-plotly-plot').forEach(p => p._fullLayout.__mark = 1)")
+        thumb.first.focus()
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function(
+            f"([want, tau]) => !document.querySelector('[data-testid=\"stStatusWidgetRunningIcon\"]')"
+            f" && ({_AFTER_PANELS_JS})().every(p => want[p.dataset] === p.kept)"
+            " && [...document.querySelectorAll('.js-plotly-plot')].some(p => p.layout && p.layout.meta"
+            " && p.layout.meta.tau === tau)",
+            arg=[expected, tau],
+            timeout=60_000,
+        )
+        page.wait_for_timeout(500)  # plotly finishes drawing
+        panels = page.evaluate(_AFTER_PANELS_JS)
+        assert sorted(p["dataset"] for p in panels) == sorted(expected)
+        for p in panels:
+            assert p["kept"] == expected[p["dataset"]]
+            assert p["drawn"] == p["rows"] > 0  # every kept row is a point on the screen (SVG)
+            if p["kept"] == previous[p["dataset"]]:
+                assert p["mountedBefore"], f"{p['dataset']}: same rows, yet drawn again"
+                kept_same += 1
+            else:
+                changed += 1
+        previous = {p["dataset"]: p["kept"] for p in panels}
+    assert changed > 0 and kept_same > 0  # both cases were exercised over the four steps
+    assert page.locator('[data-testid="stException"]').count() == 0
