@@ -2,6 +2,7 @@ import streamlit as st
 
 from aflite_app import ui
 from aflite_app.charts import synthetic as charts
+from aflite_app.charts import synthetic_studies as studies
 from aflite_app.compute import synthetic as compute
 from aflite_app.compute.synthetic import (
     CIRCLES_LIVE_FOLDS,
@@ -333,7 +334,7 @@ def round_stepper(exp) -> None:
     ):
         with ui.errors():
             curve = compute.circles_curve(run, name)
-        st.plotly_chart(charts.accuracy_rounds_chart(curve, rnd), width="stretch", key="syn-curve-chart")
+        st.plotly_chart(studies.accuracy_rounds_chart(curve, rnd), width="stretch", key="syn-curve-chart")
         lines = compute.circles_notes(exp, name, curve)
         ui.caption(
             f"{name}: held-out accuracy ({int(run.n_splits)}-fold CV) of the set left after each round; the dotted "
@@ -373,8 +374,8 @@ else:
     model_cols = st.columns(len(asked.models))  # one figure per model family: a narrow screen stacks them
     for i, (col, fam) in enumerate(zip(model_cols, asked.models)):
         key = "syn-ood-chart" if i == 0 else f"syn-ood-chart-{fam}"
-        col.plotly_chart(charts.ood_chart(ood_result.table, chosen, model=fam), width="stretch", key=key)
-    lost = charts.ood_loss_text(ood_result, chosen)
+        col.plotly_chart(studies.ood_chart(ood_result.table, chosen, model=fam), width="stretch", key=key)
+    lost = studies.ood_loss_text(ood_result, chosen)
     stale = (
         "" if asked == ood_spec else " Computed with other parameters than the ones above; press the button to update."
     )
@@ -399,10 +400,10 @@ st.markdown(
 if st.toggle("Compute the exact comparison (about a second)", key="syn-optimum-on"):
     with ui.errors():
         opt = compute.circles_optimum()
-    st.plotly_chart(charts.optimum_chart(opt), width="stretch", key="syn-optimum-chart")
+    st.plotly_chart(studies.optimum_chart(opt), width="stretch", key="syn-optimum-chart")
     ui.caption(
         "Exact bias reached at the target size (lower = less predictable); strategy C: mean of 20 seeds, best to "
-        f"worst in brackets. {charts.optimum_text(opt)} `python -m aflite_core optimum` prints the table."
+        f"worst in brackets. {studies.optimum_text(opt)} `python -m aflite_core optimum` prints the table."
     )
     with st.expander("The table"):
         st.dataframe(opt, hide_index=True, width="stretch")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from aflite_app.charts import synthetic as charts
+from aflite_app.charts import synthetic_studies as studies
 from aflite_app.charts.theme import KEPT, REMOVED, class_colour_map
 from aflite_core import aflite
 from aflite_core.synthetic import make_biased_circles, paper_circles
@@ -239,7 +240,7 @@ def test_accuracy_rounds_chart():
     data = make_biased_circles(400, random_state=0)
     res = aflite(data.X, data.y, target_size=100, train_size=40, slice_size=40, random_state=0)
     curve = accuracy_over_rounds(data, res, n_splits=3)
-    fig = charts.accuracy_rounds_chart(curve, 2)
+    fig = studies.accuracy_rounds_chart(curve, 2)
     names = [t.name for t in fig.data]
     assert names == ["chance ± 2 standard errors", "linear model", "RBF SVM"]
     assert list(fig.data[1].x) == list(range(res.n_rounds + 1))
@@ -251,17 +252,17 @@ def test_ood_chart_one_panel_per_model_one_line_per_training_set():
 
     res = ood_experiment(paper_circles(400, separations=(1.0, 0.4)), seeds=(0, 1), n_test=300)
     for dataset in (None, "separation 0.4"):
-        fig = charts.ood_chart(res.table, dataset)
+        fig = studies.ood_chart(res.table, dataset)
         assert len(fig.data) == 2 * 3
-        assert {t.name for t in fig.data} == set(charts.TRAIN_SET_LABELS.values())
+        assert {t.name for t in fig.data} == set(studies.TRAIN_SET_LABELS.values())
         assert list(fig.data[0].x) == ["in distribution", "bias removed", "bias flipped"]
         assert [a.text for a in fig.layout.annotations if a.text][:2] == [
-            charts.MODEL_LABELS["logistic"],
-            charts.MODEL_LABELS["rbf"],
+            studies.MODEL_LABELS["logistic"],
+            studies.MODEL_LABELS["rbf"],
         ]
-    one = charts.ood_chart(res.table, model="rbf")
-    assert len(one.data) == 3 and next(a.text for a in one.layout.annotations if a.text) == charts.MODEL_LABELS["rbf"]
-    text = charts.ood_loss_text(res)
+    one = studies.ood_chart(res.table, model="rbf")
+    assert len(one.data) == 3 and next(a.text for a in one.layout.annotations if a.text) == studies.MODEL_LABELS["rbf"]
+    text = studies.ood_loss_text(res)
     assert text.startswith("linear model (logistic regression): all training rows +")
     assert "RBF-kernel SVM: " in text
 
@@ -270,13 +271,13 @@ def test_optimum_chart_and_text():
     from aflite_core.optimum import compare_with_optimum
 
     table = compare_with_optimum(n_seeds=3).table
-    fig = charts.optimum_chart(table)
+    fig = studies.optimum_chart(table)
     names = [t.name for t in fig.data]
     assert names[0] == "all rows (before filtering)" and names[-1] == "AFOptimum (exhaustive search)"
     assert len(names) == 5 and list(fig.data[-1].y) == list(dict.fromkeys(table["case"]))
     sample = next(t for t in fig.data if "C ·" in t.name)
     assert all("(" in t and "-" in t for t in sample.text)  # mean (best-worst seed)
-    assert "Closest on average" in charts.optimum_text(table)
+    assert "Closest on average" in studies.optimum_text(table)
 
 
 def test_round_stepper_panels_separately(exp):
