@@ -4,6 +4,7 @@ import streamlit as st
 
 from aflite_app import ui
 from aflite_app.charts import evalsets as charts
+from aflite_app.charts import evalsets_rankings as rankings
 from aflite_app.compute import evalsets as compute
 from aflite_app.state import EVALSETS_RUN, EVALSETS_SETUP_RUN, EVALSETS_SHOWN, EVALSETS_UPLOADED, MODEL_FAMILIES
 
@@ -384,9 +385,9 @@ if overview or per_adversary:
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
 st.subheader("Adversary strength and round 1")
-st.plotly_chart(charts.strength_chart(study), width="stretch", key="es-strength")
+st.plotly_chart(rankings.strength_chart(study), width="stretch", key="es-strength")
 st.dataframe(
-    charts.strength_table(study),
+    rankings.strength_table(study),
     hide_index=True,
     width="stretch",
     column_config={
@@ -434,7 +435,7 @@ st.subheader("Ranking of the evaluated models")
 rank_sets = ["none", *[a for a in study.adversaries if a in study.accuracy_matrix.columns]]
 for i, (col, which) in enumerate(zip(st.columns(len(rank_sets)), rank_sets)):
     col.plotly_chart(
-        charts.ranking_list_chart(study, which),
+        rankings.ranking_list_chart(study, which),
         width="stretch",
         key=f"es-rank-list-{i}",
         config={"displayModeBar": False},
@@ -447,12 +448,12 @@ ui.caption(
     "many of the pairs of models swap order (ties counted apart)."
 )
 with st.expander("Follow each model across the lists (a wide screen helps)"):
-    st.plotly_chart(charts.ranking_chart(study), width="stretch", key="es-ranking")
+    st.plotly_chart(rankings.ranking_chart(study), width="stretch", key="es-ranking")
 with st.expander("The sorted lists as a table"):
-    st.dataframe(charts.ranking_lists(study), width="stretch")
+    st.dataframe(rankings.ranking_lists(study), width="stretch")
 
 st.subheader("Filtering with your own backbone")
-st.plotly_chart(charts.same_representation_chart(study), width="stretch", key="es-same")
+st.plotly_chart(rankings.same_representation_chart(study), width="stretch", key="es-same")
 ui.caption(
     "Figure 4 · Orange: each adversary's backbone, trained separately on the training rows (the paper's comparison: "
     "separately fine-tuned models sharing a pretrained model). Light: models trained on the adversary's very Φ — "
@@ -460,7 +461,7 @@ ui.caption(
     "the ranking (> 0 fell, < 0 rose); right: the accuracy it lost (full set minus selected rows) next to the other "
     "models' mean loss (grey). A fair filter would hurt it no more than the others."
 )
-table = charts.same_representation_table(study)
+table = rankings.same_representation_table(study)
 if len(table):
     st.dataframe(
         table,

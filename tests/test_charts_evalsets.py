@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from aflite_app.charts import evalsets as ce
+from aflite_app.charts import evalsets_rankings as cr
 from aflite_app.charts.theme import KEPT, REMOVED
 from aflite_core.evalsets import NONE, adversary_study
 from aflite_core.result import EVAL_CATEGORIES
@@ -99,7 +100,7 @@ def test_accuracy_lines_one_line_per_adversary_and_chance(study):
 
 
 def test_ranking_chart_is_the_sorted_lists_with_kendall_as_our_addition(study):
-    fig = ce.ranking_chart(study)
+    fig = cr.ranking_chart(study)
     cols = [NONE, *study.adversaries]
     assert list(fig.layout.xaxis.ticktext) == [ce.NONE_LABEL, *study.adversaries]
     titles = _kendall_titles(fig)
@@ -114,19 +115,19 @@ def test_ranking_chart_is_the_sorted_lists_with_kendall_as_our_addition(study):
         for j, c in enumerate(cols):
             worse = (M[c] < M.loc[t.name, c]).sum()
             assert t.y[j] >= worse
-    lists = ce.ranking_lists(study)
+    lists = cr.ranking_lists(study)
     assert list(lists.columns) == [ce.NONE_LABEL, *study.adversaries] and len(lists) == len(M)
     first = lists[ce.NONE_LABEL].iloc[0]
     assert first.startswith(M[NONE].idxmin())
     # one sorted list per evaluation set (the page's columns): worst at the top, Kendall in the title
-    lst = ce.ranking_list_chart(study, "strong")
+    lst = cr.ranking_list_chart(study, "strong")
     ys = {t.name: t.y[0] for t in lst.data}
     acc = M["strong"]
     assert all((ys[a] < ys[b]) <= (acc[a] <= acc[b]) for a in ys for b in ys)
     assert "Kendall's coefficient" in lst.layout.title.text and "(ours)" in lst.layout.title.text
-    assert "compare" in ce.ranking_list_chart(study, NONE).layout.title.text
+    assert "compare" in cr.ranking_list_chart(study, NONE).layout.title.text
     with pytest.raises(ValueError, match="no evaluation set"):
-        ce.ranking_list_chart(study, "medium")
+        cr.ranking_list_chart(study, "medium")
     # the model that shares an adversary's representation is ringed in that column (no backbones here)
     weak = next(t for t in fig.data if t.name == "logistic:weak")
     assert weak.marker.line.width[cols.index("weak")] == 3
@@ -147,22 +148,22 @@ def test_strength_chart_and_table():
         evaluated=[("logistic", "weak"), ("logistic", "mid"), ("logistic", "strong"), ("knn", "strong")],
         backbones={"weak": "logistic:weak", "mid": "logistic:mid", "strong": "logistic:strong"},
     )
-    fig = ce.strength_chart(st)
+    fig = cr.strength_chart(st)
     pts = fig.data[0]
     assert list(pts.text) == list(st.strength["adversary"])
     np.testing.assert_allclose(pts.x, st.strength["accuracy"])
     np.testing.assert_allclose(np.asarray(pts.y, dtype=float), 100 * st.strength["round1_removed_share"])
     assert pts.error_x.array is not None and "backbone accuracy" in fig.layout.xaxis.title.text
-    table = ce.strength_table(st)
+    table = cr.strength_table(st)
     assert list(table["backbone"]) == ["logistic:weak", "logistic:mid", "logistic:strong"]
     rel = st.same_representation
     assert set(rel["relation"]) == {"shared backbone", "same representation"}
     # the backbone that is itself the same-Φ model appears once, as the backbone
     assert list(rel[rel["relation"] == "same representation"]["model"]) == ["knn:strong"]
-    same = ce.same_representation_chart(st)
+    same = cr.same_representation_chart(st)
     assert any("backbone" in y for y in same.data[0].y) and any("upper bound" in y for y in same.data[0].y)
     # without backbones there is nothing to plot, and the chart says so
-    assert "No adversary has a backbone" in ce.strength_chart(_no_backbone_study()).layout.annotations[0].text
+    assert "No adversary has a backbone" in cr.strength_chart(_no_backbone_study()).layout.annotations[0].text
 
 
 def _no_backbone_study():
@@ -188,11 +189,11 @@ def test_accuracy_charts_carry_binomial_intervals(study):
 
 
 def test_same_representation_chart_and_table(study):
-    fig = ce.same_representation_chart(study)
+    fig = cr.same_representation_chart(study)
     same = study.same_representation
     assert len(fig.data) == 3
     assert len(fig.data[0].y) == len(same)
-    table = ce.same_representation_table(study)
+    table = cr.same_representation_table(study)
     assert len(table) == len(same) and "places fallen" in table.columns
     assert fig.layout.xaxis.title.text.startswith("places fallen")
     assert fig.layout.xaxis2.title.text.startswith("accuracy lost")
@@ -229,10 +230,10 @@ def test_agreement_chart_refuses_a_study_without_labels():
     with pytest.raises(ValueError, match="no annotator labels"):
         ce.agreement_chart(st)
     # one adversary, one model: every chart still builds
-    assert len(_kendall_titles(ce.ranking_chart(st))) == 1
-    assert "n/a" in _kendall_titles(ce.ranking_chart(st))[0]  # one model: no ranking to correlate
-    assert ce.strength_chart(st).layout.annotations
-    assert ce.same_representation_chart(st).data
+    assert len(_kendall_titles(cr.ranking_chart(st))) == 1
+    assert "n/a" in _kendall_titles(cr.ranking_chart(st))[0]  # one model: no ranking to correlate
+    assert cr.strength_chart(st).layout.annotations
+    assert cr.same_representation_chart(st).data
 
 
 def test_charts_survive_an_adversary_that_selects_nothing():
@@ -256,8 +257,8 @@ def test_charts_survive_an_adversary_that_selects_nothing():
     fig = ce.category_chart(st)
     totals = np.sum([np.asarray(t.y, dtype=float) for t in fig.data], axis=0)
     np.testing.assert_allclose(totals, 100.0)
-    ce.ranking_chart(st)
-    ce.ranking_lists(st)
+    cr.ranking_chart(st)
+    cr.ranking_lists(st)
     ce.accuracy_lines(st)
-    ce.same_representation_chart(st)
-    ce.strength_chart(st)
+    cr.same_representation_chart(st)
+    cr.strength_chart(st)
