@@ -336,22 +336,10 @@ def synthetic_experiment(
         results[d.name] = res
         cached = None if before is None else before.get(d.name)
         acc_before = _before(d, folds, seed_before, n_threads, have=cached) if accuracies else {}
-        memo_key = (
-            res.provenance.get("x_sha256"),
-            res.provenance.get("y_sha256"),
-            _digest(res.kept),
-            folds,
-            seed_after,
-        )
-        acc_after = None if after is None else after.get(memo_key)
-        if not accuracies:
+        if accuracies:
+            acc_after = _after(d, res, folds, seed_after, n_threads, after)
+        else:
             acc_after = {"linear": float("nan"), "rbf": float("nan")}
-        elif acc_after is None:
-            acc_after = subset_accuracies(
-                d.X, d.y, res.kept, n_splits=folds, random_state=seed_after, n_threads=n_threads
-            )
-            if after is not None:
-                after[memo_key] = dict(acc_after)
         truth = planted_summary(d, res.kept)
         rows.append(
             {
@@ -390,8 +378,18 @@ def synthetic_experiment(
     return SyntheticExperiment(table=pd.DataFrame(rows), results=results, datasets=data, params=params)
 
 
-def _digest(mask: np.ndarray) -> str:
-    return hashlib.blake2b(np.packbits(np.asarray(mask, dtype=bool)).tobytes(), digest_size=16).hexdigest()
+def _after(
+    d: BiasedCircles, res: Any, folds: int, seed: int, n_threads: int | None, memo: MutableMapping | None
+) -> dict[str, float]:
+    """The "after" accuracies of ``res``'s kept rows, looked up in (and stored to) ``memo`` by data and rows."""
+    kept = hashlib.blake2b(np.packbits(np.asarray(res.kept, dtype=bool)).tobytes(), digest_size=16).hexdigest()
+    key = (res.provenance.get("x_sha256"), res.provenance.get("y_sha256"), kept, folds, seed)
+    hit = None if memo is None else memo.get(key)
+    if hit is None:
+        hit = subset_accuracies(d.X, d.y, res.kept, n_splits=folds, random_state=seed, n_threads=n_threads)
+        if memo is not None:
+            memo[key] = dict(hit)
+    return hit
 
 
 def _narrowed(res: Any, d: BiasedCircles, tau: float, expected: dict[str, int]) -> Any:

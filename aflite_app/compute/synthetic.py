@@ -157,10 +157,7 @@ def circles_before(
     when they are remembered).
     """
     key = ("before", spec, int(n_splits))
-    hit = _circles_store().recall(key)
-    if hit is None:
-        with _COMPUTING:  # the warm-up (or another session) may be computing it: wait, then look again
-            hit = _circles_store().recall(key)
+    hit = _recall_after_warm_up(key)
     if hit is None:
         hit = synthetic_experiment.before_accuracies(
             list(circles_datasets(spec)),
@@ -174,22 +171,35 @@ def circles_before(
     return hit
 
 
+def _aflite_args(run: CirclesRunSpec) -> dict[str, Any]:
+    """AFLite's parameters of ``run`` as the core's experiment functions take them."""
+    return {
+        "target_size": run.target_size,
+        "train_size": run.train_size,
+        "slice_size": int(run.slice_size),
+        "tau": run.tau,
+        "n_partitions": run.n_partitions,
+    }
+
+
+def _recall_after_warm_up(key: Any) -> Any:
+    """The store's entry for ``key``; if missing, looked up again once the warm-up (if computing) is done."""
+    hit = _circles_store().recall(key)
+    if hit is None:
+        with _COMPUTING:  # the warm-up (or another session's wait) holds it while it computes
+            hit = _circles_store().recall(key)
+    return hit
+
+
 def _circles_runs(run: CirclesRunSpec, progress: Callable[[int, int, str], Any]) -> dict[str, Any]:
     """AFLite on every dataset at :data:`CIRCLES_TAU_FLOOR` with the run's other parameters (remembered)."""
     floor = replace(run, tau=min(run.tau, CIRCLES_TAU_FLOOR), n_splits=CIRCLES_LIVE_FOLDS)  # folds: not used
     key = ("runs", floor)
-    hit = _circles_store().recall(key)
-    if hit is None:
-        with _COMPUTING:
-            hit = _circles_store().recall(key)
+    hit = _recall_after_warm_up(key)
     if hit is None:
         hit = synthetic_experiment.synthetic_experiment(
             list(circles_datasets(run.data)),
-            target_size=run.target_size,
-            train_size=run.train_size,
-            slice_size=int(run.slice_size),
-            tau=floor.tau,
-            n_partitions=run.n_partitions,
+            **_aflite_args(floor),
             random_state=run.data.seed,
             n_threads=1,
             callback=progress,
@@ -275,11 +285,7 @@ def circles_experiment(
     runs = _circles_runs(run, step(0.3, 0.75, "AFLite"))
     exp = synthetic_experiment.synthetic_experiment(
         data,
-        target_size=run.target_size,
-        train_size=run.train_size,
-        slice_size=int(run.slice_size),
-        tau=run.tau,
-        n_partitions=run.n_partitions,
+        **_aflite_args(run),
         n_splits=run.n_splits,
         before=before,
         random_state=run.data.seed,
@@ -406,11 +412,7 @@ def circles_ood(spec: CirclesOODSpec, progress: Callable[[float, str], Any] | No
     result = ood.ood_experiment(
         list(circles_datasets(run.data)),
         models=spec.models,
-        target_size=run.target_size,
-        train_size=run.train_size,
-        slice_size=int(run.slice_size),
-        tau=run.tau,
-        n_partitions=run.n_partitions,
+        **_aflite_args(run),
         n_test=run.data.n_samples,
         seeds=spec.seeds,
         n_threads=1,
