@@ -69,9 +69,9 @@ def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
     """The Filter page's current run on the sidebar's dataset: ``(spec, result, dataset)``.
 
     A shared link or a reload carries the Filter parameters (:mod:`aflite_app.links`): the run they describe is
-    fetched from the store, or run here with the Filter page's progress bar and Stop button
-    (:func:`filter_run_spec`). Without any parameters, shows ``Run AFLite on the Filter page first; <what>.``
-    with a link and stops the page.
+    fetched (stored, or read off a stored run at a lower τ), or run here with the Filter page's progress bar and
+    Stop button (:func:`filter_run_spec`, :func:`filter_result`). Without any parameters, shows ``Run AFLite on
+    the Filter page first; <what>.`` with a link and stops the page.
     """
     spec = filter_run_spec(what)
     if spec is None:
@@ -101,21 +101,34 @@ def filter_run_spec(what: str) -> FilterSpec | None:
     if spec is None:
         return None
     with errors():
-        result = runs.stored_result(spec) or run_in_background(
-            RUN,
-            spec,
-            runs.prepare_run,
-            describe_filter_run(spec, datasets.dataset(dspec).n_rows),
-            stop_key="stop-run",
-            stop_help="Stop now and keep the rounds completed so far",
-            stopping="Stopping…",
-        )
+        result = filter_result(spec, datasets.dataset(dspec).n_rows)
     if result.stopped:
         st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
         st.page_link("pages/filter.py", label="Go to Filter")
         st.stop()
     set_last_run(st.session_state, spec)
     return spec
+
+
+def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
+    """The Filter page's run for ``spec``: :func:`aflite_app.compute.runs.result`, else AFLite in the background.
+
+    The one τ path of every page: a stored run, or one read off a stored run at a lower τ, comes back at once
+    (no AFLite run); otherwise the run starts in the background with the Filter page's progress bar and Stop
+    button (the page stops until it is done), and the finished run is stored, so every higher τ is read off it.
+    """
+    hit = runs.result(spec)
+    if hit is not None:
+        return hit
+    return run_in_background(
+        RUN,
+        spec,
+        runs.prepare_run,
+        describe_filter_run(spec, n_rows),
+        stop_key="stop-run",
+        stop_help="Stop now and keep the rounds completed so far",
+        stopping="Stopping…",
+    )
 
 
 def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
@@ -331,7 +344,7 @@ def sidebar() -> None:
 def run_summary(box: Any) -> None:
     """The current run's headline numbers, in a sidebar container (filled after the page ran)."""
     last = st.session_state.get(LAST)
-    result = runs.stored_result(last) if last is not None else None
+    result = runs.result(last) if last is not None else None
     with box.container():
         st.markdown("### Current run")
         if result is None:

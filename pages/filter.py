@@ -3,14 +3,14 @@ import streamlit as st
 from aflite_app import state, ui
 from aflite_app.charts import runs as charts
 from aflite_app.compute import runs as compute
-from aflite_app.state import MODEL_FAMILIES, RUN, STRATEGY_LABELS, TAU, FilterSpec, filter_key
+from aflite_app.state import MODEL_FAMILIES, STRATEGY_LABELS, TAU, FilterSpec, filter_key
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Filter")
 st.caption(
-    "Run AFLite on the dataset chosen in the sidebar. τ and k re-run as you move them; the other "
-    "parameters apply when you press Run."
+    "Run AFLite on the dataset chosen in the sidebar. τ and k apply as you move them (a higher τ than a "
+    "finished run's is read off that run without running AFLite); the other parameters apply when you press Run."
 )
 
 dspec, data = ui.current_dataset()
@@ -95,15 +95,7 @@ spec = FilterSpec(
 )
 
 
-result = compute.stored_result(spec) or ui.run_in_background(
-    RUN,
-    spec,
-    compute.prepare_run,
-    ui.describe_filter_run(spec, n),
-    stop_key="stop-run",
-    stop_help="Stop now and keep the rounds completed so far",
-    stopping="Stopping…",
-)
+result = ui.filter_result(spec, n)  # stored, read off a stored run at a lower τ, or run in the background
 
 state.set_last_run(st.session_state, spec if not result.stopped else None)
 
@@ -117,6 +109,7 @@ if result.stopped:
     st.warning(f"Stopped after round {result.n_rounds}: this is a partial result. {result.stop_message}")
 else:
     st.success(result.stop_message)
+ui.caption(compute.tau_source(result))  # read off a stored run (no AFLite run), or a run at this τ
 
 hist = result.history
 m1, m2, m3, m4 = st.columns(4)

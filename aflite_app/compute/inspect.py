@@ -43,7 +43,7 @@ from .datasets import (
     dataset_choices,
     shared_jobs,
 )
-from .runs import _result_store, prepare_run, run_filter, stored_result
+from .runs import _result_store, prepare_run, result, run_filter
 
 __all__ = [
     "MAX_STABILITY_SEEDS",
@@ -96,13 +96,15 @@ class InspectRef:
 
 
 def inspect_result(ref: InspectRef, loaded: dict | None = None) -> AFLiteResult:
-    """The run behind ``ref``: the Filter run from the result store, or ``loaded``, the opened run's record.
+    """The run behind ``ref``: the Filter page's run, or ``loaded``, the opened run's record.
 
-    ``loaded`` is what :func:`open_run_archive` returned and the page keeps in session state
-    (:data:`aflite_app.state.INSPECT_LOADED`).
+    The Filter page's run comes from :func:`aflite_app.compute.runs.result`, the one source of the current run
+    (stored, or read off a stored run at a lower τ, as the Filter page showed it); only if that store has lost
+    it is it run again here. ``loaded`` is what :func:`open_run_archive` returned and the page keeps in session
+    state (:data:`aflite_app.state.INSPECT_LOADED`).
     """
     if ref.spec is not None:
-        return run_filter(ref.spec)
+        return run_filter(ref.spec)  # runs.result(spec), else a run
     if not loaded or loaded.get("digest") != ref.digest:
         raise ValueError("The opened run is no longer in this session; open its zip again.")
     return loaded["result"]
@@ -294,7 +296,7 @@ def stability_specs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
 
 def missing_stability_runs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
     """The runs of the report that are not computed yet (no computation)."""
-    return [s for s in stability_specs(spec, n_seeds) if stored_result(s) is None]
+    return [s for s in stability_specs(spec, n_seeds) if result(s) is None]
 
 
 def run_stability(spec: FilterSpec, n_seeds: int, progress: Callable[[float, str], None] | None = None) -> None:
@@ -322,7 +324,7 @@ def run_stability(spec: FilterSpec, n_seeds: int, progress: Callable[[float, str
 
 def finished_stability_specs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
     """The runs of the report that are computed already (no computation), the current run first."""
-    return [s for s in stability_specs(spec, n_seeds) if stored_result(s) is not None]
+    return [s for s in stability_specs(spec, n_seeds) if result(s) is not None]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,13 @@
 """AFLite runs of the Filter page: started in the page's thread or a background thread, kept in one store.
 
-Every other page shows the Filter page's current run; they fetch it here by its
-:class:`~aflite_app.state.FilterSpec` (:func:`run_filter`). A run directory opened on the Data page is found
-first (:func:`stored_result`), so its result is never recomputed.
+One τ path (issue 23): :func:`result` is the one answer to "the run for this spec" that the Filter page, the
+sidebar and Inspect ask for - the run itself when stored (a run directory opened on the Data page first, then the
+store), else the run read off a complete stored run of the same spec at a lower τ
+(:func:`aflite_core.tau_path.narrow_to_tau`, exact, no AFLite run), else None: the caller then runs it
+(:func:`prepare_run`, in the background), and the finished run is stored, so every higher τ is read off it.
+Only complete top-k runs with their score matrix and no evaluation set are read off (:func:`can_narrow`); the
+greedy and sampling strategies, and a stopped run, always run. Other pages that need a run whatever it costs
+call :func:`run_filter` (the same look-up, else a run in their thread).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import streamlit as st
 from aflite_core import AFLiteResult
 from aflite_core.filtering import execute_run, plan_run
 from aflite_core.stability import class_impact as _class_impact
+from aflite_core.tau_path import narrow_to_tau
 
 from ..state import FilterSpec, session_data
 from . import _stores
@@ -22,16 +28,22 @@ from .datasets import dataset
 
 __all__ = [
     "RESULT_STORE_SIZE",
+    "can_narrow",
     "check_form",
     "class_impact",
     "filter_defaults",
+    "narrowed_from",
     "prepare_run",
+    "result",
     "run_filter",
     "stored_result",
+    "tau_source",
     "with_class_names",
 ]
 
 RESULT_STORE_SIZE = 48
+#: runs read off a stored run at a lower τ, by spec (they share the stored run's score matrix: cheap to keep)
+NARROWED_STORE_SIZE = 16
 
 
 @st.cache_resource(max_entries=1)
@@ -40,12 +52,101 @@ def _result_store() -> _stores.LRUStore:
     return _stores.LRUStore(RESULT_STORE_SIZE)
 
 
+@st.cache_resource(max_entries=1)
+def _narrowed_store() -> _stores.LRUStore:
+    """Runs read off a stored run (:func:`result`), by spec: a rerun at the same τ does not narrow again."""
+    return _stores.LRUStore(NARROWED_STORE_SIZE)
+
+
 def stored_result(spec: FilterSpec) -> AFLiteResult | None:
     """A finished run for this spec, if any (no computation): opened run directories first, then the store."""
     for entry in session_data().run_dirs.values():
         if entry["spec"] == spec:
             return entry["result"]
     return _result_store().recall(spec)
+
+
+def result(spec: FilterSpec) -> AFLiteResult | None:
+    """The run for ``spec`` without running AFLite: stored, else read off a stored run at a lower τ, else None.
+
+    The one source of truth for "the current run" (the Filter page, the sidebar, Inspect). A run read off
+    another carries ``provenance["narrowed_from_tau"]`` (:func:`narrowed_from`) and equals a direct run at
+    ``spec.tau`` in every field but the creation time and the per-round seconds (:mod:`aflite_core.tau_path`).
+    None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, a stopped run); the
+    caller runs it (:func:`prepare_run` stores the finished run).
+    """
+    hit = stored_result(spec)
+    if hit is not None:
+        return hit
+    base = _narrowing_base(spec)
+    if base is None:
+        return None
+    # keyed by the base's score matrix too (the narrowed run holds a view of it, so its id stays unique): a run
+    # directory is this session's own, and another session's spec may name another run with the same key
+    key = (spec, id(base.scores))
+    narrowed = _narrowed_store().recall(key)
+    if narrowed is None:
+        narrowed = narrow_to_tau(base, spec.tau)
+        _narrowed_store().keep(key, narrowed)
+    return narrowed
+
+
+def can_narrow(spec: FilterSpec, run: AFLiteResult) -> bool:
+    """True when ``run`` holds the run of ``spec``: same spec but τ, a τ at or below, and narrowable.
+
+    Narrowable as :func:`aflite_core.tau_path.narrow_to_tau` requires: the top-k strategy ("slice"), the
+    per-round score matrix, no evaluation set, and a complete run (stopped by the target or by τ, not on
+    request).
+    """
+    return (
+        spec.strategy == "slice"
+        and run.params.get("strategy") == "slice"
+        and float(run.params.get("tau", 2.0)) <= spec.tau
+        and run.scores is not None
+        and run.n_predictions is not None
+        and run.eval_y is None
+        and run.stop_reason in ("target_size_reached", "fewer_than_k_qualified")
+    )
+
+
+def _narrowing_base(spec: FilterSpec) -> AFLiteResult | None:
+    """The stored run of ``spec`` at the highest τ at or below ``spec.tau`` that holds it (None if there is none)."""
+    if spec.strategy != "slice":
+        return None
+    same = spec.with_(tau=0.0)
+    found = [(entry["spec"], entry["result"]) for entry in session_data().run_dirs.values()]
+    found += list(_result_store().items())  # at most RESULT_STORE_SIZE: a look at each spec, no computation
+    usable = [
+        (other.tau, run)
+        for other, run in found
+        if isinstance(other, FilterSpec) and other.with_(tau=0.0) == same and can_narrow(spec, run)
+    ]
+    return max(usable, key=lambda pair: pair[0])[1] if usable else None
+
+
+def narrowed_from(run: AFLiteResult) -> float | None:
+    """The τ of the stored run ``run`` was read off (None: ``run`` is a run of its own)."""
+    value = run.provenance.get("narrowed_from_tau")
+    return None if value is None else float(value)
+
+
+def tau_source(run: AFLiteResult) -> str:
+    """One sentence for the Filter page: read off a stored run (no AFLite run) or a run at this τ."""
+    tau = float(run.params["tau"])
+    base = narrowed_from(run)
+    if base is not None:
+        return (
+            f"Read off the run at τ = {base:.2f}: no AFLite run for τ = {tau:.2f}. A run at a lower τ holds the run "
+            "at every higher τ exactly (each round's scores decide which rows reach τ)."
+        )
+    if run.params.get("strategy") != "slice" or run.scores is None or run.eval_y is not None:
+        return f"An AFLite run at τ = {tau:.2f} (this strategy is run for each τ; only top-k slicing is read off)."
+    if run.stopped:
+        return f"An AFLite run at τ = {tau:.2f}, stopped: a partial run is never read off for another τ."
+    return (
+        f"An AFLite run at τ = {tau:.2f}. Every higher τ is read off this run without running AFLite again; "
+        "a lower τ runs AFLite."
+    )
 
 
 def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
@@ -120,8 +221,8 @@ def with_class_names(result: AFLiteResult, names: tuple) -> AFLiteResult:
 
 
 def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResult:
-    """Run (or fetch) AFLite for ``spec`` in this thread."""
-    hit = stored_result(spec)
+    """The run for ``spec``: :func:`result` (stored or read off a stored run), else AFLite in this thread."""
+    hit = result(spec)
     if hit is not None:
         return hit
     return prepare_run(spec)(callback or (lambda _p: True))
