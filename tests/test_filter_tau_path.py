@@ -168,3 +168,41 @@ def test_a_stopped_run_is_never_read_off(monkeypatch):
     complete = aflite(data.representation("mlp"), data.y, random_state=0, **spec.as_kwargs())
     assert runs.can_narrow(spec.with_(tau=0.8), complete) and not runs.can_narrow(spec.with_(tau=0.3), complete)
     assert not runs.can_narrow(spec.with_(tau=0.8, strategy="sample"), complete)
+
+
+def test_an_opened_run_directory_is_read_off_for_a_higher_tau(app_test, tmp_path, monkeypatch):
+    """A CLI run opened on the Data page (any size) holds every higher τ too: no AFLite run for them."""
+    from test_app_rundir import _cli_run, _open
+
+    from aflite_app.compute import runs
+    from aflite_app.state import DATASET, LAST, RUN_DIRS, UPLOADS
+    from aflite_core import aflite
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    monkeypatch.setenv("AFLITE_RUN_ROOT", str(root))
+    _cli_run(root / "data", root / "run1", "--tau", "0.55")
+    calls = _spy_runs(monkeypatch)
+    at = _open(app_test(page="pages/data.py"), "run1")
+    assert not at.exception, at.exception
+    at.switch_page("pages/filter.py").run()
+    assert not at.exception, at.exception
+    key = at.session_state[DATASET]
+    opened = at.session_state[RUN_DIRS][key]["result"]
+    assert at.session_state[LAST].tau == 0.55 and runs.narrowed_from(opened) is None and calls == []
+    data = at.session_state[UPLOADS][key]
+    X = data.representation(at.session_state[LAST].dataset.representation)
+    for tau in (0.7, 0.9):
+        at.slider(key="tau").set_value(tau).run()
+        assert not at.exception, at.exception
+        assert calls == [], f"an AFLite run was started for τ = {tau}"
+        spec = at.session_state[LAST]  # the run directory is the session's: find its narrowing in the store
+        (shown,) = [run for (other, _), run in runs._narrowed_store().items() if other == spec]
+        assert runs.narrowed_from(shown) == 0.55 and "Read off the run at τ = 0.55" in _captions(at)
+        # the CLI's run had the label strings and no ids: so has the direct run it is compared with
+        labels = np.asarray(data.classes)[data.y]
+        direct = aflite(X, labels, model=spec.model, random_state=spec.seed, **spec.as_kwargs())
+        assert shown.equals(replace(direct, provenance=dict(direct.provenance, narrowed_from_tau=0.55)))
+    at.slider(key="tau").set_value(0.5).run()  # below the opened run: one AFLite run
+    assert not at.exception, at.exception
+    assert calls == [0.5]

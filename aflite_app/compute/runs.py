@@ -60,7 +60,11 @@ def _narrowed_store() -> _stores.LRUStore:
 
 def stored_result(spec: FilterSpec) -> AFLiteResult | None:
     """A finished run for this spec, if any (no computation): opened run directories first, then the store."""
-    for entry in session_data().run_dirs.values():
+    return _stored(spec, session_data().run_dirs)
+
+
+def _stored(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
+    for entry in run_dirs.values():
         if entry["spec"] == spec:
             return entry["result"]
     return _result_store().recall(spec)
@@ -75,10 +79,11 @@ def result(spec: FilterSpec) -> AFLiteResult | None:
     None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, a stopped run); the
     caller runs it (:func:`prepare_run` stores the finished run).
     """
-    hit = stored_result(spec)
+    run_dirs = session_data().run_dirs
+    hit = _stored(spec, run_dirs)
     if hit is not None:
         return hit
-    base = _narrowing_base(spec)
+    base = _narrowing_base(spec, run_dirs)
     if base is None:
         return None
     # keyed by the base's score matrix too (the narrowed run holds a view of it, so its id stays unique): a run
@@ -109,17 +114,17 @@ def can_narrow(spec: FilterSpec, run: AFLiteResult) -> bool:
     )
 
 
-def _narrowing_base(spec: FilterSpec) -> AFLiteResult | None:
+def _narrowing_base(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
     """The stored run of ``spec`` at the highest τ at or below ``spec.tau`` that holds it (None if there is none)."""
     if spec.strategy != "slice":
         return None
-    same = spec.with_(tau=0.0)
-    found = [(entry["spec"], entry["result"]) for entry in session_data().run_dirs.values()]
+    same = replace(spec, tau=0.0)
+    found = [(entry["spec"], entry["result"]) for entry in run_dirs.values()]
     found += list(_result_store().items())  # at most RESULT_STORE_SIZE: a look at each spec, no computation
     usable = [
         (other.tau, run)
         for other, run in found
-        if isinstance(other, FilterSpec) and other.with_(tau=0.0) == same and can_narrow(spec, run)
+        if isinstance(other, FilterSpec) and replace(other, tau=0.0) == same and can_narrow(spec, run)
     ]
     return max(usable, key=lambda pair: pair[0])[1] if usable else None
 
