@@ -24,10 +24,12 @@ from .synthetic_notes import accuracy_notes
 __all__ = [
     "EXPERIMENT_DEFAULTS",
     "EXPERIMENT_MODELS",
+    "ExperimentPlan",
     "SyntheticExperiment",
     "accuracy_notes",
     "accuracy_over_rounds",
     "before_accuracies",
+    "plan_experiment",
     "planted_summary",
     "subset_accuracies",
     "synthetic_experiment",
@@ -277,9 +279,238 @@ def synthetic_experiment(
     >>> exp.table.shape[0], bool((exp.table["linear_after"] < exp.table["linear_before"]).all())
     (4, True)
     """
-    from .filtering import aflite
-
     func = "synthetic_experiment"
+    plan = _plan(
+        func,
+        datasets,
+        target_size=target_size,
+        train_size=train_size,
+        slice_size=slice_size,
+        n_partitions=n_partitions,
+        n_splits=n_splits,
+        random_state=random_state,
+        n_threads=n_threads,
+        tau=tau,
+    )
+    tau_v = plan.check_tau(tau, func)
+    if before is not None and not isinstance(before, Mapping):
+        raise v.param_error("before", func, "None or a mapping from dataset names to accuracies", before, TypeError)
+    if callback is not None and not callable(callback):
+        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
+    results: dict[str, Any] = {}
+    befores: dict[str, dict[str, float]] = {}
+    afters: dict[str, dict[str, float]] = {}
+    for i, d in enumerate(plan.datasets):
+        given = None if runs is None else runs.get(d.name)
+        results[d.name] = plan._run_one(i, tau_v) if given is None else plan._narrow_one(i, given, tau_v)
+        if accuracies:
+            befores[d.name] = plan._before_one(i, None if before is None else before.get(d.name))
+            key = plan.after_key(d.name, results[d.name])
+            hit = None if after is None else after.get(key)
+            afters[d.name] = hit if hit is not None else plan.after(d.name, results[d.name])
+            if after is not None and hit is None:
+                after[key] = dict(afters[d.name])
+        if callback is not None:
+            callback(i + 1, len(plan.datasets), d.name)
+    return plan.experiment(results, befores if accuracies else None, afters if accuracies else None)
+
+
+@dataclass(frozen=True, eq=False)
+class ExperimentPlan:
+    """The synthetic experiment with every parameter but τ checked and resolved once (:func:`plan_experiment`).
+
+    The experiment in composable steps, each computed once by whoever keeps it (the app memoises each):
+    :meth:`run` (AFLite on every dataset at one τ), :meth:`at_tau` (those runs read at a τ at or above theirs,
+    exactly, with τ checked here once), :meth:`before` and :meth:`after` (the accuracies, with
+    :meth:`after_key` to remember them by kept set), and :meth:`experiment` (the table). Every dataset's seeds
+    are drawn here, in the order :func:`synthetic_experiment` draws them, so
+    ``plan.experiment(plan.at_tau(plan.run(0.5), tau), plan.before(), ...)`` equals ``synthetic_experiment`` at
+    ``tau`` with the same arguments.
+
+    Attributes
+    ----------
+    datasets : tuple of BiasedCircles
+    counts : tuple of (target_size, train_size, slice_size)
+        Each dataset's counts, resolved from the fractions.
+    n_partitions, n_splits : int
+    seed : int
+        The experiment's seed.
+    seeds : tuple of (run, before, after) seeds
+        Each dataset's AFLite seed and its two fold seeds.
+    n_threads : int or None
+    given : dict
+        ``target_size``, ``train_size`` and ``slice_size`` as given (the experiment's ``params``).
+    """
+
+    datasets: tuple
+    counts: tuple
+    n_partitions: int
+    n_splits: int
+    seed: int
+    seeds: tuple
+    n_threads: int | None
+    given: dict
+
+    def check_tau(self, tau: float, func: str = "ExperimentPlan.at_tau") -> float:
+        """``tau`` checked (a probability), as a float."""
+        return v.check_probability(tau, "tau", func)
+
+    def _index(self, name: str) -> int:
+        return next(i for i, d in enumerate(self.datasets) if d.name == name)
+
+    def _run_one(self, i: int, tau: float) -> Any:
+        from .filtering import aflite
+
+        d, (nt, t, k) = self.datasets[i], self.counts[i]
+        return aflite(
+            d.X,
+            d.y,
+            target_size=nt,
+            train_size=t,
+            slice_size=k,
+            tau=tau,
+            n_partitions=self.n_partitions,
+            random_state=self.seeds[i][0],
+            n_threads=self.n_threads,
+        )
+
+    def _narrow_one(self, i: int, res: Any, tau: float) -> Any:
+        nt, t, k = self.counts[i]
+        expected = {"target_size": nt, "train_size": t, "slice_size": k, "n_partitions": self.n_partitions}
+        return _narrowed(res, self.datasets[i], tau, expected | {"seed": self.seeds[i][0]})
+
+    def _before_one(self, i: int, have: Mapping[str, float] | None = None) -> dict[str, float]:
+        return _before(self.datasets[i], self.n_splits, self.seeds[i][1], self.n_threads, have=have)
+
+    def run(self, tau: float, callback: Callable[[int, int, str], Any] | None = None) -> dict[str, Any]:
+        """AFLite on every dataset at ``tau``: ``{dataset name: AFLiteResult}`` (``callback`` after each)."""
+        tau = self.check_tau(tau, "ExperimentPlan.run")
+        out = {}
+        for i, d in enumerate(self.datasets):
+            out[d.name] = self._run_one(i, tau)
+            if callback is not None:
+                callback(i + 1, len(self.datasets), d.name)
+        return out
+
+    def at_tau(self, runs: Mapping[str, Any], tau: float) -> dict[str, Any]:
+        """The runs of :meth:`run` at a τ at or below ``tau``, read at ``tau``: exactly a run at ``tau``, no AFLite.
+
+        :func:`aflite_core.tau_path.narrow_to_tau` on each; τ is checked once, here. A run made with other data
+        or parameters, or above ``tau``, is refused (``ValueError``).
+        """
+        tau = self.check_tau(tau)
+        missing = [d.name for d in self.datasets if d.name not in runs]
+        if missing:
+            raise ValueError(f"The runs given to ExperimentPlan.at_tau lack the datasets {missing}.")
+        return {d.name: self._narrow_one(i, runs[d.name], tau) for i, d in enumerate(self.datasets)}
+
+    def before(
+        self, callback: Callable[[int, int, str], Any] | None = None, *, reference: bool = True
+    ) -> dict[str, dict[str, float]]:
+        """The "before" accuracies (as :func:`before_accuracies`, with this plan's datasets, folds and seeds)."""
+        skip = None if reference else {"linear_no_bias": float("nan"), "rbf_no_bias": float("nan")}
+        out = {}
+        for i, d in enumerate(self.datasets):
+            out[d.name] = self._before_one(i, skip)
+            if callback is not None:
+                callback(i + 1, len(self.datasets), d.name)
+        return out
+
+    def after_key(self, name: str, result: Any) -> tuple:
+        """What the "after" accuracies of ``result`` depend on: the data, the kept rows, the folds and the seed."""
+        return _after_key(result, self.n_splits, self.seeds[self._index(name)][2])
+
+    def after(self, name: str, result: Any) -> dict[str, float]:
+        """Linear and RBF-SVM accuracy of ``result``'s kept rows of dataset ``name`` (remember by :meth:`after_key`)."""
+        i = self._index(name)
+        d = self.datasets[i]
+        return subset_accuracies(
+            d.X, d.y, result.kept, n_splits=self.n_splits, random_state=self.seeds[i][2], n_threads=self.n_threads
+        )
+
+    def experiment(
+        self,
+        results: Mapping[str, Any],
+        before: Mapping[str, Mapping[str, float]] | None = None,
+        after: Mapping[str, Mapping[str, float]] | None = None,
+    ) -> SyntheticExperiment:
+        """The experiment's table from the runs and the accuracies (None: NaN accuracies); nothing is computed."""
+        nan = float("nan")
+        rows = []
+        for d in self.datasets:
+            res = results[d.name]
+            acc_before = {} if before is None else before[d.name]
+            acc_after = {"linear": nan, "rbf": nan} if after is None else after[d.name]
+            truth = planted_summary(d, res.kept)
+            rows.append(
+                {
+                    "dataset": d.name,
+                    "separation": d.separation,
+                    "n_before": truth["n_before"],
+                    "n_after": truth["n_after"],
+                    "linear_before": acc_before.get("linear", nan),
+                    "linear_after": acc_after["linear"],
+                    "rbf_before": acc_before.get("rbf", nan),
+                    "rbf_after": acc_after["rbf"],
+                    "linear_no_bias": acc_before.get("linear_no_bias", nan),
+                    "rbf_no_bias": acc_before.get("rbf_no_bias", nan),
+                    "biased_before": truth["biased_before"],
+                    "biased_after": truth["biased_after"],
+                    "biased_share_before": truth["biased_share_before"],
+                    "biased_share_after": truth["biased_share_after"],
+                    "flipped_before": truth["flipped_before"],
+                    "flipped_removed_share": truth["flipped_removed_share"],
+                    "unbiased_removed_share": truth["unbiased_removed_share"],
+                    "rounds": res.n_rounds,
+                    "stop_reason": res.stop_reason,
+                }
+            )
+        taus = {float(results[d.name].params["tau"]) for d in self.datasets}
+        params = dict(self.given, tau=taus.pop() if len(taus) == 1 else sorted(taus))
+        params |= {"n_partitions": self.n_partitions, "n_splits": self.n_splits, "seed": self.seed}
+        return SyntheticExperiment(
+            table=pd.DataFrame(rows), results=dict(results), datasets=list(self.datasets), params=params
+        )
+
+
+def plan_experiment(
+    datasets: Sequence[BiasedCircles] | None = None,
+    *,
+    target_size: int | float = EXPERIMENT_DEFAULTS["target_size"],
+    train_size: int | float = EXPERIMENT_DEFAULTS["train_size"],
+    slice_size: int | float = EXPERIMENT_DEFAULTS["slice_size"],
+    n_partitions: int = EXPERIMENT_DEFAULTS["n_partitions"],
+    n_splits: int = 5,
+    random_state: int | np.random.Generator | None = 0,
+    n_threads: int | None = 1,
+) -> ExperimentPlan:
+    """The synthetic experiment's every parameter but τ, checked once: an :class:`ExperimentPlan`.
+
+    The parameters are :func:`synthetic_experiment`'s (τ comes with each step that needs it).
+
+    Examples
+    --------
+    >>> plan = plan_experiment(paper_circles(400), n_partitions=16, n_splits=3)
+    >>> runs = plan.run(0.5)  # AFLite once per dataset; every τ above is read off these runs
+    >>> exp = plan.experiment(plan.at_tau(runs, 0.75))
+    >>> exp.params["tau"], exp.table.shape[0]
+    (0.75, 4)
+    """
+    return _plan(
+        "plan_experiment",
+        datasets,
+        target_size=target_size,
+        train_size=train_size,
+        slice_size=slice_size,
+        n_partitions=n_partitions,
+        n_splits=n_splits,
+        random_state=random_state,
+        n_threads=n_threads,
+    )
+
+
+def _plan(func: str, datasets: Any, *, target_size, train_size, slice_size, n_partitions, n_splits, random_state,
+          n_threads, tau: Any = None) -> ExperimentPlan:  # fmt: skip
     data = paper_circles() if datasets is None else list(datasets)
     if not data or not all(isinstance(d, BiasedCircles) for d in data):
         raise v.param_error("datasets", func, "None or a non-empty sequence of BiasedCircles", datasets, TypeError)
@@ -287,11 +518,12 @@ def synthetic_experiment(
     if len(set(names)) != len(names):
         raise ValueError(f"The 'datasets' parameter of {func} must have distinct names. Got {names} instead.")
     m = v.check_int(n_partitions, "n_partitions", func, low=1)
-    tau_v = v.check_probability(tau, "tau", func)
+    if tau is not None:  # synthetic_experiment: τ checked in its old place among the others
+        v.check_probability(tau, "tau", func)
     folds = v.check_int(n_splits, "n_splits", func, low=2)
     if n_threads is not None:
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)
-    resolved = []
+    counts = []
     for d in data:  # validate every dataset's counts before running anything
         n = d.n_samples
         nt = _resolve_count(target_size, "target_size", func, n, low=2, high=n, range_text="(n_classes, n_samples)")
@@ -302,94 +534,17 @@ def synthetic_experiment(
             k = max(
                 1, _resolve_count(slice_size, "slice_size", func, n, low=0, high=n + 1, range_text="[1, n_samples]")
             )
-        resolved.append((nt, t, k))
-    if before is not None and not isinstance(before, Mapping):
-        raise v.param_error("before", func, "None or a mapping from dataset names to accuracies", before, TypeError)
-    if callback is not None and not callable(callback):
-        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
+        counts.append((nt, t, k))
     seed = v.check_random_state(random_state, func)
     rng = np.random.default_rng(seed)
-    rows, results = [], {}
-    n_steps = len(data)
-    for step, (d, (nt, t, k)) in enumerate(zip(data, resolved), start=1):
-        seed_run, seed_before, seed_after = (int(s) for s in rng.integers(0, 2**31 - 1, size=3))
-        given = None if runs is None else runs.get(d.name)
-        if given is not None:
-            res = _narrowed(
-                given,
-                d,
-                tau_v,
-                {"target_size": nt, "train_size": t, "slice_size": k, "n_partitions": m, "seed": seed_run},
-            )
-        else:
-            res = aflite(
-                d.X,
-                d.y,
-                target_size=nt,
-                train_size=t,
-                slice_size=k,
-                tau=tau_v,
-                n_partitions=m,
-                random_state=seed_run,
-                n_threads=n_threads,
-            )
-        results[d.name] = res
-        cached = None if before is None else before.get(d.name)
-        acc_before = _before(d, folds, seed_before, n_threads, have=cached) if accuracies else {}
-        if accuracies:
-            acc_after = _after(d, res, folds, seed_after, n_threads, after)
-        else:
-            acc_after = {"linear": float("nan"), "rbf": float("nan")}
-        truth = planted_summary(d, res.kept)
-        rows.append(
-            {
-                "dataset": d.name,
-                "separation": d.separation,
-                "n_before": truth["n_before"],
-                "n_after": truth["n_after"],
-                "linear_before": acc_before.get("linear", float("nan")),
-                "linear_after": acc_after["linear"],
-                "rbf_before": acc_before.get("rbf", float("nan")),
-                "rbf_after": acc_after["rbf"],
-                "linear_no_bias": acc_before.get("linear_no_bias", float("nan")),
-                "rbf_no_bias": acc_before.get("rbf_no_bias", float("nan")),
-                "biased_before": truth["biased_before"],
-                "biased_after": truth["biased_after"],
-                "biased_share_before": truth["biased_share_before"],
-                "biased_share_after": truth["biased_share_after"],
-                "flipped_before": truth["flipped_before"],
-                "flipped_removed_share": truth["flipped_removed_share"],
-                "unbiased_removed_share": truth["unbiased_removed_share"],
-                "rounds": res.n_rounds,
-                "stop_reason": res.stop_reason,
-            }
-        )
-        if callback is not None:
-            callback(step, n_steps, d.name)
-    params = {
-        "target_size": target_size,
-        "train_size": train_size,
-        "slice_size": slice_size,
-        "tau": tau_v,
-        "n_partitions": m,
-        "n_splits": folds,
-        "seed": seed,
-    }
-    return SyntheticExperiment(table=pd.DataFrame(rows), results=results, datasets=data, params=params)
+    seeds = tuple(tuple(int(s) for s in rng.integers(0, 2**31 - 1, size=3)) for _ in data)
+    given = {"target_size": target_size, "train_size": train_size, "slice_size": slice_size}
+    return ExperimentPlan(tuple(data), tuple(counts), m, folds, seed, seeds, n_threads, given)
 
 
-def _after(
-    d: BiasedCircles, res: Any, folds: int, seed: int, n_threads: int | None, memo: MutableMapping | None
-) -> dict[str, float]:
-    """The "after" accuracies of ``res``'s kept rows, looked up in (and stored to) ``memo`` by data and rows."""
+def _after_key(res: Any, folds: int, seed: int) -> tuple:
     kept = hashlib.blake2b(np.packbits(np.asarray(res.kept, dtype=bool)).tobytes(), digest_size=16).hexdigest()
-    key = (res.provenance.get("x_sha256"), res.provenance.get("y_sha256"), kept, folds, seed)
-    hit = None if memo is None else memo.get(key)
-    if hit is None:
-        hit = subset_accuracies(d.X, d.y, res.kept, n_splits=folds, random_state=seed, n_threads=n_threads)
-        if memo is not None:
-            memo[key] = dict(hit)
-    return hit
+    return (res.provenance.get("x_sha256"), res.provenance.get("y_sha256"), kept, folds, seed)
 
 
 def _narrowed(res: Any, d: BiasedCircles, tau: float, expected: dict[str, int]) -> Any:
