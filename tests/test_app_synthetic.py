@@ -309,13 +309,14 @@ def test_the_warm_up_fills_the_store_with_the_default_page_and_the_page_uses_it(
     assert not thread.is_alive()
     calls = []
     real_before, real_run = core.before_accuracies, core.synthetic_experiment
+    real_plan_run, real_at_tau = core.ExperimentPlan.run, core.ExperimentPlan.at_tau
     monkeypatch.setattr(core, "before_accuracies", lambda *a, **k: calls.append("before") or real_before(*a, **k))
-    monkeypatch.setattr(
-        core, "synthetic_experiment", lambda *a, **k: calls.append(k.get("runs") is None) or real_run(*a, **k)
-    )
+    monkeypatch.setattr(core, "synthetic_experiment", lambda *a, **k: calls.append("experiment") or real_run(*a, **k))
+    monkeypatch.setattr(core.ExperimentPlan, "run", lambda *a, **k: calls.append("AFLite") or real_plan_run(*a, **k))
+    monkeypatch.setattr(core.ExperimentPlan, "at_tau", lambda *a, **k: calls.append("at_tau") or real_at_tau(*a, **k))
     run = compute.CirclesRunSpec(compute.CirclesSpec())
     exp = compute.circles_experiment(run)
-    assert calls == [False]  # one call, reading the warmed-up runs (runs=...), no "before" and no AFLite run
+    assert calls == ["at_tau"]  # one call, reading the warmed-up runs at τ, no "before" and no AFLite run
     assert compute.start_warm_up() is thread  # once per process
     direct = real_run(
         list(compute.circles_datasets(run.data)),

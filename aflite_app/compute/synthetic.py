@@ -191,20 +191,26 @@ def _recall_after_warm_up(key: Any) -> Any:
     return hit
 
 
+def _plan(run: CirclesRunSpec) -> synthetic_experiment.ExperimentPlan:
+    """The core's experiment with every parameter of ``run`` but τ checked once (remembered, by ``run`` but τ)."""
+    key = ("plan", replace(run, tau=0.0))
+    hit = _circles_store().recall(key)
+    if hit is None:
+        args = {name: value for name, value in _aflite_args(run).items() if name != "tau"}
+        hit = synthetic_experiment.plan_experiment(
+            list(circles_datasets(run.data)), **args, n_splits=run.n_splits, random_state=run.data.seed, n_threads=1
+        )
+        _circles_store().keep(key, hit)
+    return hit
+
+
 def _circles_runs(run: CirclesRunSpec, progress: Callable[[int, int, str], Any]) -> dict[str, Any]:
     """AFLite on every dataset at :data:`CIRCLES_TAU_FLOOR` with the run's other parameters (remembered)."""
     floor = replace(run, tau=min(run.tau, CIRCLES_TAU_FLOOR), n_splits=CIRCLES_LIVE_FOLDS)  # folds: not used
     key = ("runs", floor)
     hit = _recall_after_warm_up(key)
     if hit is None:
-        hit = synthetic_experiment.synthetic_experiment(
-            list(circles_datasets(run.data)),
-            **_aflite_args(floor),
-            random_state=run.data.seed,
-            n_threads=1,
-            callback=progress,
-            accuracies=False,
-        ).results
+        hit = _plan(floor).run(floor.tau, callback=progress)
         _circles_store().keep(key, hit)
     return hit
 
@@ -262,17 +268,18 @@ def circles_experiment(
 ) -> synthetic_experiment.SyntheticExperiment:
     """AFLite on every dataset plus the "after" accuracies and planted-truth counts (``synthetic_experiment``).
 
-    AFLite runs once per dataset at :data:`CIRCLES_TAU_FLOOR` for the run's k, m, t, n and seed; the run at the
-    page's τ is read off it (:func:`aflite_core.tau_path.narrow_to_tau`, exactly what a run at τ gives), so a τ
-    change runs no AFLite, and the "after" accuracies of a kept set already measured are looked up. The result
-    equals ``synthetic_experiment`` at τ (the tests compare them). ``progress(fraction, text)`` reports the steps
-    for the page's progress bar; it is only called when something is computed.
+    Composed from the core's steps (:class:`aflite_core.synthetic_experiment.ExperimentPlan`), each remembered
+    here: the plan (every parameter but τ, checked once), the "before" accuracies, AFLite once per dataset at
+    :data:`CIRCLES_TAU_FLOOR` for the run's k, m, t, n and seed, the run at the page's τ read off it
+    (``plan.at_tau``: exactly what a run at τ gives, so a τ change runs no AFLite), and the "after" accuracies by
+    kept set (``plan.after_key``). The result equals ``synthetic_experiment`` at τ (the tests compare them).
+    ``progress(fraction, text)`` reports the steps for the page's progress bar; it is only called when something
+    is computed.
     """
     key = ("experiment", run)
     hit = _circles_store().recall(key)
     if hit is not None:
         return hit
-    data = list(circles_datasets(run.data))
 
     def step(low: float, high: float, what: str) -> Callable[[int, int, str], None]:
         def report(i: int, total: int, name: str) -> None:
@@ -281,19 +288,20 @@ def circles_experiment(
 
         return report
 
+    plan = _plan(run)
     before = circles_before(run.data, run.n_splits, step(0.0, 0.3, "Accuracy before filtering"))
-    runs = _circles_runs(run, step(0.3, 0.75, "AFLite"))
-    exp = synthetic_experiment.synthetic_experiment(
-        data,
-        **_aflite_args(run),
-        n_splits=run.n_splits,
-        before=before,
-        random_state=run.data.seed,
-        n_threads=1,
-        callback=step(0.75, 1.0, "Accuracy after filtering"),
-        runs=runs,
-        after=_circles_after_memo(),
-    )
+    results = plan.at_tau(_circles_runs(run, step(0.3, 0.75, "AFLite")), run.tau)  # τ checked once, by the core
+    memo, after = _circles_after_memo(), {}
+    report = step(0.75, 1.0, "Accuracy after filtering")
+    for i, (name, res) in enumerate(results.items(), start=1):
+        key_after = plan.after_key(name, res)
+        acc = memo.recall(key_after)
+        if acc is None:
+            acc = plan.after(name, res)
+            memo.keep(key_after, acc)
+        after[name] = acc
+        report(i, len(results), name)
+    exp = plan.experiment(results, before, after)
     _circles_store().keep(key, exp)
     return exp
 
