@@ -290,9 +290,8 @@ def synthetic_experiment(
         n_splits=n_splits,
         random_state=random_state,
         n_threads=n_threads,
-        tau=tau,
     )
-    tau_v = plan.check_tau(tau, func)
+    tau_v = plan.check_tau(tau, func)  # once: the steps below take it checked
     if before is not None and not isinstance(before, Mapping):
         raise v.param_error("before", func, "None or a mapping from dataset names to accuracies", before, TypeError)
     if callback is not None and not callable(callback):
@@ -510,7 +509,7 @@ def plan_experiment(
 
 
 def _plan(func: str, datasets: Any, *, target_size, train_size, slice_size, n_partitions, n_splits, random_state,
-          n_threads, tau: Any = None) -> ExperimentPlan:  # fmt: skip
+          n_threads) -> ExperimentPlan:  # fmt: skip
     data = paper_circles() if datasets is None else list(datasets)
     if not data or not all(isinstance(d, BiasedCircles) for d in data):
         raise v.param_error("datasets", func, "None or a non-empty sequence of BiasedCircles", datasets, TypeError)
@@ -518,8 +517,6 @@ def _plan(func: str, datasets: Any, *, target_size, train_size, slice_size, n_pa
     if len(set(names)) != len(names):
         raise ValueError(f"The 'datasets' parameter of {func} must have distinct names. Got {names} instead.")
     m = v.check_int(n_partitions, "n_partitions", func, low=1)
-    if tau is not None:  # synthetic_experiment: τ checked in its old place among the others
-        v.check_probability(tau, "tau", func)
     folds = v.check_int(n_splits, "n_splits", func, low=2)
     if n_threads is not None:
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)
