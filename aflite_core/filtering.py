@@ -328,14 +328,14 @@ def plan_run(
     from .engine import Run, RunConfig
 
     labels = r["labels"]
-    run_backend = _resolve_backend(backend, func)
     extra = {"target_size_given": target_size, "train_size_given": train_size}
     torch_device = _check_device(device, precision, max_device_bytes, family, func)
-    if torch_device is not None:
-        from .engine import LocalBackend
+    if torch_device is None:
+        run_backend = _resolve_backend(backend, func)
+    else:
         from .torch_backend import TorchBackend
 
-        if type(run_backend) is not LocalBackend:
+        if backend is not None and backend != "local":
             raise ValueError(
                 f"The 'device' parameter of {func} is {device!r}, which runs in this process only; "
                 "the Dask backend (backend='dask' or a Client) works with device='cpu' for now."
