@@ -124,7 +124,28 @@ def test_stop_inside_a_round():
         steps.append(s)
         return not (s.round == 2 and s.phase == "predict")
 
-    res = aflite(X, y, target_size=800, train_size=600, slice_size=150, random_state=0, device="torch:cpu", on_step=on_step)
+    res = aflite(
+        X, y, target_size=800, train_size=600, slice_size=150, random_state=0, device="torch:cpu", on_step=on_step
+    )
     assert res.stop_reason == "stopped_by_callback"
     assert len(res.history) == 1
     assert {s.phase for s in steps} == {"fit", "predict"}
+
+
+def test_cli_device_option(tmp_path, capsys):
+    from aflite_core import AFLiteResult
+    from aflite_core.cli import main
+
+    X, y, _ = _data(1500, 8, 2)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    args = ["--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--train-size", "300"]
+    args += ["--seed", "0", "--device", "torch:cpu"]
+    run = ["filter", *args, "--target-size", "500", "--slice-size", "100", "--out", str(tmp_path / "run"), "--quiet"]
+    assert main(run) == 0
+    res = AFLiteResult.load(tmp_path / "run")
+    assert res.params["device"] == "torch:cpu"
+    assert main(["predictability", *args, "--out", str(tmp_path / "p.csv")]) == 0
+    bad = ["filter", *args[:-2], "--device", "cuda:x", "--target-size", "500", "--slice-size", "100"]
+    assert main([*bad, "--out", str(tmp_path / "r2")]) != 0
+    assert "cuda:N" in capsys.readouterr().err
