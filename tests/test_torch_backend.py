@@ -12,6 +12,9 @@ from aflite_core.logistic import LogisticFamily  # noqa: E402
 from aflite_core.models import LinearFamily  # noqa: E402
 from aflite_core.synthetic import make_planted_bias  # noqa: E402
 
+#: torch devices to test: torch's CPU device always, the GPU where there is one
+DEVICES = ["torch:cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU"))]
+
 
 def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
     union = np.logical_or(a, b).sum()
@@ -38,16 +41,17 @@ def _data(n, d, C, seed=0):
     return X, y, biased
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", list(CASES))
-def test_torch_cpu_agrees_with_numpy(case):
+def test_torch_agrees_with_numpy(case, device):
     n, d, C, model, t, k, target = CASES[case]
     X, y, biased = _data(n, d, C)
     kw = dict(target_size=target, train_size=t, slice_size=k, model=model, random_state=0)
     ref = aflite(X, y, **kw)
-    got = aflite(X, y, device="torch:cpu", **kw)
+    got = aflite(X, y, device=device, **kw)
     assert got.params["partition_mode"] == ref.params["partition_mode"]
     assert got.params["rows_per_block"] == ref.params["rows_per_block"]
-    assert got.params["device"] == "torch:cpu" and got.params["precision"] == "float32"
+    assert got.params["device"] == ("cuda:0" if device == "cuda" else device) and got.params["precision"] == "float32"
     assert "device" not in ref.params  # the numpy engine's parameters are unchanged
     # round 1: same rows, same partitions
     p_ref, p_got = ref.scores[0], got.scores[0]
@@ -73,18 +77,22 @@ def test_eval_rows_and_predictability():
     assert _same_p(p_ref, p_got) >= 0.999
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("model", ["linear", "ridge"])
-def test_streaming_equals_resident_and_runs_repeat(model, tmp_path):
+def test_streaming_equals_resident_and_runs_repeat(model, device, tmp_path):
     X, y, _ = _data(6000, 16, 3)
     EX, Ey, _ = _data(500, 16, 3, seed=1)
     kw = dict(target_size=1500, train_size=1400, slice_size=300, model=model, random_state=1, eval_X=EX, eval_y=Ey)
-    resident = aflite(X, y, device="torch:cpu", **kw)
-    again = aflite(X, y, device="torch:cpu", **kw)
+    resident = aflite(X, y, device=device, **kw)
+    again = aflite(X, y, device=device, **kw)
     assert resident.equals(again)
     np.save(tmp_path / "X.npy", X)
     Xm = np.load(tmp_path / "X.npy", mmap_mode="r")
-    streamed = aflite(Xm, y, device="torch:cpu", max_device_bytes=4096, **kw)
+    streamed = aflite(Xm, y, device=device, max_device_bytes=4096, **kw)
     assert streamed.equals(resident)
+    if device == "cuda":  # TF32 products: a run of its own, close to the float32 one
+        tf32 = aflite(X, y, device=device, precision="tf32", **kw)
+        assert _jaccard(~tf32.kept, ~resident.kept) >= 0.95
 
 
 def test_device_errors():
