@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -198,6 +199,7 @@ class TorchSession:
         self.present = np.ones(X.shape[0], dtype=bool)
         self.on_step = None
         self.n_iter: list[int] = []  # L-BFGS iterations of the last round's fits (the longest per batch)
+        self.fit_seconds = 0.0  # wall time of the last round's fits (device synchronised)
         feature_bytes = X.nbytes + (0 if eval_X is None else eval_X.nbytes)
         if max_device_bytes is None and self.device.type == "cuda":
             free, _ = torch.cuda.mem_get_info(self.device)
@@ -466,7 +468,11 @@ class TorchSession:
         self.on_step = on_step
         try:
             report_step(self, "fit", 0, m)
+            started = time.perf_counter()
             W, b = self.fit(rows, plan, range(m))
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            self.fit_seconds = time.perf_counter() - started
             member = torch.as_tensor(plan.membership, device=self.device)
             block_of = torch.as_tensor(plan.block_of.astype(np.int64), device=self.device)
             n = len(rows)
