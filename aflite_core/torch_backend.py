@@ -228,12 +228,19 @@ class TorchSession:
             out[start : start + step].copy_(host[start : start + step])
         return out
 
-    def _rows(self, rows: NDArray[np.intp], evaluation: bool = False):
-        """Features of ``rows`` (sorted indices) on the device: gathered there, or streamed from the host."""
-        torch = self.torch
+    def _index(self, rows: NDArray[np.intp]):
+        """Row indices on the device (one host-to-device copy; reuse it for features and labels)."""
+        return self.torch.as_tensor(rows, device=self.device)
+
+    def _rows(self, rows: NDArray[np.intp], evaluation: bool = False, index=None):
+        """Features of ``rows`` (sorted indices) on the device: gathered there, or streamed from the host.
+
+        ``index``: the same rows already on the device (saves a copy when X is resident).
+        """
         resident = self.eval_dev if evaluation else self.X_dev
         if resident is not None:
-            return resident[torch.as_tensor(rows, device=self.device)]
+            return resident[self._index(rows) if index is None else index]
+        torch = self.torch
         src = self.eval_X if evaluation else self.X
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
@@ -246,10 +253,10 @@ class TorchSession:
         d = self.d
         width = self.D if with_labels else d + 1
         Z = torch.zeros((len(rows), width), dtype=torch.float32, device=self.device)
-        Z[:, :d] = self._rows(rows) - self.mu
+        idx = self._index(rows)
+        Z[:, :d] = self._rows(rows, index=idx) - self.mu
         Z[:, d] = 1.0
         if with_labels:
-            idx = torch.as_tensor(rows, device=self.device)
             Z[torch.arange(len(rows), device=self.device), d + 1 + self.codes_dev[idx]] = 1.0
         return Z
 
@@ -432,11 +439,15 @@ class TorchSession:
             Xg = torch.zeros((len(ids), longest, d + 1), dtype=torch.float32, device=self.device)
             codes = torch.zeros((len(ids), longest), dtype=torch.int64, device=self.device)
             mask = torch.zeros((len(ids), longest), dtype=torch.float32, device=self.device)
-            for i, j in enumerate(ids):
-                tr = train(j)
-                Xg[i, : len(tr), :d] = self._rows(tr) - self.mu
+            lists = [train(j) for j in ids]
+            index = self._index(np.concatenate(lists))  # one copy to the device per group
+            offset = 0
+            for i, tr in enumerate(lists):
+                idx = index[offset : offset + len(tr)]
+                offset += len(tr)
+                Xg[i, : len(tr), :d] = self._rows(tr, index=idx) - self.mu
                 Xg[i, : len(tr), d] = 1.0
-                codes[i, : len(tr)] = self.codes_dev[torch.as_tensor(tr, device=self.device)]
+                codes[i, : len(tr)] = self.codes_dev[idx]
                 mask[i, : len(tr)] = 1.0
             Wg, bg, n_iter = fit_logistic_torch(Xg, codes, mask, K, H_inv, C=fam.C, tol=fam.tol, max_iter=fam.max_iter)
             self.n_iter.append(int(n_iter.max()))
@@ -481,6 +492,7 @@ class TorchSession:
             model_correct = torch.zeros(m, dtype=torch.int64, device=self.device)
             model_total = torch.zeros(m, dtype=torch.int64, device=self.device)
             step = self._chunk_rows()
+            index = self._index(rows)
             n_eval = 0 if eval_rows is None else len(eval_rows)
             total_steps = math.ceil(n / step) + math.ceil(n_eval / step)
             done = 0
@@ -489,9 +501,9 @@ class TorchSession:
                 done += 1
                 sl = slice(start, min(start + step, n))
                 r = rows[sl]
-                preds = self._predict(W, b, self._rows(r))
+                preds = self._predict(W, b, self._rows(r, index=index[sl]))
                 held = ~member[:, block_of[sl]].T
-                right = (preds == self.codes_dev[torch.as_tensor(r, device=self.device)][:, None]) & held
+                right = (preds == self.codes_dev[index[sl]][:, None]) & held
                 correct[sl] = right.sum(dim=1, dtype=torch.int32)
                 n_pred[sl] = held.sum(dim=1, dtype=torch.int32)
                 model_correct += right.sum(dim=0)
@@ -500,12 +512,14 @@ class TorchSession:
             if eval_rows is not None:
                 eval_correct = np.zeros(n_eval, dtype=np.int32)
                 ecodes = torch.as_tensor(np.asarray(eval_codes, dtype=np.int64), device=self.device)
+                eval_index = self._index(eval_rows)
                 for start in range(0, n_eval, step):
                     report_step(self, "predict", done, total_steps)
                     done += 1
                     r = eval_rows[start : start + step]
-                    preds = self._predict(W, b, self._rows(r, evaluation=True))
-                    hit = preds == ecodes[torch.as_tensor(r, device=self.device)][:, None]
+                    idx = eval_index[start : start + step]
+                    preds = self._predict(W, b, self._rows(r, evaluation=True, index=idx))
+                    hit = preds == ecodes[idx][:, None]
                     eval_correct[start : start + len(r)] = hit.sum(dim=1, dtype=torch.int32).cpu().numpy()
             report_step(self, "predict", total_steps, total_steps)
         finally:
