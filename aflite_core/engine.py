@@ -453,6 +453,7 @@ class Run:
             count_dtype=self.count_dtype,
             fingerprint=self.fingerprint(),
         )
+        _check_same_device(self.extra_state, cp.extra, checkpoint_dir)
         rng = np.random.default_rng(self.config.seed)
         try:
             rng.bit_generator.state = cp.rng_state
@@ -479,3 +480,20 @@ class Run:
         self.finished = cp.finished and self.stop_reason != "stopped_by_callback"
         if not self.finished:
             self.stop_reason = "target_size_reached"
+
+
+def _device_of(extra: dict) -> tuple[str, str]:
+    """(device kind, precision) a run's recorded parameters name; the numpy engine records neither."""
+    params = extra.get("params", {}) if isinstance(extra, dict) else {}
+    device = str(params.get("device", "cpu"))
+    return ("cuda" if device.startswith("cuda") else device), str(params.get("precision", "float32"))
+
+
+def _check_same_device(mine: dict, theirs: dict, checkpoint_dir) -> None:
+    """Refuse to resume a checkpoint written on another device (or precision): rounds would mix arithmetic."""
+    here, there = _device_of(mine), _device_of(theirs)
+    if here != there:
+        raise ValueError(
+            f"The checkpoint in '{checkpoint_dir}' was written with device={there[0]!r} (precision {there[1]!r}) "
+            f"and cannot be resumed with device={here[0]!r} (precision {here[1]!r}); resume it on its own device."
+        )

@@ -132,6 +132,9 @@ def aflite(
     checkpoint: str | Path | None = None,
     resume: bool = False,
     on_step: Callable[[StepProgress], bool | None] | None = None,
+    device: str = "cpu",
+    precision: str = "float32",
+    max_device_bytes: int | None = None,
 ) -> AFLiteResult:
     """Filter the rows a model family finds predictable from Φ(X), round by round (AFLite, Algorithm 1).
 
@@ -196,6 +199,17 @@ def aflite(
         in progress is abandoned and the result holds the rounds completed so far
         (``stop_reason == "stopped_by_callback"``; a run with a checkpoint resumes from its last round).
         The local backend honours it; the Dask backend checks it between its tasks.
+    device : {"cpu", "cuda", "cuda:N", "torch:cpu"}, default="cpu"
+        Where the default family's fits and predictions run: ``"cpu"`` is the numpy engine; ``"cuda"`` a GPU
+        through PyTorch (an optional dependency); ``"torch:cpu"`` the same PyTorch code on the CPU. The blocks
+        and partitions are those of the numpy engine for the same seed (:mod:`aflite_core.torch_backend`); only
+        the default linear family runs on a torch device, and not with the Dask backend.
+    precision : {"float32", "tf32"}, default="float32"
+        On a torch device: float32 products with deterministic algorithms (two runs on one device are equal),
+        or TF32 products on a GPU that has them (faster, rounds differently).
+    max_device_bytes : int, optional
+        On a torch device: features larger than this stay in host memory (a memory-mapped X too) and are
+        streamed to the device in row chunks; the result is the same. None: half the GPU's free memory.
 
     Returns
     -------
@@ -252,6 +266,9 @@ def aflite(
         backend=backend,
         checkpoint=checkpoint,
         on_step=on_step,
+        device=device,
+        precision=precision,
+        max_device_bytes=max_device_bytes,
     )
     return execute_run(run, resume=resume)
 
@@ -277,6 +294,9 @@ def plan_run(
     backend: Any = None,
     checkpoint: str | Path | None = None,
     on_step: Callable[[StepProgress], bool | None] | None = None,
+    device: str = "cpu",
+    precision: str = "float32",
+    max_device_bytes: int | None = None,
     func: str = "aflite",
 ):
     """Validate every argument of :func:`aflite` and return the run, not yet started.
@@ -308,6 +328,20 @@ def plan_run(
     from .engine import Run, RunConfig
 
     labels = r["labels"]
+    extra = {"target_size_given": target_size, "train_size_given": train_size}
+    torch_device = _check_device(device, precision, max_device_bytes, family, func)
+    if torch_device is None:
+        run_backend = _resolve_backend(backend, func)
+    else:
+        from .torch_backend import TorchBackend
+
+        if backend is not None and backend != "local":
+            raise ValueError(
+                f"The 'device' parameter of {func} is {device!r}, which runs in this process only; "
+                "the Dask backend (backend='dask' or a Client) works with device='cpu' for now."
+            )
+        run_backend = TorchBackend(torch_device, precision, max_device_bytes)
+        extra.update({"device": run_backend.device_name, "precision": precision})
     config = RunConfig(
         target_size=r["n_target"],
         train_size=r["t"],
@@ -324,7 +358,7 @@ def plan_run(
         classes=labels.classes,
         config=config,
         family=family,
-        backend=_resolve_backend(backend, func),
+        backend=run_backend,
         callback=callback,
         on_step=on_step,
         eval_X=r.get("eval_X"),
@@ -332,7 +366,7 @@ def plan_run(
         ids=r["ids"],
         eval_ids=r["eval_ids"],
         checkpoint_dir=None if checkpoint is None else Path(checkpoint),
-        extra_state={"params": {"target_size_given": target_size, "train_size_given": train_size}},
+        extra_state={"params": extra},
     )
 
 
@@ -346,6 +380,18 @@ def execute_run(run: Any, *, resume: bool = False) -> AFLiteResult:
         if has_checkpoint(run.checkpoint_dir):
             run.restore(run.checkpoint_dir)
     return run.execute()
+
+
+def _check_device(device: Any, precision: Any, max_device_bytes: Any, family: Any, func: str) -> str | None:
+    """Validate the device arguments: None for the numpy engine, else the torch device name (torch imported)."""
+    if device == "cpu" and precision == "float32" and max_device_bytes is None:
+        return None  # the default: nothing to import or check
+    from .torch_backend import check_device, check_family
+
+    torch_device = check_device(device, precision, max_device_bytes, func)
+    if torch_device is not None:
+        check_family(family, func)
+    return torch_device
 
 
 def _resolve_backend(backend: Any, func: str):
@@ -375,6 +421,9 @@ def predictability(
     model: Any = "linear",
     random_state: int | np.random.Generator | None = None,
     n_threads: int | None = 1,
+    device: str = "cpu",
+    precision: str = "float32",
+    max_device_bytes: int | None = None,
 ) -> NDArray[np.float32]:
     """Score every row's out-of-sample predictability once, without removing anything (an audit).
 
@@ -398,6 +447,8 @@ def predictability(
         Seed.
     n_threads : int or None, default=1
         BLAS threads.
+    device, precision, max_device_bytes
+        Where the models run (see :func:`aflite`).
 
     Returns
     -------
@@ -433,7 +484,18 @@ def predictability(
     if n_threads is not None:
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)
     seed = v.check_random_state(random_state, func)
+    torch_device = _check_device(device, precision, max_device_bytes, family, func)
     rng = np.random.default_rng(seed)
+    if torch_device is not None:
+        from .torch_backend import TorchBackend
+
+        backend = TorchBackend(torch_device, precision, max_device_bytes)
+        with blas_threads(n_threads):
+            backend.open(Xv, labels.codes, labels.n_classes, family, train_size=t, n_partitions=m, rng=rng)
+            rows = np.arange(Xv.shape[0])
+            rs = backend.score(rows, backend.draw_plan(rows, rng), rng, None, 1)
+            backend.close()
+        return rs.predictability
     with blas_threads(n_threads):
         session = family.session(Xv, labels.codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
         rows = np.arange(Xv.shape[0])

@@ -208,7 +208,12 @@ def _cmd_filter(args: argparse.Namespace) -> int:
         eval_ids=eval_ids,
         n_threads=args.threads,
         checkpoint=out / "checkpoint",
+        device=args.device,
+        precision=args.precision,
+        max_device_bytes=args.max_device_bytes,
     )
+    if args.device != "cpu" and (args.scheduler or args.dask_local is not None):
+        raise CLIError(f"--device {args.device} runs in this process only; drop --scheduler/--dask-local")
     if not args.resume:
         record = {n: getattr(args, n) for n in _RUN_OPTIONS}
         for key in _INPUT_FILES:
@@ -247,6 +252,9 @@ def _cmd_predictability(args: argparse.Namespace) -> int:
         model=args.model,
         random_state=args.seed,
         n_threads=args.threads,
+        device=args.device,
+        precision=args.precision,
+        max_device_bytes=args.max_device_bytes,
     )
     frame = pd.DataFrame({"label": y, "predictability": p})
     ids = _load_ids(args.ids)
@@ -289,6 +297,19 @@ def add_cli(sub: Any) -> None:
         p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
         p.add_argument("--mmap", action="store_true", help="memory-map the .npy feature files")
         p.add_argument("--ids", default=None, help="row ids, one per row (.npy/.txt/.csv with an 'id' column)")
+        p.add_argument(
+            "--device",
+            default="cpu",
+            help="cpu (numpy engine, default), cuda, cuda:N or torch:cpu (the default family through PyTorch); "
+            "a resumed run needs the device it started on",
+        )
+        p.add_argument("--precision", default="float32", choices=["float32", "tf32"], help="torch devices only")
+        p.add_argument(
+            "--max-device-bytes",
+            type=int,
+            default=None,
+            help="torch devices: stream features larger than this from host memory (default: half the GPU)",
+        )
 
     f = sub.add_parser("filter", help="run AFLite and write the run directory (resumable)")
     common(f, required=False)
