@@ -17,6 +17,8 @@ from typing import Any
 
 import streamlit as st
 
+from .. import settings
+
 __all__ = [
     "MAX_INTERACTIVE_ROWS",
     "MAX_UPLOAD_COLUMNS",
@@ -28,9 +30,9 @@ __all__ = [
 ]
 
 #: rows above which the app refuses interactive work and points to the CLI
-MAX_INTERACTIVE_ROWS = 60_000
+MAX_INTERACTIVE_ROWS = settings.load().max_interactive_rows
 #: columns an uploaded table may have (counted before it is parsed)
-MAX_UPLOAD_COLUMNS = 10_000
+MAX_UPLOAD_COLUMNS = settings.load().max_upload_columns
 
 
 class LRUStore(OrderedDict):

@@ -16,6 +16,7 @@ from aflite_core import AFLiteResult
 from aflite_core.filtering import execute_run, plan_run
 from aflite_core.stability import class_impact as _class_impact
 
+from .. import settings
 from ..state import FilterSpec, session_data
 from . import _stores
 from .datasets import dataset
@@ -31,7 +32,7 @@ __all__ = [
     "with_class_names",
 ]
 
-RESULT_STORE_SIZE = 48
+RESULT_STORE_SIZE = settings.load().result_store_size
 
 
 @st.cache_resource(max_entries=1)
