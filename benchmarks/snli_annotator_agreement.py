@@ -5,6 +5,7 @@ only the uniformly sampled ``random_subset`` rows count (ChaosNLI rows are the l
 construction). Prints the mean agreement with the gold label per history category, over the seeds.
 
     python benchmarks/snli_annotator_agreement.py [--shared ../shared/data] [--seeds 0,1,2]
+    python benchmarks/snli_annotator_agreement.py --tiny   # seed 0 only: checks that it runs (tests/test_benchmarks.py)
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--tiny", action="store_true", help="seed 0 only (the whole sample: ~5 s)")
     args = ap.parse_args()
+    if args.tiny:
+        args.seeds = "0"
     shared = Path(args.shared)
     if not shared.is_dir():
         raise SystemExit(f"shared data not found at {shared}")
