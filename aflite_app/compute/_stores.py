@@ -6,7 +6,8 @@
   refuses and names the command-line equivalent;
 * :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold.
 
-Modules read the limits as ``_stores.MAX_INTERACTIVE_ROWS`` at call time, so a test can lower them.
+Modules read the limits as ``_stores.MAX_INTERACTIVE_ROWS`` at call time, so a test can lower them; their values
+come from :mod:`aflite_app.settings`, with every other limit and ``AFLITE_*`` variable of the server.
 """
 
 from __future__ import annotations
