@@ -9,17 +9,17 @@ when the module that applies them is imported (those modules keep their module-l
 Environment variables read here (the only place under ``aflite_app/``, ``pages/`` and ``app.py`` that reads one;
 ``tests/test_settings.py`` checks it):
 
-==========================  ==============================  ==========================================
-variable                    field                           default
-==========================  ==============================  ==========================================
-``AFLITE_RUN_ROOT``         :attr:`Settings.run_root`        ``runs`` (below the folder the app starts in)
-``AFLITE_NLI_DATA_DIR``     :attr:`Settings.nli_data_dir`    unset: SNLI / MultiNLI come from the Hub
-``AFLITE_WARM_UP``          :attr:`Settings.warm_up`         on
-``AFLITE_APP_UMAP``         :attr:`Settings.umap`            on
-``AFLITE_APP_SYNC_WAIT``    :attr:`Settings.sync_wait_s`     1.5 (seconds)
-``AFLITE_UPLOAD_VAULT_MB``  :attr:`Settings.upload_vault_mb`  1024 (MB)
-``AFLITE_UPLOAD_TTL_HOURS`` :attr:`Settings.upload_ttl_hours` 24 (hours)
-==========================  ==============================  ==========================================
+===========================  =================================  =============================================
+variable                     field                              default
+===========================  =================================  =============================================
+``AFLITE_RUN_ROOT``          :attr:`Settings.run_root`          ``runs`` (below the folder the app starts in)
+``AFLITE_NLI_DATA_DIR``      :attr:`Settings.nli_data_dir`      unset: SNLI / MultiNLI come from the Hub
+``AFLITE_WARM_UP``           :attr:`Settings.warm_up`           on
+``AFLITE_APP_UMAP``          :attr:`Settings.umap`              on
+``AFLITE_APP_SYNC_WAIT``     :attr:`Settings.sync_wait_s`       1.5 (seconds)
+``AFLITE_UPLOAD_VAULT_MB``   :attr:`Settings.upload_vault_mb`   1024 (MB)
+``AFLITE_UPLOAD_TTL_HOURS``  :attr:`Settings.upload_ttl_hours`  24 (hours)
+===========================  =================================  =============================================
 
 How a value is read (one rule for all): unset or empty means the default. A switch is off for ``0``, ``false``,
 ``no`` or ``off`` and on for ``1``, ``true``, ``yes`` or ``on`` (any case). A number must be finite and not
