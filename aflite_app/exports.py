@@ -29,6 +29,7 @@ from aflite_core import AFLiteResult
 from aflite_core.datasets import Dataset
 from aflite_core.run_record import RUN_FILES, RunRecordError  # nothing else is ever extracted
 
+from . import settings
 from .images import image_thumbnails, png_bytes, png_data_uri
 
 __all__ = [
@@ -61,11 +62,11 @@ __all__ = [
 ]
 
 #: size limits of an uploaded run archive: the zip itself, any one file in it, all files together
-MAX_ARCHIVE_BYTES = 200 * 2**20
-MAX_MEMBER_BYTES = 256 * 2**20
-MAX_TOTAL_BYTES = 512 * 2**20
+MAX_ARCHIVE_BYTES = settings.load().archive_max_bytes
+MAX_MEMBER_BYTES = settings.load().archive_max_member_bytes
+MAX_TOTAL_BYTES = settings.load().archive_max_total_bytes
 #: entries a run archive may list at all (a run has at most six files)
-MAX_ENTRIES = 64
+MAX_ENTRIES = settings.load().archive_max_entries
 #: entries that archivers add and that are skipped silently
 _JUNK = ("__MACOSX/", ".DS_Store", "Thumbs.db")
 

@@ -15,7 +15,6 @@ unknown token gets one sentence. Opened run directories are not kept: reopen the
 
 from __future__ import annotations
 
-import os
 import secrets
 import threading
 import time
@@ -24,6 +23,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import settings
 from .state import (
     BUNDLED,
     DATASET,
@@ -57,13 +57,6 @@ FILTER_PARAMS = {
 }
 
 
-def _env_float(name: str, default: float) -> float:
-    try:
-        return float(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
 @dataclass
 class _Entry:
     data: Any
@@ -92,9 +85,8 @@ class UploadVault:
     @classmethod
     def from_env(cls) -> UploadVault:
         """The limits from ``AFLITE_UPLOAD_VAULT_MB`` and ``AFLITE_UPLOAD_TTL_HOURS``."""
-        mb = _env_float("AFLITE_UPLOAD_VAULT_MB", 1024)
-        hours = _env_float("AFLITE_UPLOAD_TTL_HOURS", 24)
-        return cls(int(mb * 2**20), hours * 3600)
+        s = settings.load()
+        return cls(int(s.upload_vault_mb * 2**20), s.upload_ttl_hours * 3600)
 
     def _expire(self) -> None:
         now = self.clock()

@@ -11,21 +11,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from . import settings
+from .settings import RUN_ROOT_ENV
+
 __all__ = ["DEFAULT_RUN_ROOT", "MAX_DEPTH", "RUN_ROOT_ENV", "inside_root", "list_run_directories", "run_root"]
 
-#: the environment variable naming the run root (Streamlit's config file has no place for custom options)
-RUN_ROOT_ENV = "AFLITE_RUN_ROOT"
 #: the run root when the variable is not set, relative to the folder the app is started in
-DEFAULT_RUN_ROOT = "runs"
+DEFAULT_RUN_ROOT = str(settings.Settings().run_root)
 #: how deep below the root run directories are looked for
-MAX_DEPTH = 4
+MAX_DEPTH = settings.load().run_root_max_depth
 #: folders looked at, at most, when listing (a huge tree is listed in part, never scanned for minutes)
-MAX_FOLDERS_SCANNED = 20_000
+MAX_FOLDERS_SCANNED = settings.load().run_root_max_folders
 
 
 def run_root() -> Path:
     """The run root: ``$AFLITE_RUN_ROOT`` or ``./runs``, as an absolute real path (it may not exist yet)."""
-    return Path(os.environ.get(RUN_ROOT_ENV) or DEFAULT_RUN_ROOT).expanduser().resolve()
+    return settings.load().run_root.expanduser().resolve()
 
 
 class OutsideRoot(ValueError):

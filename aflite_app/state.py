@@ -17,6 +17,8 @@ import streamlit as st
 
 from aflite_core.registry import ADVERSARY_LABELS
 
+from . import settings
+
 if TYPE_CHECKING:  # only for type hints: state stays importable before the core's heavier modules
     from aflite_core import AFLiteResult
     from aflite_core.datasets import Dataset
@@ -53,7 +55,7 @@ UPLOAD_TOKENS = "upload-tokens"  # dict: upload key -> its token in the server's
 STOP_ASKED = "stop-asked"
 
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
-MAX_SESSION_UPLOADS = 5
+MAX_SESSION_UPLOADS = settings.load().max_session_uploads
 
 # -- keys of one page (read or written outside the widget that owns them) ----------------------------------------
 # Filter: the form's widgets are keyed per dataset (filter_key); an opened run directory pre-sets them

@@ -6,7 +6,6 @@ pages need of the shared compute modules (the sidebar's dataset, the Filter page
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from aflite_core import AFLiteResult
 from aflite_core.datasets import Dataset
 
+from . import settings
 from .compute import datasets, runs
 from .runner import BackgroundRun, remaining_text  # remaining_text: pages use it as ui.remaining_text
 from .state import (
@@ -189,7 +189,7 @@ def sync_wait() -> float:
 
     ``AFLITE_APP_SYNC_WAIT`` overrides the default 1.5 s (tests set it high so runs finish within one script run).
     """
-    return float(os.environ.get("AFLITE_APP_SYNC_WAIT", "1.5"))
+    return settings.load().sync_wait_s
 
 
 def run_in_background(

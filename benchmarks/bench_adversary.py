@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_adversary.py                       # every row, t = 10 % and 30 %
     python benchmarks/bench_adversary.py --rows digits_mlp_small,mnli_hyp --fractions 0.1
     python benchmarks/bench_adversary.py --json-out adversary.jsonl
+    python benchmarks/bench_adversary.py --tiny                # m = 8, toy rows: checks that it runs, in seconds
 
 For each data set and t, one AFLite round (m = 64, τ = 0.75, nothing removed) of
 
@@ -46,6 +47,9 @@ sys.path.insert(0, str(HERE))
 
 SHARED = Path(os.environ.get("AFLITE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 M, TAU, SEEDS = 64, 0.75, (0, 1, 2)
+#: ``--tiny``: m and the rows (digits PCA, the toy setting (a) of bench_core.TINY_SETTINGS; every code path,
+#: the converged loop included, in a few seconds - tests/test_benchmarks.py); the figures mean nothing
+TINY_M, TINY_ROWS = 8, "digits_pca,a_isotropic"
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 ROWS = (
     "snli_hyp",
@@ -63,8 +67,8 @@ ROWS = (
 )
 
 
-def load(name: str):
-    """(X, y) of a row, or None when its data is not available."""
+def load(name: str, tiny: bool = False):
+    """(X, y) of a row, or None when its data is not available (``tiny``: the synthetic rows at toy sizes)."""
     if name.startswith(("snli", "mnli")):
         stem, view = name.split("_")
         path = SHARED / f"{stem}_sample.{view}_minilm.npy"
@@ -78,12 +82,12 @@ def load(name: str):
 
         data = load_digits_dataset()
         return data.representation(name[len("digits_") :]), np.asarray(data.y)
-    from bench_core import DATA, SETTINGS
+    from bench_core import DATA, SETTINGS, TINY_SETTINGS
 
     from aflite_core.synthetic import make_planted_bias
 
     setting, variant = name.split("_")
-    s = SETTINGS[setting]
+    s = (TINY_SETTINGS if tiny else SETTINGS)[setting]
     X, y, _ = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[variant], random_state=0)
     return X, y
 
@@ -212,12 +216,23 @@ def main() -> None:
         help="also run the loop with max_iter=1000 (auto: where most fits stop at max_iter)",
     )
     ap.add_argument("--json-out", default=None)
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help=f"m = {TINY_M}, rows {TINY_ROWS} (toy sizes), t = 30 %%, converged loop always: checks that it runs",
+    )
     args = ap.parse_args()
+    if args.tiny:
+        global M
+        M = TINY_M
+        if args.rows == ",".join(ROWS):
+            args.rows = TINY_ROWS
+        args.fractions, args.converged = "0.3", "always"
     warnings.simplefilter("ignore")
     print(f"machine: {os.cpu_count()} cores; numpy {np.__version__}; load average {os.getloadavg()}", flush=True)
     records = []
     for name in args.rows.split(","):
-        data = load(name)
+        data = load(name, args.tiny)
         if data is None:
             print(f"note: skipping {name}: the shared data folder {SHARED} is absent", flush=True)
             continue

@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_app.py                  # needs Debian's chromium (or AFLITE_CHROMIUM) and playwright
     python benchmarks/bench_app.py --root /tmp/old  # the same measurements on another checkout (before/after)
     python benchmarks/bench_app.py --only synthetic --tau-changes 8 --k-changes 4 --json out.json
+    python benchmarks/bench_app.py --tiny           # one Filter and one Synthetic τ change: checks that it runs
 
 Measures, on the bundled digits and the Synthetic page's default circles:
 
@@ -406,7 +407,15 @@ def main() -> None:
     ap.add_argument("--k-changes", type=int, default=4)
     ap.add_argument("--json", type=Path, help="write every figure here")
     ap.add_argument("--screenshot", type=Path, help="save the Synthetic page after the last change here")
+    ap.add_argument("--compute-taus", type=int, default=10, help="τ values of the compute-only part")
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help="one Filter and one Synthetic τ change, 2 τ in the compute part: checks that it runs",
+    )
     args = ap.parse_args()
+    if args.tiny:
+        args.filter_changes, args.tau_changes, args.k_changes, args.compute_taus = 1, 1, 0, 2
     parts = set(args.only.split(","))
     root = args.root.resolve()
     report: dict = {"root": str(root), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -512,7 +521,7 @@ def main() -> None:
         kw = dict(target_size=n // 2, train_size=n // 4, slice_size=round(0.05 * n), random_state=0)
         aflite(X, y, tau=0.75, **kw)
         comp = []
-        for tau in np.linspace(0.5, 0.95, 10):
+        for tau in np.linspace(0.5, 0.95, args.compute_taus):
             t0 = time.perf_counter()
             aflite(X, y, tau=float(tau), **kw)
             comp.append(time.perf_counter() - t0)

@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_core.py                 # (a) and (b) on both data variants, then (c)
     python benchmarks/bench_core.py --settings b --data anisotropic
     python benchmarks/bench_core.py --settings c    # the SNLI-shaped run (needs ~6 GB RAM, ~3 GB disk)
+    python benchmarks/bench_core.py --tiny          # every code path on toy sizes in seconds (tests/test_benchmarks.py)
 
 Prints one block per setting and a JSON line per measurement (``--json-out FILE`` appends them). Figures go
 into benchmarks/README.md by hand, from one run; nothing here asserts a time.
@@ -45,6 +46,13 @@ SETTINGS = {
     "b": dict(n=50_000, d=256, classes=3, m=64, t=20_000, k=2_500, tau=0.75, target=30_000),
     "c": dict(n=500_000, d=1_024, classes=3, m=64, t=40_000, k=10_000, tau=0.75, target=92_000),
 }
+#: ``--tiny``: the same settings on toy sizes, so every code path runs in seconds (tests/test_benchmarks.py runs
+#: each benchmark this way so that none rots unseen); the figures mean nothing
+TINY_SETTINGS = {
+    "a": dict(n=800, d=16, classes=2, m=8, t=240, k=50, tau=0.75, target=400),
+    "b": dict(n=1_200, d=24, classes=3, m=8, t=480, k=60, tau=0.75, target=700),
+    "c": dict(n=4_000, d=32, classes=3, m=8, t=800, k=400, tau=0.75, target=1_600),
+}
 DATA = {"isotropic": 0.0, "anisotropic": 0.5}
 
 
@@ -62,7 +70,13 @@ def emit(record: dict, json_out: str | None) -> None:
 
 
 def bench_vs_reference(
-    name: str, data: str, ref_seeds: int, json_out: str | None, threads: int, max_iter: int = 1000
+    name: str,
+    data: str,
+    ref_seeds: int,
+    json_out: str | None,
+    threads: int,
+    max_iter: int = 1000,
+    settings: dict | None = None,
 ) -> None:
     from reference import reference_aflite
     from threadpoolctl import threadpool_limits
@@ -70,7 +84,7 @@ def bench_vs_reference(
     from aflite_core import aflite
     from aflite_core.synthetic import make_planted_bias
 
-    s = SETTINGS[name]
+    s = (settings or SETTINGS)[name]
     X, y, biased = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[data], random_state=0)
     kw = dict(target_size=s["target"], n_partitions=s["m"], train_size=s["t"], slice_size=s["k"], tau=s["tau"])
     print(f"   load average {os.getloadavg()}", flush=True)
@@ -80,8 +94,9 @@ def bench_vs_reference(
         flush=True,
     )
     engine = {}
+    w = min(2000, s["n"])  # warm-up rows (2,000 at the real settings)
     for seed in (0, 1):
-        aflite(X[:2000], y[:2000], target_size=1000, train_size=300, slice_size=100, random_state=seed)  # warm
+        aflite(X[:w], y[:w], target_size=w // 2, train_size=w * 3 // 20, slice_size=w // 20, random_state=seed)
         t0 = time.perf_counter()
         res = aflite(X, y, **kw, random_state=seed, n_threads=threads)
         engine[seed] = (res, time.perf_counter() - t0)
@@ -166,7 +181,7 @@ def bench_vs_reference(
 
 def _solver(res) -> str:
     """What the default family fitted in a run ("logistic" or its "ridge" fallback), from the recorded spec."""
-    from aflite_core.models import family_from_spec
+    from aflite_core.registry import family_from_spec
 
     fam, p = family_from_spec(res.params["model"]), res.params
     solver = getattr(fam, "solver", None)
@@ -247,8 +262,11 @@ print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=r
 """
 
 
-def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -> None:
-    s = SETTINGS["c"]
+def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None, tiny: bool = False) -> None:
+    if tiny and workdir is None:  # nothing worth keeping: written and removed within the run
+        with tempfile.TemporaryDirectory(prefix="aflite-bench-tiny-") as tmp:
+            return bench_snli_shaped(json_out, threads, tmp, tiny)
+    s = (TINY_SETTINGS if tiny else SETTINGS)["c"]
     print(
         f"\n== (c) SNLI-shaped: N={s['n']:,} d={s['d']} float32 C=3 m={s['m']} t={s['t']:,} k={s['k']:,} "
         f"target={s['target']:,}",
@@ -256,7 +274,8 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -
     )
     tmp = Path(workdir or tempfile.mkdtemp(prefix="aflite-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    path = tmp / f"snli_shaped_sep{CLASS_SEP:g}.npy"
+    # the tiny file has its own name: a workdir shared with the real run keeps its 2 GB file
+    path = tmp / f"snli_shaped_sep{CLASS_SEP:g}{'_tiny' if tiny else ''}.npy"
     if not path.exists():
         t0 = time.perf_counter()
         write_snli_shaped(path, s, class_sep=CLASS_SEP)
@@ -276,8 +295,7 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None) -
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
     sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
-        print("   (c) failed", flush=True)
-        return
+        raise SystemExit(f"(c) failed: the benchmark child exited with status {proc.returncode}")
     rec = json.loads(proc.stdout.strip().splitlines()[-1])
     rec.update(
         setting="c",
@@ -303,12 +321,20 @@ def main() -> None:
     ap.add_argument(
         "--reference-max-iter",
         type=int,
-        default=1000,
-        help="L-BFGS cap of the reference's LogisticRegression (1000: converge; sklearn's default: 100)",
+        default=None,
+        help="L-BFGS cap of the reference's LogisticRegression (default 1000: converge; --tiny: sklearn's 100)",
     )
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--workdir", default=None, help="where (c) writes its 2 GB feature file (reused if present)")
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help="toy sizes (TINY_SETTINGS), reference at max_iter 100: checks that the script runs, in seconds",
+    )
     args = ap.parse_args()
+    settings = TINY_SETTINGS if args.tiny else SETTINGS
+    if args.reference_max_iter is None:
+        args.reference_max_iter = 100 if args.tiny else 1000
     print(
         f"machine: {os.cpu_count()} cores; numpy {np.__version__}; "
         f"maxrss unit check {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}",
@@ -318,10 +344,10 @@ def main() -> None:
         if name in ("a", "b"):
             for data in args.data.split(","):
                 bench_vs_reference(
-                    name, data, args.reference_seeds, args.json_out, args.threads, args.reference_max_iter
+                    name, data, args.reference_seeds, args.json_out, args.threads, args.reference_max_iter, settings
                 )
         elif name == "c":
-            bench_snli_shaped(args.json_out, args.threads, args.workdir)
+            bench_snli_shaped(args.json_out, args.threads, args.workdir, args.tiny)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 Usage::
 
     python benchmarks/bench_scale.py --workdir /tmp/aflite-bench      # writes a 2 GB feature file once
+    python benchmarks/bench_scale.py --tiny                           # toy sizes: checks that it runs, in seconds
+    python benchmarks/bench_scale.py --scaling --tiny                 # the scaling tables' code on toy sizes
 
 Setting (the paper's SNLI shape): N=500,000 × d=1,024 float32, 3 classes, m=64, t=40,000, k=10,000, τ=0.75,
 target 92,000; features memory-mapped from a .npy (the workers read the same file). Prints wall time, rounds,
@@ -32,6 +34,9 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 SNLI = dict(n=500_000, d=1_024, classes=3, m=64, t=40_000, k=10_000, tau=0.75, target=92_000)
+#: ``--tiny``: the same runs on toy sizes (every code path in seconds, for tests/test_benchmarks.py; with
+#: ``--scaling``, 1 and 2 workers only); the figures mean nothing
+TINY_SNLI = dict(n=4_000, d=32, classes=3, m=8, t=800, k=400, tau=0.75, target=1_600)
 
 CHILD = r"""
 import json, os, sys, threading, time
@@ -115,6 +120,10 @@ def run(path: Path, dask: bool, n_workers: int) -> dict:
 
 # -- issue #16: weak and strong scaling of the sharded backend on LocalClusters of 1, 2 and 4 workers --------
 SCALE = dict(n=200_000, d=512, classes=3, m=64, t=16_000, k=4_000, tau=0.75, rounds=6)
+TINY_SCALE = dict(n=8_000, d=32, classes=3, m=8, t=1_600, k=400, tau=0.75, rounds=2)
+#: the logistic family's unit cost is measured on this problem (``--tiny``: TINY_LOGISTIC)
+LOGISTIC = dict(n_models=6, T=6_000, d=255, K=50)
+TINY_LOGISTIC = dict(n_models=1, T=600, d=31, K=5)
 
 SCALE_CHILD = r"""
 import hashlib, json, os, resource, sys, time
@@ -216,7 +225,7 @@ class _Records(dict):
             self.path.write_text(json.dumps(dict(self)))
 
 
-def scaling(work: Path, save: Path | None = None) -> dict:
+def scaling(work: Path, save: Path | None = None, workers: tuple[int, ...] = (1, 2, 4)) -> dict:
     """Strong scaling (200k rows on 1, 2, 4 workers) and weak scaling (50k rows per worker, the same t)."""
     from bench_core import CLASS_SEP, write_snli_shaped
 
@@ -228,25 +237,25 @@ def scaling(work: Path, save: Path | None = None) -> dict:
     print(f"== strong scaling: {s['n']:,} x {s['d']}, m={s['m']}, t={s['t']:,}, k={s['k']:,}, {s['rounds']} rounds")
     records["local"] = run_scale(path, s["n"], s["t"], 0)
     print(f"   local: {records['local']['wall']:.1f} s wall, {records['local']['driver_cpu']:.1f} s CPU", flush=True)
-    for n_workers in (1, 2, 4):
+    for n_workers in workers:
         rec = emulate(path, s["n"], s["t"], n_workers, s["rounds"])
         records[f"emulated{n_workers}"] = rec
         print(f"   emulated, {n_workers} workers: {rec}", flush=True)
-    for n_workers in (1, 2, 4):
+    for n_workers in workers:
         rec = run_scale(path, s["n"], s["t"], n_workers)
         records[f"strong{n_workers}"] = rec
         summarize(f"strong, {n_workers} workers (owner)", rec, records["local"])
-    for n_workers in (2, 4):
+    for n_workers in (w for w in workers if w > 1):
         rec = run_scale(path, s["n"], s["t"], n_workers, reduce="tree")
         records[f"strong{n_workers}_tree"] = rec
         summarize(f"strong, {n_workers} workers (tree)", rec, records["local"])
     print(f"== weak scaling: {s['n'] // 4:,} rows per worker, the same t (blocks grow with the rows)")
-    for n_workers in (1, 2):  # 4 workers: the strong run above (200k rows)
+    for n_workers in (w for w in workers if w < max(workers)):  # 4 workers: the strong run above (200k rows)
         n = s["n"] * n_workers // 4
         records[f"weak{n_workers}"] = rec = run_scale(path, n, s["t"], n_workers)
         summarize(f"weak, {n_workers} workers, {n:,} rows", rec, None)
         records[f"weak_emulated{n_workers}"] = emulate(path, n, s["t"], n_workers, s["rounds"])
-    records["logistic"] = logistic_unit_cost()
+    records["logistic"] = logistic_unit_cost(**LOGISTIC)
     return records
 
 
@@ -581,7 +590,7 @@ def report(records: dict) -> None:
     local = records["local"]
     print(f"\nlocal in-process: {local['wall']:.1f} s wall, {local['driver_cpu']:.1f} s CPU, load {local['load']}")
     rates = measured_rates(records)
-    logistic = records.get("logistic") or logistic_unit_cost()
+    logistic = records.get("logistic") or logistic_unit_cost(**LOGISTIC)
     records["logistic"] = logistic
     print(
         f"\nrates (1 worker): Gram {rates['gram_rate'] / 1e9:.1f} GFLOP/s, scoring {rates['score_rate'] / 1e9:.1f} "
@@ -617,22 +626,37 @@ def main() -> None:
     ap.add_argument("--json-out", default=None)
     ap.add_argument("--scaling", action="store_true", help="the issue #16 scaling tables (1, 2, 4 workers)")
     ap.add_argument("--from-json", default=None, help="with --scaling: report from saved records, no new runs")
+    ap.add_argument("--tiny", action="store_true", help="toy sizes (TINY_SNLI, TINY_SCALE): checks that it runs")
     args = ap.parse_args()
+    if args.tiny:
+        global SNLI, SCALE, LOGISTIC
+        SNLI, SCALE, LOGISTIC = TINY_SNLI, TINY_SCALE, TINY_LOGISTIC
+        if args.workdir is None:  # nothing worth keeping: written and removed within the run
+            with tempfile.TemporaryDirectory(prefix="aflite-bench-tiny-") as tmp:
+                args.workdir = tmp
+                return run_benchmark(args)
+    return run_benchmark(args)
+
+
+def run_benchmark(args: argparse.Namespace) -> None:
+    """The runs ``main`` parsed the command line for."""
     if args.scaling:
         work = Path(args.workdir or tempfile.mkdtemp(prefix="aflite-bench-"))
         work.mkdir(parents=True, exist_ok=True)
         save = Path(args.json_out) if args.json_out else None
-        records = scaling(work, save) if not args.from_json else json.loads(Path(args.from_json).read_text())
+        workers = (1, 2) if args.tiny else (1, 2, 4)
+        records = scaling(work, save, workers) if not args.from_json else json.loads(Path(args.from_json).read_text())
         report(records)
         return
-    from bench_core import CLASS_SEP, SETTINGS, write_snli_shaped
+    from bench_core import CLASS_SEP, write_snli_shaped
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="aflite-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    path = work / f"snli_shaped_sep{CLASS_SEP:g}.npy"
+    # the tiny file has its own name: a workdir shared with the real run keeps its 2 GB file
+    path = work / f"snli_shaped_sep{CLASS_SEP:g}{'_tiny' if args.tiny else ''}.npy"
     if not path.exists():
         t0 = time.perf_counter()
-        write_snli_shaped(path, SETTINGS["c"], class_sep=CLASS_SEP)
+        write_snli_shaped(path, SNLI, class_sep=CLASS_SEP)
         print(f"wrote {path} in {time.perf_counter() - t0:.0f} s", flush=True)
     records = {}
     for label, dask in (("local", False), (f"dask x{args.workers}", True)):

@@ -12,6 +12,7 @@ training / 432 evaluation rows, target 400, t 100, k 100, τ 0.75, m 64, 3 seeds
 5. the shared-backbone comparison (Figure 4) and the same-Φ upper bound.
 
     python benchmarks/evalsets_digits.py [--seeds 0,1,2]
+    python benchmarks/evalsets_digits.py --tiny     # one seed, 2 refits: checks that it runs (tests/test_benchmarks.py)
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ pd.set_option("display.max_columns", 20)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--refits", type=int, default=8, help="seeds of the MLP backbones' refits (section 2)")
+    ap.add_argument("--tiny", action="store_true", help="seed 0 and 2 refits: every section in seconds")
     args = ap.parse_args()
+    if args.tiny:
+        args.seeds, args.refits = "0", 2
     seeds = tuple(int(s) for s in args.seeds.split(","))
     t0 = time.perf_counter()
     setup = digits_adversary_setup()
@@ -58,10 +63,10 @@ def main() -> None:
     print(st[cols].to_string(index=False))
     print()
 
-    print("2. The MLP backbones refitted with 8 other seeds (accuracy on the evaluation rows)")
+    print(f"2. The MLP backbones refitted with {args.refits} other seeds (accuracy on the evaluation rows)")
     for a in ("mlp_small", "mlp"):
         accs = []
-        for s in range(8):
+        for s in range(args.refits):
             t = backbone_strength(
                 setup.train_X, setup.train_y, setup.eval_X, setup.eval_y, digits_backbones([a], random_state=100 + s)
             )

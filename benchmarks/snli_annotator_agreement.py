@@ -5,6 +5,7 @@ only the uniformly sampled ``random_subset`` rows count (ChaosNLI rows are the l
 construction). Prints the mean agreement with the gold label per history category, over the seeds.
 
     python benchmarks/snli_annotator_agreement.py [--shared ../shared/data] [--seeds 0,1,2]
+    python benchmarks/snli_annotator_agreement.py --tiny   # seed 0 only: checks that it runs (tests/test_benchmarks.py)
 """
 
 from __future__ import annotations
@@ -22,12 +23,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aflite_core.evalsets import text_adversary_setup
 from aflite_core.nli import nli_dataset_from_records
 
+#: ``--tiny``: rows of the sample kept (its first ones), with seed 0 only - every step in a few seconds
+TINY_ROWS = 2_500
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--tiny", action="store_true", help=f"seed 0, the first {TINY_ROWS:,} rows: checks that it runs")
     args = ap.parse_args()
+    if args.tiny:
+        args.seeds = "0"
     shared = Path(args.shared)
     if not shared.is_dir():
         raise SystemExit(f"shared data not found at {shared}")
@@ -36,6 +43,9 @@ def main() -> None:
         "hypothesis": np.load(shared / "snli_sample.hyp_minilm.npy"),
         "pair": np.load(shared / "snli_sample.pair_minilm.npy"),
     }
+    if args.tiny:
+        frame = frame.iloc[:TINY_ROWS]
+        feats = {view: X[:TINY_ROWS] for view, X in feats.items()}
     ds = nli_dataset_from_records(frame, name="snli", features=feats, text_features=False)
     setup = text_adversary_setup(
         ds,

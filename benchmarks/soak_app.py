@@ -16,6 +16,7 @@ PATH: ``pip install py-spy``). It prints one JSON line per sample and a summary 
 the finished-run times) and writes them with ``--json-out``.
 
     python benchmarks/soak_app.py --minutes 60 --json-out soak.jsonl
+    python benchmarks/soak_app.py --tiny     # one Stop, one short cycle: checks that it runs (tests/test_benchmarks.py)
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
 LAUNCH = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
           "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 # the digits with scikit-learn's logistic regression: a few seconds a round, as in the report
-QUERY = "dataset=digits&rep=mlp&n=719&t=360&k=72&m=64&seed={seed}&strategy=slice&model=logistic&tau={tau}"
+RUN = dict(n=719, t=360, k=72, m=64)
+#: ``--tiny``: two rounds a run (long enough for the page to show its Stop button, short enough for a test)
+TINY_RUN = dict(n=1_150, t=360, k=100, m=64)  # three rounds of the app's digits (1,438 rows)
+QUERY = "dataset=digits&rep=mlp&n={n}&t={t}&k={k}&m={m}&seed={seed}&strategy=slice&model=logistic&tau={tau}"
 
 
 def free_port() -> int:
@@ -86,19 +90,23 @@ from aflite_core import aflite
 from aflite_core.digits import load_digits_dataset
 d = load_digits_dataset()
 X = d.representation("mlp")
+n, t, k, m = (int(a) for a in sys.argv[2:6])
 t0 = time.perf_counter()
-aflite(X, d.y, target_size=719, train_size=360, n_partitions=64, slice_size=72, tau=0.75, model="logistic",
+aflite(X, d.y, target_size=n, train_size=t, n_partitions=m, slice_size=k, tau=0.75, model="logistic",
        random_state=int(sys.argv[1]))
 print(time.perf_counter() - t0)
 """
 
 
-def reference_run(seed: int) -> float:
+def reference_run(seed: int, run: dict) -> float:
     """Seconds of the same run as the app's (the digits, scikit-learn logistic regression) in a fresh process.
 
     Run at intervals while the soak goes on, it measures what the machine's load alone does to a run, so an
     in-app slowdown can be told from a busier machine."""
-    out = subprocess.run([sys.executable, "-c", REFERENCE, str(seed)], cwd=ROOT, capture_output=True, text=True)
+    sizes = [str(run[key]) for key in ("n", "t", "k", "m")]
+    out = subprocess.run([sys.executable, "-c", REFERENCE, str(seed), *sizes], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"the reference run failed:\n{out.stderr[-2000:]}")
     return round(float(out.stdout.strip().splitlines()[-1]), 2)
 
 
@@ -123,7 +131,18 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=60)
     ap.add_argument("--profile-seconds", type=int, default=60)
     ap.add_argument("--json-out", default=None)
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help="one Stop on a fresh server, then one cycle of 3 steps on two-round runs, no profile: checks that it runs",
+    )
     args = ap.parse_args()
+    run = TINY_RUN if args.tiny else RUN
+    stop_seeds = (1001,) if args.tiny else (1001, 1002, 1003)
+    steps = 3 if args.tiny else 6  # a τ change waited for, one superseded, one stopped (then two more of each)
+    min_cycles = 1 if args.tiny else 0
+    if args.tiny:
+        args.minutes = 0
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -139,9 +158,9 @@ def main() -> None:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH)
             stop_latency = []
-            for seed in (1001, 1002, 1003):  # first, on a fresh server: Stop pressed 2.5 s into a run
+            for seed in stop_seeds:  # first, on a fresh server: Stop pressed 2.5 s into a run
                 page = browser.new_page(viewport={"width": 1300, "height": 900})
-                page.goto(base + QUERY.format(tau="0.75", seed=seed))
+                page.goto(base + QUERY.format(tau="0.75", seed=seed, **RUN))  # a long run: Stop finds it going
                 stop = page.get_by_role("button", name="Stop")
                 stop.wait_for(timeout=120_000)
                 page.wait_for_timeout(2500)
@@ -153,21 +172,21 @@ def main() -> None:
             print(json.dumps({"stop_latency_s": stop_latency}), flush=True)
             cycle = 0
             next_reference = 0.0
-            while time.time() - started < args.minutes * 60:
+            while cycle < min_cycles or time.time() - started < args.minutes * 60:
                 if time.time() >= next_reference + started:  # every ~5 minutes: the same run outside the app
-                    seconds = reference_run(5000 + cycle)
+                    seconds = reference_run(5000 + cycle, run)
                     minute = round((time.time() - started) / 60, 2)
                     runs.append({"minute": minute, "kind": "outside", "seconds": seconds})
                     print(json.dumps({"run": runs[-1]}), flush=True)
                     next_reference += 300
                 page = browser.new_page(viewport={"width": 1300, "height": 900})
                 tau = 0.60 + 0.01 * (cycle % 20)
-                page.goto(base + QUERY.format(tau=f"{tau:.2f}", seed=cycle))  # a new seed: nothing is cached
+                page.goto(base + QUERY.format(tau=f"{tau:.2f}", seed=cycle, **run))  # a new seed: nothing is cached
                 first = wait_result(page, 600)
                 runs.append({"minute": round((time.time() - started) / 60, 2), "kind": "page load", "seconds": first})
                 print(json.dumps({"run": runs[-1]}), flush=True)
                 slider = page.get_by_role("slider").first
-                for step in range(6):
+                for step in range(steps):
                     if time.time() >= next_sample + started:
                         samples.append(sample(sp, started))
                         print(json.dumps({"sample": samples[-1]}), flush=True)
@@ -186,7 +205,13 @@ def main() -> None:
                         else:
                             page.wait_for_timeout(500)
                             t1 = time.perf_counter()
-                            stop.first.click()
+                            try:
+                                stop.first.click(timeout=5_000)
+                            except PlaywrightTimeout:  # the run finished in those 0.5 s: nothing to stop
+                                runs.append(
+                                    {"minute": round((time.time() - started) / 60, 2), "kind": "no stop button"}
+                                )
+                                continue
                             took = wait_result(page, 120)
                             seconds = None if took is None else round(time.perf_counter() - t1, 2)
                             runs.append(
@@ -210,7 +235,7 @@ def main() -> None:
                 cycle += 1
             browser.close()
         profile = None
-        if shutil.which("py-spy"):
+        if shutil.which("py-spy") and not args.tiny:
             out = Path(args.json_out or "soak").with_suffix(".profile.txt")
             subprocess.run(["py-spy", "record", "--pid", str(server.pid), "--duration", str(args.profile_seconds),
                             "--format", "raw", "--output", str(out), "--nonblocking"], check=False,

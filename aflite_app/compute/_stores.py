@@ -6,7 +6,8 @@
   refuses and names the command-line equivalent;
 * :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold.
 
-Modules read the limits as ``_stores.MAX_INTERACTIVE_ROWS`` at call time, so a test can lower them.
+Modules read the limits as ``_stores.MAX_INTERACTIVE_ROWS`` at call time, so a test can lower them; their values
+come from :mod:`aflite_app.settings`, with every other limit and ``AFLITE_*`` variable of the server.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Hashable
 from typing import Any
 
 import streamlit as st
+
+from .. import settings
 
 __all__ = [
     "MAX_INTERACTIVE_ROWS",
@@ -28,9 +31,9 @@ __all__ = [
 ]
 
 #: rows above which the app refuses interactive work and points to the CLI
-MAX_INTERACTIVE_ROWS = 60_000
+MAX_INTERACTIVE_ROWS = settings.load().max_interactive_rows
 #: columns an uploaded table may have (counted before it is parsed)
-MAX_UPLOAD_COLUMNS = 10_000
+MAX_UPLOAD_COLUMNS = settings.load().max_upload_columns
 
 
 class LRUStore(OrderedDict):

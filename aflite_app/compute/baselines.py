@@ -23,6 +23,7 @@ from aflite_core import predictability
 from aflite_core.datasets import Dataset
 from aflite_core.registry import CLASSIFIER_LABELS
 
+from .. import settings
 from ..state import FilterSpec
 from . import _stores
 from .datasets import dataset, default_partial_input, partial_input_choices
@@ -50,7 +51,7 @@ _BASELINE_COST = {"logistic": 1.2, "knn": 0.35, "rbf": 0.9, "mlp": 13.0}
 _BASELINE_OVERHEAD = 0.3  # subsets, one-shot filter and representation bias
 _BASELINE_COST_ROWS = 1438
 #: reports estimated to take longer than this wait for the page's Compute button
-BASELINE_AUTO_SECONDS = 3.0
+BASELINE_AUTO_SECONDS = settings.load().baseline_auto_seconds
 #: AFLite's family (Filter page) -> the classifier family of the one-shot filter
 _ONE_SHOT_FAMILY = {"linear": "logistic", "logistic": "logistic", "knn": "knn"}
 
@@ -105,7 +106,7 @@ def baseline_estimate(
     return float(views + _BASELINE_OVERHEAD)
 
 
-BASELINE_STORE_SIZE = 32
+BASELINE_STORE_SIZE = settings.load().baseline_store_size
 
 
 @st.cache_resource(max_entries=1)

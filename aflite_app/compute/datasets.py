@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import os
 import re
 import threading
 from collections.abc import Callable, Hashable
@@ -36,6 +35,7 @@ from aflite_core.digits import load_digits_dataset
 from aflite_core.embeddings import default_cache_dir
 from aflite_core.nli import NLI_SPLITS, FetchProgress
 
+from .. import settings
 from ..runner import BackgroundRun
 from ..state import BUNDLED, DatasetSpec, session_data
 from . import _stores
@@ -287,7 +287,7 @@ def _stoppable(callback: Callable[[Any], bool]) -> Callable[[Any], None]:
 #: the datasets the Data page fetches by name, and how it names them
 NLI_DATASETS = {"snli": "SNLI", "mnli": "MultiNLI"}
 #: a local folder read instead of the Hugging Face Hub (tests, offline machines): one sub-folder per dataset
-NLI_DATA_DIR_ENV = "AFLITE_NLI_DATA_DIR"
+NLI_DATA_DIR_ENV = settings.NLI_DATA_DIR_ENV
 #: the row cap the Data page starts at
 DEFAULT_NLI_ROWS = 5_000
 
@@ -325,14 +325,13 @@ def nli_unavailable() -> str | None:
 
 def nli_local_folder() -> Path | None:
     """The local copy read instead of the Hub (``$AFLITE_NLI_DATA_DIR``), or None."""
-    folder = os.environ.get(NLI_DATA_DIR_ENV)
-    return Path(folder).expanduser() if folder else None
+    return settings.load().nli_data_dir
 
 
 @st.cache_resource(max_entries=1)
 def _nli_store() -> _stores.LRUStore:
     """Fetched NLI datasets by :class:`NliSpec`, shared by every session."""
-    return _stores.LRUStore(4)
+    return _stores.LRUStore(settings.load().nli_store_size)
 
 
 def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:

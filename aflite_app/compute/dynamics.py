@@ -35,7 +35,7 @@ from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_e
 from aflite_core.dynamics.validation import VALIDATION_STAGES, LevelValidation, ValidationStep, validate_levels
 from aflite_core.spurious import compare_classes, paper_table, spurious_measures
 
-from .. import exports
+from .. import exports, settings
 from ..exports import human_bytes
 from ..runner import remaining_text
 from ..state import DatasetSpec, FilterSpec
@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 #: recordings estimated to take longer than this wait for the page's Record button (digits: ~0.1 s)
-DYN_AUTO_SECONDS = 3.0
+DYN_AUTO_SECONDS = settings.load().dynamics_auto_seconds
 #: seconds per (row × epoch) and per (row × feature × epoch) of record_dynamics' softmax model, fitted to
 #: measurements on this machine at load 2.5 (2026-11-25: 1,438 × (64 + 8) × 5 epochs 0.04 s, 5,000 × 384 × 5
 #: 0.10 s, 20,000 × 384 × 5 0.53 s, 20,000 × (768 + 384) × 3 0.96 s; a 60,000 × 768 × 20 recording in the app
@@ -85,17 +85,17 @@ DYN_AUTO_SECONDS = 3.0
 _DYN_ROW_COST = 3e-6
 _DYN_COST = 1e-8
 #: epochs the page offers
-DYN_MAX_EPOCHS = 20
+DYN_MAX_EPOCHS = settings.load().dynamics_max_epochs
 #: uploaded dynamics: at most this many epoch files and this many bytes per input
-DYN_MAX_UPLOAD_FILES = 50
-DYN_MAX_UPLOAD_BYTES = 100 * 2**20
+DYN_MAX_UPLOAD_FILES = settings.load().dynamics_max_upload_files
+DYN_MAX_UPLOAD_BYTES = settings.load().dynamics_max_upload_bytes
 #: the level methods of the page
 DYN_LEVEL_METHODS = {
     "gmm": "GMM on the training-dynamics features (Cosma et al.'s method)",
     "data_maps": "Data Maps' ambiguous region + our median split of the rest",
     "aum": "AUM percentile bands (Cosma et al.'s baseline)",
 }
-DYN_STORE_SIZE = 16
+DYN_STORE_SIZE = settings.load().dynamics_store_size
 #: the level methods' attributions, as the page and the README give them
 DYN_LEVEL_SOURCES = {
     "gmm": "Cosma et al. (2024)",

@@ -10,7 +10,6 @@ per-row frame of the map, the Figure 1 similarity matrices and the Table 3 kNN d
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from aflite_core import AFLiteResult
 from aflite_core.geometry import knn_distance_table, knn_table_wide, similarity_matrices
 from aflite_core.projection import pca_2d, sample_rows, umap_2d
 
-from .. import selection
+from .. import selection, settings
 from ..runner import BackgroundRun, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
 from ..state import DatasetSpec, FilterSpec
@@ -53,7 +52,7 @@ __all__ = [
 ]
 
 #: rows above which the map and the kNN table use a seeded sample of this many rows
-EMBED_MAX_ROWS = 20_000
+EMBED_MAX_ROWS = settings.load().embed_max_rows
 #: seed of that sample and of the UMAP fit
 EMBED_SEED = 0
 #: UMAP (umap-learn) takes an exact neighbour search below this many rows, NN-descent from it on
@@ -141,7 +140,7 @@ def embedding_rows(n_rows: int, max_rows: int | None = None, seed: int = EMBED_S
 
 
 def _umap_enabled() -> bool:
-    return os.environ.get("AFLITE_APP_UMAP", "1") != "0"
+    return settings.load().umap
 
 
 @st.cache_resource(max_entries=8, show_spinner="Projecting the representation (PCA)…")

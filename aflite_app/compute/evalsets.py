@@ -45,6 +45,7 @@ from aflite_core.filtering import predictability
 from aflite_core.io import read_features, read_table
 from aflite_core.registry import CLASSIFIER_LABELS
 
+from .. import settings
 from ..state import session_data
 from . import _stores
 from .datasets import Outcome, dataset
@@ -86,10 +87,10 @@ __all__ = [
 EVALSET_FAMILIES = dict(CLASSIFIER_LABELS)
 #: families left out of the default choice of evaluated models (seconds each on the digits)
 EVALSET_SLOW_FAMILIES = ("mlp", "forest")
-EVALSET_MAX_SEEDS = 5
-EVALSET_STORE_SIZE = 16
-EVALSET_SETUP_STORE_SIZE = 8
-EVALSET_UPLOAD_STORE_SIZE = 4
+EVALSET_MAX_SEEDS = settings.load().evalset_max_seeds
+EVALSET_STORE_SIZE = settings.load().evalset_store_size
+EVALSET_SETUP_STORE_SIZE = settings.load().evalset_setup_store_size
+EVALSET_UPLOAD_STORE_SIZE = settings.load().evalset_upload_store_size
 #: representations an uploaded evaluation table can rebuild from its text (TF-IDF over training + evaluation text)
 EVALSET_TEXT_REPRESENTATIONS = ("tfidf", "tfidf_hypothesis")
 

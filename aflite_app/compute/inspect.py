@@ -25,7 +25,7 @@ from aflite_core.datasets import Dataset
 from aflite_core.result import RoundProgress, StepProgress
 from aflite_core.stability import class_impact, stability_from_results
 
-from .. import exports
+from .. import exports, settings
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
 from ..runner import remaining_text
 from ..state import DatasetSpec, FilterSpec
@@ -83,7 +83,7 @@ __all__ = [
 ]
 
 #: most AFLite runs one stability report may ask for
-MAX_STABILITY_SEEDS = 10
+MAX_STABILITY_SEEDS = settings.load().stability_max_seeds
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from aflite_core.datasets import Dataset
 from aflite_core.io import read_features, read_labels
 from aflite_core.registry import adversary_name
 
+from .. import settings
 from ..run_root import MAX_DEPTH as RUN_ROOT_DEPTH
 from ..run_root import RUN_ROOT_ENV, inside_root, list_run_directories, run_root
 from ..state import DatasetSpec, FilterSpec
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 #: runs larger than this skip re-hashing the features when opened (shape and label hash are still checked)
-HASH_CHECK_BYTES = 512 * 2**20
+HASH_CHECK_BYTES = settings.load().run_hash_check_bytes
 
 
 def run_root_folder() -> Path:

@@ -22,6 +22,7 @@ from aflite_core.filtering import execute_run, plan_run
 from aflite_core.stability import class_impact as _class_impact
 from aflite_core.tau_path import narrow_to_tau
 
+from .. import settings
 from ..state import FilterSpec, session_data
 from . import _stores
 from .datasets import dataset
@@ -41,7 +42,7 @@ __all__ = [
     "with_class_names",
 ]
 
-RESULT_STORE_SIZE = 48
+RESULT_STORE_SIZE = settings.load().result_store_size
 #: runs read off a stored run at a lower τ, by spec (they share the stored run's score matrix: cheap to keep)
 NARROWED_STORE_SIZE = 16
 

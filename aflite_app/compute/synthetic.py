@@ -17,7 +17,6 @@ figure, which it does not draw again.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable
@@ -30,6 +29,7 @@ import streamlit as st
 
 from aflite_core import ood, optimum, synthetic, synthetic_experiment
 
+from .. import settings
 from . import _stores
 
 __all__ = [
@@ -59,11 +59,11 @@ CIRCLES_OOD_SEEDS = (0, 1, 2)
 #: CV folds of the accuracies in the live view (the paper's protocol uses 5; 3 keeps a τ/k change under ~2 s)
 CIRCLES_LIVE_FOLDS = 3
 #: how many separation levels the page accepts
-CIRCLES_MAX_LEVELS = 6
+CIRCLES_MAX_LEVELS = settings.load().circles_max_levels
 #: finished computations the page remembers (before accuracies, AFLite runs, experiments, out-of-distribution tests)
-CIRCLES_STORE_SIZE = 48
+CIRCLES_STORE_SIZE = settings.load().circles_store_size
 #: "after" accuracies remembered by kept set (a few floats each)
-CIRCLES_AFTER_MEMO_SIZE = 4096
+CIRCLES_AFTER_MEMO_SIZE = settings.load().circles_after_memo_size
 #: the τ slider's lowest value: one AFLite run per dataset at this τ holds the run at every τ above it exactly
 #: (aflite_core.tau_path), so a τ change on the page runs no AFLite
 CIRCLES_TAU_FLOOR = 0.5
@@ -249,7 +249,7 @@ class _QuietWarmUp(logging.Filter):
 @st.cache_resource(max_entries=1, show_spinner=False)
 def start_warm_up() -> threading.Thread | None:
     """Start :func:`warm_up_default` in a daemon thread, once per server process (``AFLITE_WARM_UP=0``: never)."""
-    if os.environ.get("AFLITE_WARM_UP", "1") == "0":
+    if not settings.load().warm_up:
         return None
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_QuietWarmUp())
     thread = threading.Thread(target=warm_up_default, name=_WARM_UP_THREAD, daemon=True)

@@ -30,6 +30,7 @@ from aflite_core.io import read_table
 from aflite_core.preflight import RowLimitError
 from aflite_core.tables import _read_npy, guess_id_column, load_table_dataset
 
+from .. import settings
 from . import _stores
 from .datasets import Outcome, _as_outcome, _stoppable, shared_jobs
 
@@ -542,7 +543,7 @@ def _sentence_model() -> _SharedModel:
 @st.cache_resource(max_entries=1)
 def _embedding_store() -> _stores.LRUStore:
     """Finished embeddings by :class:`EmbedSpec`, shared by every session (the disk cache outlives it)."""
-    return _stores.LRUStore(4)
+    return _stores.LRUStore(settings.load().embedding_store_size)
 
 
 def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callable], Outcome]:

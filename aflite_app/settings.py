@@ -1,0 +1,319 @@
+"""Every setting of the app server in one place: its ``AFLITE_*`` environment variables and its limits.
+
+Plain Python (no Streamlit), so the CLI, the tests and the benchmarks can read it too. :func:`load` reads the
+environment each time it is called and returns a frozen :class:`Settings`; the app reads a variable that may
+change under a running server (a test's ``monkeypatch.setenv``) at the moment it needs it, and its limits once,
+when the module that applies them is imported (those modules keep their module-level names, e.g.
+``_stores.MAX_INTERACTIVE_ROWS``, so a test can still lower one with ``monkeypatch.setattr``).
+
+Environment variables read here (the only place under ``aflite_app/``, ``pages/`` and ``app.py`` that reads one;
+``tests/test_settings.py`` checks it):
+
+===========================  =================================  =============================================
+variable                     field                              default
+===========================  =================================  =============================================
+``AFLITE_RUN_ROOT``          :attr:`Settings.run_root`          ``runs`` (below the folder the app starts in)
+``AFLITE_NLI_DATA_DIR``      :attr:`Settings.nli_data_dir`      unset: SNLI / MultiNLI come from the Hub
+``AFLITE_WARM_UP``           :attr:`Settings.warm_up`           on
+``AFLITE_APP_UMAP``          :attr:`Settings.umap`              on
+``AFLITE_APP_SYNC_WAIT``     :attr:`Settings.sync_wait_s`       1.5 (seconds)
+``AFLITE_UPLOAD_VAULT_MB``   :attr:`Settings.upload_vault_mb`   1024 (MB)
+``AFLITE_UPLOAD_TTL_HOURS``  :attr:`Settings.upload_ttl_hours`  24 (hours)
+===========================  =================================  =============================================
+
+How a value is read (one rule for all): unset or empty means the default. A switch is off for ``0``, ``false``,
+``no`` or ``off`` and on for ``1``, ``true``, ``yes`` or ``on`` (any case). A number must be finite and not
+negative (0 is allowed: ``AFLITE_UPLOAD_TTL_HOURS=0`` keeps no upload, ``AFLITE_APP_SYNC_WAIT=0`` never waits).
+A value that breaks the rule is **ignored**: the default is used and a warning is logged once, naming the
+variable - a server never refuses to start over a typo. A :class:`Settings` built directly with an invalid value
+(e.g. ``Settings(max_interactive_rows=0)``) raises ValueError.
+
+Read elsewhere, on purpose (the core library must not import the app, and these are not server settings):
+
+* ``AFLITE_CACHE_DIR`` - the sentence-embedding cache folder (:func:`aflite_core.embeddings.default_cache_dir`;
+  default: ``aflite-studio`` in the user's cache folder);
+* ``AFLITE_WORDNET_DIR`` - the WordNet database folder (:mod:`aflite_core.wordnet`; default
+  ``/usr/share/wordnet``);
+* ``AFLITE_SHARED_DATA`` - the folder of the real SNLI / MultiNLI samples (:mod:`aflite_core.ood`, the ``ood``
+  command, the tests and the benchmarks; default ``../shared/data``);
+* ``AFLITE_CHROMIUM`` and ``AFLITE_SHOTS_DIR`` - the browser and the screenshot folder of the browser tests,
+  ``docs/screenshots.py`` and ``benchmarks/`` (default ``/usr/bin/chromium``).
+
+The upload size is Streamlit's own option ``server.maxUploadSize`` (``.streamlit/config.toml``, or
+``--server.maxUploadSize``): Streamlit refuses larger files before the app sees them, and the app reads the live
+value through Streamlit (``aflite_app.compute._stores.upload_limit_bytes``). :attr:`Settings.max_upload_mb`
+records the shipped default (a test keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+__all__ = [
+    "ENV_VARS",
+    "NLI_DATA_DIR_ENV",
+    "RUN_ROOT_ENV",
+    "SYNC_WAIT_ENV",
+    "UMAP_ENV",
+    "UPLOAD_TTL_HOURS_ENV",
+    "UPLOAD_VAULT_MB_ENV",
+    "WARM_UP_ENV",
+    "Settings",
+    "load",
+]
+
+_LOG = logging.getLogger(__name__)
+MiB = 2**20
+
+#: the environment variable naming the run root (Streamlit's config file has no place for custom options)
+RUN_ROOT_ENV = "AFLITE_RUN_ROOT"
+#: a local folder read instead of the Hugging Face Hub (tests, offline machines): one sub-folder per dataset
+NLI_DATA_DIR_ENV = "AFLITE_NLI_DATA_DIR"
+#: ``0``: no warm-up of the Synthetic page when the server starts
+WARM_UP_ENV = "AFLITE_WARM_UP"
+#: ``0``: the Embedding page maps with PCA only (no UMAP thread)
+UMAP_ENV = "AFLITE_APP_UMAP"
+#: seconds a page waits for a run before it shows the progress bar
+SYNC_WAIT_ENV = "AFLITE_APP_SYNC_WAIT"
+#: megabytes of uploads the server keeps for shared links
+UPLOAD_VAULT_MB_ENV = "AFLITE_UPLOAD_VAULT_MB"
+#: hours an upload stays reachable through a shared link
+UPLOAD_TTL_HOURS_ENV = "AFLITE_UPLOAD_TTL_HOURS"
+
+#: field of :class:`Settings` -> the environment variable that sets it
+ENV_VARS = {
+    "run_root": RUN_ROOT_ENV,
+    "nli_data_dir": NLI_DATA_DIR_ENV,
+    "warm_up": WARM_UP_ENV,
+    "umap": UMAP_ENV,
+    "sync_wait_s": SYNC_WAIT_ENV,
+    "upload_vault_mb": UPLOAD_VAULT_MB_ENV,
+    "upload_ttl_hours": UPLOAD_TTL_HOURS_ENV,
+}
+
+_OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The app server's settings: environment variables first, then limits (no variable sets those today).
+
+    Attributes
+    ----------
+    run_root : Path
+        ``AFLITE_RUN_ROOT``: the one folder the Data page opens run directories from (:mod:`aflite_app.run_root`
+        resolves it against the folder the app is started in). Default ``runs``.
+    nli_data_dir : Path or None
+        ``AFLITE_NLI_DATA_DIR``: a local copy of SNLI / MultiNLI in the Hub's layout, read instead of the Hugging
+        Face Hub. Default None (the Hub).
+    warm_up : bool
+        ``AFLITE_WARM_UP``: compute the Synthetic page's default view in a background thread once per server
+        process. Default True.
+    umap : bool
+        ``AFLITE_APP_UMAP``: fit UMAP for the Embedding page in the background (off: PCA only). Default True.
+    sync_wait_s : float
+        ``AFLITE_APP_SYNC_WAIT``: seconds a page waits for a background run before it shows the progress bar
+        (fast runs then appear at once; the tests set it high). Default 1.5.
+    upload_vault_mb : float
+        ``AFLITE_UPLOAD_VAULT_MB``: megabytes of uploaded datasets kept server-wide for shared links
+        (:class:`aflite_app.links.UploadVault`; the oldest go first). Default 1024.
+    upload_ttl_hours : float
+        ``AFLITE_UPLOAD_TTL_HOURS``: hours an upload stays reachable through a link (0: links carry no upload).
+        Default 24.
+    max_interactive_rows : int
+        Rows above which the app refuses interactive work and names the command-line equivalent
+        (``_stores.MAX_INTERACTIVE_ROWS``). Default 60,000.
+    max_upload_columns : int
+        Columns an uploaded table may have, counted before it is parsed. Default 10,000.
+    max_upload_mb : int
+        Streamlit's ``server.maxUploadSize`` as shipped in ``.streamlit/config.toml`` (the live value is
+        Streamlit's option). Default 200.
+    max_session_uploads : int
+        Uploads and opened runs one session keeps (the oldest not shown go first). Default 5.
+    run_root_max_depth : int
+        How deep below the run root run directories are looked for. Default 4.
+    run_root_max_folders : int
+        Folders looked at, at most, when listing the run root. Default 20,000.
+    run_hash_check_bytes : int
+        Opened runs whose features are larger than this skip re-hashing them (shape and labels are still
+        checked). Default 512 MiB.
+    archive_max_bytes : int
+        Size of an uploaded run archive (zip). Default 200 MiB.
+    archive_max_member_bytes : int
+        Size of any one file in a run archive, uncompressed. Default 256 MiB.
+    archive_max_total_bytes : int
+        Size of all files of a run archive together, uncompressed. Default 512 MiB.
+    archive_max_entries : int
+        Entries a run archive may list at all (a run has at most six files). Default 64.
+    dynamics_max_epochs : int
+        Epochs the Training dynamics page offers to record. Default 20.
+    dynamics_max_upload_files : int
+        Epoch files of uploaded training dynamics. Default 50.
+    dynamics_max_upload_bytes : int
+        Bytes per input of uploaded training dynamics. Default 100 MiB.
+    embed_max_rows : int
+        Rows the Embedding page maps; above it, a seeded sample. Default 20,000.
+    evalset_max_seeds : int
+        Seeds of an evaluation-set study. Default 5.
+    stability_max_seeds : int
+        Seeds of Inspect's removal-stability report. Default 10.
+    circles_max_levels : int
+        Separation levels the Synthetic page accepts. Default 6.
+    baseline_auto_seconds : float
+        Baselines reports estimated longer than this wait for the page's Compute button. Default 3.0.
+    dynamics_auto_seconds : float
+        Recordings of training dynamics estimated longer than this wait for the Record button. Default 3.0.
+    result_store_size : int
+        Finished AFLite runs kept server-wide (Filter page, and the pages that show its run). Default 48.
+    circles_store_size : int
+        Finished computations of the Synthetic page kept. Default 48.
+    circles_after_memo_size : int
+        The Synthetic page's "after" accuracies kept by kept set (a few floats each). Default 4,096.
+    baseline_store_size : int
+        Baselines reports kept. Default 32.
+    dynamics_store_size : int
+        Training-dynamics recordings and validations kept. Default 16.
+    evalset_store_size : int
+        Evaluation-set studies kept. Default 16.
+    evalset_setup_store_size : int
+        Evaluation-set splits kept. Default 8.
+    evalset_upload_store_size : int
+        Uploaded evaluation tables kept. Default 4.
+    nli_store_size : int
+        SNLI / MultiNLI datasets fetched by name kept. Default 4.
+    embedding_store_size : int
+        Sentence embeddings of uploaded text kept (the disk cache outlives them). Default 4.
+    """
+
+    # -- environment variables ---------------------------------------------------------------------------------
+    run_root: Path = Path("runs")
+    nli_data_dir: Path | None = None
+    warm_up: bool = True
+    umap: bool = True
+    sync_wait_s: float = 1.5
+    upload_vault_mb: float = 1024.0
+    upload_ttl_hours: float = 24.0
+    # -- limits of interactive work ----------------------------------------------------------------------------
+    max_interactive_rows: int = 60_000
+    max_upload_columns: int = 10_000
+    max_upload_mb: int = 200
+    max_session_uploads: int = 5
+    run_root_max_depth: int = 4
+    run_root_max_folders: int = 20_000
+    run_hash_check_bytes: int = 512 * MiB
+    archive_max_bytes: int = 200 * MiB
+    archive_max_member_bytes: int = 256 * MiB
+    archive_max_total_bytes: int = 512 * MiB
+    archive_max_entries: int = 64
+    dynamics_max_epochs: int = 20
+    dynamics_max_upload_files: int = 50
+    dynamics_max_upload_bytes: int = 100 * MiB
+    embed_max_rows: int = 20_000
+    evalset_max_seeds: int = 5
+    stability_max_seeds: int = 10
+    circles_max_levels: int = 6
+    baseline_auto_seconds: float = 3.0
+    dynamics_auto_seconds: float = 3.0
+    # -- bounded stores (entries) ------------------------------------------------------------------------------
+    result_store_size: int = 48
+    circles_store_size: int = 48
+    circles_after_memo_size: int = 4096
+    baseline_store_size: int = 32
+    dynamics_store_size: int = 16
+    evalset_store_size: int = 16
+    evalset_setup_store_size: int = 8
+    evalset_upload_store_size: int = 4
+    nli_store_size: int = 4
+    embedding_store_size: int = 4
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("run_root", "nli_data_dir"):
+                continue
+            if f.type == "bool":
+                if not isinstance(value, bool):
+                    raise ValueError(f"Settings.{f.name} must be True or False. Got {value!r}.")
+            elif f.type == "float":
+                if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                    raise ValueError(f"Settings.{f.name} must be a finite number. Got {value!r}.")
+                if value < 0:
+                    raise ValueError(f"Settings.{f.name} must not be negative. Got {value!r}.")
+            elif isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Settings.{f.name} must be a positive whole number. Got {value!r}.")
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _ignore(name: str, raw: str, rule: str) -> None:
+    if (name, raw) not in _warned:
+        _warned.add((name, raw))
+        _LOG.warning("%s=%r ignored (%s); the default is used", name, raw, rule)
+
+
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.lower() in _OFF:
+        return False
+    if raw.lower() in _ON:
+        return True
+    _ignore(name, raw, f"a switch is one of {', '.join(_OFF + _ON)}")
+    return default
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        _ignore(name, raw, "a finite number, 0 or more, is expected")
+        return default
+    return value
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = env.get(name, "")
+    return Path(raw).expanduser() if raw.strip() else None
+
+
+def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
+    """The settings from the environment (``os.environ`` when ``environ`` is None), read now.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        Where the ``AFLITE_*`` variables are read (default: this process's environment).
+    **overrides
+        Fields to set directly (tests), after the environment; invalid values raise ValueError.
+
+    Returns
+    -------
+    Settings
+        Frozen; cheap to build (a few dictionary look-ups), so callers read it when they need a value.
+    """
+    env = os.environ if environ is None else environ
+    d = Settings()
+    out = replace(
+        d,
+        run_root=_path(env, RUN_ROOT_ENV) or d.run_root,
+        nli_data_dir=_path(env, NLI_DATA_DIR_ENV),
+        warm_up=_switch(env, WARM_UP_ENV, d.warm_up),
+        umap=_switch(env, UMAP_ENV, d.umap),
+        sync_wait_s=_number(env, SYNC_WAIT_ENV, d.sync_wait_s),
+        upload_vault_mb=_number(env, UPLOAD_VAULT_MB_ENV, d.upload_vault_mb),
+        upload_ttl_hours=_number(env, UPLOAD_TTL_HOURS_ENV, d.upload_ttl_hours),
+    )
+    return replace(out, **overrides) if overrides else out

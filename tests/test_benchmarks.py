@@ -1,0 +1,178 @@
+"""Every script under benchmarks/ runs in its tiny mode and prints its figures (issue 23, item 1: none rots unseen).
+
+Each runs in a subprocess, as a user would start it, with ``--tiny`` (toy sizes: a few seconds; the two that start
+an app server and Chromium about half a minute). The checks read what the script printed - its JSON records, its
+table rows, its summary lines - not only its exit status; no figure's value is asserted (toy sizes, shared
+machines). ``benchmarks/reference.py`` is a module the others import: ``bench_core`` and ``bench_adversary`` run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
+
+pytestmark = [pytest.mark.slow]
+
+
+def run_tiny(script: str, *args: str, timeout: float = 120) -> str:
+    """stdout of ``python benchmarks/<script> --tiny <args>``; fails with its output when it exits non-zero."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), "--tiny", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, (
+        f"{script} --tiny exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    return proc.stdout
+
+
+def json_lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def require_browser() -> None:
+    missing = []
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        missing.append(f"Chromium at {CHROMIUM} (apt-get install chromium, or set AFLITE_CHROMIUM)")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        missing.append("the playwright package (pip install -r requirements-dev.txt)")
+    if missing:
+        message = "this benchmark needs " + " and ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def test_every_script_has_a_tiny_mode_and_a_test():
+    """A new benchmark without ``--tiny`` or without a test here fails this."""
+    tested = {
+        "bench_adversary.py",
+        "bench_app.py",
+        "bench_core.py",
+        "bench_scale.py",
+        "evalsets_digits.py",
+        "snli_annotator_agreement.py",
+        "soak_app.py",
+    }
+    modules = {"reference.py"}  # imported by bench_core and bench_adversary, run through them
+    others = {"bench_hardware.py"}  # another change adds it with a test of its own (tests/test_bench_hardware.py)
+    scripts = {p.name for p in BENCH.glob("*.py")}
+    assert scripts - modules - others <= tested, (
+        f"add a tiny-mode test for {sorted(scripts - modules - others - tested)}"
+    )
+    for name in tested:
+        assert "--tiny" in (BENCH / name).read_text(encoding="utf-8"), f"{name} has no --tiny"
+    assert "def main" not in (BENCH / "reference.py").read_text(encoding="utf-8")
+
+
+def test_bench_core(tmp_path):
+    """(a), (b) against the reference loop and the (c) child; the recorded family's solver (registry) included."""
+    out = run_tiny("bench_core.py", "--json-out", str(tmp_path / "core.jsonl"))
+    records = json_lines(out)
+    pairs = {(r["setting"], r.get("data")) for r in records}
+    assert pairs == {("a", "anisotropic"), ("a", "isotropic"), ("b", "anisotropic"), ("b", "isotropic"), ("c", None)}
+    for rec in records[:4]:
+        assert rec["engine_solver"] in ("logistic", "ridge")  # the family_from_spec path that once failed
+        assert rec["speedup"] > 0 and rec["reference_rounds"] >= 1 and rec["engine_rounds"] >= 1
+        assert 0 <= rec["jaccard_removed_engine_vs_ref"] <= 1
+        assert "jaccard_removed_ref_seed0_vs_seed1 (floor)" in rec  # two reference seeds
+    assert records[4]["rounds"] >= 1 and records[4]["peak_over_x"] > 0
+    assert out.count("x faster; removed-set Jaccard vs reference") == 4
+    assert "peak RSS" in out
+    assert [json.loads(line) for line in (tmp_path / "core.jsonl").read_text().splitlines()] == records
+
+
+def test_bench_adversary():
+    """Both tiny rows, the loop against the engine, the converged loop; the markdown table."""
+    out = run_tiny("bench_adversary.py")
+    records = json_lines(out)
+    assert [r["row"] for r in records] == ["digits_pca", "a_isotropic"]
+    for rec in records:
+        assert 0 < rec["loop_mean_p"] <= 1 and 0 < rec["engine_mean_p"] <= 1
+        assert "engine_jaccard_vs_converged_loop" in rec
+    table = [line for line in out.splitlines() if line.startswith("| digits_pca") or line.startswith("| a_isotropic")]
+    assert len(table) == 2 and all(line.count("|") == 12 for line in table)
+
+
+def test_bench_scale_local_and_dask():
+    out = run_tiny("bench_scale.py", timeout=180)
+    assert "== SNLI-shaped, local backend" in out and "== SNLI-shaped, dask x2 backend" in out
+    assert out.count("peak memory: process") == 2 and "shipped per round: sent" in out
+    assert "same decisions on both backends (rounds and kept count): True" in out
+
+
+def test_bench_scale_scaling_tables_and_their_replay(tmp_path):
+    saved = tmp_path / "scale.json"
+    out = run_tiny("bench_scale.py", "--scaling", "--json-out", str(saved), timeout=240)
+    for row in ("| emulated1 |", "| emulated2 |", "| strong1 |", "| strong2 |", "| strong2_tree |", "| weak1 |"):
+        assert row in out
+    assert "same result as local: True" in out and "rates (1 worker): Gram" in out
+    ridge = [line for line in out.splitlines() if line.startswith("| ridge |")]
+    assert len(ridge) == 4 and sum(line.startswith("| logistic |") for line in out.splitlines()) == 4
+    replay = run_tiny("bench_scale.py", "--scaling", "--from-json", str(saved), timeout=60)
+    assert [line for line in replay.splitlines() if line.startswith("| ridge |")] == ridge  # the same projection
+
+
+def test_evalsets_digits():
+    out = run_tiny("evalsets_digits.py")
+    for heading in ("1. Strength", "2. The MLP backbones refitted with 2 other seeds", "3. Accuracy", "4. The models"):
+        assert heading in out
+    assert "5. Figure 4" in out and out.count("Kendall's coefficient") >= 5
+    assert "   mlp: mean " in out and "   mlp_small: mean " in out
+
+
+@pytest.mark.shared_data
+def test_snli_annotator_agreement(shared_data):
+    out = run_tiny("snli_annotator_agreement.py", "--shared", str(shared_data))
+    assert "seeds (0,)," in out and "evaluation rows with random_subset labels" in out
+    lines = out.splitlines()
+    assert any("removed in round 1" in line and "selected" in line for line in lines)
+    assert {line.split()[0] for line in lines if line.split()} >= {"none", "pair", "hypothesis"}
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_bench_app(tmp_path):
+    require_browser()
+    report = tmp_path / "app.json"
+    out = run_tiny("bench_app.py", "--json", str(report), timeout=240)
+    assert "cold app" in out and "Filter page, τ change -> chart shows the new τ (1 changes" in out
+    assert "Synthetic page, tau change -> every panel redrawn (1 changes" in out and "compute only" in out
+    figures = json.loads(report.read_text())
+    assert figures["home"]["cold_s"] > 0 and figures["filter_tau"]["n"] == 1 and figures["synthetic_tau"]["n"] == 1
+    assert figures["compute_digits_s"]["median"] > 0
+    assert figures["webgl"] and all("pixels_painted_by_webgl" in w for w in figures["webgl"])
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_soak_app(tmp_path):
+    require_browser()
+    out = run_tiny("soak_app.py", "--json-out", str(tmp_path / "soak.jsonl"), timeout=240)
+    records = json_lines(out)
+    assert len(records[0]["stop_latency_s"]) == 1
+    kinds = [r["run"]["kind"] for r in records if "run" in r]
+    assert kinds[:2] == ["outside", "page load"] and "tau change" in kinds
+    assert "stop" in kinds or "no stop button" in kinds  # (a run that finished before Stop showed is recorded)
+    summary = records[-1]["summary"]
+    assert summary["full_runs"] == 1 and summary["profile"] is None
+    assert summary["threads_start_end"] and summary["rss_mb_start_end"]
+    assert (tmp_path / "soak.jsonl").read_text().splitlines()[-1] == json.dumps({"summary": summary})
