@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _validation as v
-from ._utils import blas_threads
+from ._parallel import engine_threads
 from .engine import HISTORY_COLUMNS, select_rows  # noqa: F401  (re-exported)
 from .partitions import score_round
 from .registry import resolve_model
@@ -127,7 +127,7 @@ def aflite(
     callback: Callable[[RoundProgress], bool | None] | None = None,
     ids: ArrayLike | None = None,
     eval_ids: ArrayLike | None = None,
-    n_threads: int | None = 1,
+    n_threads: int | None = None,
     backend: Any = None,
     checkpoint: str | Path | None = None,
     resume: bool = False,
@@ -179,9 +179,12 @@ def aflite(
         stops the run cleanly (``result.stop_reason == "stopped_by_callback"``).
     ids, eval_ids : array-like, optional
         Row ids carried into the result.
-    n_threads : int or None, default=1
-        BLAS threads during the run (``None`` leaves the library default). One thread is the robust choice
-        on shared machines and keeps results bit-identical across machines with the same libraries.
+    n_threads : int or None, default=None
+        Threads the engine uses; ``None`` means every core this process may run on
+        (``os.sched_getaffinity``). Inside a run every BLAS/LAPACK call is single-threaded and the independent
+        pieces of a round (column tiles of the Gram sums, shards, partition groups, scoring blocks) run on a
+        pool of this many threads and are combined in a fixed order, so the result is bit-identical for any
+        value (with the same libraries). Lower it to share the machine with other jobs.
     backend : None, "local", "dask" or dask.distributed.Client, default=None
         Where each round's partition fits and predictions run: in this process, or as Dask tasks (the
         current client for ``"dask"``). The same seed gives the same result on every backend.
@@ -273,7 +276,7 @@ def plan_run(
     callback: Callable[[RoundProgress], bool | None] | None = None,
     ids: ArrayLike | None = None,
     eval_ids: ArrayLike | None = None,
-    n_threads: int | None = 1,
+    n_threads: int | None = None,
     backend: Any = None,
     checkpoint: str | Path | None = None,
     on_step: Callable[[StepProgress], bool | None] | None = None,
@@ -374,7 +377,7 @@ def predictability(
     train_size: int | float,
     model: Any = "linear",
     random_state: int | np.random.Generator | None = None,
-    n_threads: int | None = 1,
+    n_threads: int | None = None,
 ) -> NDArray[np.float32]:
     """Score every row's out-of-sample predictability once, without removing anything (an audit).
 
@@ -396,8 +399,8 @@ def predictability(
         The model family (see :func:`aflite`).
     random_state : int, numpy Generator or None
         Seed.
-    n_threads : int or None, default=1
-        BLAS threads.
+    n_threads : int or None, default=None
+        Threads (``None``: every available core); the result does not depend on it (see :func:`aflite`).
 
     Returns
     -------
@@ -434,7 +437,7 @@ def predictability(
         n_threads = v.check_int(n_threads, "n_threads", func, low=1)
     seed = v.check_random_state(random_state, func)
     rng = np.random.default_rng(seed)
-    with blas_threads(n_threads):
+    with engine_threads(n_threads):
         session = family.session(Xv, labels.codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
         rows = np.arange(Xv.shape[0])
         plan = session.draw_plan(rows, rng)
