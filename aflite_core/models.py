@@ -59,6 +59,10 @@ BLOCKS_PER_PARTITION = 32
 MIN_BLOCKS_PER_PARTITION = 8
 #: memory for the partition Gram matrices summed in one matrix product (fewer passes over the block Grams)
 PARTITION_GROUP_BYTES = 512 * 2**20
+#: the Gram sums of all m partitions (upper triangles) are formed in one pass over the block stack when they fit
+#: this; above it, one pass per partition group (the same values; less memory at paper scale, e.g. 135 MB at
+#: d = 1,024, where the peak memory budget is tight)
+ALL_PARTITIONS_BYTES = 64 * 2**20
 
 
 def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
@@ -314,7 +318,7 @@ class _LinearSession(ShardedGrams):
         """Solve the ridge systems of ``partitions`` (Gram matrices summed per group of partitions).
 
         Blocks mode sums every partition's Gram matrix in one pass over the block stack when they fit
-        :data:`PARTITION_GROUP_BYTES` (the products' entries are those of per-group passes), then solves the
+        :data:`ALL_PARTITIONS_BYTES` (the products' entries are those of per-group passes), then solves the
         groups; groups are solved in parallel on the run's thread pool, each by the same calls as on one thread.
         """
         parts = np.asarray(list(partitions), dtype=np.intp)
@@ -325,7 +329,7 @@ class _LinearSession(ShardedGrams):
         groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
         root = (0, self.n_shards)
         packed = None
-        if self.mode == "blocks" and 4 * len(parts) * self.packed_size <= PARTITION_GROUP_BYTES:
+        if self.mode == "blocks" and 4 * len(parts) * self.packed_size <= ALL_PARTITIONS_BYTES:
             packed = self.node_grams(root, plan.membership[parts])
 
         def solve(u: int):

@@ -8,6 +8,7 @@ this machine type (the CI machines); another BLAS build may need the fixtures re
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 
@@ -46,3 +47,16 @@ def test_thread_count_does_not_change_the_bits(name):
     """Two threads give exactly the one-thread (and stored) result."""
     with np.load(FIXTURES / f"engine_{name}.npz") as stored:
         _assert_same(_run(name, 2), stored)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [("aflite_core.models", "ALL_PARTITIONS_BYTES", 0), ("aflite_core.shards", "FUSED_ROWS", 0)],
+    ids=["gram-sums-per-group", "unfused-downdates"],
+)
+def test_the_engine_s_alternative_paths_keep_the_bits(monkeypatch, setting):
+    """Gram sums per partition group (paper-scale memory) and unfused removals give the stored bits too."""
+    module, name, value = setting
+    monkeypatch.setattr(importlib.import_module(module), name, value)
+    with np.load(FIXTURES / "engine_ridge_blocks.npz") as stored:
+        _assert_same(_run("ridge_blocks", 2), stored)
