@@ -122,11 +122,14 @@ def pack_upper(G: NDArray, D: int) -> NDArray:
 
 def unpack_upper(packed: NDArray, D: int) -> NDArray:
     """Full symmetric matrices (g, D, D) from their upper triangles (g, D·(D+1)/2)."""
-    upper, lower = _triangle(D)
-    out = np.empty((packed.shape[0], D * D), dtype=packed.dtype)
-    out[:, upper] = packed
-    out[:, lower] = packed
-    return out.reshape(-1, D, D)
+    out = np.empty((packed.shape[0], D, D), dtype=packed.dtype)
+    start = 0
+    for r in range(D):  # row r's upper part, and its mirror image as column r (slices: no index arrays)
+        row = packed[:, start : start + D - r]
+        out[:, r, r:] = row
+        out[:, r + 1 :, r] = row[:, 1:]
+        start += D - r
+    return out
 
 
 def _mirror_upper(G: NDArray) -> None:
