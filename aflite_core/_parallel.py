@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from ._utils import blas_threads
 
-__all__ = ["available_cores", "engine_threads", "map_ordered", "n_workers", "resolve_threads"]
+__all__ = ["available_cores", "background", "engine_threads", "map_ordered", "n_workers", "resolve_threads", "split"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -105,6 +105,19 @@ def map_ordered(
         for fut in futures:
             if not fut.cancelled():
                 fut.exception()  # wait: no piece outlives the call that submitted it
+
+
+def background(fn: Callable[[], R]) -> Callable[[], R]:
+    """Start ``fn()`` on the run's pool (inline without one); returns a function that gives its result.
+
+    For a piece of work the thread driving the run would otherwise do alone while the pool waits (e.g. a
+    round's preconditioner, computed while the Gram sums' tiles run).
+    """
+    pool = _pool()
+    if pool is None:
+        value = fn()
+        return lambda: value
+    return pool.submit(fn).result
 
 
 def split(n_items: int, n_parts: int) -> list[range]:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._parallel import map_ordered
+from ._parallel import background, map_ordered
 from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, report_step
 from .shards import (  # noqa: F401 - re-exported: the sharded machinery lived here before
     DEFAULT_SHARDS,
@@ -324,13 +324,15 @@ class _LinearSession(ShardedGrams):
         parts = np.asarray(list(partitions), dtype=np.intp)
         if self.mode == "blocks" and len(self.shards) < self.n_shards:
             self.prepare()
-        precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
+        # the round's preconditioner (one LAPACK factorisation) runs beside the Gram sums' tiles
+        precond_of = background(lambda: self._preconditioner(len(rows)) if self.mode == "blocks" else None)
         step = self.fit_group
         groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
         root = (0, self.n_shards)
         packed = None
         if self.mode == "blocks" and 4 * len(parts) * self.packed_size <= ALL_PARTITIONS_BYTES:
             packed = self.node_grams(root, plan.membership[parts])
+        precond = precond_of()
 
         def solve(u: int):
             group = groups[u]
