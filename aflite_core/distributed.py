@@ -11,11 +11,11 @@ predicts its own shards' rows with every model that held them out. Nothing a wor
 
 **What crosses the network per round.** To each worker: the partitions' block membership (m × blocks
 booleans), the rows removed in the previous round (indices), and the m fitted models (m · d · (C - 1) floats).
-Between workers: the partial Gram sums, m · (d + 1 + C)² floats at most per worker (the *reduction*). Back to
-the driver: per-row counts of the worker's rows. Feature rows never travel after the set-up.
+Between workers: the partial Gram sums, m · D(D + 1)/2 floats at most per worker (upper triangles, D = d + 1 + C;
+the *reduction*). Back to the driver: per-row counts of the worker's rows. Feature rows never travel after the set-up.
 
 **The reduction.** Partition j's Gram matrix is the sum over shards of that shard's partial sum, added along a
-fixed balanced binary tree over the shard indices (:func:`aflite_core.models.tree_sum`), as the local backend
+fixed balanced binary tree over the shard indices (:func:`aflite_core.shards.tree_sum`), as the local backend
 adds them. A worker sums the largest subtrees inside its range; the rest of the tree is added either where
 each group of partitions is solved (``reduce="owner"``: every worker sends each group's owner its subtree
 sums for that group) or as one task per tree node (``reduce="tree"``). Both evaluate the same tree, so the
@@ -52,8 +52,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._utils import blas_threads
-from .models import LinearFamily, SklearnFamily, _LinearWeights, tree_cover, tree_sum
+from .models import LinearFamily, SklearnFamily, _LinearWeights
 from .partitions import PartitionPlan, RoundScores, merge_pieces, run_pieces, scoring_pieces
+from .shards import tree_cover, tree_sum
 
 __all__ = ["DaskBackend", "local_cluster"]
 
@@ -227,9 +228,9 @@ def _solve(key: str, spec: dict, x_ref: Any, values: dict, n_shards: int, n_mode
     session = entry["session"]
     with blas_threads(1):
         with _cpu(key, "reduce"):
-            P = np.array(tree_sum(values, 0, n_shards), dtype=np.float32)  # a copy: the solve overwrites it
+            packed = tree_sum(values, 0, n_shards)  # upper triangles of the group's Gram matrices
         with _cpu(key, "solve"):
-            W, b = session.solve_grams(P.reshape(n_models, session.D, session.D), precond)
+            W, b = session.solve_grams(session.unpack_grams(packed.reshape(n_models, -1)), precond)
             return _LinearWeights(np.ascontiguousarray(W, dtype=np.float32), b.astype(np.float32), session.n_classes)
 
 

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ._utils import blas_threads, hash_array, hash_labels, versions
+from ._parallel import engine_threads
+from ._utils import hash_array, hash_labels, versions
 from .checkpoint import read_checkpoint, write_checkpoint
 from .partitions import PartitionPlan, RoundInterrupted, RoundScores, score_round
 from .result import AFLiteResult, RoundProgress, StepProgress
@@ -232,7 +233,7 @@ class Run:
         """Run rounds until Algorithm 1 stops (or the callback asks to), then build the result."""
         cfg = self.config
         started = time.perf_counter()
-        with blas_threads(cfg.n_threads):
+        with engine_threads(cfg.n_threads):
             if self.round == 0:
                 self.open()
             S = self.S
@@ -469,7 +470,7 @@ class Run:
         self.stop_reason = cp.stop_reason
         self.extra_state = cp.extra
         # the same random draws as at the start, then the same removals in the same order
-        with blas_threads(self.config.n_threads):
+        with engine_threads(self.config.n_threads):
             self.rng = np.random.default_rng(self.config.seed)
             self.open()
             for r in range(1, cp.round + 1):

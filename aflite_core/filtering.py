@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _validation as v
-from ._utils import blas_threads
+from ._parallel import engine_threads
 from .engine import HISTORY_COLUMNS, select_rows  # noqa: F401  (re-exported)
 from .partitions import score_round
 from .registry import resolve_model
@@ -127,7 +127,7 @@ def aflite(
     callback: Callable[[RoundProgress], bool | None] | None = None,
     ids: ArrayLike | None = None,
     eval_ids: ArrayLike | None = None,
-    n_threads: int | None = 1,
+    n_threads: int | None = None,
     backend: Any = None,
     checkpoint: str | Path | None = None,
     resume: bool = False,
@@ -182,9 +182,12 @@ def aflite(
         stops the run cleanly (``result.stop_reason == "stopped_by_callback"``).
     ids, eval_ids : array-like, optional
         Row ids carried into the result.
-    n_threads : int or None, default=1
-        BLAS threads during the run (``None`` leaves the library default). One thread is the robust choice
-        on shared machines and keeps results bit-identical across machines with the same libraries.
+    n_threads : int or None, default=None
+        Threads the engine uses; ``None`` means every core this process may run on
+        (``os.sched_getaffinity``). Inside a run every BLAS/LAPACK call is single-threaded and the independent
+        pieces of a round (column tiles of the Gram sums, shards, partition groups, scoring blocks) run on a
+        pool of this many threads and are combined in a fixed order, so the result is bit-identical for any
+        value (with the same libraries). Lower it to share the machine with other jobs.
     backend : None, "local", "dask" or dask.distributed.Client, default=None
         Where each round's partition fits and predictions run: in this process, or as Dask tasks (the
         current client for ``"dask"``). The same seed gives the same result on every backend.
@@ -290,7 +293,7 @@ def plan_run(
     callback: Callable[[RoundProgress], bool | None] | None = None,
     ids: ArrayLike | None = None,
     eval_ids: ArrayLike | None = None,
-    n_threads: int | None = 1,
+    n_threads: int | None = None,
     backend: Any = None,
     checkpoint: str | Path | None = None,
     on_step: Callable[[StepProgress], bool | None] | None = None,
@@ -420,7 +423,7 @@ def predictability(
     train_size: int | float,
     model: Any = "linear",
     random_state: int | np.random.Generator | None = None,
-    n_threads: int | None = 1,
+    n_threads: int | None = None,
     device: str = "cpu",
     precision: str = "float32",
     max_device_bytes: int | None = None,
@@ -445,8 +448,8 @@ def predictability(
         The model family (see :func:`aflite`).
     random_state : int, numpy Generator or None
         Seed.
-    n_threads : int or None, default=1
-        BLAS threads.
+    n_threads : int or None, default=None
+        Threads (``None``: every available core); the result does not depend on it (see :func:`aflite`).
     device, precision, max_device_bytes
         Where the models run (see :func:`aflite`).
 
@@ -490,13 +493,13 @@ def predictability(
         from .torch_backend import TorchBackend
 
         backend = TorchBackend(torch_device, precision, max_device_bytes)
-        with blas_threads(n_threads):
+        with engine_threads(n_threads):
             backend.open(Xv, labels.codes, labels.n_classes, family, train_size=t, n_partitions=m, rng=rng)
             rows = np.arange(Xv.shape[0])
             rs = backend.score(rows, backend.draw_plan(rows, rng), rng, None, 1)
             backend.close()
         return rs.predictability
-    with blas_threads(n_threads):
+    with engine_threads(n_threads):
         session = family.session(Xv, labels.codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
         rows = np.arange(Xv.shape[0])
         plan = session.draw_plan(rows, rng)

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._parallel import map_ordered
 from ._utils import hash_array
 from .models import LinearFamily, _LinearSession, _LinearWeights
 from .partitions import PartitionPlan, report_step
@@ -252,19 +253,15 @@ class _LogisticSession(_LinearSession):
             sizes = plan.membership.sum(axis=1)
         longest = int(sizes.max())  # one padded length for the whole round: every batch computes alike
         H_inv = self._preconditioner(len(current)) if precond is None else precond
-        W = np.empty((d, C - 1, len(parts)), dtype=np.float32)
-        b = np.empty((C - 1, len(parts)), dtype=np.float32)
         step = self.fit_group
         mu = self.mu.astype(np.float64)
         round_key = self._round_key(current, plan, H_inv)
-        for g0 in range(0, len(parts), step):
-            report_step(self, "fit", g0, len(parts))
-            group = parts[g0 : g0 + step]
+
+        def fit_group(group: NDArray[np.intp]) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
             key = None if round_key is None else f"{round_key}:{','.join(map(str, group.tolist()))}"
             hit = _MEMO.get(key)
             if hit is not None:
-                W[:, :, g0 : g0 + len(group)], b[:, g0 : g0 + len(group)] = hit
-                continue
+                return hit
             Xg = np.zeros((len(group), longest, d + 1), dtype=np.float32)
             codes = np.zeros((len(group), longest), dtype=np.intp)
             mask = np.zeros((len(group), longest), dtype=np.float32)
@@ -283,9 +280,18 @@ class _LogisticSession(_LinearSession):
             else:
                 Wdiff, bdiff = Wg[:, :, 1:] - Wg[:, :, :1], bg[:, 1:] - bg[:, :1]
             bdiff = bdiff - np.einsum("d,gdc->gc", mu, Wdiff)  # fitted on x - μ: fold the centring into b
-            W[:, :, g0 : g0 + len(group)] = Wdiff.transpose(1, 2, 0)
-            b[:, g0 : g0 + len(group)] = bdiff.T
-            _MEMO.put(key, (W[:, :, g0 : g0 + len(group)].copy(), b[:, g0 : g0 + len(group)].copy()))
+            out = (Wdiff.transpose(1, 2, 0).astype(np.float32), bdiff.T.astype(np.float32))
+            _MEMO.put(key, (out[0].copy(), out[1].copy()))
+            return out
+
+        def report(u: int, _: int) -> None:
+            report_step(self, "fit", u * step, len(parts))
+
+        # groups are independent: on the run's thread pool they are fitted at once, each by the same calls
+        groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
+        fitted = map_ordered(fit_group, groups, report=report)
+        W = np.concatenate([w for w, _ in fitted], axis=2)
+        b = np.concatenate([bb for _, bb in fitted], axis=1)
         return _LinearWeights(W, b, C)
 
     def _round_key(self, current: NDArray[np.intp], plan: PartitionPlan, H_inv: NDArray[np.float32]) -> str | None:

@@ -39,7 +39,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._parallel import background, map_ordered
 from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, report_step
+from .shards import (  # noqa: F401 - re-exported: the sharded machinery lived here before
+    DEFAULT_SHARDS,
+    GRAM_CHUNK_BYTES,
+    ShardedGrams,
+    _Shard,
+    shard_bounds,
+    tree_cover,
+    tree_sum,
+)
 
 __all__ = ["LinearFamily", "SklearnFamily"]
 
@@ -49,6 +59,10 @@ BLOCKS_PER_PARTITION = 32
 MIN_BLOCKS_PER_PARTITION = 8
 #: memory for the partition Gram matrices summed in one matrix product (fewer passes over the block Grams)
 PARTITION_GROUP_BYTES = 512 * 2**20
+#: the Gram sums of all m partitions (upper triangles) are formed in one pass over the block stack when they fit
+#: this; above it, one pass per partition group (the same values; less memory at paper scale, e.g. 135 MB at
+#: d = 1,024, where the peak memory budget is tight)
+ALL_PARTITIONS_BYTES = 64 * 2**20
 
 
 def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
@@ -61,53 +75,6 @@ def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
 
 
 #: rows gathered at once when building or downdating Gram matrices
-GRAM_CHUNK_BYTES = 32 * 2**20
-#: shards of the blocks (fewer if there are fewer blocks): the unit a cluster worker owns. Fixed per run, so
-#: a run's result never depends on how many workers share the shards (more shards: more workers can share the
-#: Gram work; ``LinearFamily(shards=...)`` changes it, and with it the run's floating-point result)
-DEFAULT_SHARDS = 16
-#: bytes of the shards' partial products combined at once (one tile of columns of the flattened Gram matrices:
-#: the partial products stay in cache while the tree adds them); a function of the shapes only
-TILE_BYTES = 2**20
-
-
-def shard_bounds(n_items: int, n_shards: int) -> NDArray[np.int64]:
-    """Bounds of ``n_shards`` contiguous, nearly equal ranges of ``n_items`` (shard s: ``[b[s], b[s + 1])``)."""
-    return (np.arange(n_shards + 1, dtype=np.int64) * n_items) // n_shards
-
-
-def tree_sum(values: dict, lo: int, hi: int):
-    """Sum of ``values[s]`` for s in [lo, hi) along the fixed balanced binary tree over shard indices.
-
-    Node (lo, hi) is ``node(lo, mid) + node(mid, hi)`` with ``mid = (lo + hi) // 2``; the tree of a run is that of
-    (0, n_shards), so a subtree computed anywhere gives the bits it gives inside the whole sum. ``values`` may
-    hold whole nodes' values (``(lo, hi)`` keys) where those were computed elsewhere.
-    """
-    if (lo, hi) in values:
-        return values[(lo, hi)]
-    if hi - lo == 1:
-        return values[lo]
-    mid = (lo + hi) // 2
-    return tree_sum(values, lo, mid) + tree_sum(values, mid, hi)
-
-
-def tree_cover(lo: int, hi: int, node: tuple[int, int]) -> list[tuple[int, int]]:
-    """The largest nodes of the shard tree below ``node`` that lie inside [lo, hi), in shard order."""
-    a, b = node
-    if b <= lo or a >= hi:
-        return []
-    if lo <= a and b <= hi:
-        return [node]
-    mid = (a + b) // 2
-    return tree_cover(lo, hi, (a, mid)) + tree_cover(lo, hi, (mid, b))
-
-
-def tile_columns(n_columns: int, n_rows: int, n_shards: int) -> list[slice]:
-    """Column tiles of the flattened Gram matrices for ``n_rows`` partitions (a function of the shapes only)."""
-    width = max(1024, TILE_BYTES // (4 * max(n_rows, 1) * max(n_shards, 1)))
-    return [slice(c, min(c + width, n_columns)) for c in range(0, n_columns, width)]
-
-
 def _column_mean(X: NDArray[np.float32]) -> NDArray[np.float32]:
     total = np.zeros(X.shape[1], dtype=np.float64)
     step = max(1, GRAM_CHUNK_BYTES // (4 * X.shape[1]))
@@ -224,24 +191,7 @@ def _predict_codes(scores: NDArray[np.float32], n_classes: int) -> NDArray[np.in
     return idx
 
 
-@dataclass
-class _Shard:
-    """One shard of a run: its current rows and the Gram statistics of its blocks (or rows).
-
-    ``stack`` (blocks whose Grams the ridge fits sum; None where only the total is needed) holds the shard's
-    blocks' Gram matrices, ``total`` (float64) the Gram matrix of all its current rows. ``applied`` counts the
-    rounds of removals already subtracted (a cluster worker replays the missing ones in order).
-    """
-
-    index: int
-    rows: NDArray[np.intp]
-    blocks: tuple[int, int]
-    stack: NDArray[np.float32] | None = None
-    total: NDArray[np.float64] | None = None
-    applied: int = 0
-
-
-class _LinearSession:
+class _LinearSession(ShardedGrams):
     """The linear family bound to one run: persistent blocks, their shards and the shards' Gram matrices."""
 
     def __init__(
@@ -318,143 +268,6 @@ class _LinearSession:
             return "exact", 1
         return "blocks", rows
 
-    def _init_shards(self) -> None:
-        """Cut the blocks (exact mode: the rows) into the run's shards: contiguous ranges of ids."""
-        n = self.X.shape[0]
-        wanted = self.family.shards or DEFAULT_SHARDS
-        if self.mode == "blocks":
-            n_blocks = len(self.block_sizes)
-            self.n_shards = int(max(1, min(wanted, n_blocks)))
-            self.shard_block_bounds = shard_bounds(n_blocks, self.n_shards)
-            of_block = np.repeat(np.arange(self.n_shards, dtype=np.int32), np.diff(self.shard_block_bounds))
-            self.shard_of_row = of_block[self.block_of_row]
-        else:
-            self.n_shards = int(max(1, min(wanted, n)))
-            self.shard_block_bounds = None
-            self.shard_of_row = np.repeat(
-                np.arange(self.n_shards, dtype=np.int32), np.diff(shard_bounds(n, self.n_shards))
-            )
-
-    @property
-    def uses_stack(self) -> bool:
-        """True when the fits sum block Gram matrices (blocks mode of the ridge classifier)."""
-        return self.mode == "blocks"
-
-    @property
-    def uses_total(self) -> bool:
-        """True when the fits need the Gram matrix of the whole current set (their preconditioner)."""
-        return self.mode == "blocks" and self.family.iterative
-
-    def _z(self, rows: NDArray[np.intp]) -> NDArray[np.float32]:
-        """[x - μ, 1, onehot(y)] for ``rows``."""
-        d = self.d
-        Z = np.zeros((len(rows), self.D), dtype=np.float32)
-        np.subtract(self.X[rows], self.mu, out=Z[:, :d])
-        Z[:, d] = 1.0
-        Z[np.arange(len(rows)), d + 1 + self.codes[rows]] = 1.0
-        return Z
-
-    def _gram_of_groups(self, groups: Sequence[NDArray[np.intp]], out: NDArray[np.float32]) -> None:
-        """out[i] = Zᵀ Z over the rows of ``groups[i]`` (rows gathered in bounded chunks)."""
-        chunk = max(1, GRAM_CHUNK_BYTES // (4 * self.D))
-        for i, rows in enumerate(groups):
-            out[i] = 0.0
-            for start in range(0, len(rows), chunk):
-                Z = self._z(np.sort(rows[start : start + chunk]))
-                out[i] += Z.T @ Z
-
-    # -- shards -------------------------------------------------------------------------------------
-    def shard(self, index: int) -> _Shard:
-        """Shard ``index``, built on first use from all its rows (removals are applied to it afterwards)."""
-        sh = self.shards.get(index)
-        if sh is None:
-            rows = np.flatnonzero(self.shard_of_row == index)
-            blocks = (0, 0)
-            if self.shard_block_bounds is not None:
-                blocks = (int(self.shard_block_bounds[index]), int(self.shard_block_bounds[index + 1]))
-            sh = _Shard(index=index, rows=rows, blocks=blocks)
-            self._build_shard(sh)
-            self.shards[index] = sh
-        return sh
-
-    def _build_shard(self, sh: _Shard) -> None:
-        if self.uses_stack:
-            lo, hi = sh.blocks
-            blocks = self.block_of_row[sh.rows] - lo
-            order = np.argsort(blocks, kind="stable")
-            cuts = np.cumsum(np.bincount(blocks, minlength=hi - lo))[:-1]
-            sh.stack = np.empty((hi - lo, self.D, self.D), dtype=np.float32)
-            self._gram_of_groups(np.split(sh.rows[order], cuts), sh.stack)
-            sh.total = sh.stack.sum(axis=0, dtype=np.float64)
-        elif self.uses_total:
-            out = np.empty((1, self.D, self.D), dtype=np.float32)
-            self._gram_of_groups([sh.rows], out)
-            sh.total = out[0].astype(np.float64)
-
-    def remove_from_shard(self, sh: _Shard, rows: NDArray[np.intp]) -> None:
-        """Subtract ``rows`` (all in shard ``sh``) from its Gram statistics and its current rows."""
-        sh.applied += 1
-        if len(rows) == 0:
-            return
-        rows = np.asarray(rows, dtype=np.intp)
-        sh.rows = sh.rows[~np.isin(sh.rows, rows, assume_unique=True)]
-        if sh.stack is not None:
-            lo = sh.blocks[0]
-            blocks = self.block_of_row[rows]
-            order = np.argsort(blocks, kind="stable")
-            rows_sorted, blocks_sorted = rows[order], blocks[order]
-            cuts = np.flatnonzero(np.diff(blocks_sorted)) + 1
-            removed = np.zeros((self.D, self.D), dtype=np.float32)
-            for seg_rows, seg_block in zip(np.split(rows_sorted, cuts), blocks_sorted[np.r_[0, cuts]]):
-                Z = self._z(np.sort(seg_rows))
-                ZtZ = Z.T @ Z
-                sh.stack[seg_block - lo] -= ZtZ
-                removed += ZtZ
-            sh.total -= removed
-        elif sh.total is not None:
-            Z = self._z(np.sort(rows))
-            sh.total -= (Z.T @ Z).astype(np.float64)
-
-    def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_]) -> NDArray[np.float32]:
-        """Partial Gram matrices (g, D·D) of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
-
-        One matrix product per shard and column tile, added along the shard tree: the value of the tree node
-        ``node``, bit for bit whichever process computes it (all its shards must be built and up to date).
-        """
-        lo, hi = node
-        g, D2 = member.shape[0], self.D * self.D
-        A = member.astype(np.float32)
-        parts, flats = {}, {}
-        for s in range(lo, hi):
-            sh = self.shards[s]
-            b0, b1 = sh.blocks
-            parts[s] = np.ascontiguousarray(A[:, b0:b1])
-            flats[s] = sh.stack.reshape(b1 - b0, D2)
-        out = np.empty((g, D2), dtype=np.float32)
-        for cols in tile_columns(D2, g, self.n_shards):
-            leaves = {s: parts[s] @ flats[s][:, cols] for s in range(lo, hi)}
-            out[:, cols] = tree_sum(leaves, lo, hi)
-        return out
-
-    def node_total(self, node: tuple[int, int]) -> NDArray[np.float64]:
-        """Gram matrix of the current rows of the shards of ``node`` (float64, summed along the shard tree)."""
-        return tree_sum({s: self.shards[s].total for s in range(*node)}, *node)
-
-    def prepare(self) -> None:
-        """Build every shard's Gram statistics now, before any removal.
-
-        Replaying removals on resume, or on another worker, then repeats exactly the same floating-point
-        operations as the original run.
-        """
-        if self.uses_stack or self.uses_total:
-            for s in range(self.n_shards):
-                self.shard(s)
-
-    def _total(self) -> NDArray[np.float64]:
-        if len(self.shards) < self.n_shards:
-            self.prepare()
-        return self.node_total((0, self.n_shards))
-
     def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
         """The PCG preconditioner of this round (see :func:`ridge_preconditioner`), cached per round."""
         if not self.family.iterative:
@@ -502,25 +315,42 @@ class _LinearSession:
         return draw_block_plan(self.block_sizes, self.block_of_row[rows], self.n_partitions, self.train_size, rng)
 
     def fit(self, rows: NDArray[np.intp], plan: PartitionPlan, partitions: Sequence[int], rng) -> _LinearWeights:
-        """Solve the ridge systems of ``partitions`` (Gram matrices summed per group of partitions)."""
+        """Solve the ridge systems of ``partitions`` (Gram matrices summed per group of partitions).
+
+        Blocks mode sums every partition's Gram matrix in one pass over the block stack when they fit
+        :data:`ALL_PARTITIONS_BYTES` (the products' entries are those of per-group passes), then solves the
+        groups; groups are solved in parallel on the run's thread pool, each by the same calls as on one thread.
+        """
         parts = np.asarray(list(partitions), dtype=np.intp)
-        d, C = self.d, self.n_classes
-        W = np.empty((d, C - 1, len(parts)), dtype=np.float32)
-        b = np.empty((C - 1, len(parts)), dtype=np.float32)
         if self.mode == "blocks" and len(self.shards) < self.n_shards:
             self.prepare()
-        precond = self._preconditioner(len(rows)) if self.mode == "blocks" else None
+        # the round's preconditioner (one LAPACK factorisation) runs beside the Gram sums' tiles
+        precond_of = background(lambda: self._preconditioner(len(rows)) if self.mode == "blocks" else None)
         step = self.fit_group
-        for g0 in range(0, len(parts), step):
-            report_step(self, "fit", g0, len(parts))
-            group = parts[g0 : g0 + step]
-            if self.mode == "blocks":
-                P = self.node_grams((0, self.n_shards), plan.membership[group]).reshape(len(group), self.D, self.D)
-            else:
+        groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
+        root = (0, self.n_shards)
+        packed = None
+        if self.mode == "blocks" and 4 * len(parts) * self.packed_size <= ALL_PARTITIONS_BYTES:
+            packed = self.node_grams(root, plan.membership[parts])
+        precond = precond_of()
+
+        def solve(u: int):
+            group = groups[u]
+            if self.mode != "blocks":
                 P = np.empty((len(group), self.D, self.D), dtype=np.float32)
                 self._gram_of_groups([rows[plan.membership[j]] for j in group], P)
-            W[:, :, g0 : g0 + len(group)], b[:, g0 : g0 + len(group)] = self.solve_grams(P, precond)
-        return _LinearWeights(W, b, C)
+            elif packed is not None:
+                P = self.unpack_grams(packed[u * step : u * step + len(group)])
+            else:
+                P = self.unpack_grams(self.node_grams(root, plan.membership[group]))
+            return self.solve_grams(P, precond)
+
+        solved = map_ordered(
+            solve, range(len(groups)), report=lambda u, _: report_step(self, "fit", u * step, len(parts))
+        )
+        W = np.concatenate([w for w, _ in solved], axis=2).astype(np.float32)
+        b = np.concatenate([bb for _, bb in solved], axis=1).astype(np.float32)
+        return _LinearWeights(W, b, self.n_classes)
 
     def solve_grams(self, P: NDArray[np.float32], precond: NDArray[np.float32] | None):
         """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten)."""
@@ -561,11 +391,7 @@ class _LinearSession:
         if not self.shards:
             return
         self._precond_cache = None
-        of = self.shard_of_row[rows]
-        for s in range(self.n_shards):
-            sh = self.shards.get(s)
-            if sh is not None:
-                self.remove_from_shard(sh, rows[of == s])
+        self.remove_from_shards(rows)
 
 
 def _ridge_system(P: NDArray, d: int, alpha: float):
@@ -582,8 +408,13 @@ def _ridge_system(P: NDArray, d: int, alpha: float):
     A = P[:, :d, :d]
     s_over_n = s / n[:, None]
     idx = np.arange(d)
+    outer = np.empty((d, d), dtype=np.float64)  # reused: fresh d×d temporaries per partition cost page faults
+    cast = outer if P.dtype == np.float64 else np.empty((d, d), dtype=P.dtype)
     for i in range(len(A)):  # rank-one centring and the ridge, in place
-        A[i] -= np.multiply.outer(s[i], s_over_n[i]).astype(P.dtype, copy=False)
+        np.multiply.outer(s[i], s_over_n[i], out=outer)
+        if cast is not outer:
+            cast[...] = outer  # rounds as ``astype`` does
+        A[i] -= cast
         trace = float(np.trace(A[i], dtype=np.float64)) / d
         A[i, idx, idx] += alpha * (trace if trace > 0 else 1.0)
     return A, rhs, s, n, ysum

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from ._parallel import map_ordered, n_workers, split
+
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Sequence
 
@@ -231,53 +233,60 @@ def scoring_pieces(
 def run_pieces(
     session: FamilySession, fitted: object, pieces: list[dict], X, codes, eval_X=None, eval_codes=None
 ) -> list[dict]:
-    """Score pieces with fitted models; returns one small dict of counts per piece."""
-    out = []
-    for i, piece in enumerate(pieces):
-        report_step(session, "predict", i, len(pieces))
-        kind = piece["kind"]
-        if kind == "block":
-            right = session.score_block(fitted, piece["rows"], piece["models"])
-            out.append(
-                {
-                    "kind": kind,
-                    "positions": piece["positions"],
-                    "models": piece["models"],
-                    "correct": right.sum(axis=1, dtype=np.int32),
-                    "n_pred": len(piece["models"]),
-                    "model_correct": right.sum(axis=0, dtype=np.int64),
-                    "model_total": len(piece["rows"]),
-                }
-            )
-        elif kind == "chunk":
-            r = piece["rows"]
-            heldout = piece["heldout"]
-            preds = session.predict(fitted, X[r], heldout)
-            m = heldout.shape[1]
-            c, nn = np.zeros(len(r), np.int32), np.zeros(len(r), np.int32)
-            mc, mt = np.zeros(m, np.int64), np.zeros(m, np.int64)
-            _count(preds, codes[r], heldout, c, nn, mc, mt)
-            out.append(
-                {
-                    "kind": kind,
-                    "positions": piece["positions"],
-                    "correct": c,
-                    "n_pred": nn,
-                    "model_correct": mc,
-                    "model_total": mt,
-                }
-            )
-        else:
-            r = piece["rows"]
-            preds = session.predict(fitted, eval_X[r], None)
-            out.append(
-                {
-                    "kind": kind,
-                    "start": piece["start"],
-                    "eval_correct": (preds == eval_codes[r][:, None]).sum(axis=1).astype(np.int32),
-                }
-            )
-    return out
+    """Score pieces with fitted models; returns one small dict of counts per piece, in the order of ``pieces``.
+
+    On the run's thread pool (:mod:`aflite_core._parallel`) contiguous batches of pieces are scored at once;
+    each piece's arithmetic is the same whichever thread scores it.
+    """
+    workers = n_workers()
+    batches = split(len(pieces), 8 * workers) if workers > 1 else [range(i, i + 1) for i in range(len(pieces))]
+
+    def run(batch: range) -> list[dict]:
+        return [_score_piece(session, fitted, pieces[i], X, codes, eval_X, eval_codes) for i in batch]
+
+    def report(u: int, _: int) -> None:
+        report_step(session, "predict", batches[u].start, len(pieces))
+
+    return [res for batch in map_ordered(run, batches, report=report) for res in batch]
+
+
+def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, eval_X, eval_codes) -> dict:
+    """Counts of one scoring piece (see :func:`scoring_pieces`)."""
+    kind = piece["kind"]
+    if kind == "block":
+        right = session.score_block(fitted, piece["rows"], piece["models"])
+        return {
+            "kind": kind,
+            "positions": piece["positions"],
+            "models": piece["models"],
+            "correct": right.sum(axis=1, dtype=np.int32),
+            "n_pred": len(piece["models"]),
+            "model_correct": right.sum(axis=0, dtype=np.int64),
+            "model_total": len(piece["rows"]),
+        }
+    if kind == "chunk":
+        r = piece["rows"]
+        heldout = piece["heldout"]
+        preds = session.predict(fitted, X[r], heldout)
+        m = heldout.shape[1]
+        c, nn = np.zeros(len(r), np.int32), np.zeros(len(r), np.int32)
+        mc, mt = np.zeros(m, np.int64), np.zeros(m, np.int64)
+        _count(preds, codes[r], heldout, c, nn, mc, mt)
+        return {
+            "kind": kind,
+            "positions": piece["positions"],
+            "correct": c,
+            "n_pred": nn,
+            "model_correct": mc,
+            "model_total": mt,
+        }
+    r = piece["rows"]
+    preds = session.predict(fitted, eval_X[r], None)
+    return {
+        "kind": kind,
+        "start": piece["start"],
+        "eval_correct": (preds == eval_codes[r][:, None]).sum(axis=1).astype(np.int32),
+    }
 
 
 def merge_pieces(results: list[dict], n_rows: int, n_partitions: int, n_eval: int | None) -> RoundScores:

@@ -294,7 +294,12 @@ def add_cli(sub: Any) -> None:
             help="model family M (default linear: batched logistic regression)",
         )
         p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-        p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+        p.add_argument(
+            "--threads",
+            type=int,
+            default=None,
+            help="threads (default: every available core; the result is the same for any value)",
+        )
         p.add_argument("--mmap", action="store_true", help="memory-map the .npy feature files")
         p.add_argument("--ids", default=None, help="row ids, one per row (.npy/.txt/.csv with an 'id' column)")
         p.add_argument(

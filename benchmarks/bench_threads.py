@@ -1,0 +1,105 @@
+"""Time the engine of another checkout against this one, back to back, at the *mid shape* (or setting c).
+
+Usage::
+
+    git archive 4293819 aflite_core | tar -x -C /tmp/base      # the engine to compare with
+    python benchmarks/bench_threads.py --base /tmp/base --threads 1,2 [--shape mid|c] [--repeat 1]
+
+Each run is a fresh subprocess (old and new alternate, so both see the same load); each prints its wall time,
+its CPU seconds (all threads), peak RSS, the 1-minute load average before and after, and the removed-set
+Jaccard against the first old run. Nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+SHAPES = {
+    "mid": dict(n=120_000, d=512, classes=3, m=64, t=20_000, k=2_400, tau=0.75, target=22_000),
+    "c": dict(n=500_000, d=1_024, classes=3, m=64, t=40_000, k=10_000, tau=0.75, target=92_000),
+}
+
+CHILD = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, {root!r})
+import numpy as np
+from aflite_core import aflite
+X = np.load({x!r}); y = np.load({y!r})
+load0 = os.getloadavg()[0]
+t0, c0 = time.perf_counter(), time.process_time()
+res = aflite(X, y, target_size={target}, n_partitions={m}, train_size={t}, slice_size={k}, tau={tau},
+             random_state=0, n_threads={threads})
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+np.save({out!r}, res.removed_round)
+print(json.dumps(dict(wall=wall, cpu=cpu, rounds=res.n_rounds, kept=res.n_kept, load_before=load0,
+                      load_after=os.getloadavg()[0], peak_over_x=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                      * 1024 / X.nbytes)))
+"""
+
+
+def data(shape: str, workdir: Path) -> tuple[Path, Path]:
+    """The shape's features and labels as .npy files (written once)."""
+    x, y = workdir / f"{shape}_X.npy", workdir / f"{shape}_y.npy"
+    if not x.exists():
+        # bench_core's (c) generator at either shape: linear models start at ~85 % accuracy, so the run goes
+        # the distance (41 rounds down to the target); make_planted_bias data stop after ~18 rounds
+        sys.path.insert(0, str(HERE))
+        from bench_core import write_snli_shaped
+
+        write_snli_shaped(x, SHAPES[shape])
+        os.replace(x.with_suffix(".labels.npy"), y)
+    return x, y
+
+
+def run(root: str, shape: str, threads: int, x: Path, y: Path, out: Path) -> dict:
+    s = SHAPES[shape]
+    code = CHILD.format(root=root, x=str(x), y=str(y), out=str(out), threads=threads, **{k: s[k] for k in s})
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base", required=True, help="folder holding the old aflite_core")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--shape", default="mid", choices=sorted(SHAPES))
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--only", default="old,new")
+    ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "aflite-bench-threads"))
+    args = ap.parse_args()
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    x, y = data(args.shape, work)
+    roots = {"old": args.base, "new": str(HERE.parent)}
+    ref = None
+    for rep in range(args.repeat):
+        for threads in map(int, args.threads.split(",")):
+            for name in args.only.split(","):
+                out = work / f"removed_{name}_{threads}.npy"
+                rec = run(roots[name], args.shape, threads, x, y, out)
+                removed = np.load(out) > 0
+                ref = removed if ref is None else ref
+                union = (removed | ref).sum()
+                rec.update(
+                    engine=name,
+                    threads=threads,
+                    rep=rep,
+                    shape=args.shape,
+                    jaccard_vs_first=round(float((removed & ref).sum() / max(union, 1)), 4),
+                )
+                print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in rec.items()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""The engine's bits: ``n_threads=1`` reproduces commit 4293819 exactly, and the thread count changes nothing.
+
+The stored results (``tests/fixtures/engine_*.npz``, written by ``tests/fixtures/make_engine_fixtures.py`` with
+the engine of commit 4293819) are compared with ``np.array_equal``: the same bits, not a tolerance. Float32
+matrix products round according to the BLAS build, so these fixtures hold for the pinned numpy/OpenBLAS on
+this machine type (the CI machines); another BLAS build may need the fixtures rewritten from that commit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aflite_core import aflite
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+_spec = importlib.util.spec_from_file_location("make_engine_fixtures", FIXTURES / "make_engine_fixtures.py")
+_maker = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_maker)
+CASES = _maker.cases()
+
+
+def _run(name: str, n_threads: int):
+    X, y, kw = CASES[name]
+    return aflite(X, y, **kw, tau=0.75, random_state=0, n_threads=n_threads)
+
+
+def _assert_same(res, stored) -> None:
+    assert np.array_equal(res.removed_round, stored["removed_round"])
+    assert np.array_equal(res.n_predictions, stored["n_predictions"])
+    assert np.array_equal(res.scores, stored["scores"], equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_one_thread_reproduces_commit_4293819(name):
+    """Digits (app defaults), bench_core setting (a), and a ridge run with 16 shards: the stored bits."""
+    with np.load(FIXTURES / f"engine_{name}.npz") as stored:
+        _assert_same(_run(name, 1), stored)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_thread_count_does_not_change_the_bits(name):
+    """Two threads give exactly the one-thread (and stored) result."""
+    with np.load(FIXTURES / f"engine_{name}.npz") as stored:
+        _assert_same(_run(name, 2), stored)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [("aflite_core.models", "ALL_PARTITIONS_BYTES", 0), ("aflite_core.shards", "FUSED_ROWS", 0)],
+    ids=["gram-sums-per-group", "unfused-downdates"],
+)
+def test_the_engine_s_alternative_paths_keep_the_bits(monkeypatch, setting):
+    """Gram sums per partition group (paper-scale memory) and unfused removals give the stored bits too."""
+    module, name, value = setting
+    monkeypatch.setattr(importlib.import_module(module), name, value)
+    with np.load(FIXTURES / "engine_ridge_blocks.npz") as stored:
+        _assert_same(_run("ridge_blocks", 2), stored)
