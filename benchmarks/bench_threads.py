@@ -4,6 +4,7 @@ Usage::
 
     git archive 4293819 aflite_core | tar -x -C /tmp/base      # the engine to compare with
     python benchmarks/bench_threads.py --base /tmp/base --threads 1,2 [--shape mid|c] [--repeat 1]
+    python benchmarks/bench_threads.py --tiny      # a toy shape, this checkout against itself (tests)
 
 Each run is a fresh subprocess (old and new alternate, so both see the same load); each prints its wall time,
 its CPU seconds (all threads), peak RSS, the 1-minute load average before and after, and the removed-set
@@ -13,8 +14,10 @@ Jaccard against the first old run. Nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,6 +29,8 @@ HERE = Path(__file__).resolve().parent
 SHAPES = {
     "mid": dict(n=120_000, d=512, classes=3, m=64, t=20_000, k=2_400, tau=0.75, target=22_000),
     "c": dict(n=500_000, d=1_024, classes=3, m=64, t=40_000, k=10_000, tau=0.75, target=92_000),
+    # --tiny: every code path in seconds (the figures mean nothing)
+    "tiny": dict(n=3_000, d=16, classes=3, m=8, t=600, k=150, tau=0.75, target=1_500),
 }
 
 CHILD = r"""
@@ -71,17 +76,24 @@ def run(root: str, shape: str, threads: int, x: Path, y: Path, out: Path) -> dic
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--base", required=True, help="folder holding the old aflite_core")
+    ap.add_argument("--base", default=None, help="folder holding the old aflite_core (default: this checkout)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--shape", default="mid", choices=sorted(SHAPES))
+    ap.add_argument("--tiny", action="store_true", help="the toy shape, old = new = this checkout unless --base")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--only", default="old,new")
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "aflite-bench-threads"))
     args = ap.parse_args()
+    if args.tiny:
+        args.shape = "tiny"
+        args.workdir = tempfile.mkdtemp(prefix="aflite-bench-threads-tiny-")
+        atexit.register(shutil.rmtree, args.workdir, ignore_errors=True)
+    elif args.base is None:
+        ap.error("--base is required (the folder holding the engine to compare with), except with --tiny")
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     x, y = data(args.shape, work)
-    roots = {"old": args.base, "new": str(HERE.parent)}
+    roots = {"old": args.base or str(HERE.parent), "new": str(HERE.parent)}
     ref = None
     for rep in range(args.repeat):
         for threads in map(int, args.threads.split(",")):

@@ -68,6 +68,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_app.py",
         "bench_core.py",
         "bench_scale.py",
+        "bench_threads.py",
         "evalsets_digits.py",
         "snli_annotator_agreement.py",
         "soak_app.py",
@@ -81,6 +82,16 @@ def test_every_script_has_a_tiny_mode_and_a_test():
     for name in tested:
         assert "--tiny" in (BENCH / name).read_text(encoding="utf-8"), f"{name} has no --tiny"
     assert "def main" not in (BENCH / "reference.py").read_text(encoding="utf-8")
+
+
+def test_bench_threads():
+    """Old and new engine back to back (here this checkout twice) at 1 and 2 threads: the same removed rows."""
+    out = run_tiny("bench_threads.py")
+    records = json_lines(out)
+    assert [(r["engine"], r["threads"]) for r in records] == [("old", 1), ("new", 1), ("old", 2), ("new", 2)]
+    for rec in records:
+        assert rec["wall"] > 0 and rec["cpu"] > 0 and rec["rounds"] >= 1 and rec["peak_over_x"] > 0
+        assert rec["jaccard_vs_first"] == 1.0  # the same engine at any thread count removes the same rows
 
 
 def test_bench_core(tmp_path):
