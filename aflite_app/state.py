@@ -1,15 +1,15 @@
-"""Session state in one place: every key and its default, the frozen specs that key the caches, and the writers.
+"""Session state in one place: every key and its default, and the writers (the specs live in :mod:`.specs`).
 
 Who touches ``st.session_state``: pages (their own widgets and the keys below), :mod:`aflite_app.ui` (the
 sidebar) and the writer functions here, which take the session as an argument (``st.session_state`` from a
-widget callback, or a plain dict in a test). The compute layer never writes it; it reads this session's own
-data (uploaded datasets, opened run directories) through :func:`session_data` only.
+widget callback, or a plain dict in a test). The compute layer never imports this module: it gets this session's own
+data (uploaded datasets, opened run directories) as a :class:`~aflite_app.specs.SessionData` value, built by
+:func:`session_data` and handed over by the page layer (:mod:`aflite_app.ui`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -18,17 +18,11 @@ import streamlit as st
 from aflite_core.registry import ADVERSARY_LABELS
 
 from . import settings
+from .specs import BUNDLED, DatasetSpec, FilterSpec, SessionData  # noqa: F401 (re-exported: pages import them here)
 
 if TYPE_CHECKING:  # only for type hints: state stays importable before the core's heavier modules
     from aflite_core import AFLiteResult
     from aflite_core.datasets import Dataset
-
-#: bundled datasets the sidebar offers (uploaded ones and opened runs are added per session)
-BUNDLED = {
-    "digits": "Handwritten digits (bundled)",
-    "planted": "Synthetic: Gaussian classes + planted bias (2,000 rows)",
-    "circles": "Synthetic: concentric circles + bias features (1,000 rows)",
-}
 
 #: adversary families offered on the Filter page: the core registry's names and labels
 MODEL_FAMILIES = dict(ADVERSARY_LABELS)
@@ -114,41 +108,6 @@ def embedding_selection_key(map_key: str) -> str:
     return f"{map_key}-selection"
 
 
-# -- the specs that key the caches -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Which dataset and representation: the cache key of everything computed on it."""
-
-    key: str
-    representation: str | None = None
-
-
-@dataclass(frozen=True)
-class FilterSpec:
-    """Every AFLite parameter of a run on the app's current data (hashable, so it keys the result cache)."""
-
-    dataset: DatasetSpec
-    target_size: float
-    train_size: float
-    slice_size: int
-    tau: float
-    n_partitions: int = 64
-    strategy: str = "slice"
-    model: str = "linear"
-    seed: int = 0
-
-    def with_(self, **changes: Any) -> FilterSpec:
-        """A copy with some fields changed."""
-        return replace(self, **changes)
-
-    def as_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`aflite_core.aflite` (without data, model and seed)."""
-        d = asdict(self)
-        return {k: d[k] for k in ("target_size", "train_size", "tau", "n_partitions", "strategy")} | {
-            "slice_size": None if self.strategy == "greedy" else self.slice_size
-        }
-
-
 # -- defaults and the one reader of the compute layer ------------------------------------------------------------
 def init_session(session: MutableMapping) -> None:
     """Set every session default once (app.py calls this with ``st.session_state`` before the pages run)."""
@@ -163,14 +122,6 @@ def init_session(session: MutableMapping) -> None:
     for key, value in defaults.items():
         if key not in session:
             session[key] = value
-
-
-@dataclass(frozen=True)
-class SessionData:
-    """The session's own data, read-only: all the compute layer may see of the session."""
-
-    uploads: Mapping[str, Dataset]  # uploaded datasets and the datasets of opened run directories
-    run_dirs: Mapping[str, dict]  # opened run directories: {"spec": FilterSpec, "result": AFLiteResult}
 
 
 def session_data() -> SessionData:

@@ -18,7 +18,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from aflite_core import AFLiteResult
 from aflite_core.datasets import Dataset
 
-from . import settings
+from . import settings, state
 from .compute import datasets, runs
 from .runner import BackgroundRun, remaining_text  # remaining_text: pages use it as ui.remaining_text
 from .state import (
@@ -35,6 +35,9 @@ from .state import (
     filter_key,
     set_last_run,
 )
+
+# compute never imports the session module: the page layer hands it the one reader of this session's own data
+datasets.install_session_reader(lambda: state.session_data())
 
 
 def page_guard() -> None:

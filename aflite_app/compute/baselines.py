@@ -24,7 +24,7 @@ from aflite_core.datasets import Dataset
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
-from ..state import FilterSpec
+from ..specs import FilterSpec
 from . import _stores
 from .datasets import dataset, default_partial_input, partial_input_choices
 from .runs import run_filter

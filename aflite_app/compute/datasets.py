@@ -1,8 +1,10 @@
 """The datasets every page works on: the bundled ones (cached for everyone) and this session's own.
 
 The sidebar picks one (:func:`dataset_choices`); every page then gets it with :func:`dataset`. Uploaded
-datasets, SNLI / MultiNLI fetched by name and opened run directories are read from the session through
-:func:`aflite_app.state.session_data`.
+datasets, SNLI / MultiNLI fetched by name and opened run directories are the session's own: they come in as a
+:class:`~aflite_app.specs.SessionData` argument (``session=``), or, when a caller passes none, through the one
+reader the page layer installs (:func:`install_session_reader`; :mod:`aflite_app.ui` installs
+:func:`aflite_app.state.session_data`). Compute never imports the session module.
 
 Also here, because the Data and Inspect pages both need them:
 
@@ -37,7 +39,7 @@ from aflite_core.nli import NLI_SPLITS, FetchProgress
 
 from .. import settings
 from ..runner import BackgroundRun
-from ..state import BUNDLED, DatasetSpec, session_data
+from ..specs import BUNDLED, NO_SESSION, DatasetSpec, SessionData
 from . import _stores
 
 __all__ = [
@@ -60,19 +62,21 @@ __all__ = [
     "dataset_choices",
     "default_partial_input",
     "describe_nli_fetch",
+    "install_session_reader",
     "is_partial_input",
     "nli_local_folder",
     "nli_unavailable",
     "partial_input_choices",
     "prepare_nli_fetch",
     "representation_table",
+    "session",
     "shared_jobs",
 ]
 
 
 @st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")
 def bundled_dataset(key: str) -> Dataset:
-    """A bundled dataset by key (see :data:`aflite_app.state.BUNDLED`)."""
+    """A bundled dataset by key (see :data:`aflite_app.specs.BUNDLED`)."""
     if key == "digits":
         return load_digits_dataset()
     if key == "planted":
@@ -119,19 +123,41 @@ def _synthetic_dataset(name: str, X, y, truth: dict[str, np.ndarray], descriptio
     )
 
 
-def dataset(spec: DatasetSpec | str) -> Dataset:
-    """The dataset behind a spec: bundled (cached for everyone) or uploaded in this session."""
+def _no_session() -> SessionData:
+    return NO_SESSION
+
+
+_session_reader: Callable[[], SessionData] = _no_session
+
+
+def install_session_reader(reader: Callable[[], SessionData]) -> None:
+    """Install how compute reads the current session's data when a caller passes none (the page layer does this).
+
+    Compute never imports the session module: :mod:`aflite_app.ui` installs :func:`aflite_app.state.session_data`
+    once at import. Without it (a script, a test) compute sees :data:`~aflite_app.specs.NO_SESSION`.
+    """
+    global _session_reader
+    _session_reader = reader
+
+
+def session(given: SessionData | None = None) -> SessionData:
+    """``given``, else the current session's data (through the installed reader)."""
+    return given if given is not None else _session_reader()
+
+
+def dataset(spec: DatasetSpec | str, session_data: SessionData | None = None) -> Dataset:
+    """The dataset behind a spec: bundled (cached for everyone) or one of the session's own (``session_data``)."""
     key = spec.key if isinstance(spec, DatasetSpec) else spec
-    uploads = session_data().uploads
+    uploads = session(session_data).uploads
     if key in uploads:
         return uploads[key]
     return bundled_dataset(key)
 
 
-def dataset_choices() -> dict[str, str]:
+def dataset_choices(session_data: SessionData | None = None) -> dict[str, str]:
     """Key -> label of every dataset this session can pick."""
     out = dict(BUNDLED)
-    for key, data in session_data().uploads.items():
+    for key, data in session(session_data).uploads.items():
         kind = "Opened" if key.startswith("run-") else "Fetched" if key.startswith("nli-") else "Uploaded"
         out[key] = f"{kind}: {data.name} ({data.n_rows:,} rows)"
     return out

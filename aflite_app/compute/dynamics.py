@@ -38,7 +38,7 @@ from aflite_core.spurious import compare_classes, paper_table, spurious_measures
 from .. import exports, settings
 from ..exports import human_bytes
 from ..runner import remaining_text
-from ..state import DatasetSpec, FilterSpec
+from ..specs import DatasetSpec, FilterSpec
 from . import _stores
 from .datasets import Outcome, Stopped, _as_outcome, class_names, dataset, is_partial_input, partial_input_choices
 from .datasets import shared_jobs as _shared_jobs

@@ -25,7 +25,7 @@ from aflite_core.projection import pca_2d, sample_rows, umap_2d
 from .. import selection, settings
 from ..runner import BackgroundRun, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
-from ..state import DatasetSpec, FilterSpec
+from ..specs import DatasetSpec, FilterSpec
 from .datasets import class_names, dataset
 from .runs import run_filter
 

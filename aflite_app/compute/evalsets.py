@@ -46,9 +46,9 @@ from aflite_core.io import read_features, read_table
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
-from ..state import session_data
+from ..specs import SessionData
 from . import _stores
-from .datasets import Outcome, dataset
+from .datasets import Outcome, dataset, session
 from .uploads import UPLOAD_TABLE_TYPES
 
 __all__ = [
@@ -160,9 +160,9 @@ def evalsets_kind(key: str, data: Dataset) -> str:
     return "pair" if data.pair is not None else "table"
 
 
-def evalsets_is_upload(key: str) -> bool:
+def evalsets_is_upload(key: str, session_data: SessionData | None = None) -> bool:
     """True when ``key`` is a table uploaded in this session (only those accept an evaluation file)."""
-    return key in session_data().uploads
+    return key in session(session_data).uploads
 
 
 def evalsets_embeddings_available() -> bool:

@@ -28,7 +28,7 @@ from aflite_core.stability import class_impact, stability_from_results
 from .. import exports, settings
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
 from ..runner import remaining_text
-from ..state import DatasetSpec, FilterSpec
+from ..specs import DatasetSpec, FilterSpec
 from .datasets import (
     Outcome,
     Stopped,

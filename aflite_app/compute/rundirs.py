@@ -25,7 +25,7 @@ from aflite_core.registry import adversary_name
 from .. import settings
 from ..run_root import MAX_DEPTH as RUN_ROOT_DEPTH
 from ..run_root import RUN_ROOT_ENV, inside_root, list_run_directories, run_root
-from ..state import DatasetSpec, FilterSpec
+from ..specs import DatasetSpec, FilterSpec
 from ._stores import upload_limit_bytes
 
 __all__ = [

@@ -23,9 +23,9 @@ from aflite_core.stability import class_impact as _class_impact
 from aflite_core.tau_path import narrow_to_tau
 
 from .. import settings
-from ..state import FilterSpec, session_data
+from ..specs import FilterSpec, SessionData
 from . import _stores
-from .datasets import dataset
+from .datasets import dataset, session
 
 __all__ = [
     "RESULT_STORE_SIZE",
@@ -59,9 +59,9 @@ def _narrowed_store() -> _stores.LRUStore:
     return _stores.LRUStore(NARROWED_STORE_SIZE)
 
 
-def stored_result(spec: FilterSpec) -> AFLiteResult | None:
+def stored_result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteResult | None:
     """A finished run for this spec, if any (no computation): opened run directories first, then the store."""
-    return _stored(spec, session_data().run_dirs)
+    return _stored(spec, session(session_data).run_dirs)
 
 
 def _stored(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
@@ -71,7 +71,7 @@ def _stored(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
     return _result_store().recall(spec)
 
 
-def result(spec: FilterSpec) -> AFLiteResult | None:
+def result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteResult | None:
     """The run for ``spec`` without running AFLite: stored, else read off a stored run at a lower τ, else None.
 
     The one source of truth for "the current run" (the Filter page, the sidebar, Inspect). A run read off
@@ -80,7 +80,7 @@ def result(spec: FilterSpec) -> AFLiteResult | None:
     None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, a stopped run); the
     caller runs it (:func:`prepare_run` stores the finished run).
     """
-    run_dirs = session_data().run_dirs
+    run_dirs = session(session_data).run_dirs
     hit = _stored(spec, run_dirs)
     if hit is not None:
         return hit
@@ -226,9 +226,11 @@ def with_class_names(result: AFLiteResult, names: tuple) -> AFLiteResult:
     return replace(result, classes=names)
 
 
-def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResult:
+def run_filter(
+    spec: FilterSpec, callback: Callable | None = None, session_data: SessionData | None = None
+) -> AFLiteResult:
     """The run for ``spec``: :func:`result` (stored or read off a stored run), else AFLite in this thread."""
-    hit = result(spec)
+    hit = result(spec, session_data)
     if hit is not None:
         return hit
     return prepare_run(spec)(callback or (lambda _p: True))
