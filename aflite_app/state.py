@@ -61,9 +61,9 @@ RUN_FEATURES_FILE = "run-features-file"  # file uploaders of a run's inputs
 RUN_LABELS_FILE = "run-labels-file"
 RUN_ERROR = "data-run-error"  # str or None: why the last "Open run" failed
 # Data: the SNLI / MultiNLI tab and the embedding step
-NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (ui.run_in_background)
+NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (jobs.run_in_background)
 NLI_REQUEST = "data-nli-request"  # NliSpec the Fetch button asked for last (None: nothing asked yet)
-EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (ui.run_in_background)
+EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (jobs.run_in_background)
 # Inspect
 INSPECT_LOADED = "inspect_loaded_run"  # {"result", "name", "digest", "dataset"} of the run opened from a zip
 INSPECT_UPLOAD = "inspect-upload"  # file uploader of that zip
@@ -87,7 +87,7 @@ SYN_OOD_REQUEST = "syn-ood-request"  # CirclesOODSpec the out-of-distribution bu
 DYN_VALIDATE_REQUEST = "dyn-validate-request"  # ValidationSpec the "Validate the levels" button asked for last
 
 # -- background jobs of Training dynamics and Inspect (issue #17: Stop, progress, one job per request) ----------
-DYN_RECORD_RUN = "dyn-record-run"  # BackgroundRun: this session's wait for the recording (ui.run_in_background)
+DYN_RECORD_RUN = "dyn-record-run"  # BackgroundRun: this session's wait for the recording (jobs.run_in_background)
 DYN_RECORD_REQUEST = "dyn-record-request"  # DynamicsSpec the Record button asked for (skips the button after)
 DYN_VALIDATE_RUN = "dyn-validate-run"  # BackgroundRun: this session's wait for the validation of the levels
 INSPECT_STABILITY_RUN = "inspect-stability-run"  # BackgroundRun: this session's wait for the stability seeds

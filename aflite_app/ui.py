@@ -6,21 +6,19 @@ pages need of the shared compute modules (the sidebar's dataset, the Filter page
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime import Runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from aflite_core import AFLiteResult
 from aflite_core.datasets import Dataset
 
-from . import settings, state
+from . import state
 from .compute import datasets, runs
-from .runner import BackgroundRun, remaining_text  # remaining_text: pages use it as ui.remaining_text
+
+# the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.remaining_text)
+from .jobs import errors, remaining_text, run_in_background, session_alive, sync_wait  # noqa: F401
 from .state import (
     DATASET,
     FILTER_WIDGETS,
@@ -28,7 +26,6 @@ from .state import (
     LINKED_RUN,
     REPRESENTATION,
     RUN,
-    STOP_ASKED,
     TAU,
     DatasetSpec,
     FilterSpec,
@@ -55,17 +52,6 @@ def page_guard() -> None:
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
-
-
-@contextmanager
-def errors() -> Iterator[None]:
-    """The app's one error boundary: a core ValueError/TypeError becomes ``st.error`` and the page stops."""
-    try:
-        yield
-    except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
-        text = str(exc) or type(exc).__name__
-        st.error(text)
-        st.stop()
 
 
 def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
@@ -185,110 +171,6 @@ def current_dataset() -> tuple[DatasetSpec, Dataset]:
 def dataset_label(key: str) -> str:
     """How the sidebar names the dataset ``key``."""
     return datasets.dataset_choices().get(key, key)
-
-
-def sync_wait() -> float:
-    """Seconds a page waits for a run before showing the progress bar (fast runs then appear at once).
-
-    ``AFLITE_APP_SYNC_WAIT`` overrides the default 1.5 s (tests set it high so runs finish within one script run).
-    """
-    return settings.load().sync_wait_s
-
-
-def run_in_background(
-    state_key: str,
-    spec: Any,
-    prepare: Callable[[Any], Callable],
-    describe: Callable,
-    *,
-    stop_key: str,
-    stop_help: str,
-    stopping: str,
-    restart: bool = False,
-    block: bool = True,
-) -> Any:
-    """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
-
-    Starts (or keeps) a :class:`~aflite_app.runner.BackgroundRun` in ``st.session_state[state_key]`` running
-    ``prepare(spec)``; a run asked for with other parameters is stopped. Fast runs are simply awaited
-    (:func:`sync_wait`); slower ones show a fragment that polls the progress
-    (``describe(round_progress_or_None, elapsed_seconds, step_progress_or_None) -> (fraction, text)``) with a
-    Stop button, and the page stops until the result is there. Stop, or a run asked for with other parameters,
-    ends the old run within one step of its round; a run whose browser session is gone is cancelled
-    (:func:`session_alive`). Errors show as ``st.error``. ``restart`` starts over a finished run. With
-    ``block=False`` the page goes on below the progress bar while the job runs (the call returns None), and
-    reruns once it is done.
-    """
-    run = st.session_state.get(state_key)
-    asked = st.session_state.get(STOP_ASKED, {}).pop(state_key, None)
-    stop_now = asked is not None and time.monotonic() - asked < 10  # Stop clicked in the rerun that got here
-    stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
-    if stale or (restart and run.done):
-        if run is not None and not run.done:
-            run.stop()  # other parameters were asked for: the old run is no longer wanted (stops within a step)
-        with errors():
-            run = BackgroundRun(spec, prepare(spec), alive=session_alive())
-            if stop_now:  # τ moved and Stop pressed at once: the click stopped the old run; this one stops too
-                run.stop()
-            run.start()
-        st.session_state[state_key] = run
-    run.wait(sync_wait())
-    if run.error is not None:
-        with errors():
-            raise run.error
-    if run.done:
-        return run.result
-
-    @st.fragment(run_every=0.4)
-    def progress_panel() -> None:
-        current = st.session_state[state_key]
-        if current.done:
-            st.rerun(scope="app")
-        fraction, text = describe(current.progress, current.elapsed, current.step)
-        st.progress(fraction, text=text)
-        if current.stop_requested:
-            st.caption(stopping)
-
-    progress_panel()
-    if not run.stop_requested:
-        # The Stop button belongs to the script, not to the polling fragment: a click on a fragment's button that
-        # arrives while the whole page is rerunning (e.g. just after a τ change, when the previous run's Stop is
-        # still on screen) was dropped by Streamlit - measured: 4 of 5 such clicks lost, the run went on to its
-        # end. A script button's click interrupts the rerun, and its callback stops whichever run is current.
-        st.button("Stop", key=stop_key, help=stop_help, on_click=_stop_current, args=(state_key,))
-    if block:
-        st.stop()
-    return None
-
-
-def _stop_current(state_key: str) -> None:
-    """Stop button callback: stop the run now in ``st.session_state[state_key]`` (the newest one asked for)."""
-    current = st.session_state.get(state_key)
-    if current is not None and not current.done:
-        current.stop()  # the rerun this click starts waits for the partial result like any run (sync_wait)
-    # the click may come with new parameters (τ moved just before): the run this rerun starts must stop as well
-    st.session_state.setdefault(STOP_ASKED, {})[state_key] = time.monotonic()
-
-
-def session_alive() -> Callable[[], bool] | None:
-    """``alive() -> bool`` for a background run: False once this browser session is gone (tab closed, reload).
-
-    None outside a running Streamlit server (tests, scripts): such runs are never cancelled this way.
-    """
-    ctx = get_script_run_ctx(suppress_warning=True)
-    if ctx is None:
-        return None
-    session_id = ctx.session_id
-
-    def alive() -> bool:
-        try:
-            if not Runtime.exists():
-                return True
-            return bool(Runtime.instance().is_active_session(session_id))
-        except Exception:  # a Streamlit without this API: never cancel on its behalf
-            return True
-
-    return alive
 
 
 def caption(text: str) -> None:

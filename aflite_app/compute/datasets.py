@@ -19,8 +19,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
-import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from aflite_core.embeddings import default_cache_dir
 from aflite_core.nli import NLI_SPLITS, FetchProgress
 
 from .. import settings
-from ..runner import BackgroundRun
+from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
 from ..specs import BUNDLED, NO_SESSION, DatasetSpec, SessionData
 from . import _stores
 
@@ -48,9 +47,6 @@ __all__ = [
     "NLI_DATA_DIR_ENV",
     "NLI_SPLITS",
     "NliSpec",
-    "Outcome",
-    "SharedJobs",
-    "Stopped",
     "artifact_source_texts",
     "artifact_statistics",
     "artifact_summary",
@@ -70,7 +66,6 @@ __all__ = [
     "prepare_nli_fetch",
     "representation_table",
     "session",
-    "shared_jobs",
 ]
 
 
@@ -202,113 +197,6 @@ def default_partial_input(data: Dataset, used: str | None) -> str | None:
     return choices[0] if choices and is_partial_input(data, choices[0]) else None
 
 
-# -- background jobs shared by every session ----------------------------------------------------------------------
-class Stopped(ValueError):
-    """A background job was stopped on request (the page says so; it is not an error of the data)."""
-
-
-class SharedJobs:
-    """Slow jobs (a fetch, an embedding) shared by every session: one job per spec at a time.
-
-    A session does not run the job itself: its own :class:`~aflite_app.runner.BackgroundRun` (started by
-    :func:`aflite_app.ui.run_in_background`) *follows* the shared job with :meth:`follow`, so a rerun, a second
-    tab or a second session asking for the same spec joins the job already running instead of starting it
-    again. A follower that is stopped leaves; the job itself is stopped when nobody follows it any more.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: dict[Hashable, BackgroundRun] = {}
-        self._followers: dict[Hashable, int] = {}
-
-    def running(self, spec: Hashable) -> bool:
-        """True while a job for ``spec`` runs (and is not being stopped)."""
-        with self._lock:
-            job = self._jobs.get(spec)
-            return job is not None and not job.done and not job.stop_requested
-
-    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.1) -> Any:
-        """Join (or start) the job for ``spec`` and wait for its result, passing its progress to ``callback``.
-
-        ``target(callback)`` is the job (as for :class:`BackgroundRun`); ``callback(progress) -> bool`` is the
-        follower's, and False ends the wait with :class:`Stopped`. A follower's ``callback.step`` (a
-        :class:`BackgroundRun`'s reporter has one) gets the job's step progress too. The job's error is raised
-        here.
-        """
-        with self._lock:
-            job = self._jobs.get(spec)
-            if job is None or job.done or job.stop_requested:
-                job = BackgroundRun(spec, target).start()
-                self._jobs[spec] = job
-                self._followers[spec] = 0
-            self._followers[spec] += 1
-        try:
-            step = getattr(callback, "step", None)
-            while not job.wait(poll):
-                if step is not None and job.step is not None and not step(job.step):
-                    raise Stopped("Stopped.")
-                if not callback(job.progress):
-                    raise Stopped("Stopped.")
-            if job.error is not None:
-                raise job.error
-            return job.result
-        finally:
-            with self._lock:
-                if self._jobs.get(spec) is job:
-                    self._followers[spec] -= 1
-                    if job.done:
-                        del self._jobs[spec], self._followers[spec]
-                    elif self._followers[spec] == 0:
-                        job.stop()  # nobody waits for it any more
-
-
-@st.cache_resource(max_entries=1)
-def shared_jobs() -> SharedJobs:
-    """The server's one registry of shared background jobs."""
-    return SharedJobs()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a shared job gave a session: its ``value``, or the ``error`` in one sentence, or ``stopped``.
-
-    The background wait returns this instead of raising, so the page shows the message next to the control
-    that asked for the job and goes on drawing the rest of the page.
-    """
-
-    value: Any = None
-    error: str | None = None
-    stopped: bool = False
-
-    @property
-    def ok(self) -> bool:
-        """True when the job gave a value."""
-        return self.error is None and not self.stopped
-
-
-def _as_outcome(run: Callable[[], Any], what: str) -> Outcome:
-    """Run ``run()`` and wrap its result, its stop or its error (``what`` names the job in a failure)."""
-    try:
-        return Outcome(value=run())
-    except Stopped:
-        return Outcome(stopped=True)
-    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
-        return Outcome(error=str(exc).strip() or type(exc).__name__)
-    except Exception as exc:  # never a traceback in the browser: one sentence, the details on the console
-        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        return Outcome(error=f"{what} failed: {detail}")
-
-
-def _stoppable(callback: Callable[[Any], bool]) -> Callable[[Any], None]:
-    """A core progress callback (its return value is ignored) that ends the job once ``callback`` says stop."""
-
-    def report(progress: Any) -> None:
-        if not callback(progress):
-            raise Stopped("Stopped.")
-
-    return report
-
-
 # -- SNLI / MultiNLI by name ---------------------------------------------------------------------------------------
 #: the datasets the Data page fetches by name, and how it names them
 NLI_DATASETS = {"snli": "SNLI", "mnli": "MultiNLI"}
@@ -398,7 +286,7 @@ def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
 
 
 def prepare_nli_fetch(spec: NliSpec) -> Callable[[Callable], Outcome]:
-    """The job :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked here, in the page's thread).
+    """The job :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked here, in the page's thread).
 
     A fetched dataset is kept in a store shared by every session, and a fetch in progress is joined, never
     started twice (:class:`SharedJobs`). The wait gives an :class:`Outcome`: the Dataset, or why not (offline,
@@ -423,13 +311,13 @@ def prepare_nli_fetch(spec: NliSpec) -> Callable[[Callable], Outcome]:
     store, jobs = _nli_store(), shared_jobs()
 
     def job(callback: Callable) -> Dataset:
-        data = _fetch_nli(spec, _stoppable(callback))
+        data = _fetch_nli(spec, stoppable(callback))
         store.keep(spec, data)
         return data
 
     def target(callback: Callable) -> Outcome:
         hit = store.recall(spec)
-        return Outcome(hit) if hit is not None else _as_outcome(lambda: jobs.follow(spec, job, callback), "The fetch")
+        return Outcome(hit) if hit is not None else as_outcome(lambda: jobs.follow(spec, job, callback), "The fetch")
 
     return target
 

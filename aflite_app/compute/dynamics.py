@@ -37,11 +37,11 @@ from aflite_core.spurious import compare_classes, paper_table, spurious_measures
 
 from .. import exports, settings
 from ..exports import human_bytes
-from ..runner import remaining_text
+from ..jobs import Outcome, Stopped, as_outcome, remaining_text
+from ..jobs import shared_jobs as _shared_jobs
 from ..specs import DatasetSpec, FilterSpec
 from . import _stores
-from .datasets import Outcome, Stopped, _as_outcome, class_names, dataset, is_partial_input, partial_input_choices
-from .datasets import shared_jobs as _shared_jobs
+from .datasets import class_names, dataset, is_partial_input, partial_input_choices
 from .runs import run_filter
 
 __all__ = [
@@ -237,13 +237,13 @@ def _shared(
         except TrainingInterrupted:
             raise Stopped("Stopped.") from None
 
-    return _as_outcome(lambda: jobs.follow(key, run, callback), what)
+    return as_outcome(lambda: jobs.follow(key, run, callback), what)
 
 
 def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
-    """The recording :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked here, in the page's thread).
+    """The recording :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked here, in the page's thread).
 
-    The recording is one job for the whole server (:class:`~aflite_app.compute.datasets.SharedJobs`): a rerun,
+    The recording is one job for the whole server (:class:`~aflite_app.jobs.SharedJobs`): a rerun,
     a second tab or another session asking for the same spec joins it. It checks for a stop after every
     mini-batch; a stopped recording gives ``Outcome(stopped=True)`` and stores nothing, so asking again starts
     over. A finished one is stored (:func:`stored_dynamics`) and given as ``Outcome(value=record)``.
@@ -560,7 +560,7 @@ def _validation_job(spec: ValidationSpec, callback=None) -> Callable[..., LevelV
 
 
 def prepare_validation(spec: ValidationSpec) -> Callable[[Callable], Outcome]:
-    """The validation :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked in the page's thread).
+    """The validation :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked in the page's thread).
 
     One job for the whole server, joined by every session asking for the same spec; it checks for a stop after
     every mini-batch of its two recordings and every model fit. A stopped validation gives

@@ -23,7 +23,7 @@ from aflite_core.geometry import knn_distance_table, knn_table_wide, similarity_
 from aflite_core.projection import pca_2d, sample_rows, umap_2d
 
 from .. import selection, settings
-from ..runner import BackgroundRun, remaining_text
+from ..jobs import BackgroundRun, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
 from ..specs import DatasetSpec, FilterSpec
 from .datasets import class_names, dataset

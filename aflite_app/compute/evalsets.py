@@ -46,9 +46,10 @@ from aflite_core.io import read_features, read_table
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
+from ..jobs import Outcome
 from ..specs import SessionData
 from . import _stores
-from .datasets import Outcome, dataset, session
+from .datasets import dataset, session
 from .uploads import UPLOAD_TABLE_TYPES
 
 __all__ = [
@@ -511,7 +512,7 @@ def evalsets_setup(spec: EvalSetSpec):
 def prepare_evalsets_setup(spec: EvalSetSpec) -> Callable[[Callable], Outcome]:
     """A background job building the split of ``spec`` with its sentence embeddings (checked now, in this thread).
 
-    The returned ``target(reporter)`` (:class:`aflite_app.runner.BackgroundRun`) reports
+    The returned ``target(reporter)`` (:class:`aflite_app.jobs.BackgroundRun`) reports
     :class:`aflite_core.embeddings.EmbeddingProgress` es through ``reporter.step`` (the sentence model's load, then
     every piece of about a hundred texts, so Stop is seen within a second or so of embedding; the load itself
     cannot be interrupted) and gives an :class:`Outcome`: the setup, kept in the store, or ``stopped``.

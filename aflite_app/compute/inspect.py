@@ -27,12 +27,9 @@ from aflite_core.stability import class_impact, stability_from_results
 
 from .. import exports, settings
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
-from ..runner import remaining_text
+from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs
 from ..specs import DatasetSpec, FilterSpec
 from .datasets import (
-    Outcome,
-    Stopped,
-    _as_outcome,
     artifact_source_texts,
     artifact_statistics,
     artifact_summary,
@@ -41,7 +38,6 @@ from .datasets import (
     class_names,
     dataset,
     dataset_choices,
-    shared_jobs,
 )
 from .runs import _result_store, prepare_run, result, run_filter
 
@@ -357,11 +353,11 @@ class _SeedReporter:
 
 
 def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome]:
-    """The job :func:`aflite_app.ui.run_in_background` runs for a stability report (checked in the page's thread).
+    """The job :func:`aflite_app.jobs.run_in_background` runs for a stability report (checked in the page's thread).
 
     Runs the report's missing seeds one after the other, each stored as soon as it finishes, so a stopped
     report keeps its finished seeds (:func:`finished_stability_specs`) and a new request runs only the rest.
-    One job per request for the whole server (:class:`~aflite_app.compute.datasets.SharedJobs`): reruns and
+    One job per request for the whole server (:class:`~aflite_app.jobs.SharedJobs`): reruns and
     other sessions join it. It stops within one step of a round (a group of partition fits or a block of
     predictions); the seed in progress is then dropped. Gives ``Outcome(value=n_seeds)`` once every seed is
     there, ``Outcome(stopped=True)`` when stopped.
@@ -383,7 +379,7 @@ def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome
     def target(callback: Callable) -> Outcome:
         if all(store.recall(s) is not None for s, _ in todo):
             return Outcome(n_seeds)
-        return _as_outcome(lambda: jobs.follow(("stability", request), job, callback), "Stability")
+        return as_outcome(lambda: jobs.follow(("stability", request), job, callback), "Stability")
 
     return target
 

@@ -30,6 +30,7 @@ import streamlit as st
 from aflite_core import ood, optimum, synthetic, synthetic_experiment
 
 from .. import settings
+from ..jobs import start_daemon
 from . import _stores
 
 __all__ = [
@@ -252,9 +253,7 @@ def start_warm_up() -> threading.Thread | None:
     if not settings.load().warm_up:
         return None
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_QuietWarmUp())
-    thread = threading.Thread(target=warm_up_default, name=_WARM_UP_THREAD, daemon=True)
-    thread.start()
-    return thread
+    return start_daemon(warm_up_default, _WARM_UP_THREAD)
 
 
 @st.cache_resource(max_entries=1)

@@ -31,8 +31,8 @@ from aflite_core.preflight import RowLimitError
 from aflite_core.tables import _read_npy, guess_id_column, load_table_dataset
 
 from .. import settings
+from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
 from . import _stores
-from .datasets import Outcome, _as_outcome, _stoppable, shared_jobs
 
 __all__ = [
     "FEATURES_FIELD",
@@ -547,7 +547,7 @@ def _embedding_store() -> _stores.LRUStore:
 
 
 def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callable], Outcome]:
-    """The job :func:`aflite_app.ui.run_in_background` runs to embed ``frame`` as ``spec`` says.
+    """The job :func:`aflite_app.jobs.run_in_background` runs to embed ``frame`` as ``spec`` says.
 
     Checked here, in the page's thread. The job reads every view it can from the disk cache
     (:func:`aflite_core.embeddings.embed_views`), so a second session, or the same table uploaded again, is
@@ -572,7 +572,7 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
             model_id=spec.model_id,
             cache_dir=cache_dir,
             join=_JOIN,
-            progress=_stoppable(callback),
+            progress=stoppable(callback),
         )
         store.keep(spec, out)
         return out
@@ -581,7 +581,7 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
         hit = store.recall(spec)
         if hit is not None:
             return Outcome(hit)
-        return _as_outcome(lambda: jobs.follow(spec, job, callback), "Embedding")
+        return as_outcome(lambda: jobs.follow(spec, job, callback), "Embedding")
 
     return target
 
@@ -591,7 +591,7 @@ def describe_embedding(
 ) -> tuple[float, str]:
     """The progress bar of an embedding job: ``(fraction, text)`` with the time left.
 
-    Takes (and ignores) the step argument :func:`aflite_app.ui.run_in_background` passes to every describe.
+    Takes (and ignores) the step argument :func:`aflite_app.jobs.run_in_background` passes to every describe.
     """
     if progress is None:
         return 0.0, f"Starting: loading the sentence model (about 9 s the first time)… {elapsed:.0f} s"
