@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core import baselines as core_baselines
 from aflite_core import predictability
@@ -109,10 +108,9 @@ def baseline_estimate(
 BASELINE_STORE_SIZE = settings.load().baseline_store_size
 
 
-@st.cache_resource(max_entries=1)
-def _baseline_store() -> _stores.LRUStore:
+def _baseline_store() -> _stores.Store:
     """Finished reports by (FilterSpec, BaselineOptions)."""
-    return _stores.LRUStore(BASELINE_STORE_SIZE)
+    return _stores.store("baseline_store", BASELINE_STORE_SIZE)
 
 
 def stored_baselines(spec: FilterSpec, options: BaselineOptions) -> BaselineReport | None:
@@ -127,7 +125,7 @@ def _baseline_groups(data: Dataset):
     return data.frame[data.pair[0]].astype(str).to_numpy(), data.pair[0]
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@_stores.memo("baseline_subsets", 16)
 def _baseline_subsets(spec: FilterSpec, seed: int) -> dict:
     """Masks of the four subsets of one run (same size except the full data) and a note per subset."""
     result = run_filter(spec)
@@ -173,7 +171,7 @@ def _subset_key(name: str, spec: FilterSpec, n_kept: int, t: int) -> tuple:
     return ("aflite", spec)
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
+@_stores.memo("subset_accuracy", 512)
 def _subset_accuracy(
     data_key: str, subset: tuple, view: str, model: str, n_splits: int, cap: int, seed: int, _X, _y, _mask, _groups
 ) -> dict:
@@ -191,7 +189,7 @@ def _subset_accuracy(
     return frame.iloc[0].to_dict()
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@_stores.memo("subset_bias", 128)
 def _subset_bias(
     data_key: str, subset: tuple, rep: str | None, family: str, t: int, m: int, seed: int, _X, _y, _mask
 ) -> dict:

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core import synthetic
 from aflite_core.artifact_stats import artifact_statistics as _artifact_statistics
@@ -69,7 +68,7 @@ __all__ = [
 ]
 
 
-@st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")
+@_stores.memo("bundled_dataset", 8, spinner="Loading the dataset…")
 def bundled_dataset(key: str) -> Dataset:
     """A bundled dataset by key (see :data:`aflite_app.specs.BUNDLED`)."""
     if key == "digits":
@@ -242,10 +241,9 @@ def nli_local_folder() -> Path | None:
     return settings.load().nli_data_dir
 
 
-@st.cache_resource(max_entries=1)
-def _nli_store() -> _stores.LRUStore:
+def _nli_store() -> _stores.Store:
     """Fetched NLI datasets by :class:`NliSpec`, shared by every session."""
-    return _stores.LRUStore(settings.load().nli_store_size)
+    return _stores.store("nli_store", settings.load().nli_store_size)
 
 
 def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
@@ -371,7 +369,7 @@ def _examples(texts: list[str], labels: np.ndarray, stats: pd.DataFrame, n: int)
     return [found.get((t, lab), []) for t, lab in zip(stats["token"], stats["label"])]
 
 
-@st.cache_data(max_entries=16, show_spinner="Testing every token against the labels…")
+@_stores.memo("dataset_artifacts", 16, spinner="Testing every token against the labels…")
 def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _data: Dataset) -> pd.DataFrame:
     texts = artifact_source_texts(_data, source)
     labels = np.asarray(_data.labels)

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core.datasets import Dataset
 from aflite_core.dynamics import (
@@ -143,10 +142,9 @@ def dynamics_estimate(spec: DynamicsSpec) -> float:
     return float((_DYN_ROW_COST + _DYN_COST * dims) * data.n_rows * spec.epochs)
 
 
-@st.cache_resource(max_entries=1)
-def _dynamics_store() -> _stores.LRUStore:
+def _dynamics_store() -> _stores.Store:
     """Recorded or uploaded dynamics by DynamicsSpec."""
-    return _stores.LRUStore(DYN_STORE_SIZE)
+    return _stores.store("dynamics_store", DYN_STORE_SIZE)
 
 
 def _dyn_put(spec: DynamicsSpec, record) -> None:
@@ -338,7 +336,7 @@ def dynamics_upload(dspec: DatasetSpec, full_files, partial_files=(), class_orde
     return spec
 
 
-@st.cache_resource(max_entries=32, show_spinner="Sorting the rows into difficulty levels…")
+@_stores.memo("dynamics_levels", 32, spinner="Sorting the rows into difficulty levels…")
 def _dynamics_levels(spec: DynamicsSpec, level: LevelSpec, _record):
     if level.method == "gmm":
         return difficulty_levels(_record, random_state=int(level.seed), n_threads=1)
@@ -354,7 +352,7 @@ def dynamics_levels(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_levels(spec, level, dynamics_record(spec))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@_stores.memo("dynamics_frame", 32)
 def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels):
     data = dataset(spec.dataset)
     frame = _record.measures().reset_index(drop=True)
@@ -376,11 +374,7 @@ def dynamics_frame(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_frame(spec, level, record, _dynamics_levels(spec, level, record))
 
 
-@st.cache_data(
-    max_entries=4,
-    show_spinner="Measuring word overlap, antonyms, length mismatch, misspellings and "
-    "negation of every pair (the first time loads WordNet)…",
-)
+@_stores.memo("dynamics_spurious", 4, spinner="Measuring word overlap, antonyms, length mismatch, misspellings and ")
 def _dynamics_spurious(dspec: DatasetSpec, _data: Dataset):
     a, b = _data.pair
     frame = spurious_measures(_data.frame[a].astype(str).tolist(), _data.frame[b].astype(str).tolist())
@@ -395,7 +389,7 @@ def dynamics_spurious_measures(dspec: DatasetSpec):
     return _dynamics_spurious(DatasetSpec(dspec.key), data)
 
 
-@st.cache_data(max_entries=16, show_spinner="Testing the classes against each other (Mann-Whitney U)…")
+@_stores.memo("dynamics_spurious_tests", 16, spinner="Testing the classes against each other (Mann-Whitney U)…")
 def _dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec, _frame, _measures):
     tests = compare_classes(_measures, _frame["label"].to_numpy(), _frame["level"].to_numpy())
     return tests, paper_table(tests)
@@ -413,7 +407,7 @@ def dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_spurious_tests(spec, level, dynamics_frame(spec, level), measures)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@_stores.memo("dynamics_vs_aflite", 16)
 def _dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, _frame, _result):
     kept = np.asarray(_result.kept, dtype=bool)
     if len(kept) != len(_frame):
@@ -432,7 +426,7 @@ def dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec):
     return _dynamics_vs_aflite(spec, level, fspec, dynamics_frame(spec, level), run_filter(fspec))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@_stores.memo("dynamics_examples", 64)
 def _dynamics_examples(
     spec: DynamicsSpec,
     level: LevelSpec,

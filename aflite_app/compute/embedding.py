@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core import AFLiteResult
 from aflite_core.geometry import knn_distance_table, knn_table_wide, similarity_matrices
@@ -26,6 +25,7 @@ from .. import selection, settings
 from ..jobs import BackgroundRun, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
 from ..specs import DatasetSpec, FilterSpec
+from . import _stores
 from .datasets import class_names, dataset
 from .runs import run_filter
 
@@ -143,7 +143,7 @@ def _umap_enabled() -> bool:
     return settings.load().umap
 
 
-@st.cache_resource(max_entries=8, show_spinner="Projecting the representation (PCA)…")
+@_stores.memo("pca_projection", 8, spinner="Projecting the representation (PCA)…")
 def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
     rows = embedding_rows(_X.shape[0])
     xy, ratio = pca_2d(_X[rows], random_state=EMBED_SEED, n_threads=1)
@@ -153,7 +153,7 @@ def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
     return Projection("PCA", rows, xy, _X.shape[0], (titles[0], titles[1]))
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@_stores.memo("umap_job", 8)
 def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
     """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation), and its estimate.
 
@@ -191,7 +191,7 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
     return EmbeddingView(pca, "running", elapsed=job.elapsed, estimate=estimate)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@_stores.memo("embedding_frame", 16)
 def _embedding_frame(spec: FilterSpec, method: str, _proj: Projection, _result: AFLiteResult):
     data = dataset(spec.dataset)
     rows = _proj.rows
@@ -221,7 +221,7 @@ def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200):
     return selection.selection_table(dataset(spec.dataset), run_filter(spec), rows, cap=cap)
 
 
-@st.cache_data(max_entries=64, show_spinner="Computing cosine similarities…")
+@_stores.memo("embedding_similarity", 64, spinner="Computing cosine similarities…")
 def _embedding_similarity(spec: FilterSpec, label_code: int, n_per_group: int, seed: int, _result: AFLiteResult):
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)
@@ -246,7 +246,7 @@ def embedding_similarity(
     return _embedding_similarity(spec, int(label_code), int(n_per_group), int(seed), run_filter(spec))
 
 
-@st.cache_data(max_entries=16, show_spinner="Computing nearest-neighbour distances…")
+@_stores.memo("embedding_knn", 16, spinner="Computing nearest-neighbour distances…")
 def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)

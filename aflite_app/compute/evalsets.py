@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core.adversary_strength import backbone_strength, linear_backbones
 from aflite_core.datasets import Dataset
@@ -213,10 +212,9 @@ def _evalsets_check_size(data: Dataset) -> None:
     )
 
 
-@st.cache_resource(max_entries=1)
-def _evalsets_upload_store() -> _stores.LRUStore:
+def _evalsets_upload_store() -> _stores.Store:
     """Parsed evaluation tables by digest."""
-    return _stores.LRUStore(EVALSET_UPLOAD_STORE_SIZE)
+    return _stores.store("evalsets_upload_store", EVALSET_UPLOAD_STORE_SIZE)
 
 
 def evalsets_upload(
@@ -442,10 +440,9 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
     )
 
 
-@st.cache_resource(max_entries=1)
-def _evalsets_setup_store() -> _stores.LRUStore:
+def _evalsets_setup_store() -> _stores.Store:
     """Splits with their adversaries by EvalSetSpec (shared by the page's background run and the direct path)."""
-    return _stores.LRUStore(EVALSET_SETUP_STORE_SIZE)
+    return _stores.store("evalsets_setup_store", EVALSET_SETUP_STORE_SIZE)
 
 
 def stored_evalsets_setup(spec: EvalSetSpec):
@@ -579,10 +576,9 @@ def evalsets_source_counts(setup) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-@st.cache_resource(max_entries=1)
-def _evalsets_store() -> _stores.LRUStore:
+def _evalsets_store() -> _stores.Store:
     """Finished studies by EvalStudySpec."""
-    return _stores.LRUStore(EVALSET_STORE_SIZE)
+    return _stores.store("evalsets_store", EVALSET_STORE_SIZE)
 
 
 def stored_evalsets_study(spec: EvalStudySpec):

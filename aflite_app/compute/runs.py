@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-import streamlit as st
-
 from aflite_core import AFLiteResult
 from aflite_core.filtering import execute_run, plan_run
 from aflite_core.stability import class_impact as _class_impact
@@ -47,16 +45,14 @@ RESULT_STORE_SIZE = settings.load().result_store_size
 NARROWED_STORE_SIZE = 16
 
 
-@st.cache_resource(max_entries=1)
-def _result_store() -> _stores.LRUStore:
+def _result_store() -> _stores.Store:
     """Finished runs by spec, shared by the cached path and background runs."""
-    return _stores.LRUStore(RESULT_STORE_SIZE)
+    return _stores.store("result_store", RESULT_STORE_SIZE)
 
 
-@st.cache_resource(max_entries=1)
-def _narrowed_store() -> _stores.LRUStore:
+def _narrowed_store() -> _stores.Store:
     """Runs read off a stored run (:func:`result`), by spec: a rerun at the same τ does not narrow again."""
-    return _stores.LRUStore(NARROWED_STORE_SIZE)
+    return _stores.store("narrowed_store", NARROWED_STORE_SIZE)
 
 
 def stored_result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteResult | None:

@@ -122,7 +122,7 @@ def parse_separations(text: str) -> tuple[float, ...]:
     return values
 
 
-@st.cache_resource(max_entries=8, show_spinner="Generating the datasets…")
+@_stores.memo("circles_datasets", 8, spinner="Generating the datasets…")
 def circles_datasets(spec: CirclesSpec) -> tuple[synthetic.BiasedCircles, ...]:
     """The datasets of ``spec`` (``paper_circles``' seeds and names, with ``spec.bias_fraction``)."""
     base = synthetic.paper_circles(
@@ -137,14 +137,13 @@ def circles_datasets(spec: CirclesSpec) -> tuple[synthetic.BiasedCircles, ...]:
     return tuple(out)
 
 
-@st.cache_resource(max_entries=1)
-def _circles_store() -> _stores.LRUStore:
+def _circles_store() -> _stores.Store:
     """Finished "before" accuracies, experiments and out-of-distribution tests, by their spec.
 
     A store rather than ``st.cache_*``: these computations report progress to the page, and a cached function
     may not draw into a block created outside it (Streamlit replays such elements on every cache hit).
     """
-    return _stores.LRUStore(CIRCLES_STORE_SIZE)
+    return _stores.store("circles_store", CIRCLES_STORE_SIZE)
 
 
 def circles_before(
@@ -256,10 +255,9 @@ def start_warm_up() -> threading.Thread | None:
     return start_daemon(warm_up_default, _WARM_UP_THREAD)
 
 
-@st.cache_resource(max_entries=1)
-def _circles_after_memo() -> _stores.LRUStore:
+def _circles_after_memo() -> _stores.Store:
     """The "after" accuracies by data, kept rows, folds and seed: neighbouring τ often keep the same rows."""
-    return _stores.LRUStore(CIRCLES_AFTER_MEMO_SIZE)
+    return _stores.store("circles_after_memo", CIRCLES_AFTER_MEMO_SIZE)
 
 
 def circles_experiment(
@@ -305,7 +303,7 @@ def circles_experiment(
     return exp
 
 
-@st.cache_resource(max_entries=8 * CIRCLES_MAX_LEVELS, show_spinner=False)
+@_stores.memo("circles_original_figure", 8 * CIRCLES_MAX_LEVELS)
 def circles_original_figure(
     spec: CirclesSpec, n_splits: int, index: int, _data: Any, _row: Any, _build: Callable[..., Any]
 ) -> Any:
@@ -357,7 +355,7 @@ def circles_round(exp: synthetic_experiment.SyntheticExperiment, name: str, rnd:
     }
 
 
-@st.cache_data(max_entries=64, show_spinner="Measuring both models on the set left after every round…")
+@_stores.memo("circles_curve", 64, spinner="Measuring both models on the set left after every round…")
 def _circles_curve(run: CirclesRunSpec, name: str, _exp: Any) -> pd.DataFrame:
     data = next(d for d in _exp.datasets if d.name == name)
     return synthetic_experiment.accuracy_over_rounds(
@@ -431,7 +429,7 @@ def circles_ood(spec: CirclesOODSpec, progress: Callable[[float, str], Any] | No
     return result
 
 
-@st.cache_data(max_entries=4, show_spinner="Searching every subset of the tiny problems…")
+@_stores.memo("circles_optimum", 4, spinner="Searching every subset of the tiny problems…")
 def circles_optimum(seed: int = 0, slice_size: int = 2) -> pd.DataFrame:
     """AFOptimum against AFLite's strategies on the tiny teaching cases (``optimum.compare_with_optimum``)."""
     return optimum.compare_with_optimum(slice_size=slice_size, random_state=seed).table

@@ -128,7 +128,7 @@ def _row_limit(name: str) -> dict[str, str]:
     }
 
 
-@st.cache_resource(max_entries=2, show_spinner="Reading the table…")
+@_stores.memo("read_upload_table", 2, spinner="Reading the table…")
 def _read_upload_table(digest: str, name: str, _payload: bytes):
     try:  # rows and columns are counted before anything is parsed: a huge upload is refused cheaply
         return read_table(
@@ -267,7 +267,7 @@ def _read_feature_file(fname: str, payload: bytes, table_name: str, n_rows: int,
     return arr
 
 
-@st.cache_resource(max_entries=4, show_spinner="Building the dataset (TF-IDF features may take a few seconds)…")
+@_stores.memo("load_upload", 4, spinner="Building the dataset (TF-IDF features may take a few seconds)…")
 def _load_upload(
     key: str,
     name: str,
@@ -477,7 +477,7 @@ def _view_texts(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
     return [_JOIN.join(p) for p in zip(*parts)]
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@_stores.memo("view_plan", 8)
 def _view_plan(spec: EmbedSpec, _frame: pd.DataFrame) -> list[tuple[str, str, float]]:
     """Per view: its disk-cache key and the seconds it takes to embed (texts hashed once per table and views)."""
     plan = []
@@ -540,10 +540,9 @@ def _sentence_model() -> _SharedModel:
     return _SharedModel()
 
 
-@st.cache_resource(max_entries=1)
-def _embedding_store() -> _stores.LRUStore:
+def _embedding_store() -> _stores.Store:
     """Finished embeddings by :class:`EmbedSpec`, shared by every session (the disk cache outlives it)."""
-    return _stores.LRUStore(settings.load().embedding_store_size)
+    return _stores.store("embedding_store", settings.load().embedding_store_size)
 
 
 def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callable], Outcome]:
