@@ -183,6 +183,25 @@ class Store:
         """Keep ``value`` under ``key`` (the least recently used entries go beyond the limits)."""
         self.budget.keep(self.name, key, value, self.max_entries)
 
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The entry for ``key`` (marked as just used), or ``default``."""
+        return self.budget.recall(self.name, key, default)
+
+    def __getitem__(self, key: Hashable) -> Any:
+        value = self.budget.recall(self.name, key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: Hashable, value: Any) -> None:
+        self.keep(key, value)
+
+    def pop(self, key: Hashable, default: Any = None) -> Any:
+        """Remove the entry for ``key`` and return it (``default`` if there is none)."""
+        value = self.budget.recall(self.name, key, _MISSING)
+        self.budget.forget(self.name, key)
+        return default if value is _MISSING else value
+
     def __contains__(self, key: Hashable) -> bool:
         return any(k == key for k, _ in self.budget.entries(self.name))
 
