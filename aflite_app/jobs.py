@@ -11,9 +11,10 @@ script thread. Its life:
 2. **progress** - the engine (or the job) reports after every round (``callback``) and inside rounds
    (``callback.step``); the page waits :func:`sync_wait` seconds, then a fragment polls the progress every 0.4 s;
 3. **Stop** - a script button (not the fragment's: a fragment click during a full rerun was lost) stops the
-   current run; the click's time is kept one rerun (``STOP_ASKED``) so a run started by the same rerun (τ moved
-   and Stop pressed at once) stops too. The engine answers within one step (a group of fits or a block of
-   predictions, well under a second); a job whose browser session is gone is cancelled (:func:`session_alive`);
+   current run; the click's time is kept on that run for one rerun (:attr:`BackgroundRun.stop_clicked`), so
+   a run started by the same rerun (τ moved and Stop pressed at once) stops too. The engine answers within one
+   step (a group of fits or a block of predictions, well under a second); a job whose browser session is gone
+   is cancelled (:func:`session_alive`);
 4. **outcome** - the result (a stopped AFLite run is partial, ``stop_reason == "stopped_by_callback"``), or for
    shared jobs an :class:`Outcome` (value, one-sentence error, or stopped); the job's own ``prepare`` stores a
    finished result in its compute store, so the next rerun finds it there.
@@ -37,7 +38,6 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from . import settings
-from .state import STOP_ASKED
 
 __all__ = [
     "BackgroundRun",
@@ -99,6 +99,9 @@ class BackgroundRun:
     started: float = field(default_factory=time.perf_counter)
     finished: float | None = None
     cancelled: bool = False
+    #: time.monotonic() of a Stop click on this run whose rerun has not yet run the page (the run that rerun
+    #: starts, if the click came with new parameters, stops too)
+    stop_clicked: float | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -321,7 +324,9 @@ def run_in_background(
     reruns once it is done.
     """
     run = st.session_state.get(state_key)
-    asked = st.session_state.get(STOP_ASKED, {}).pop(state_key, None)
+    asked = None if run is None else run.stop_clicked
+    if run is not None:
+        run.stop_clicked = None  # a click counts for the one rerun it started
     stop_now = asked is not None and time.monotonic() - asked < 10  # Stop clicked in the rerun that got here
     stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
     if stale or (restart and run.done):
@@ -368,7 +373,8 @@ def _stop_current(state_key: str) -> None:
     if current is not None and not current.done:
         current.stop()  # the rerun this click starts waits for the partial result like any run (sync_wait)
     # the click may come with new parameters (τ moved just before): the run this rerun starts must stop as well
-    st.session_state.setdefault(STOP_ASKED, {})[state_key] = time.monotonic()
+    if current is not None:
+        current.stop_clicked = time.monotonic()
 
 
 def session_alive() -> Callable[[], bool] | None:

@@ -42,11 +42,10 @@ RUN = "background_run"  # BackgroundRun of the Filter page
 # dict {"round": int | None, "class": str | None, "status": "removed" | "stayed"}: a chart bar clicked, for Inspect
 INSPECT_FILTER = "inspect-filter"
 LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
-URL_APPLIED = "url-applied"  # bool: the URL's view was applied to this session (once, at its start)
-LINKED_RUN = "linked-run"  # str: the dataset whose Filter parameters came with a link (its run shows on every page)
-UPLOAD_TOKENS = "upload-tokens"  # dict: upload key -> its token in the server's upload vault (aflite_app.links)
-# dict: background-run state key -> time.monotonic() of a Stop click whose rerun has not yet met that page's run
-STOP_ASKED = "stop-asked"
+# dict (aflite_app.links, through link_state): "applied" - the URL's view was applied to this session (once, at
+# its start); "run" - the dataset whose Filter parameters came with a link (its run shows on every page);
+# "tokens" - upload key -> its token in the server's upload vault
+LINK = "link"
 
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
 MAX_SESSION_UPLOADS = settings.load().max_session_uploads
@@ -62,6 +61,9 @@ RUN_LABELS_FILE = "run-labels-file"
 RUN_ERROR = "data-run-error"  # str or None: why the last "Open run" failed
 # Data: the SNLI / MultiNLI tab and the embedding step
 NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (jobs.run_in_background)
+NLI_WHICH = "nli-which"  # selectbox: (dataset, split) to fetch
+NLI_ROWS = "nli-rows"  # number input: the row cap of the fetch
+NLI_SEED = "nli-seed"  # number input: the seed of the capped sample
 NLI_REQUEST = "data-nli-request"  # NliSpec the Fetch button asked for last (None: nothing asked yet)
 EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (jobs.run_in_background)
 # Inspect
@@ -73,8 +75,9 @@ INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stabi
 INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report
 # Evaluation sets
 EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the page
-EVALSETS_SHOWN = "evalsets_shown"  # dict: EvalSetSpec -> the EvalStudySpec submitted last for it
-EVALSETS_UPLOADED = "evalsets_uploaded"  # dict: dataset key -> EvalSetSpec of its uploaded evaluation table
+# dict: "shown" - EvalSetSpec -> the EvalStudySpec submitted last for it; "uploaded" - dataset key -> EvalSetSpec
+# of its uploaded evaluation table
+EVALSETS_PAGE = "evalsets_page"
 # Evaluation sets, issue #17 (runs that stop): a split with sentence embeddings is built in the background
 EVALSETS_SETUP_RUN = "evalsets_setup_run"  # BackgroundRun building the split (its Outcome: setup or stopped)
 # Synthetic circles: the round stepper
@@ -96,6 +99,11 @@ INSPECT_STABILITY_RUN = "inspect-stability-run"  # BackgroundRun: this session's
 def filter_key(name: str, dataset_key: str) -> str:
     """Key of a Filter-page widget (one of :data:`FILTER_WIDGETS`) for a dataset: each dataset keeps its own."""
     return f"{name}-{dataset_key}"
+
+
+def link_state(session: MutableMapping) -> dict:
+    """The session's shared-link record (:data:`LINK`), created on first use."""
+    return session.setdefault(LINK, {"applied": False, "run": None, "tokens": {}})
 
 
 def embedding_map_key(dataset_key: str, representation: str | None) -> str:

@@ -23,7 +23,7 @@ from .state import (
     DATASET,
     FILTER_WIDGETS,
     LAST,
-    LINKED_RUN,
+    LINK,
     REPRESENTATION,
     RUN,
     TAU,
@@ -84,7 +84,7 @@ def filter_run_spec(what: str) -> FilterSpec | None:
     dspec = current_dataset_spec()
     if spec is not None and spec.dataset == dspec:
         return spec
-    if st.session_state.get(LINKED_RUN) != dspec.key:  # no link named this dataset's run
+    if (st.session_state.get(LINK) or {}).get("run") != dspec.key:  # no link named this dataset's run
         return None
     spec = filter_spec_from_widgets(dspec)
     if spec is None:
