@@ -135,6 +135,7 @@ def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
         strategy=str(values["strategy"]),
         model=str(values["model"]),
         seed=int(values["seed"]),
+        device=runs.app_device(str(values["model"])),
     )
 
 
