@@ -2,10 +2,10 @@
 
 Is the subset harder because of *which* rows it kept, or only smaller? The same model families are
 cross-validated on the full data, AFLite's kept rows, a random subset of the same size and the one-shot
-single-model filter's subset, plus each subset's representation bias. Small pieces are cached separately
-(st.cache_data), so the full-data numbers are reused across runs and adding a model family computes only that
-family; whole reports sit in a bounded store so the page can tell "already computed" from "needs the Compute
-button".
+single-model filter's subset, plus each subset's representation bias. Small pieces are memoised separately
+(in the byte-bounded stores, :func:`._stores.memo`), so the full-data numbers are reused across runs and
+adding a model family computes only that family; whole reports sit in a bounded store so the page can tell
+"already computed" from "needs the Compute button".
 """
 
 from __future__ import annotations

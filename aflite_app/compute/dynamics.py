@@ -5,8 +5,8 @@ representation) or read from uploaded allenai/cartography JSONL files (parsed an
 :mod:`aflite_core.dynamics.align`); difficulty levels come from the GMM (the paper's method) or a baseline; text
 pairs get the spurious-correlation tests; the levels are crossed with the Filter page's AFLite run. Recorded and
 uploaded dynamics sit in a bounded store keyed by :class:`DynamicsSpec` (so the page can tell "already
-recorded" from "needs the button"); levels are cache_resource (DifficultyLevels); per-row frames and tables are
-cache_data.
+recorded" from "needs the button"); levels, per-row frames and tables are memoised in the
+byte-bounded stores (:func:`._stores.memo`).
 """
 
 from __future__ import annotations
@@ -374,7 +374,12 @@ def dynamics_frame(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_frame(spec, level, record, _dynamics_levels(spec, level, record))
 
 
-@_stores.memo("dynamics_spurious", 4, spinner="Measuring word overlap, antonyms, length mismatch, misspellings and ")
+@_stores.memo(
+    "dynamics_spurious",
+    4,
+    spinner="Measuring word overlap, antonyms, length mismatch, misspellings and "
+    "negation of every pair (the first time loads WordNet)…",
+)
 def _dynamics_spurious(dspec: DatasetSpec, _data: Dataset):
     a, b = _data.pair
     frame = spurious_measures(_data.frame[a].astype(str).tolist(), _data.frame[b].astype(str).tolist())

@@ -1,10 +1,10 @@
 """The Embedding map page: a 2-D map of the run's representation Φ, the rows selected on it, Figure 1 and Table 3.
 
-The map is PCA at once (cache_resource, keyed by DatasetSpec) and UMAP from a background thread started once
-per DatasetSpec (cache_resource holding the BackgroundRun); the page polls until UMAP is ready and swaps it in.
+The map is PCA at once (memoised by DatasetSpec, :func:`._stores.memo`) and UMAP from a background thread started once
+per DatasetSpec (a store entry holding the BackgroundRun); the page polls until UMAP is ready and swaps it in.
 Both come from :mod:`aflite_core.projection`; above :data:`EMBED_MAX_ROWS` rows both map one seeded sample. The
 per-row frame of the map, the Figure 1 similarity matrices and the Table 3 kNN distances are small tables
-(cache_data, keyed by FilterSpec + view parameters). The selection's state machine is
+(memoised by FilterSpec + view parameters). The selection's state machine is
 :mod:`aflite_app.selection`, re-exported here for the page.
 """
 
@@ -157,7 +157,7 @@ def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
 def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
     """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation), and its estimate.
 
-    cache_resource computes a key once even when several sessions ask at the same time (a lock per key), so
+    the memo computes a key once even when several sessions ask at the same time (a lock per key), so
     every rerun and session asking for this projection joins the one thread.
     """
     rows = embedding_rows(_X.shape[0])

@@ -2,7 +2,7 @@
 
 "Adversarially Constructed Evaluation Sets Are More Challenging, but May Not Be Fair": evaluated models are
 scored on what each adversary (a representation) selects. Caches: the split with its adversaries ordered by
-strength (cache_resource keyed by :class:`EvalSetSpec`); finished studies in a bounded store keyed by
+strength (keyed by :class:`EvalSetSpec`); finished studies in a bounded store keyed by
 :class:`EvalStudySpec` (shared by the page's background run and the synchronous path, like the Filter page's
 results); uploaded evaluation files parsed once and kept in a bounded store by content digest.
 """

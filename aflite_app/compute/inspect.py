@@ -2,7 +2,8 @@
 
 The run is the Filter page's current run or one opened from a zip, named by an :class:`InspectRef`; the page
 resolves it once (:func:`inspect_result`, handing over the opened run it keeps in session state) and passes it
-on. Tables are cache_data keyed by the ref. Removal stability across seeds reuses the Filter page's result
+on. Tables are memoised by the ref in the byte-bounded stores (held by
+reference, never pickled). Removal stability across seeds reuses the Filter page's result
 store (one FilterSpec per seed, so the current run counts as one of them) and caches only the small per-row
 table. The pure table and download helpers are :mod:`aflite_app.exports`; the page's are re-exported here.
 """

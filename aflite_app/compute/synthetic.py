@@ -1,6 +1,6 @@
 """The Synthetic circles page (the paper's Figure 2, live): datasets, "before" accuracies and AFLite runs.
 
-On the τ/k path, from slowest-changing to fastest: the datasets (cache_resource, keyed by :class:`CirclesSpec`),
+On the τ/k path, from slowest-changing to fastest: the datasets (memoised by :class:`CirclesSpec`),
 their "before" accuracies (keyed by CirclesSpec + folds; independent of τ and k), the AFLite runs at the τ
 slider's lowest value (keyed by the AFLite parameters but τ: every higher τ is read off them exactly) and the
 experiment at the page's τ with the "after" accuracies (keyed by :class:`CirclesRunSpec`); these sit in a
