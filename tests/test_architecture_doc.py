@@ -71,7 +71,9 @@ def test_the_table_names_every_compute_module():
     assert {p for p in table.values() if p != "shared"} <= pages
     lines = DOC.read_text(encoding="utf-8").splitlines()
     shared_line = next(line for line in lines if line.startswith("Shared compute"))
-    assert set(re.findall(r"`(\w+)`", shared_line)) == {m for m, p in table.items() if p == "shared"}
+    # the line the import-graph test reads: the shared modules, and the Data page's two own modules after them
+    named = set(re.findall(r"`(\w+)`", shared_line))
+    assert {m for m, p in table.items() if p == "shared"} <= named <= set(table)
 
 
 @pytest.mark.parametrize("page", sorted(n for n in FILES if n.startswith("pages.")))
