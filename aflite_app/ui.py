@@ -33,7 +33,9 @@ from .state import (
     set_last_run,
 )
 
-# compute never imports the session module: the page layer hands it the one reader of this session's own data
+# compute never imports the session module: the page layer passes this session's own data (uploads, opened runs)
+# as an argument where it calls compute here, and installs the one reader compute uses when a page's call passes none
+_mine = state.session_data
 datasets.install_session_reader(lambda: state.session_data())
 
 
@@ -68,7 +70,7 @@ def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
         st.page_link("pages/filter.py", label="Go to Filter")
         st.stop()
     with errors():
-        return spec, runs.run_filter(spec), datasets.dataset(spec.dataset)
+        return spec, runs.run_filter(spec, session_data=_mine()), datasets.dataset(spec.dataset, _mine())
 
 
 def filter_run_spec(what: str) -> FilterSpec | None:
@@ -90,7 +92,7 @@ def filter_run_spec(what: str) -> FilterSpec | None:
     if spec is None:
         return None
     with errors():
-        result = filter_result(spec, datasets.dataset(dspec).n_rows)
+        result = filter_result(spec, datasets.dataset(dspec, _mine()).n_rows)
     if result.stopped:
         st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
         st.page_link("pages/filter.py", label="Go to Filter")
@@ -106,7 +108,7 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
     (no AFLite run); otherwise the run starts in the background with the Filter page's progress bar and Stop
     button (the page stops until it is done), and the finished run is stored, so every higher τ is read off it.
     """
-    hit = runs.result(spec)
+    hit = runs.result(spec, _mine())
     if hit is not None:
         return hit
     return run_in_background(
@@ -166,12 +168,12 @@ def current_dataset() -> tuple[DatasetSpec, Dataset]:
     """
     with errors():
         dspec = current_dataset_spec()
-        return dspec, datasets.dataset(dspec)
+        return dspec, datasets.dataset(dspec, _mine())
 
 
 def dataset_label(key: str) -> str:
     """How the sidebar names the dataset ``key``."""
-    return datasets.dataset_choices().get(key, key)
+    return datasets.dataset_choices(_mine()).get(key, key)
 
 
 def caption(text: str) -> None:
@@ -182,7 +184,7 @@ def caption(text: str) -> None:
 def current_dataset_spec() -> DatasetSpec:
     """The dataset and representation chosen in the sidebar."""
     key = st.session_state.get(DATASET, "digits")
-    data = datasets.dataset(key)
+    data = datasets.dataset(key, _mine())
     rep = st.session_state.get(REPRESENTATION)
     if rep not in data.representations:
         rep = data.default_representation
@@ -197,7 +199,7 @@ def sidebar() -> None:
     """Dataset picker and the current run's summary, on every page."""
     with st.sidebar:
         st.markdown("### Dataset")
-        choices = datasets.dataset_choices()
+        choices = datasets.dataset_choices(_mine())
         if st.session_state.get(DATASET) not in choices:
             st.session_state[DATASET] = "digits"
         with errors():  # persist_state: a page switched to by st.switch_page must not drop the choice
@@ -210,7 +212,7 @@ def sidebar() -> None:
                 persist_state="session",
                 help="Upload your own on the Data page.",
             )
-            data = datasets.dataset(st.session_state[DATASET])
+            data = datasets.dataset(st.session_state[DATASET], _mine())
             reps = list(data.representations)
             if st.session_state.get(REPRESENTATION) not in reps:
                 st.session_state[REPRESENTATION] = data.default_representation
@@ -230,7 +232,7 @@ def sidebar() -> None:
 def run_summary(box: Any) -> None:
     """The current run's headline numbers, in a sidebar container (filled after the page ran)."""
     last = st.session_state.get(LAST)
-    result = runs.result(last) if last is not None else None
+    result = runs.result(last, _mine()) if last is not None else None
     with box.container():
         st.markdown("### Current run")
         if result is None:
