@@ -28,20 +28,19 @@ from .state import (
     BUNDLED,
     DATASET,
     FILTER_WIDGETS,
-    LINKED_RUN,
+    LINK,
     MODEL_FAMILIES,
     REPRESENTATION,
     STRATEGY_LABELS,
     TAU,
-    UPLOAD_TOKENS,
     UPLOADS,
-    URL_APPLIED,
     filter_key,
+    link_state,
     register_upload,
     select_dataset,
 )
 
-__all__ = ["UPLOAD_PREFIX", "UPLOAD_TOKENS", "URL_APPLIED", "UploadVault", "apply_url", "view_params"]
+__all__ = ["UPLOAD_PREFIX", "UploadVault", "apply_url", "view_params"]
 
 #: the dataset parameter of an upload: ``upload:<token>``
 UPLOAD_PREFIX = "upload:"
@@ -140,7 +139,7 @@ def view_params(session: Mapping, vault: UploadVault | None = None) -> dict[str,
     if key in BUNDLED:
         out = {"dataset": key}
     elif key.startswith("upload-") and vault is not None and key in (session.get(UPLOADS) or {}):
-        tokens = session.get(UPLOAD_TOKENS) or {}
+        tokens = (session.get(LINK) or {}).get("tokens") or {}
         token = tokens.get(key)
         if token is None:
             token = vault.put(session[UPLOADS][key])
@@ -148,7 +147,7 @@ def view_params(session: Mapping, vault: UploadVault | None = None) -> dict[str,
                 return {}
             tokens = {**tokens, key: token}
             if isinstance(session, MutableMapping):
-                session[UPLOAD_TOKENS] = tokens
+                link_state(session)["tokens"] = tokens
         out = {"dataset": UPLOAD_PREFIX + token}
     else:
         return {}
@@ -179,9 +178,10 @@ def apply_url(
     ``dataset_of(key)`` gives a bundled dataset (to know its rows and classes for clamping). Unknown datasets,
     representations and values are ignored; numbers are clamped to the Filter form's ranges.
     """
-    if session.get(URL_APPLIED):
+    link = link_state(session)
+    if link["applied"]:
         return None
-    session[URL_APPLIED] = True
+    link["applied"] = True
     name = str(params.get("dataset") or "")
     if not name:
         return None
@@ -196,7 +196,7 @@ def apply_url(
             return str(exc.args[0])
         key = "upload-" + token[:12]
         register_upload(session, key, data)
-        session[UPLOAD_TOKENS] = {**(session.get(UPLOAD_TOKENS) or {}), key: token}
+        link["tokens"] = {**link["tokens"], key: token}
     else:
         return "This link names a dataset this app does not have; it shows the bundled digits instead."
     rep = params.get("rep")
@@ -222,7 +222,7 @@ def apply_url(
             value = text if text in MODEL_FAMILIES else None
         if value is not None and widget in FILTER_WIDGETS:
             session[filter_key(widget, key)] = value
-            session[LINKED_RUN] = key
+            link["run"] = key
     try:
         tau = float(params.get("tau", "nan"))
     except ValueError:

@@ -19,6 +19,8 @@ variable                     field                              default
 ``AFLITE_APP_SYNC_WAIT``     :attr:`Settings.sync_wait_s`       1.5 (seconds)
 ``AFLITE_UPLOAD_VAULT_MB``   :attr:`Settings.upload_vault_mb`   1024 (MB)
 ``AFLITE_UPLOAD_TTL_HOURS``  :attr:`Settings.upload_ttl_hours`  24 (hours)
+``AFLITE_STORE_BUDGET_MB``   :attr:`Settings.store_budget_mb`   2048 (MB)
+``AFLITE_DEVICE``            :attr:`Settings.device`            ``auto`` (``cpu`` or ``cuda``)
 ===========================  =================================  =============================================
 
 How a value is read (one rule for all): unset or empty means the default. A switch is off for ``0``, ``false``,
@@ -55,9 +57,12 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 __all__ = [
+    "DEVICES",
+    "DEVICE_ENV",
     "ENV_VARS",
     "NLI_DATA_DIR_ENV",
     "RUN_ROOT_ENV",
+    "STORE_BUDGET_MB_ENV",
     "SYNC_WAIT_ENV",
     "UMAP_ENV",
     "UPLOAD_TTL_HOURS_ENV",
@@ -85,6 +90,13 @@ UPLOAD_VAULT_MB_ENV = "AFLITE_UPLOAD_VAULT_MB"
 #: hours an upload stays reachable through a shared link
 UPLOAD_TTL_HOURS_ENV = "AFLITE_UPLOAD_TTL_HOURS"
 
+#: megabytes all of the app's stores may hold together (the held arrays' nbytes), server-wide
+STORE_BUDGET_MB_ENV = "AFLITE_STORE_BUDGET_MB"
+#: where the Filter page's runs go: ``auto`` (a GPU when torch sees one), ``cpu`` or ``cuda``
+DEVICE_ENV = "AFLITE_DEVICE"
+#: the values :data:`DEVICE_ENV` accepts
+DEVICES = ("auto", "cpu", "cuda")
+
 #: field of :class:`Settings` -> the environment variable that sets it
 ENV_VARS = {
     "run_root": RUN_ROOT_ENV,
@@ -94,6 +106,8 @@ ENV_VARS = {
     "sync_wait_s": SYNC_WAIT_ENV,
     "upload_vault_mb": UPLOAD_VAULT_MB_ENV,
     "upload_ttl_hours": UPLOAD_TTL_HOURS_ENV,
+    "store_budget_mb": STORE_BUDGET_MB_ENV,
+    "device": DEVICE_ENV,
 }
 
 _OFF = ("0", "false", "no", "off")
@@ -126,6 +140,13 @@ class Settings:
     upload_ttl_hours : float
         ``AFLITE_UPLOAD_TTL_HOURS``: hours an upload stays reachable through a link (0: links carry no upload).
         Default 24.
+    store_budget_mb : float
+        ``AFLITE_STORE_BUDGET_MB``: megabytes every store of the app holds together, server-wide: the sum of the
+        held arrays' ``nbytes`` (results, tables, datasets; :mod:`aflite_app.compute._stores`). The least recently
+        used entries of any store go first. Default 2048.
+    device : str
+        ``AFLITE_DEVICE``: where the Filter page's runs of the default family go: ``auto`` (the GPU when torch is
+        installed and sees one, else the CPU), ``cpu`` or ``cuda``. Default ``auto``.
     max_interactive_rows : int
         Rows above which the app refuses interactive work and names the command-line equivalent
         (``_stores.MAX_INTERACTIVE_ROWS``). Default 60,000.
@@ -199,6 +220,8 @@ class Settings:
     sync_wait_s: float = 1.5
     upload_vault_mb: float = 1024.0
     upload_ttl_hours: float = 24.0
+    store_budget_mb: float = 2048.0
+    device: str = "auto"
     # -- limits of interactive work ----------------------------------------------------------------------------
     max_interactive_rows: int = 60_000
     max_upload_columns: int = 10_000
@@ -220,7 +243,7 @@ class Settings:
     circles_max_levels: int = 6
     baseline_auto_seconds: float = 3.0
     dynamics_auto_seconds: float = 3.0
-    # -- bounded stores (entries) ------------------------------------------------------------------------------
+    # -- bounded stores (entries; all stores together are bounded in bytes by store_budget_mb) ------------------
     result_store_size: int = 48
     circles_store_size: int = 48
     circles_after_memo_size: int = 4096
@@ -236,6 +259,10 @@ class Settings:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in ("run_root", "nli_data_dir"):
+                continue
+            if f.name == "device":
+                if value not in DEVICES:
+                    raise ValueError(f"Settings.device must be one of {', '.join(DEVICES)}. Got {value!r}.")
                 continue
             if f.type == "bool":
                 if not isinstance(value, bool):
@@ -284,6 +311,16 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.lower() in choices:
+        return raw.lower()
+    _ignore(name, raw, f"one of {', '.join(choices)} is expected")
+    return default
+
+
 def _path(env: Mapping[str, str], name: str) -> Path | None:
     raw = env.get(name, "")
     return Path(raw).expanduser() if raw.strip() else None
@@ -315,5 +352,12 @@ def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
         sync_wait_s=_number(env, SYNC_WAIT_ENV, d.sync_wait_s),
         upload_vault_mb=_number(env, UPLOAD_VAULT_MB_ENV, d.upload_vault_mb),
         upload_ttl_hours=_number(env, UPLOAD_TTL_HOURS_ENV, d.upload_ttl_hours),
+        store_budget_mb=_number(env, STORE_BUDGET_MB_ENV, d.store_budget_mb),
+        device=_choice(env, DEVICE_ENV, d.device, DEVICES),
     )
     return replace(out, **overrides) if overrides else out
+
+
+def store_budget_bytes(current: Settings | None = None) -> int:
+    """The server-wide byte budget of the app's stores (:attr:`Settings.store_budget_mb` in bytes)."""
+    return int((current or load()).store_budget_mb * MiB)

@@ -1,15 +1,15 @@
-"""Session state in one place: every key and its default, the frozen specs that key the caches, and the writers.
+"""Session state in one place: every key and its default, and the writers (the specs live in :mod:`.specs`).
 
 Who touches ``st.session_state``: pages (their own widgets and the keys below), :mod:`aflite_app.ui` (the
 sidebar) and the writer functions here, which take the session as an argument (``st.session_state`` from a
-widget callback, or a plain dict in a test). The compute layer never writes it; it reads this session's own
-data (uploaded datasets, opened run directories) through :func:`session_data` only.
+widget callback, or a plain dict in a test). The compute layer never imports this module: it gets this session's own
+data (uploaded datasets, opened run directories) as a :class:`~aflite_app.specs.SessionData` value, built by
+:func:`session_data` and handed over by the page layer (:mod:`aflite_app.ui`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -18,17 +18,11 @@ import streamlit as st
 from aflite_core.registry import ADVERSARY_LABELS
 
 from . import settings
+from .specs import BUNDLED, DatasetSpec, FilterSpec, SessionData  # noqa: F401 (re-exported: pages import them here)
 
 if TYPE_CHECKING:  # only for type hints: state stays importable before the core's heavier modules
     from aflite_core import AFLiteResult
     from aflite_core.datasets import Dataset
-
-#: bundled datasets the sidebar offers (uploaded ones and opened runs are added per session)
-BUNDLED = {
-    "digits": "Handwritten digits (bundled)",
-    "planted": "Synthetic: Gaussian classes + planted bias (2,000 rows)",
-    "circles": "Synthetic: concentric circles + bias features (1,000 rows)",
-}
 
 #: adversary families offered on the Filter page: the core registry's names and labels
 MODEL_FAMILIES = dict(ADVERSARY_LABELS)
@@ -48,11 +42,10 @@ RUN = "background_run"  # BackgroundRun of the Filter page
 # dict {"round": int | None, "class": str | None, "status": "removed" | "stayed"}: a chart bar clicked, for Inspect
 INSPECT_FILTER = "inspect-filter"
 LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
-URL_APPLIED = "url-applied"  # bool: the URL's view was applied to this session (once, at its start)
-LINKED_RUN = "linked-run"  # str: the dataset whose Filter parameters came with a link (its run shows on every page)
-UPLOAD_TOKENS = "upload-tokens"  # dict: upload key -> its token in the server's upload vault (aflite_app.links)
-# dict: background-run state key -> time.monotonic() of a Stop click whose rerun has not yet met that page's run
-STOP_ASKED = "stop-asked"
+# dict (aflite_app.links, through link_state): "applied" - the URL's view was applied to this session (once, at
+# its start); "run" - the dataset whose Filter parameters came with a link (its run shows on every page);
+# "tokens" - upload key -> its token in the server's upload vault
+LINK = "link"
 
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
 MAX_SESSION_UPLOADS = settings.load().max_session_uploads
@@ -67,9 +60,12 @@ RUN_FEATURES_FILE = "run-features-file"  # file uploaders of a run's inputs
 RUN_LABELS_FILE = "run-labels-file"
 RUN_ERROR = "data-run-error"  # str or None: why the last "Open run" failed
 # Data: the SNLI / MultiNLI tab and the embedding step
-NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (ui.run_in_background)
+NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (jobs.run_in_background)
+NLI_WHICH = "nli-which"  # selectbox: (dataset, split) to fetch
+NLI_ROWS = "nli-rows"  # number input: the row cap of the fetch
+NLI_SEED = "nli-seed"  # number input: the seed of the capped sample
 NLI_REQUEST = "data-nli-request"  # NliSpec the Fetch button asked for last (None: nothing asked yet)
-EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (ui.run_in_background)
+EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (jobs.run_in_background)
 # Inspect
 INSPECT_LOADED = "inspect_loaded_run"  # {"result", "name", "digest", "dataset"} of the run opened from a zip
 INSPECT_UPLOAD = "inspect-upload"  # file uploader of that zip
@@ -79,8 +75,9 @@ INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stabi
 INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report
 # Evaluation sets
 EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the page
-EVALSETS_SHOWN = "evalsets_shown"  # dict: EvalSetSpec -> the EvalStudySpec submitted last for it
-EVALSETS_UPLOADED = "evalsets_uploaded"  # dict: dataset key -> EvalSetSpec of its uploaded evaluation table
+# dict: "shown" - EvalSetSpec -> the EvalStudySpec submitted last for it; "uploaded" - dataset key -> EvalSetSpec
+# of its uploaded evaluation table
+EVALSETS_PAGE = "evalsets_page"
 # Evaluation sets, issue #17 (runs that stop): a split with sentence embeddings is built in the background
 EVALSETS_SETUP_RUN = "evalsets_setup_run"  # BackgroundRun building the split (its Outcome: setup or stopped)
 # Synthetic circles: the round stepper
@@ -93,7 +90,7 @@ SYN_OOD_REQUEST = "syn-ood-request"  # CirclesOODSpec the out-of-distribution bu
 DYN_VALIDATE_REQUEST = "dyn-validate-request"  # ValidationSpec the "Validate the levels" button asked for last
 
 # -- background jobs of Training dynamics and Inspect (issue #17: Stop, progress, one job per request) ----------
-DYN_RECORD_RUN = "dyn-record-run"  # BackgroundRun: this session's wait for the recording (ui.run_in_background)
+DYN_RECORD_RUN = "dyn-record-run"  # BackgroundRun: this session's wait for the recording (jobs.run_in_background)
 DYN_RECORD_REQUEST = "dyn-record-request"  # DynamicsSpec the Record button asked for (skips the button after)
 DYN_VALIDATE_RUN = "dyn-validate-run"  # BackgroundRun: this session's wait for the validation of the levels
 INSPECT_STABILITY_RUN = "inspect-stability-run"  # BackgroundRun: this session's wait for the stability seeds
@@ -104,6 +101,11 @@ def filter_key(name: str, dataset_key: str) -> str:
     return f"{name}-{dataset_key}"
 
 
+def link_state(session: MutableMapping) -> dict:
+    """The session's shared-link record (:data:`LINK`), created on first use."""
+    return session.setdefault(LINK, {"applied": False, "run": None, "tokens": {}})
+
+
 def embedding_map_key(dataset_key: str, representation: str | None) -> str:
     """Key of the Embedding map chart of a dataset and representation (its selection is keyed after it)."""
     return f"emb-map-{dataset_key}-{representation}"
@@ -112,41 +114,6 @@ def embedding_map_key(dataset_key: str, representation: str | None) -> str:
 def embedding_selection_key(map_key: str) -> str:
     """Key of the rows selected on a map (an :class:`aflite_app.selection.MapSelection`)."""
     return f"{map_key}-selection"
-
-
-# -- the specs that key the caches -------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DatasetSpec:
-    """Which dataset and representation: the cache key of everything computed on it."""
-
-    key: str
-    representation: str | None = None
-
-
-@dataclass(frozen=True)
-class FilterSpec:
-    """Every AFLite parameter of a run on the app's current data (hashable, so it keys the result cache)."""
-
-    dataset: DatasetSpec
-    target_size: float
-    train_size: float
-    slice_size: int
-    tau: float
-    n_partitions: int = 64
-    strategy: str = "slice"
-    model: str = "linear"
-    seed: int = 0
-
-    def with_(self, **changes: Any) -> FilterSpec:
-        """A copy with some fields changed."""
-        return replace(self, **changes)
-
-    def as_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`aflite_core.aflite` (without data, model and seed)."""
-        d = asdict(self)
-        return {k: d[k] for k in ("target_size", "train_size", "tau", "n_partitions", "strategy")} | {
-            "slice_size": None if self.strategy == "greedy" else self.slice_size
-        }
 
 
 # -- defaults and the one reader of the compute layer ------------------------------------------------------------
@@ -163,14 +130,6 @@ def init_session(session: MutableMapping) -> None:
     for key, value in defaults.items():
         if key not in session:
             session[key] = value
-
-
-@dataclass(frozen=True)
-class SessionData:
-    """The session's own data, read-only: all the compute layer may see of the session."""
-
-    uploads: Mapping[str, Dataset]  # uploaded datasets and the datasets of opened run directories
-    run_dirs: Mapping[str, dict]  # opened run directories: {"spec": FilterSpec, "result": AFLiteResult}
 
 
 def session_data() -> SessionData:

@@ -6,35 +6,37 @@ pages need of the shared compute modules (the sidebar's dataset, the Filter page
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime import Runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from aflite_core import AFLiteResult
 from aflite_core.datasets import Dataset
 
-from . import settings
+from . import state
 from .compute import datasets, runs
-from .runner import BackgroundRun, remaining_text  # remaining_text: pages use it as ui.remaining_text
+
+# the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.remaining_text)
+from .jobs import errors, remaining_text, run_in_background, session_alive, sync_wait  # noqa: F401
 from .state import (
     DATASET,
     FILTER_WIDGETS,
     LAST,
-    LINKED_RUN,
+    LINK,
     REPRESENTATION,
     RUN,
-    STOP_ASKED,
     TAU,
     DatasetSpec,
     FilterSpec,
     filter_key,
     set_last_run,
 )
+
+# compute never imports the session module: the page layer passes this session's own data (uploads, opened runs)
+# as an argument where it calls compute here, and installs the one reader compute uses when a page's call passes none
+_mine = state.session_data
+datasets.install_session_reader(lambda: state.session_data())
 
 
 def page_guard() -> None:
@@ -54,17 +56,6 @@ def page_guard() -> None:
         st.rerun()
 
 
-@contextmanager
-def errors() -> Iterator[None]:
-    """The app's one error boundary: a core ValueError/TypeError becomes ``st.error`` and the page stops."""
-    try:
-        yield
-    except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
-        text = str(exc) or type(exc).__name__
-        st.error(text)
-        st.stop()
-
-
 def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
     """The Filter page's current run on the sidebar's dataset: ``(spec, result, dataset)``.
 
@@ -79,7 +70,7 @@ def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
         st.page_link("pages/filter.py", label="Go to Filter")
         st.stop()
     with errors():
-        return spec, runs.run_filter(spec), datasets.dataset(spec.dataset)
+        return spec, runs.run_filter(spec, session_data=_mine()), datasets.dataset(spec.dataset, _mine())
 
 
 def filter_run_spec(what: str) -> FilterSpec | None:
@@ -95,13 +86,13 @@ def filter_run_spec(what: str) -> FilterSpec | None:
     dspec = current_dataset_spec()
     if spec is not None and spec.dataset == dspec:
         return spec
-    if st.session_state.get(LINKED_RUN) != dspec.key:  # no link named this dataset's run
+    if (st.session_state.get(LINK) or {}).get("run") != dspec.key:  # no link named this dataset's run
         return None
     spec = filter_spec_from_widgets(dspec)
     if spec is None:
         return None
     with errors():
-        result = filter_result(spec, datasets.dataset(dspec).n_rows)
+        result = filter_result(spec, datasets.dataset(dspec, _mine()).n_rows)
     if result.stopped:
         st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
         st.page_link("pages/filter.py", label="Go to Filter")
@@ -117,7 +108,7 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
     (no AFLite run); otherwise the run starts in the background with the Filter page's progress bar and Stop
     button (the page stops until it is done), and the finished run is stored, so every higher τ is read off it.
     """
-    hit = runs.result(spec)
+    hit = runs.result(spec, _mine())
     if hit is not None:
         return hit
     return run_in_background(
@@ -146,6 +137,7 @@ def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
         strategy=str(values["strategy"]),
         model=str(values["model"]),
         seed=int(values["seed"]),
+        device=runs.app_device(str(values["model"])),
     )
 
 
@@ -176,116 +168,12 @@ def current_dataset() -> tuple[DatasetSpec, Dataset]:
     """
     with errors():
         dspec = current_dataset_spec()
-        return dspec, datasets.dataset(dspec)
+        return dspec, datasets.dataset(dspec, _mine())
 
 
 def dataset_label(key: str) -> str:
     """How the sidebar names the dataset ``key``."""
-    return datasets.dataset_choices().get(key, key)
-
-
-def sync_wait() -> float:
-    """Seconds a page waits for a run before showing the progress bar (fast runs then appear at once).
-
-    ``AFLITE_APP_SYNC_WAIT`` overrides the default 1.5 s (tests set it high so runs finish within one script run).
-    """
-    return settings.load().sync_wait_s
-
-
-def run_in_background(
-    state_key: str,
-    spec: Any,
-    prepare: Callable[[Any], Callable],
-    describe: Callable,
-    *,
-    stop_key: str,
-    stop_help: str,
-    stopping: str,
-    restart: bool = False,
-    block: bool = True,
-) -> Any:
-    """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
-
-    Starts (or keeps) a :class:`~aflite_app.runner.BackgroundRun` in ``st.session_state[state_key]`` running
-    ``prepare(spec)``; a run asked for with other parameters is stopped. Fast runs are simply awaited
-    (:func:`sync_wait`); slower ones show a fragment that polls the progress
-    (``describe(round_progress_or_None, elapsed_seconds, step_progress_or_None) -> (fraction, text)``) with a
-    Stop button, and the page stops until the result is there. Stop, or a run asked for with other parameters,
-    ends the old run within one step of its round; a run whose browser session is gone is cancelled
-    (:func:`session_alive`). Errors show as ``st.error``. ``restart`` starts over a finished run. With
-    ``block=False`` the page goes on below the progress bar while the job runs (the call returns None), and
-    reruns once it is done.
-    """
-    run = st.session_state.get(state_key)
-    asked = st.session_state.get(STOP_ASKED, {}).pop(state_key, None)
-    stop_now = asked is not None and time.monotonic() - asked < 10  # Stop clicked in the rerun that got here
-    stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
-    if stale or (restart and run.done):
-        if run is not None and not run.done:
-            run.stop()  # other parameters were asked for: the old run is no longer wanted (stops within a step)
-        with errors():
-            run = BackgroundRun(spec, prepare(spec), alive=session_alive())
-            if stop_now:  # τ moved and Stop pressed at once: the click stopped the old run; this one stops too
-                run.stop()
-            run.start()
-        st.session_state[state_key] = run
-    run.wait(sync_wait())
-    if run.error is not None:
-        with errors():
-            raise run.error
-    if run.done:
-        return run.result
-
-    @st.fragment(run_every=0.4)
-    def progress_panel() -> None:
-        current = st.session_state[state_key]
-        if current.done:
-            st.rerun(scope="app")
-        fraction, text = describe(current.progress, current.elapsed, current.step)
-        st.progress(fraction, text=text)
-        if current.stop_requested:
-            st.caption(stopping)
-
-    progress_panel()
-    if not run.stop_requested:
-        # The Stop button belongs to the script, not to the polling fragment: a click on a fragment's button that
-        # arrives while the whole page is rerunning (e.g. just after a τ change, when the previous run's Stop is
-        # still on screen) was dropped by Streamlit - measured: 4 of 5 such clicks lost, the run went on to its
-        # end. A script button's click interrupts the rerun, and its callback stops whichever run is current.
-        st.button("Stop", key=stop_key, help=stop_help, on_click=_stop_current, args=(state_key,))
-    if block:
-        st.stop()
-    return None
-
-
-def _stop_current(state_key: str) -> None:
-    """Stop button callback: stop the run now in ``st.session_state[state_key]`` (the newest one asked for)."""
-    current = st.session_state.get(state_key)
-    if current is not None and not current.done:
-        current.stop()  # the rerun this click starts waits for the partial result like any run (sync_wait)
-    # the click may come with new parameters (τ moved just before): the run this rerun starts must stop as well
-    st.session_state.setdefault(STOP_ASKED, {})[state_key] = time.monotonic()
-
-
-def session_alive() -> Callable[[], bool] | None:
-    """``alive() -> bool`` for a background run: False once this browser session is gone (tab closed, reload).
-
-    None outside a running Streamlit server (tests, scripts): such runs are never cancelled this way.
-    """
-    ctx = get_script_run_ctx(suppress_warning=True)
-    if ctx is None:
-        return None
-    session_id = ctx.session_id
-
-    def alive() -> bool:
-        try:
-            if not Runtime.exists():
-                return True
-            return bool(Runtime.instance().is_active_session(session_id))
-        except Exception:  # a Streamlit without this API: never cancel on its behalf
-            return True
-
-    return alive
+    return datasets.dataset_choices(_mine()).get(key, key)
 
 
 def caption(text: str) -> None:
@@ -296,7 +184,7 @@ def caption(text: str) -> None:
 def current_dataset_spec() -> DatasetSpec:
     """The dataset and representation chosen in the sidebar."""
     key = st.session_state.get(DATASET, "digits")
-    data = datasets.dataset(key)
+    data = datasets.dataset(key, _mine())
     rep = st.session_state.get(REPRESENTATION)
     if rep not in data.representations:
         rep = data.default_representation
@@ -311,7 +199,7 @@ def sidebar() -> None:
     """Dataset picker and the current run's summary, on every page."""
     with st.sidebar:
         st.markdown("### Dataset")
-        choices = datasets.dataset_choices()
+        choices = datasets.dataset_choices(_mine())
         if st.session_state.get(DATASET) not in choices:
             st.session_state[DATASET] = "digits"
         with errors():  # persist_state: a page switched to by st.switch_page must not drop the choice
@@ -324,7 +212,7 @@ def sidebar() -> None:
                 persist_state="session",
                 help="Upload your own on the Data page.",
             )
-            data = datasets.dataset(st.session_state[DATASET])
+            data = datasets.dataset(st.session_state[DATASET], _mine())
             reps = list(data.representations)
             if st.session_state.get(REPRESENTATION) not in reps:
                 st.session_state[REPRESENTATION] = data.default_representation
@@ -344,7 +232,7 @@ def sidebar() -> None:
 def run_summary(box: Any) -> None:
     """The current run's headline numbers, in a sidebar container (filled after the page ran)."""
     last = st.session_state.get(LAST)
-    result = runs.result(last) if last is not None else None
+    result = runs.result(last, _mine()) if last is not None else None
     with box.container():
         st.markdown("### Current run")
         if result is None:

@@ -312,7 +312,9 @@ class AFLiteResult:
         ----------
         other : AFLiteResult
         timings : bool, default=False
-            Also compare the ``seconds`` column and creation time. The backend a run used never counts.
+            Also compare the ``seconds`` column, the creation time and the thread count (``params["n_threads"]``:
+            how many threads ran it, like the backend, is where a run ran, not what it decided; the arrays
+            compared above are what a thread count could change). The backend a run used never counts.
         """
         arrays = [
             "y", "kept", "removed_round", "scores", "n_predictions", "first_score", "last_score", "removal_score",
@@ -334,8 +336,9 @@ class AFLiteResult:
             return False
         if not self.history[cols].equals(other.history[cols]):
             return False
-        mine = {k: v for k, v in self.params.items()}
-        theirs = {k: v for k, v in other.params.items()}
+        how = set() if timings else {"n_threads"}
+        mine = {k: v for k, v in self.params.items() if k not in how}
+        theirs = {k: v for k, v in other.params.items() if k not in how}
         if json.dumps(mine, sort_keys=True, default=json_default) != json.dumps(
             theirs, sort_keys=True, default=json_default
         ):

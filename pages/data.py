@@ -228,9 +228,9 @@ with art_tab:
 
 def _request_nli() -> None:
     """Fetch button: remember what was asked for (the page fetches it in the background)."""
-    name, split = st.session_state["nli-which"]
+    name, split = st.session_state[state.NLI_WHICH]
     st.session_state[state.NLI_REQUEST] = datasets.NliSpec(
-        name, split, int(st.session_state["nli-rows"]), int(st.session_state["nli-seed"])
+        name, split, int(st.session_state[state.NLI_ROWS]), int(st.session_state[state.NLI_SEED])
     )
     _forget_finished(state.NLI_RUN)
 
@@ -258,7 +258,7 @@ with nli_tab:
             [(name, split) for name in datasets.NLI_DATASETS for split in datasets.NLI_SPLITS[name]],
             index=1,
             format_func=lambda ns: f"{datasets.NLI_DATASETS[ns[0]]} · {ns[1]}",
-            key="nli-which",
+            key=state.NLI_WHICH,
         )
         n2.number_input(
             "Row cap",
@@ -266,11 +266,11 @@ with nli_tab:
             max_value=nli_max_rows,
             value=min(datasets.DEFAULT_NLI_ROWS, nli_max_rows),
             step=1_000,
-            key="nli-rows",
+            key=state.NLI_ROWS,
             help=f"At most this many pairs are kept (the app works on up to {nli_max_rows:,} rows; "
             "SNLI's training split has 550k). Filter a whole split from the command line.",
         )
-        n3.number_input("Seed of the sample", min_value=0, max_value=2**31 - 2, value=0, step=1, key="nli-seed")
+        n3.number_input("Seed of the sample", min_value=0, max_value=2**31 - 2, value=0, step=1, key=state.NLI_SEED)
         st.form_submit_button("Fetch", type="primary", disabled=bool(nli_missing), on_click=_request_nli)
     nli_spec = st.session_state.get(state.NLI_REQUEST)
     fetched = None

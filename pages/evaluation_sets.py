@@ -6,7 +6,7 @@ from aflite_app import ui
 from aflite_app.charts import evalsets as charts
 from aflite_app.charts import evalsets_rankings as rankings
 from aflite_app.compute import evalsets as compute
-from aflite_app.state import EVALSETS_RUN, EVALSETS_SETUP_RUN, EVALSETS_SHOWN, EVALSETS_UPLOADED, MODEL_FAMILIES
+from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, EVALSETS_SETUP_RUN, MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
@@ -25,8 +25,9 @@ dspec, data = ui.current_dataset()
 key = dspec.key
 kind = compute.evalsets_kind(key, data)
 is_upload = compute.evalsets_is_upload(key)
-shown: dict = st.session_state.setdefault(EVALSETS_SHOWN, {})
-uploaded: dict = st.session_state.setdefault(EVALSETS_UPLOADED, {})
+page_state: dict = st.session_state.setdefault(EVALSETS_PAGE, {"shown": {}, "uploaded": {}})
+shown: dict = page_state["shown"]
+uploaded: dict = page_state["uploaded"]
 
 # -- 1. evaluation rows ----------------------------------------------------------------------------------------
 st.subheader("1 · Evaluation rows")

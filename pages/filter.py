@@ -92,6 +92,7 @@ spec = FilterSpec(
     strategy=strategy,
     model=model,
     seed=int(seed),
+    device=compute.app_device(model),  # a present GPU runs the default family; the store keeps runs by device
 )
 
 
@@ -110,6 +111,7 @@ if result.stopped:
 else:
     st.success(result.stop_message)
 ui.caption(compute.tau_source(result))  # read off a stored run (no AFLite run), or a run at this τ
+ui.caption(f"Computed {compute.device_caption(result)}.")  # which device ran it (issue 26)
 
 hist = result.history
 m1, m2, m3, m4 = st.columns(4)

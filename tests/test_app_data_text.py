@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from conftest import plotly_figures
 
+from aflite_app import jobs as app_jobs
 from aflite_app.compute import datasets, uploads
 from aflite_app.state import DATASET, REPRESENTATION, UPLOADS
 from aflite_core import embeddings as core_embeddings
@@ -236,7 +237,7 @@ def test_nli_offline_and_without_datasets_say_so_in_one_sentence(app_test, monke
 
 
 def test_shared_jobs_run_a_job_once_for_every_follower_and_stop_it_when_nobody_waits():
-    jobs = datasets.SharedJobs()
+    jobs = app_jobs.SharedJobs()
     started, release = [], threading.Event()
 
     def job(callback):
@@ -263,11 +264,11 @@ def test_shared_jobs_run_a_job_once_for_every_follower_and_stop_it_when_nobody_w
         while callback("working"):
             time.sleep(0.02)
         stopped.append(1)
-        raise datasets.Stopped("Stopped.")
+        raise app_jobs.Stopped("Stopped.")
 
     leave = threading.Event()
     threading.Timer(0.2, leave.set).start()
-    with pytest.raises(datasets.Stopped):
+    with pytest.raises(app_jobs.Stopped):
         jobs.follow("other", endless, lambda p: not leave.is_set())  # the only follower leaves
     deadline = time.time() + 5
     while not stopped and time.time() < deadline:

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from aflite_app.runner import BackgroundRun
+from aflite_app.jobs import BackgroundRun
 from aflite_core import aflite
 from aflite_core.synthetic import make_planted_bias
 

@@ -1,6 +1,6 @@
 """Stop, session end and joining for the app's long jobs other than the Filter run (issue #17).
 
-Each job runs as the page runs it: a per-session :class:`~aflite_app.runner.BackgroundRun` following one
+Each job runs as the page runs it: a per-session :class:`~aflite_app.jobs.BackgroundRun` following one
 server-wide job (``SharedJobs``). The slow steps are gated by a semaphore the test releases one at a time, so
 "Stop ends it within one more step" is counted in steps, never timed: the test stops the session's run, waits
 until the shared job has been asked to stop (no step was released meanwhile), then releases every step and
@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_app.compute import datasets, runs, uploads
+from aflite_app import jobs as app_jobs
 from aflite_app.compute import dynamics as dyn
 from aflite_app.compute import embedding as emb
 from aflite_app.compute import inspect as insp
-from aflite_app.runner import BackgroundRun
+from aflite_app.compute import runs, uploads
+from aflite_app.jobs import BackgroundRun
 from aflite_app.state import DatasetSpec, FilterSpec
 from aflite_core.dynamics import TrainingInterrupted, TrainingStep
 from aflite_core.dynamics.validation import ValidationStep
@@ -69,7 +70,7 @@ def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
 
 def _stop_and_count(run: BackgroundRun, gate: Gate, key, *, stop: Callable[[], None]) -> int:
     """Stop (or end the session of) ``run``; the steps that ran after the shared job was asked to stop."""
-    jobs = datasets.shared_jobs()
+    jobs = app_jobs.shared_jobs()
     assert jobs.running(key)
     job = jobs._jobs[key]
     stop()
@@ -157,10 +158,10 @@ def test_one_of_two_sessions_stopping_leaves_the_recording_running(gated_recordi
     first = BackgroundRun(spec, dyn.prepare_record(spec)).start()
     second = BackgroundRun(spec, dyn.prepare_record(spec)).start()
     gate.run_until(2)
-    _wait(lambda: datasets.shared_jobs()._followers.get(("dynamics", spec)) == 2)
+    _wait(lambda: app_jobs.shared_jobs()._followers.get(("dynamics", spec)) == 2)
     first.stop()
     assert first.wait(30) and first.result.stopped
-    assert datasets.shared_jobs().running(("dynamics", spec))  # the other session still waits for it
+    assert app_jobs.shared_jobs().running(("dynamics", spec))  # the other session still waits for it
     gate.release(1000)
     assert second.wait(60) and second.result.ok and gated_recording.calls == 1
 
@@ -223,7 +224,7 @@ def test_validation_whose_session_is_gone_is_cancelled_and_one_request_runs_once
 
     spec2 = dyn.ValidationSpec(DIGITS, None, 2, 2)
     runs2 = [BackgroundRun(spec2, dyn.prepare_validation(spec2)).start() for _ in range(2)]
-    _wait(lambda: datasets.shared_jobs()._followers.get(("validation", spec2)) == 2)
+    _wait(lambda: app_jobs.shared_jobs()._followers.get(("validation", spec2)) == 2)
     gate.release(1000)
     assert all(r.wait(60) and r.result.value == "validated" for r in runs2)
     assert gated_validation.calls == 2  # one for the cancelled request, one for the request asked twice
@@ -321,7 +322,7 @@ def test_stability_whose_session_is_gone_is_cancelled_and_one_request_runs_once(
 
     calls = gate.calls
     both = [BackgroundRun(request, insp.prepare_stability(request)).start() for _ in range(2)]
-    _wait(lambda: datasets.shared_jobs()._followers.get(("stability", request)) == 2)
+    _wait(lambda: app_jobs.shared_jobs()._followers.get(("stability", request)) == 2)
     gate.release(10_000)
     assert all(r.wait(120) and r.result.ok for r in both)
     assert gate.calls == calls + 1  # two sessions asking for the same report: the missing seed ran once
@@ -389,11 +390,11 @@ def test_embedding_job_is_cancelled_only_when_every_session_that_asked_is_gone(g
         tab.set()
     waits = [BackgroundRun(spec, uploads.prepare_embedding(spec, frame), alive=tab.is_set).start() for tab in tabs]
     gate.run_until(3)
-    _wait(lambda: datasets.shared_jobs()._followers.get(spec) == 2)
+    _wait(lambda: app_jobs.shared_jobs()._followers.get(spec) == 2)
     tabs[0].clear()  # one tab closed: the other still waits, so the job goes on
     assert waits[0].wait(30) and waits[0].cancelled and waits[0].result.stopped
     gate.run_until(gate.done + 3)
-    assert datasets.shared_jobs().running(spec)
+    assert app_jobs.shared_jobs().running(spec)
     # the last tab closed: the job is cancelled within one more chunk
     assert _stop_and_count(waits[1], gate, spec, stop=tabs[1].clear) <= 1
     assert waits[1].cancelled and waits[1].result.stopped and gate.calls == 1

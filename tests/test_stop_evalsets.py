@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from aflite_app.compute import evalsets as compute
-from aflite_app.runner import BackgroundRun
+from aflite_app.jobs import BackgroundRun
 from aflite_core import embeddings, features
 from aflite_core.evalsets import AdversarySetup, SetupStopped, text_adversary_setup
 

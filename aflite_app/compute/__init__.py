@@ -1,10 +1,10 @@
 """The app's cached compute layer: one module per page, each owning that page's ``st.cache_*`` functions.
 
-A page calls its module with small frozen specs (:mod:`aflite_app.state`) and draws what comes back with its
+A page calls its module with small frozen specs (:mod:`aflite_app.specs`) and draws what comes back with its
 chart module; it never computes itself. The modules a page does not own are shared: ``datasets`` (the
 sidebar's datasets), ``runs`` (the Filter page's AFLite runs, which most pages show) and ``_stores`` (the
-bounded result stores and the one row guard). Nothing here writes session state; the session's own datasets
-and opened runs are read through :func:`aflite_app.state.session_data`.
+bounded result stores and the one row guard). Nothing here imports the session module or a chart; the session's
+own datasets and opened runs come in as a :class:`aflite_app.specs.SessionData` (see :mod:`.datasets`).
 
 ==================  ===========================  ==================================================
 module              page                         holds

@@ -2,10 +2,10 @@
 
 Is the subset harder because of *which* rows it kept, or only smaller? The same model families are
 cross-validated on the full data, AFLite's kept rows, a random subset of the same size and the one-shot
-single-model filter's subset, plus each subset's representation bias. Small pieces are cached separately
-(st.cache_data), so the full-data numbers are reused across runs and adding a model family computes only that
-family; whole reports sit in a bounded store so the page can tell "already computed" from "needs the Compute
-button".
+single-model filter's subset, plus each subset's representation bias. Small pieces are memoised separately
+(in the byte-bounded stores, :func:`._stores.memo`), so the full-data numbers are reused across runs and
+adding a model family computes only that family; whole reports sit in a bounded store so the page can tell
+"already computed" from "needs the Compute button".
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core import baselines as core_baselines
 from aflite_core import predictability
@@ -24,7 +23,7 @@ from aflite_core.datasets import Dataset
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
-from ..state import FilterSpec
+from ..specs import FilterSpec
 from . import _stores
 from .datasets import dataset, default_partial_input, partial_input_choices
 from .runs import run_filter
@@ -109,10 +108,9 @@ def baseline_estimate(
 BASELINE_STORE_SIZE = settings.load().baseline_store_size
 
 
-@st.cache_resource(max_entries=1)
-def _baseline_store() -> _stores.LRUStore:
+def _baseline_store() -> _stores.Store:
     """Finished reports by (FilterSpec, BaselineOptions)."""
-    return _stores.LRUStore(BASELINE_STORE_SIZE)
+    return _stores.store("baseline_store", BASELINE_STORE_SIZE)
 
 
 def stored_baselines(spec: FilterSpec, options: BaselineOptions) -> BaselineReport | None:
@@ -127,7 +125,7 @@ def _baseline_groups(data: Dataset):
     return data.frame[data.pair[0]].astype(str).to_numpy(), data.pair[0]
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@_stores.memo("baseline_subsets", 16)
 def _baseline_subsets(spec: FilterSpec, seed: int) -> dict:
     """Masks of the four subsets of one run (same size except the full data) and a note per subset."""
     result = run_filter(spec)
@@ -173,7 +171,7 @@ def _subset_key(name: str, spec: FilterSpec, n_kept: int, t: int) -> tuple:
     return ("aflite", spec)
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
+@_stores.memo("subset_accuracy", 512)
 def _subset_accuracy(
     data_key: str, subset: tuple, view: str, model: str, n_splits: int, cap: int, seed: int, _X, _y, _mask, _groups
 ) -> dict:
@@ -191,7 +189,7 @@ def _subset_accuracy(
     return frame.iloc[0].to_dict()
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
+@_stores.memo("subset_bias", 128)
 def _subset_bias(
     data_key: str, subset: tuple, rep: str | None, family: str, t: int, m: int, seed: int, _X, _y, _mask
 ) -> dict:

@@ -1,8 +1,10 @@
 """The datasets every page works on: the bundled ones (cached for everyone) and this session's own.
 
 The sidebar picks one (:func:`dataset_choices`); every page then gets it with :func:`dataset`. Uploaded
-datasets, SNLI / MultiNLI fetched by name and opened run directories are read from the session through
-:func:`aflite_app.state.session_data`.
+datasets, SNLI / MultiNLI fetched by name and opened run directories are the session's own: they come in as a
+:class:`~aflite_app.specs.SessionData` argument (``session=``), or, when a caller passes none, through the one
+reader the page layer installs (:func:`install_session_reader`; :mod:`aflite_app.ui` installs
+:func:`aflite_app.state.session_data`). Compute never imports the session module.
 
 Also here, because the Data and Inspect pages both need them:
 
@@ -17,15 +19,13 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import re
-import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core import synthetic
 from aflite_core.artifact_stats import artifact_statistics as _artifact_statistics
@@ -36,8 +36,8 @@ from aflite_core.embeddings import default_cache_dir
 from aflite_core.nli import NLI_SPLITS, FetchProgress
 
 from .. import settings
-from ..runner import BackgroundRun
-from ..state import BUNDLED, DatasetSpec, session_data
+from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
+from ..specs import BUNDLED, NO_SESSION, DatasetSpec, SessionData
 from . import _stores
 
 __all__ = [
@@ -46,9 +46,6 @@ __all__ = [
     "NLI_DATA_DIR_ENV",
     "NLI_SPLITS",
     "NliSpec",
-    "Outcome",
-    "SharedJobs",
-    "Stopped",
     "artifact_source_texts",
     "artifact_statistics",
     "artifact_summary",
@@ -60,19 +57,20 @@ __all__ = [
     "dataset_choices",
     "default_partial_input",
     "describe_nli_fetch",
+    "install_session_reader",
     "is_partial_input",
     "nli_local_folder",
     "nli_unavailable",
     "partial_input_choices",
     "prepare_nli_fetch",
     "representation_table",
-    "shared_jobs",
+    "session",
 ]
 
 
-@st.cache_resource(max_entries=8, show_spinner="Loading the dataset…")
+@_stores.memo("bundled_dataset", 8, spinner="Loading the dataset…")
 def bundled_dataset(key: str) -> Dataset:
-    """A bundled dataset by key (see :data:`aflite_app.state.BUNDLED`)."""
+    """A bundled dataset by key (see :data:`aflite_app.specs.BUNDLED`)."""
     if key == "digits":
         return load_digits_dataset()
     if key == "planted":
@@ -119,19 +117,41 @@ def _synthetic_dataset(name: str, X, y, truth: dict[str, np.ndarray], descriptio
     )
 
 
-def dataset(spec: DatasetSpec | str) -> Dataset:
-    """The dataset behind a spec: bundled (cached for everyone) or uploaded in this session."""
+def _no_session() -> SessionData:
+    return NO_SESSION
+
+
+_session_reader: Callable[[], SessionData] = _no_session
+
+
+def install_session_reader(reader: Callable[[], SessionData]) -> None:
+    """Install how compute reads the current session's data when a caller passes none (the page layer does this).
+
+    Compute never imports the session module: :mod:`aflite_app.ui` installs :func:`aflite_app.state.session_data`
+    once at import. Without it (a script, a test) compute sees :data:`~aflite_app.specs.NO_SESSION`.
+    """
+    global _session_reader
+    _session_reader = reader
+
+
+def session(given: SessionData | None = None) -> SessionData:
+    """``given``, else the current session's data (through the installed reader)."""
+    return given if given is not None else _session_reader()
+
+
+def dataset(spec: DatasetSpec | str, session_data: SessionData | None = None) -> Dataset:
+    """The dataset behind a spec: bundled (cached for everyone) or one of the session's own (``session_data``)."""
     key = spec.key if isinstance(spec, DatasetSpec) else spec
-    uploads = session_data().uploads
+    uploads = session(session_data).uploads
     if key in uploads:
         return uploads[key]
     return bundled_dataset(key)
 
 
-def dataset_choices() -> dict[str, str]:
+def dataset_choices(session_data: SessionData | None = None) -> dict[str, str]:
     """Key -> label of every dataset this session can pick."""
     out = dict(BUNDLED)
-    for key, data in session_data().uploads.items():
+    for key, data in session(session_data).uploads.items():
         kind = "Opened" if key.startswith("run-") else "Fetched" if key.startswith("nli-") else "Uploaded"
         out[key] = f"{kind}: {data.name} ({data.n_rows:,} rows)"
     return out
@@ -174,113 +194,6 @@ def default_partial_input(data: Dataset, used: str | None) -> str | None:
     """The partial-input representation to show by default: a natural partial input when the data has one."""
     choices = partial_input_choices(data, used)
     return choices[0] if choices and is_partial_input(data, choices[0]) else None
-
-
-# -- background jobs shared by every session ----------------------------------------------------------------------
-class Stopped(ValueError):
-    """A background job was stopped on request (the page says so; it is not an error of the data)."""
-
-
-class SharedJobs:
-    """Slow jobs (a fetch, an embedding) shared by every session: one job per spec at a time.
-
-    A session does not run the job itself: its own :class:`~aflite_app.runner.BackgroundRun` (started by
-    :func:`aflite_app.ui.run_in_background`) *follows* the shared job with :meth:`follow`, so a rerun, a second
-    tab or a second session asking for the same spec joins the job already running instead of starting it
-    again. A follower that is stopped leaves; the job itself is stopped when nobody follows it any more.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._jobs: dict[Hashable, BackgroundRun] = {}
-        self._followers: dict[Hashable, int] = {}
-
-    def running(self, spec: Hashable) -> bool:
-        """True while a job for ``spec`` runs (and is not being stopped)."""
-        with self._lock:
-            job = self._jobs.get(spec)
-            return job is not None and not job.done and not job.stop_requested
-
-    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.1) -> Any:
-        """Join (or start) the job for ``spec`` and wait for its result, passing its progress to ``callback``.
-
-        ``target(callback)`` is the job (as for :class:`BackgroundRun`); ``callback(progress) -> bool`` is the
-        follower's, and False ends the wait with :class:`Stopped`. A follower's ``callback.step`` (a
-        :class:`BackgroundRun`'s reporter has one) gets the job's step progress too. The job's error is raised
-        here.
-        """
-        with self._lock:
-            job = self._jobs.get(spec)
-            if job is None or job.done or job.stop_requested:
-                job = BackgroundRun(spec, target).start()
-                self._jobs[spec] = job
-                self._followers[spec] = 0
-            self._followers[spec] += 1
-        try:
-            step = getattr(callback, "step", None)
-            while not job.wait(poll):
-                if step is not None and job.step is not None and not step(job.step):
-                    raise Stopped("Stopped.")
-                if not callback(job.progress):
-                    raise Stopped("Stopped.")
-            if job.error is not None:
-                raise job.error
-            return job.result
-        finally:
-            with self._lock:
-                if self._jobs.get(spec) is job:
-                    self._followers[spec] -= 1
-                    if job.done:
-                        del self._jobs[spec], self._followers[spec]
-                    elif self._followers[spec] == 0:
-                        job.stop()  # nobody waits for it any more
-
-
-@st.cache_resource(max_entries=1)
-def shared_jobs() -> SharedJobs:
-    """The server's one registry of shared background jobs."""
-    return SharedJobs()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a shared job gave a session: its ``value``, or the ``error`` in one sentence, or ``stopped``.
-
-    The background wait returns this instead of raising, so the page shows the message next to the control
-    that asked for the job and goes on drawing the rest of the page.
-    """
-
-    value: Any = None
-    error: str | None = None
-    stopped: bool = False
-
-    @property
-    def ok(self) -> bool:
-        """True when the job gave a value."""
-        return self.error is None and not self.stopped
-
-
-def _as_outcome(run: Callable[[], Any], what: str) -> Outcome:
-    """Run ``run()`` and wrap its result, its stop or its error (``what`` names the job in a failure)."""
-    try:
-        return Outcome(value=run())
-    except Stopped:
-        return Outcome(stopped=True)
-    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
-        return Outcome(error=str(exc).strip() or type(exc).__name__)
-    except Exception as exc:  # never a traceback in the browser: one sentence, the details on the console
-        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        return Outcome(error=f"{what} failed: {detail}")
-
-
-def _stoppable(callback: Callable[[Any], bool]) -> Callable[[Any], None]:
-    """A core progress callback (its return value is ignored) that ends the job once ``callback`` says stop."""
-
-    def report(progress: Any) -> None:
-        if not callback(progress):
-            raise Stopped("Stopped.")
-
-    return report
 
 
 # -- SNLI / MultiNLI by name ---------------------------------------------------------------------------------------
@@ -328,10 +241,9 @@ def nli_local_folder() -> Path | None:
     return settings.load().nli_data_dir
 
 
-@st.cache_resource(max_entries=1)
-def _nli_store() -> _stores.LRUStore:
+def _nli_store() -> _stores.Store:
     """Fetched NLI datasets by :class:`NliSpec`, shared by every session."""
-    return _stores.LRUStore(settings.load().nli_store_size)
+    return _stores.store("nli_store", settings.load().nli_store_size)
 
 
 def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
@@ -372,7 +284,7 @@ def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
 
 
 def prepare_nli_fetch(spec: NliSpec) -> Callable[[Callable], Outcome]:
-    """The job :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked here, in the page's thread).
+    """The job :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked here, in the page's thread).
 
     A fetched dataset is kept in a store shared by every session, and a fetch in progress is joined, never
     started twice (:class:`SharedJobs`). The wait gives an :class:`Outcome`: the Dataset, or why not (offline,
@@ -397,13 +309,13 @@ def prepare_nli_fetch(spec: NliSpec) -> Callable[[Callable], Outcome]:
     store, jobs = _nli_store(), shared_jobs()
 
     def job(callback: Callable) -> Dataset:
-        data = _fetch_nli(spec, _stoppable(callback))
+        data = _fetch_nli(spec, stoppable(callback))
         store.keep(spec, data)
         return data
 
     def target(callback: Callable) -> Outcome:
         hit = store.recall(spec)
-        return Outcome(hit) if hit is not None else _as_outcome(lambda: jobs.follow(spec, job, callback), "The fetch")
+        return Outcome(hit) if hit is not None else as_outcome(lambda: jobs.follow(spec, job, callback), "The fetch")
 
     return target
 
@@ -457,7 +369,7 @@ def _examples(texts: list[str], labels: np.ndarray, stats: pd.DataFrame, n: int)
     return [found.get((t, lab), []) for t, lab in zip(stats["token"], stats["label"])]
 
 
-@st.cache_data(max_entries=16, show_spinner="Testing every token against the labels…")
+@_stores.memo("dataset_artifacts", 16, spinner="Testing every token against the labels…")
 def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _data: Dataset) -> pd.DataFrame:
     texts = artifact_source_texts(_data, source)
     labels = np.asarray(_data.labels)

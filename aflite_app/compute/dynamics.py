@@ -5,8 +5,8 @@ representation) or read from uploaded allenai/cartography JSONL files (parsed an
 :mod:`aflite_core.dynamics.align`); difficulty levels come from the GMM (the paper's method) or a baseline; text
 pairs get the spurious-correlation tests; the levels are crossed with the Filter page's AFLite run. Recorded and
 uploaded dynamics sit in a bounded store keyed by :class:`DynamicsSpec` (so the page can tell "already
-recorded" from "needs the button"); levels are cache_resource (DifficultyLevels); per-row frames and tables are
-cache_data.
+recorded" from "needs the button"); levels, per-row frames and tables are memoised in the
+byte-bounded stores (:func:`._stores.memo`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core.datasets import Dataset
 from aflite_core.dynamics import (
@@ -37,11 +36,11 @@ from aflite_core.spurious import compare_classes, paper_table, spurious_measures
 
 from .. import exports, settings
 from ..exports import human_bytes
-from ..runner import remaining_text
-from ..state import DatasetSpec, FilterSpec
+from ..jobs import Outcome, Stopped, as_outcome, remaining_text
+from ..jobs import shared_jobs as _shared_jobs
+from ..specs import DatasetSpec, FilterSpec
 from . import _stores
-from .datasets import Outcome, Stopped, _as_outcome, class_names, dataset, is_partial_input, partial_input_choices
-from .datasets import shared_jobs as _shared_jobs
+from .datasets import class_names, dataset, is_partial_input, partial_input_choices
 from .runs import run_filter
 
 __all__ = [
@@ -143,10 +142,9 @@ def dynamics_estimate(spec: DynamicsSpec) -> float:
     return float((_DYN_ROW_COST + _DYN_COST * dims) * data.n_rows * spec.epochs)
 
 
-@st.cache_resource(max_entries=1)
-def _dynamics_store() -> _stores.LRUStore:
+def _dynamics_store() -> _stores.Store:
     """Recorded or uploaded dynamics by DynamicsSpec."""
-    return _stores.LRUStore(DYN_STORE_SIZE)
+    return _stores.store("dynamics_store", DYN_STORE_SIZE)
 
 
 def _dyn_put(spec: DynamicsSpec, record) -> None:
@@ -237,13 +235,13 @@ def _shared(
         except TrainingInterrupted:
             raise Stopped("Stopped.") from None
 
-    return _as_outcome(lambda: jobs.follow(key, run, callback), what)
+    return as_outcome(lambda: jobs.follow(key, run, callback), what)
 
 
 def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
-    """The recording :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked here, in the page's thread).
+    """The recording :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked here, in the page's thread).
 
-    The recording is one job for the whole server (:class:`~aflite_app.compute.datasets.SharedJobs`): a rerun,
+    The recording is one job for the whole server (:class:`~aflite_app.jobs.SharedJobs`): a rerun,
     a second tab or another session asking for the same spec joins it. It checks for a stop after every
     mini-batch; a stopped recording gives ``Outcome(stopped=True)`` and stores nothing, so asking again starts
     over. A finished one is stored (:func:`stored_dynamics`) and given as ``Outcome(value=record)``.
@@ -338,7 +336,7 @@ def dynamics_upload(dspec: DatasetSpec, full_files, partial_files=(), class_orde
     return spec
 
 
-@st.cache_resource(max_entries=32, show_spinner="Sorting the rows into difficulty levels…")
+@_stores.memo("dynamics_levels", 32, spinner="Sorting the rows into difficulty levels…")
 def _dynamics_levels(spec: DynamicsSpec, level: LevelSpec, _record):
     if level.method == "gmm":
         return difficulty_levels(_record, random_state=int(level.seed), n_threads=1)
@@ -354,7 +352,7 @@ def dynamics_levels(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_levels(spec, level, dynamics_record(spec))
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@_stores.memo("dynamics_frame", 32)
 def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels):
     data = dataset(spec.dataset)
     frame = _record.measures().reset_index(drop=True)
@@ -376,9 +374,10 @@ def dynamics_frame(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_frame(spec, level, record, _dynamics_levels(spec, level, record))
 
 
-@st.cache_data(
-    max_entries=4,
-    show_spinner="Measuring word overlap, antonyms, length mismatch, misspellings and "
+@_stores.memo(
+    "dynamics_spurious",
+    4,
+    spinner="Measuring word overlap, antonyms, length mismatch, misspellings and "
     "negation of every pair (the first time loads WordNet)…",
 )
 def _dynamics_spurious(dspec: DatasetSpec, _data: Dataset):
@@ -395,7 +394,7 @@ def dynamics_spurious_measures(dspec: DatasetSpec):
     return _dynamics_spurious(DatasetSpec(dspec.key), data)
 
 
-@st.cache_data(max_entries=16, show_spinner="Testing the classes against each other (Mann-Whitney U)…")
+@_stores.memo("dynamics_spurious_tests", 16, spinner="Testing the classes against each other (Mann-Whitney U)…")
 def _dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec, _frame, _measures):
     tests = compare_classes(_measures, _frame["label"].to_numpy(), _frame["level"].to_numpy())
     return tests, paper_table(tests)
@@ -413,7 +412,7 @@ def dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec):
     return _dynamics_spurious_tests(spec, level, dynamics_frame(spec, level), measures)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@_stores.memo("dynamics_vs_aflite", 16)
 def _dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, _frame, _result):
     kept = np.asarray(_result.kept, dtype=bool)
     if len(kept) != len(_frame):
@@ -432,7 +431,7 @@ def dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec):
     return _dynamics_vs_aflite(spec, level, fspec, dynamics_frame(spec, level), run_filter(fspec))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@_stores.memo("dynamics_examples", 64)
 def _dynamics_examples(
     spec: DynamicsSpec,
     level: LevelSpec,
@@ -560,7 +559,7 @@ def _validation_job(spec: ValidationSpec, callback=None) -> Callable[..., LevelV
 
 
 def prepare_validation(spec: ValidationSpec) -> Callable[[Callable], Outcome]:
-    """The validation :func:`aflite_app.ui.run_in_background` runs for ``spec`` (checked in the page's thread).
+    """The validation :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked in the page's thread).
 
     One job for the whole server, joined by every session asking for the same spec; it checks for a stop after
     every mini-batch of its two recordings and every model fit. A stopped validation gives

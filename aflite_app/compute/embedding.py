@@ -1,10 +1,10 @@
 """The Embedding map page: a 2-D map of the run's representation Φ, the rows selected on it, Figure 1 and Table 3.
 
-The map is PCA at once (cache_resource, keyed by DatasetSpec) and UMAP from a background thread started once
-per DatasetSpec (cache_resource holding the BackgroundRun); the page polls until UMAP is ready and swaps it in.
+The map is PCA at once (memoised by DatasetSpec, :func:`._stores.memo`) and UMAP from a background thread started once
+per DatasetSpec (a store entry holding the BackgroundRun); the page polls until UMAP is ready and swaps it in.
 Both come from :mod:`aflite_core.projection`; above :data:`EMBED_MAX_ROWS` rows both map one seeded sample. The
 per-row frame of the map, the Figure 1 similarity matrices and the Table 3 kNN distances are small tables
-(cache_data, keyed by FilterSpec + view parameters). The selection's state machine is
+(memoised by FilterSpec + view parameters). The selection's state machine is
 :mod:`aflite_app.selection`, re-exported here for the page.
 """
 
@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core import AFLiteResult
 from aflite_core.geometry import knn_distance_table, knn_table_wide, similarity_matrices
 from aflite_core.projection import pca_2d, sample_rows, umap_2d
 
 from .. import selection, settings
-from ..runner import BackgroundRun, remaining_text
+from ..jobs import BackgroundRun, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
-from ..state import DatasetSpec, FilterSpec
+from ..specs import DatasetSpec, FilterSpec
+from . import _stores
 from .datasets import class_names, dataset
 from .runs import run_filter
 
@@ -143,7 +143,7 @@ def _umap_enabled() -> bool:
     return settings.load().umap
 
 
-@st.cache_resource(max_entries=8, show_spinner="Projecting the representation (PCA)…")
+@_stores.memo("pca_projection", 8, spinner="Projecting the representation (PCA)…")
 def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
     rows = embedding_rows(_X.shape[0])
     xy, ratio = pca_2d(_X[rows], random_state=EMBED_SEED, n_threads=1)
@@ -153,11 +153,11 @@ def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
     return Projection("PCA", rows, xy, _X.shape[0], (titles[0], titles[1]))
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@_stores.memo("umap_job", 8)
 def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
     """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation), and its estimate.
 
-    cache_resource computes a key once even when several sessions ask at the same time (a lock per key), so
+    the memo computes a key once even when several sessions ask at the same time (a lock per key), so
     every rerun and session asking for this projection joins the one thread.
     """
     rows = embedding_rows(_X.shape[0])
@@ -191,7 +191,7 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
     return EmbeddingView(pca, "running", elapsed=job.elapsed, estimate=estimate)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@_stores.memo("embedding_frame", 16)
 def _embedding_frame(spec: FilterSpec, method: str, _proj: Projection, _result: AFLiteResult):
     data = dataset(spec.dataset)
     rows = _proj.rows
@@ -221,7 +221,7 @@ def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200):
     return selection.selection_table(dataset(spec.dataset), run_filter(spec), rows, cap=cap)
 
 
-@st.cache_data(max_entries=64, show_spinner="Computing cosine similarities…")
+@_stores.memo("embedding_similarity", 64, spinner="Computing cosine similarities…")
 def _embedding_similarity(spec: FilterSpec, label_code: int, n_per_group: int, seed: int, _result: AFLiteResult):
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)
@@ -246,7 +246,7 @@ def embedding_similarity(
     return _embedding_similarity(spec, int(label_code), int(n_per_group), int(seed), run_filter(spec))
 
 
-@st.cache_data(max_entries=16, show_spinner="Computing nearest-neighbour distances…")
+@_stores.memo("embedding_knn", 16, spinner="Computing nearest-neighbour distances…")
 def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
     data = dataset(spec.dataset)
     X = data.representation(spec.dataset.representation)

@@ -2,7 +2,7 @@
 
 "Adversarially Constructed Evaluation Sets Are More Challenging, but May Not Be Fair": evaluated models are
 scored on what each adversary (a representation) selects. Caches: the split with its adversaries ordered by
-strength (cache_resource keyed by :class:`EvalSetSpec`); finished studies in a bounded store keyed by
+strength (keyed by :class:`EvalSetSpec`); finished studies in a bounded store keyed by
 :class:`EvalStudySpec` (shared by the page's background run and the synchronous path, like the Filter page's
 results); uploaded evaluation files parsed once and kept in a bounded store by content digest.
 """
@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core.adversary_strength import backbone_strength, linear_backbones
 from aflite_core.datasets import Dataset
@@ -46,9 +45,10 @@ from aflite_core.io import read_features, read_table
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
-from ..state import session_data
+from ..jobs import Outcome
+from ..specs import SessionData
 from . import _stores
-from .datasets import Outcome, dataset
+from .datasets import dataset, session
 from .uploads import UPLOAD_TABLE_TYPES
 
 __all__ = [
@@ -160,9 +160,9 @@ def evalsets_kind(key: str, data: Dataset) -> str:
     return "pair" if data.pair is not None else "table"
 
 
-def evalsets_is_upload(key: str) -> bool:
+def evalsets_is_upload(key: str, session_data: SessionData | None = None) -> bool:
     """True when ``key`` is a table uploaded in this session (only those accept an evaluation file)."""
-    return key in session_data().uploads
+    return key in session(session_data).uploads
 
 
 def evalsets_embeddings_available() -> bool:
@@ -212,10 +212,9 @@ def _evalsets_check_size(data: Dataset) -> None:
     )
 
 
-@st.cache_resource(max_entries=1)
-def _evalsets_upload_store() -> _stores.LRUStore:
+def _evalsets_upload_store() -> _stores.Store:
     """Parsed evaluation tables by digest."""
-    return _stores.LRUStore(EVALSET_UPLOAD_STORE_SIZE)
+    return _stores.store("evalsets_upload_store", EVALSET_UPLOAD_STORE_SIZE)
 
 
 def evalsets_upload(
@@ -441,10 +440,9 @@ def _evalsets_upload_setup(spec: EvalSetSpec):
     )
 
 
-@st.cache_resource(max_entries=1)
-def _evalsets_setup_store() -> _stores.LRUStore:
+def _evalsets_setup_store() -> _stores.Store:
     """Splits with their adversaries by EvalSetSpec (shared by the page's background run and the direct path)."""
-    return _stores.LRUStore(EVALSET_SETUP_STORE_SIZE)
+    return _stores.store("evalsets_setup_store", EVALSET_SETUP_STORE_SIZE)
 
 
 def stored_evalsets_setup(spec: EvalSetSpec):
@@ -511,7 +509,7 @@ def evalsets_setup(spec: EvalSetSpec):
 def prepare_evalsets_setup(spec: EvalSetSpec) -> Callable[[Callable], Outcome]:
     """A background job building the split of ``spec`` with its sentence embeddings (checked now, in this thread).
 
-    The returned ``target(reporter)`` (:class:`aflite_app.runner.BackgroundRun`) reports
+    The returned ``target(reporter)`` (:class:`aflite_app.jobs.BackgroundRun`) reports
     :class:`aflite_core.embeddings.EmbeddingProgress` es through ``reporter.step`` (the sentence model's load, then
     every piece of about a hundred texts, so Stop is seen within a second or so of embedding; the load itself
     cannot be interrupted) and gives an :class:`Outcome`: the setup, kept in the store, or ``stopped``.
@@ -578,10 +576,9 @@ def evalsets_source_counts(setup) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-@st.cache_resource(max_entries=1)
-def _evalsets_store() -> _stores.LRUStore:
+def _evalsets_store() -> _stores.Store:
     """Finished studies by EvalStudySpec."""
-    return _stores.LRUStore(EVALSET_STORE_SIZE)
+    return _stores.store("evalsets_store", EVALSET_STORE_SIZE)
 
 
 def stored_evalsets_study(spec: EvalStudySpec):

@@ -2,7 +2,8 @@
 
 The run is the Filter page's current run or one opened from a zip, named by an :class:`InspectRef`; the page
 resolves it once (:func:`inspect_result`, handing over the opened run it keeps in session state) and passes it
-on. Tables are cache_data keyed by the ref. Removal stability across seeds reuses the Filter page's result
+on. Tables are memoised by the ref in the byte-bounded stores (held by
+reference, never pickled). Removal stability across seeds reuses the Filter page's result
 store (one FilterSpec per seed, so the current run counts as one of them) and caches only the small per-row
 table. The pure table and download helpers are :mod:`aflite_app.exports`; the page's are re-exported here.
 """
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import streamlit as st
 
 from aflite_core import AFLiteResult
 from aflite_core._utils import hash_array
@@ -27,12 +27,10 @@ from aflite_core.stability import class_impact, stability_from_results
 
 from .. import exports, settings
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
-from ..runner import remaining_text
-from ..state import DatasetSpec, FilterSpec
+from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs
+from ..specs import DatasetSpec, FilterSpec
+from . import _stores
 from .datasets import (
-    Outcome,
-    Stopped,
-    _as_outcome,
     artifact_source_texts,
     artifact_statistics,
     artifact_summary,
@@ -41,7 +39,6 @@ from .datasets import (
     class_names,
     dataset,
     dataset_choices,
-    shared_jobs,
 )
 from .runs import _result_store, prepare_run, result, run_filter
 
@@ -110,12 +107,12 @@ def inspect_result(ref: InspectRef, loaded: dict | None = None) -> AFLiteResult:
     return loaded["result"]
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@_stores.memo("inspect_thumbnails", 8)
 def _inspect_thumbnails(key: str, _data: Dataset) -> list[str] | None:
     return None if _data.images is None else exports.image_thumbnails(_data.images)
 
 
-@st.cache_data(max_entries=8, show_spinner="Building the table of rows…")
+@_stores.memo("inspect_table", 8, spinner="Building the table of rows…")
 def _inspect_table(ref: InspectRef, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
     return exports.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
 
@@ -125,7 +122,7 @@ def inspect_table(ref: InspectRef, result: AFLiteResult) -> pd.DataFrame:
     return _inspect_table(ref, result, dataset(ref.dataset))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@_stores.memo("inspect_class_impact", 16)
 def _inspect_class_impact(ref: InspectRef, threshold: float, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
     frame = class_impact(exports.class_names(_data, _result), _result.kept, threshold=threshold)
     order = {str(c): i for i, c in enumerate(_data.classes)}
@@ -137,13 +134,13 @@ def inspect_class_impact(ref: InspectRef, result: AFLiteResult, threshold: float
     return _inspect_class_impact(ref, threshold, result, dataset(ref.dataset))
 
 
-@st.cache_data(max_entries=16, show_spinner="Counting tokens in removed and kept rows…")
+@_stores.memo("inspect_tokens", 16, spinner="Counting tokens in removed and kept rows…")
 def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
     texts, _ = exports.artifact_texts(_data)
     return token_artifacts(texts, exports.class_names(_data, _result), _result.kept, top_k=top_k, min_count=min_count)
 
 
-@st.cache_data(max_entries=16, show_spinner="Comparing features of removed and kept rows…")
+@_stores.memo("inspect_features", 16, spinner="Comparing features of removed and kept rows…")
 def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
     X, names = exports.feature_matrix(_data, source)
     frame = feature_artifacts(X, _result.kept, y=exports.class_names(_data, _result), top_k=top_k)
@@ -163,7 +160,7 @@ def inspect_feature_artifacts(ref: InspectRef, result: AFLiteResult, source: str
     return _inspect_features(ref, source, int(top_k), result, dataset(ref.dataset))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@_stores.memo("inspect_representation", 16)
 def _inspect_representation(ref: InspectRef, x_sha256: str | None, _data: Dataset) -> str | None:
     # the engine's fingerprint of X (provenance["x_sha256"]), the one opening a run directory checks too
     for name, X in _data.representations.items():
@@ -196,7 +193,7 @@ def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
     return {"result": result, "name": name, "digest": digest, "dataset": dspec.key}
 
 
-@st.cache_data(max_entries=16, show_spinner="Counting the significant tokens among kept and removed rows…")
+@_stores.memo("inspect_shares", 16, spinner="Counting the significant tokens among kept and removed rows…")
 def _inspect_shares(
     ref: InspectRef, source: str, min_count: int, alpha: float, _result: AFLiteResult, _data: Dataset
 ) -> pd.DataFrame:
@@ -357,11 +354,11 @@ class _SeedReporter:
 
 
 def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome]:
-    """The job :func:`aflite_app.ui.run_in_background` runs for a stability report (checked in the page's thread).
+    """The job :func:`aflite_app.jobs.run_in_background` runs for a stability report (checked in the page's thread).
 
     Runs the report's missing seeds one after the other, each stored as soon as it finishes, so a stopped
     report keeps its finished seeds (:func:`finished_stability_specs`) and a new request runs only the rest.
-    One job per request for the whole server (:class:`~aflite_app.compute.datasets.SharedJobs`): reruns and
+    One job per request for the whole server (:class:`~aflite_app.jobs.SharedJobs`): reruns and
     other sessions join it. It stops within one step of a round (a group of partition fits or a block of
     predictions); the seed in progress is then dropped. Gives ``Outcome(value=n_seeds)`` once every seed is
     there, ``Outcome(stopped=True)`` when stopped.
@@ -383,7 +380,7 @@ def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome
     def target(callback: Callable) -> Outcome:
         if all(store.recall(s) is not None for s, _ in todo):
             return Outcome(n_seeds)
-        return _as_outcome(lambda: jobs.follow(("stability", request), job, callback), "Stability")
+        return as_outcome(lambda: jobs.follow(("stability", request), job, callback), "Stability")
 
     return target
 
@@ -430,7 +427,7 @@ def inspect_stability(
     return _inspect_stability(spec, tuple(s.seed for s in specs))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@_stores.memo("inspect_stability", 16)
 def _inspect_stability(spec: FilterSpec, seeds: tuple[int, ...]) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     specs = [spec.with_(seed=s) for s in seeds]
     report = stability_from_results([run_filter(s) for s in specs])

@@ -25,8 +25,9 @@ from aflite_core.registry import adversary_name
 from .. import settings
 from ..run_root import MAX_DEPTH as RUN_ROOT_DEPTH
 from ..run_root import RUN_ROOT_ENV, inside_root, list_run_directories, run_root
-from ..state import DatasetSpec, FilterSpec
+from ..specs import DatasetSpec, FilterSpec
 from ._stores import upload_limit_bytes
+from .runs import app_device
 
 __all__ = [
     "HASH_CHECK_BYTES",
@@ -177,5 +178,6 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None, lab
         strategy=str(p["strategy"]),
         model=model,
         seed=int(p["seed"]),
+        device=app_device(model),  # the spec the Filter page asks for on this server (the run answers it)
     )
     return key, data, spec, result

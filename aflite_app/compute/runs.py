@@ -12,10 +12,10 @@ call :func:`run_filter` (the same look-up, else a run in their thread).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections.abc import Callable
 from dataclasses import replace
-
-import streamlit as st
 
 from aflite_core import AFLiteResult
 from aflite_core.filtering import execute_run, plan_run
@@ -23,16 +23,22 @@ from aflite_core.stability import class_impact as _class_impact
 from aflite_core.tau_path import narrow_to_tau
 
 from .. import settings
-from ..state import FilterSpec, session_data
+from ..jobs import app_threads
+from ..specs import FilterSpec, SessionData
 from . import _stores
-from .datasets import dataset
+from .datasets import dataset, session
 
 __all__ = [
+    "GPU_FAMILIES",
     "RESULT_STORE_SIZE",
+    "app_device",
     "can_narrow",
     "check_form",
     "class_impact",
+    "cuda_available",
+    "device_caption",
     "filter_defaults",
+    "gpu_name",
     "narrowed_from",
     "prepare_run",
     "result",
@@ -47,31 +53,85 @@ RESULT_STORE_SIZE = settings.load().result_store_size
 NARROWED_STORE_SIZE = 16
 
 
-@st.cache_resource(max_entries=1)
-def _result_store() -> _stores.LRUStore:
+def _result_store() -> _stores.Store:
     """Finished runs by spec, shared by the cached path and background runs."""
-    return _stores.LRUStore(RESULT_STORE_SIZE)
+    return _stores.store("result_store", RESULT_STORE_SIZE)
 
 
-@st.cache_resource(max_entries=1)
-def _narrowed_store() -> _stores.LRUStore:
+def _narrowed_store() -> _stores.Store:
     """Runs read off a stored run (:func:`result`), by spec: a rerun at the same τ does not narrow again."""
-    return _stores.LRUStore(NARROWED_STORE_SIZE)
+    return _stores.store("narrowed_store", NARROWED_STORE_SIZE)
 
 
-def stored_result(spec: FilterSpec) -> AFLiteResult | None:
+#: model families with a torch session (:func:`aflite_core.torch_backend.check_family`): the default family
+GPU_FAMILIES = ("linear", "ridge")
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """True when torch is installed and sees a CUDA GPU (asked once per process; tests patch this function)."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # a broken torch install: the app runs on the CPU
+        return False
+
+
+@functools.cache
+def gpu_name(device: str) -> str:
+    """The name of the GPU ``device`` (``"cuda"``, ``"cuda:0"``), e.g. ``"NVIDIA H200"``; the device if unknown."""
+    try:
+        import torch
+
+        index = int(device.split(":")[1]) if ":" in device else 0
+        return str(torch.cuda.get_device_name(index))
+    except Exception:
+        return device
+
+
+def app_device(model: str) -> str:
+    """Where the Filter page runs the family ``model``: ``"cuda"`` or ``"cpu"`` (the spec carries it).
+
+    ``AFLITE_DEVICE`` (:attr:`aflite_app.settings.Settings.device`): ``auto`` runs the default family on a GPU
+    when torch is installed and sees one (:func:`cuda_available`), ``cuda`` always (the core refuses in one
+    sentence where there is none), ``cpu`` never. Families without a torch session always run on the CPU.
+    """
+    if model not in GPU_FAMILIES:
+        return "cpu"
+    choice = settings.load().device
+    if choice == "auto":
+        return "cuda" if cuda_available() else "cpu"
+    return choice
+
+
+def device_caption(run: AFLiteResult) -> str:
+    """Which device ran ``run``: "on NVIDIA H200 (cuda)" or "on the CPU, 2 threads" (for the Filter page)."""
+    device = str(run.params.get("device", "cpu"))
+    if device.startswith("cuda"):
+        return f"on {gpu_name(device)} (cuda)"
+    threads = run.params.get("n_threads")
+    where = "on the CPU (torch)" if device == "torch:cpu" else "on the CPU"
+    if threads is None:
+        return where
+    return f"{where}, {int(threads)} thread{'s' if int(threads) != 1 else ''}"
+
+
+def stored_result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteResult | None:
     """A finished run for this spec, if any (no computation): opened run directories first, then the store."""
-    return _stored(spec, session_data().run_dirs)
+    return _stored(spec, session(session_data).run_dirs)
 
 
 def _stored(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
-    for entry in run_dirs.values():
-        if entry["spec"] == spec:
+    for entry in run_dirs.values():  # an opened run is this session's answer wherever the page would run it
+        if replace(entry["spec"], device=spec.device) == spec:
             return entry["result"]
     return _result_store().recall(spec)
 
 
-def result(spec: FilterSpec) -> AFLiteResult | None:
+def result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteResult | None:
     """The run for ``spec`` without running AFLite: stored, else read off a stored run at a lower τ, else None.
 
     The one source of truth for "the current run" (the Filter page, the sidebar, Inspect). A run read off
@@ -80,7 +140,7 @@ def result(spec: FilterSpec) -> AFLiteResult | None:
     None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, a stopped run); the
     caller runs it (:func:`prepare_run` stores the finished run).
     """
-    run_dirs = session_data().run_dirs
+    run_dirs = session(session_data).run_dirs
     hit = _stored(spec, run_dirs)
     if hit is not None:
         return hit
@@ -120,7 +180,7 @@ def _narrowing_base(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
     if spec.strategy != "slice":
         return None
     same = replace(spec, tau=0.0)
-    found = [(entry["spec"], entry["result"]) for entry in run_dirs.values()]
+    found = [(replace(entry["spec"], device=spec.device), entry["result"]) for entry in run_dirs.values()]
     found += list(_result_store().items())  # at most RESULT_STORE_SIZE: a look at each spec, no computation
     usable = [
         (other.tau, run)
@@ -187,7 +247,16 @@ def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
     check_form(spec, data.n_rows, data.n_classes)
     names = tuple(data.classes)
     store = _result_store()
-    run = plan_run(X, y, model=spec.model, random_state=spec.seed, ids=ids, **spec.as_kwargs())
+    run = plan_run(
+        X,
+        y,
+        model=spec.model,
+        random_state=spec.seed,
+        ids=ids,
+        device=spec.device,
+        n_threads=app_threads(),  # cores ÷ the jobs running now, this one included
+        **spec.as_kwargs(),
+    )
 
     def target(callback: Callable) -> AFLiteResult:
         run.callback, run.on_step = callback, getattr(callback, "step", None)
@@ -226,9 +295,11 @@ def with_class_names(result: AFLiteResult, names: tuple) -> AFLiteResult:
     return replace(result, classes=names)
 
 
-def run_filter(spec: FilterSpec, callback: Callable | None = None) -> AFLiteResult:
+def run_filter(
+    spec: FilterSpec, callback: Callable | None = None, session_data: SessionData | None = None
+) -> AFLiteResult:
     """The run for ``spec``: :func:`result` (stored or read off a stored run), else AFLite in this thread."""
-    hit = result(spec)
+    hit = result(spec, session_data)
     if hit is not None:
         return hit
     return prepare_run(spec)(callback or (lambda _p: True))

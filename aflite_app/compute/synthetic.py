@@ -1,6 +1,6 @@
 """The Synthetic circles page (the paper's Figure 2, live): datasets, "before" accuracies and AFLite runs.
 
-On the τ/k path, from slowest-changing to fastest: the datasets (cache_resource, keyed by :class:`CirclesSpec`),
+On the τ/k path, from slowest-changing to fastest: the datasets (memoised by :class:`CirclesSpec`),
 their "before" accuracies (keyed by CirclesSpec + folds; independent of τ and k), the AFLite runs at the τ
 slider's lowest value (keyed by the AFLite parameters but τ: every higher τ is read off them exactly) and the
 experiment at the page's τ with the "after" accuracies (keyed by :class:`CirclesRunSpec`); these sit in a
@@ -30,6 +30,7 @@ import streamlit as st
 from aflite_core import ood, optimum, synthetic, synthetic_experiment
 
 from .. import settings
+from ..jobs import start_daemon
 from . import _stores
 
 __all__ = [
@@ -121,7 +122,7 @@ def parse_separations(text: str) -> tuple[float, ...]:
     return values
 
 
-@st.cache_resource(max_entries=8, show_spinner="Generating the datasets…")
+@_stores.memo("circles_datasets", 8, spinner="Generating the datasets…")
 def circles_datasets(spec: CirclesSpec) -> tuple[synthetic.BiasedCircles, ...]:
     """The datasets of ``spec`` (``paper_circles``' seeds and names, with ``spec.bias_fraction``)."""
     base = synthetic.paper_circles(
@@ -136,14 +137,13 @@ def circles_datasets(spec: CirclesSpec) -> tuple[synthetic.BiasedCircles, ...]:
     return tuple(out)
 
 
-@st.cache_resource(max_entries=1)
-def _circles_store() -> _stores.LRUStore:
+def _circles_store() -> _stores.Store:
     """Finished "before" accuracies, experiments and out-of-distribution tests, by their spec.
 
     A store rather than ``st.cache_*``: these computations report progress to the page, and a cached function
     may not draw into a block created outside it (Streamlit replays such elements on every cache hit).
     """
-    return _stores.LRUStore(CIRCLES_STORE_SIZE)
+    return _stores.store("circles_store", CIRCLES_STORE_SIZE)
 
 
 def circles_before(
@@ -252,15 +252,12 @@ def start_warm_up() -> threading.Thread | None:
     if not settings.load().warm_up:
         return None
     logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").addFilter(_QuietWarmUp())
-    thread = threading.Thread(target=warm_up_default, name=_WARM_UP_THREAD, daemon=True)
-    thread.start()
-    return thread
+    return start_daemon(warm_up_default, _WARM_UP_THREAD)
 
 
-@st.cache_resource(max_entries=1)
-def _circles_after_memo() -> _stores.LRUStore:
+def _circles_after_memo() -> _stores.Store:
     """The "after" accuracies by data, kept rows, folds and seed: neighbouring τ often keep the same rows."""
-    return _stores.LRUStore(CIRCLES_AFTER_MEMO_SIZE)
+    return _stores.store("circles_after_memo", CIRCLES_AFTER_MEMO_SIZE)
 
 
 def circles_experiment(
@@ -306,17 +303,19 @@ def circles_experiment(
     return exp
 
 
-@st.cache_resource(max_entries=8 * CIRCLES_MAX_LEVELS, show_spinner=False)
-def circles_original_figure(spec: CirclesSpec, n_splits: int, index: int, _data: Any, _row: Any) -> Any:
-    """The "original" panel of dataset ``index`` of ``spec`` (``charts.circles_column(part="original")``), cached.
+@_stores.memo("circles_original_figure", 8 * CIRCLES_MAX_LEVELS)
+def circles_original_figure(
+    spec: CirclesSpec, n_splits: int, index: int, _data: Any, _row: Any, _build: Callable[..., Any]
+) -> Any:
+    """The "original" panel of dataset ``index`` of ``spec``, built once by ``_build`` and cached.
 
-    Its points and title (the "before" accuracies with ``n_splits`` folds) follow from the key alone; ``_data`` and
-    ``_row`` (that dataset and its experiment-table row) are what the figure is built from, not part of the key.
-    Shared between sessions: Streamlit copies a figure before sending it, nothing changes the cached one.
+    ``_build`` is the page's figure builder (``charts.synthetic.circles_column``), called as
+    ``_build(data, all_rows_kept, row, part="original")``: passed in, so compute never imports a chart module.
+    Its points and title (the "before" accuracies with ``n_splits`` folds) follow from the key alone; ``_data``,
+    ``_row`` (that dataset and its experiment-table row) and ``_build`` are what the figure is built from, not part
+    of the key. Shared between sessions: Streamlit copies a figure before sending it, nothing changes the cached one.
     """
-    from aflite_app.charts import synthetic as charts  # the figure builder; compute otherwise returns data
-
-    return charts.circles_column(_data, np.ones(_data.n_samples, dtype=bool), _row, part="original")
+    return _build(_data, np.ones(_data.n_samples, dtype=bool), _row, part="original")
 
 
 def circles_headline(exp: synthetic_experiment.SyntheticExperiment) -> dict[str, float]:
@@ -356,7 +355,7 @@ def circles_round(exp: synthetic_experiment.SyntheticExperiment, name: str, rnd:
     }
 
 
-@st.cache_data(max_entries=64, show_spinner="Measuring both models on the set left after every round…")
+@_stores.memo("circles_curve", 64, spinner="Measuring both models on the set left after every round…")
 def _circles_curve(run: CirclesRunSpec, name: str, _exp: Any) -> pd.DataFrame:
     data = next(d for d in _exp.datasets if d.name == name)
     return synthetic_experiment.accuracy_over_rounds(
@@ -430,7 +429,7 @@ def circles_ood(spec: CirclesOODSpec, progress: Callable[[float, str], Any] | No
     return result
 
 
-@st.cache_data(max_entries=4, show_spinner="Searching every subset of the tiny problems…")
+@_stores.memo("circles_optimum", 4, spinner="Searching every subset of the tiny problems…")
 def circles_optimum(seed: int = 0, slice_size: int = 2) -> pd.DataFrame:
     """AFOptimum against AFLite's strategies on the tiny teaching cases (``optimum.compare_with_optimum``)."""
     return optimum.compare_with_optimum(slice_size=slice_size, random_state=seed).table

@@ -31,8 +31,8 @@ from aflite_core.preflight import RowLimitError
 from aflite_core.tables import _read_npy, guess_id_column, load_table_dataset
 
 from .. import settings
+from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
 from . import _stores
-from .datasets import Outcome, _as_outcome, _stoppable, shared_jobs
 
 __all__ = [
     "FEATURES_FIELD",
@@ -128,7 +128,7 @@ def _row_limit(name: str) -> dict[str, str]:
     }
 
 
-@st.cache_resource(max_entries=2, show_spinner="Reading the table…")
+@_stores.memo("read_upload_table", 2, spinner="Reading the table…")
 def _read_upload_table(digest: str, name: str, _payload: bytes):
     try:  # rows and columns are counted before anything is parsed: a huge upload is refused cheaply
         return read_table(
@@ -267,7 +267,7 @@ def _read_feature_file(fname: str, payload: bytes, table_name: str, n_rows: int,
     return arr
 
 
-@st.cache_resource(max_entries=4, show_spinner="Building the dataset (TF-IDF features may take a few seconds)…")
+@_stores.memo("load_upload", 4, spinner="Building the dataset (TF-IDF features may take a few seconds)…")
 def _load_upload(
     key: str,
     name: str,
@@ -477,7 +477,7 @@ def _view_texts(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
     return [_JOIN.join(p) for p in zip(*parts)]
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@_stores.memo("view_plan", 8)
 def _view_plan(spec: EmbedSpec, _frame: pd.DataFrame) -> list[tuple[str, str, float]]:
     """Per view: its disk-cache key and the seconds it takes to embed (texts hashed once per table and views)."""
     plan = []
@@ -540,14 +540,13 @@ def _sentence_model() -> _SharedModel:
     return _SharedModel()
 
 
-@st.cache_resource(max_entries=1)
-def _embedding_store() -> _stores.LRUStore:
+def _embedding_store() -> _stores.Store:
     """Finished embeddings by :class:`EmbedSpec`, shared by every session (the disk cache outlives it)."""
-    return _stores.LRUStore(settings.load().embedding_store_size)
+    return _stores.store("embedding_store", settings.load().embedding_store_size)
 
 
 def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callable], Outcome]:
-    """The job :func:`aflite_app.ui.run_in_background` runs to embed ``frame`` as ``spec`` says.
+    """The job :func:`aflite_app.jobs.run_in_background` runs to embed ``frame`` as ``spec`` says.
 
     Checked here, in the page's thread. The job reads every view it can from the disk cache
     (:func:`aflite_core.embeddings.embed_views`), so a second session, or the same table uploaded again, is
@@ -572,7 +571,7 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
             model_id=spec.model_id,
             cache_dir=cache_dir,
             join=_JOIN,
-            progress=_stoppable(callback),
+            progress=stoppable(callback),
         )
         store.keep(spec, out)
         return out
@@ -581,7 +580,7 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
         hit = store.recall(spec)
         if hit is not None:
             return Outcome(hit)
-        return _as_outcome(lambda: jobs.follow(spec, job, callback), "Embedding")
+        return as_outcome(lambda: jobs.follow(spec, job, callback), "Embedding")
 
     return target
 
@@ -591,7 +590,7 @@ def describe_embedding(
 ) -> tuple[float, str]:
     """The progress bar of an embedding job: ``(fraction, text)`` with the time left.
 
-    Takes (and ignores) the step argument :func:`aflite_app.ui.run_in_background` passes to every describe.
+    Takes (and ignores) the step argument :func:`aflite_app.jobs.run_in_background` passes to every describe.
     """
     if progress is None:
         return 0.0, f"Starting: loading the sentence model (about 9 s the first time)… {elapsed:.0f} s"

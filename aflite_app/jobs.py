@@ -1,0 +1,427 @@
+"""Every background job of the app in one place: start, progress, Stop, outcome.
+
+A long action (an AFLite run, a fetch, an embedding, a recording, a study, the warm-up) never runs in the page's
+script thread. Its life:
+
+1. **start** - the page asks :func:`run_in_background` for ``prepare(spec)`` (checked in the page's thread, so a
+   bad parameter shows at once); a :class:`BackgroundRun` daemon thread runs it, one per session and page
+   (kept in the session under the page's key). Jobs that several sessions may ask for at once (a fetch, an
+   embedding, a recording, a validation, a stability report) are *followed* through :class:`SharedJobs`: one job
+   per spec for the whole server;
+2. **progress** - the engine (or the job) reports after every round (``callback``) and inside rounds
+   (``callback.step``); the page waits :func:`sync_wait` seconds, then a fragment polls the progress every 0.4 s;
+3. **Stop** - a script button (not the fragment's: a fragment click during a full rerun was lost) stops the
+   current run; the click's time is kept on that run for one rerun (:attr:`BackgroundRun.stop_clicked`), so
+   a run started by the same rerun (τ moved and Stop pressed at once) stops too. The engine answers within one
+   step (a group of fits or a block of predictions, well under a second); a job whose browser session is gone
+   is cancelled (:func:`session_alive`);
+4. **outcome** - the result (a stopped AFLite run is partial, ``stop_reason == "stopped_by_callback"``), or for
+   shared jobs an :class:`Outcome` (value, one-sentence error, or stopped); the job's own ``prepare`` stores a
+   finished result in its compute store, so the next rerun finds it there.
+
+Also here: :func:`start_daemon` (the server's warm-up thread) and :func:`app_threads`, the thread count of
+in-app runs (available cores ÷ concurrent jobs, at least 1).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from . import settings
+
+__all__ = [
+    "BackgroundRun",
+    "Outcome",
+    "SharedJobs",
+    "Stopped",
+    "app_threads",
+    "as_outcome",
+    "available_cores",
+    "errors",
+    "remaining_text",
+    "run_in_background",
+    "running_jobs",
+    "session_alive",
+    "shared_jobs",
+    "start_daemon",
+    "stoppable",
+    "sync_wait",
+]
+
+#: every BackgroundRun started and not yet finished in this process (for :func:`app_threads`)
+_LIVE: set[BackgroundRun] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """The app's one error boundary: a core ValueError/TypeError becomes ``st.error`` and the page stops."""
+    try:
+        yield
+    except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
+        text = str(exc) or type(exc).__name__
+        st.error(text)
+        st.stop()
+
+
+@dataclass(eq=False)
+class BackgroundRun:
+    """One engine run in a daemon thread.
+
+    Parameters
+    ----------
+    key : hashable
+        What was asked for (the page compares it with the current request).
+    target : callable
+        ``target(callback) -> result``; it must pass ``callback`` on to the engine as its ``callback`` and
+        ``callback.step`` as its ``on_step``.
+    alive : callable, optional
+        ``alive() -> bool``; once it answers False (the session is gone) the run is cancelled.
+    """
+
+    key: Any
+    target: Callable[[Callable], Any]
+    alive: Callable[[], bool] | None = None
+    progress: Any = None
+    step: Any = None
+    result: Any = None
+    error: BaseException | None = None
+    started: float = field(default_factory=time.perf_counter)
+    finished: float | None = None
+    cancelled: bool = False
+    #: time.monotonic() of a Stop click on this run whose rerun has not yet run the page (the run that rerun
+    #: starts, if the click came with new parameters, stops too)
+    stop_clicked: float | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> BackgroundRun:
+        """Start the thread (returns self)."""
+        self._thread = threading.Thread(target=self._run, name=f"aflite-run-{id(self)}", daemon=True)
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        self._thread.start()
+        return self
+
+    def _keep_going(self) -> bool:
+        if self._stop.is_set():
+            return False
+        if self.alive is not None and not self.alive():  # nobody is waiting for this run any more
+            self.cancelled = True
+            self._stop.set()
+            return False
+        return True
+
+    def _callback(self, progress) -> bool:
+        self.progress = progress
+        return self._keep_going()
+
+    def _step(self, step) -> bool:
+        self.step = step
+        return self._keep_going()
+
+    def _run(self) -> None:
+        try:
+            self.result = self.target(_Reporter(self._callback, self._step))
+        except BaseException as exc:  # surfaced to the page as st.error
+            self.error = exc
+        finally:
+            self.finished = time.perf_counter()
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+
+    def stop(self) -> None:
+        """Ask the engine to stop at its next step (within one group of fits or block of predictions)."""
+        self._stop.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stop.is_set()
+
+    @property
+    def done(self) -> bool:
+        """True when the thread has finished (with a result or an error)."""
+        return self.finished is not None
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds; True if the run is done."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.done
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the start (until the end once finished)."""
+        return (self.finished or time.perf_counter()) - self.started
+
+
+@dataclass(frozen=True)
+class _Reporter:
+    """The engine's ``callback`` (per round), with its ``on_step`` (inside rounds) as ``.step``."""
+
+    per_round: Callable[[Any], bool]
+    step: Callable[[Any], bool]
+
+    def __call__(self, progress: Any) -> bool:
+        return self.per_round(progress)
+
+
+def remaining_text(elapsed: float, done_fraction: float) -> str:
+    """'about 40 s left' from the share done so far (empty until there is enough to estimate from)."""
+    if done_fraction <= 0.02 or elapsed < 1.0:
+        return ""
+    left = elapsed * (1 - done_fraction) / done_fraction
+    return f" · about {left:,.0f} s left" if left >= 1 else " · finishing"
+
+
+class Stopped(ValueError):
+    """A background job was stopped on request (the page says so; it is not an error of the data)."""
+
+
+class SharedJobs:
+    """Slow jobs (a fetch, an embedding) shared by every session: one job per spec at a time.
+
+    A session does not run the job itself: its own :class:`~aflite_app.jobs.BackgroundRun` (started by
+    :func:`aflite_app.jobs.run_in_background`) *follows* the shared job with :meth:`follow`, so a rerun, a second
+    tab or a second session asking for the same spec joins the job already running instead of starting it
+    again. A follower that is stopped leaves; the job itself is stopped when nobody follows it any more.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[Hashable, BackgroundRun] = {}
+        self._followers: dict[Hashable, int] = {}
+
+    def running(self, spec: Hashable) -> bool:
+        """True while a job for ``spec`` runs (and is not being stopped)."""
+        with self._lock:
+            job = self._jobs.get(spec)
+            return job is not None and not job.done and not job.stop_requested
+
+    def follow(self, spec: Hashable, target: Callable[[Callable], Any], callback: Callable, poll: float = 0.1) -> Any:
+        """Join (or start) the job for ``spec`` and wait for its result, passing its progress to ``callback``.
+
+        ``target(callback)`` is the job (as for :class:`BackgroundRun`); ``callback(progress) -> bool`` is the
+        follower's, and False ends the wait with :class:`Stopped`. A follower's ``callback.step`` (a
+        :class:`BackgroundRun`'s reporter has one) gets the job's step progress too. The job's error is raised
+        here.
+        """
+        with self._lock:
+            job = self._jobs.get(spec)
+            if job is None or job.done or job.stop_requested:
+                job = BackgroundRun(spec, target).start()
+                self._jobs[spec] = job
+                self._followers[spec] = 0
+            self._followers[spec] += 1
+        try:
+            step = getattr(callback, "step", None)
+            while not job.wait(poll):
+                if step is not None and job.step is not None and not step(job.step):
+                    raise Stopped("Stopped.")
+                if not callback(job.progress):
+                    raise Stopped("Stopped.")
+            if job.error is not None:
+                raise job.error
+            return job.result
+        finally:
+            with self._lock:
+                if self._jobs.get(spec) is job:
+                    self._followers[spec] -= 1
+                    if job.done:
+                        del self._jobs[spec], self._followers[spec]
+                    elif self._followers[spec] == 0:
+                        job.stop()  # nobody waits for it any more
+
+
+@st.cache_resource(max_entries=1)
+def shared_jobs() -> SharedJobs:
+    """The server's one registry of shared background jobs."""
+    return SharedJobs()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a shared job gave a session: its ``value``, or the ``error`` in one sentence, or ``stopped``.
+
+    The background wait returns this instead of raising, so the page shows the message next to the control
+    that asked for the job and goes on drawing the rest of the page.
+    """
+
+    value: Any = None
+    error: str | None = None
+    stopped: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when the job gave a value."""
+        return self.error is None and not self.stopped
+
+
+def as_outcome(run: Callable[[], Any], what: str) -> Outcome:
+    """Run ``run()`` and wrap its result, its stop or its error (``what`` names the job in a failure)."""
+    try:
+        return Outcome(value=run())
+    except Stopped:
+        return Outcome(stopped=True)
+    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
+        return Outcome(error=str(exc).strip() or type(exc).__name__)
+    except Exception as exc:  # never a traceback in the browser: one sentence, the details on the console
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        return Outcome(error=f"{what} failed: {detail}")
+
+
+def stoppable(callback: Callable[[Any], bool]) -> Callable[[Any], None]:
+    """A core progress callback (its return value is ignored) that ends the job once ``callback`` says stop."""
+
+    def report(progress: Any) -> None:
+        if not callback(progress):
+            raise Stopped("Stopped.")
+
+    return report
+
+
+def sync_wait() -> float:
+    """Seconds a page waits for a run before showing the progress bar (fast runs then appear at once).
+
+    ``AFLITE_APP_SYNC_WAIT`` overrides the default 1.5 s (tests set it high so runs finish within one script run).
+    """
+    return settings.load().sync_wait_s
+
+
+def run_in_background(
+    state_key: str,
+    spec: Any,
+    prepare: Callable[[Any], Callable],
+    describe: Callable,
+    *,
+    stop_key: str,
+    stop_help: str,
+    stopping: str,
+    restart: bool = False,
+    block: bool = True,
+) -> Any:
+    """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
+
+    Starts (or keeps) a :class:`~aflite_app.jobs.BackgroundRun` in ``st.session_state[state_key]`` running
+    ``prepare(spec)``; a run asked for with other parameters is stopped. Fast runs are simply awaited
+    (:func:`sync_wait`); slower ones show a fragment that polls the progress
+    (``describe(round_progress_or_None, elapsed_seconds, step_progress_or_None) -> (fraction, text)``) with a
+    Stop button, and the page stops until the result is there. Stop, or a run asked for with other parameters,
+    ends the old run within one step of its round; a run whose browser session is gone is cancelled
+    (:func:`session_alive`). Errors show as ``st.error``. ``restart`` starts over a finished run. With
+    ``block=False`` the page goes on below the progress bar while the job runs (the call returns None), and
+    reruns once it is done.
+    """
+    run = st.session_state.get(state_key)
+    asked = None if run is None else run.stop_clicked
+    if run is not None:
+        run.stop_clicked = None  # a click counts for the one rerun it started
+    stop_now = asked is not None and time.monotonic() - asked < 10  # Stop clicked in the rerun that got here
+    stale = run is None or run.key != spec or (run.done and run.error is None and run.result is None)
+    if stale or (restart and run.done):
+        if run is not None and not run.done:
+            run.stop()  # other parameters were asked for: the old run is no longer wanted (stops within a step)
+        with errors():
+            run = BackgroundRun(spec, prepare(spec), alive=session_alive())
+            if stop_now:  # τ moved and Stop pressed at once: the click stopped the old run; this one stops too
+                run.stop()
+            run.start()
+        st.session_state[state_key] = run
+    run.wait(sync_wait())
+    if run.error is not None:
+        with errors():
+            raise run.error
+    if run.done:
+        return run.result
+
+    @st.fragment(run_every=0.4)
+    def progress_panel() -> None:
+        current = st.session_state[state_key]
+        if current.done:
+            st.rerun(scope="app")
+        fraction, text = describe(current.progress, current.elapsed, current.step)
+        st.progress(fraction, text=text)
+        if current.stop_requested:
+            st.caption(stopping)
+
+    progress_panel()
+    if not run.stop_requested:
+        # The Stop button belongs to the script, not to the polling fragment: a click on a fragment's button that
+        # arrives while the whole page is rerunning (e.g. just after a τ change, when the previous run's Stop is
+        # still on screen) was dropped by Streamlit - measured: 4 of 5 such clicks lost, the run went on to its
+        # end. A script button's click interrupts the rerun, and its callback stops whichever run is current.
+        st.button("Stop", key=stop_key, help=stop_help, on_click=_stop_current, args=(state_key,))
+    if block:
+        st.stop()
+    return None
+
+
+def _stop_current(state_key: str) -> None:
+    """Stop button callback: stop the run now in ``st.session_state[state_key]`` (the newest one asked for)."""
+    current = st.session_state.get(state_key)
+    if current is not None and not current.done:
+        current.stop()  # the rerun this click starts waits for the partial result like any run (sync_wait)
+    # the click may come with new parameters (τ moved just before): the run this rerun starts must stop as well
+    if current is not None:
+        current.stop_clicked = time.monotonic()
+
+
+def session_alive() -> Callable[[], bool] | None:
+    """``alive() -> bool`` for a background run: False once this browser session is gone (tab closed, reload).
+
+    None outside a running Streamlit server (tests, scripts): such runs are never cancelled this way.
+    """
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return None
+    session_id = ctx.session_id
+
+    def alive() -> bool:
+        try:
+            if not Runtime.exists():
+                return True
+            return bool(Runtime.instance().is_active_session(session_id))
+        except Exception:  # a Streamlit without this API: never cancel on its behalf
+            return True
+
+    return alive
+
+
+def start_daemon(target: Callable[[], Any], name: str) -> threading.Thread:
+    """Start ``target`` in a daemon thread named ``name`` that nobody waits for (the server's warm-up)."""
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def running_jobs() -> int:
+    """Background runs of this process that have started and not finished (every session's)."""
+    with _LIVE_LOCK:
+        return sum(1 for run in _LIVE if not run.done)
+
+
+def available_cores() -> int:
+    """CPU cores this process may use (its affinity where the platform says, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def app_threads(starting: int = 1) -> int:
+    """Threads for an in-app AFLite run on the CPU: available cores ÷ concurrent jobs, at least 1.
+
+    ``starting`` counts the job about to start (it is not running yet).
+    """
+    return max(1, available_cores() // max(1, running_jobs() + starting))
