@@ -158,7 +158,7 @@ def test_first_page_loads_without_errors(server, chrome_page, tmp_path):
 
 
 def test_stop_pressed_right_after_a_tau_change_stops_the_new_run(server, chrome_page):
-    """A user moves τ twice and presses Stop at once, on the progress bar still on screen from the first change.
+    """A user lowers τ twice and presses Stop at once, on the progress bar still on screen from the first change.
 
     That Stop button used to live inside the polling fragment, and a click on it while the page was rerunning for
     the new τ was dropped: the run went on to its end (4 of 5 such clicks, measured). Now it stops the new run.
@@ -172,12 +172,13 @@ def test_stop_pressed_right_after_a_tau_change_stops_the_new_run(server, chrome_
     expect(page.locator('[data-testid="stAlertContentSuccess"]')).to_be_visible(timeout=180_000)  # first run done
     thumb = page.get_by_role("slider").first
     thumb.focus()
-    page.keyboard.press("ArrowRight")  # a new run ...
+    # a lower τ: a new run (a higher τ is read off the finished run, with nothing to stop)
+    page.keyboard.press("ArrowLeft")  # a new run ...
     stop = page.get_by_role("button", name="Stop")
     expect(stop).to_be_visible(timeout=60_000)
     page.wait_for_timeout(300)
     thumb.focus()
-    page.keyboard.press("ArrowRight")  # ... superseded by another one; the first one's Stop is still on screen
+    page.keyboard.press("ArrowLeft")  # ... superseded by another one; the first one's Stop is still on screen
     stop.first.click()
     # the partial result, long before the run (≥ 10 s here) could have finished by itself
     expect(page.get_by_text("partial").first).to_be_visible(timeout=8_000)
