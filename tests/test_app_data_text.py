@@ -17,7 +17,6 @@ from conftest import plotly_figures
 from aflite_app.compute import datasets, uploads
 from aflite_app.state import DATASET, REPRESENTATION, UPLOADS
 from aflite_core import embeddings as core_embeddings
-from aflite_core import features as core_features
 from aflite_core.tables import ID_COLUMN_NAMES, guess_id_column, id_column_candidates
 
 pytestmark = pytest.mark.slow
@@ -341,7 +340,7 @@ def test_a_second_session_reads_the_embeddings_from_disk(app_test, monkeypatch, 
         raise AssertionError("the model was loaded although the disk cache holds every view")
 
     monkeypatch.setattr(uploads, "load_sentence_model", no_model)
-    monkeypatch.setattr(core_features, "load_sentence_model", no_model)
+    monkeypatch.setattr(core_embeddings, "load_sentence_model", no_model)
     at = app_test(page=PAGE)
     _upload(at, "pairs.csv", payload)
     tag = uploads.content_tag(payload)

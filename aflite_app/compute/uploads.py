@@ -25,7 +25,8 @@ from numpy.typing import NDArray
 
 from aflite_core import embeddings as _embeddings
 from aflite_core.datasets import Dataset
-from aflite_core.features import _texts_of, load_sentence_model, tfidf_features
+from aflite_core.embeddings import load_sentence_model
+from aflite_core.features import _texts_of, tfidf_features
 from aflite_core.io import read_table
 from aflite_core.preflight import RowLimitError
 from aflite_core.tables import _read_npy, guess_id_column, load_table_dataset

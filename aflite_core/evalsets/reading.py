@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -10,10 +11,33 @@ import pandas as pd
 from ..result import EVAL_CATEGORIES
 from .tables import NONE
 
-if TYPE_CHECKING:  # the study calls study_reading; only the annotations need the class
-    from .study import AdversaryStudy
+__all__ = ["StudyNumbers", "study_overview", "study_reading"]
 
-__all__ = ["study_overview", "study_reading"]
+
+class StudyNumbers(Protocol):
+    """What the reading reads off a study: the attributes of :class:`~aflite_core.evalsets.AdversaryStudy` it uses.
+
+    Declared here so this module never imports the study module (which calls :func:`study_reading`): the two
+    were an import cycle.
+    """
+
+    params: Mapping[str, Any]
+    accuracy_matrix: pd.DataFrame
+    category_summary: pd.DataFrame
+    rank_correlation: pd.DataFrame
+    same_representation: pd.DataFrame
+    strength: pd.DataFrame
+    agreement: Any
+
+    @property
+    def adversaries(self) -> Sequence[str]:
+        """The adversaries, in the study's order."""
+        ...
+
+    @property
+    def category_table(self) -> pd.DataFrame:
+        """Per adversary: the mean share of the evaluation rows in each category."""
+        ...
 
 
 def _ordinal(n: int) -> str:
@@ -34,7 +58,7 @@ def _moved(change: int, before: int, after: int) -> str:
     return f"keeps its place ({_ordinal(after)})"
 
 
-def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None, subject: str) -> list[str]:
+def _model_sentences(study: StudyNumbers, a: str, corr: pd.DataFrame | None, subject: str) -> list[str]:
     """Accuracy, ranking and same-backbone sentences of one adversary (``subject`` names it: its name or "it")."""
     out: list[str] = []
     M = study.accuracy_matrix
@@ -92,7 +116,7 @@ def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None, s
     return out
 
 
-def study_overview(study: AdversaryStudy) -> list[str]:
+def study_overview(study: StudyNumbers) -> list[str]:
     """The sentences about all adversaries together: accuracy range and whether strength orders round 1."""
     out: list[str] = []
     M = study.accuracy_matrix
@@ -133,13 +157,13 @@ def study_overview(study: AdversaryStudy) -> list[str]:
     return out
 
 
-def study_reading(study: AdversaryStudy, adversary: str | None = None, *, named: bool = True) -> list[str]:
+def study_reading(study: StudyNumbers, adversary: str | None = None, *, named: bool = True) -> list[str]:
     """A few plain sentences computed only from the study's numbers.
 
     Parameters
     ----------
     study : AdversaryStudy
-        The study.
+        The study (anything with the attributes of :class:`StudyNumbers`).
     adversary : str, optional
         Only this adversary (default: the overview sentences, then every adversary).
     named : bool, default=True

@@ -188,8 +188,7 @@ def _sentence_views(
     ``progress`` receives :class:`aflite_core.embeddings.EmbeddingProgress` es; ``False`` raises
     :class:`SetupStopped` (between chunks of texts, or before the model is loaded).
     """
-    from ..embeddings import EmbeddingProgress, estimate_embedding_seconds, shared_sentence_model
-    from ..features import embedding_features
+    from ..embeddings import EmbeddingProgress, embedding_features, estimate_embedding_seconds, shared_sentence_model
 
     t0 = time.perf_counter()
     n = len(frame)
@@ -390,7 +389,7 @@ def text_adversary_setup(
     * ``tfidf`` - TF-IDF + SVD of premise and hypothesis (:func:`aflite_core.features.tfidf_features`);
     * ``tfidf_hypothesis`` - the partial-input view, the hypothesis alone;
     * ``embedding`` / ``embedding_hypothesis`` - all-MiniLM-L6-v2 sentence embeddings of the pair text and of
-      the hypothesis (:func:`aflite_core.features.embedding_features`), when the optional ``embeddings`` extra
+      the hypothesis (:func:`aflite_core.embeddings.embedding_features`), when the optional ``embeddings`` extra
       is installed.
 
     The dataset's own representations (e.g. embeddings loaded from ``.npy`` files) are kept too. TF-IDF and
@@ -473,7 +472,7 @@ def text_adversary_setup(
             descs["tfidf_hypothesis"] = f"partial input: TF-IDF + SVD of {pair[1]} alone"
     notes = []
     if embeddings is not False:
-        from ..features import EMBEDDINGS_INSTALL_HINT
+        from ..embeddings import EMBEDDINGS_INSTALL_HINT
 
         views = {}
         if "embedding" not in reps:
