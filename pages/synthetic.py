@@ -187,7 +187,8 @@ with ui.errors():
         # two figures: a τ/k change leaves the original's byte-identical, so the browser keeps it as drawn (WebGL);
         # the after-panel changes with every run, so it stays SVG (a changed chart is mounted anew: see charts)
         result, row = exp.results[d.name], exp.table.iloc[i]
-        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row)  # built once per data
+        # the original panel is built once per data and cached in compute (with the builder passed in)
+        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row, charts.circles_column)
         after = charts.circles_column(d, result, row, part="after", webgl=False)
         col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
         col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")

@@ -307,16 +307,18 @@ def circles_experiment(
 
 
 @st.cache_resource(max_entries=8 * CIRCLES_MAX_LEVELS, show_spinner=False)
-def circles_original_figure(spec: CirclesSpec, n_splits: int, index: int, _data: Any, _row: Any) -> Any:
-    """The "original" panel of dataset ``index`` of ``spec`` (``charts.circles_column(part="original")``), cached.
+def circles_original_figure(
+    spec: CirclesSpec, n_splits: int, index: int, _data: Any, _row: Any, _build: Callable[..., Any]
+) -> Any:
+    """The "original" panel of dataset ``index`` of ``spec``, built once by ``_build`` and cached.
 
-    Its points and title (the "before" accuracies with ``n_splits`` folds) follow from the key alone; ``_data`` and
-    ``_row`` (that dataset and its experiment-table row) are what the figure is built from, not part of the key.
-    Shared between sessions: Streamlit copies a figure before sending it, nothing changes the cached one.
+    ``_build`` is the page's figure builder (``charts.synthetic.circles_column``), called as
+    ``_build(data, all_rows_kept, row, part="original")``: passed in, so compute never imports a chart module.
+    Its points and title (the "before" accuracies with ``n_splits`` folds) follow from the key alone; ``_data``,
+    ``_row`` (that dataset and its experiment-table row) and ``_build`` are what the figure is built from, not part
+    of the key. Shared between sessions: Streamlit copies a figure before sending it, nothing changes the cached one.
     """
-    from aflite_app.charts import synthetic as charts  # the figure builder; compute otherwise returns data
-
-    return charts.circles_column(_data, np.ones(_data.n_samples, dtype=bool), _row, part="original")
+    return _build(_data, np.ones(_data.n_samples, dtype=bool), _row, part="original")
 
 
 def circles_headline(exp: synthetic_experiment.SyntheticExperiment) -> dict[str, float]:
