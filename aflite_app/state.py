@@ -19,7 +19,7 @@ from aflite_core.registry import ADVERSARY_LABELS
 
 if TYPE_CHECKING:  # only for type hints: state stays importable before the core's heavier modules
     from aflite_core import AFLiteResult
-    from aflite_core.datasets import Dataset
+    from aflite_core.data.datasets import Dataset
 
 #: bundled datasets the sidebar offers (uploaded ones and opened runs are added per session)
 BUNDLED = {

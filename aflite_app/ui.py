@@ -17,7 +17,7 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from aflite_core import AFLiteResult
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
 
 from .compute import datasets, runs
 from .runner import BackgroundRun, remaining_text  # remaining_text: pages use it as ui.remaining_text

@@ -80,7 +80,7 @@ def load(name: str):
         return data.representation(name[len("digits_") :]), np.asarray(data.y)
     from bench_core import DATA, SETTINGS
 
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     setting, variant = name.split("_")
     s = SETTINGS[setting]

@@ -19,8 +19,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from aflite_core.data.nli import nli_dataset_from_records
 from aflite_core.evalsets import text_adversary_setup
-from aflite_core.nli import nli_dataset_from_records
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ from conftest import plotly_figures
 
 from aflite_app.compute import datasets, uploads
 from aflite_app.state import DATASET, REPRESENTATION, UPLOADS
-from aflite_core import embeddings as core_embeddings
-from aflite_core.tables import ID_COLUMN_NAMES, guess_id_column, id_column_candidates
+from aflite_core.data import embeddings as core_embeddings
+from aflite_core.data.user_tables import ID_COLUMN_NAMES, guess_id_column, id_column_candidates
 
 pytestmark = pytest.mark.slow
 
@@ -175,7 +175,7 @@ def _fetch(at, which=("snli", "validation"), rows=100, seed=0):
 
 def test_nli_by_name_fetches_once_per_request_and_registers(app_test, nli_folder, monkeypatch):
     _need("datasets")
-    import aflite_core.nli as core_nli
+    import aflite_core.data.nli as core_nli
 
     calls = []
     real = core_nli.load_nli_dataset

@@ -13,7 +13,7 @@ import pytest
 
 from aflite_app.compute import evalsets as compute
 from aflite_app.runner import BackgroundRun
-from aflite_core import embeddings
+from aflite_core.data import embeddings
 from aflite_core.evalsets import AdversarySetup, SetupStopped, text_adversary_setup
 
 
@@ -208,7 +208,7 @@ def fake_sentence_model(monkeypatch):
 
 
 def _pair_dataset(n: int = 600):
-    from aflite_core.tables import dataset_from_table
+    from aflite_core.data.user_tables import dataset_from_table
 
     rng = np.random.default_rng(0)
     labels = np.array(["entailment", "neutral", "contradiction"], dtype=object)[rng.integers(0, 3, n)]

@@ -386,7 +386,7 @@ def crosstab_cells(table: pd.DataFrame) -> list[tuple[str, str, int]]:
 
 
 def spurious_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The paper's table (:func:`aflite_core.spurious.paper_table`) laid out to show.
+    """The paper's table (:func:`aflite_core.measures.spurious.paper_table`) laid out to show.
 
     Columns: level and measure (readable names), then the significance stars of every pair of classes
     (``"a vs b"``), then each class's mean.

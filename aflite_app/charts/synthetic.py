@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from plotly.subplots import make_subplots
 
 from aflite_core import AFLiteResult
-from aflite_core.synthetic import BiasedCircles
+from aflite_core.data.planted_bias import BiasedCircles
 
 from .theme import KEPT, REMOVED, TAU_LINE, class_colour_map, style
 

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from aflite_core import baselines as core_baselines
 from aflite_core import predictability
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
+from aflite_core.measures import baselines as core_baselines
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from ..state import FilterSpec

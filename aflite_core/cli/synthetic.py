@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..synthetic import PAPER_SEPARATIONS, paper_circles
-from ..synthetic_experiment import EXPERIMENT_DEFAULTS, accuracy_notes, synthetic_experiment
+from ..data.planted_bias import PAPER_SEPARATIONS, paper_circles
+from ..experiments.figure2 import EXPERIMENT_DEFAULTS, accuracy_notes, synthetic_experiment
 from ._common import number, print_json
 
 __all__ = ["add_cli", "format_experiment_table"]

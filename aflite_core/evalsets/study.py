@@ -425,7 +425,7 @@ def adversary_study(
         ``"family:representation"`` in the tables, or by the name given first in a triple (an estimator with an
         explicit integer ``random_state`` keeps it).
     backbones : mapping of str to str, optional
-        Adversary -> the evaluated model that is its backbone (:mod:`aflite_core.adversary_strength`): the
+        Adversary -> the evaluated model that is its backbone (:mod:`aflite_core.measures.adversary_strength`): the
         adversary's architecture trained on the training rows. Gives ``strength`` (its accuracy on the full
         evaluation set) and the "shared backbone" rows of ``same_representation``.
     seeds : sequence of int, default=(0, 1, 2)
@@ -773,7 +773,7 @@ def adversary_study(
 
 def _strength_frame(correct_frame, runs, names, backbones) -> pd.DataFrame:
     """Each adversary's independent strength (its backbone on the full evaluation set) next to its round 1."""
-    from ..adversary_strength import wilson_interval
+    from ..measures.adversary_strength import wilson_interval
 
     cols = [
         "adversary",

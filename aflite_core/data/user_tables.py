@@ -1,4 +1,4 @@
-"""The user's own table as a :class:`~aflite_core.datasets.Dataset` (CSV, TSV, Parquet, JSONL; never unpickled).
+"""The user's own table as a :class:`~aflite_core.data.datasets.Dataset` (CSV, TSV, Parquet, JSONL; never unpickled).
 
 Labels, ids, texts, a premise/hypothesis pair, images, and features from aligned .npy files, numeric columns or
 the text.
@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
+from .. import _validation as v
 from .datasets import Dataset
-from .io import _NamedBytesIO, _read_bytes, _too_large, read_features, read_table, source_name
+from .readers import _NamedBytesIO, _read_bytes, _too_large, read_features, read_table, source_name
 
 __all__ = [
     "ID_COLUMN_NAMES",
@@ -251,7 +251,7 @@ def dataset_from_table(
 
     Representations come from, in this order: ``features`` (arrays aligned with the rows), ``feature_columns``
     (numeric columns, as ``"columns"``), and TF-IDF + SVD of the text (``"tfidf"``, plus the hypothesis-only
-    ``"tfidf_hypothesis"`` for a ``pair``; see :func:`aflite_core.features.text_representations`). Text
+    ``"tfidf_hypothesis"`` for a ``pair``; see :func:`aflite_core.data.features.text_representations`). Text
     features are computed when ``text_features=True``, or by default when nothing else gives features.
 
     Parameters
@@ -304,7 +304,7 @@ def dataset_from_table(
     Examples
     --------
     >>> import numpy as np, pandas as pd
-    >>> from aflite_core.tables import dataset_from_table
+    >>> from aflite_core.data.user_tables import dataset_from_table
     >>> df = pd.DataFrame({"text": ["good", "bad", "fine", "awful"], "label": ["pos", "neg", "pos", "neg"]})
     >>> ds = dataset_from_table(df, label_column="label", text_columns=["text"], features=np.eye(4))
     >>> ds.classes, ds.y.tolist(), ds.representation_names
@@ -454,7 +454,7 @@ def load_table_dataset(
     Parameters
     ----------
     source : path, bytes or binary file-like
-        The table (see :func:`aflite_core.io.read_table`).
+        The table (see :func:`aflite_core.data.readers.read_table`).
     label_column : str
         Column holding the labels.
     features : path, bytes, file-like, ndarray, or dict of name to one of those, optional

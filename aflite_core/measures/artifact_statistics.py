@@ -41,10 +41,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
-from ._measure_args import _kept_mask
-from .artifacts import _check_texts
-from .result import AFLiteResult
+from .. import _validation as v
+from ..result import AFLiteResult
+from ._args import _kept_mask
+from .removed_artifacts import _check_texts
 
 __all__ = ["SHARE_COLUMNS", "STAT_COLUMNS", "artifact_shares", "artifact_statistics", "significance_curve", "tokenize"]
 

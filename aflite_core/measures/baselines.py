@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
-from ._measure_args import _check_groups, _check_n_threads, _encode_labels, _kept_mask, _rng, _seed
-from ._utils import blas_threads
-from .registry import _build, _resolve_models
-from .result import AFLiteResult
+from .. import _validation as v
+from .._utils import blas_threads
+from ..registry import _build, _resolve_models
+from ..result import AFLiteResult
+from ._args import _check_groups, _check_n_threads, _encode_labels, _kept_mask, _rng, _seed
 
 __all__ = [
     "OneShotFilter",

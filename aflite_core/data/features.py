@@ -1,4 +1,4 @@
-"""Feature representations Φ(X) of text tables: TF-IDF + SVD, partial-input views, sentence embeddings.
+"""Feature representations Φ(X) of text tables: TF-IDF + SVD and partial-input views (embeddings: see below).
 
 AFLite filters with a *pre-computed* representation Φ(X), one row per example (Le Bras et al., ICML 2020,
 §2). This module computes such representations from the text columns of a table:
@@ -9,8 +9,8 @@ AFLite filters with a *pre-computed* representation Φ(X), one row per example (
   (the paper's -HypOnly baseline, §4);
 * :func:`text_representations` - the standard named views of a table (``"tfidf"``, and for a premise /
   hypothesis pair also ``"tfidf_hypothesis"``), each with a short description;
-* sentence-transformer embeddings (:func:`~aflite_core.embeddings.embed_texts`,
-  :func:`~aflite_core.embeddings.embedding_features`) live in :mod:`aflite_core.embeddings`, with the model's
+* sentence-transformer embeddings (:func:`~aflite_core.data.embeddings.embed_texts`,
+  :func:`~aflite_core.data.embeddings.embedding_features`) live in :mod:`aflite_core.data.embeddings`, with the model's
   loading and the disk cache.
 
 Everything returns C-ordered float32 arrays aligned with the rows given.
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
+from .. import _validation as v
 
 __all__ = [
     "text_representations",
@@ -141,7 +141,7 @@ def tfidf_features(
     Examples
     --------
     >>> import pandas as pd
-    >>> from aflite_core.features import tfidf_features
+    >>> from aflite_core.data.features import tfidf_features
     >>> df = pd.DataFrame({"premise": ["A man sleeps.", "A dog runs.", "Two kids play.", "A cat eats."],
     ...                    "hypothesis": ["Nobody sleeps.", "An animal runs.", "Kids play.", "No cat eats."]})
     >>> tfidf_features(df, columns=["premise", "hypothesis"], n_components=3).shape

@@ -13,8 +13,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
-from ._measure_args import (
+from .. import _validation as v
+from .._utils import blas_threads
+from ..result import AFLiteResult
+from ._args import (
     _check_fraction,
     _check_groups,
     _check_ks,
@@ -24,8 +26,6 @@ from ._measure_args import (
     _normalise_rows,
     _rng,
 )
-from ._utils import blas_threads
-from .result import AFLiteResult
 
 __all__ = ["DEFAULT_KS", "ClassSimilarity", "knn_distance_table", "knn_table_wide", "similarity_matrices"]
 

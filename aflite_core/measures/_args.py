@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
-from .result import AFLiteResult
+from .. import _validation as v
+from ..result import AFLiteResult
 
 
 def _rng(random_state: Any, func: str) -> np.random.Generator:

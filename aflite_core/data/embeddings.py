@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _durable
-from . import _validation as v
+from .. import _durable
+from .. import _validation as v
 from .features import _texts_of
 
 __all__ = [
@@ -584,7 +584,7 @@ def load_sentence_model(model: str | None = None, *, device: str = "cpu") -> Any
     """The sentence-transformers model, from local files only (never from the network), loaded once per process.
 
     Every caller (the evaluation study, the app's embedding job, the command line) shares one loaded model per
-    folder and device (:func:`aflite_core.embeddings.shared_sentence_model`): the first call loads it (about
+    folder and device (:func:`aflite_core.data.embeddings.shared_sentence_model`): the first call loads it (about
     9 s for all-MiniLM-L6-v2), a concurrent call waits for that load instead of starting a second one, and later
     calls return it at once. Treat it as read-only (do not fine-tune the shared object).
 
@@ -741,7 +741,7 @@ def embedding_features(
     join : str, default=" [SEP] "
         Separator between columns.
     model, batch_size, device, n_threads, progress
-        As in :func:`embed_texts`. :func:`aflite_core.embeddings.embed_views` adds a disk cache.
+        As in :func:`embed_texts`. :func:`aflite_core.data.embeddings.embed_views` adds a disk cache.
 
     Returns
     -------
