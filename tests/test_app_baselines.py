@@ -137,4 +137,4 @@ def test_without_a_one_shot_filter_the_page_compares_three_subsets(app_test, mon
     assert not at.exception, at.exception
     assert any("one-shot filter not possible here: the kept set is too small" in w.value for w in at.warning)
     assert [b["name"] for b in _bars(_accuracy_figure(at))] == ["full data", "AFLite kept", "random subset"]
-    assert {m.label: m.value for m in at.metric}["One-shot filter"] == "n/a"
+    assert {m.label: m.value for m in at.metric}["One-shot filter"] == "–"

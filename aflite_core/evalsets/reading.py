@@ -8,6 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from .._format import fmt_pct
 from ..result import EVAL_CATEGORIES
 from .tables import NONE
 
@@ -43,10 +44,6 @@ class StudyNumbers(Protocol):
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
 
 
 def _moved(change: int, before: int, after: int) -> str:
@@ -200,8 +197,9 @@ def study_reading(study: StudyNumbers, adversary: str | None = None, *, named: b
             sel_n = study.category_summary.query("adversary == @a and category == 'selected'")["n_rows_mean"]
             n_sel = float(sel_n.iloc[0]) if len(sel_n) else float("nan")
             out.append(
-                f"{lead} {_pct(cats.loc[a, EVAL_CATEGORIES[0]])} of the evaluation rows in round 1, "
-                f"{_pct(cats.loc[a, EVAL_CATEGORIES[1]])} later and selects {_pct(cats.loc[a, EVAL_CATEGORIES[2]])} "
+                f"{lead} {fmt_pct(cats.loc[a, EVAL_CATEGORIES[0]])} of the evaluation rows in round 1, "
+                f"{fmt_pct(cats.loc[a, EVAL_CATEGORIES[1]])} later and selects "
+                f"{fmt_pct(cats.loc[a, EVAL_CATEGORIES[2]])} "
                 f"({n_sel:.0f} rows; mean over {len(seeds)} seed{'s' if len(seeds) != 1 else ''})."
             )
         if have_models and a in M.columns:
