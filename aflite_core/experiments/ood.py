@@ -198,18 +198,6 @@ def _check_models(models: Any, func: str) -> tuple[str, ...]:
     return names
 
 
-def _check_seeds(seeds: Any, func: str) -> tuple[int, ...]:
-    if v._is_int(seeds):
-        seeds = (seeds,)
-    try:
-        values = tuple(seeds)
-    except TypeError:
-        raise v.param_error("seeds", func, "a non-empty sequence of distinct ints in [0, inf)", seeds) from None
-    if not values or not all(v._is_int(s) and s >= 0 for s in values) or len(set(values)) != len(values):
-        raise v.param_error("seeds", func, "a non-empty sequence of distinct ints in [0, inf)", seeds)
-    return tuple(int(s) for s in values)
-
-
 def _summarise(runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["dataset", "model", "train_set", "test_set"]
     order = {k: {x: i for i, x in enumerate(dict.fromkeys(runs[k]))} for k in keys}
@@ -316,7 +304,7 @@ def ood_experiment(
 
     func = "ood_experiment"
     fams = _check_models(models, func)
-    seed_list = _check_seeds(seeds, func)
+    seed_list = v.check_seeds(seeds, func)
     n_t = v.check_int(n_test, "n_test", func, low=10)
     if datasets is not None:
         given = list(datasets)
@@ -324,10 +312,8 @@ def ood_experiment(
             raise v.param_error("datasets", func, "None or a non-empty sequence of BiasedCircles", datasets, TypeError)
     else:
         given = None
-    if callback is not None and not callable(callback):
-        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
-    if n_threads is not None:
-        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
+    v.check_optional_callable(callback, "callback", func)
+    n_threads = v.check_n_threads(n_threads, func)
     aflite_kw = {
         "target_size": target_size,
         "train_size": train_size,
@@ -472,7 +458,7 @@ def ood_real(
 
     func = "ood_real"
     fams = _check_models(models, func)
-    seed_list = _check_seeds(seeds, func)
+    seed_list = v.check_seeds(seeds, func)
     if not v._is_real(test_fraction) or not 0.0 < float(test_fraction) < 1.0:
         raise v.param_error("test_fraction", func, "a float in (0, 1)", test_fraction)
     if n_threads is not None:

@@ -72,18 +72,6 @@ def _check_groups(groups: Any, n_rows: int, func: str) -> NDArray[np.intp] | Non
     return inverse.astype(np.intp)
 
 
-def _check_fraction(value: Any, name: str, func: str) -> float:
-    if not v._is_real(value):
-        raise v.param_error(name, func, "a float in (0, 1)", value, TypeError)
-    if not 0.0 < float(value) < 1.0:
-        raise v.param_error(name, func, "a float in (0, 1)", value)
-    return float(value)
-
-
-def _check_n_threads(n_threads: Any, func: str) -> int | None:
-    return None if n_threads is None else v.check_int(n_threads, "n_threads", func, low=1)
-
-
 def _encode_labels(y: Any, func: str, n_rows: int | None = None) -> v.EncodedLabels:
     """Labels as codes like :func:`_validation.check_labels`, but one class is allowed (a measure of one label)."""
     arr = v._as_label_array(y, "y", func)
