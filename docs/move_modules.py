@@ -227,8 +227,16 @@ def rewrite_text(text: str, moves: dict[str, str]) -> str:
     for p, mark in keep.items():
         text = text.replace(p, mark)
     olds = sorted(moves, key=len, reverse=True)
-    dotted = re.compile(r"(?<![\w.])(" + "|".join(re.escape(o) for o in olds) + r")(?![\w])")
-    text = dotted.sub(lambda m: moves[m.group(1)], text)
+    dotted = re.compile(r"(?<![\w.])(" + "|".join(re.escape(o) for o in olds) + r")((?:\.\w+)?)(?![\w])")
+    new_paths = set(moves.values())
+
+    def dotted_sub(m: re.Match) -> str:
+        old, rest = m.group(1), m.group(2)
+        if rest and any(n == old + rest or n.startswith(old + rest + ".") for n in new_paths):
+            return m.group(0)  # already a new path (``aflite_core.engine.result`` after ``aflite_core.engine``'s move)
+        return moves[old] + rest
+
+    text = dotted.sub(dotted_sub, text)
     files = {o.replace(".", "/") + ".py": moves[o].replace(".", "/") + ".py" for o in olds}
     slashed = re.compile(r"(?<![\w/])(" + "|".join(re.escape(f) for f in sorted(files, key=len, reverse=True)) + ")")
     text = slashed.sub(lambda m: files[m.group(1)], text)
