@@ -13,7 +13,7 @@ Usage (from the repository root)::
     python docs/move_modules.py layout --rewrite-only FILE...   # only rewrite FILEs' imports (a branch's new module)
 
 What is rewritten, in every ``.py`` file of ``aflite_core``, ``aflite_app``, ``pages``, ``tests``, ``benchmarks``,
-``docs`` and ``app.py``:
+``docs``, ``sample_data`` and ``app.py``:
 
 * import statements, read with ``ast`` and written again: a relative import stays relative (recomputed from the
   module's new place), an absolute one stays absolute; ``from pkg import module`` of a renamed module keeps the
@@ -37,9 +37,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCAN = ("aflite_core", "aflite_app", "pages", "tests", "benchmarks", "docs")
+SCAN = ("aflite_core", "aflite_app", "pages", "tests", "benchmarks", "docs", "sample_data")
 TOP = ("app.py",)
-TEXT_FILES = ("README.md", "benchmarks/README.md")
+TEXT_FILES = (
+    "README.md",
+    "benchmarks/README.md",
+    "requirements-dev.txt",
+    "requirements.txt",
+    "sample_data/digits/README.md",
+)
 #: never rewritten: this script (its tables name the old paths), the documents of the moves, the shims' test, and
 #: every shim (a module with ``__getattr__ = moved(...)``): they name the old paths on purpose
 SKIP = (
