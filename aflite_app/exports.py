@@ -26,7 +26,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from aflite_core import AFLiteResult
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
 from aflite_core.run_record import RUN_FILES, RunRecordError  # nothing else is ever extracted
 
 from . import settings
@@ -222,7 +222,7 @@ def stability_frame(removed: NDArray, kept: NDArray) -> tuple[pd.DataFrame, dict
     Parameters
     ----------
     removed : ndarray of bool, shape (n_runs, n_rows)
-        True where a run removed the row (see :class:`aflite_core.stability.StabilityReport`).
+        True where a run removed the row (see :class:`aflite_core.measures.stability.StabilityReport`).
     kept : ndarray of bool, shape (n_rows,)
         The displayed run's kept mask.
 

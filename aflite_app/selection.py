@@ -230,7 +230,7 @@ def selection_table(data: Any, result: Any, rows: Iterable[int], *, cap: int = 2
 
     Parameters
     ----------
-    data : aflite_core.datasets.Dataset
+    data : aflite_core.data.datasets.Dataset
         The dataset the run filtered.
     result : aflite_core.AFLiteResult
         The run (aligned with ``data``'s rows).

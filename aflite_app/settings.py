@@ -32,12 +32,12 @@ variable - a server never refuses to start over a typo. A :class:`Settings` buil
 
 Read elsewhere, on purpose (the core library must not import the app, and these are not server settings):
 
-* ``AFLITE_CACHE_DIR`` - the sentence-embedding cache folder (:func:`aflite_core.embeddings.default_cache_dir`;
+* ``AFLITE_CACHE_DIR`` - the sentence-embedding cache folder (:func:`aflite_core.data.embeddings.default_cache_dir`;
   default: ``aflite-studio`` in the user's cache folder);
-* ``AFLITE_WORDNET_DIR`` - the WordNet database folder (:mod:`aflite_core.wordnet`; default
+* ``AFLITE_WORDNET_DIR`` - the WordNet database folder (:mod:`aflite_core.data.wordnet`; default
   ``/usr/share/wordnet``);
-* ``AFLITE_SHARED_DATA`` - the folder of the real SNLI / MultiNLI samples (:mod:`aflite_core.ood`, the ``ood``
-  command, the tests and the benchmarks; default ``../shared/data``);
+* ``AFLITE_SHARED_DATA`` - the folder of the real SNLI / MultiNLI samples (:mod:`aflite_core.experiments.ood`, the
+  ``ood`` command, the tests and the benchmarks; default ``../shared/data``);
 * ``AFLITE_CHROMIUM`` and ``AFLITE_SHOTS_DIR`` - the browser and the screenshot folder of the browser tests,
   ``docs/screenshots.py`` and ``benchmarks/`` (default ``/usr/bin/chromium``).
 

@@ -22,7 +22,7 @@ from .specs import BUNDLED, DatasetSpec, FilterSpec, SessionData  # noqa: F401 (
 
 if TYPE_CHECKING:  # only for type hints: state stays importable before the core's heavier modules
     from aflite_core import AFLiteResult
-    from aflite_core.datasets import Dataset
+    from aflite_core.data.datasets import Dataset
 
 #: adversary families offered on the Filter page: the core registry's names and labels
 MODEL_FAMILIES = dict(ADVERSARY_LABELS)

@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from aflite_core import AFLiteResult
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
 
 from . import state
 from .compute import datasets, runs

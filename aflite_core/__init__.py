@@ -8,21 +8,54 @@ The main entry points:
 * :class:`AFLiteResult` - the full per-row, per-round record, with ``save`` / ``load``.
 
 No plotting or UI code lives here; the Streamlit app, the CLI (``python -m aflite_core``) and the tests all use
-this package.
+this package. Its modules are grouped by job: the engine (the loop, partitions, model families, checkpoints and
+run records; top level for now), :mod:`aflite_core.data`, :mod:`aflite_core.measures`,
+:mod:`aflite_core.experiments`, :mod:`aflite_core.evalsets`, :mod:`aflite_core.dynamics` and :mod:`aflite_core.cli`.
+Every name the README uses is importable from here; those outside the engine load on first use.
 """
 
 __version__ = "0.1.0"
 
-from .datasets import Dataset
-from .digits import load_digits_dataset
+from .data.datasets import Dataset
+from .data.digits import load_digits_dataset
+from .data.user_tables import dataset_from_table, load_table_dataset
 from .filtering import STRATEGIES, aflite, predictability
 from .logistic import LogisticFamily
 from .models import LinearFamily, SklearnFamily
 from .result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
-from .tables import dataset_from_table, load_table_dataset
+
+#: names importable from here that load their module on first use (``import aflite_core`` stays light)
+_LAZY = {
+    "ID_COLUMN_NAMES": "aflite_core.data.user_tables",
+    "artifact_shares": "aflite_core.measures.artifact_statistics",
+    "artifact_statistics": "aflite_core.measures.artifact_statistics",
+    "make_biased_circles": "aflite_core.data.planted_bias",
+    "make_planted_bias": "aflite_core.data.planted_bias",
+    "narrow_to_tau": "aflite_core.tau_path",
+    "paper_circles": "aflite_core.data.planted_bias",
+    "significance_curve": "aflite_core.measures.artifact_statistics",
+    "synthetic_experiment": "aflite_core.experiments.figure2",
+}
+
+
+def __getattr__(name: str):
+    """Load a :data:`_LAZY` name's module on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aflite_core' has no attribute {name!r}")
+    import importlib
+
+    value = globals()[name] = getattr(importlib.import_module(module), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "EVAL_CATEGORIES",
+    "ID_COLUMN_NAMES",
     "STOP_REASONS",
     "STRATEGIES",
     "AFLiteResult",
@@ -33,8 +66,16 @@ __all__ = [
     "SklearnFamily",
     "__version__",
     "aflite",
+    "artifact_shares",
+    "artifact_statistics",
     "dataset_from_table",
     "load_digits_dataset",
     "load_table_dataset",
+    "make_biased_circles",
+    "make_planted_bias",
+    "narrow_to_tau",
+    "paper_circles",
     "predictability",
+    "significance_curve",
+    "synthetic_experiment",
 ]

@@ -7,6 +7,7 @@ Got 1.5 instead." Public functions call these helpers first, before any work is 
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -112,6 +113,61 @@ def check_probability(value: Any, name: str, func: str) -> float:
     if not (0.0 <= float(value) <= 1.0) or np.isnan(float(value)):
         raise param_error(name, func, "a float in [0, 1]", value)
     return float(value)
+
+
+def check_open_fraction(value: Any, name: str, func: str) -> float:
+    """Check ``value`` is a real number strictly between 0 and 1 (TypeError for a non-number)."""
+    if not _is_real(value):
+        raise param_error(name, func, "a float in (0, 1)", value, TypeError)
+    if not 0.0 < float(value) < 1.0:
+        raise param_error(name, func, "a float in (0, 1)", value)
+    return float(value)
+
+
+def check_positive_float(value: Any, name: str, func: str) -> float:
+    """Check ``value`` is a finite real number above 0."""
+    if not _is_real(value):
+        raise param_error(name, func, "a float in (0, inf)", value, TypeError)
+    if not (math.isfinite(float(value)) and float(value) > 0):
+        raise param_error(name, func, "a float in (0, inf)", value)
+    return float(value)
+
+
+def check_nonnegative_float(value: Any, name: str, func: str) -> float:
+    """Check ``value`` is a finite real number at or above 0."""
+    if not _is_real(value):
+        raise param_error(name, func, "a float in [0, inf)", value, TypeError)
+    if not (math.isfinite(float(value)) and float(value) >= 0):
+        raise param_error(name, func, "a float in [0, inf)", value)
+    return float(value)
+
+
+def check_n_threads(n_threads: Any, func: str) -> int | None:
+    """``None`` (the library's default) or an int in ``[1, inf)``."""
+    return None if n_threads is None else check_int(n_threads, "n_threads", func, low=1)
+
+
+def check_optional_callable(value: Any, name: str, func: str) -> None:
+    """Check ``value`` is callable or None (progress callbacks, ``on_step``)."""
+    if value is not None and not callable(value):
+        raise param_error(name, func, "a callable or None", value, TypeError)
+
+
+def check_seeds(seeds: Any, func: str) -> tuple[int, ...]:
+    """One seed or a non-empty sequence of distinct seeds in ``[0, inf)``, as a tuple of ints.
+
+    TypeError when ``seeds`` is neither an int nor iterable; ValueError for an empty, repeated or negative seed.
+    """
+    allowed = "a non-empty sequence of distinct ints in [0, inf)"
+    if _is_int(seeds):
+        seeds = (seeds,)
+    try:
+        values = tuple(seeds)
+    except TypeError:
+        raise param_error("seeds", func, allowed, seeds, TypeError) from None
+    if not values or not all(_is_int(s) and s >= 0 for s in values) or len(set(values)) != len(values):
+        raise param_error("seeds", func, allowed, seeds)
+    return tuple(int(s) for s in values)
 
 
 def check_fraction_or_count(

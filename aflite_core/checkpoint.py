@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from . import _durable
 from ._utils import json_default
+from .run_constants import HISTORY_COLUMNS, STOP_REASONS
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -206,9 +207,6 @@ def read_checkpoint(
 def _read(
     d: Path, n_rows: int, n_eval: int | None, keep_matrix: bool, count_dtype: np.dtype, fingerprint: dict
 ) -> Checkpoint:
-    from .engine import HISTORY_COLUMNS
-    from .result import STOP_REASONS
-
     legacy = not _has_meta(d / STATE_FILE)  # format 1 kept the metadata in state.json
     arrays = _load_npz(d / STATE_FILE, "state.npz")
     if legacy:

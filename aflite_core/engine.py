@@ -26,13 +26,9 @@ from ._utils import hash_array, hash_labels, versions
 from .checkpoint import read_checkpoint, write_checkpoint
 from .partitions import PartitionPlan, RoundInterrupted, RoundScores, score_round
 from .result import AFLiteResult, RoundProgress, StepProgress
+from .run_constants import HISTORY_COLUMNS
 
 __all__ = ["HISTORY_COLUMNS", "Backend", "LocalBackend", "Run", "select_rows"]
-
-HISTORY_COLUMNS = [
-    "round", "size_before", "n_scored", "n_qualified", "n_removed", "size_after", "min_removed_score",
-    "max_score", "mean_predictability", "mean_model_accuracy", "eval_size_before", "eval_removed", "seconds",
-]  # fmt: skip
 
 
 def select_rows(p: NDArray[np.float32], qualified: NDArray[np.bool_], k: int, strategy: str, rng) -> NDArray[np.intp]:

@@ -26,15 +26,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _validation as v
 from ._parallel import engine_threads
-from .engine import HISTORY_COLUMNS, select_rows  # noqa: F401  (re-exported)
+from .engine import select_rows
 from .partitions import score_round
 from .registry import resolve_model
 from .result import AFLiteResult, RoundProgress, StepProgress
+from .run_constants import HISTORY_COLUMNS, STRATEGIES  # noqa: F401  (re-exported: importable from here as before)
 
 __all__ = ["STRATEGIES", "aflite", "predictability"]
 
-#: filtering strategies (ICLR version §2): A = greedy, B = greedy slicing (AFLite), C = slice sampling
-STRATEGIES = ("slice", "greedy", "sample")
 
 #: kept for callers of the old private name
 _select = select_rows

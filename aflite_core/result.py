@@ -12,18 +12,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from ._utils import json_default
+from .run_constants import STOP_REASONS
 
 __all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress", "StepProgress"]
-
-#: stop reasons and how they read in words (``AFLiteResult.stop_message``)
-STOP_REASONS = {
-    "target_size_reached": "The filtered set reached the target size of {target} rows.",
-    "fewer_than_k_qualified": (
-        "Early stop (τ): in round {round} only {qualified} had predictability ≥ τ = {tau}, fewer than "
-        "the slice size k = {k}, so the filter stopped with {size} rows left."
-    ),
-    "stopped_by_callback": "Stopped on request after round {round}; this result is partial ({size} rows left).",
-}
 
 
 def _rows(n: int) -> str:
@@ -404,7 +395,7 @@ class AFLiteResult:
         """
         from .run_record import load_run
 
-        return load_run(directory, max_rows=max_rows, expected_rows=expected_rows)
+        return load_run(directory, cls, max_rows=max_rows, expected_rows=expected_rows)
 
 
 def _names(classes: tuple, codes: NDArray | None) -> NDArray:

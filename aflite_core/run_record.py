@@ -30,7 +30,8 @@ from numpy.typing import NDArray
 from . import _durable
 from ._utils import json_default
 from ._validation import shown, shown_list
-from .preflight import read_parquet_checked
+from .data.preflight import read_parquet_checked
+from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "RUN_FILES", "RunRecordError", "is_run_directory", "load_run", "save_run"]
 
@@ -396,13 +397,18 @@ def _check_rows(
     del first, last
 
 
-def load_run(directory: str | Path, *, max_rows: int | None = None, expected_rows: int | None = None):
+def load_run(
+    directory: str | Path, result_type: type, *, max_rows: int | None = None, expected_rows: int | None = None
+):
     """Read and check a run written by :func:`save_run` (or by the CLI); see the module docstring.
 
     Parameters
     ----------
     directory : str or Path
         The run directory.
+    result_type : type
+        The class to build (:class:`~aflite_core.AFLiteResult`, whose :meth:`~aflite_core.AFLiteResult.load`
+        calls this; passed in so this module never imports the result module that imports it).
     max_rows : int, optional
         Refuse runs on more rows (checked from result.json and the Parquet footers before any table is read).
     expected_rows : int, optional
@@ -419,7 +425,7 @@ def load_run(directory: str | Path, *, max_rows: int | None = None, expected_row
     """
     src = Path(directory)
     try:
-        return _load(src, max_rows, expected_rows)
+        return _load(src, result_type, max_rows, expected_rows)
     except _Bad as exc:
         raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}.", str(exc)) from None
     except RunRecordError:
@@ -431,11 +437,7 @@ def load_run(directory: str | Path, *, max_rows: int | None = None, expected_row
         raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {what}.", what) from None
 
 
-def _load(src: Path, max_rows: int | None, expected_rows: int | None):
-    from .engine import HISTORY_COLUMNS
-    from .filtering import STRATEGIES
-    from .result import STOP_REASONS, AFLiteResult
-
+def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int | None):
     meta_path = src / "result.json"
     if not src.is_dir():
         raise ValueError(f"'{src}' is not a folder.")
@@ -565,7 +567,7 @@ def _load(src: Path, max_rows: int | None, expected_rows: int | None):
             "eval_removal_score": eremoval,
             "eval_ids": _ids(erows, eval_ids_meta),
         }
-    result = AFLiteResult(
+    result = result_type(
         params=params,
         classes=tuple(classes),
         y=y,

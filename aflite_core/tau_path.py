@@ -53,7 +53,7 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
     Examples
     --------
     >>> from aflite_core import aflite
-    >>> from aflite_core.synthetic import make_biased_circles
+    >>> from aflite_core.data.planted_bias import make_biased_circles
     >>> X, y, *_ = make_biased_circles(400, separation=0.6, random_state=0)
     >>> kw = dict(target_size=50, train_size=40, slice_size=20, n_partitions=16, random_state=0)
     >>> low = aflite(X, y, tau=0.5, **kw)

@@ -84,7 +84,7 @@ def load(name: str, tiny: bool = False):
         return data.representation(name[len("digits_") :]), np.asarray(data.y)
     from bench_core import DATA, SETTINGS, TINY_SETTINGS
 
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     setting, variant = name.split("_")
     s = (TINY_SETTINGS if tiny else SETTINGS)[setting]

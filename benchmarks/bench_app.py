@@ -298,7 +298,7 @@ class ExpectedPanels:
         sys.path.insert(0, str(root))
         from aflite_app.charts import synthetic as charts
         from aflite_app.compute import synthetic as compute
-        from aflite_core.synthetic_experiment import synthetic_experiment
+        from aflite_core.experiments.figure2 import synthetic_experiment
 
         self.enabled = hasattr(charts, "kept_meta")
         self.charts, self.compute, self.run = charts, compute, synthetic_experiment

@@ -16,7 +16,7 @@ Settings (Le Bras et al. 2020 symbols: m partitions, t training rows, k slice, �
 * (b) N=50,000, d=256, 3 classes, m=64, t=20,000, k=2,500, τ=0.75, n=30,000
 * (c) N=500,000, d=1,024 float32, 3 classes, m=64, t=40,000, k=10,000, τ=0.75, n=92,000 (engine only)
 
-Data: :func:`aflite_core.synthetic.make_planted_bias` - Gaussian classes a linear model separates only
+Data: :func:`aflite_core.data.planted_bias.make_planted_bias` - Gaussian classes a linear model separates only
 moderately plus 25 % of rows shifted along a class-specific direction (almost perfectly predictable).
 Two variants: ``isotropic`` noise (logistic regression converges in ~8 L-BFGS iterations: the reference's
 best case) and ``anisotropic`` (randomly rotated, spectrum decaying as i^-0.5, offset 1, like real
@@ -82,7 +82,7 @@ def bench_vs_reference(
     from threadpoolctl import threadpool_limits
 
     from aflite_core import aflite
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     s = (settings or SETTINGS)[name]
     X, y, biased = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[data], random_state=0)

@@ -292,8 +292,8 @@ def logistic_unit_cost(n_models: int = 6, T: int = 6_000, d: int = 255, K: int =
     """
     from threadpoolctl import threadpool_limits
 
+    from aflite_core.data.planted_bias import make_planted_bias
     from aflite_core.logistic import fit_logistic
-    from aflite_core.synthetic import make_planted_bias
 
     X, y, _ = make_planted_bias(T * 4, d, n_classes=K, class_sep=1.0, spectrum_decay=0.5, random_state=0)
     X = X - X.mean(axis=0)

@@ -27,8 +27,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aflite_core.adversary_strength import backbone_strength, digits_backbones
 from aflite_core.evalsets import NONE, digits_adversary_setup
+from aflite_core.measures.adversary_strength import backbone_strength, digits_backbones
 
 pd.set_option("display.width", 200)
 pd.set_option("display.max_columns", 20)

@@ -20,8 +20,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from aflite_core.data.nli import nli_dataset_from_records
 from aflite_core.evalsets import text_adversary_setup
-from aflite_core.nli import nli_dataset_from_records
 
 #: ``--tiny``: rows of the sample kept (its first ones), with seed 0 only - every step in a few seconds
 TINY_ROWS = 2_500

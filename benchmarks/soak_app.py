@@ -87,7 +87,7 @@ def sample(proc: psutil.Process, started: float) -> dict:
 REFERENCE = """
 import sys, time
 from aflite_core import aflite
-from aflite_core.digits import load_digits_dataset
+from aflite_core.data.digits import load_digits_dataset
 d = load_digits_dataset()
 X = d.representation("mlp")
 n, t, k, m = (int(a) for a in sys.argv[2:6])

@@ -2,6 +2,7 @@ import streamlit as st
 
 from aflite_app import ui
 from aflite_app.charts import baselines as charts
+from aflite_app.charts.theme import MISSING
 from aflite_app.compute import baselines as compute
 from aflite_app.state import MODEL_FAMILIES
 
@@ -106,7 +107,7 @@ m2.metric(
     delta_arrow="off",
 )
 m3.metric("Random subset", f"{report.sizes['random']:,} rows")
-m4.metric("One-shot filter", f"{report.sizes['one-shot']:,} rows" if "one-shot" in report.sizes else "n/a")
+m4.metric("One-shot filter", f"{report.sizes['one-shot']:,} rows" if "one-shot" in report.sizes else MISSING)
 
 partial_label = None if options.partial is None else data.representation_descriptions.get(options.partial)
 reading = charts.plain_reading(

@@ -2,6 +2,7 @@ import streamlit as st
 
 from aflite_app import ui
 from aflite_app.charts import embedding as charts
+from aflite_app.charts.theme import MISSING
 from aflite_app.compute import embedding as compute
 from aflite_app.state import embedding_map_key, embedding_selection_key
 
@@ -151,7 +152,7 @@ h1.plotly_chart(
 
 
 def _mean(x: float) -> str:
-    return "n/a (fewer than 2 rows)" if x != x else f"{x:.3f}"
+    return f"{MISSING} (fewer than 2 rows)" if x != x else f"{x:.3f}"
 
 
 verdict = ""
@@ -204,7 +205,7 @@ k2.metric(
     f"{knn['after_vs_random']:+.1%}",
     help="Positive means AFLite's choice of rows, not just having fewer rows, made the set more spread out.",
 )
-st.dataframe(knn["table"].style.format("{:.3f}", na_rep="–"), width="stretch")
+st.dataframe(knn["table"].style.format("{:.3f}", na_rep=MISSING), width="stretch")
 ui.caption(
     f"The paper's Table 3 (ICLR version) on this run: {knn['n_rows']:,} rows split once (seeded) into 80 % "
     f"neighbours and 20 % held-out queries ({knn['n_heldout']:,} rows). Each cell is the sum of the cosine "

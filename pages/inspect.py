@@ -2,6 +2,7 @@ import streamlit as st
 
 from aflite_app import state, ui
 from aflite_app.charts import inspect as charts
+from aflite_app.charts.theme import MISSING
 from aflite_app.compute import inspect as compute
 from aflite_app.state import (
     INSPECT_FILTER,
@@ -287,7 +288,7 @@ with tab_rows:
         height=520,
         column_config=config,
         row_height=36 if "image" in shown.columns else None,
-        placeholder="–",
+        placeholder=MISSING,
         key="inspect-table",
     )
     ui.caption(

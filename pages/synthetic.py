@@ -3,6 +3,7 @@ import streamlit as st
 from aflite_app import ui
 from aflite_app.charts import synthetic as charts
 from aflite_app.charts import synthetic_studies as studies
+from aflite_app.charts.theme import fmt_pct
 from aflite_app.compute import synthetic as compute
 from aflite_app.compute.synthetic import (
     CIRCLES_LIVE_FOLDS,
@@ -174,7 +175,7 @@ m3.metric(
 flipped = head["flipped_removed_share"]
 m4.metric(
     "Flipped rows removed",
-    "–" if flipped != flipped else f"{flipped:.0%}",
+    fmt_pct(flipped),
     f"{head['rows_after']:,.0f} rows kept on average",
     delta_color="off",
     delta_arrow="off",

@@ -6,7 +6,7 @@ Writes ``ids.npy`` (positions in ``sklearn.datasets.load_digits()`` of the 1,438
 ``warmup_indices.npy`` (the 359 warm-up rows, never filtered), ``mlp.npy`` (64-d), ``mlp_small.npy`` (8-d),
 ``pca.npy`` (16-d), all float32 except the int64 indices, and ``manifest.json`` (sha256 of every file, the
 recipe and the library versions). ``--check`` recomputes and compares with the shipped files instead of writing.
-The recipe lives in :func:`aflite_core.digits.build_digits_arrays`.
+The recipe lives in :func:`aflite_core.data.digits.build_digits_arrays`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from aflite_core.digits import _DIGITS_FILES, build_digits_arrays, write_digits_arrays  # noqa: E402
+from aflite_core.data.digits import _DIGITS_FILES, build_digits_arrays, write_digits_arrays  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,7 +42,7 @@ def shared_data() -> Path:
 @pytest.fixture
 def planted():
     """Small planted-bias data: 25 % of rows carry a label-revealing shift (is_biased)."""
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     X, y, is_biased = make_planted_bias(1200, 12, random_state=0)
     return X, y, is_biased
@@ -119,7 +119,7 @@ SMALL_RUN_ARGS = [
 @pytest.fixture
 def small_files(tmp_path):
     """Folder with X.npy (300 × 6, planted bias) and y.txt, for CLI runs of a few rounds."""
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     X, y, _ = make_planted_bias(300, 6, random_state=0)
     np.save(tmp_path / "X.npy", X)

@@ -16,10 +16,10 @@ from sklearn.linear_model import LogisticRegression
 from aflite_core import AFLiteResult, LinearFamily, aflite, load_digits_dataset, predictability
 from aflite_core.checkpoint import peek_meta
 from aflite_core.cli import main
+from aflite_core.data.planted_bias import make_planted_bias
 from aflite_core.logistic import LogisticFamily, fit_logistic
 from aflite_core.models import SklearnFamily
 from aflite_core.registry import family_from_spec, resolve_model
-from aflite_core.synthetic import make_planted_bias
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

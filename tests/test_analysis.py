@@ -1,5 +1,5 @@
-"""Measures of an AFLite run (aflite_core.analysis): known answers on hand-made data, behaviour on planted data,
-and one check on real NLI data."""
+"""Measures of an AFLite run (aflite_core.measures: baselines, geometry, removed_artifacts, stability): known
+answers on hand-made data, behaviour on planted data, and one check on real NLI data."""
 
 from __future__ import annotations
 
@@ -14,17 +14,23 @@ from hypothesis import strategies as st
 from sklearn.tree import DecisionTreeClassifier
 
 from aflite_core import aflite
-from aflite_core.artifacts import NEGATION_TOKENS, feature_artifacts, token_artifacts
-from aflite_core.baselines import (
+from aflite_core.measures.baselines import (
     baseline_comparison,
     model_accuracies,
     one_shot_filter,
     random_subset,
     representation_bias,
 )
-from aflite_core.geometry import DEFAULT_KS, ClassSimilarity, knn_distance_table, knn_table_wide, similarity_matrices
+from aflite_core.measures.geometry import (
+    DEFAULT_KS,
+    ClassSimilarity,
+    knn_distance_table,
+    knn_table_wide,
+    similarity_matrices,
+)
+from aflite_core.measures.removed_artifacts import NEGATION_TOKENS, feature_artifacts, token_artifacts
+from aflite_core.measures.stability import StabilityReport, class_impact, removal_stability, stability_from_results
 from aflite_core.registry import make_classifier
-from aflite_core.stability import StabilityReport, class_impact, removal_stability, stability_from_results
 
 # AFLite parameters of the planted run below: target_size=500, train_size=200, slice_size=100, tau=0.75, m=32
 PLANTED_AFLITE = {"target_size": 500, "train_size": 200, "slice_size": 100, "tau": 0.75, "n_partitions": 32}
@@ -32,7 +38,7 @@ PLANTED_AFLITE = {"target_size": 500, "train_size": 200, "slice_size": 100, "tau
 
 @pytest.fixture(scope="module")
 def planted_run():
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     X, y, is_biased = make_planted_bias(1200, 12, random_state=0)
     return X, y, is_biased, aflite(X, y, random_state=0, **PLANTED_AFLITE)

@@ -123,12 +123,12 @@ def test_small_dataset_with_rows_removed(app_test):
 
 
 def test_without_a_one_shot_filter_the_page_compares_three_subsets(app_test, monkeypatch):
-    import aflite_core.baselines
+    import aflite_core.measures.baselines
 
     def refuse(*args, **kwargs):
         raise ValueError("the kept set is too small")
 
-    monkeypatch.setattr(aflite_core.baselines, "one_shot_filter", refuse)
+    monkeypatch.setattr(aflite_core.measures.baselines, "one_shot_filter", refuse)
     upload = _small_upload()
     at = app_test(uploads={upload.key: upload.dataset}, dataset_key=upload.key)
     at.switch_page("pages/filter.py").run()
@@ -137,4 +137,4 @@ def test_without_a_one_shot_filter_the_page_compares_three_subsets(app_test, mon
     assert not at.exception, at.exception
     assert any("one-shot filter not possible here: the kept set is too small" in w.value for w in at.warning)
     assert [b["name"] for b in _bars(_accuracy_figure(at))] == ["full data", "AFLite kept", "random subset"]
-    assert {m.label: m.value for m in at.metric}["One-shot filter"] == "n/a"
+    assert {m.label: m.value for m in at.metric}["One-shot filter"] == "–"

@@ -17,9 +17,8 @@ from conftest import plotly_figures
 from aflite_app import jobs as app_jobs
 from aflite_app.compute import datasets, uploads
 from aflite_app.state import DATASET, REPRESENTATION, UPLOADS
-from aflite_core import embeddings as core_embeddings
-from aflite_core import features as core_features
-from aflite_core.tables import ID_COLUMN_NAMES, guess_id_column, id_column_candidates
+from aflite_core.data import embeddings as core_embeddings
+from aflite_core.data.user_tables import ID_COLUMN_NAMES, guess_id_column, id_column_candidates
 
 pytestmark = pytest.mark.slow
 
@@ -177,7 +176,7 @@ def _fetch(at, which=("snli", "validation"), rows=100, seed=0):
 
 def test_nli_by_name_fetches_once_per_request_and_registers(app_test, nli_folder, monkeypatch):
     _need("datasets")
-    import aflite_core.nli as core_nli
+    import aflite_core.data.nli as core_nli
 
     calls = []
     real = core_nli.load_nli_dataset
@@ -342,7 +341,7 @@ def test_a_second_session_reads_the_embeddings_from_disk(app_test, monkeypatch, 
         raise AssertionError("the model was loaded although the disk cache holds every view")
 
     monkeypatch.setattr(uploads, "load_sentence_model", no_model)
-    monkeypatch.setattr(core_features, "load_sentence_model", no_model)
+    monkeypatch.setattr(core_embeddings, "load_sentence_model", no_model)
     at = app_test(page=PAGE)
     _upload(at, "pairs.csv", payload)
     tag = uploads.content_tag(payload)

@@ -62,7 +62,7 @@ def test_threads_are_the_cores_divided_by_the_running_jobs(monkeypatch):
 
 def test_device_caption_names_the_gpu_or_the_cpu_threads(monkeypatch):
     from aflite_core import aflite
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     X, y, _ = make_planted_bias(300, 6, random_state=0)
     res = aflite(X, y, target_size=200, train_size=80, slice_size=30, n_partitions=8, tau=0.7, n_threads=2)

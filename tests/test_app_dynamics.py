@@ -130,8 +130,8 @@ def _nli_dataset():
     """90 premise/hypothesis pairs with planted cues: entailment copies words, contradiction negates."""
     import pandas as pd
 
-    from aflite_core.features import text_representations
-    from aflite_core.tables import dataset_from_table
+    from aflite_core.data.features import text_representations
+    from aflite_core.data.user_tables import dataset_from_table
 
     people = [
         "A man",

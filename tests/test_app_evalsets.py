@@ -107,7 +107,7 @@ def nli_frame(n_premises: int = 90, seed: int = 0) -> pd.DataFrame:
 
 
 def nli_dataset(frame: pd.DataFrame | None = None):
-    from aflite_core.tables import dataset_from_table
+    from aflite_core.data.user_tables import dataset_from_table
 
     return dataset_from_table(
         nli_frame() if frame is None else frame,

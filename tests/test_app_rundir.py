@@ -7,7 +7,7 @@ import pytest
 
 from aflite_core import AFLiteResult
 from aflite_core.cli import main
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 pytestmark = pytest.mark.slow
 

@@ -202,7 +202,7 @@ def test_circles_datasets_match_paper_circles_and_apply_the_bias_fraction():
     import streamlit as st
 
     from aflite_app.compute.synthetic import CirclesSpec, circles_datasets
-    from aflite_core.synthetic import paper_circles
+    from aflite_core.data.planted_bias import paper_circles
 
     st.cache_resource.clear()
     ours = circles_datasets(CirclesSpec(n_samples=300, seed=3))
@@ -267,7 +267,7 @@ def test_the_page_experiment_read_off_one_run_equals_a_direct_run_at_every_tau()
         circles_datasets,
         circles_experiment,
     )
-    from aflite_core.synthetic_experiment import synthetic_experiment
+    from aflite_core.experiments.figure2 import synthetic_experiment
 
     st.cache_resource.clear()
     spec = CirclesSpec(n_samples=400, seed=2)
@@ -299,7 +299,7 @@ def test_the_warm_up_fills_the_store_with_the_default_page_and_the_page_uses_it(
     import streamlit as st
 
     from aflite_app.compute import synthetic as compute
-    from aflite_core import synthetic_experiment as core
+    from aflite_core.experiments import figure2 as core
 
     st.cache_resource.clear()
     monkeypatch.setenv("AFLITE_WARM_UP", "1")

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from aflite_core.artifact_stats import (
+from aflite_core.cli import main
+from aflite_core.measures.artifact_statistics import (
     SHARE_COLUMNS,
     STAT_COLUMNS,
     artifact_shares,
@@ -20,7 +21,6 @@ from aflite_core.artifact_stats import (
     significance_curve,
     tokenize,
 )
-from aflite_core.cli import main
 
 
 # ---------------------------------------------------------------------------------------------------------------

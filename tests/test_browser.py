@@ -190,7 +190,7 @@ def _direct_kept_tags(tau: float, k: int) -> dict[str, str]:
     """{dataset: kept-rows digest} of direct AFLite runs at (τ, k) on the Synthetic page's default datasets."""
     from aflite_app.charts.synthetic import kept_meta
     from aflite_app.compute.synthetic import CirclesRunSpec, CirclesSpec, circles_datasets
-    from aflite_core.synthetic_experiment import synthetic_experiment
+    from aflite_core.experiments.figure2 import synthetic_experiment
 
     run = CirclesRunSpec(CirclesSpec(), tau=tau, slice_size=k)
     data = list(circles_datasets(run.data))

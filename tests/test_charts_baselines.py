@@ -102,7 +102,7 @@ def test_bias_chart_bars_in_subset_colours(bias):
     assert list(bar.x) == ["full data", "AFLite kept", "random subset", "one-shot filter"]
     assert list(bar.marker.color) == [cb.SUBSET_COLOURS[s] for s in ("full", "aflite", "random", "one-shot")]
     assert bar.marker.color[1] == KEPT
-    assert list(bar.text) == ["0.900", "0.550", "0.890", "n/a"]
+    assert list(bar.text) == ["0.900", "0.550", "0.890", "–"]
     assert "predictability" in fig.layout.yaxis.title.text and fig.layout.xaxis.title.text.startswith("subset")
 
 

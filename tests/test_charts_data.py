@@ -35,7 +35,7 @@ def test_class_count_chart():
 
 
 def test_artifact_statistics_chart_points_curve_and_names():
-    from aflite_core.artifact_stats import artifact_statistics, significance_curve
+    from aflite_core.measures.artifact_statistics import artifact_statistics, significance_curve
 
     texts = ["nobody sleeps"] * 12 + ["a man sleeps outside"] * 12 + ["a woman eats"] * 12 + ["a cat <b>"] * 6
     labels = ["c"] * 12 + ["e"] * 12 + ["n"] * 12 + ["c", "e", "n"] * 2

@@ -8,7 +8,7 @@ import pytest
 
 from aflite_app.charts.embedding import COLOUR_MODES, WEBGL_POINTS, embedding_scatter, similarity_heatmap
 from aflite_app.charts.theme import KEPT, REMOVED, class_colour_map
-from aflite_core.geometry import similarity_matrices
+from aflite_core.measures.geometry import similarity_matrices
 
 
 def _frame(n: int = 60, n_rounds: int = 3, seed: int = 0, classes=("cat", "dog", "emu")) -> pd.DataFrame:

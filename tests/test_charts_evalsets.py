@@ -231,7 +231,7 @@ def test_agreement_chart_refuses_a_study_without_labels():
         ce.agreement_chart(st)
     # one adversary, one model: every chart still builds
     assert len(_kendall_titles(cr.ranking_chart(st))) == 1
-    assert "n/a" in _kendall_titles(cr.ranking_chart(st))[0]  # one model: no ranking to correlate
+    assert "(ours): –" in _kendall_titles(cr.ranking_chart(st))[0]  # one model: no ranking to correlate
     assert cr.strength_chart(st).layout.annotations
     assert cr.same_representation_chart(st).data
 

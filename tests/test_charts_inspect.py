@@ -8,8 +8,8 @@ import pytest
 
 from aflite_app.charts import inspect as charts_inspect
 from aflite_app.charts.theme import KEPT, REMOVED
-from aflite_core.artifacts import feature_artifacts, token_artifacts
-from aflite_core.stability import class_impact
+from aflite_core.measures.removed_artifacts import feature_artifacts, token_artifacts
+from aflite_core.measures.stability import class_impact
 
 
 def _values(v):
@@ -95,7 +95,7 @@ def test_status_cells_use_the_kept_and_removed_colours():
 
 
 def test_artifact_shares_chart_kept_and_removed_per_pair():
-    from aflite_core.artifact_stats import artifact_shares, artifact_statistics
+    from aflite_core.measures.artifact_statistics import artifact_shares, artifact_statistics
 
     texts = ["nobody sleeps"] * 12 + ["a man sleeps outside"] * 12 + ["a woman eats"] * 12
     labels = ["c"] * 12 + ["e"] * 12 + ["n"] * 12

@@ -10,7 +10,7 @@ import pytest
 from aflite_app.charts import runs as charts
 from aflite_app.charts.theme import KEPT, REMOVED, style
 from aflite_core import aflite
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 
 @pytest.fixture(scope="module")

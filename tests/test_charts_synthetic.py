@@ -9,8 +9,8 @@ from aflite_app.charts import synthetic as charts
 from aflite_app.charts import synthetic_studies as studies
 from aflite_app.charts.theme import KEPT, REMOVED, class_colour_map
 from aflite_core import aflite
-from aflite_core.synthetic import make_biased_circles, paper_circles
-from aflite_core.synthetic_experiment import synthetic_experiment
+from aflite_core.data.planted_bias import make_biased_circles, paper_circles
+from aflite_core.experiments.figure2 import synthetic_experiment
 from aflite_core.tau_path import narrow_to_tau
 
 
@@ -235,7 +235,7 @@ def test_earlier_removals_are_drawn_visibly(exp):
 
 
 def test_accuracy_rounds_chart():
-    from aflite_core.synthetic_experiment import accuracy_over_rounds
+    from aflite_core.experiments.figure2 import accuracy_over_rounds
 
     data = make_biased_circles(400, random_state=0)
     res = aflite(data.X, data.y, target_size=100, train_size=40, slice_size=40, random_state=0)
@@ -248,7 +248,7 @@ def test_accuracy_rounds_chart():
 
 
 def test_ood_chart_one_panel_per_model_one_line_per_training_set():
-    from aflite_core.ood import ood_experiment
+    from aflite_core.experiments.ood import ood_experiment
 
     res = ood_experiment(paper_circles(400, separations=(1.0, 0.4)), seeds=(0, 1), n_test=300)
     for dataset in (None, "separation 0.4"):
@@ -268,7 +268,7 @@ def test_ood_chart_one_panel_per_model_one_line_per_training_set():
 
 
 def test_optimum_chart_and_text():
-    from aflite_core.optimum import compare_with_optimum
+    from aflite_core.experiments.optimum import compare_with_optimum
 
     table = compare_with_optimum(n_seeds=3).table
     fig = studies.optimum_chart(table)

@@ -12,7 +12,7 @@ import pytest
 
 from aflite_core import AFLiteResult
 from aflite_core.cli import main
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_filter_with_csv_labels_ids_and_evaluation_set(files, capsys):
 
 def test_same_run_as_the_api(files):
     from aflite_core import aflite
-    from aflite_core.io import read_labels
+    from aflite_core.data.readers import read_labels
 
     main(
         [

@@ -17,7 +17,7 @@ import pytest
 
 from aflite_core import AFLiteResult, _durable, aflite
 from aflite_core.cli import main
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 MUTATING = {"open", "write", "fsync", "rename", "replace", "mkdir", "link", "unlink", "rmdir"}
 

@@ -17,17 +17,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aflite_core.datasets import Dataset
-from aflite_core.digits import DIGITS_REPRESENTATIONS, build_digits_arrays, load_digits_dataset
-from aflite_core.io import read_table
-from aflite_core.nli import (
+from aflite_core.data.datasets import Dataset
+from aflite_core.data.digits import DIGITS_REPRESENTATIONS, build_digits_arrays, load_digits_dataset
+from aflite_core.data.nli import (
     NLI_LABELS,
     fetch_nli_records,
     load_nli_dataset,
     nli_dataset_from_records,
     normalize_nli_frame,
 )
-from aflite_core.tables import dataset_from_table, load_table_dataset
+from aflite_core.data.readers import read_table
+from aflite_core.data.user_tables import dataset_from_table, load_table_dataset
 
 DIGITS_DIR = Path(__file__).resolve().parents[1] / "sample_data" / "digits"
 

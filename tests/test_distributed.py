@@ -20,7 +20,7 @@ import pytest
 from aflite_core import AFLiteResult, aflite
 from aflite_core.checkpoint import peek_round
 from aflite_core.cli import main
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 distributed = pytest.importorskip("distributed") if not os.environ.get("CI") else __import__("distributed")
 

@@ -597,7 +597,7 @@ def test_snli_negated_contradictions_are_easy_not_hard(shared_data):
     learn it in the first epoch, so those pairs land in the easy level and the hard level keeps few of them."""
     from scipy.stats import mannwhitneyu
 
-    from aflite_core.spurious import spurious_measures
+    from aflite_core.measures.spurious import spurious_measures
 
     table = pd.read_json(shared_data / "snli_sample.jsonl", lines=True)
     X_full = np.load(shared_data / "snli_sample.pair_minilm.npy")

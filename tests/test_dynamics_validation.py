@@ -22,7 +22,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceW
 
 
 def _blobs(n=600, seed=0):
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     X, y, _ = make_planted_bias(n, 6, n_classes=3, class_sep=1.0, bias_fraction=0.2, random_state=seed)
     return X, y

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core import _durable, embeddings
-from aflite_core.embeddings import (
+from aflite_core import _durable
+from aflite_core.data import embeddings
+from aflite_core.data.embeddings import (
     EMBEDDINGS_INSTALL_COMMAND,
     NLI_EMBEDDING_VIEWS,
     EmbeddingProgress,
@@ -159,7 +160,7 @@ def test_an_unwritable_cache_only_costs_the_cache(tmp_path, frame):
 
 _CHILD = textwrap.dedent("""
     import sys, numpy as np, pandas as pd
-    from aflite_core.embeddings import embed_views
+    from aflite_core.data.embeddings import embed_views
 
     class Model:
         def encode(self, texts, batch_size, convert_to_numpy, show_progress_bar):

@@ -12,6 +12,7 @@ from scipy.stats import kendalltau
 
 from aflite_core import aflite
 from aflite_core.cli.eval_filter import add_cli
+from aflite_core.data.planted_bias import make_planted_bias
 from aflite_core.evalsets import (
     NONE,
     AdversaryStudy,
@@ -26,7 +27,6 @@ from aflite_core.evalsets import (
 )
 from aflite_core.evalsets.tables import _rankings
 from aflite_core.result import EVAL_CATEGORIES
-from aflite_core.synthetic import make_planted_bias
 
 KW = {"target_size": 300, "train_size": 150, "slice_size": 60, "n_partitions": 32}
 
@@ -346,7 +346,7 @@ def test_digits_setup_runs_end_to_end():
 
 
 def test_text_setup_splits_by_premise_and_builds_partial_input_views():
-    from aflite_core.nli import nli_dataset_from_records
+    from aflite_core.data.nli import nli_dataset_from_records
 
     rng = np.random.default_rng(0)
     words = ["man", "dog", "girl", "street", "ball", "park", "car", "beach"]
@@ -596,7 +596,7 @@ def test_callback_can_stop_the_study(planted_pair):
 # -- real NLI data -------------------------------------------------------------------------------------------
 @pytest.mark.shared_data
 def test_snli_round_one_removals_have_higher_annotator_agreement_than_selected_rows(shared_data):
-    from aflite_core.nli import nli_dataset_from_records
+    from aflite_core.data.nli import nli_dataset_from_records
 
     frame = pd.read_json(shared_data / "snli_sample.jsonl", lines=True)
     feats = {

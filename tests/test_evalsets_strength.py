@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from aflite_core.adversary_strength import (
+from aflite_core.data.planted_bias import make_planted_bias
+from aflite_core.evalsets import NONE, adversary_study
+from aflite_core.measures.adversary_strength import (
     backbone_strength,
     digits_backbones,
     linear_backbones,
     pair_counts,
     wilson_interval,
 )
-from aflite_core.evalsets import NONE, adversary_study
-from aflite_core.synthetic import make_planted_bias
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -45,7 +45,7 @@ def test_pair_counts_give_kendalls_coefficient_without_ties():
 
 
 def test_digits_backbones_retrain_the_warm_up_architecture_on_pixels_with_their_own_seed():
-    from aflite_core.digits import _digits_recipe
+    from aflite_core.data.digits import _digits_recipe
 
     bbs = digits_backbones(["pixels", "pca", "mlp_small", "mlp"], random_state=0)
     assert bbs["pixels"].name == "logistic:pixels" and bbs["pixels"].model == "logistic"

@@ -11,15 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.features import (
+from aflite_core.data.embeddings import (
     EMBEDDINGS_INSTALL_COMMAND,
     EMBEDDINGS_INSTALL_HINT,
     embed_texts,
     embedding_features,
     load_sentence_model,
-    text_representations,
-    tfidf_features,
 )
+from aflite_core.data.features import text_representations, tfidf_features
 
 WORDS = [
     "man",

@@ -112,7 +112,7 @@ def _walk_the_tau_path(at, data, calls, low, target_tau, tau_tau, below, between
 def test_digits_a_higher_tau_is_read_off_the_stored_run_and_equals_a_direct_run(app_test, monkeypatch):
     calls = _spy_runs(monkeypatch)
     at = app_test(page="pages/filter.py", **_presets("digits", "mlp", tau=0.4, target=100, train=60, k=72, m=64))
-    from aflite_core.digits import load_digits_dataset
+    from aflite_core.data.digits import load_digits_dataset
 
     _walk_the_tau_path(at, load_digits_dataset(), calls, low=0.4, target_tau=0.5, tau_tau=0.8, below=0.35, between=0.38)
 
@@ -156,7 +156,7 @@ def test_a_stopped_run_is_never_read_off(monkeypatch):
     from aflite_app.compute import runs
     from aflite_app.state import DatasetSpec, FilterSpec
     from aflite_core import aflite
-    from aflite_core.digits import load_digits_dataset
+    from aflite_core.data.digits import load_digits_dataset
 
     data = load_digits_dataset()
     spec = FilterSpec(DatasetSpec("digits", "mlp"), target_size=100, train_size=60, slice_size=72, tau=0.4)

@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 
 from aflite_core import LinearFamily, aflite, predictability
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 
 def _noise(n=400, d=6, classes=2, seed=0):

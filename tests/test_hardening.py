@@ -16,7 +16,7 @@ from conftest import SMALL_RUN_ARGS
 
 from aflite_core import AFLiteResult, aflite
 from aflite_core.cli import main
-from aflite_core.io import read_labels
+from aflite_core.data.readers import read_labels
 
 SECRET = "sk_live_" + "7d1e0c9b5a3f8e2d" * 4  # 72 characters, like a real token
 

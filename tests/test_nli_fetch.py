@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.nli import NLI_SPLITS, FetchProgress, fetch_nli_records, load_nli_dataset
+from aflite_core.data.nli import NLI_SPLITS, FetchProgress, fetch_nli_records, load_nli_dataset
 
 
 def _need_datasets() -> None:

@@ -1,4 +1,4 @@
-"""Out-of-distribution generalisation after AFLite (aflite_core.ood, ICML 2020 §5's claim)."""
+"""Out-of-distribution generalisation after AFLite (aflite_core.experiments.ood, ICML 2020 §5's claim)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from aflite_core.cli import main
-from aflite_core.ood import OOD_TEST_SETS, OOD_TRAIN_SETS, ood_experiment, shifted_test_sets
-from aflite_core.synthetic import make_biased_circles
+from aflite_core.data.planted_bias import make_biased_circles
+from aflite_core.experiments.ood import OOD_TEST_SETS, OOD_TRAIN_SETS, ood_experiment, shifted_test_sets
 
 KEYS = {"dataset", "model", "train_set", "test_set", "accuracy"}
 

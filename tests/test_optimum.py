@@ -1,4 +1,4 @@
-"""AFOptimum against AFLite on tiny data (aflite_core.optimum): the exact bias, the search, the greedy runs."""
+"""AFOptimum against AFLite on tiny data (aflite_core.experiments.optimum): the exact bias, search, greedy runs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from aflite_core.cli import main
-from aflite_core.optimum import (
+from aflite_core.experiments.optimum import (
     OPTIMUM_STRATEGIES,
     compare_with_optimum,
     exact_bias,

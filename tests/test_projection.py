@@ -1,4 +1,4 @@
-"""The 2-D maps of the Embedding map (aflite_core.projection): row samples, PCA, and the real UMAP once."""
+"""The 2-D maps of the Embedding map (aflite_core.measures.projection): row samples, PCA, and the real UMAP once."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aflite_core.projection import UMAP_MIN_ROWS, pca_2d, sample_rows, umap_2d
+from aflite_core.measures.projection import UMAP_MIN_ROWS, pca_2d, sample_rows, umap_2d
 
 
 # -- sample_rows -------------------------------------------------------------------------------------------------

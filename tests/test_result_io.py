@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aflite_core import AFLiteResult, aflite
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 
 @pytest.fixture(scope="module")

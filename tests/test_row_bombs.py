@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aflite_core.io import read_labels, read_table
-from aflite_core.preflight import RowLimitError
+from aflite_core.data.preflight import RowLimitError
+from aflite_core.data.readers import read_labels, read_table
 from aflite_core.run_record import _canonical
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +58,7 @@ def test_a_parquet_declaring_a_hundred_million_rows_is_refused_from_its_footer(b
 def _record_zip(tmp_path, *, claimed_rows: int, rows_parquet: bytes) -> bytes:
     """A run-record zip whose result.json (with a recomputed checksum) claims ``claimed_rows``."""
     from aflite_core import aflite
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     X, y, _ = make_planted_bias(240, 4, random_state=0)
     folder = aflite(X, y, target_size=120, train_size=50, slice_size=30, n_partitions=8, random_state=0).save(
@@ -117,8 +117,8 @@ def test_label_files_over_the_row_limit_are_refused_before_parsing(tmp_path):
 
 MEASURE = textwrap.dedent("""
     import sys, psutil
-    from aflite_core.io import read_table
-    from aflite_core.preflight import RowLimitError
+    from aflite_core.data.readers import read_table
+    from aflite_core.data.preflight import RowLimitError
 
     def peak():  # this process's high-water RSS (VmHWM; getrusage's maximum can carry the parent's over exec)
         for line in open("/proc/self/status"):

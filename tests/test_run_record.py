@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aflite_core import AFLiteResult, aflite
+from aflite_core.data.planted_bias import make_planted_bias
 from aflite_core.run_record import _canonical
-from aflite_core.synthetic import make_planted_bias
 
 
 @pytest.fixture(scope="module")

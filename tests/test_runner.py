@@ -8,7 +8,7 @@ import numpy as np
 
 from aflite_app.jobs import BackgroundRun
 from aflite_core import aflite
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 
 def test_stop_really_stops_the_engine_and_keeps_the_partial_result():

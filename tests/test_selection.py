@@ -23,7 +23,7 @@ from aflite_app.selection import (
     thumbnails,
 )
 from aflite_core import aflite
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
 
 
 def _event(points, **extra):

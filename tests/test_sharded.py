@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from aflite_core import aflite
+from aflite_core.data.planted_bias import make_planted_bias
 from aflite_core.models import LinearFamily, tree_cover, tree_sum
-from aflite_core.synthetic import make_planted_bias
 
 distributed = pytest.importorskip("distributed") if not os.environ.get("CI") else __import__("distributed")
 

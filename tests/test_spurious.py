@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu
 
-from aflite_core import wordnet
+from aflite_core.data import wordnet
 from aflite_core.dynamics import LEVELS, DifficultyLevels
-from aflite_core.spurious import (
+from aflite_core.measures.spurious import (
     NEGATION_WORDS,
     SPURIOUS_MEASURES,
     compare_classes,

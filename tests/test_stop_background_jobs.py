@@ -363,7 +363,7 @@ def test_umap_is_fitted_once_for_every_caller_and_shows_an_estimate(monkeypatch)
 # -- Data: the sentence-embedding job of an upload --------------------------------------------------------------
 @pytest.fixture
 def gated_embedding(monkeypatch):
-    from aflite_core import embeddings as core_embeddings
+    from aflite_core.data import embeddings as core_embeddings
 
     gate = Gate()
 

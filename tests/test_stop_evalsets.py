@@ -13,7 +13,7 @@ import pytest
 
 from aflite_app.compute import evalsets as compute
 from aflite_app.jobs import BackgroundRun
-from aflite_core import embeddings, features
+from aflite_core.data import embeddings
 from aflite_core.evalsets import AdversarySetup, SetupStopped, text_adversary_setup
 
 
@@ -203,12 +203,12 @@ def fake_sentence_model(monkeypatch):
         return model
 
     monkeypatch.setattr(embeddings, "_MODELS", {})
-    monkeypatch.setattr(features, "_load_sentence_model", load)
+    monkeypatch.setattr(embeddings, "_load_sentence_model", load)
     return model, loads
 
 
 def _pair_dataset(n: int = 600):
-    from aflite_core.tables import dataset_from_table
+    from aflite_core.data.user_tables import dataset_from_table
 
     rng = np.random.default_rng(0)
     labels = np.array(["entailment", "neutral", "contradiction"], dtype=object)[rng.integers(0, 3, n)]
@@ -296,9 +296,9 @@ def test_the_sentence_model_is_loaded_once_for_concurrent_callers(fake_sentence_
         entered.set()
         return slow_load(path, device)
 
-    features._load_sentence_model, original = loader, features._load_sentence_model
+    embeddings._load_sentence_model, original = loader, embeddings._load_sentence_model
     try:
-        first = threading.Thread(target=lambda: results.append(features.load_sentence_model()))
+        first = threading.Thread(target=lambda: results.append(embeddings.load_sentence_model()))
         second = threading.Thread(
             target=lambda: results.append(embeddings.shared_sentence_model(on_load=lambda: announced.append(1)))
         )
@@ -311,7 +311,7 @@ def test_the_sentence_model_is_loaded_once_for_concurrent_callers(fake_sentence_
         for t in (first, second):
             t.join(10)
     finally:
-        features._load_sentence_model = original
+        embeddings._load_sentence_model = original
     assert len(loads) == 1 and results == [model, model] and announced == []
     assert embeddings.sentence_model_loaded()
 

@@ -8,7 +8,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from aflite_core import aflite
-from aflite_core.synthetic import make_planted_bias
+from aflite_core.data.planted_bias import make_planted_bias
 
 KW = dict(target_size=300, train_size=150, slice_size=40, n_partitions=16, tau=0.5, random_state=5)
 

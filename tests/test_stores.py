@@ -26,7 +26,7 @@ def test_held_bytes_counts_every_distinct_array_once():
 
 def test_held_bytes_of_a_result_counts_its_arrays():
     from aflite_core import aflite
-    from aflite_core.synthetic import make_planted_bias
+    from aflite_core.data.planted_bias import make_planted_bias
 
     X, y, _ = make_planted_bias(400, 6, random_state=0)
     res = aflite(X, y, target_size=250, train_size=100, slice_size=40, n_partitions=8, tau=0.6)

@@ -12,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aflite_core.cli.synthetic import add_cli, format_experiment_table
-from aflite_core.synthetic import (
+from aflite_core.data.planted_bias import (
     PAPER_SEPARATIONS,
     BiasedCircles,
     make_biased_circles,
     make_planted_bias,
     paper_circles,
 )
-from aflite_core.synthetic_experiment import (
+from aflite_core.experiments.figure2 import (
     EXPERIMENT_DEFAULTS,
     accuracy_notes,
     accuracy_over_rounds,

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core import synthetic_experiment as core
-from aflite_core.synthetic import paper_circles
-from aflite_core.synthetic_experiment import plan_experiment, synthetic_experiment
+from aflite_core.data.planted_bias import paper_circles
+from aflite_core.experiments import figure2 as core
+from aflite_core.experiments.figure2 import plan_experiment, synthetic_experiment
 
 KW = dict(n_partitions=12, n_splits=3, slice_size=25, random_state=4)
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aflite_core import aflite
-from aflite_core.synthetic import make_biased_circles, paper_circles
+from aflite_core.data.planted_bias import make_biased_circles, paper_circles
 from aflite_core.tau_path import narrow_to_tau
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .theme import KEPT, NEUTRAL, style
+from .theme import KEPT, NEUTRAL, fmt_num, style
 
 __all__ = [
     "SUBSET_COLOURS",
@@ -170,7 +170,7 @@ def bias_chart(bias: pd.DataFrame, *, title: str | None = None) -> go.Figure:
             x=[SUBSET_LABELS[s] for s in order],
             y=table["mean_predictability"].to_numpy(dtype=float),
             marker_color=[SUBSET_COLOURS[s] for s in order],
-            text=[f"{v:.3f}" if np.isfinite(v) else "n/a" for v in table["mean_predictability"].to_numpy(dtype=float)],
+            text=[fmt_num(v) for v in table["mean_predictability"].to_numpy(dtype=float)],
             textposition="outside",
             cliponaxis=False,
             customdata=np.c_[
@@ -221,10 +221,6 @@ def baseline_table(
     if len(views) <= 1:
         out = out.drop(columns="features")
     return out
-
-
-def _fmt(value: float) -> str:
-    return "n/a" if value is None or not np.isfinite(value) else f"{value:.3f}"
 
 
 def plain_reading(
@@ -282,19 +278,19 @@ def plain_reading(
     v = verdict(head)
     if v == "harder":
         out.append(
-            f"On the AFLite subset the **{name}** model drops to **{_fmt(a)}** (random subset of the same "
-            f"size: {_fmt(r)}; full data: {_fmt(f)}): the filter removed more than size alone explains."
+            f"On the AFLite subset the **{name}** model drops to **{fmt_num(a)}** (random subset of the same "
+            f"size: {fmt_num(r)}; full data: {fmt_num(f)}): the filter removed more than size alone explains."
         )
     elif v == "easier":
         out.append(
-            f"The **{name}** model scores **{_fmt(a)}** on the AFLite subset, *higher* than on a random "
-            f"subset of the same size ({_fmt(r)}; full data: {_fmt(f)}): for this family the filter did "
+            f"The **{name}** model scores **{fmt_num(a)}** on the AFLite subset, *higher* than on a random "
+            f"subset of the same size ({fmt_num(r)}; full data: {fmt_num(f)}): for this family the filter did "
             "not leave harder rows than chance would."
         )
     elif v == "same":
         out.append(
-            f"The **{name}** model scores **{_fmt(a)}** on the AFLite subset and {_fmt(r)} on a random "
-            f"subset of the same size (full data: {_fmt(f)}): the difference is within the fold-to-fold "
+            f"The **{name}** model scores **{fmt_num(a)}** on the AFLite subset and {fmt_num(r)} on a random "
+            f"subset of the same size (full data: {fmt_num(f)}): the difference is within the fold-to-fold "
             "noise, so any drop from the full data is mostly the smaller size."
         )
     maj = acc[(acc["model"] == head) & (acc["subset"] == "aflite")]["majority_rate"]
@@ -308,16 +304,16 @@ def plain_reading(
     if np.isfinite(o) and np.isfinite(a):
         if o - a > 0.01:
             out.append(
-                f"The one-shot filter (one model, one split, one pass) leaves {_fmt(o)}: AFLite's iterated "
+                f"The one-shot filter (one model, one split, one pass) leaves {fmt_num(o)}: AFLite's iterated "
                 "filter removed more of what the models exploit."
             )
         elif a - o > 0.01:
             out.append(
-                f"The one-shot filter (one model, one split, one pass) leaves an even lower {_fmt(o)} for "
+                f"The one-shot filter (one model, one split, one pass) leaves an even lower {fmt_num(o)} for "
                 "this family: here a single pass already removed the easiest rows."
             )
         else:
-            out.append(f"The one-shot filter (one model, one split, one pass) leaves about the same ({_fmt(o)}).")
+            out.append(f"The one-shot filter (one model, one split, one pass) leaves about the same ({fmt_num(o)}).")
     if len(models) > 1:
         verdicts = [verdict(m) for m in models]
         n_harder = verdicts.count("harder")
@@ -332,7 +328,7 @@ def plain_reading(
         )
     if bias is not None and len(bias):
         b = bias.set_index("subset")["mean_predictability"]
-        parts = [f"{SUBSET_LABELS[s]} {_fmt(b[s])}" for s in SUBSET_LABELS if s in b]
+        parts = [f"{SUBSET_LABELS[s]} {fmt_num(b[s])}" for s in SUBSET_LABELS if s in b]
         out.append("Representation bias (mean out-of-sample predictability p̄): " + ", ".join(parts) + ".")
     part = accuracies[(accuracies["features"] == "partial input") & (accuracies["model"] == head)]
     if len(part):
@@ -340,8 +336,8 @@ def plain_reading(
         maj = float(p["majority_rate"].get("full", np.nan))
         out.append(
             f"Partial input ({partial_label or 'second representation'}), {name} model: "
-            f"{_fmt(p['accuracy'].get('full', np.nan))} on the full data, "
-            f"{_fmt(p['accuracy'].get('aflite', np.nan))} on the AFLite subset (random subset: "
-            f"{_fmt(p['accuracy'].get('random', np.nan))}; largest class: {_fmt(maj)})."
+            f"{fmt_num(p['accuracy'].get('full', np.nan))} on the full data, "
+            f"{fmt_num(p['accuracy'].get('aflite', np.nan))} on the AFLite subset (random subset: "
+            f"{fmt_num(p['accuracy'].get('random', np.nan))}; largest class: {fmt_num(maj)})."
         )
     return out

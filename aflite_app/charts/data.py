@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from aflite_core.artifact_stats import significance_curve
+from aflite_core.measures.artifact_statistics import significance_curve
 
 from .theme import NEUTRAL, TAU_LINE, class_colour_map, style
 
@@ -109,11 +109,11 @@ def artifact_statistics_chart(
 ) -> go.Figure:
     """Gardner et al.'s Figure 1: every (token, label) pair at n = texts with the token vs p̂(label | token).
 
-    ``stats`` is :func:`aflite_core.artifact_stats.artifact_statistics`'s table (its ``attrs`` give the labels,
-    the number of tests, α and z*), optionally with an ``examples`` column (texts shown on hover). One colour
+    ``stats`` is :func:`aflite_core.measures.artifact_statistics.artifact_statistics`'s table (its ``attrs`` give the
+    labels, the number of tests, α and z*), optionally with an ``examples`` column (texts shown on hover). One colour
     per label, two traces each: the significant pairs, large and opaque, named in the legend, and the others,
     small and faint. Pairs never seen together (p̂ = 0) are left out. The dashed curve is the p̂ a token seen in
-    n texts needs to be significant (:func:`aflite_core.artifact_stats.significance_curve`; above it =
+    n texts needs to be significant (:func:`aflite_core.measures.artifact_statistics.significance_curve`; above it =
     significant), the dotted line the null 1/|Y|. The ``n_labelled`` significant pairs with the largest z are
     named on the chart. ``layout.meta`` holds ``n_points`` and ``n_significant``.
     """

@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .theme import KEPT_REMOVED, NEUTRAL, class_colour_map, style
+from .theme import KEPT_REMOVED, NEUTRAL, class_colour_map, fmt_pct, style
 
 __all__ = [
     "CORRECTNESS_BUCKETS",
@@ -313,13 +313,8 @@ def level_crosstab(levels, kept) -> pd.DataFrame:
 
 
 def _pct(x: float) -> str:
-    if not np.isfinite(x):
-        return "n/a"
-    if 0 < x < 0.005:
-        return "< 1 %"
-    if 0.995 < x < 1:
-        return "> 99 %"
-    return f"{100 * x:.0f} %"
+    """A share as "80 %", "< 1 %" / "> 99 %" near the ends (none and all stay exact), or the missing mark."""
+    return fmt_pct(x, sep=" ", ends=True)
 
 
 def crosstab_sentence(table: pd.DataFrame) -> str:
@@ -386,7 +381,7 @@ def crosstab_cells(table: pd.DataFrame) -> list[tuple[str, str, int]]:
 
 
 def spurious_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The paper's table (:func:`aflite_core.spurious.paper_table`) laid out to show.
+    """The paper's table (:func:`aflite_core.measures.spurious.paper_table`) laid out to show.
 
     Columns: level and measure (readable names), then the significance stars of every pair of classes
     (``"a vs b"``), then each class's mean.

@@ -168,7 +168,7 @@ def similarity_heatmap(
 
     Parameters
     ----------
-    sim : aflite_core.geometry.ClassSimilarity
+    sim : aflite_core.measures.geometry.ClassSimilarity
         Retained rows first in ``sim.matrix``, then removed rows.
     class_name : str
         The class, for the title.

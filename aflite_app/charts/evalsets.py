@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from aflite_core.evalsets import NONE, AdversaryStudy
 from aflite_core.result import EVAL_CATEGORIES
 
-from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, style
+from .theme import KEPT, MISSING, NEUTRAL, REMOVED, TAU_LINE, style
 
 __all__ = [
     "CATEGORY_COLOURS",
@@ -41,10 +41,6 @@ NONE_LABEL = "none (unfiltered)"
 SAME_COLOUR = "#E69F00"
 #: a model trained on the adversary's very Φ: the identity pairing, an upper bound of Figure 4
 UPPER_BOUND_COLOUR = "#F5D08A"
-
-
-def _pct(x: float) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.0f}%"
 
 
 def _adversaries(study: AdversaryStudy) -> list[str]:
@@ -106,7 +102,7 @@ def category_chart(
         share = 100 * rows["share_mean"].astype(float).fillna(0.0).to_numpy()
         sd = 100 * rows["share_std"].astype(float).to_numpy()
         count = rows["n_rows_mean"].astype(float).fillna(0.0).to_numpy()
-        st_text = [f"{strength[a]:.2f}" if a in strength else "n/a" for a in names]
+        st_text = [f"{strength[a]:.2f}" if a in strength else MISSING for a in names]
         sd_text = [
             f"± {s:.1f} points over {n_seeds} seeds" if np.isfinite(s) and n_seeds > 1 else "one seed" for s in sd
         ]

@@ -27,7 +27,7 @@ from .evalsets import (
     _adversary_colours,
     model_order,
 )
-from .theme import CLASS_COLOURS, NEUTRAL, style
+from .theme import CLASS_COLOURS, MISSING, NEUTRAL, style
 
 __all__ = [
     "ranking_chart",
@@ -42,7 +42,7 @@ __all__ = [
 
 def _kendall_label(corr: pd.DataFrame | None, a: str) -> str:
     if corr is None or a not in corr.index or not np.isfinite(corr.loc[a, "kendall"]):
-        return "Kendall's coefficient<br>(ours): n/a"
+        return f"Kendall's coefficient<br>(ours): {MISSING}"
     row = corr.loc[a]
     text = f"Kendall's coefficient<br>(ours): {float(row['kendall']):.2f}"
     if "discordant_pairs" in corr.columns:
@@ -55,7 +55,7 @@ def _kendall_label(corr: pd.DataFrame | None, a: str) -> str:
 def _kendall_line(corr: pd.DataFrame | None, a: str) -> str:
     """Kendall's coefficient and its pairs on one line (the sorted lists' subtitles)."""
     if corr is None or a not in corr.index or not np.isfinite(corr.loc[a, "kendall"]):
-        return "Kendall's coefficient (ours): n/a"
+        return f"Kendall's coefficient (ours): {MISSING}"
     row = corr.loc[a]
     text = f"Kendall's coefficient (ours) {float(row['kendall']):.2f}"
     if "discordant_pairs" in corr.columns:
@@ -115,7 +115,7 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
         xs = list(range(len(cols)))
         ys = [pos[(c, m)] for c in cols]
         accs = [float(M.loc[m, c]) if m in M.index else np.nan for c in cols]
-        text = [f"{m} {a:.2f}" if np.isfinite(a) else f"{m} –" for a in accs]
+        text = [f"{m} {a:.2f}" if np.isfinite(a) else f"{m} {MISSING}" for a in accs]
         fig.add_trace(
             go.Scatter(
                 x=xs,
@@ -203,7 +203,7 @@ def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: in
                 x=[0],
                 y=[i],
                 mode="markers+text",
-                text=[f"{m}  {a:.2f}" if np.isfinite(a) else f"{m}  –"],
+                text=[f"{m}  {a:.2f}" if np.isfinite(a) else f"{m}  {MISSING}"],
                 textposition="middle right",
                 textfont=dict(size=12),
                 marker=dict(
@@ -267,10 +267,10 @@ def strength_table(study: AdversaryStudy, *, descriptions: Mapping[str, str] | N
     out = pd.DataFrame(
         {
             "adversary": st["adversary"],
-            "backbone": st["backbone"].fillna("–"),
+            "backbone": st["backbone"].fillna(MISSING),
             "strength (backbone accuracy)": st["accuracy"],
             "95 % interval": [
-                "–" if not np.isfinite(lo) else f"{lo:.3f}-{hi:.3f}" for lo, hi in zip(st["ci_low"], st["ci_high"])
+                MISSING if not np.isfinite(lo) else f"{lo:.3f}-{hi:.3f}" for lo, hi in zip(st["ci_low"], st["ci_high"])
             ],
             "round-1 mean predictability": st["round1_mean_p"],
             "removed in round 1": st["round1_removed_share"],
@@ -403,7 +403,7 @@ def same_representation_chart(study: AdversaryStudy, *, title: str | None = None
             text=[
                 ("fell " if c > 0 else "rose " if c < 0 else "kept its place") + (f"{abs(int(c))}" if c else "")
                 if np.isfinite(c)
-                else "n/a"
+                else MISSING
                 for c in change
             ],
             textposition="middle right",

@@ -34,7 +34,7 @@ def status_cell_style(value: str) -> str:
 def class_status_chart(impact: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Rows per class, kept (blue) and removed (vermillion) stacked, the share lost written above each bar.
 
-    ``impact`` is :func:`aflite_core.stability.class_impact`'s table (``label, n_after, n_removed, share_lost,
+    ``impact`` is :func:`aflite_core.measures.stability.class_impact`'s table (``label, n_after, n_removed, share_lost,
     warning``); flagged classes get their share lost in bold with a "!".
     """
     names = [str(c) for c in impact["label"]]
@@ -109,10 +109,10 @@ def artifact_chart(
 ) -> go.Figure:
     """The artifact table of one class as horizontal bars (strongest at the top).
 
-    ``kind="token"``: ``frame`` from :func:`aflite_core.artifacts.token_artifacts`; bars are the log-odds ratio
-    of a token appearing in removed vs kept rows (right, vermillion: skewed toward removed rows).
-    ``kind="feature"``: ``frame`` from :func:`aflite_core.artifacts.feature_artifacts` with a ``feature`` column;
-    bars are the AUC of the feature for "removed vs kept", drawn from 0.5 (no separation).
+    ``kind="token"``: ``frame`` from :func:`aflite_core.measures.removed_artifacts.token_artifacts`; bars are the
+    log-odds ratio of a token appearing in removed vs kept rows (right, vermillion: skewed toward removed rows).
+    ``kind="feature"``: ``frame`` from :func:`aflite_core.measures.removed_artifacts.feature_artifacts` with a
+    ``feature`` column; bars are the AUC of the feature for "removed vs kept", drawn from 0.5 (no separation).
     At most ``max_bars`` bars (per direction for tokens), the strongest.
     """
     if kind not in ("token", "feature"):
@@ -172,8 +172,8 @@ def pixel_artifact_chart(
 ) -> go.Figure:
     """Where removed images of one class differ from kept ones: mean kept, mean removed, and AUC per pixel.
 
-    ``frame`` is :func:`aflite_core.artifacts.feature_artifacts` computed for *every* pixel (``top_k`` = number
-    of pixels), dimensions numbered row by row over an image of ``shape`` (h, w).
+    ``frame`` is :func:`aflite_core.measures.removed_artifacts.feature_artifacts` computed for *every* pixel (``top_k``
+    = number of pixels), dimensions numbered row by row over an image of ``shape`` (h, w).
     """
     h, w = shape
     part = frame[frame["label"].astype(str) == str(label)]
@@ -242,8 +242,8 @@ def artifact_shares_chart(
 ) -> go.Figure:
     """Did the filter take the artifact away? Each significant token's share among kept vs removed rows.
 
-    ``shares`` is :func:`aflite_core.artifact_stats.artifact_shares`'s table for the significant (token, label)
-    pairs (the ``max_pairs`` with the largest z are drawn, the strongest at the top). Per pair, the share of
+    ``shares`` is :func:`aflite_core.measures.artifact_statistics.artifact_shares`'s table for the significant (token,
+    label) pairs (the ``max_pairs`` with the largest z are drawn, the strongest at the top). Per pair, the share of
     kept rows (blue) and of removed rows (vermillion) whose text contains the token, joined by a grey line: a
     token far more common among removed rows is one AFLite's removals went after. The hover adds p̂ and z on
     all rows and on the kept rows alone (the pair is still significant after filtering when z_kept > z*).

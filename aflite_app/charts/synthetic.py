@@ -40,9 +40,9 @@ from numpy.typing import NDArray
 from plotly.subplots import make_subplots
 
 from aflite_core import AFLiteResult
-from aflite_core.synthetic import BiasedCircles
+from aflite_core.data.planted_bias import BiasedCircles
 
-from .theme import KEPT, REMOVED, TAU_LINE, class_colour_map, style
+from .theme import KEPT, REMOVED, TAU_LINE, class_colour_map, fmt_num, fmt_pct, style
 
 __all__ = [
     "CLASS_NAMES",
@@ -119,16 +119,12 @@ def run_meta(result: Any) -> dict[str, float | int] | None:
     return {"tau": float(params["tau"]), "k": int(params["slice_size"])}
 
 
-def _fmt(x: float) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{x:.3f}"
-
-
 def panel_titles(row: pd.Series | dict) -> tuple[str, str]:
     """Titles of a dataset's two panels from its experiment-table row: (original, after AFLite)."""
     top = (
         f"<b>{row['dataset']}</b><br>original: {int(row['n_before']):,} rows, "
-        f"{int(row['biased_before']):,} biased<br>linear {_fmt(row['linear_before'])} · "
-        f"RBF-SVM {_fmt(row['rbf_before'])}"
+        f"{int(row['biased_before']):,} biased<br>linear {fmt_num(row['linear_before'])} · "
+        f"RBF-SVM {fmt_num(row['rbf_before'])}"
     )
     flipped = int(row.get("flipped_before", 0) or 0)
     extra = ""
@@ -138,8 +134,8 @@ def panel_titles(row: pd.Series | dict) -> tuple[str, str]:
         extra = f"<br>flipped {flipped:,} → {int(left):,}"
     bottom = (
         f"<b>after AFLite</b>: {int(row['n_after']):,} rows<br>"
-        f"linear {_fmt(row['linear_before'])} → {_fmt(row['linear_after'])}<br>"
-        f"RBF-SVM {_fmt(row['rbf_before'])} → {_fmt(row['rbf_after'])}<br>"
+        f"linear {fmt_num(row['linear_before'])} → {fmt_num(row['linear_after'])}<br>"
+        f"RBF-SVM {fmt_num(row['rbf_before'])} → {fmt_num(row['rbf_after'])}<br>"
         f"biased {int(row['biased_before']):,} → {int(row['biased_after']):,}{extra}"
     )
     return top, bottom
@@ -504,23 +500,22 @@ def round_stepper(
 
 def summary_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The experiment table (``SyntheticExperiment.table``) with readable column names, for display."""
-
-    def share(x: float) -> str:
-        return "–" if x is None or not np.isfinite(x) else f"{x:.0%}"
-
     return pd.DataFrame(
         {
             "dataset": table["dataset"],
             "ring gap": table["separation"].map(lambda s: f"{s:g}"),
             "rows": [f"{a:,} → {b:,}" for a, b in zip(table["n_before"], table["n_after"])],
-            "linear acc.": [f"{_fmt(a)} → {_fmt(b)}" for a, b in zip(table["linear_before"], table["linear_after"])],
-            "RBF-SVM acc.": [f"{_fmt(a)} → {_fmt(b)}" for a, b in zip(table["rbf_before"], table["rbf_after"])],
+            "linear acc.": [
+                f"{fmt_num(a)} → {fmt_num(b)}" for a, b in zip(table["linear_before"], table["linear_after"])
+            ],
+            "RBF-SVM acc.": [f"{fmt_num(a)} → {fmt_num(b)}" for a, b in zip(table["rbf_before"], table["rbf_after"])],
             "biased rows": [f"{a:,} → {b:,}" for a, b in zip(table["biased_before"], table["biased_after"])],
             "biased share": [
-                f"{share(a)} → {share(b)}" for a, b in zip(table["biased_share_before"], table["biased_share_after"])
+                f"{fmt_pct(a)} → {fmt_pct(b)}"
+                for a, b in zip(table["biased_share_before"], table["biased_share_after"])
             ],
-            "flipped rows removed": [share(x) for x in table["flipped_removed_share"]],
-            "unbiased rows removed": [share(x) for x in table["unbiased_removed_share"]],
+            "flipped rows removed": [fmt_pct(x) for x in table["flipped_removed_share"]],
+            "unbiased rows removed": [fmt_pct(x) for x in table["unbiased_removed_share"]],
             "rounds": table["rounds"],
             "stopped because": table["stop_reason"].str.replace("_", " "),
         }

@@ -54,7 +54,7 @@ STRATEGY_LABELS = {
 def accuracy_rounds_chart(curve: pd.DataFrame, rnd: int | None = None, *, height: int = 380) -> go.Figure:
     """Linear and RBF-SVM accuracy of the set left after every round (round 0 = all rows).
 
-    ``curve`` is :func:`aflite_core.synthetic_experiment.accuracy_over_rounds`. The grey band is chance (the
+    ``curve`` is :func:`aflite_core.experiments.figure2.accuracy_over_rounds`. The grey band is chance (the
     largest class's share) ± two binomial standard errors on that round's rows: an accuracy inside it is
     indistinguishable from guessing, one below it is worse than guessing. A dotted line marks round ``rnd``.
     """
@@ -113,8 +113,8 @@ def ood_chart(
 ) -> go.Figure:
     """Accuracy by test set for models trained on all rows, on AFLite's kept rows and on a random subset.
 
-    ``table`` is :attr:`aflite_core.ood.OODResult.table`. One panel per model family (or only ``model``: the page
-    draws one figure per family in columns, so a narrow screen stacks them); x: the test sets, from in
+    ``table`` is :attr:`aflite_core.experiments.ood.OODResult.table`. One panel per model family (or only ``model``: the
+    page draws one figure per family in columns, so a narrow screen stacks them); x: the test sets, from in
     distribution to the strongest shift (bias features removed, then flipped to the other class); one line per
     training set; error bars: the spread over seeds (one dataset) or over datasets (``dataset=None``: the mean of
     all datasets). Chance (0.5) dashed.
@@ -164,9 +164,9 @@ def ood_chart(
 def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figure:
     """AFOptimum against AFLite's strategies: the exact bias each reaches at the target size, per tiny problem.
 
-    ``table`` is :attr:`aflite_core.optimum.OptimumComparison.table`. Per case (rows of the chart): the bias of all
-    rows (grey), of each strategy's run with the exact scores (strategy C: mean over its seeds, with the best to the
-    worst seed in the label) and the optimum (black). Lower is less biased; nothing can go below the optimum.
+    ``table`` is :attr:`aflite_core.experiments.optimum.OptimumComparison.table`. Per case (rows of the chart): the bias
+    of all rows (grey), of each strategy's run with the exact scores (strategy C: mean over its seeds, with the best to
+    the worst seed in the label) and the optimum (black). Lower is less biased; nothing can go below the optimum.
     """
     cases = list(dict.fromkeys(table["case"]))
     fig = go.Figure()
@@ -231,7 +231,7 @@ def optimum_chart(table: pd.DataFrame, *, height: int | None = None) -> go.Figur
 def ood_loss_text(result: Any, dataset: str | None = None) -> str:
     """Accuracy lost from in distribution to flipped bias features, per model and training set, in words.
 
-    ``result`` is an :class:`aflite_core.ood.OODResult`; ``dataset=None`` averages the datasets.
+    ``result`` is an :class:`aflite_core.experiments.ood.OODResult`; ``dataset=None`` averages the datasets.
     """
     loss = result.shift_loss()
     if dataset is not None:

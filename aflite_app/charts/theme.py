@@ -7,15 +7,20 @@ import math
 import plotly.colors as pc
 import plotly.graph_objects as go
 
+from aflite_core._format import MISSING, fmt_num, fmt_pct
+
 __all__ = [
     "CLASS_COLOURS",
     "FONT",
     "KEPT",
     "KEPT_REMOVED",
+    "MISSING",
     "NEUTRAL",
     "REMOVED",
     "TAU_LINE",
     "class_colour_map",
+    "fmt_num",
+    "fmt_pct",
     "nice_step",
     "round_colours",
     "style",

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core import baselines as core_baselines
 from aflite_core import predictability
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
+from aflite_core.measures import baselines as core_baselines
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings

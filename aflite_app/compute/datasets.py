@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core import synthetic
-from aflite_core.artifact_stats import artifact_statistics as _artifact_statistics
-from aflite_core.artifact_stats import tokenize
-from aflite_core.datasets import Dataset
-from aflite_core.digits import load_digits_dataset
-from aflite_core.embeddings import default_cache_dir
-from aflite_core.nli import NLI_SPLITS, FetchProgress
+from aflite_core.data import planted_bias as synthetic
+from aflite_core.data.datasets import Dataset
+from aflite_core.data.digits import load_digits_dataset
+from aflite_core.data.embeddings import default_cache_dir
+from aflite_core.data.nli import NLI_SPLITS, FetchProgress
+from aflite_core.measures.artifact_statistics import artifact_statistics as _artifact_statistics
+from aflite_core.measures.artifact_statistics import tokenize
 
 from .. import settings
 from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
@@ -247,7 +247,7 @@ def _nli_store() -> _stores.Store:
 
 
 def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
-    from aflite_core.nli import load_nli_dataset
+    from aflite_core.data.nli import load_nli_dataset
 
     local = nli_local_folder()
     data_files = cache_dir = None
@@ -383,7 +383,7 @@ def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _dat
 def artifact_statistics(key: str, source: str, *, min_count: int = 10, alpha: float = 0.01) -> pd.DataFrame:
     """Gardner et al.'s test of every (token, label) pair in one text source of the dataset ``key``.
 
-    :func:`aflite_core.artifact_stats.artifact_statistics` on the dataset's labels, plus a column
+    :func:`aflite_core.measures.artifact_statistics.artifact_statistics` on the dataset's labels, plus a column
     ``examples`` (up to two texts with the token and the label, for the chart's hover). Cached per dataset,
     source and settings (about 0.6 s on 7k texts).
     """

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
 from aflite_core.dynamics import (
     DynamicsRecord,
     TrainingDynamics,
@@ -32,7 +32,7 @@ from aflite_core.dynamics import (
 )
 from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_epoch_files
 from aflite_core.dynamics.validation import VALIDATION_STAGES, LevelValidation, ValidationStep, validate_levels
-from aflite_core.spurious import compare_classes, paper_table, spurious_measures
+from aflite_core.measures.spurious import compare_classes, paper_table, spurious_measures
 
 from .. import exports, settings
 from ..exports import human_bytes
@@ -404,7 +404,7 @@ def dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec):
     """Spurious-measure tests of the levels: ``(tests, table)``, or None without a text pair.
 
     ``tests``: two-sided Mann-Whitney U between every pair of classes per level and measure, Bonferroni over the
-    table (:func:`aflite_core.spurious.compare_classes`); ``table``: its wide view (:func:`paper_table`).
+    table (:func:`aflite_core.measures.spurious.compare_classes`); ``table``: its wide view (:func:`paper_table`).
     """
     measures = dynamics_spurious_measures(spec.dataset)
     if measures is None:

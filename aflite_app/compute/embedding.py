@@ -2,7 +2,7 @@
 
 The map is PCA at once (memoised by DatasetSpec, :func:`._stores.memo`) and UMAP from a background thread started once
 per DatasetSpec (a store entry holding the BackgroundRun); the page polls until UMAP is ready and swaps it in.
-Both come from :mod:`aflite_core.projection`; above :data:`EMBED_MAX_ROWS` rows both map one seeded sample. The
+Both come from :mod:`aflite_core.measures.projection`; above :data:`EMBED_MAX_ROWS` rows both map one seeded sample. The
 per-row frame of the map, the Figure 1 similarity matrices and the Table 3 kNN distances are small tables
 (memoised by FilterSpec + view parameters). The selection's state machine is
 :mod:`aflite_app.selection`, re-exported here for the page.
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import AFLiteResult
-from aflite_core.geometry import knn_distance_table, knn_table_wide, similarity_matrices
-from aflite_core.projection import pca_2d, sample_rows, umap_2d
+from aflite_core.measures.geometry import knn_distance_table, knn_table_wide, similarity_matrices
+from aflite_core.measures.projection import pca_2d, sample_rows, umap_2d
 
 from .. import selection, settings
 from ..jobs import BackgroundRun, remaining_text
@@ -241,7 +241,7 @@ def embedding_similarity(
 ) -> dict[str, Any]:
     """Figure 1 for one class: a seeded sample's similarity matrix and the class's retained / removed counts.
 
-    Returns ``sim`` (a :class:`aflite_core.geometry.ClassSimilarity`), ``n_retained`` and ``n_removed``.
+    Returns ``sim`` (a :class:`aflite_core.measures.geometry.ClassSimilarity`), ``n_retained`` and ``n_removed``.
     """
     return _embedding_similarity(spec, int(label_code), int(n_per_group), int(seed), run_filter(spec))
 

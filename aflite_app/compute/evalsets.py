@@ -19,14 +19,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.adversary_strength import backbone_strength, linear_backbones
-from aflite_core.datasets import Dataset
-from aflite_core.embeddings import (
+from aflite_core.data.datasets import Dataset
+from aflite_core.data.embeddings import (
     EMBEDDINGS_INSTALL_COMMAND,
     EmbeddingProgress,
     embeddings_status,
     sentence_model_loaded,
 )
+from aflite_core.data.features import text_representations
+from aflite_core.data.readers import read_features, read_table
 from aflite_core.evalsets import (
     TEXT_STUDY_FRACTIONS,
     AdversarySetup,
@@ -39,9 +40,8 @@ from aflite_core.evalsets import (
     study_reading,
     text_adversary_setup,
 )
-from aflite_core.features import text_representations
 from aflite_core.filtering import predictability
-from aflite_core.io import read_features, read_table
+from aflite_core.measures.adversary_strength import backbone_strength, linear_backbones
 from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
@@ -510,7 +510,7 @@ def prepare_evalsets_setup(spec: EvalSetSpec) -> Callable[[Callable], Outcome]:
     """A background job building the split of ``spec`` with its sentence embeddings (checked now, in this thread).
 
     The returned ``target(reporter)`` (:class:`aflite_app.jobs.BackgroundRun`) reports
-    :class:`aflite_core.embeddings.EmbeddingProgress` es through ``reporter.step`` (the sentence model's load, then
+    :class:`aflite_core.data.embeddings.EmbeddingProgress` es through ``reporter.step`` (the sentence model's load, then
     every piece of about a hundred texts, so Stop is seen within a second or so of embedding; the load itself
     cannot be interrupted) and gives an :class:`Outcome`: the setup, kept in the store, or ``stopped``.
     """

@@ -19,11 +19,11 @@ import pandas as pd
 
 from aflite_core import AFLiteResult
 from aflite_core._utils import hash_array
-from aflite_core.artifact_stats import artifact_shares
-from aflite_core.artifacts import feature_artifacts, token_artifacts
-from aflite_core.datasets import Dataset
+from aflite_core.data.datasets import Dataset
+from aflite_core.measures.artifact_statistics import artifact_shares
+from aflite_core.measures.removed_artifacts import feature_artifacts, token_artifacts
+from aflite_core.measures.stability import class_impact, stability_from_results
 from aflite_core.result import RoundProgress, StepProgress
-from aflite_core.stability import class_impact, stability_from_results
 
 from .. import exports, settings
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
@@ -151,7 +151,7 @@ def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteR
 def inspect_token_artifacts(
     ref: InspectRef, result: AFLiteResult, *, top_k: int = 15, min_count: int = 5
 ) -> pd.DataFrame:
-    """Tokens over-represented among removed / kept rows per class (:func:`aflite_core.artifacts.token_artifacts`)."""
+    """Tokens over-represented among removed / kept rows per class (the core's ``token_artifacts``)."""
     return _inspect_tokens(ref, int(top_k), int(min_count), result, dataset(ref.dataset))
 
 
@@ -210,7 +210,7 @@ def _inspect_shares(
 def inspect_artifact_shares(
     ref: InspectRef, result: AFLiteResult, source: str, *, min_count: int = 10, alpha: float = 0.01
 ) -> pd.DataFrame:
-    """Which significant tokens the run's removals took away (:func:`aflite_core.artifact_stats.artifact_shares`).
+    """Which significant tokens the run's removals took away (the core's ``artifact_shares``).
 
     One row per significant (token, label) pair of the dataset's statistics: its share among kept vs removed
     rows, p̂ and z on all rows and on the kept rows alone, and ``still_significant`` (z among the kept rows

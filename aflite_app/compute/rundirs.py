@@ -18,8 +18,8 @@ import pandas as pd
 from aflite_core import AFLiteResult
 from aflite_core._utils import hash_array, hash_labels
 from aflite_core._validation import check_labels
-from aflite_core.datasets import Dataset
-from aflite_core.io import read_features, read_labels
+from aflite_core.data.datasets import Dataset
+from aflite_core.data.readers import read_features, read_labels
 from aflite_core.registry import adversary_name
 
 from .. import settings

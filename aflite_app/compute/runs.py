@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from aflite_core import AFLiteResult
 from aflite_core.filtering import execute_run, plan_run
-from aflite_core.stability import class_impact as _class_impact
+from aflite_core.measures.stability import class_impact as _class_impact
 from aflite_core.tau_path import narrow_to_tau
 
 from .. import settings
@@ -306,7 +306,7 @@ def run_filter(
 
 
 def class_impact(result: AFLiteResult, threshold: float = 0.5):
-    """Per-class counts before/after with a warning flag (see :func:`aflite_core.stability.class_impact`).
+    """Per-class counts before/after with a warning flag (see :func:`aflite_core.measures.stability.class_impact`).
 
     Takes the result the page already has — a stopped (partial) run is never stored, so fetching it again by
     its spec would re-run the whole filter. Not cached: a group-by over at most 60k rows costs milliseconds,

@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from aflite_core import ood, optimum, synthetic, synthetic_experiment
+from aflite_core.data import planted_bias as synthetic
+from aflite_core.experiments import figure2 as synthetic_experiment
+from aflite_core.experiments import ood, optimum
 
 from .. import settings
 from ..jobs import start_daemon
@@ -265,7 +267,7 @@ def circles_experiment(
 ) -> synthetic_experiment.SyntheticExperiment:
     """AFLite on every dataset plus the "after" accuracies and planted-truth counts (``synthetic_experiment``).
 
-    Composed from the core's steps (:class:`aflite_core.synthetic_experiment.ExperimentPlan`), each remembered
+    Composed from the core's steps (:class:`aflite_core.experiments.figure2.ExperimentPlan`), each remembered
     here: the plan (every parameter but τ, checked once), the "before" accuracies, AFLite once per dataset at
     :data:`CIRCLES_TAU_FLOOR` for the run's k, m, t, n and seed, the run at the page's τ read off it
     (``plan.at_tau``: exactly what a run at τ gives, so a τ change runs no AFLite), and the "after" accuracies by
@@ -366,7 +368,7 @@ def _circles_curve(run: CirclesRunSpec, name: str, _exp: Any) -> pd.DataFrame:
 def circles_curve(run: CirclesRunSpec, name: str) -> pd.DataFrame:
     """Linear and RBF-SVM accuracy of the set left after every round of ``run`` on dataset ``name`` (cached).
 
-    One row per round (0 = all rows), see :func:`aflite_core.synthetic_experiment.accuracy_over_rounds`; the
+    One row per round (0 = all rows), see :func:`aflite_core.experiments.figure2.accuracy_over_rounds`; the
     folds are the page's. Computed only when the page asks for it (about 0.5 s per dataset).
     """
     return _circles_curve(run, name, circles_experiment(run))
@@ -403,8 +405,8 @@ class CirclesOODSpec:
 def circles_ood(spec: CirclesOODSpec, progress: Callable[[float, str], Any] | None = None) -> ood.OODResult:
     """Train on all rows / AFLite's rows / a random subset of the page's datasets; test in distribution and shifted.
 
-    :func:`aflite_core.ood.ood_experiment` with the page's datasets and AFLite parameters, one AFLite run per seed
-    (the run shown above is seed-for-seed another one). About 2 s per seed on the default datasets; remembered.
+    :func:`aflite_core.experiments.ood.ood_experiment` with the page's datasets and AFLite parameters, one AFLite run
+    per seed (the run shown above is seed-for-seed another one). About 2 s per seed on the default datasets; remembered.
     """
     key = ("ood", spec)
     hit = _circles_store().recall(key)

@@ -23,12 +23,13 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
-from aflite_core import embeddings as _embeddings
-from aflite_core.datasets import Dataset
-from aflite_core.features import _texts_of, load_sentence_model, tfidf_features
-from aflite_core.io import read_table
-from aflite_core.preflight import RowLimitError
-from aflite_core.tables import _read_npy, guess_id_column, load_table_dataset
+from aflite_core.data import embeddings as _embeddings
+from aflite_core.data.datasets import Dataset
+from aflite_core.data.embeddings import load_sentence_model
+from aflite_core.data.features import _texts_of, tfidf_features
+from aflite_core.data.preflight import RowLimitError
+from aflite_core.data.readers import read_table
+from aflite_core.data.user_tables import _read_npy, guess_id_column, load_table_dataset
 
 from .. import settings
 from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
@@ -62,7 +63,7 @@ __all__ = [
 LABEL_FIELD = "Label column"
 FEATURES_FIELD = "Features (optional .npy files, one row per table row)"
 
-#: table files the uploader accepts (aflite_core.io.TABLE_FORMATS)
+#: table files the uploader accepts (aflite_core.data.readers.TABLE_FORMATS)
 UPLOAD_TABLE_TYPES = ("csv", "tsv", "tab", "parquet", "pq", "jsonl", "ndjson")
 
 
@@ -383,7 +384,7 @@ def guess_columns(frame) -> dict[str, Any]:
 
     ``label`` is None when no column looks like a label (none is named like one, and none has a few values
     each shared by several rows): the page then asks instead of guessing. ``id`` is the first column named like
-    an id (:data:`aflite_core.tables.ID_COLUMN_NAMES`) with a unique value in every row; ``id_refused`` says
+    an id (:data:`aflite_core.data.user_tables.ID_COLUMN_NAMES`) with a unique value in every row; ``id_refused`` says
     why each other id-like column cannot be used (empty cells, repeats).
     """
     cols = [str(c) for c in frame.columns]
@@ -509,7 +510,7 @@ def embedding_outlook(frame: pd.DataFrame, spec: EmbedSpec) -> dict[str, Any]:
 class _SharedModel:
     """all-MiniLM-L6-v2, loaded once per server process on first use (9 s, 450 MB); one batch at a time.
 
-    Handed to :func:`aflite_core.embeddings.embed_views` as a loaded model: it is loaded only when a view is not
+    Handed to :func:`aflite_core.data.embeddings.embed_views` as a loaded model: it is loaded only when a view is not
     in the disk cache, and two sessions' jobs take turns chunk by chunk instead of competing for the CPU.
     """
 
@@ -549,7 +550,7 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
     """The job :func:`aflite_app.jobs.run_in_background` runs to embed ``frame`` as ``spec`` says.
 
     Checked here, in the page's thread. The job reads every view it can from the disk cache
-    (:func:`aflite_core.embeddings.embed_views`), so a second session, or the same table uploaded again, is
+    (:func:`aflite_core.data.embeddings.embed_views`), so a second session, or the same table uploaded again, is
     not embedded again; a job in progress is joined, never started twice (``SharedJobs``). The wait gives an
     ``Outcome``: the matrices by view, or why not.
     """

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..artifact_stats import artifact_statistics
-from ..io import read_table
-from ..preflight import RowLimitError, SizeLimitError
+from ..data.preflight import RowLimitError, SizeLimitError
+from ..data.readers import read_table
+from ..measures.artifact_statistics import artifact_statistics
 from ._common import print_json
 
 __all__ = ["DEFAULT_MAX_ROWS", "add_cli"]
@@ -101,9 +101,9 @@ def add_cli(subparsers: Any, name: str = "artifacts") -> None:
 
     Notes
     -----
-    Reads the table with :func:`aflite_core.io.read_table` (CSV, TSV, Parquet or JSON Lines; at most
-    ``--max-rows`` rows), runs :func:`aflite_core.artifact_stats.artifact_statistics` on one text column and
-    prints the significant rows as a table, grouped by label with the largest z first (``--json``: one JSON
+    Reads the table with :func:`aflite_core.data.readers.read_table` (CSV, TSV, Parquet or JSON Lines; at most
+    ``--max-rows`` rows), runs :func:`aflite_core.measures.artifact_statistics.artifact_statistics` on one text column
+    and prints the significant rows as a table, grouped by label with the largest z first (``--json``: one JSON
     array of records; ``--all``: every tested pair). Bad input raises ``ValueError``; the CLI's ``main``
     prints it on one line and exits with status 2.
     """

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..data.readers import read_features, read_labels, read_table
 from ..dynamics import (
     DynamicsRecord,
     aum_levels,
@@ -17,8 +18,7 @@ from ..dynamics import (
     read_cartography_dynamics,
     record_dynamics,
 )
-from ..io import read_features, read_labels, read_table
-from ..spurious import compare_classes, spurious_measures
+from ..measures.spurious import compare_classes, spurious_measures
 
 __all__ = ["add_cli"]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..data.readers import read_features, read_table
 from ..evalsets import StudyProgress, adversary_study, digits_adversary_setup
-from ..io import read_features, read_table
 from ..registry import CLASSIFIERS
 from ._common import int_list, number, print_json
 

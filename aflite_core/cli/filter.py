@@ -10,8 +10,8 @@ from typing import Any
 
 from .. import _durable
 from ..checkpoint import peek_meta
+from ..data.readers import read_features, read_labels
 from ..filtering import _resolve_backend, execute_run, plan_run, predictability
-from ..io import read_features, read_labels
 from ..registry import ADVERSARIES, family_from_spec, resolve_model
 from ..result import AFLiteResult
 from ..run_record import is_run_directory

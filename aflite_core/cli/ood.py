@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..ood import OOD_DEFAULTS, REAL_OOD_DEFAULTS, OODResult, default_shared_dir, ood_experiment, ood_real
+from ..experiments.ood import OOD_DEFAULTS, REAL_OOD_DEFAULTS, OODResult, default_shared_dir, ood_experiment, ood_real
 from ._common import int_list, print_json
 
 __all__ = ["add_cli", "format_ood_table"]

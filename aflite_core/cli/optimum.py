@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..optimum import compare_with_optimum, optimum_table
+from ..experiments.optimum import compare_with_optimum, optimum_table
 from ._common import number, print_json
 
 __all__ = ["add_cli"]

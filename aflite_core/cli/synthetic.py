@@ -6,11 +6,11 @@ import argparse
 import sys
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from ..synthetic import PAPER_SEPARATIONS, paper_circles
-from ..synthetic_experiment import EXPERIMENT_DEFAULTS, accuracy_notes, synthetic_experiment
+from .._format import fmt_num, fmt_pct
+from ..data.planted_bias import PAPER_SEPARATIONS, paper_circles
+from ..experiments.figure2 import EXPERIMENT_DEFAULTS, accuracy_notes, synthetic_experiment
 from ._common import number, print_json
 
 __all__ = ["add_cli", "format_experiment_table"]
@@ -34,9 +34,6 @@ def format_experiment_table(table: pd.DataFrame) -> str:
     def arrow(a: float, b: float, fmt: str = "{:.3f}") -> str:
         return f"{fmt.format(a)} → {fmt.format(b)}"
 
-    def share(x: float) -> str:
-        return "–" if not np.isfinite(x) else f"{x:.0%}"
-
     table = table.copy()
     for col in ("linear_no_bias", "rbf_no_bias"):  # tables written before the reference existed
         if col not in table:
@@ -51,22 +48,19 @@ def format_experiment_table(table: pd.DataFrame) -> str:
             "linear acc": [arrow(a, b) for a, b in zip(table["linear_before"], table["linear_after"])],
             "RBF-SVM acc": [arrow(a, b) for a, b in zip(table["rbf_before"], table["rbf_after"])],
             "no-bias ref. (lin / RBF)": [
-                f"{_acc(a)} / {_acc(b)}" for a, b in zip(table["linear_no_bias"], table["rbf_no_bias"])
+                f"{fmt_num(a)} / {fmt_num(b)}" for a, b in zip(table["linear_no_bias"], table["rbf_no_bias"])
             ],
             "biased rows": [f"{a:d} → {b:d}" for a, b in zip(table["biased_before"], table["biased_after"])],
             "biased share": [
-                f"{share(a)} → {share(b)}" for a, b in zip(table["biased_share_before"], table["biased_share_after"])
+                f"{fmt_pct(a)} → {fmt_pct(b)}"
+                for a, b in zip(table["biased_share_before"], table["biased_share_after"])
             ],
-            "flipped removed": [share(x) for x in table["flipped_removed_share"]],
+            "flipped removed": [fmt_pct(x) for x in table["flipped_removed_share"]],
             "rounds": table["rounds"],
             "stopped": table["stop_reason"].map(_STOPS).fillna(table["stop_reason"]),
         }
     )
     return out.to_string(index=False)
-
-
-def _acc(x: float) -> str:
-    return "–" if not np.isfinite(x) else f"{x:.3f}"
 
 
 _STOPS = {"fewer_than_k_qualified": "τ (< k rows ≥ τ)", "target_size_reached": "target size"}

@@ -11,7 +11,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .._utils import blas_threads
-from .._validation import check_int, check_random_state, param_error
+from .._validation import check_int, check_open_fraction, check_random_state, param_error
 from .measures import _KNOWN_COLUMNS, DynamicsRecord, TrainingDynamics
 
 __all__ = ["LEVELS", "DifficultyLevels", "aum_levels", "data_maps_levels", "difficulty_levels"]
@@ -231,7 +231,7 @@ def data_maps_levels(
     """
     func = "data_maps_levels"
     frame = _measure_frame(data, func, ("confidence", "variability"), ["confidence", "variability"])
-    fraction = _check_open_fraction(ambiguous_fraction, "ambiguous_fraction", func)
+    fraction = check_open_fraction(ambiguous_fraction, "ambiguous_fraction", func)
     var = frame["variability"].to_numpy()
     conf = frame["confidence"].to_numpy()
     v_cut = float(np.quantile(var, 1.0 - fraction))
@@ -272,8 +272,8 @@ def aum_levels(
     """
     func = "aum_levels"
     frame = _measure_frame(data, func, ("aum",), ["aum"])
-    lo_q = _check_open_fraction(lower, "lower", func)
-    hi_q = _check_open_fraction(upper, "upper", func)
+    lo_q = check_open_fraction(lower, "lower", func)
+    hi_q = check_open_fraction(upper, "upper", func)
     if not lo_q < hi_q:
         raise ValueError(
             f"The 'upper' parameter of {func} must be a float in (lower, 1) = ({lo_q}, 1). Got {upper!r} instead."
@@ -282,11 +282,3 @@ def aum_levels(
     lo, hi = (float(v) for v in np.quantile(aum, [lo_q, hi_q]))
     codes = np.where(aum < lo, 2, np.where(aum > hi, 0, 1))
     return DifficultyLevels(_level_series(codes, frame.index), frame, "aum", {"aum_lower": lo, "aum_upper": hi}, None)
-
-
-def _check_open_fraction(value: Any, name: str, func: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise param_error(name, func, "a float in (0, 1)", value, TypeError)
-    if not 0.0 < float(value) < 1.0:
-        raise param_error(name, func, "a float in (0, 1)", value)
-    return float(value)

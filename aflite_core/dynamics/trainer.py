@@ -11,7 +11,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._utils import blas_threads
-from .._validation import check_features, check_int, check_labels, check_random_state, param_error
+from .._validation import (
+    check_features,
+    check_int,
+    check_labels,
+    check_nonnegative_float,
+    check_optional_callable,
+    check_positive_float,
+    check_random_state,
+    param_error,
+)
 from .measures import DynamicsRecord, TrainingDynamics, _as_index, _softmax
 
 __all__ = ["RECORD_MODES", "TrainingInterrupted", "TrainingStep", "record_dynamics", "train_dynamics"]
@@ -53,28 +62,7 @@ class TrainingStep:
         return self.done / self.total if self.total else 1.0
 
 
-def _check_on_step(on_step: Any, func: str) -> None:
-    if on_step is not None and not callable(on_step):
-        raise param_error("on_step", func, "a callable or None", on_step, TypeError)
-
-
 # --------------------------------------------------------------------------------------------------- training
-def _check_positive_float(value: Any, name: str, func: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise param_error(name, func, "a float in (0, inf)", value, TypeError)
-    if not (math.isfinite(float(value)) and float(value) > 0):
-        raise param_error(name, func, "a float in (0, inf)", value)
-    return float(value)
-
-
-def _check_nonnegative_float(value: Any, name: str, func: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise param_error(name, func, "a float in [0, inf)", value, TypeError)
-    if not (math.isfinite(float(value)) and float(value) >= 0):
-        raise param_error(name, func, "a float in [0, inf)", value)
-    return float(value)
-
-
 def _check_training(
     func: str, *, epochs, hidden_size, batch_size, learning_rate, weight_decay, record, n_threads
 ) -> dict[str, Any]:
@@ -82,8 +70,8 @@ def _check_training(
         "epochs": check_int(epochs, "epochs", func, low=1),
         "hidden_size": None if hidden_size is None else check_int(hidden_size, "hidden_size", func, low=1),
         "batch_size": check_int(batch_size, "batch_size", func, low=1),
-        "learning_rate": _check_positive_float(learning_rate, "learning_rate", func),
-        "weight_decay": _check_nonnegative_float(weight_decay, "weight_decay", func),
+        "learning_rate": check_positive_float(learning_rate, "learning_rate", func),
+        "weight_decay": check_nonnegative_float(weight_decay, "weight_decay", func),
     }
     if record not in RECORD_MODES:
         raise param_error("record", func, f"one of {list(RECORD_MODES)}", record)
@@ -288,7 +276,7 @@ def train_dynamics(
     index = _as_index(ids, Xc.shape[0], "ids", func)
     if callback is not None and not callable(callback):
         raise param_error("callback", func, "a callable or None", callback, TypeError)
-    _check_on_step(on_step, func)
+    check_optional_callable(on_step, "on_step", func)
     seed = check_random_state(random_state, func)
     return _train(Xc, enc.codes, enc.classes, index, seed, opts, callback, n_threads, on_step)
 
@@ -413,7 +401,7 @@ def record_dynamics(
     index = _as_index(ids, Xc.shape[0], "ids", func)
     if callback is not None and not callable(callback):
         raise param_error("callback", func, "a callable or None", callback, TypeError)
-    _check_on_step(on_step, func)
+    check_optional_callable(on_step, "on_step", func)
     seed = check_random_state(random_state, func)
     seeds = np.random.default_rng(seed).integers(0, 2**63 - 1, size=2)
     total = epochs * (1 if Xp is None else 2)

@@ -239,7 +239,7 @@ def level_accuracy(
     >>> bool(acc.set_index("level")["accuracy"]["easy"] >= acc.set_index("level")["accuracy"]["hard"])
     True
     """
-    from ..adversary_strength import wilson_interval
+    from ..measures.adversary_strength import wilson_interval
 
     func = "level_accuracy"
     Xtr = check_features(X_train, "X_train", func)
@@ -333,7 +333,7 @@ def select_fraction(
     tie = rng.random(n)
     out = np.zeros(n, dtype=bool)
     if selection == "random":
-        from ..baselines import random_subset
+        from ..measures.baselines import random_subset
 
         return random_subset(n, k, y=y, random_state=rng)
     m = levels.measures

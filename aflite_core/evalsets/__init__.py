@@ -15,8 +15,8 @@ Figures 2 and 7: accuracy of evaluated      :attr:`AdversaryStudy.accuracies`, :
 models, adversary × model, "none" column
 Figure 3: model ranking per adversary       :attr:`AdversaryStudy.rankings`, :attr:`~AdversaryStudy.rank_correlation`
                                             (Kendall's coefficient against the unfiltered ranking)
-Table 1: adversary strength (the fully        :attr:`AdversaryStudy.strength`, :mod:`aflite_core.adversary_strength`
-trained model's accuracy)
+Table 1: adversary strength (the fully      :attr:`AdversaryStudy.strength`,
+trained model's accuracy)                   :mod:`aflite_core.measures.adversary_strength`
 Figure 4: rank change of the model that     :attr:`AdversaryStudy.same_representation` ("shared backbone";
 shares the adversary's pretrained model     "same representation" is an upper bound)
 Figure 5 / §5.3: annotator agreement        :attr:`AdversaryStudy.agreement`, :func:`category_agreement`

@@ -2,27 +2,48 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from .._format import fmt_pct
 from ..result import EVAL_CATEGORIES
 from .tables import NONE
 
-if TYPE_CHECKING:  # the study calls study_reading; only the annotations need the class
-    from .study import AdversaryStudy
+__all__ = ["StudyNumbers", "study_overview", "study_reading"]
 
-__all__ = ["study_overview", "study_reading"]
+
+class StudyNumbers(Protocol):
+    """What the reading reads off a study: the attributes of :class:`~aflite_core.evalsets.AdversaryStudy` it uses.
+
+    Declared here so this module never imports the study module (which calls :func:`study_reading`): the two
+    were an import cycle.
+    """
+
+    params: Mapping[str, Any]
+    accuracy_matrix: pd.DataFrame
+    category_summary: pd.DataFrame
+    rank_correlation: pd.DataFrame
+    same_representation: pd.DataFrame
+    strength: pd.DataFrame
+    agreement: Any
+
+    @property
+    def adversaries(self) -> Sequence[str]:
+        """The adversaries, in the study's order."""
+        ...
+
+    @property
+    def category_table(self) -> pd.DataFrame:
+        """Per adversary: the mean share of the evaluation rows in each category."""
+        ...
 
 
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
 
 
 def _moved(change: int, before: int, after: int) -> str:
@@ -34,7 +55,7 @@ def _moved(change: int, before: int, after: int) -> str:
     return f"keeps its place ({_ordinal(after)})"
 
 
-def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None, subject: str) -> list[str]:
+def _model_sentences(study: StudyNumbers, a: str, corr: pd.DataFrame | None, subject: str) -> list[str]:
     """Accuracy, ranking and same-backbone sentences of one adversary (``subject`` names it: its name or "it")."""
     out: list[str] = []
     M = study.accuracy_matrix
@@ -92,7 +113,7 @@ def _model_sentences(study: AdversaryStudy, a: str, corr: pd.DataFrame | None, s
     return out
 
 
-def study_overview(study: AdversaryStudy) -> list[str]:
+def study_overview(study: StudyNumbers) -> list[str]:
     """The sentences about all adversaries together: accuracy range and whether strength orders round 1."""
     out: list[str] = []
     M = study.accuracy_matrix
@@ -133,13 +154,13 @@ def study_overview(study: AdversaryStudy) -> list[str]:
     return out
 
 
-def study_reading(study: AdversaryStudy, adversary: str | None = None, *, named: bool = True) -> list[str]:
+def study_reading(study: StudyNumbers, adversary: str | None = None, *, named: bool = True) -> list[str]:
     """A few plain sentences computed only from the study's numbers.
 
     Parameters
     ----------
     study : AdversaryStudy
-        The study.
+        The study (anything with the attributes of :class:`StudyNumbers`).
     adversary : str, optional
         Only this adversary (default: the overview sentences, then every adversary).
     named : bool, default=True
@@ -176,8 +197,9 @@ def study_reading(study: AdversaryStudy, adversary: str | None = None, *, named:
             sel_n = study.category_summary.query("adversary == @a and category == 'selected'")["n_rows_mean"]
             n_sel = float(sel_n.iloc[0]) if len(sel_n) else float("nan")
             out.append(
-                f"{lead} {_pct(cats.loc[a, EVAL_CATEGORIES[0]])} of the evaluation rows in round 1, "
-                f"{_pct(cats.loc[a, EVAL_CATEGORIES[1]])} later and selects {_pct(cats.loc[a, EVAL_CATEGORIES[2]])} "
+                f"{lead} {fmt_pct(cats.loc[a, EVAL_CATEGORIES[0]])} of the evaluation rows in round 1, "
+                f"{fmt_pct(cats.loc[a, EVAL_CATEGORIES[1]])} later and selects "
+                f"{fmt_pct(cats.loc[a, EVAL_CATEGORIES[2]])} "
                 f"({n_sel:.0f} rows; mean over {len(seeds)} seed{'s' if len(seeds) != 1 else ''})."
             )
         if have_models and a in M.columns:

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _validation as v
-from ..adversary_strength import Backbone, backbone_strength, digits_backbones, linear_backbones
+from ..measures.adversary_strength import Backbone, backbone_strength, digits_backbones, linear_backbones
 from .evaluated import _check_evaluated, _model_name
 from .study import AdversaryStudy, _check_names, adversary_study
 
@@ -81,11 +81,11 @@ class AdversarySetup:
         One line per representation.
     strength : dict of str to float
         Each adversary's strength, measured independently of filtering: the accuracy of its backbone (the
-        fully trained model, :mod:`aflite_core.adversary_strength`) on the evaluation rows (Phang et al.'s
+        fully trained model, :mod:`aflite_core.measures.adversary_strength`) on the evaluation rows (Phang et al.'s
         Table 1).
     strength_table : pandas.DataFrame
         The same with the backbone, its description and a Wilson 95 % interval
-        (:func:`~aflite_core.adversary_strength.backbone_strength`).
+        (:func:`~aflite_core.measures.adversary_strength.backbone_strength`).
     predictability : dict of str to float
         Mean out-of-sample predictability of the training rows in one scoring round with the study's parameters
         (the estimate of R(Φ) of Le Bras et al., eq. 5): what round 1 measures, *not* an independent strength.
@@ -185,11 +185,15 @@ def _sentence_views(
 ) -> dict[str, NDArray[np.float32]]:
     """Sentence embeddings of each view (columns joined by " [SEP] ") with the shared model, reporting progress.
 
-    ``progress`` receives :class:`aflite_core.embeddings.EmbeddingProgress` es; ``False`` raises
+    ``progress`` receives :class:`aflite_core.data.embeddings.EmbeddingProgress` es; ``False`` raises
     :class:`SetupStopped` (between chunks of texts, or before the model is loaded).
     """
-    from ..embeddings import EmbeddingProgress, estimate_embedding_seconds, shared_sentence_model
-    from ..features import embedding_features
+    from ..data.embeddings import (
+        EmbeddingProgress,
+        embedding_features,
+        estimate_embedding_seconds,
+        shared_sentence_model,
+    )
 
     t0 = time.perf_counter()
     n = len(frame)
@@ -257,15 +261,15 @@ def digits_adversary_setup(
 ) -> AdversarySetup:
     """The bundled digits split into training and evaluation parts, with four adversaries and evaluated models.
 
-    :func:`aflite_core.digits.load_digits_dataset` gives 1,438 digits (its warm-up rows already left out)
+    :func:`aflite_core.data.digits.load_digits_dataset` gives 1,438 digits (its warm-up rows already left out)
     with four representations: raw ``pixels`` (64-d), ``pca`` (16 components), and the hidden layers of two
     warm-up MLPs, ``mlp_small`` (8 units) and ``mlp`` (64 units). A stratified, seeded ``eval_fraction``
     becomes the evaluation set (432 rows by default; 1,006 training rows).
 
     The adversaries are ordered weakest first by a strength measured independently of filtering (Phang et al.'s
     Table 1): the held-out accuracy, on the evaluation rows, of each adversary's backbone trained on the training
-    rows (:func:`aflite_core.adversary_strength.digits_backbones`: the warm-up MLPs' architecture retrained on the
-    pixels with its own seed, PCA + logistic regression, logistic regression on the pixels). The round-1
+    rows (:func:`aflite_core.measures.adversary_strength.digits_backbones`: the warm-up MLPs' architecture retrained on
+    the pixels with its own seed, PCA + logistic regression, logistic regression on the pixels). The round-1
     predictability is kept too (``predictability``), but only as what round 1 measures. Evaluated models
     (:data:`DIGITS_EVALUATED`): ``logistic:pixels``, ``knn:pca``, ``rbf:mlp``, ``mlp:pixels``,
     ``forest:pixels`` and ``logistic:mlp_small``, so every adversary shares its representation with at least
@@ -308,7 +312,7 @@ def digits_adversary_setup(
     seed = v.check_random_state(random_state, func)
     from sklearn.model_selection import train_test_split
 
-    from ..digits import DIGITS_REPRESENTATIONS, load_digits_dataset
+    from ..data.digits import DIGITS_REPRESENTATIONS, load_digits_dataset
 
     ds = load_digits_dataset()
     available = ("pixels", "pca", "mlp_small", "mlp")
@@ -382,15 +386,15 @@ def text_adversary_setup(
     n_threads: int | None = 1,
     progress: Callable[[Any], bool | None] | None = None,
 ) -> AdversarySetup:
-    """Adversaries for a text :class:`~aflite_core.datasets.Dataset`: TF-IDF, partial input, sentence embeddings.
+    """Adversaries for a text :class:`~aflite_core.data.datasets.Dataset`: TF-IDF, partial input, sentence embeddings.
 
     Built representations (for a sentence pair such as NLI; without a pair the text columns are used and no
     partial-input view is built):
 
-    * ``tfidf`` - TF-IDF + SVD of premise and hypothesis (:func:`aflite_core.features.tfidf_features`);
+    * ``tfidf`` - TF-IDF + SVD of premise and hypothesis (:func:`aflite_core.data.features.tfidf_features`);
     * ``tfidf_hypothesis`` - the partial-input view, the hypothesis alone;
     * ``embedding`` / ``embedding_hypothesis`` - all-MiniLM-L6-v2 sentence embeddings of the pair text and of
-      the hypothesis (:func:`aflite_core.features.embedding_features`), when the optional ``embeddings`` extra
+      the hypothesis (:func:`aflite_core.data.embeddings.embedding_features`), when the optional ``embeddings`` extra
       is installed.
 
     The dataset's own representations (e.g. embeddings loaded from ``.npy`` files) are kept too. TF-IDF and
@@ -424,7 +428,7 @@ def text_adversary_setup(
     n_threads : int or None, default=1
         Threads for TF-IDF, embeddings and the strength measurement.
     progress : callable, optional
-        Called with an :class:`aflite_core.embeddings.EmbeddingProgress` while the sentence embeddings are built:
+        Called with an :class:`aflite_core.data.embeddings.EmbeddingProgress` while the sentence embeddings are built:
         ``"load_model"`` just before the sentence model is loaded (only when it is not in memory yet; the load
         itself cannot be interrupted), ``"embed"`` after every chunk of texts (with a time estimate) and
         ``"done"``. Returning ``False`` stops the setup at once with :class:`SetupStopped`.
@@ -437,7 +441,7 @@ def text_adversary_setup(
         shared SNLI sample and MiniLM embeddings these remove 15-40 % of the evaluation rows in round 1.
     """
     func = "text_adversary_setup"
-    from ..datasets import Dataset
+    from ..data.datasets import Dataset
 
     if not isinstance(dataset, Dataset):
         raise v.param_error("dataset", func, "an aflite_core Dataset", dataset, TypeError)
@@ -459,7 +463,7 @@ def text_adversary_setup(
     reps: dict[str, NDArray[np.float32]] = {k: dataset.representations[k] for k in keep}
     descs = {k: dataset.representation_descriptions.get(k, k) for k in keep}
     if tfidf:
-        from ..features import tfidf_features
+        from ..data.features import tfidf_features
 
         if "tfidf" not in reps:
             reps["tfidf"] = tfidf_features(
@@ -473,7 +477,7 @@ def text_adversary_setup(
             descs["tfidf_hypothesis"] = f"partial input: TF-IDF + SVD of {pair[1]} alone"
     notes = []
     if embeddings is not False:
-        from ..features import EMBEDDINGS_INSTALL_HINT
+        from ..data.embeddings import EMBEDDINGS_INSTALL_HINT
 
         views = {}
         if "embedding" not in reps:

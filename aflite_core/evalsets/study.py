@@ -339,19 +339,6 @@ def _num(x: Any) -> float | None:
     return None if not math.isfinite(f) else round(f, 6)
 
 
-def _check_seeds(seeds: Any, func: str) -> tuple[int, ...]:
-    allowed = "a non-empty sequence of distinct ints in [0, inf)"
-    if v._is_int(seeds):
-        seeds = (seeds,)
-    try:
-        values = tuple(seeds)
-    except TypeError:
-        raise v.param_error("seeds", func, allowed, seeds, TypeError) from None
-    if not values or not all(v._is_int(s) and s >= 0 for s in values) or len(set(values)) != len(values):
-        raise v.param_error("seeds", func, allowed, seeds)
-    return tuple(int(s) for s in values)
-
-
 def _check_names(value: Any, name: str, func: str, available: Sequence[str]) -> tuple[str, ...]:
     allowed = f"a non-empty sequence of distinct representation names among {list(available)}"
     if isinstance(value, str):
@@ -425,7 +412,7 @@ def adversary_study(
         ``"family:representation"`` in the tables, or by the name given first in a triple (an estimator with an
         explicit integer ``random_state`` keeps it).
     backbones : mapping of str to str, optional
-        Adversary -> the evaluated model that is its backbone (:mod:`aflite_core.adversary_strength`): the
+        Adversary -> the evaluated model that is its backbone (:mod:`aflite_core.measures.adversary_strength`): the
         adversary's architecture trained on the training rows. Gives ``strength`` (its accuracy on the full
         evaluation set) and the "shared backbone" rows of ``same_representation``.
     seeds : sequence of int, default=(0, 1, 2)
@@ -510,7 +497,7 @@ def adversary_study(
     reps = tuple(TX)
     adv = reps if adversaries is None else _check_names(adversaries, "adversaries", func, reps)
     models = _check_evaluated(evaluated, reps, func)
-    seed_list = _check_seeds(seeds, func)
+    seed_list = v.check_seeds(seeds, func)
     members: tuple[str, ...] = ()
     if ensemble is True:
         members = adv
@@ -773,7 +760,7 @@ def adversary_study(
 
 def _strength_frame(correct_frame, runs, names, backbones) -> pd.DataFrame:
     """Each adversary's independent strength (its backbone on the full evaluation set) next to its round 1."""
-    from ..adversary_strength import wilson_interval
+    from ..measures.adversary_strength import wilson_interval
 
     cols = [
         "adversary",

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..adversary_strength import pair_counts, wilson_interval
+from ..measures.adversary_strength import pair_counts, wilson_interval
 from ..result import EVAL_CATEGORIES
 
 __all__ = ["NONE"]

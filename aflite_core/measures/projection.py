@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
-from ._utils import blas_threads
+from .. import _validation as v
+from .._utils import blas_threads
 
 __all__ = ["UMAP_INSTALL_HINT", "UMAP_MIN_ROWS", "pca_2d", "sample_rows", "umap_2d"]
 

@@ -4,13 +4,13 @@ The paper's headline: models trained on AFLite-filtered data generalise better o
 trained on the original data or on a random subset of the same size (its Tables 1, 2 and 5). Two experiments
 test that here, on data we control:
 
-* :func:`ood_experiment` - **synthetic**: the concentric circles of §3 (:func:`aflite_core.synthetic.paper_circles`).
-  Model families are trained on the original training set, on AFLite's kept rows and on a random subset of the
-  same size (stratified), and tested on a fresh draw from the same generator (``in_distribution``) and on the
-  same draw with the planted shortcut removed (``no_bias``: the bias features of the biased rows become pure
-  noise) or reversed (``flipped_bias``: they point to the other class). The ring coordinates and labels of the
-  three test sets are identical; only the bias columns differ. A planted shift makes the expected outcome likely
-  by construction, so
+* :func:`ood_experiment` - **synthetic**: the concentric circles of §3
+  (:func:`aflite_core.data.planted_bias.paper_circles`). Model families are trained on the original training set, on
+  AFLite's kept rows and on a random subset of the same size (stratified), and tested on a fresh draw from the same
+  generator (``in_distribution``) and on the same draw with the planted shortcut removed (``no_bias``: the bias features
+  of the biased rows become pure noise) or reversed (``flipped_bias``: they point to the other class). The ring
+  coordinates and labels of the three test sets are identical; only the bias columns differ. A planted shift makes the
+  expected outcome likely by construction, so
 * :func:`ood_real` - **real transfer**: the same three training sets built from the shared SNLI sample's
   premise + hypothesis features, tested on held-out SNLI rows and on the shared MultiNLI sample (another genre
   mix, its own annotation artefacts), reported whichever way it comes out.
@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
-from ._utils import blas_threads
+from .. import _validation as v
+from .._utils import blas_threads
 
 __all__ = [
     "OOD_DEFAULTS",
@@ -124,11 +124,11 @@ class OODResult:
 def shifted_test_sets(data: Any) -> dict[str, Any]:
     """The three synthetic test sets of one concentric-circles draw: as drawn, shortcut removed, reversed.
 
-    For a :class:`~aflite_core.synthetic.BiasedCircles` drawn by :func:`~aflite_core.synthetic.make_biased_circles`,
-    the bias columns of a biased row are noise plus the planted shift ±(bias_strength/2)·u toward its label.
-    ``no_bias`` subtracts that shift (the columns become the same pure noise as on unbiased rows: the paper's
-    data without biases); ``flipped_bias`` subtracts it twice (the columns point to the other class). Rows, ring
-    coordinates and labels are the same in all three.
+    For a :class:`~aflite_core.data.planted_bias.BiasedCircles` drawn by
+    :func:`~aflite_core.data.planted_bias.make_biased_circles`, the bias columns of a biased row are noise plus the
+    planted shift ±(bias_strength/2)·u toward its label. ``no_bias`` subtracts that shift (the columns become the same
+    pure noise as on unbiased rows: the paper's data without biases); ``flipped_bias`` subtracts it twice (the columns
+    point to the other class). Rows, ring coordinates and labels are the same in all three.
 
     Parameters
     ----------
@@ -141,12 +141,12 @@ def shifted_test_sets(data: Any) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from aflite_core.synthetic import make_biased_circles
+    >>> from aflite_core.data.planted_bias import make_biased_circles
     >>> sets = shifted_test_sets(make_biased_circles(200, random_state=0))
     >>> list(sets), bool((sets["no_bias"].X[:, :2] == sets["flipped_bias"].X[:, :2]).all())
     (['in_distribution', 'no_bias', 'flipped_bias'], True)
     """
-    from .synthetic import BiasedCircles
+    from ..data.planted_bias import BiasedCircles
 
     if not isinstance(data, BiasedCircles):
         raise v.param_error("data", "shifted_test_sets", "a BiasedCircles", data, TypeError)
@@ -174,7 +174,7 @@ def _fit_score(
 ) -> dict[str, float]:
     from sklearn.exceptions import ConvergenceWarning
 
-    from .registry import make_classifier
+    from ..registry import make_classifier
 
     est = make_classifier(family, random_state=seed, n_train=len(y), standardize=standardize)
     with warnings.catch_warnings():
@@ -184,7 +184,7 @@ def _fit_score(
 
 
 def _check_models(models: Any, func: str) -> tuple[str, ...]:
-    from .registry import CLASSIFIERS
+    from ..registry import CLASSIFIERS
 
     if isinstance(models, str):
         models = (models,)
@@ -196,18 +196,6 @@ def _check_models(models: Any, func: str) -> tuple[str, ...]:
         allowed = f"a non-empty sequence of distinct names among {sorted(CLASSIFIERS)}"
         raise v.param_error("models", func, allowed, models)
     return names
-
-
-def _check_seeds(seeds: Any, func: str) -> tuple[int, ...]:
-    if v._is_int(seeds):
-        seeds = (seeds,)
-    try:
-        values = tuple(seeds)
-    except TypeError:
-        raise v.param_error("seeds", func, "a non-empty sequence of distinct ints in [0, inf)", seeds) from None
-    if not values or not all(v._is_int(s) and s >= 0 for s in values) or len(set(values)) != len(values):
-        raise v.param_error("seeds", func, "a non-empty sequence of distinct ints in [0, inf)", seeds)
-    return tuple(int(s) for s in values)
 
 
 def _summarise(runs: pd.DataFrame) -> pd.DataFrame:
@@ -241,8 +229,8 @@ def _counts(aflite_kw: Mapping[str, Any], n: int) -> dict[str, Any]:
 def _three_training_sets(
     X: NDArray, y: NDArray, aflite_kw: Mapping[str, Any], seed: int, n_threads: int | None
 ) -> tuple[dict[str, NDArray[np.bool_]], Any]:
-    from .baselines import random_subset
-    from .filtering import aflite
+    from ..filtering import aflite
+    from ..measures.baselines import random_subset
 
     s_run, s_random = (int(s) for s in np.random.default_rng(seed).integers(0, 2**31 - 1, size=2))
     res = aflite(X, y, random_state=s_run, n_threads=n_threads, **aflite_kw)
@@ -270,7 +258,7 @@ def ood_experiment(
 ) -> OODResult:
     """Synthetic out-of-distribution test of AFLite (ICML 2020's §5 claim, on the §3 circles).
 
-    For every seed and dataset: draw the training set (:func:`~aflite_core.synthetic.paper_circles` with that
+    For every seed and dataset: draw the training set (:func:`~aflite_core.data.planted_bias.paper_circles` with that
     seed, unless ``datasets`` are given), run :func:`aflite_core.aflite` on it, draw a random subset of the same
     size (stratified by class), train every model family on the three training sets (features standardised on the
     training rows), and score them on a fresh draw from the same generator and on its two shifted versions
@@ -304,7 +292,7 @@ def ood_experiment(
 
     Examples
     --------
-    >>> from aflite_core.synthetic import paper_circles
+    >>> from aflite_core.data.planted_bias import paper_circles
     >>> res = ood_experiment(paper_circles(600, separations=(0.6,)), models=("logistic",), seeds=(0,), n_test=400)
     >>> sorted(res.table["test_set"].unique())
     ['flipped_bias', 'in_distribution', 'no_bias']
@@ -312,11 +300,11 @@ def ood_experiment(
     >>> bool(loss["aflite"] < loss["original"])
     True
     """
-    from .synthetic import BiasedCircles, make_biased_circles, paper_circles
+    from ..data.planted_bias import BiasedCircles, make_biased_circles, paper_circles
 
     func = "ood_experiment"
     fams = _check_models(models, func)
-    seed_list = _check_seeds(seeds, func)
+    seed_list = v.check_seeds(seeds, func)
     n_t = v.check_int(n_test, "n_test", func, low=10)
     if datasets is not None:
         given = list(datasets)
@@ -324,10 +312,8 @@ def ood_experiment(
             raise v.param_error("datasets", func, "None or a non-empty sequence of BiasedCircles", datasets, TypeError)
     else:
         given = None
-    if callback is not None and not callable(callback):
-        raise v.param_error("callback", func, "a callable or None", callback, TypeError)
-    if n_threads is not None:
-        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
+    v.check_optional_callable(callback, "callback", func)
+    n_threads = v.check_n_threads(n_threads, func)
     aflite_kw = {
         "target_size": target_size,
         "train_size": train_size,
@@ -472,7 +458,7 @@ def ood_real(
 
     func = "ood_real"
     fams = _check_models(models, func)
-    seed_list = _check_seeds(seeds, func)
+    seed_list = v.check_seeds(seeds, func)
     if not v._is_real(test_fraction) or not 0.0 < float(test_fraction) < 1.0:
         raise v.param_error("test_fraction", func, "a float in (0, 1)", test_fraction)
     if n_threads is not None:

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
-from .result import AFLiteResult
+from .. import _validation as v
+from ..result import AFLiteResult
 
 
 def _rng(random_state: Any, func: str) -> np.random.Generator:
@@ -70,18 +70,6 @@ def _check_groups(groups: Any, n_rows: int, func: str) -> NDArray[np.intp] | Non
         )
     _, inverse = np.unique(arr.astype(str) if arr.dtype == object else arr, return_inverse=True)
     return inverse.astype(np.intp)
-
-
-def _check_fraction(value: Any, name: str, func: str) -> float:
-    if not v._is_real(value):
-        raise v.param_error(name, func, "a float in (0, 1)", value, TypeError)
-    if not 0.0 < float(value) < 1.0:
-        raise v.param_error(name, func, "a float in (0, 1)", value)
-    return float(value)
-
-
-def _check_n_threads(n_threads: Any, func: str) -> int | None:
-    return None if n_threads is None else v.check_int(n_threads, "n_threads", func, low=1)
 
 
 def _encode_labels(y: Any, func: str, n_rows: int | None = None) -> v.EncodedLabels:

@@ -6,7 +6,7 @@
 
 Generators are shaped like scikit-learn's ``make_*`` (``n_samples`` first, everything else keyword-only,
 ``random_state``) and return the planted truth too. The experiment on them is
-:mod:`aflite_core.synthetic_experiment`.
+:mod:`aflite_core.experiments.figure2`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
+from .. import _validation as v
 
 __all__ = ["PAPER_SEPARATIONS", "BiasedCircles", "make_biased_circles", "make_planted_bias", "paper_circles"]
 

@@ -9,16 +9,16 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from . import _validation as v
-from ._measure_args import _encode_labels, _kept_mask
-from .result import AFLiteResult
+from .. import _validation as v
+from ..result import AFLiteResult
+from ._args import _encode_labels, _kept_mask
 
 __all__ = ["NEGATION_TOKENS", "TOKEN_PATTERN", "feature_artifacts", "token_artifacts"]
 
 
 #: negation words of the NLI artifact literature (Gururangan et al., 2018), lower case, whole tokens of
 #: :func:`token_artifacts` (contractions such as "isn't" are single tokens there and are not listed). Not the
-#: same list as :data:`aflite_core.spurious.NEGATION_WORDS`, which also counts "cannot" and any "n't" token.
+#: same list as :data:`aflite_core.measures.spurious.NEGATION_WORDS`, which also counts "cannot" and any "n't" token.
 NEGATION_TOKENS = ("no", "not", "nobody", "never", "nothing", "none", "nowhere", "neither", "nor")
 
 #: how the tokenizer of :func:`token_artifacts` splits text by default: words with an optional

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
+from .. import _validation as v
 
 __all__ = [
     "OPTIMUM_STRATEGIES",
@@ -452,10 +452,10 @@ def optimum_cases(random_state: int | np.random.Generator | None = 0) -> dict[st
     * ``"worked example (6 rows)"`` - six points on a line, x = 0, 1, 2, 3, −5, 8 with labels 0, 1, 0, 1, 0, 1: the
       two far points make the trend "class 1 to the right" easy to learn (bias 4/6 on all rows); the unique
       optimum keeps the four alternating points, where every left-out point is misread (bias 0);
-    * ``"circles (16 rows)"`` - :func:`aflite_core.synthetic.make_biased_circles` (ring gap 0.6, 75 % of rows
+    * ``"circles (16 rows)"`` - :func:`aflite_core.data.planted_bias.make_biased_circles` (ring gap 0.6, 75 % of rows
       with bias features), target 8;
-    * ``"planted bias (20 rows)"`` - :func:`aflite_core.synthetic.make_planted_bias` with 4 features, half of the
-      rows shifted along their class's direction, target 10.
+    * ``"planted bias (20 rows)"`` - :func:`aflite_core.data.planted_bias.make_planted_bias` with 4 features, half of
+      the rows shifted along their class's direction, target 10.
 
     Parameters
     ----------
@@ -466,7 +466,7 @@ def optimum_cases(random_state: int | np.random.Generator | None = 0) -> dict[st
     -------
     dict
     """
-    from .synthetic import make_biased_circles, make_planted_bias
+    from ..data.planted_bias import make_biased_circles, make_planted_bias
 
     rng = np.random.default_rng(v.check_random_state(random_state, "optimum_cases"))
     s1, s2 = (int(s) for s in rng.integers(0, 2**31 - 1, size=2))

@@ -2,7 +2,7 @@
 
 A file of a few kilobytes can declare a hundred million rows (a Parquet column of one repeated value
 compresses to nothing), and a text file's rows are only known once it is parsed. The readers of
-:mod:`aflite_core.io` and :meth:`aflite_core.AFLiteResult.load` therefore ask these functions first and refuse
+:mod:`aflite_core.data.readers` and :meth:`aflite_core.AFLiteResult.load` therefore ask these functions first and refuse
 a file whose size in rows, columns or values exceeds a limit — or disagrees with the dataset it belongs to —
 before anything is materialised:
 

