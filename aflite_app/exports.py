@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from aflite_core import AFLiteResult
 from aflite_core.data.datasets import Dataset
-from aflite_core.run_record import RUN_FILES, RunRecordError  # nothing else is ever extracted
+from aflite_core.engine.run_record import RUN_FILES, RunRecordError  # nothing else is ever extracted
 
 from . import settings
 from .images import image_thumbnails, png_bytes, png_data_uri

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from aflite_core.registry import ADVERSARY_LABELS
+from aflite_core.engine.registry import ADVERSARY_LABELS
 
 from . import settings
 from .specs import BUNDLED, DatasetSpec, FilterSpec, SessionData  # noqa: F401 (re-exported: pages import them here)

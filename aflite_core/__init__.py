@@ -19,10 +19,10 @@ __version__ = "0.1.0"
 from .data.datasets import Dataset
 from .data.digits import load_digits_dataset
 from .data.user_tables import dataset_from_table, load_table_dataset
-from .filtering import STRATEGIES, aflite, predictability
-from .logistic import LogisticFamily
-from .models import LinearFamily, SklearnFamily
-from .result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
+from .engine.filtering import STRATEGIES, aflite, predictability
+from .engine.logistic import LogisticFamily
+from .engine.models import LinearFamily, SklearnFamily
+from .engine.result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
 
 #: names importable from here that load their module on first use (``import aflite_core`` stays light)
 _LAZY = {
@@ -31,7 +31,7 @@ _LAZY = {
     "artifact_statistics": "aflite_core.measures.artifact_statistics",
     "make_biased_circles": "aflite_core.data.planted_bias",
     "make_planted_bias": "aflite_core.data.planted_bias",
-    "narrow_to_tau": "aflite_core.tau_path",
+    "narrow_to_tau": "aflite_core.engine.tau_path",
     "paper_circles": "aflite_core.data.planted_bias",
     "significance_curve": "aflite_core.measures.artifact_statistics",
     "synthetic_experiment": "aflite_core.experiments.figure2",

@@ -123,7 +123,7 @@ def measure(name: str, X, y, frac: float, converged: str) -> dict:
     from threadpoolctl import threadpool_limits
 
     from aflite_core import LinearFamily
-    from aflite_core.logistic import LogisticFamily
+    from aflite_core.engine.logistic import LogisticFamily
 
     t = round(frac * len(y))
     n_classes = len(np.unique(y))

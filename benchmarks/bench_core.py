@@ -181,7 +181,7 @@ def bench_vs_reference(
 
 def _solver(res) -> str:
     """What the default family fitted in a run ("logistic" or its "ridge" fallback), from the recorded spec."""
-    from aflite_core.registry import family_from_spec
+    from aflite_core.engine.registry import family_from_spec
 
     fam, p = family_from_spec(res.params["model"]), res.params
     solver = getattr(fam, "solver", None)

@@ -300,7 +300,7 @@ def _peak_gib(device: str) -> float | None:
 
 def torch_run(X, y, s: dict, device: str, precision: str, max_rounds: int | None = None):
     """An AFLite run on a torch device; (result, per-round L-BFGS iterations, seconds)."""
-    from aflite_core.filtering import execute_run, plan_run
+    from aflite_core.engine.filtering import execute_run, plan_run
 
     iterations: list[int] = []
     fit_seconds: list[float] = []

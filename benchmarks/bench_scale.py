@@ -47,7 +47,7 @@ X = np.load({path!r}, mmap_mode="r")
 y = np.load({labels!r})
 backend, close, workers = None, lambda: None, lambda: []
 if {dask!r}:
-    from aflite_core.distributed import DaskBackend, local_cluster
+    from aflite_core.engine.distributed import DaskBackend, local_cluster
     cluster, client = local_cluster({n_workers})
     backend = DaskBackend(client)
     def close():
@@ -138,7 +138,7 @@ def main():
     rounds = {rounds}
     backend, close, pids = None, lambda: None, []
     if {n_workers}:
-        from aflite_core.distributed import DaskBackend, local_cluster
+        from aflite_core.engine.distributed import DaskBackend, local_cluster
         cluster, client = local_cluster({n_workers})
         backend = DaskBackend(client, reduce={reduce!r}, transfer_stats=True)
         def close():
@@ -293,7 +293,7 @@ def logistic_unit_cost(n_models: int = 6, T: int = 6_000, d: int = 255, K: int =
     from threadpoolctl import threadpool_limits
 
     from aflite_core.data.planted_bias import make_planted_bias
-    from aflite_core.logistic import fit_logistic
+    from aflite_core.engine.logistic import fit_logistic
 
     X, y, _ = make_planted_bias(T * 4, d, n_classes=K, class_sep=1.0, spectrum_decay=0.5, random_state=0)
     X = X - X.mean(axis=0)
@@ -420,7 +420,7 @@ class _Value:
 class EmulatedClient:
     """Runs :class:`DaskBackend`'s tasks at once, in this process, as if on ``n_workers`` workers.
 
-    Each emulated worker has its own sessions (``aflite_core.distributed._SESSIONS`` is swapped per task), so
+    Each emulated worker has its own sessions (``aflite_core.engine.distributed._SESSIONS`` is swapped per task), so
     whatever each worker repeats is repeated here too; tasks run one at a time, so their CPU times are free of
     the contention of several worker processes on two cores. Bytes that would cross between workers are
     counted where a task on one worker reads a value held by another (``dask.sizeof``).
@@ -455,7 +455,7 @@ class EmulatedClient:
         return obj
 
     def submit(self, fn, *args, key="", workers=None, **kwargs):
-        import aflite_core.distributed as dist
+        import aflite_core.engine.distributed as dist
 
         worker = workers[0] if workers else self.names[next(self.rr) % len(self.names)]
         args = self._resolve(list(args), worker)
@@ -481,7 +481,7 @@ class EmulatedClient:
 def emulate(path: Path, n: int, t: int, n_workers: int, rounds: int) -> dict:
     """One run on ``n_workers`` emulated workers: per worker CPU by kind of work and bytes in/out."""
     from aflite_core import aflite
-    from aflite_core.distributed import DaskBackend
+    from aflite_core.engine.distributed import DaskBackend
 
     s = SCALE
     X = np.load(path, mmap_mode="r")[:n]

@@ -102,6 +102,10 @@ ENGINE_MOVES: dict[str, str] = {
     "aflite_core.filtering": "aflite_core.engine.filtering",
     "aflite_core.registry": "aflite_core.engine.registry",
     "aflite_core.tau_path": "aflite_core.engine.tau_path",
+    "aflite_core.torch_backend": "aflite_core.engine.torch_backend",
+    "aflite_core.torch_logistic": "aflite_core.engine.torch_logistic",
+    "aflite_core.shards": "aflite_core.engine.shards",
+    "aflite_core._parallel": "aflite_core.engine._parallel",
 }
 
 TABLES = {"layout": LAYOUT_MOVES, "engine": ENGINE_MOVES}

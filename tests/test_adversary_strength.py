@@ -14,12 +14,12 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from aflite_core import AFLiteResult, LinearFamily, aflite, load_digits_dataset, predictability
-from aflite_core.checkpoint import peek_meta
 from aflite_core.cli import main
 from aflite_core.data.planted_bias import make_planted_bias
-from aflite_core.logistic import LogisticFamily, fit_logistic
-from aflite_core.models import SklearnFamily
-from aflite_core.registry import family_from_spec, resolve_model
+from aflite_core.engine.checkpoint import peek_meta
+from aflite_core.engine.logistic import LogisticFamily, fit_logistic
+from aflite_core.engine.models import SklearnFamily
+from aflite_core.engine.registry import family_from_spec, resolve_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -252,7 +252,7 @@ def test_a_new_run_records_the_logistic_family_and_resumes_with_it(tmp_path):
 
 
 def test_memoised_fits_are_exactly_the_refitted_ones(monkeypatch):
-    from aflite_core import logistic
+    from aflite_core.engine.loop import logistic
 
     data = load_digits_dataset()
     X, y = data.representation("mlp"), data.y
@@ -275,8 +275,8 @@ def test_memoised_fits_are_exactly_the_refitted_ones(monkeypatch):
 @pytest.mark.timeout(300)
 def test_dask_gives_the_local_result_for_both_solvers_of_the_default_family():
     pytest.importorskip("distributed")
-    from aflite_core import logistic
-    from aflite_core.distributed import local_cluster
+    from aflite_core.engine.distributed import local_cluster
+    from aflite_core.engine.loop import logistic
 
     X, y, _ = make_planted_bias(2500, 12, n_classes=3, random_state=1)
     kw = dict(target_size=1000, train_size=400, slice_size=200, tau=0.5, random_state=4)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from sklearn.tree import DecisionTreeClassifier
 
 from aflite_core import aflite
+from aflite_core.engine.registry import make_classifier
 from aflite_core.measures.baselines import (
     baseline_comparison,
     model_accuracies,
@@ -30,7 +31,6 @@ from aflite_core.measures.geometry import (
 )
 from aflite_core.measures.removed_artifacts import NEGATION_TOKENS, feature_artifacts, token_artifacts
 from aflite_core.measures.stability import StabilityReport, class_impact, removal_stability, stability_from_results
-from aflite_core.registry import make_classifier
 
 # AFLite parameters of the planted run below: target_size=500, train_size=200, slice_size=100, tau=0.75, m=32
 PLANTED_AFLITE = {"target_size": 500, "train_size": 200, "slice_size": 100, "tau": 0.75, "n_partitions": 32}

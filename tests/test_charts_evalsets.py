@@ -8,8 +8,8 @@ import pytest
 from aflite_app.charts import evalsets as ce
 from aflite_app.charts import evalsets_rankings as cr
 from aflite_app.charts.theme import KEPT, REMOVED
+from aflite_core.engine.result import EVAL_CATEGORIES
 from aflite_core.evalsets import NONE, adversary_study
-from aflite_core.result import EVAL_CATEGORIES
 
 
 def _data(n: int = 700, seed: int = 0):

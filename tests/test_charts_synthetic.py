@@ -10,8 +10,8 @@ from aflite_app.charts import synthetic_studies as studies
 from aflite_app.charts.theme import KEPT, REMOVED, class_colour_map
 from aflite_core import aflite
 from aflite_core.data.planted_bias import make_biased_circles, paper_circles
+from aflite_core.engine.tau_path import narrow_to_tau
 from aflite_core.experiments.figure2 import synthetic_experiment
-from aflite_core.tau_path import narrow_to_tau
 
 
 @pytest.fixture(scope="module")

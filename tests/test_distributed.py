@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from aflite_core import AFLiteResult, aflite
-from aflite_core.checkpoint import peek_round
 from aflite_core.cli import main
 from aflite_core.data.planted_bias import make_planted_bias
+from aflite_core.engine.checkpoint import peek_round
 
 distributed = pytest.importorskip("distributed") if not os.environ.get("CI") else __import__("distributed")
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def client():
-    from aflite_core.distributed import local_cluster
+    from aflite_core.engine.distributed import local_cluster
 
     cluster, client = local_cluster(2)
     try:
@@ -105,7 +105,7 @@ class _KillOnce(distributed.WorkerPlugin):
 
 
 def test_a_worker_killed_mid_run_changes_nothing(data, tmp_path):
-    from aflite_core.distributed import local_cluster
+    from aflite_core.engine.distributed import local_cluster
 
     X, y = data
     cluster, client = local_cluster(2)

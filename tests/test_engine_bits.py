@@ -51,7 +51,7 @@ def test_thread_count_does_not_change_the_bits(name):
 
 @pytest.mark.parametrize(
     "setting",
-    [("aflite_core.models", "ALL_PARTITIONS_BYTES", 0), ("aflite_core.shards", "FUSED_ROWS", 0)],
+    [("aflite_core.engine.models", "ALL_PARTITIONS_BYTES", 0), ("aflite_core.engine.shards", "FUSED_ROWS", 0)],
     ids=["gram-sums-per-group", "unfused-downdates"],
 )
 def test_the_engine_s_alternative_paths_keep_the_bits(monkeypatch, setting):

@@ -13,6 +13,7 @@ from scipy.stats import kendalltau
 from aflite_core import aflite
 from aflite_core.cli.eval_filter import add_cli
 from aflite_core.data.planted_bias import make_planted_bias
+from aflite_core.engine.result import EVAL_CATEGORIES
 from aflite_core.evalsets import (
     NONE,
     AdversaryStudy,
@@ -26,7 +27,6 @@ from aflite_core.evalsets import (
     text_adversary_setup,
 )
 from aflite_core.evalsets.tables import _rankings
-from aflite_core.result import EVAL_CATEGORIES
 
 KW = {"target_size": 300, "train_size": 150, "slice_size": 60, "n_partitions": 32}
 

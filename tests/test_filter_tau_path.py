@@ -1,6 +1,6 @@
 """Issue 23, item 3 (one τ path): the Filter page reads a higher τ off a stored run instead of running AFLite.
 
-The page's run at a τ at or above a complete stored run of the same spec is :func:`aflite_core.tau_path.
+The page's run at a τ at or above a complete stored run of the same spec is :func:`aflite_core.engine.tau_path.
 narrow_to_tau` of it; it must equal a direct :func:`aflite_core.aflite` run at that τ (the creation time, the
 per-round seconds and the recorded ``narrowed_from_tau`` aside), for a run stopped by the target and one stopped by
 τ, on the digits and on real SNLI embeddings, and a spy on the engine shows that no AFLite run was started for it.

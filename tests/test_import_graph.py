@@ -38,9 +38,9 @@ def _shared_compute() -> tuple[str, ...]:
 
 def test_the_graph_is_read():
     """A guard against a reader that finds nothing: the core's known edges are there."""
-    assert "aflite_core.run_constants" in GRAPH["aflite_core.checkpoint"]
-    assert "aflite_core.engine" in GRAPH["aflite_core.filtering"]
-    assert "aflite_core.result" in GRAPH["aflite_core.engine"]
+    assert "aflite_core.engine.run_constants" in GRAPH["aflite_core.engine.checkpoint"]
+    assert "aflite_core.engine.loop" in GRAPH["aflite_core.engine.filtering"]
+    assert "aflite_core.engine.result" in GRAPH["aflite_core.engine.loop"]
     assert sum(len(v) for v in GRAPH.values()) > 150
 
 

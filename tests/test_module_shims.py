@@ -12,6 +12,8 @@ import aflite_core
 SHIMS = {
     "aflite_core.tables": "aflite_core.data.user_tables",
     "aflite_core.artifact_stats": "aflite_core.measures.artifact_statistics",
+    "aflite_core.logistic": "aflite_core.engine.logistic",
+    "aflite_core.tau_path": "aflite_core.engine.tau_path",
 }
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from aflite_core import aflite
 from aflite_core.data.planted_bias import make_planted_bias
-from aflite_core.models import LinearFamily, tree_cover, tree_sum
+from aflite_core.engine.models import LinearFamily, tree_cover, tree_sum
 
 distributed = pytest.importorskip("distributed") if not os.environ.get("CI") else __import__("distributed")
 
@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def cluster3():
-    from aflite_core.distributed import local_cluster
+    from aflite_core.engine.distributed import local_cluster
 
     cluster, client = local_cluster(3)
     try:
@@ -45,7 +45,7 @@ KW = dict(target_size=2500, train_size=1500, slice_size=400, tau=0.5, random_sta
 
 
 def _backend(client, workers, **kw):
-    from aflite_core.distributed import DaskBackend
+    from aflite_core.engine.distributed import DaskBackend
 
     return DaskBackend(client, workers=workers, **kw)
 
@@ -151,7 +151,7 @@ class _KillAt(distributed.WorkerPlugin):
 @pytest.mark.parametrize("mark", ["aflite-solve-r2-", "aflite-score-r3-"])
 def test_a_worker_lost_mid_round_changes_nothing(data, tmp_path, mark):
     """Killed after the shards' partial sums exist (solve) or while scoring: they are rebuilt elsewhere."""
-    from aflite_core.distributed import local_cluster
+    from aflite_core.engine.distributed import local_cluster
 
     X, y = data
     kw = dict(KW, model="ridge")

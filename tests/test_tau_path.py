@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from aflite_core import aflite
 from aflite_core.data.planted_bias import make_biased_circles, paper_circles
-from aflite_core.tau_path import narrow_to_tau
+from aflite_core.engine.tau_path import narrow_to_tau
 
 
 def assert_same_run(narrowed, direct) -> None:

@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch")
 
 from aflite_core import aflite, predictability  # noqa: E402
 from aflite_core.data.planted_bias import make_planted_bias  # noqa: E402
-from aflite_core.logistic import LogisticFamily  # noqa: E402
-from aflite_core.models import LinearFamily  # noqa: E402
+from aflite_core.engine.logistic import LogisticFamily  # noqa: E402
+from aflite_core.engine.models import LinearFamily  # noqa: E402
 
 #: torch devices to test: torch's CPU device always, the GPU where there is one
 DEVICES = ["torch:cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU"))]

@@ -18,8 +18,8 @@ import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
+from aflite_core.engine.result import EVAL_CATEGORIES
 from aflite_core.evalsets import NONE, AdversaryStudy
-from aflite_core.result import EVAL_CATEGORIES
 
 from .theme import KEPT, MISSING, NEUTRAL, REMOVED, TAU_LINE, style
 

@@ -19,8 +19,8 @@ import pandas as pd
 
 from aflite_core import predictability
 from aflite_core.data.datasets import Dataset
+from aflite_core.engine.registry import CLASSIFIER_LABELS
 from aflite_core.measures import baselines as core_baselines
-from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
 from ..specs import FilterSpec

@@ -28,6 +28,8 @@ from aflite_core.data.embeddings import (
 )
 from aflite_core.data.features import text_representations
 from aflite_core.data.readers import read_features, read_table
+from aflite_core.engine.filtering import predictability
+from aflite_core.engine.registry import CLASSIFIER_LABELS
 from aflite_core.evalsets import (
     TEXT_STUDY_FRACTIONS,
     AdversarySetup,
@@ -40,9 +42,7 @@ from aflite_core.evalsets import (
     study_reading,
     text_adversary_setup,
 )
-from aflite_core.filtering import predictability
 from aflite_core.measures.adversary_strength import backbone_strength, linear_backbones
-from aflite_core.registry import CLASSIFIER_LABELS
 
 from .. import settings
 from ..jobs import Outcome

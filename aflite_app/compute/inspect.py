@@ -20,10 +20,10 @@ import pandas as pd
 from aflite_core import AFLiteResult
 from aflite_core._utils import hash_array
 from aflite_core.data.datasets import Dataset
+from aflite_core.engine.result import RoundProgress, StepProgress
 from aflite_core.measures.artifact_statistics import artifact_shares
 from aflite_core.measures.removed_artifacts import feature_artifacts, token_artifacts
 from aflite_core.measures.stability import class_impact, stability_from_results
-from aflite_core.result import RoundProgress, StepProgress
 
 from .. import exports, settings
 from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability

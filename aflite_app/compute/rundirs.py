@@ -20,7 +20,7 @@ from aflite_core._utils import hash_array, hash_labels
 from aflite_core._validation import check_labels
 from aflite_core.data.datasets import Dataset
 from aflite_core.data.readers import read_features, read_labels
-from aflite_core.registry import adversary_name
+from aflite_core.engine.registry import adversary_name
 
 from .. import settings
 from ..run_root import MAX_DEPTH as RUN_ROOT_DEPTH

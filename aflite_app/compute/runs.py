@@ -3,7 +3,7 @@
 One τ path (issue 23): :func:`result` is the one answer to "the run for this spec" that the Filter page, the
 sidebar and Inspect ask for - the run itself when stored (a run directory opened on the Data page first, then the
 store), else the run read off a complete stored run of the same spec at a lower τ
-(:func:`aflite_core.tau_path.narrow_to_tau`, exact, no AFLite run), else None: the caller then runs it
+(:func:`aflite_core.engine.tau_path.narrow_to_tau`, exact, no AFLite run), else None: the caller then runs it
 (:func:`prepare_run`, in the background), and the finished run is stored, so every higher τ is read off it.
 Only complete top-k runs with their score matrix and no evaluation set are read off (:func:`can_narrow`); the
 greedy and sampling strategies, and a stopped run, always run. Other pages that need a run whatever it costs
@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from aflite_core import AFLiteResult
-from aflite_core.filtering import execute_run, plan_run
+from aflite_core.engine.filtering import execute_run, plan_run
+from aflite_core.engine.tau_path import narrow_to_tau
 from aflite_core.measures.stability import class_impact as _class_impact
-from aflite_core.tau_path import narrow_to_tau
 
 from .. import settings
 from ..jobs import app_threads
@@ -63,7 +63,7 @@ def _narrowed_store() -> _stores.Store:
     return _stores.store("narrowed_store", NARROWED_STORE_SIZE)
 
 
-#: model families with a torch session (:func:`aflite_core.torch_backend.check_family`): the default family
+#: model families with a torch session (:func:`aflite_core.engine.torch_backend.check_family`): the default family
 GPU_FAMILIES = ("linear", "ridge")
 
 
@@ -136,7 +136,7 @@ def result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteR
 
     The one source of truth for "the current run" (the Filter page, the sidebar, Inspect). A run read off
     another carries ``provenance["narrowed_from_tau"]`` (:func:`narrowed_from`) and equals a direct run at
-    ``spec.tau`` in every field but the creation time and the per-round seconds (:mod:`aflite_core.tau_path`).
+    ``spec.tau`` in every field but the creation time and the per-round seconds (:mod:`aflite_core.engine.tau_path`).
     None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, a stopped run); the
     caller runs it (:func:`prepare_run` stores the finished run).
     """
@@ -160,7 +160,7 @@ def result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteR
 def can_narrow(spec: FilterSpec, run: AFLiteResult) -> bool:
     """True when ``run`` holds the run of ``spec``: same spec but τ, a τ at or below, and narrowable.
 
-    Narrowable as :func:`aflite_core.tau_path.narrow_to_tau` requires: the top-k strategy ("slice"), the
+    Narrowable as :func:`aflite_core.engine.tau_path.narrow_to_tau` requires: the top-k strategy ("slice"), the
     per-round score matrix, no evaluation set, and a complete run (stopped by the target or by τ, not on
     request).
     """

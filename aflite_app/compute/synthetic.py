@@ -68,7 +68,7 @@ CIRCLES_STORE_SIZE = settings.load().circles_store_size
 #: "after" accuracies remembered by kept set (a few floats each)
 CIRCLES_AFTER_MEMO_SIZE = settings.load().circles_after_memo_size
 #: the τ slider's lowest value: one AFLite run per dataset at this τ holds the run at every τ above it exactly
-#: (aflite_core.tau_path), so a τ change on the page runs no AFLite
+#: (aflite_core.engine.tau_path), so a τ change on the page runs no AFLite
 CIRCLES_TAU_FLOOR = 0.5
 
 

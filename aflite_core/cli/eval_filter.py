@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from ..data.readers import read_features, read_table
+from ..engine.registry import CLASSIFIERS
 from ..evalsets import StudyProgress, adversary_study, digits_adversary_setup
-from ..registry import CLASSIFIERS
 from ._common import int_list, number, print_json
 
 __all__ = ["add_cli"]

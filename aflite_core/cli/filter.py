@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import _durable
-from ..checkpoint import peek_meta
 from ..data.readers import read_features, read_labels
-from ..filtering import _resolve_backend, execute_run, plan_run, predictability
-from ..registry import ADVERSARIES, family_from_spec, resolve_model
-from ..result import AFLiteResult
-from ..run_record import is_run_directory
+from ..engine.checkpoint import peek_meta
+from ..engine.filtering import _resolve_backend, execute_run, plan_run, predictability
+from ..engine.registry import ADVERSARIES, family_from_spec, resolve_model
+from ..engine.result import AFLiteResult
+from ..engine.run_record import is_run_directory
 from ._common import CLIError, Progress, count_or_fraction
 
 __all__ = ["add_cli"]
@@ -55,12 +55,12 @@ _REQUIRED_FOR_NEW_RUN = ("features", "labels", "target_size", "train_size", "out
 def _cluster(args: argparse.Namespace):
     """(backend, closer) for --scheduler / --dask-local, or (None, no-op)."""
     if args.scheduler:
-        from ..distributed import _import_distributed
+        from ..engine.distributed import _import_distributed
 
         client = _import_distributed().Client(args.scheduler, timeout="30s")
         return client, client.close
     if args.dask_local is not None:
-        from ..distributed import local_cluster
+        from ..engine.distributed import local_cluster
 
         cluster, client = local_cluster(args.dask_local)
 

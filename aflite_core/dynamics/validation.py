@@ -170,7 +170,7 @@ def _fit_predict(
 ) -> NDArray:
     from sklearn.exceptions import ConvergenceWarning
 
-    from ..registry import make_classifier
+    from ..engine.registry import make_classifier
 
     est = make_classifier(family, random_state=seed, n_train=len(ytr))
     with warnings.catch_warnings():
@@ -213,7 +213,7 @@ def level_accuracy(
     X_eval, y_eval : array-like
         The characterised rows.
     models : sequence of str, default=("logistic", "knn", "mlp")
-        Families of :data:`aflite_core.registry.CLASSIFIERS`.
+        Families of :data:`aflite_core.engine.registry.CLASSIFIERS`.
     partial : (X_train_partial, X_eval_partial), optional
         A partial input (e.g. the hypothesis alone): a logistic regression on it is scored too (``input =
         "partial"``); the paper finds it near chance on the hard level.

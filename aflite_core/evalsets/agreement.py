@@ -13,7 +13,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
-from ..result import EVAL_CATEGORIES
+from ..engine.result import EVAL_CATEGORIES
 from .tables import NONE
 
 __all__ = ["DEFAULT_ANNOTATOR_SOURCES", "AgreementReport", "annotator_agreement", "category_agreement"]

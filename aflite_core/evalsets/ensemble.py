@@ -14,10 +14,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
-from ..filtering import _check_run_args, _resolve
-from ..partitions import RoundScores
-from ..registry import resolve_model
-from ..result import AFLiteResult, RoundProgress, StepProgress
+from ..engine.filtering import _check_run_args, _resolve
+from ..engine.partitions import RoundScores
+from ..engine.registry import resolve_model
+from ..engine.result import AFLiteResult, RoundProgress, StepProgress
 
 __all__ = ["EnsembleResult", "ensemble_aflite", "ensemble_name"]
 
@@ -116,7 +116,7 @@ def _check_mapping(
 class _EnsembleBackend:
     """An engine backend that scores every round with several adversaries and pools their counts.
 
-    Each member is an ordinary :class:`aflite_core.engine.LocalBackend` on its own representation; a round's
+    Each member is an ordinary :class:`aflite_core.engine.loop.LocalBackend` on its own representation; a round's
     "plan" is the list of the members' plans. The run's ``n_partitions`` is ``m × n_members`` (so the engine's
     evaluation score ``eval_correct / n_partitions`` is the pooled share), while each member fits m models.
     """
@@ -141,7 +141,7 @@ class _EnsembleBackend:
 
     def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None) -> None:
         """Open one local backend per member, in order (each draws its per-run randomness from ``rng``)."""
-        from ..engine import LocalBackend
+        from ..engine.loop import LocalBackend
 
         self.N = X.shape[0]
         self.n_eval = 0 if eval_X is None else eval_X.shape[0]
@@ -239,10 +239,10 @@ def ensemble_aflite(
     """AFLite with an ensemble of adversaries: a row's predictability pools every adversary's partition models.
 
     Each round, every adversary (representation) draws its own m partitions of the *same* current set S and
-    scores it with :func:`aflite_core.partitions.score_round`. A training row's predictability is the sum of
+    scores it with :func:`aflite_core.engine.partitions.score_round`. A training row's predictability is the sum of
     its correct out-of-sample predictions over all adversaries divided by the sum of its predictions; an
     evaluation row's is its correct predictions over all ``m × n_adversaries`` models. The loop is the
-    engine's (:class:`aflite_core.engine.Run`, strategy B, greedy slicing): up to ``slice_size`` training rows
+    engine's (:class:`aflite_core.engine.loop.Run`, strategy B, greedy slicing): up to ``slice_size`` training rows
     with the highest p ≥ ``tau`` leave (seeded tie-break, never below ``target_size``), every evaluation row
     with p ≥ ``tau`` leaves, and the run stops when S reached the target or fewer than ``slice_size`` rows
     qualified. Evaluation rows are never used for fitting and never change which training rows are removed.
@@ -262,21 +262,21 @@ def ensemble_aflite(
     random_state : int, numpy Generator or None
         The one seed. With a single adversary the run equals ``aflite(...)`` with the same seed.
     callback : callable, optional
-        Called after every round with a :class:`~aflite_core.result.RoundProgress`; ``False`` stops.
+        Called after every round with a :class:`~aflite_core.engine.result.RoundProgress`; ``False`` stops.
     ids, eval_ids : array-like, optional
         Row ids carried into the result.
     n_threads : int or None, default=1
         BLAS threads.
     on_step : callable, optional
         Called inside every round, after each group of partition fits and each block of predictions of every
-        member, with a :class:`~aflite_core.result.StepProgress` (``done`` / ``total`` over all members);
+        member, with a :class:`~aflite_core.engine.result.StepProgress` (``done`` / ``total`` over all members);
         ``False`` abandons the round and ends the run with the rounds completed so far, as in
         :func:`aflite_core.aflite`.
 
     Returns
     -------
     EnsembleResult
-        The pooled run (an :class:`~aflite_core.result.AFLiteResult` whose ``params["n_partitions"]`` is m per
+        The pooled run (an :class:`~aflite_core.engine.result.AFLiteResult` whose ``params["n_partitions"]`` is m per
         adversary and ``params["adversaries"]`` the members) and each member's per-round scores.
 
     Notes
@@ -327,7 +327,7 @@ def ensemble_aflite(
     )
     family = resolve_model(model, func)
     n_threads, seed = _check_run_args(callback, n_threads, random_state, func, on_step)
-    from ..engine import Run, RunConfig
+    from ..engine.loop import Run, RunConfig
 
     labels = r["labels"]
     m, A = r["m"], len(names)

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from .. import _validation as v
 from .._utils import blas_threads
-from ..registry import CLASSIFIERS, make_classifier
+from ..engine.registry import CLASSIFIERS, make_classifier
 
 __all__: list[str] = []
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .._format import fmt_pct
-from ..result import EVAL_CATEGORIES
+from ..engine.result import EVAL_CATEGORIES
 from .tables import NONE
 
 __all__ = ["StudyNumbers", "study_overview", "study_reading"]

@@ -240,7 +240,7 @@ def _strengths(
     seed: int,
     n_threads: int | None,
 ) -> dict[str, float]:
-    from ..filtering import predictability
+    from ..engine.filtering import predictability
 
     out = {}
     for a in names:

@@ -17,9 +17,9 @@ from numpy.typing import ArrayLike
 
 from .. import _validation as v
 from .._utils import json_default, versions
-from ..filtering import _resolve, aflite
-from ..registry import CLASSIFIERS, resolve_model
-from ..result import EVAL_CATEGORIES, AFLiteResult, RoundProgress, StepProgress
+from ..engine.filtering import _resolve, aflite
+from ..engine.registry import CLASSIFIERS, resolve_model
+from ..engine.result import EVAL_CATEGORIES, AFLiteResult, RoundProgress, StepProgress
 from .agreement import (
     DEFAULT_ANNOTATOR_SOURCES,
     AgreementReport,
@@ -407,8 +407,8 @@ def adversary_study(
         Representations to filter with, in display order (e.g. weakest first). Default: every key of
         ``train_X``.
     evaluated : sequence of (family, representation) or (name, family, representation), default=()
-        Evaluated models: a family of :data:`aflite_core.registry.CLASSIFIERS` (or an unfitted scikit-learn classifier)
-        and a representation name, e.g. ``[("logistic", "pixels"), ("forest", "pixels")]``. Named
+        Evaluated models: a family of :data:`aflite_core.engine.registry.CLASSIFIERS` (or an unfitted scikit-learn
+        classifier) and a representation name, e.g. ``[("logistic", "pixels"), ("forest", "pixels")]``. Named
         ``"family:representation"`` in the tables, or by the name given first in a triple (an estimator with an
         explicit integer ``random_state`` keeps it).
     backbones : mapping of str to str, optional

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from ..engine.result import EVAL_CATEGORIES
 from ..measures.adversary_strength import pair_counts, wilson_interval
-from ..result import EVAL_CATEGORIES
 
 __all__ = ["NONE"]
 

@@ -32,7 +32,7 @@ __all__ = [
 
 
 #: models of the synthetic experiment (ICML §3): a linear model (logistic regression) and an RBF-kernel SVM, by the
-#: names the experiment's table uses -> their classifier family in :data:`aflite_core.registry.CLASSIFIERS`
+#: names the experiment's table uses -> their classifier family in :data:`aflite_core.engine.registry.CLASSIFIERS`
 EXPERIMENT_MODELS: dict[str, str] = {"linear": "logistic", "rbf": "rbf"}
 
 
@@ -66,7 +66,7 @@ def subset_accuracies(
     mask : boolean array of shape (n_samples,) or AFLiteResult, optional
         The subset; None means all rows.
     models : mapping of str to str, default=EXPERIMENT_MODELS
-        Name in the result -> classifier family of :data:`aflite_core.registry.CLASSIFIERS`.
+        Name in the result -> classifier family of :data:`aflite_core.engine.registry.CLASSIFIERS`.
     n_splits : int, default=5
         Folds.
     random_state : int, numpy Generator or None

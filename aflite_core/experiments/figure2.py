@@ -139,7 +139,7 @@ def synthetic_experiment(
     runs : mapping, optional
         AFLite results by dataset name from an earlier call with the same datasets, seed and parameters except a
         τ at or below ``tau`` (e.g. ``exp.results`` of a call at the lowest τ a slider offers): instead of running
-        AFLite again, each is read at ``tau`` with :func:`aflite_core.tau_path.narrow_to_tau`, which gives the
+        AFLite again, each is read at ``tau`` with :func:`aflite_core.engine.tau_path.narrow_to_tau`, which gives the
         run's result exactly. A result made with other data or parameters is refused (``ValueError``).
     after : mutable mapping, optional
         A memo the caller keeps between calls: the "after" accuracies are stored there by the data, kept rows,
@@ -252,7 +252,7 @@ class ExperimentPlan:
         return next(i for i, d in enumerate(self.datasets) if d.name == name)
 
     def _run_one(self, i: int, tau: float) -> Any:
-        from ..filtering import aflite
+        from ..engine.filtering import aflite
 
         d, (nt, t, k) = self.datasets[i], self.counts[i]
         return aflite(
@@ -288,7 +288,7 @@ class ExperimentPlan:
     def at_tau(self, runs: Mapping[str, Any], tau: float) -> dict[str, Any]:
         """The runs of :meth:`run` at a τ at or below ``tau``, read at ``tau``: exactly a run at ``tau``, no AFLite.
 
-        :func:`aflite_core.tau_path.narrow_to_tau` on each; τ is checked once, here. A run made with other data
+        :func:`aflite_core.engine.tau_path.narrow_to_tau` on each; τ is checked once, here. A run made with other data
         or parameters, or above ``tau``, is refused (``ValueError``).
         """
         tau = self.check_tau(tau)
@@ -441,7 +441,7 @@ def _after_key(res: Any, folds: int, seed: int) -> tuple:
 def _narrowed(res: Any, d: BiasedCircles, tau: float, expected: dict[str, int]) -> Any:
     """``res`` (a run on ``d`` at a τ at or below ``tau``) read at ``tau``; refused if it is another run."""
     from .._utils import hash_array
-    from ..tau_path import narrow_to_tau
+    from ..engine.tau_path import narrow_to_tau
 
     p = getattr(res, "params", {})
     same = (

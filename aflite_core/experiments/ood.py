@@ -58,7 +58,7 @@ __all__ = [
 OOD_TRAIN_SETS: tuple[str, ...] = ("original", "aflite", "random")
 #: the synthetic test sets (same rows and labels; only the bias columns differ)
 OOD_TEST_SETS: tuple[str, ...] = ("in_distribution", "no_bias", "flipped_bias")
-#: model families trained on every training set (names of :data:`aflite_core.registry.CLASSIFIERS`)
+#: model families trained on every training set (names of :data:`aflite_core.engine.registry.CLASSIFIERS`)
 OOD_MODELS: tuple[str, ...] = ("logistic", "rbf")
 #: AFLite parameters of the synthetic experiment: the synthetic experiment's (fractions of the training rows)
 OOD_DEFAULTS: dict[str, Any] = {"target_size": 0.1, "train_size": 0.05, "slice_size": 0.05, "tau": 0.75}
@@ -174,7 +174,7 @@ def _fit_score(
 ) -> dict[str, float]:
     from sklearn.exceptions import ConvergenceWarning
 
-    from ..registry import make_classifier
+    from ..engine.registry import make_classifier
 
     est = make_classifier(family, random_state=seed, n_train=len(y), standardize=standardize)
     with warnings.catch_warnings():
@@ -184,7 +184,7 @@ def _fit_score(
 
 
 def _check_models(models: Any, func: str) -> tuple[str, ...]:
-    from ..registry import CLASSIFIERS
+    from ..engine.registry import CLASSIFIERS
 
     if isinstance(models, str):
         models = (models,)
@@ -229,7 +229,7 @@ def _counts(aflite_kw: Mapping[str, Any], n: int) -> dict[str, Any]:
 def _three_training_sets(
     X: NDArray, y: NDArray, aflite_kw: Mapping[str, Any], seed: int, n_threads: int | None
 ) -> tuple[dict[str, NDArray[np.bool_]], Any]:
-    from ..filtering import aflite
+    from ..engine.filtering import aflite
     from ..measures.baselines import random_subset
 
     s_run, s_random = (int(s) for s in np.random.default_rng(seed).integers(0, 2**31 - 1, size=2))
@@ -271,7 +271,7 @@ def ood_experiment(
         Training sets to use for every seed (then only AFLite, the random subset and the models vary with the
         seed). Default: ``paper_circles(2000, random_state=seed)`` per seed.
     models : sequence of str, default=("logistic", "rbf")
-        Families of :data:`aflite_core.registry.CLASSIFIERS`.
+        Families of :data:`aflite_core.engine.registry.CLASSIFIERS`.
     target_size, train_size, slice_size, tau, n_partitions
         AFLite's n, t, k (fractions of the training rows or counts), τ and m (default: the synthetic
         experiment's, :data:`OOD_DEFAULTS`).
@@ -437,7 +437,7 @@ def ood_real(
     directory : str or path-like, optional
         Folder of ``snli_sample.*`` and ``mnli_sample.*`` (default :func:`default_shared_dir`).
     models : sequence of str, default=("logistic",)
-        Families of :data:`aflite_core.registry.CLASSIFIERS` (the RBF SVM takes tens of seconds per fit here).
+        Families of :data:`aflite_core.engine.registry.CLASSIFIERS` (the RBF SVM takes tens of seconds per fit here).
     target_size, train_size, slice_size, tau, n_partitions
         AFLite's n, t, k, τ, m (default :data:`REAL_OOD_DEFAULTS`: n = 1/3 of the training rows, the paper's
         182k of 550k).

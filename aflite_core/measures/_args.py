@@ -9,7 +9,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .. import _validation as v
-from ..result import AFLiteResult
+from ..engine.result import AFLiteResult
 
 
 def _rng(random_state: Any, func: str) -> np.random.Generator:

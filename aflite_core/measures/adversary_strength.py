@@ -56,7 +56,7 @@ class Backbone:
     name : str
         Its name as an evaluated model (e.g. ``"backbone:mlp"``, or ``"logistic:pixels"`` when it is that model).
     model : str or sklearn estimator
-        A family of :data:`aflite_core.registry.CLASSIFIERS` or an unfitted estimator (with an explicit integer
+        A family of :data:`aflite_core.engine.registry.CLASSIFIERS` or an unfitted estimator (with an explicit integer
         ``random_state`` where it draws random numbers, so the strength and the evaluated model are the same fit).
     representation : str
         The input it is trained on (e.g. ``"pixels"`` for a network retrained on the raw input).
@@ -269,7 +269,7 @@ def backbone_strength(
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
 
-    from ..registry import make_classifier
+    from ..engine.registry import make_classifier
 
     func = "backbone_strength"
     enc = v.check_labels(train_y, "train_y", func, n_rows=len(np.asarray(train_y)), min_per_class=1)

@@ -42,7 +42,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
-from ..result import AFLiteResult
+from ..engine.result import AFLiteResult
 from ._args import _kept_mask
 from .removed_artifacts import _check_texts
 

@@ -12,8 +12,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
 from .._utils import blas_threads
-from ..registry import _build, _resolve_models
-from ..result import AFLiteResult
+from ..engine.registry import _build, _resolve_models
+from ..engine.result import AFLiteResult
 from ._args import _check_groups, _encode_labels, _kept_mask, _rng, _seed
 
 __all__ = [

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
 from .._utils import blas_threads
-from ..result import AFLiteResult
+from ..engine.result import AFLiteResult
 from ._args import (
     _check_groups,
     _check_ks,

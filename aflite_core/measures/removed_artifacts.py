@@ -10,7 +10,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from .. import _validation as v
-from ..result import AFLiteResult
+from ..engine.result import AFLiteResult
 from ._args import _encode_labels, _kept_mask
 
 __all__ = ["NEGATION_TOKENS", "TOKEN_PATTERN", "feature_artifacts", "token_artifacts"]

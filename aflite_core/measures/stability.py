@@ -11,7 +11,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
-from ..result import AFLiteResult, _names
+from ..engine.result import AFLiteResult, _names
 from ._args import _encode_labels, _kept_mask, _rng, _seed
 
 __all__ = ["StabilityReport", "class_impact", "removal_stability", "stability_from_results"]
@@ -273,7 +273,7 @@ def removal_stability(
     >>> rep.removed.shape, bool(rep.mean_jaccard > 0.5)
     ((3, 300), True)
     """
-    from ..filtering import aflite
+    from ..engine.filtering import aflite
 
     func = "removal_stability"
     runs = v.check_int(n_runs, "n_runs", func, low=2)

@@ -235,7 +235,7 @@ def run_pieces(
 ) -> list[dict]:
     """Score pieces with fitted models; returns one small dict of counts per piece, in the order of ``pieces``.
 
-    On the run's thread pool (:mod:`aflite_core._parallel`) contiguous batches of pieces are scored at once;
+    On the run's thread pool (:mod:`aflite_core.engine._parallel`) contiguous batches of pieces are scored at once;
     each piece's arithmetic is the same whichever thread scores it.
     """
     workers = n_workers()

@@ -1,10 +1,11 @@
 """The three constants a run, its checkpoints and its saved record share: history columns, strategies, stop reasons.
 
-They live here, below every module that reads them (:mod:`~aflite_core.engine`, :mod:`~aflite_core.filtering`,
-:mod:`~aflite_core.result`, :mod:`~aflite_core.checkpoint`, :mod:`~aflite_core.run_record`), so each imports them at
-its top and none imports another only for a constant (those imports, inside functions, were what held the engine's
-modules in one import cycle). They stay importable from where they were defined before (``engine.HISTORY_COLUMNS``,
-``filtering.STRATEGIES``, ``result.STOP_REASONS``).
+They live here, below every module that reads them (:mod:`~aflite_core.engine.loop`,
+:mod:`~aflite_core.engine.filtering`, :mod:`~aflite_core.engine.result`, :mod:`~aflite_core.engine.checkpoint`,
+:mod:`~aflite_core.engine.run_record`), so each imports them at its top and none imports another only for a
+constant (those imports, inside functions, were what held the engine's modules in one import cycle). They stay
+importable from where they were defined before (``loop.HISTORY_COLUMNS``, ``filtering.STRATEGIES``,
+``result.STOP_REASONS``).
 """
 
 from __future__ import annotations

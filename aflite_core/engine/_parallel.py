@@ -1,6 +1,6 @@
 """The engine's thread pool: independent pieces of a round run on every core, with the same bits as one thread.
 
-A run (:meth:`aflite_core.engine.Run.execute`) opens :func:`engine_threads`: BLAS/LAPACK are limited to one thread
+A run (:meth:`aflite_core.engine.loop.Run.execute`) opens :func:`engine_threads`: BLAS/LAPACK are limited to one thread
 and, with ``n_threads > 1``, a ``ThreadPoolExecutor`` is installed for the families' sessions. They hand it only
 *independent* pieces - column tiles of the Gram sums, shards, partition groups, scoring pieces - each computed
 by exactly the calls one thread makes, and they combine the results in a fixed order. A run's result is
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from ._utils import blas_threads
+from .._utils import blas_threads
 
 __all__ = ["available_cores", "background", "engine_threads", "map_ordered", "n_workers", "resolve_threads", "split"]
 

@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from . import _durable
-from ._utils import json_default
-from ._validation import shown, shown_list
-from .data.preflight import read_parquet_checked
+from .. import _durable
+from .._utils import json_default
+from .._validation import shown, shown_list
+from ..data.preflight import read_parquet_checked
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "RUN_FILES", "RunRecordError", "is_run_directory", "load_run", "save_run"]

@@ -1,8 +1,8 @@
-"""Batched preconditioned L-BFGS for logistic regression in PyTorch: :func:`aflite_core.logistic.fit_logistic` ported.
+"""Batched preconditioned L-BFGS for logistic regression in PyTorch (:func:`.logistic.fit_logistic`, ported).
 
-The same algorithm, step for step: 5 correction pairs (:data:`aflite_core.logistic.LBFGS_MEMORY`), the shared
+The same algorithm, step for step: 5 correction pairs (:data:`aflite_core.engine.logistic.LBFGS_MEMORY`), the shared
 initial inverse Hessian ``H_inv`` scaled by γ = sᵀy / yᵀH_inv·y of the newest pair, a backtracking Armijo line
-search from the unit step (at most :data:`aflite_core.logistic.MAX_BACKTRACKS` halvings), and a model stops when
+search from the unit step (at most :data:`aflite_core.engine.logistic.MAX_BACKTRACKS` halvings), and a model stops when
 its largest gradient entry is at most ``tol`` times its number of training rows, or after ``max_iter`` iterations.
 Every model iterates and stops on its own; the models of a batch share only the matrix products. Only the order
 of floating-point sums differs from numpy, so converged models predict alike.
@@ -76,7 +76,7 @@ def fit_logistic_torch(Xg, codes, mask, K: int, H_inv, *, C: float = 1.0, tol: f
     H_inv : torch.Tensor of float32, shape (d + 1, d + 1)
         Initial inverse-Hessian approximation shared by the models.
     C, tol, max_iter
-        See :class:`aflite_core.logistic.LogisticFamily`.
+        See :class:`aflite_core.engine.logistic.LogisticFamily`.
 
     Returns
     -------

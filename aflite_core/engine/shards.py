@@ -1,7 +1,7 @@
 """The linear families' sharded Gram statistics: block Grams, their shards, removals and partition sums.
 
-Private machinery of :class:`aflite_core.models.LinearFamily` (and the logistic family built on it), in a
-module of its own. The arithmetic is fixed by the run (see :mod:`aflite_core.models`): a partition's Gram
+Private machinery of :class:`aflite_core.engine.models.LinearFamily` (and the logistic family built on it), in a
+module of its own. The arithmetic is fixed by the run (see :mod:`aflite_core.engine.models`): a partition's Gram
 matrix is the sum of one partial product per shard (its blocks' Grams weighted by the partition's 0/1
 membership), added along the balanced binary tree over the shard indices. Whatever computes a tree node - this
 process on one thread or several, or a cluster worker - gets the same bits.
@@ -18,7 +18,7 @@ How that fixed arithmetic is carried out cheaply:
   shard and column tile (a product's entries do not depend on how many rows or columns it has), tiles wide
   enough that a handful of calls cover the stack, and the tree is added in place tile by tile;
 * **threads**: column tiles, shards and removals are independent, so they are spread over the run's thread
-  pool (:mod:`aflite_core._parallel`) and written to fixed places.
+  pool (:mod:`aflite_core.engine._parallel`) and written to fixed places.
 """
 
 from __future__ import annotations

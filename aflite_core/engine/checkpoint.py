@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from . import _durable
-from ._utils import json_default
+from .. import _durable
+from .._utils import json_default
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS
 
 __all__ = [
@@ -103,7 +103,7 @@ def _npz_bytes(arrays: dict[str, NDArray]) -> bytes:
 
 
 def write_checkpoint(run: Any) -> None:
-    """Write the state of ``run`` (an :class:`aflite_core.engine.Run`) after its current round."""
+    """Write the state of ``run`` (an :class:`aflite_core.engine.loop.Run`) after its current round."""
     d = Path(run.checkpoint_dir)
     _durable.make_dirs(d)
     fingerprint = json.loads(json.dumps(run.fingerprint(), default=json_default))

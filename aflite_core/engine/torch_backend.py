@@ -1,11 +1,11 @@
 """The default family's fits and scoring on a PyTorch device (a GPU, or torch's CPU device for CI).
 
 :func:`aflite_core.aflite` with ``device="cuda"`` (or ``"cuda:N"``, or ``"torch:cpu"``) runs the same loop
-(:class:`aflite_core.engine.Run`: partition plans, row selection, the stop rule, history, checkpoints) with a
+(:class:`aflite_core.engine.loop.Run`: partition plans, row selection, the stop rule, history, checkpoints) with a
 :class:`TorchBackend`, whose family session is a :class:`TorchSession`:
 
 * everything random is the numpy session's: the session is built by the family itself
-  (:meth:`~aflite_core.models.LinearFamily.session`, which draws the persistent blocks from the run's generator
+  (:meth:`~aflite_core.engine.models.LinearFamily.session`, which draws the persistent blocks from the run's generator
   and fixes ``mode``, ``rows_per_block`` and the centring μ) and its ``draw_plan`` draws the partitions. The same
   seed therefore gives the same blocks and the same partitions as the numpy path; the numpy session never
   builds its shard Gram matrices here;
@@ -13,11 +13,11 @@
   chunks when it is larger than ``max_device_bytes``), the block Gram matrices of ``[x - μ, 1, onehot(y)]``
   for the ridge classifier (downdated when rows leave), and the Gram matrix of ``[x - μ, 1]`` over the current
   set for logistic regression's preconditioner;
-* the ridge systems are those of :func:`aflite_core.models._ridge_system`, solved directly in float64;
-  logistic regression is :func:`aflite_core.torch_logistic.fit_logistic_torch`, a port of the numpy batched
+* the ridge systems are those of :func:`aflite_core.engine.models._ridge_system`, solved directly in float64;
+  logistic regression is :func:`aflite_core.engine.torch_logistic.fit_logistic_torch`, a port of the numpy batched
   L-BFGS with the same preconditioner, memory, tolerance and iteration limit;
 * every current row is predicted by every model in chunked matrix products; the held-out mask comes from the
-  plan, and the counts are those of :func:`aflite_core.partitions.score_round`.
+  plan, and the counts are those of :func:`aflite_core.engine.partitions.score_round`.
 
 Chunk sizes are functions of the shapes only, never of where X lives, so a streamed run equals a resident one
 bit for bit on the same device. ``precision="float32"`` (default) turns TF32 off and asks for deterministic
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .engine import LocalBackend
+from .loop import LocalBackend
 from .partitions import PartitionPlan, RoundScores, report_step
 
 __all__ = ["DEVICES", "PRECISIONS", "TorchBackend", "TorchSession", "check_device", "check_family", "torch_context"]
@@ -159,7 +159,7 @@ class TorchSession:
     family : LinearFamily or LogisticFamily
         The family (its ``solver`` rule picks ridge or logistic regression as on the numpy path).
     X, codes, n_classes, train_size, n_partitions, rng
-        As for :meth:`~aflite_core.models.LinearFamily.session` (the same draws from ``rng``).
+        As for :meth:`~aflite_core.engine.models.LinearFamily.session` (the same draws from ``rng``).
     device : str
         A torch device name (``"cpu"``, ``"cuda:0"`` …).
     max_device_bytes : int or None
@@ -381,7 +381,7 @@ class TorchSession:
         report_step(self, "fit", len(parts), len(parts))
 
     def _solve_ridge(self, P):
-        """:func:`aflite_core.models._ridge_system` on the device, then direct float64 solves."""
+        """:func:`aflite_core.engine.models._ridge_system` on the device, then direct float64 solves."""
         torch = self.torch
         d = self.d
         s = P[:, :d, d].double()

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ._utils import json_default
+from .._utils import json_default
 from .run_constants import STOP_REASONS
 
 __all__ = ["EVAL_CATEGORIES", "STOP_REASONS", "AFLiteResult", "RoundProgress", "StepProgress"]
@@ -350,7 +350,7 @@ class AFLiteResult:
         counts, one column per round) and, with an evaluation set, ``eval_rows.parquet`` /
         ``eval_scores.parquet``. The run is written into a hidden sibling folder and swapped in, so a reader
         sees the previous run, no run for a moment, or this one — never a mix (see
-        :mod:`aflite_core.run_record`).
+        :mod:`aflite_core.engine.run_record`).
 
         Parameters
         ----------

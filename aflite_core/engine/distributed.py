@@ -15,7 +15,7 @@ Between workers: the partial Gram sums, m · D(D + 1)/2 floats at most per worke
 the *reduction*). Back to the driver: per-row counts of the worker's rows. Feature rows never travel after the set-up.
 
 **The reduction.** Partition j's Gram matrix is the sum over shards of that shard's partial sum, added along a
-fixed balanced binary tree over the shard indices (:func:`aflite_core.shards.tree_sum`), as the local backend
+fixed balanced binary tree over the shard indices (:func:`aflite_core.engine.shards.tree_sum`), as the local backend
 adds them. A worker sums the largest subtrees inside its range; the rest of the tree is added either where
 each group of partitions is solved (``reduce="owner"``: every worker sends each group's owner its subtree
 sums for that group) or as one task per tree node (``reduce="tree"``). Both evaluate the same tree, so the
@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._utils import blas_threads
+from .._utils import blas_threads
 from .models import LinearFamily, SklearnFamily, _LinearWeights
 from .partitions import PartitionPlan, RoundScores, merge_pieces, run_pieces, scoring_pieces
 from .shards import tree_cover, tree_sum
@@ -275,7 +275,7 @@ def _score_shards(
     """Task: predict this worker's shards' rows, block by block, with the models that held each block out.
 
     Returns ``(block, n_rows, correct per row, correct per model)`` per block: the pieces the local backend
-    scores (:func:`aflite_core.partitions.scoring_pieces`), computed the same way.
+    scores (:func:`aflite_core.engine.partitions.scoring_pieces`), computed the same way.
     """
     entry = _session(key, spec, x_ref)
     with entry["lock"], blas_threads(1):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import _validation as v
+from .. import _validation as v
 
 if TYPE_CHECKING:  # the families import nothing from here; resolving imports them lazily
     from .models import LinearFamily, SklearnFamily
@@ -59,9 +59,10 @@ CLASSIFIER_LABELS: dict[str, str] = {
 #: adversary families, by the name ``aflite(model=...)`` takes, with exactly what each one is
 ADVERSARIES: dict[str, str] = {
     "linear": "batched logistic regression: scikit-learn's LogisticRegression(C=1) objective, all m partition "
-    "models fitted together (aflite_core.logistic.LogisticFamily; ridge where it was measured to agree "
+    "models fitted together (aflite_core.engine.logistic.LogisticFamily; ridge where it was measured to agree "
     "and logistic regression would be expensive) — the default",
-    "ridge": "batched ridge least squares on one-hot labels (aflite_core.models.LinearFamily; the default before)",
+    "ridge": "batched ridge least squares on one-hot labels (aflite_core.engine.models.LinearFamily; the default "
+    "before)",
     "logistic": "scikit-learn LogisticRegression(C=1, max_iter=1000), one fit per partition",
     "knn": "scikit-learn KNeighborsClassifier(n_neighbors=15, distance-weighted), one fit per partition",
 }
@@ -198,7 +199,7 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
     Parameters
     ----------
     model : {"linear", "ridge", "logistic"} or LinearFamily or SklearnFamily or sklearn classifier
-        ``"linear"`` (default): :class:`~aflite_core.logistic.LogisticFamily`, scikit-learn's logistic
+        ``"linear"`` (default): :class:`~aflite_core.engine.logistic.LogisticFamily`, scikit-learn's logistic
         regression fitted for all m partitions at once; ``"ridge"``: the closed-form ridge
         :class:`LinearFamily` (the default before); ``"logistic"``: scikit-learn's ``LogisticRegression``
         cloned per partition (slow); any unfitted scikit-learn classifier instance is cloned per partition.

@@ -1,6 +1,6 @@
 """Model families M for AFLite: the batched ridge family, its machinery, and any scikit-learn classifier.
 
-(The default family, batched logistic regression, is :class:`aflite_core.logistic.LogisticFamily`, built on
+(The default family, batched logistic regression, is :class:`aflite_core.engine.logistic.LogisticFamily`, built on
 :class:`LinearFamily`'s blocks and sessions.)
 
 The paper's model family is "typically a linear classifier" (Algorithm 1, line 7). Public AFLite code fits
@@ -18,7 +18,7 @@ m partition models of a round together:
   the count depends on the data and the family, never on where the run executes). A partition's Gram matrix
   is the sum of one partial product per shard, always added along the same balanced binary tree over the
   shard indices, column tile by column tile. Any grouping of shards - all of them in this process, or a few
-  on each of any number of cluster workers (:mod:`aflite_core.distributed`) - therefore gives the same bits;
+  on each of any number of cluster workers (:mod:`aflite_core.engine.distributed`) - therefore gives the same bits;
 * every held-out row is predicted by all m models in one matrix product.
 
 Features are centred by their overall mean before the products (which leaves the fitted classifiers
@@ -41,15 +41,7 @@ from numpy.typing import NDArray
 
 from ._parallel import background, map_ordered
 from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, report_step
-from .shards import (  # noqa: F401 - re-exported: the sharded machinery lived here before
-    DEFAULT_SHARDS,
-    GRAM_CHUNK_BYTES,
-    ShardedGrams,
-    _Shard,
-    shard_bounds,
-    tree_cover,
-    tree_sum,
-)
+from .shards import GRAM_CHUNK_BYTES, ShardedGrams, _Shard
 
 __all__ = ["LinearFamily", "SklearnFamily"]
 

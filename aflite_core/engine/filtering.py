@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import _validation as v
+from .. import _validation as v
 from ._parallel import engine_threads
-from .engine import select_rows
+from .loop import select_rows
 from .partitions import score_round
 from .registry import resolve_model
 from .result import AFLiteResult, RoundProgress, StepProgress
@@ -166,10 +166,10 @@ def aflite(
         row per round (strategy A). ``"sample"``: sample k rows without replacement with probability ∝ p(i)
         among those with p(i) ≥ τ, by Gumbel top-k on log p (strategy C).
     model : {"linear", "ridge", "logistic", "knn"}, LinearFamily or scikit-learn classifier, default="linear"
-        The model family M (:data:`aflite_core.registry.ADVERSARIES`). ``"linear"`` fits scikit-learn's
+        The model family M (:data:`aflite_core.engine.registry.ADVERSARIES`). ``"linear"`` fits scikit-learn's
         ``LogisticRegression(C=1)`` objective for all m models of a round together
-        (:class:`aflite_core.logistic.LogisticFamily`); ``"ridge"`` is the batched ridge classifier
-        (:class:`aflite_core.models.LinearFamily`); a scikit-learn classifier is cloned per partition.
+        (:class:`aflite_core.engine.logistic.LogisticFamily`); ``"ridge"`` is the batched ridge classifier
+        (:class:`aflite_core.engine.models.LinearFamily`); a scikit-learn classifier is cloned per partition.
     eval_X, eval_y : array-like, optional
         An evaluation set filtered alongside (appendix Algorithm 1 of the evaluation-set paper): never used
         for fitting, scored by all m models every round, and every evaluation row with p ≥ τ is removed in
@@ -177,7 +177,7 @@ def aflite(
     random_state : int, numpy Generator or None
         The one source of randomness; the integer seed used is recorded in ``result.params["seed"]``.
     callback : callable, optional
-        Called after every round with a :class:`~aflite_core.result.RoundProgress`; returning ``False``
+        Called after every round with a :class:`~aflite_core.engine.result.RoundProgress`; returning ``False``
         stops the run cleanly (``result.stop_reason == "stopped_by_callback"``).
     ids, eval_ids : array-like, optional
         Row ids carried into the result.
@@ -197,14 +197,14 @@ def aflite(
         the final result is identical to an uninterrupted run.
     on_step : callable, optional
         Called often *inside* a round - after every group of partition fits and every block of predictions -
-        with a :class:`~aflite_core.result.StepProgress`; returning ``False`` stops the run at once: the round
+        with a :class:`~aflite_core.engine.result.StepProgress`; returning ``False`` stops the run at once: the round
         in progress is abandoned and the result holds the rounds completed so far
         (``stop_reason == "stopped_by_callback"``; a run with a checkpoint resumes from its last round).
         The local backend honours it; the Dask backend checks it between its tasks.
     device : {"cpu", "cuda", "cuda:N", "torch:cpu"}, default="cpu"
         Where the default family's fits and predictions run: ``"cpu"`` is the numpy engine; ``"cuda"`` a GPU
         through PyTorch (an optional dependency); ``"torch:cpu"`` the same PyTorch code on the CPU. The blocks
-        and partitions are those of the numpy engine for the same seed (:mod:`aflite_core.torch_backend`); only
+        and partitions are those of the numpy engine for the same seed (:mod:`aflite_core.engine.torch_backend`); only
         the default linear family runs on a torch device, and not with the Dask backend.
     precision : {"float32", "tf32"}, default="float32"
         On a torch device: float32 products with deterministic algorithms (two runs on one device are equal),
@@ -308,7 +308,7 @@ def plan_run(
 
     Returns
     -------
-    aflite_core.engine.Run
+    aflite_core.engine.loop.Run
     """
     r = _resolve(
         X,
@@ -327,7 +327,7 @@ def plan_run(
     )
     family = resolve_model(model, func)
     n_threads, seed = _check_run_args(callback, n_threads, random_state, func, on_step)
-    from .engine import Run, RunConfig
+    from .loop import Run, RunConfig
 
     labels = r["labels"]
     extra = {"target_size_given": target_size, "train_size_given": train_size}
@@ -398,7 +398,7 @@ def _check_device(device: Any, precision: Any, max_device_bytes: Any, family: An
 
 def _resolve_backend(backend: Any, func: str):
     """None / "local" -> in-process; "dask" -> the current dask.distributed client; a Client -> that client."""
-    from .engine import LocalBackend
+    from .loop import LocalBackend
 
     if backend is None or backend == "local":
         return LocalBackend()

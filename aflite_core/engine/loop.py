@@ -4,7 +4,7 @@
 round changes (the current set S, the remaining evaluation rows R, per-row and per-round records, the random
 generator) so it can write a checkpoint after every round and continue from one with a bit-identical result.
 The per-round work - fit the m partition models and count correct out-of-sample predictions - goes through a
-backend: :class:`LocalBackend` here, ``aflite_core.distributed.DaskBackend`` on a cluster. Both run the same
+backend: :class:`LocalBackend` here, ``aflite_core.engine.distributed.DaskBackend`` on a cluster. Both run the same
 partition unit with the same grouping and chunking, so they give identical results for the same seed.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from .._utils import hash_array, hash_labels, versions
 from ._parallel import engine_threads
-from ._utils import hash_array, hash_labels, versions
 from .checkpoint import read_checkpoint, write_checkpoint
 from .partitions import PartitionPlan, RoundInterrupted, RoundScores, score_round
 from .result import AFLiteResult, RoundProgress, StepProgress
@@ -111,7 +111,7 @@ class LocalBackend:
     on_step: Callable[[str, int, int], bool | None] | None = None
 
     def score(self, rows, plan, rng, eval_rows, round_no) -> RoundScores:
-        """One round with :func:`aflite_core.partitions.score_round`."""
+        """One round with :func:`aflite_core.engine.partitions.score_round`."""
         return score_round(
             self.session,
             self.X,
@@ -430,7 +430,7 @@ class Run:
         }
 
     def write_checkpoint(self) -> None:
-        """Write the state after the current round to ``checkpoint_dir`` (see :mod:`aflite_core.checkpoint`)."""
+        """Write the state after the current round to ``checkpoint_dir`` (see :mod:`aflite_core.engine.checkpoint`)."""
         write_checkpoint(self)
 
     def restore(self, checkpoint_dir: str | Path) -> None:
