@@ -41,7 +41,17 @@ from numpy.typing import NDArray
 
 from ._parallel import background, map_ordered
 from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, report_step
-from .shards import GRAM_CHUNK_BYTES, ShardedGrams, _Shard
+
+# re-exported: the sharded machinery lived here before
+from .shards import (  # noqa: F401
+    DEFAULT_SHARDS,
+    GRAM_CHUNK_BYTES,
+    ShardedGrams,
+    _Shard,
+    shard_bounds,
+    tree_cover,
+    tree_sum,
+)
 
 __all__ = ["LinearFamily", "SklearnFamily"]
 
