@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_browser import _require_browser  # one check of Chromium and playwright for every browser test
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
-CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
 
 pytestmark = [pytest.mark.slow]
 
@@ -44,21 +43,6 @@ def run_tiny(script: str, *args: str, timeout: float = 120) -> str:
 
 def json_lines(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-
-
-def require_browser() -> None:
-    missing = []
-    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        missing.append(f"Chromium at {CHROMIUM} (apt-get install chromium, or set AFLITE_CHROMIUM)")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        missing.append("the playwright package (pip install -r requirements-dev.txt)")
-    if missing:
-        message = "this benchmark needs " + " and ".join(missing)
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
 
 
 def test_every_script_has_a_tiny_mode_and_a_test():
@@ -162,7 +146,7 @@ def test_snli_annotator_agreement(shared_data):
 @pytest.mark.browser
 @pytest.mark.timeout(300)
 def test_bench_app(tmp_path):
-    require_browser()
+    _require_browser()
     report = tmp_path / "app.json"
     out = run_tiny("bench_app.py", "--json", str(report), timeout=240)
     assert "cold app" in out and "Filter page, τ change -> chart shows the new τ (1 changes" in out
@@ -176,7 +160,7 @@ def test_bench_app(tmp_path):
 @pytest.mark.browser
 @pytest.mark.timeout(300)
 def test_soak_app(tmp_path):
-    require_browser()
+    _require_browser()
     out = run_tiny("soak_app.py", "--json-out", str(tmp_path / "soak.jsonl"), timeout=240)
     records = json_lines(out)
     assert len(records[0]["stop_latency_s"]) == 1
