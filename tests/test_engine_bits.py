@@ -60,3 +60,17 @@ def test_the_engine_s_alternative_paths_keep_the_bits(monkeypatch, setting):
     monkeypatch.setattr(importlib.import_module(module), name, value)
     with np.load(FIXTURES / "engine_ridge_blocks.npz") as stored:
         _assert_same(_run("ridge_blocks", 2), stored)
+
+
+def test_a_checkpoint_resumes_with_another_thread_count(tmp_path):
+    """Written on one thread, resumed on two: the uninterrupted result (a thread count is no reason to refuse)."""
+    name = sorted(CASES)[0]
+    X, y, kw = CASES[name]
+    full = aflite(X, y, **kw, tau=0.75, random_state=0, n_threads=1)
+    assert full.n_rounds >= 2
+    cp = tmp_path / "checkpoint"
+    partial = aflite(X, y, **kw, tau=0.75, random_state=0, n_threads=1, checkpoint=cp, callback=lambda p: p.round < 1)
+    assert partial.n_rounds == 1
+    resumed = aflite(X, y, **kw, tau=0.75, random_state=0, n_threads=2, checkpoint=cp, resume=True)
+    assert np.array_equal(resumed.removed_round, full.removed_round)
+    assert np.array_equal(resumed.scores, full.scores, equal_nan=True)

@@ -230,6 +230,8 @@ def _read(
     theirs = meta.get("fingerprint")
     if not isinstance(theirs, dict):
         raise _Refuse("it records no fingerprint of its data and parameters")
+    if theirs != mine and _without_threads(theirs) == _without_threads(mine):
+        mine = theirs  # only the thread count differs: it never changes a result (tests/test_engine_bits.py)
     if theirs != mine:
         diff = [k for k in mine if mine[k] != theirs.get(k)] or ["the fingerprint"]
         raise ValueError(
@@ -324,3 +326,11 @@ def _check_removals(removed_round: NDArray, history: list[dict], rounds: int, co
         raise _Refuse(f"the rows removed in round {bad} disagree with its history")
     if n_rows is not None and rounds and int(history[-1]["size_after"]) != int((removed_round < 0).sum()):
         raise _Refuse("the rows kept disagree with the history")
+
+
+def _without_threads(fingerprint: dict) -> dict:
+    """The fingerprint without ``config.n_threads``: the engine's bits do not depend on the thread count."""
+    config = fingerprint.get("config")
+    if not isinstance(config, dict):
+        return fingerprint
+    return {**fingerprint, "config": {k: v for k, v in config.items() if k != "n_threads"}}
