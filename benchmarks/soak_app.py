@@ -192,7 +192,8 @@ def main() -> None:
                         print(json.dumps({"sample": samples[-1]}), flush=True)
                         next_sample += 15
                     slider.focus()
-                    page.keyboard.press("ArrowRight")  # a new τ every time: a new run
+                    # a lower τ every time: a new run (a higher τ is read off the finished run without one)
+                    page.keyboard.press("ArrowLeft")
                     t0 = time.perf_counter()
                     if step == 2:  # press Stop while a run is in progress
                         # The page waits up to 1.5 s for a fast run before it shows the progress bar and its Stop
@@ -202,6 +203,7 @@ def main() -> None:
                             stop.first.wait_for(state="visible", timeout=30_000)
                         except PlaywrightTimeout:
                             runs.append({"minute": round((time.time() - started) / 60, 2), "kind": "no stop button"})
+                            print(json.dumps({"run": runs[-1]}), flush=True)
                         else:
                             page.wait_for_timeout(500)
                             t1 = time.perf_counter()
@@ -211,6 +213,7 @@ def main() -> None:
                                 runs.append(
                                     {"minute": round((time.time() - started) / 60, 2), "kind": "no stop button"}
                                 )
+                                print(json.dumps({"run": runs[-1]}), flush=True)
                                 continue
                             took = wait_result(page, 120)
                             seconds = None if took is None else round(time.perf_counter() - t1, 2)
