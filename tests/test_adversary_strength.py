@@ -275,8 +275,8 @@ def test_memoised_fits_are_exactly_the_refitted_ones(monkeypatch):
 @pytest.mark.timeout(300)
 def test_dask_gives_the_local_result_for_both_solvers_of_the_default_family():
     pytest.importorskip("distributed")
-    from aflite_core.engine.distributed import local_cluster
     from aflite_core.engine import logistic
+    from aflite_core.engine.distributed import local_cluster
 
     X, y, _ = make_planted_bias(2500, 12, n_classes=3, random_state=1)
     kw = dict(target_size=1000, train_size=400, slice_size=200, tau=0.5, random_state=4)
