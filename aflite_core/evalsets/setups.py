@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,8 +11,10 @@ from numpy.typing import NDArray
 
 from .. import _validation as v
 from ..measures.adversary_strength import Backbone, backbone_strength, digits_backbones, linear_backbones
+from .checks import _check_names
 from .evaluated import _check_evaluated, _model_name
-from .study import AdversaryStudy, _check_names, adversary_study
+from .study import AdversaryStudy, adversary_study
+from .text_views import SetupStopped, _text_representations, _text_split
 
 __all__ = [
     "DIGITS_STUDY_DEFAULTS",
@@ -22,10 +23,6 @@ __all__ = [
     "digits_adversary_setup",
     "text_adversary_setup",
 ]
-
-
-class SetupStopped(Exception):
-    """:func:`text_adversary_setup` was asked to stop by its ``progress`` callback (no setup is returned)."""
 
 
 #: AFLite parameters of :func:`digits_adversary_setup` (counts of the ~1,006 training rows)
@@ -171,63 +168,6 @@ class AdversarySetup:
             f"AdversarySetup(name={self.name!r}, n_train={n_train}, n_eval={len(self.eval_y)}, "
             f"adversaries={list(self.adversaries)}, evaluated={[f'{f}:{r}' for f, r in self.evaluated]})"
         )
-
-
-#: rows embedded between two progress reports (about a second of MiniLM pairs on a busy core)
-_EMBED_PIECE_ROWS = 96
-
-
-def _sentence_views(
-    frame: Any,
-    views: Mapping[str, Sequence[str]],
-    n_threads: int | None,
-    progress: Callable[[Any], bool | None] | None,
-) -> dict[str, NDArray[np.float32]]:
-    """Sentence embeddings of each view (columns joined by " [SEP] ") with the shared model, reporting progress.
-
-    ``progress`` receives :class:`aflite_core.data.embeddings.EmbeddingProgress` es; ``False`` raises
-    :class:`SetupStopped` (between chunks of texts, or before the model is loaded).
-    """
-    from ..data.embeddings import (
-        EmbeddingProgress,
-        embedding_features,
-        estimate_embedding_seconds,
-        shared_sentence_model,
-    )
-
-    t0 = time.perf_counter()
-    n = len(frame)
-    total, done = n * len(views), [0]
-    estimate = [0.0]
-
-    def tell(stage: str, view: str, eta: float | None) -> None:
-        if progress is not None:
-            info = EmbeddingProgress(stage, view, done[0], total, time.perf_counter() - t0, eta)
-            if progress(info) is False:
-                raise SetupStopped("Stopped.")
-
-    def loading() -> None:
-        tell("load_model", "", None)
-
-    model = shared_sentence_model(on_load=loading)
-    out: dict[str, NDArray[np.float32]] = {}
-    t_embed = time.perf_counter()
-    for name, cols in views.items():
-        if not estimate[0]:
-            texts = frame[list(cols)].astype(str).agg(" [SEP] ".join, axis=1).tolist() if n else []
-            estimate[0] = estimate_embedding_seconds(texts, model_loaded=True) * len(views)
-        tell("embed", name, estimate[0] if not done[0] else None)
-        parts = []
-        for start in range(0, n, _EMBED_PIECE_ROWS):  # pieces of about a second each: a stop waits for one
-            piece = frame.iloc[start : start + _EMBED_PIECE_ROWS]
-            parts.append(embedding_features(piece, list(cols), model=model, n_threads=n_threads))
-            done[0] += len(piece)
-            rate = done[0] / max(time.perf_counter() - t_embed, 1e-9)
-            tell("embed", name, (total - done[0]) / rate)
-        dim = parts[0].shape[1] if parts else 384
-        out[name] = np.concatenate(parts, axis=0) if parts else np.empty((0, dim), dtype=np.float32)
-    tell("done", "", 0.0)
-    return out
 
 
 def _strengths(
@@ -455,65 +395,25 @@ def text_adversary_setup(
     text_cols = list(pair) if pair else list(dataset.text_columns)
     if (tfidf or embeddings) and not text_cols:
         raise ValueError(f"The 'dataset' parameter of {func} must have text columns (a pair or text_columns).")
-    keep = (
-        tuple(dataset.representations)
-        if representations is None
-        else _check_names(representations, "representations", func, tuple(dataset.representations))
+    reps, descs, notes = _text_representations(
+        dataset,
+        frame,
+        text_cols,
+        pair,
+        func=func,
+        representations=representations,
+        tfidf=tfidf,
+        embeddings=embeddings,
+        n_components=n_components,
+        tfidf_seed=tfidf_seed,
+        n_threads=n_threads,
+        progress=progress,
     )
-    reps: dict[str, NDArray[np.float32]] = {k: dataset.representations[k] for k in keep}
-    descs = {k: dataset.representation_descriptions.get(k, k) for k in keep}
-    if tfidf:
-        from ..data.features import tfidf_features
-
-        if "tfidf" not in reps:
-            reps["tfidf"] = tfidf_features(
-                frame, columns=text_cols, n_components=n_components, random_state=tfidf_seed, n_threads=n_threads
-            )
-            descs["tfidf"] = f"TF-IDF + SVD of {' + '.join(text_cols)}"
-        if pair and "tfidf_hypothesis" not in reps:
-            reps["tfidf_hypothesis"] = tfidf_features(
-                frame, columns=[pair[1]], n_components=n_components, random_state=tfidf_seed + 1, n_threads=n_threads
-            )
-            descs["tfidf_hypothesis"] = f"partial input: TF-IDF + SVD of {pair[1]} alone"
-    notes = []
-    if embeddings is not False:
-        from ..data.embeddings import EMBEDDINGS_INSTALL_HINT
-
-        views = {}
-        if "embedding" not in reps:
-            views["embedding"] = (text_cols, f"all-MiniLM-L6-v2 of {' [SEP] '.join(text_cols)}")
-        if pair and "embedding_hypothesis" not in reps:
-            views["embedding_hypothesis"] = ([pair[1]], f"partial input: all-MiniLM-L6-v2 of {pair[1]} alone")
-        try:
-            built = _sentence_views(frame, {k: cols for k, (cols, _) in views.items()}, n_threads, progress)
-        except ImportError:
-            if embeddings:
-                raise ImportError(EMBEDDINGS_INSTALL_HINT) from None
-            built = None
-            notes.append("sentence embeddings skipped: optional packages not installed")
-        for k, E in (built or {}).items():
-            reps[k], descs[k] = E, views[k][1]
     if not reps:
         raise ValueError(
             f"{func} built no representation: enable tfidf or embeddings, or keep some of the dataset's own."
         )
-    group = (pair[0] if pair else None) if group_column == "auto" else group_column
-    if group is not None and group not in frame.columns:
-        raise ValueError(
-            f"The 'group_column' parameter of {func} must be a column of the dataset {list(frame.columns)}. Got "
-            f"{group!r} instead."
-        )
-    idx = np.arange(dataset.n_rows)
-    if group is not None:
-        from sklearn.model_selection import GroupShuffleSplit
-
-        gss = GroupShuffleSplit(n_splits=1, test_size=float(eval_fraction), random_state=split_seed)
-        tr, ev = next(gss.split(idx, groups=frame[group].astype(str).to_numpy()))
-    else:
-        from sklearn.model_selection import train_test_split
-
-        tr, ev = train_test_split(idx, test_size=float(eval_fraction), stratify=dataset.y, random_state=split_seed)
-    tr, ev = np.sort(tr), np.sort(ev)
+    group, tr, ev = _text_split(dataset, frame, pair, group_column, eval_fraction, split_seed, func)
     labels = dataset.labels
     n_train = len(tr)
     params = {

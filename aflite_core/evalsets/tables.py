@@ -349,3 +349,43 @@ def _same_representation(matrix, rankings, models, adv, members, ens_name, backb
         if len(frame) and frame[col].notna().all():
             frame[col] = frame[col].astype("Int64")
     return frame
+
+
+def _strength_frame(correct_frame, runs, names, backbones) -> pd.DataFrame:
+    """Each adversary's independent strength (its backbone on the full evaluation set) next to its round 1."""
+    cols = [
+        "adversary",
+        "backbone",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "n_eval",
+        "round1_mean_p",
+        "eval_round1_mean_p",
+        "round1_removed_share",
+    ]
+    rows = []
+    n_eval = len(correct_frame)
+    for a in names:
+        name = backbones.get(a)
+        acc = lo = hi = float("nan")
+        if name is not None and name in correct_frame.columns:
+            hits = int(correct_frame[name].sum())
+            acc = hits / max(n_eval, 1)
+            lo, hi = (float(x) for x in wilson_interval(hits, n_eval))
+        mine = runs[runs["adversary"] == a]
+        r1 = float((mine["removed_in_round_1"] / mine["n_eval"]).mean()) if len(mine) else float("nan")
+        rows.append(
+            {
+                "adversary": a,
+                "backbone": name,
+                "accuracy": acc,
+                "ci_low": lo,
+                "ci_high": hi,
+                "n_eval": n_eval,
+                "round1_mean_p": float(mine["round1_mean_p"].mean()) if len(mine) else float("nan"),
+                "eval_round1_mean_p": float(mine["eval_round1_mean_p"].mean()) if len(mine) else float("nan"),
+                "round1_removed_share": r1,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)
