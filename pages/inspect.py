@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import state, ui
+from aflite_app import inspect_columns, state, ui
 from aflite_app.charts import inspect as charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import inspect as compute
@@ -215,71 +215,7 @@ with tab_rows:
         )
         + " Click a column header to sort."
     )
-    config = {
-        "row": st.column_config.NumberColumn(
-            "row", help="Position of the row in the dataset (0-based).", format="%d", width="small"
-        ),
-        "id": st.column_config.Column("id", help=f"The row's id: {data.meta.get('ids', 'stable')}.", width="small"),
-        "image": st.column_config.ImageColumn("image", width="small"),
-        "class": st.column_config.TextColumn("class", help="The row's label.", width="medium"),
-        "status": st.column_config.TextColumn(
-            "status", help="Kept in the filtered set, or removed by AFLite.", width="small"
-        ),
-        "round": st.column_config.NumberColumn(
-            "round removed", format="%d", help="The round in which AFLite removed the row (– : kept)."
-        ),
-        "p_first": st.column_config.NumberColumn(
-            "p round 1",
-            format="%.2f",
-            help="Predictability in round 1: the share of out-of-sample models that predicted the row's label.",
-        ),
-        "p_removal": st.column_config.NumberColumn(
-            "p at removal", format="%.2f", help="Predictability in the round the row was removed."
-        ),
-        "p_last": st.column_config.NumberColumn(
-            "p last", format="%.2f", help="Predictability in the last round the row was scored."
-        ),
-        "p_rounds": st.column_config.LineChartColumn(
-            "p per round",
-            y_min=0,
-            y_max=1,
-            help="Predictability in every round the row was scored (0 to 1), until it was removed.",
-        ),
-        "seed_frequency": st.column_config.ProgressColumn(
-            f"removed by seeds (of {n_seeds})",
-            min_value=0.0,
-            max_value=1.0,
-            format="percent",
-            width="small",
-            help="Share of the seeds' runs that removed this row (tab 'Stability across seeds').",
-        ),
-    }
-    for col in data.meta.get("planted_truth", []) or []:
-        if col in shown.columns:
-            config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
-    for col in text_cols:  # a pair's premise narrower: the hypothesis (where NLI artifacts live) stays in view
-        narrow = data.pair is not None and col == data.pair[0]
-        config[col] = st.column_config.TextColumn(col, width="medium" if narrow else "large")
-
-    # what a user came for first (class, status, round, p), then the texts, then where the row is
-    first = [
-        c
-        for c in (
-            "image",
-            "class",
-            "status",
-            "round",
-            "p_first",
-            "p_removal",
-            "p_last",
-            "seed_frequency",
-            "p_rounds",
-            *text_cols,
-            "id",
-            "row",
-        )
-        if c in shown.columns
-    ]
+    config, first = inspect_columns.rows_columns(data, text_cols, shown.columns, n_seeds)
     st.dataframe(
         shown.style.map(charts.status_cell_style, subset=["status"]),
         hide_index=True,
@@ -377,42 +313,8 @@ with tab_words:
                 hide_index=True,
                 width="stretch",
                 height=320,
-                column_order=[
-                    "token",
-                    "label",
-                    "p_hat",
-                    "p_hat_kept",
-                    "z",
-                    "z_kept",
-                    "still_significant",
-                    "count",
-                    "count_kept",
-                    "count_removed",
-                    "share_kept",
-                    "share_removed",
-                    "removed_fraction",
-                ],
-                column_config={
-                    "token": st.column_config.TextColumn("token", width="small"),
-                    "label": st.column_config.TextColumn("label", width="medium"),
-                    "p_hat": st.column_config.NumberColumn("p̂ all rows", format="%.2f"),
-                    "p_hat_kept": st.column_config.NumberColumn("p̂ kept rows", format="%.2f"),
-                    "z": st.column_config.NumberColumn("z all rows", format="%.2f"),
-                    "z_kept": st.column_config.NumberColumn("z kept rows", format="%.2f"),
-                    "still_significant": st.column_config.CheckboxColumn(
-                        "still significant", help="z among the kept rows above z*."
-                    ),
-                    "count": st.column_config.NumberColumn("texts with it", format="%d"),
-                    "count_kept": st.column_config.NumberColumn("kept", format="%d"),
-                    "count_removed": st.column_config.NumberColumn("removed", format="%d"),
-                    "share_kept": st.column_config.NumberColumn("share of kept rows", format="percent"),
-                    "share_removed": st.column_config.NumberColumn("share of removed rows", format="percent"),
-                    "removed_fraction": st.column_config.NumberColumn(
-                        "of its texts removed",
-                        format="percent",
-                        help=f"Compare with the share of all rows removed ({removed_share:.0%}).",
-                    ),
-                },
+                column_order=list(inspect_columns.SHARES_ORDER),
+                column_config=inspect_columns.shares_columns(removed_share),
             )
         with st.expander("Every significant pair (statistics on all rows)"):
             st.dataframe(compute.artifact_table(word_stats), hide_index=True, width="stretch")
@@ -514,19 +416,7 @@ with tab_classes:
         impact.drop(columns=["message"]),
         hide_index=True,
         width="stretch",
-        column_config={
-            "label": "class",
-            "n_before": "rows before",
-            "n_after": "rows kept",
-            "n_removed": "rows removed",
-            "warning": "flagged",
-            "share_lost": st.column_config.NumberColumn("share lost", format="percent"),
-            "share_before": st.column_config.NumberColumn("share before", format="percent"),
-            "share_after": st.column_config.NumberColumn("share after", format="percent"),
-            "relative_loss": st.column_config.NumberColumn(
-                "relative loss", format="%.2f", help="Share lost / overall share lost"
-            ),
-        },
+        column_config=inspect_columns.class_columns(),
     )
 
 # -- stability -----------------------------------------------------------------------------------------------

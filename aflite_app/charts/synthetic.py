@@ -6,7 +6,8 @@
 * :func:`circles_column` - the same for one dataset (the page puts one per column, so narrow screens stack
   them instead of squeezing four panels and their titles into one row), with :func:`circles_legend`;
 * :func:`round_stepper` - one dataset in one AFLite round: the rows removed in that round highlighted,
-  earlier removals in grey, with that round's predictability histogram beside it;
+  earlier removals in grey, with that round's predictability histogram beside it (drawn in
+  :mod:`aflite_app.charts.synthetic_rounds`, re-exported here);
 * :func:`summary_frame` - the experiment table with readable column names.
 
 The page's other studies (accuracy over the rounds, out of distribution, AFOptimum) are drawn by
@@ -28,21 +29,42 @@ panel shows. The stepper's histogram, which shows τ, carries ``{"tau", "k"}`` (
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
 from numpy.typing import NDArray
 from plotly.subplots import make_subplots
 
 from aflite_core import AFLiteResult
 from aflite_core.data.planted_bias import BiasedCircles
 
-from .theme import KEPT, REMOVED, TAU_LINE, class_colour_map, fmt_num, fmt_pct, style
+from .circles import (
+    _AXIS,
+    _MARGIN_L,
+    CLASS_NAMES,
+    EARLIER_COLOUR,
+    KIND_LABELS,  # noqa: F401 - read here by tests/test_charts_synthetic.py
+    KINDS,
+    SYMBOLS,
+    WEBGL_POINTS,
+    _class_name,
+    _colours,
+    _kept_mask,
+    _no_automargin,
+    _scatter_points,
+    _scatter_type,
+    _square_axes,
+    _style,
+    _unvalidated,
+    kept_meta,
+    kind_of_rows,
+    panel_titles,
+    run_meta,
+)
+from .synthetic_rounds import round_stepper
+from .theme import fmt_num, fmt_pct
 
 __all__ = [
     "CLASS_NAMES",
@@ -60,205 +82,6 @@ __all__ = [
     "run_meta",
     "summary_frame",
 ]
-
-#: label code -> class name (``make_biased_circles``: 0 = outer ring, 1 = inner ring, like ``make_circles``)
-CLASS_NAMES = ("class 0 (outer ring)", "class 1 (inner ring)")
-#: planted-truth kinds of a row, in drawing order
-KINDS = ("unbiased", "biased", "flipped")
-#: marker symbol of every kind: plain rows solid, rows with bias features open, flipped labels as crosses
-SYMBOLS = {"unbiased": "circle", "biased": "circle-open", "flipped": "x"}
-KIND_LABELS = {"unbiased": "no bias features", "biased": "bias features", "flipped": "flipped label"}
-_SIZES = {"unbiased": 4, "biased": 5, "flipped": 6}
-#: plotting window of the ring coordinates (the outer ring has radius ≤ 1.5 plus noise)
-_LIM = 2.1
-_AXIS = "ring coordinate {} (unitless)"
-#: a figure drawing more points than this draws its scatter traces with WebGL (``go.Scattergl``)
-WEBGL_POINTS = 500
-#: rows removed in earlier rounds of the stepper: a mid grey, drawn solid enough to be seen
-EARLIER_COLOUR = "#7F7F7F"
-
-
-def _class_name(code: int) -> str:
-    return CLASS_NAMES[code] if 0 <= code < len(CLASS_NAMES) else f"class {code}"
-
-
-def _colours() -> dict[str, str]:
-    return class_colour_map(CLASS_NAMES)
-
-
-def kind_of_rows(data: BiasedCircles) -> NDArray[np.str_]:
-    """The planted-truth kind of every row: "flipped" (a subset of biased), "biased" or "unbiased"."""
-    kind = np.full(data.n_samples, "unbiased", dtype=object)
-    kind[data.is_biased] = "biased"
-    kind[data.is_flipped] = "flipped"
-    return kind.astype(str)
-
-
-def _scatter_type(n_points: int, webgl: bool | None = None) -> type[go.Scatter] | type[go.Scattergl]:
-    """``go.Scattergl`` for a figure of more than :data:`WEBGL_POINTS` points (``webgl=None``), else as asked."""
-    if webgl is None:
-        webgl = n_points > WEBGL_POINTS
-    return go.Scattergl if webgl else go.Scatter
-
-
-def kept_meta(data: BiasedCircles, kept: Any) -> dict[str, str | int]:
-    """``{"dataset", "rows", "kept"}`` of a panel of kept rows (its ``layout.meta``): ``kept`` is a digest of the mask.
-
-    Two runs that keep the same rows give the same tag (and, with the same numbers in the title, the same figure).
-    """
-    mask = _kept_mask(data, kept)
-    digest = hashlib.blake2b(np.packbits(mask).tobytes(), digest_size=8).hexdigest()
-    return {"dataset": data.name, "rows": int(mask.sum()), "kept": digest}
-
-
-def run_meta(result: Any) -> dict[str, float | int] | None:
-    """``{"tau", "k"}`` of the AFLite run a figure shows (its ``layout.meta``), or None for a bare kept mask."""
-    params = getattr(result, "params", None)
-    if not params or "tau" not in params:
-        return None
-    return {"tau": float(params["tau"]), "k": int(params["slice_size"])}
-
-
-def panel_titles(row: pd.Series | dict) -> tuple[str, str]:
-    """Titles of a dataset's two panels from its experiment-table row: (original, after AFLite)."""
-    top = (
-        f"<b>{row['dataset']}</b><br>original: {int(row['n_before']):,} rows, "
-        f"{int(row['biased_before']):,} biased<br>linear {fmt_num(row['linear_before'])} · "
-        f"RBF-SVM {fmt_num(row['rbf_before'])}"
-    )
-    flipped = int(row.get("flipped_before", 0) or 0)
-    extra = ""
-    if flipped:
-        share = row.get("flipped_removed_share", float("nan"))
-        left = flipped - round(share * flipped) if np.isfinite(share) else flipped
-        extra = f"<br>flipped {flipped:,} → {int(left):,}"
-    bottom = (
-        f"<b>after AFLite</b>: {int(row['n_after']):,} rows<br>"
-        f"linear {fmt_num(row['linear_before'])} → {fmt_num(row['linear_after'])}<br>"
-        f"RBF-SVM {fmt_num(row['rbf_before'])} → {fmt_num(row['rbf_after'])}<br>"
-        f"biased {int(row['biased_before']):,} → {int(row['biased_after']):,}{extra}"
-    )
-    return top, bottom
-
-
-def _scatter_points(
-    fig: go.Figure,
-    data: BiasedCircles,
-    mask: NDArray[np.bool_],
-    *,
-    row: int,
-    col: int,
-    showlegend: bool,
-    panel: str,
-    scatter: type[go.Scatter] | type[go.Scattergl] = go.Scatter,
-) -> None:
-    """One trace per class × planted kind (so the legend reads off colour and symbol)."""
-    colours = _colours()
-    kind = kind_of_rows(data)
-    idx = np.arange(data.n_samples)
-    for code in (0, 1):
-        name = _class_name(code)
-        for k in KINDS:
-            sel = mask & (data.y == code) & (kind == k)
-            fig.add_trace(
-                scatter(
-                    x=data.X[sel, 0],
-                    y=data.X[sel, 1],
-                    mode="markers",
-                    customdata=idx[sel],
-                    name=f"{name} · {KIND_LABELS[k]}",
-                    legendgroup=f"{code}-{k}",
-                    showlegend=showlegend,
-                    marker=dict(
-                        color=colours[name],
-                        symbol=SYMBOLS[k],
-                        size=_SIZES[k],
-                        opacity=0.75 if k == "unbiased" else 0.9,
-                        line=dict(width=1, color=colours[name]),
-                    ),
-                    hovertemplate=(
-                        f"{panel}<br>row %{{customdata}}<br>{name}<br>{KIND_LABELS[k]}"
-                        "<br>(%{x:.2f}, %{y:.2f})<extra></extra>"
-                    ),
-                    _validate=False,  # plotly's per-property validation is most of the build time
-                ),
-                row=row,
-                col=col,
-            )
-
-
-def _kept_mask(data: BiasedCircles, kept: NDArray[np.bool_] | AFLiteResult) -> NDArray[np.bool_]:
-    # duck-typed: a cached result may predate a module reload, so isinstance(k, AFLiteResult) can be False
-    mask = np.asarray(getattr(kept, "kept", kept))
-    if mask.shape != (data.n_samples,) or mask.dtype != bool:
-        raise ValueError(
-            f"The kept mask of {data.name!r} must be a bool array of shape ({data.n_samples},); got "
-            f"{mask.dtype} of shape {mask.shape}."
-        )
-    return mask
-
-
-#: left margin of a ring-coordinate panel: the y tick labels and the axis title with Streamlit's title standoff
-_MARGIN_L = 66
-
-
-def _style(fig: go.Figure, *, height: int) -> go.Figure:
-    """:func:`theme.style` at a tenth of the cost: the same layout, with plotly's template not validated again.
-
-    ``style`` names its template ("plotly_white"); plotly.py validates a named template by building and deep-
-    copying every trace type's defaults, ~40 ms per figure, ten figures per τ/k change. Here the name is stored
-    unvalidated and replaced by the registered (already valid) template object: the figure's JSON is the same.
-    """
-    layout = fig._layout_obj
-    before = layout._validate
-    layout._validate = False
-    try:
-        style(fig, height=height)
-        name = layout._props.get("template")
-        if isinstance(name, str):
-            fig.layout.template = pio.templates[name]
-    finally:
-        layout._validate = before
-    return fig
-
-
-def _unvalidated(fig: go.Figure) -> go.Figure:
-    """Skip plotly.py's per-property validation for the rest of the build (figure and layout).
-
-    The traces pass ``_validate=False`` themselves; the values are built here and already valid, the JSON is the
-    same, and the validation was most of a figure's build time on the τ/k path.
-    """
-    fig._validate = False
-    fig._layout_obj._validate = False
-    return fig
-
-
-def _no_automargin(fig: go.Figure) -> go.Figure:
-    """Axes that never push the margins: the figure is drawn once, not twice.
-
-    With ``automargin`` (Streamlit's theme turns it on for every axis) an axis whose labels need more room makes
-    plotly.js draw the whole figure a second time with pushed margins; the figures of this page set their margins
-    to what the push gave instead.
-    """
-    fig.update_xaxes(automargin=False)
-    fig.update_yaxes(automargin=False)
-    return fig
-
-
-def _square_axes(fig: go.Figure, rows: int, cols: int) -> None:
-    for r in range(1, rows + 1):
-        for c in range(1, cols + 1):
-            i = (r - 1) * cols + c
-            fig.update_xaxes(range=[-_LIM, _LIM], constrain="domain", zeroline=False, row=r, col=c)
-            fig.update_yaxes(
-                range=[-_LIM, _LIM],
-                scaleanchor="x" if i == 1 else f"x{i}",
-                scaleratio=1,
-                constrain="domain",
-                zeroline=False,
-                row=r,
-                col=c,
-            )
 
 
 def circles_grid(
@@ -330,172 +153,6 @@ def circles_grid(
         meta=run_meta(kept[0]) if n else None,
     )
     return fig
-
-
-def round_stepper(
-    data: BiasedCircles,
-    result: AFLiteResult,
-    rnd: int,
-    *,
-    height: int = 460,
-    panel: str = "both",
-    webgl: bool | None = None,
-) -> go.Figure:
-    """One AFLite round on one dataset: which rows it removed, and how predictable they were.
-
-    Left (``panel="map"``): the two ring coordinates; rows still in the set after round ``rnd`` in their class
-    colour, rows removed in round ``rnd`` highlighted in the removed colour (larger, outlined), rows removed in
-    earlier rounds in grey. Symbols mark the planted truth as in :func:`circles_grid`. Right
-    (``panel="histogram"``): the histogram of the predictability p(i) of the rows scored in round ``rnd`` (stayed
-    in the kept colour, removed in the removed colour; rows with bias features hatched), τ dashed. ``"both"`` (the
-    default) puts them side by side; the page draws the two panels as separate figures in columns, so a narrow
-    screen stacks them. ``webgl`` as in :func:`circles_column`; ``layout.meta`` holds the run's τ and k, except
-    for the map alone (``panel="map"``), which depends on the run only through round ``rnd``'s rows.
-    """
-    if panel not in ("both", "map", "histogram"):
-        raise ValueError(f"panel must be 'both', 'map' or 'histogram'; got {panel!r}.")
-    if result.scores is None:
-        raise ValueError("Per-round scores are not kept for strategy='greedy'; the round stepper needs them.")
-    if not 1 <= rnd <= result.n_rounds:
-        raise ValueError(f"Round must be between 1 and {result.n_rounds}; got {rnd}.")
-    if len(result.kept) != data.n_samples:
-        raise ValueError(f"The result has {len(result.kept)} rows, the dataset {data.n_samples}.")
-    rr = np.asarray(result.removed_round)
-    now = rr == rnd
-    earlier = (rr >= 1) & (rr < rnd)
-    still = ~now & ~earlier
-    kind = kind_of_rows(data)
-    symbols = np.array([SYMBOLS[k] for k in kind], dtype=object)
-    labels = np.array([KIND_LABELS[k] for k in kind], dtype=object)
-    idx = np.arange(data.n_samples)
-    p = result.scores[rnd - 1]
-    p_text = np.array(["not scored" if np.isnan(v) else f"{v:.2f}" for v in p], dtype=object)
-    colours = _colours()
-
-    titles = [
-        f"Round {rnd} of {result.n_rounds}: {int(now.sum()):,} rows removed "
-        f"({int((now & data.is_biased).sum()):,} biased)",
-        f"Predictability in round {rnd} (τ = {float(result.params['tau']):g})",
-    ]
-    if panel == "both":
-        fig = make_subplots(rows=1, cols=2, column_widths=[0.55, 0.45], horizontal_spacing=0.1, subplot_titles=titles)
-        map_at, hist_at = (1, 1), (1, 2)
-    else:
-        fig = make_subplots(rows=1, cols=1, subplot_titles=[titles[0] if panel == "map" else titles[1]])
-        map_at = hist_at = (1, 1)
-    _unvalidated(fig)
-    draw_map, draw_hist = panel in ("both", "map"), panel in ("both", "histogram")
-
-    scatter = _scatter_type(data.n_samples, webgl)
-
-    def points(sel, name, colour, size, opacity, line, group):
-        if not draw_map:
-            return
-        fig.add_trace(
-            scatter(
-                x=data.X[sel, 0],
-                y=data.X[sel, 1],
-                mode="markers",
-                name=name,
-                legendgroup=group,
-                customdata=np.c_[idx[sel], labels[sel], p_text[sel]],
-                marker=dict(color=colour, symbol=list(symbols[sel]), size=size, opacity=opacity, line=line),
-                hovertemplate=(
-                    f"{name}<br>row %{{customdata[0]}} · %{{customdata[1]}}<br>"
-                    "p this round: %{customdata[2]}<extra></extra>"
-                ),
-                _validate=False,
-            ),
-            row=map_at[0],
-            col=map_at[1],
-        )
-
-    gone_label = f"removed in rounds 1–{rnd - 1}" if rnd > 2 else "removed in round 1"
-    points(
-        earlier,
-        gone_label if rnd > 1 else "removed earlier",
-        EARLIER_COLOUR,
-        5,
-        0.6,
-        dict(width=1, color=EARLIER_COLOUR),
-        "earlier",
-    )
-    for code in (0, 1):
-        name = _class_name(code)
-        sel = still & (data.y == code)
-        points(
-            sel, f"{name}: still in the set", colours[name], 4, 0.6, dict(width=1, color=colours[name]), f"still-{code}"
-        )
-    points(now, f"removed in round {rnd}", REMOVED, 9, 1.0, dict(width=1.5, color="#000000"), "now")
-
-    # histogram: stayed (kept colour) / removed this round (removed colour, same legend entry as the scatter's),
-    # rows with bias features hatched
-    scored = ~np.isnan(p)
-    bins = dict(start=-0.0125, end=1.0125, size=0.025)
-    for sel, name, colour, group in (
-        (scored & ~now, "stayed in the set", KEPT, "h-stayed"),
-        (scored & now, f"removed in round {rnd}", REMOVED, "now"),
-    ):
-        if not draw_hist:
-            break
-        for biased in (False, True):
-            part = sel & (data.is_biased == biased)
-            what = "with bias features" if biased else "no bias features"
-            legend_name = "scored, stayed in the set" if not biased else "hatched: rows with bias features"
-            fig.add_trace(
-                go.Histogram(
-                    x=p[part],
-                    xbins=bins,
-                    name=legend_name if group != "now" else f"{name} · {what}",
-                    legendgroup=group if group == "now" or not biased else f"{group}-biased",
-                    showlegend=group != "now" or not draw_map,
-                    marker=dict(
-                        color=colour, pattern_shape="/" if biased else "", pattern_fgcolor="#ffffff" if biased else None
-                    ),
-                    opacity=0.9,
-                    hovertemplate=f"{name}, {what}<br>p in %{{x}}<br>%{{y}} rows<extra></extra>",
-                ),
-                row=hist_at[0],
-                col=hist_at[1],
-            )
-    fig.update_layout(barmode="stack")
-    if draw_hist:
-        tau = float(result.params["tau"])
-        fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=hist_at[0], col=hist_at[1])
-        fig.update_xaxes(
-            range=[-0.03, 1.03],
-            title_text="p(i) = share of correct held-out predictions",
-            row=hist_at[0],
-            col=hist_at[1],
-        )
-        fig.update_yaxes(title_text="rows", rangemode="tozero", row=hist_at[0], col=hist_at[1])
-    if draw_map:
-        fig.update_xaxes(
-            range=[-_LIM, _LIM], constrain="domain", zeroline=False, title_text=_AXIS.format(1), row=1, col=1
-        )
-        fig.update_yaxes(
-            range=[-_LIM, _LIM],
-            scaleanchor="x",
-            scaleratio=1,
-            constrain="domain",
-            zeroline=False,
-            title_text=_AXIS.format(2),
-            row=1,
-            col=1,
-        )
-    fig.update_annotations(font_size=13)
-    _style(fig, height=height)
-    left = 86 if panel == "histogram" else 66  # the histogram's row counts are wider than ring coordinates
-    # the map alone shows nothing of τ or k but the rows removed: without them in its meta, a τ change that leaves
-    # round rnd as it was sends the same figure, which the browser does not draw again (2,000 SVG points)
-    fig.update_layout(
-        legend=dict(y=1.1, font_size=11),
-        margin=dict(l=left, r=20, t=110, b=66),
-    )
-    meta = None if panel == "map" else run_meta(result)
-    if meta is not None:  # unvalidated, an explicit None would be sent as "meta": null
-        fig.update_layout(meta=meta)
-    return _no_automargin(fig)
 
 
 def summary_frame(table: pd.DataFrame) -> pd.DataFrame:

@@ -34,10 +34,12 @@ from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_e
 from aflite_core.dynamics.validation import VALIDATION_STAGES, LevelValidation, ValidationStep, validate_levels
 from aflite_core.measures.spurious import compare_classes, paper_table, spurious_measures
 
-from .. import exports, settings
-from ..exports import human_bytes
+from .. import settings
+from ..images import image_thumbnails
+from ..inspect_tables import text_display_columns
 from ..jobs import Outcome, Stopped, as_outcome, remaining_text
 from ..jobs import shared_jobs as _shared_jobs
+from ..run_archive import human_bytes
 from ..specs import DatasetSpec, FilterSpec
 from . import _stores
 from .datasets import class_names, dataset, is_partial_input, partial_input_choices
@@ -449,8 +451,8 @@ def _dynamics_examples(
     rows = in_cell["row"].to_numpy()
     out = pd.DataFrame({"id": in_cell["id"].astype(str).to_numpy()})
     if _data.images is not None and len(rows):
-        out["image"] = exports.image_thumbnails(_data.images[rows])
-    for col in exports.text_display_columns(_data):
+        out["image"] = image_thumbnails(_data.images[rows])
+    for col in text_display_columns(_data):
         out[col] = _data.frame[col].iloc[rows].astype(str).to_numpy()
     out["class"] = in_cell["label"].to_numpy()
     out["level"] = in_cell["level"].to_numpy()

@@ -5,7 +5,8 @@ resolves it once (:func:`inspect_result`, handing over the opened run it keeps i
 on. Tables are memoised by the ref in the byte-bounded stores (held by
 reference, never pickled). Removal stability across seeds reuses the Filter page's result
 store (one FilterSpec per seed, so the current run counts as one of them) and caches only the small per-row
-table. The pure table and download helpers are :mod:`aflite_app.exports`; the page's are re-exported here.
+table. The pure table and download helpers are :mod:`aflite_app.inspect_tables` and
+:mod:`aflite_app.run_archive`; the page's are re-exported here.
 """
 
 from __future__ import annotations
@@ -25,8 +26,15 @@ from aflite_core.measures.artifact_statistics import artifact_shares
 from aflite_core.measures.removed_artifacts import feature_artifacts, token_artifacts
 from aflite_core.measures.stability import class_impact, stability_from_results
 
-from .. import exports, settings
-from ..exports import artifact_texts, feature_sources, filter_rows, pixel_grid, text_display_columns, with_stability
+from .. import images, inspect_tables, run_archive, settings
+from ..inspect_tables import (
+    artifact_texts,
+    feature_sources,
+    filter_rows,
+    pixel_grid,
+    text_display_columns,
+    with_stability,
+)
 from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs
 from ..specs import DatasetSpec, FilterSpec
 from . import _stores
@@ -109,22 +117,22 @@ def inspect_result(ref: InspectRef, loaded: dict | None = None) -> AFLiteResult:
 
 @_stores.memo("inspect_thumbnails", 8)
 def _inspect_thumbnails(key: str, _data: Dataset) -> list[str] | None:
-    return None if _data.images is None else exports.image_thumbnails(_data.images)
+    return None if _data.images is None else images.image_thumbnails(_data.images)
 
 
 @_stores.memo("inspect_table", 8, spinner="Building the table of rows…")
 def _inspect_table(ref: InspectRef, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    return exports.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
+    return inspect_tables.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
 
 
 def inspect_table(ref: InspectRef, result: AFLiteResult) -> pd.DataFrame:
-    """One row per example of the run (see :func:`aflite_app.exports.rows_table`)."""
+    """One row per example of the run (see :func:`aflite_app.inspect_tables.rows_table`)."""
     return _inspect_table(ref, result, dataset(ref.dataset))
 
 
 @_stores.memo("inspect_class_impact", 16)
 def _inspect_class_impact(ref: InspectRef, threshold: float, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    frame = class_impact(exports.class_names(_data, _result), _result.kept, threshold=threshold)
+    frame = class_impact(inspect_tables.class_names(_data, _result), _result.kept, threshold=threshold)
     order = {str(c): i for i, c in enumerate(_data.classes)}
     return frame.sort_values("label", key=lambda s: s.map(order)).reset_index(drop=True)
 
@@ -136,14 +144,16 @@ def inspect_class_impact(ref: InspectRef, result: AFLiteResult, threshold: float
 
 @_stores.memo("inspect_tokens", 16, spinner="Counting tokens in removed and kept rows…")
 def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    texts, _ = exports.artifact_texts(_data)
-    return token_artifacts(texts, exports.class_names(_data, _result), _result.kept, top_k=top_k, min_count=min_count)
+    texts, _ = inspect_tables.artifact_texts(_data)
+    return token_artifacts(
+        texts, inspect_tables.class_names(_data, _result), _result.kept, top_k=top_k, min_count=min_count
+    )
 
 
 @_stores.memo("inspect_features", 16, spinner="Comparing features of removed and kept rows…")
 def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    X, names = exports.feature_matrix(_data, source)
-    frame = feature_artifacts(X, _result.kept, y=exports.class_names(_data, _result), top_k=top_k)
+    X, names = inspect_tables.feature_matrix(_data, source)
+    frame = feature_artifacts(X, _result.kept, y=inspect_tables.class_names(_data, _result), top_k=top_k)
     frame.insert(3, "feature", [names[int(j)] for j in frame["dimension"]])
     return frame
 
@@ -187,8 +197,10 @@ def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
     cached: the run lives in this session only.
     """
     data = dataset(dspec)
-    result = exports.load_run_zip(payload, name=f"'{name}'", expected_rows=data.n_rows)
-    exports.check_run_matches(result, data, data_label=f"the dataset '{dataset_choices().get(dspec.key, dspec.key)}'")
+    result = run_archive.load_run_zip(payload, name=f"'{name}'", expected_rows=data.n_rows)
+    run_archive.check_run_matches(
+        result, data, data_label=f"the dataset '{dataset_choices().get(dspec.key, dspec.key)}'"
+    )
     digest = hashlib.sha256(payload).hexdigest()[:16]
     return {"result": result, "name": name, "digest": digest, "dataset": dspec.key}
 
@@ -233,7 +245,7 @@ def _link_parts(link: dict | None) -> tuple[int | None, str | None, bool]:
 
 
 def link_rows(table: pd.DataFrame, link: dict | None) -> pd.DataFrame:
-    """The rows of :func:`aflite_app.exports.rows_table` a chart bar links to.
+    """The rows of :func:`aflite_app.inspect_tables.rows_table` a chart bar links to.
 
     ``link`` is ``{"round": int or None, "class": str or None, "status": "removed" or "stayed"}``
     (:data:`aflite_app.state.INSPECT_FILTER`): a round keeps the rows removed in that round, or with status
@@ -267,19 +279,19 @@ def describe_link(link: dict | None) -> str | None:
 def download_bytes(result: AFLiteResult, data: Dataset, which: str = "kept", fmt: str = "csv") -> bytes:
     """The run's ``which`` rows ("kept", "removed" or "all") with every original column plus AFLite's, as a file.
 
-    ``fmt`` is "csv" or "parquet" (see :func:`aflite_app.exports.export_frame`).
+    ``fmt`` is "csv" or "parquet" (see :func:`aflite_app.inspect_tables.export_frame`).
     """
-    frame = exports.export_frame(result, data, which)
+    frame = inspect_tables.export_frame(result, data, which)
     if fmt == "csv":
-        return exports.csv_bytes(frame)
+        return inspect_tables.csv_bytes(frame)
     if fmt == "parquet":
-        return exports.parquet_bytes(frame)
+        return inspect_tables.parquet_bytes(frame)
     raise ValueError(f"The 'fmt' parameter must be 'csv' or 'parquet'. Got {fmt!r} instead.")
 
 
 def run_zip_bytes(result: AFLiteResult) -> bytes:
     """The whole run record as a zip the page (or :meth:`AFLiteResult.load`, unzipped) opens again."""
-    return exports.run_zip_bytes(result)
+    return run_archive.run_zip_bytes(result)
 
 
 # -- stability across seeds ------------------------------------------------------------------------------------
@@ -417,8 +429,8 @@ def inspect_stability(
     """How often each row is removed over ``n_seeds`` seeds (computes missing runs without progress).
 
     Returns the per-row frame (``n_runs_removed``, ``removal_frequency``), the summary relative to the current
-    run (:func:`aflite_app.exports.stability_frame`) with ``mean_jaccard`` and ``seeds`` added, and the counts
-    per "removed in k of n runs" (:func:`aflite_app.exports.stability_counts`). ``only_finished`` uses only
+    run (:func:`aflite_app.inspect_tables.stability_frame`) with ``mean_jaccard`` and ``seeds`` added, and the counts
+    per "removed in k of n runs" (:func:`aflite_app.inspect_tables.stability_counts`). ``only_finished`` uses only
     the seeds computed already (a stopped report: at least two are needed).
     """
     specs = finished_stability_specs(spec, n_seeds) if only_finished else stability_specs(spec, n_seeds)
@@ -432,7 +444,7 @@ def _inspect_stability(spec: FilterSpec, seeds: tuple[int, ...]) -> tuple[pd.Dat
     specs = [spec.with_(seed=s) for s in seeds]
     report = stability_from_results([run_filter(s) for s in specs])
     current = run_filter(spec)
-    frame, summary = exports.stability_frame(report.removed, current.kept)
+    frame, summary = inspect_tables.stability_frame(report.removed, current.kept)
     summary["mean_jaccard"] = report.mean_jaccard
     summary["seeds"] = [s.seed for s in specs]
-    return frame, summary, exports.stability_counts(frame, current.kept, len(specs))
+    return frame, summary, inspect_tables.stability_counts(frame, current.kept, len(specs))
