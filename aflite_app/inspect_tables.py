@@ -49,9 +49,7 @@ ROW_COLUMNS = ("row", "id", "image", "class", "status", "round", "p_first", "p_r
 # -- the rows table ------------------------------------------------------------------------------------------
 def class_names(data: Dataset, result: AFLiteResult) -> NDArray:
     """Class name of every row of the run (the dataset's names; results may hold label codes only)."""
-    names = np.empty(data.n_classes, dtype=object)
-    names[:] = [str(c) for c in data.classes]
-    return names[np.asarray(result.y)]
+    return data.class_names_of(result.y)
 
 
 def text_display_columns(data: Dataset) -> list[str]:

@@ -169,8 +169,8 @@ def representation_table(data: Dataset) -> pd.DataFrame:
 
 
 def class_names(data: Dataset) -> list[str]:
-    """Class names as strings, in code order."""
-    return [str(c) for c in data.classes]
+    """Class names as strings, in code order (the core's :attr:`~aflite_core.Dataset.class_names`)."""
+    return data.class_names
 
 
 def is_partial_input(data: Dataset, rep: str) -> bool:

@@ -358,12 +358,11 @@ def dynamics_levels(spec: DynamicsSpec, level: LevelSpec):
 def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels):
     data = dataset(spec.dataset)
     frame = _record.measures().reset_index(drop=True)
-    names = np.asarray(class_names(data), dtype=object)
     head = pd.DataFrame(
         {
             "row": np.arange(data.n_rows),
             "id": np.asarray(data.ids),
-            "label": names[data.y],
+            "label": data.class_names_of(data.y),
             "level": _levels.levels.astype(str).to_numpy(),
         }
     )

@@ -195,14 +195,13 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
 def _embedding_frame(spec: FilterSpec, method: str, _proj: Projection, _result: AFLiteResult):
     data = dataset(spec.dataset)
     rows = _proj.rows
-    names = np.asarray(class_names(data), dtype=object)
     return pd.DataFrame(
         {
             "row": rows,
             "x": _proj.xy[:, 0],
             "y": _proj.xy[:, 1],
             "id": data.ids[rows],
-            "label": names[data.y[rows]],
+            "label": data.class_names_of(data.y[rows]),
             "kept": _result.kept[rows],
             "removed_round": _result.removed_round[rows],
             "first_score": _result.first_score[rows],

@@ -162,6 +162,26 @@ class Dataset:
         return len(self.classes)
 
     @property
+    def class_names(self) -> list[str]:
+        """Class names as strings, in code order (what every table, chart and export shows)."""
+        return [str(c) for c in self.classes]
+
+    def class_names_of(self, codes: NDArray) -> NDArray:
+        """The class name (a str) of each label code in ``codes``, e.g. a run's ``result.y``.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> d = Dataset(name="toy", frame=pd.DataFrame({"label": [3, 7, 3]}), label_column="label", classes=(3, 7),
+        ...             y=np.array([0, 1, 0]), ids=np.arange(3), representations={"x": np.zeros((3, 1), np.float32)})
+        >>> d.class_names_of(np.array([1, 0])).tolist()
+        ['7', '3']
+        """
+        names = np.empty(len(self.classes), dtype=object)
+        names[:] = self.class_names
+        return names[np.asarray(codes)]
+
+    @property
     def labels(self) -> NDArray:
         """Class name of every row (``classes[y]``)."""
         names = np.empty(len(self.classes), dtype=object)
