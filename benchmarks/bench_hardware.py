@@ -58,11 +58,11 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from bench_core import write_snli_shaped  # noqa: E402  (the (c) generator: identical data)
+from bench_core import SETTINGS, write_snli_shaped  # noqa: E402  (setting (c) and its generator: identical data)
 
 SHAPES = {
     "mid": dict(n=120_000, d=512, classes=3, m=64, t=20_000, k=2_400, tau=0.75, target=22_000),
-    "c": dict(n=500_000, d=1_024, classes=3, m=64, t=40_000, k=10_000, tau=0.75, target=92_000),
+    "c": SETTINGS["c"],
     "imagenet": dict(n=200_000, d=2_560, classes=1_000, m=64, t=40_000, k=10_000, tau=0.75, target=100_000),
 }
 TINY = {

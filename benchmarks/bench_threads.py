@@ -26,9 +26,12 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from bench_hardware import SHAPES as _HARDWARE  # noqa: E402  (the mid shape and setting (c), defined once)
+
 SHAPES = {
-    "mid": dict(n=120_000, d=512, classes=3, m=64, t=20_000, k=2_400, tau=0.75, target=22_000),
-    "c": dict(n=500_000, d=1_024, classes=3, m=64, t=40_000, k=10_000, tau=0.75, target=92_000),
+    "mid": _HARDWARE["mid"],
+    "c": _HARDWARE["c"],
     # --tiny: every code path in seconds (the figures mean nothing)
     "tiny": dict(n=3_000, d=16, classes=3, m=8, t=600, k=150, tau=0.75, target=1_500),
 }
