@@ -5,8 +5,11 @@ of every other file plus a checksum of itself), ``rows.parquet``, ``history.parq
 with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``. Never pickle.
 
 **Saving** builds the complete run in a hidden sibling folder and swaps it in (:mod:`aflite_core._durable`):
-a reader sees the old run, no run for a moment, or the new one, never a mix. A CLI run's ``cli_args.json``,
-``checkpoint/`` and ``inputs/`` move into the new folder when they belong to the run being saved.
+a reader sees the old run, no run for a moment, or the new one, never a mix. Two saves into one folder (other
+processes or threads) take turns: each holds the folder's lock file ``.NAME.lock`` beside it
+(:mod:`aflite_core._folder_lock`); the second waits for the first, up to 10 s, then refuses in one sentence.
+A CLI run's ``cli_args.json``, ``checkpoint/`` and ``inputs/`` move into the new folder when they belong to the
+run being saved.
 
 **Loading** (:meth:`AFLiteResult.load`) checks every file against this manifest before it reads a table:
 :mod:`aflite_core.engine.run_loading`.
@@ -26,6 +29,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .. import _durable
+from .._folder_lock import folder_lock
 from .._utils import json_default
 from .._validation import shown_list
 
@@ -210,32 +214,48 @@ def _extras_of_same_run(out: Path, result: Any) -> list[str]:
     return [name for name in RUN_EXTRAS if (out / name).exists()] if same else []
 
 
-def save_run(result: Any, directory: str | Path) -> Path:
+def save_run(result: Any, directory: str | Path, *, lock_timeout: float | None = None) -> Path:
     """Write ``result`` to ``directory`` (see the module docstring); returns the directory.
+
+    The save holds the folder's lock (:func:`aflite_core._folder_lock.folder_lock`, ``.NAME.lock`` beside it):
+    a second save into the same folder, from another process or thread, waits for this one and then replaces
+    the run whole.
+
+    Parameters
+    ----------
+    result : AFLiteResult
+        The run.
+    directory : str or Path
+        Created if missing; an existing folder must be empty or hold a run.
+    lock_timeout : float, optional
+        Seconds to wait for another writer of ``directory``; default
+        :data:`aflite_core._folder_lock.LOCK_TIMEOUT_S` (10 s).
 
     Raises
     ------
     ValueError
-        When ``directory`` exists and holds anything but a run (nothing is overwritten then).
+        When ``directory`` exists and holds anything but a run (nothing is overwritten then), or another writer
+        still held it after ``lock_timeout`` seconds (:class:`~aflite_core._folder_lock.FolderBusyError`).
     """
     out = Path(directory)
-    _durable.finish_swap(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"'{out}' exists and is not a folder; save the run into a new or empty folder.")
-    if out.is_dir() and any(out.iterdir()) and not is_run_directory(out):
-        extra = sorted(p.name for p in out.iterdir() if p.name not in set(RUN_FILES) | set(RUN_EXTRAS))
-        raise ValueError(
-            f"'{out}' holds files that are not part of a run ({shown_list(extra)}); save the run into a "
-            "new or empty folder, or over an AFLite run directory."
-        )
-    files = encode_run(result)
-    _durable.make_dirs(out.parent)
-    _durable.clear_leftovers(out)
-    tmp = _durable.scratch_sibling(out, "new")
-    _durable.make_dirs(tmp)
-    for name, data in files.items():
-        _durable.write_file(tmp / name, data, atomic=False)
-    if out.is_dir():
-        _durable.carry_into(out, _extras_of_same_run(out, result), tmp)
-    _durable.replace_dir(tmp, out)
+    with folder_lock(out, timeout=lock_timeout):
+        _durable.finish_swap(out)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"'{out}' exists and is not a folder; save the run into a new or empty folder.")
+        if out.is_dir() and any(out.iterdir()) and not is_run_directory(out):
+            extra = sorted(p.name for p in out.iterdir() if p.name not in set(RUN_FILES) | set(RUN_EXTRAS))
+            raise ValueError(
+                f"'{out}' holds files that are not part of a run ({shown_list(extra)}); save the run into a "
+                "new or empty folder, or over an AFLite run directory."
+            )
+        files = encode_run(result)
+        _durable.make_dirs(out.parent)
+        _durable.clear_leftovers(out)
+        tmp = _durable.scratch_sibling(out, "new")
+        _durable.make_dirs(tmp)
+        for name, data in files.items():
+            _durable.write_file(tmp / name, data, atomic=False)
+        if out.is_dir():
+            _durable.carry_into(out, _extras_of_same_run(out, result), tmp)
+        _durable.replace_dir(tmp, out)
     return out
