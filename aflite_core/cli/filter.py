@@ -151,7 +151,7 @@ def _saved_args(out: Path) -> dict:
 
 def _missing_resume(args: argparse.Namespace) -> CLIError:
     return CLIError(
-        f"--resume '{args.resume}' does not exist; give the run directory a 'filter --out' run wrote (or start "
+        f"--resume '{args.resume}' does not exist; give the folder that 'filter --out' wrote (or start "
         "a new run with --out)"
     )
 
