@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -185,12 +186,15 @@ def _read(path: Path) -> tuple[int, str] | str | None:
 
 
 def _stale(path: Path, holder: tuple[int, str] | None) -> bool:
-    """True when the lock's writer is gone (see the module docstring)."""
+    """True when the lock's writer is gone (see the module docstring); never for what is not a plain file."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode):  # a folder or link of that name: the refusal says to delete it
+        return False
     if holder is None:
-        try:
-            return time.time() - path.stat().st_mtime > UNWRITTEN_STALE_S
-        except OSError:
-            return False
+        return time.time() - info.st_mtime > UNWRITTEN_STALE_S
     pid, host = holder
     if host != _HOST:
         return False

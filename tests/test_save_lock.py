@@ -169,17 +169,18 @@ def test_a_live_holder_makes_the_save_wait_then_refuse_in_one_sentence(two_runs,
 def test_a_save_waits_for_the_holder_and_then_writes(two_runs, tmp_path):
     a, b, _ = two_runs
     out = tmp_path / "run"
-    released = threading.Event()
+    held, released = threading.Event(), threading.Event()
 
     def hold() -> None:
         with folder_lock(out):
             b.save(out)  # re-entrant in the holding thread
-            time.sleep(0.4)
-        released.set()
+            held.set()
+            time.sleep(0.3)
+            released.set()
 
     holder = threading.Thread(target=hold)
     holder.start()
-    time.sleep(0.1)
+    assert held.wait(30)
     a.save(out)  # another thread of this process: waits for the holder
     assert released.is_set()
     holder.join()
@@ -263,3 +264,12 @@ def test_cli_filter_holds_the_lock_for_the_whole_run(small_filter, tmp_path, mon
     assert {"cli_args.json", "result.json"} <= names  # the arguments, the checkpoints and the saved run
     assert all(held for _, held in seen), seen
     assert not lock_path(out).exists()
+
+
+def test_a_folder_where_the_lock_file_goes_is_never_removed_and_refused_in_one_sentence(tmp_path):
+    lock_path(tmp_path / "run").mkdir()
+    with pytest.raises(FolderBusyError) as info:
+        with folder_lock(tmp_path / "run", timeout=0.1):
+            pass
+    assert _one_sentence(str(info.value)) and "delete '.run.lock' beside it" in str(info.value)
+    assert lock_path(tmp_path / "run").is_dir()
