@@ -20,7 +20,8 @@ from numpy.typing import NDArray
 
 from aflite_core import AFLiteResult
 from aflite_core.data.datasets import Dataset
-from aflite_core.engine.run_record import RUN_FILES, RunRecordError  # nothing else is ever extracted
+from aflite_core.engine.run_loading import RunRecordError
+from aflite_core.engine.run_record import RUN_FILES  # nothing else is ever extracted
 
 from . import settings
 

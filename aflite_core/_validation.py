@@ -29,6 +29,7 @@ __all__ = [
     "param_error",
     "shown",
     "shown_list",
+    "with_article",
 ]
 
 #: rows checked per pass when scanning a (possibly memory-mapped) matrix for NaN/inf
@@ -45,6 +46,17 @@ def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
         value = value.item()
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def with_article(noun: str) -> str:
+    """``noun`` after "a" or "an", by its first letter (a vowel takes "an"): for messages built as "a {name}".
+
+    Examples
+    --------
+    >>> with_article("estimator that is not a classifier"), with_article("regressor"), with_article("int")
+    ('an estimator that is not a classifier', 'a regressor', 'an int')
+    """
+    return f"{'an' if noun[:1].lower() in 'aeiou' and noun[:1] else 'a'} {noun}"
 
 
 def shown_list(values: Any, limit: int = MAX_SHOWN_VALUES) -> str:

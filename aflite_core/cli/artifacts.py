@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import shown
 from ..data.preflight import RowLimitError, SizeLimitError
 from ..data.readers import read_table
 from ..measures.artifact_statistics import artifact_statistics
@@ -47,6 +48,8 @@ def _cmd_artifacts(args: argparse.Namespace) -> int:
             raise ValueError(
                 f"Table '{args.table}' has no column {col!r} ({option}); its columns are {list(table.columns)[:20]}."
             )
+    if len(table) == 0:
+        raise ValueError(f"Table '{args.table}' has no rows; the test needs texts with at least two labels.")
     labels = table[args.label_column]
     missing = np.flatnonzero(labels.isna().to_numpy())
     if len(missing):
@@ -61,11 +64,31 @@ def _cmd_artifacts(args: argparse.Namespace) -> int:
             f"Table '{args.table}' column {args.text_column!r} must hold text; row {bad[0]} holds "
             f"{texts.iloc[bad[0]]!r}."
         )
+    distinct = pd.unique(labels)
+    if len(distinct) < 2:  # the rule of artifact_statistics, worded for this command's options
+        raise ValueError(
+            f"Table '{args.table}' has one label only ({shown(distinct[0])}) in column {args.label_column!r} "
+            "(--label-column); the competency-problems test needs at least two labels."
+        )
     stats = artifact_statistics(
         texts.where(texts.notna(), "").tolist(), labels.tolist(), min_count=args.min_count, alpha=args.alpha
     )
     a = stats.attrs
-    rows = stats if args.all else stats[stats["significant"]]
+    if a["n_tests"] == 0:  # nothing to print but why
+        if args.json:
+            print_json([])
+        elif a["n_tokens"] == 0:
+            sys.stdout.write(
+                f"Column '{args.text_column}' of '{args.table}' holds no tokens (its {a['n_texts']:,} texts are "
+                "empty or only punctuation), so nothing was tested; choose the text column with --text-column.\n"
+            )
+        else:
+            sys.stdout.write(
+                f"No token of column '{args.text_column}' of '{args.table}' is in at least {a['min_count']:,} of "
+                f"its {a['n_texts']:,} texts, so nothing was tested; lower --min-count to test rarer tokens.\n"
+            )
+        return 0
+    rows = stats if args.all else stats[stats["significant"].astype(bool)]
     order = {lab: i for i, lab in enumerate(a["labels"])}
     rows = (
         rows.assign(_l=rows["label"].map(order))
@@ -84,8 +107,8 @@ def _cmd_artifacts(args: argparse.Namespace) -> int:
     )
     sys.stdout.write(head)
     if len(rows):
-        shown = rows[_SHOWN + (["significant"] if args.all else [])]
-        sys.stdout.write(shown.to_string(index=False, float_format=lambda x: f"{x:.3f}") + "\n")
+        printed = rows[_SHOWN + (["significant"] if args.all else [])]
+        sys.stdout.write(printed.to_string(index=False, float_format=lambda x: f"{x:.3f}") + "\n")
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _durable
+from .._folder_lock import folder_lock
 from ..data.readers import read_features, read_labels
 from ..engine.checkpoint import peek_meta
 from ..engine.filtering import _resolve_backend, execute_run, plan_run, predictability
@@ -148,10 +149,36 @@ def _saved_args(out: Path) -> dict:
     return saved
 
 
+def _missing_resume(args: argparse.Namespace) -> CLIError:
+    return CLIError(
+        f"--resume '{args.resume}' does not exist; give the folder that 'filter --out' wrote (or start "
+        "a new run with --out)"
+    )
+
+
 def _cmd_filter(args: argparse.Namespace) -> int:
+    """Check what can be checked without the run directory, then do the run holding its lock (``.NAME.lock``)."""
     if args.resume:
         out = Path(args.resume)
+        if not out.exists() and not out.parent.is_dir():
+            raise _missing_resume(args)
+    else:
+        missing = [f"--{n.replace('_', '-')}" for n in _REQUIRED_FOR_NEW_RUN if getattr(args, n) is None]
+        if missing:
+            raise CLIError(f"filter needs {', '.join(missing)} (or --resume RUN_DIR)")
+        out = Path(args.out)
+    # one writer per run directory: a second `filter --out/--force/--resume` or save() into it waits, then refuses
+    with folder_lock(out):
+        return _filter_locked(args, out)
+
+
+def _filter_locked(args: argparse.Namespace, out: Path) -> int:
+    if args.resume:
         _durable.finish_swap(out)  # a save interrupted between its two renames is completed first
+        if not out.exists():
+            raise _missing_resume(args)
+        if not out.is_dir():
+            raise CLIError(f"--resume '{args.resume}' is a file, not a run directory")
         saved = _saved_args(out)
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
@@ -162,10 +189,7 @@ def _cmd_filter(args: argparse.Namespace) -> int:
         if isinstance(spec, dict):
             args.model = family_from_spec(spec)
     else:
-        missing = [f"--{n.replace('_', '-')}" for n in _REQUIRED_FOR_NEW_RUN if getattr(args, n) is None]
-        if missing:
-            raise CLIError(f"filter needs {', '.join(missing)} (or --resume RUN_DIR)")
-        out = _check_out(args)
+        _check_out(args)
     if args.dask_local is not None and args.dask_local < 1:
         raise CLIError(f"--dask-local must be a number of workers >= 1, got {args.dask_local}")
     if args.scheduler and args.dask_local is not None:

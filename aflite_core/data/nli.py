@@ -271,7 +271,55 @@ def _local_files(data_files: Any, split: str) -> tuple[str, list[str]]:
             f"The local NLI files of split {split!r} must all be .parquet, .jsonl / .json or .csv. Got "
             f"{sorted({f.suffix for f in files})}."
         )
-    return kinds.pop(), [str(f) for f in files]
+    builder = kinds.pop()
+    for f in files:
+        _check_local_file(f, split, text=builder != "parquet")
+    return builder, [str(f) for f in files]
+
+
+#: bytes decoded at a time when a local text file is checked for UTF-8
+_UTF8_CHUNK = 2**20
+
+
+def _check_local_file(path: Path, split: str, *, text: bool) -> None:
+    """Refuse, in one sentence naming only the file's name, an empty file or a text file that is not UTF-8.
+
+    The ``datasets`` library says "StopIteration" for an empty JSONL file and "An error occurred while
+    generating the dataset" for a CSV in another encoding; a file that fails here is never handed to it.
+    """
+    import codecs
+
+    name = path.name
+    if path.stat().st_size == 0:
+        raise ValueError(
+            f"The local NLI file '{name}' of split {split!r} is empty; it needs SNLI / MultiNLI rows (premise, "
+            "hypothesis, label) as JSON Lines, CSV or Parquet."
+        )
+    if not text:
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, blank = 0, True
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_UTF8_CHUNK)
+            pending = decoder.getstate()[0]  # the undecoded tail of the last chunk, decoded first now
+            try:
+                decoded = decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as exc:
+                where = offset - len(pending) + exc.start
+                raise ValueError(
+                    f"The local NLI file '{name}' of split {split!r} is not UTF-8 text (byte {where:,} cannot be "
+                    "decoded); save it as UTF-8."
+                ) from None
+            blank = blank and not decoded.strip()
+            if not chunk:
+                break
+            offset += len(chunk)
+    if blank:
+        raise ValueError(
+            f"The local NLI file '{name}' of split {split!r} holds only white space; it needs SNLI / MultiNLI rows "
+            "(premise, hypothesis, label) as JSON Lines, CSV or Parquet."
+        )
 
 
 def _gold_rows(ds: Any) -> NDArray[np.int64]:
@@ -377,13 +425,18 @@ def fetch_nli_records(
     try:
         ds = load_dataset(path, **args, **kwargs)
     except Exception as exc:  # network, cache or format: one clear sentence for the app and the CLI
-        detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+        detail = " ".join(str(exc).split())
+        if data_files is not None:  # a local file the checks above let through, but the library cannot parse
+            for f in sorted(files, key=len, reverse=True):  # the server's folders stay out of the message
+                detail = detail.replace(f, Path(f).name).replace(str(Path(f).parent), "…")
+            detail = detail[:200].rstrip(" .") or type(exc).__name__
+            raise ValueError(
+                f"Could not read {where} with the datasets library ({detail}); check that each file holds SNLI / "
+                "MultiNLI rows (premise, hypothesis, label) as JSON Lines, CSV or Parquet."
+            ) from None
+        detail = detail[:200] or type(exc).__name__
         offline = isinstance(exc, ConnectionError) or "offline" in detail.lower()
-        hint = (
-            "it is not in the local cache and the Hub cannot be reached (offline)"
-            if offline and data_files is None
-            else detail
-        )
+        hint = "it is not in the local cache and the Hub cannot be reached (offline)" if offline else detail
         raise ValueError(
             f"Could not fetch {where} with the datasets library: {hint}; fetching by name needs network access "
             "once, so offline load a local copy of the original JSONL file instead."

@@ -140,7 +140,7 @@ def _encode_labels(series: pd.Series, src: str, column: str) -> v.EncodedLabels:
     for i, x in enumerate(values[: min(len(values), 10_000)]):
         if isinstance(x, (list, dict, np.ndarray)):
             raise ValueError(
-                f"'{src}' has a {type(x).__name__} as the label in row {i} of column {column!r}; "
+                f"'{src}' has {v.with_article(type(x).__name__)} as the label in row {i} of column {column!r}; "
                 "labels must be single values (a class name or number)."
             )
     if values.dtype == object:

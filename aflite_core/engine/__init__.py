@@ -14,7 +14,8 @@ module              holds
 ``torch_logistic``  the L-BFGS fit of ``logistic`` ported to PyTorch
 ``distributed``     the Dask backend (whole shards per worker; bit-identical to the local backend)
 ``checkpoint``      per-round checkpoints and their checks
-``run_record``      saving and loading a finished run (manifest, checksums, crash-consistent writes)
+``run_record``      saving a finished run (its files, manifest and checksums; crash-consistent writes)
+``run_loading``     loading a saved run, every file checked against the manifest before a table is read
 ``run_constants``   history columns, strategies, stop reasons (shared by the modules above)
 ``result``          :class:`AFLiteResult`, the per-row, per-round record of a run
 ``registry``        every model name: adversary families and measuring classifiers

@@ -238,7 +238,8 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
         if not is_classifier(model):
             raise TypeError(
                 f"The 'model' parameter of {func} must be a classifier (scikit-learn's is_classifier). Got "
-                f"{type(model).__name__}, a {_estimator_kind(model)}, instead: its outputs are not class labels."
+                f"{type(model).__name__}, {v.with_article(_estimator_kind(model))}, instead: its outputs are not "
+                "class labels."
             )
         return SklearnFamily(model)
     raise TypeError(

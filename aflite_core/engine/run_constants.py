@@ -2,7 +2,7 @@
 
 They live here, below every module that reads them (:mod:`~aflite_core.engine.loop`,
 :mod:`~aflite_core.engine.filtering`, :mod:`~aflite_core.engine.result`, :mod:`~aflite_core.engine.checkpoint`,
-:mod:`~aflite_core.engine.run_record`), so each imports them at its top and none imports another only for a
+:mod:`~aflite_core.engine.run_loading`), so each imports them at its top and none imports another only for a
 constant (those imports, inside functions, were what held the engine's modules in one import cycle). They stay
 importable from where they were defined before (``loop.HISTORY_COLUMNS``, ``filtering.STRATEGIES``,
 ``result.STOP_REASONS``).

@@ -52,6 +52,8 @@ __all__ = ["SHARE_COLUMNS", "STAT_COLUMNS", "artifact_shares", "artifact_statist
 #: columns of :func:`artifact_statistics`, in order
 STAT_COLUMNS = ("token", "label", "count", "label_count", "p_hat", "z", "p_value", "significant", "pmi")
 
+_STAT_DTYPES = {"token": object, "label": object, "count": np.int64, "label_count": np.int64, "significant": bool}
+
 #: columns of :func:`artifact_shares`, in order
 SHARE_COLUMNS = (
     "token",
@@ -203,7 +205,8 @@ def artifact_statistics(
     texts : sequence of str, length n_texts
         The text of every row (for NLI, usually the hypothesis).
     labels : array-like of shape (n_texts,)
-        Labels (any hashable values; at least one).
+        Labels (any hashable values; at least two distinct ones: with one label ``p0 = 1`` and no token can
+        give it away, so one label is refused, by this function and by ``aflite artifacts`` alike).
     min_count : int, default=10
         Test only tokens in at least this many texts.
     alpha : float, default=0.01
@@ -220,15 +223,16 @@ def artifact_statistics(
     -------
     pandas.DataFrame
         One row per tested (token, label) pair, columns :data:`STAT_COLUMNS` (``count`` = n), sorted by z
-        (largest first), then token and label. ``attrs`` holds ``alpha``, ``n_tests``, ``z_critical``,
-        ``p0``, ``n_texts``, ``labels`` (in column order), ``label_texts`` (texts per label), ``min_count``
-        and ``once_per_text``, enough to draw :func:`significance_curve`.
+        (largest first), then token and label; no rows (same columns and dtypes) when no token is in
+        ``min_count`` texts. ``attrs`` holds ``alpha``, ``n_tests``, ``z_critical``, ``p0``, ``n_texts``,
+        ``labels`` (in column order), ``label_texts`` (texts per label), ``min_count``, ``once_per_text`` and
+        ``n_tokens`` (distinct tokens seen, tested or not), enough to draw :func:`significance_curve`.
 
     Raises
     ------
     ValueError
-        For a text that is not a str, a label count that differs from the text count, a missing label, or a
-        tokenizer that does not return a list of str.
+        For a text that is not a str, a label count that differs from the text count, a missing label, fewer
+        than two distinct labels, or a tokenizer that does not return a list of str.
 
     Examples
     --------
@@ -256,6 +260,11 @@ def artifact_statistics(
     if not v._is_real(pmi_smoothing) or not float(pmi_smoothing) >= 0 or not np.isfinite(pmi_smoothing):
         raise v.param_error("pmi_smoothing", func, "a float in [0, inf)", pmi_smoothing)
     s = float(pmi_smoothing)
+    if len(enc.classes) < 2:
+        raise ValueError(
+            f"The 'labels' parameter of {func} must hold at least 2 distinct labels (with one, p0 = 1 and no "
+            f"token can give the label away). Got only {v.shown(enc.classes[0])} instead."
+        )
 
     K = len(enc.classes)
     p0 = 1.0 / K
@@ -278,9 +287,10 @@ def artifact_statistics(
         "label_texts": [int(c) for c in label_texts],
         "min_count": mc,
         "once_per_text": bool(once_per_text),
+        "n_tokens": int(V),
     }
-    if not len(tested):
-        out = pd.DataFrame({c: pd.Series(dtype=object if c in ("token", "label") else float) for c in STAT_COLUMNS})
+    if not len(tested):  # the columns and dtypes of a full result, so stats[stats["significant"]] works too
+        out = pd.DataFrame({c: pd.Series(dtype=_STAT_DTYPES.get(c, float)) for c in STAT_COLUMNS})
         out.attrs.update(attrs)
         return out
     from scipy.special import ndtr
