@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from aflite_core._validation import MAX_NUMBER_CHARS, bounded_float, bounded_int
+
 from . import settings
 from .state import (
     BUNDLED,
@@ -162,12 +164,19 @@ def view_params(session: Mapping, vault: UploadVault | None = None) -> dict[str,
     return out
 
 
-def _int(text: str, low: int, high: int) -> int | None:
-    try:
-        value = int(float(text))
-    except (TypeError, ValueError):
-        return None
-    return min(max(value, low), high)
+def _ignored_notice(names: list[str]) -> str:
+    """One sentence naming the link's values that were ignored (names only: never the hand-edited text)."""
+    tau = ", τ from 0 to 1" if "tau" in names else ""
+    if len(names) == 1:
+        return (
+            f"This link's {names[0]} is not a number this page can use (a finite number of at most "
+            f"{MAX_NUMBER_CHARS} characters{tau}), so the page uses its default {names[0]} instead."
+        )
+    listed = ", ".join(names[:-1]) + " and " + names[-1]
+    return (
+        f"This link's {listed} are not numbers this page can use (finite numbers of at most {MAX_NUMBER_CHARS} "
+        f"characters{tau}), so the page uses its defaults for them instead."
+    )
 
 
 def apply_url(
@@ -176,7 +185,10 @@ def apply_url(
     """Apply a URL's view to a new session (once); returns a sentence to show, or None.
 
     ``dataset_of(key)`` gives a bundled dataset (to know its rows and classes for clamping). Unknown datasets,
-    representations and values are ignored; numbers are clamped to the Filter form's ranges.
+    representations and values are ignored; finite numbers are clamped to the Filter form's ranges
+    (:func:`aflite_core._validation.bounded_int`), and a number that is not finite, not a number, longer than
+    :data:`~aflite_core._validation.MAX_NUMBER_CHARS` characters (or a τ outside [0, 1]) is ignored with one
+    sentence naming it.
     """
     link = link_state(session)
     if link["applied"]:
@@ -210,12 +222,17 @@ def apply_url(
         "seed": (0, 2**31 - 1),
         "k": (1, max(2, n_rows // 4)),
     }
+    ignored: list[str] = []
     for param, widget in FILTER_PARAMS.items():
         text = params.get(param)
         if text is None:
             continue
         if widget in limits:
-            value = _int(text, *limits[widget])
+            try:
+                value = bounded_int(text, *limits[widget], what=f"The link's {param}", clamp=True)
+            except ValueError:
+                ignored.append(param)
+                continue
         elif widget == "strategy":
             value = text if text in STRATEGY_LABELS else None
         else:
@@ -223,10 +240,9 @@ def apply_url(
         if value is not None and widget in FILTER_WIDGETS:
             session[filter_key(widget, key)] = value
             link["run"] = key
-    try:
-        tau = float(params.get("tau", "nan"))
-    except ValueError:
-        tau = float("nan")
-    if 0 <= tau <= 1:
-        session[TAU] = round(tau, 2)
-    return None
+    if params.get("tau") is not None:
+        try:
+            session[TAU] = round(bounded_float(params["tau"], 0.0, 1.0, what="The link's tau"), 2)
+        except ValueError:
+            ignored.append("tau")
+    return _ignored_notice(ignored) if ignored else None

@@ -17,8 +17,11 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "MAX_NUMBER_CHARS",
     "MAX_SHOWN_CHARS",
     "EncodedLabels",
+    "bounded_float",
+    "bounded_int",
     "check_features",
     "check_fraction_or_count",
     "check_ids",
@@ -38,6 +41,9 @@ _FINITE_CHUNK_ROWS = 65_536
 MAX_SHOWN_CHARS = 32
 #: the most values a message lists
 MAX_SHOWN_VALUES = 5
+#: the most characters of a number read from text (a link, a file name, a command-line option): 2**63 has 19
+#: digits, so every number a limit allows fits, and a 5,000-digit one is refused before it is parsed
+MAX_NUMBER_CHARS = 20
 
 
 def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
@@ -90,6 +96,121 @@ def param_error(name: str, func: str, allowed: str, value: Any, exc: type[Except
     """
     shown = _short_repr(value)
     return exc(f"The '{name}' parameter of {func} must be {allowed}. Got {shown} instead.")
+
+
+def _number_text(text: Any) -> str | None:
+    """``text`` stripped when it is a str of at most :data:`MAX_NUMBER_CHARS` characters, else None."""
+    if not isinstance(text, str) or len(text) > 4 * MAX_NUMBER_CHARS:
+        return None
+    text = text.strip()
+    return text if 0 < len(text) <= MAX_NUMBER_CHARS else None
+
+
+def bounded_int(text: Any, low: int, high: int, *, what: str = "The value", clamp: bool = False) -> int:
+    """An int in ``[low, high]`` read from text: a link's value, the number in a file name, a command-line option.
+
+    The one parser for numbers that come from outside: the text is never longer than
+    :data:`MAX_NUMBER_CHARS` characters when it is parsed, so a 5,000-digit number, ``inf``, ``nan`` or
+    ``1e309`` cannot reach an ``int()`` conversion (an OverflowError) or size an allocation.
+
+    Parameters
+    ----------
+    text : str or int
+        The text (blanks around it are dropped), or an int (a caller's own number, e.g. ``write_epoch``'s
+        epoch).
+    low, high : int
+        The range, both included.
+    what : str, default="The value"
+        What the number is, to start the message, e.g. ``"The --partitions option"``.
+    clamp : bool, default=False
+        False: a number outside the range is refused (file names, command-line options). True: a finite
+        number is moved into the range, and a decimal one is cut to a whole number (a hand-edited link).
+
+    Returns
+    -------
+    int
+        A value in ``[low, high]``.
+
+    Raises
+    ------
+    ValueError
+        One sentence, for text that is not a whole number of at most :data:`MAX_NUMBER_CHARS` characters
+        (with ``clamp``: not a finite number), and without ``clamp`` for a number outside the range. Nothing
+        else is raised.
+
+    Examples
+    --------
+    >>> bounded_int("12", 0, 99), bounded_int("7.9", 0, 5, clamp=True), bounded_int("-1e30", 0, 5, clamp=True)
+    (12, 5, 0)
+    >>> bounded_int("inf", 0, 99, what="The link's n", clamp=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: The link's n must be a whole number from 0 to 99 (at most 20 characters). Got 'inf' instead.
+    """
+    value: int | None = None
+    if _is_int(text):
+        value = int(text)
+    else:
+        s = _number_text(text)
+        if s is not None:
+            try:
+                value = int(s)
+            except ValueError:
+                if clamp:
+                    try:
+                        number = float(s)
+                    except ValueError:
+                        number = math.nan
+                    value = int(number) if math.isfinite(number) else None
+    if value is not None and clamp:
+        return min(max(value, low), high)
+    if value is None or not low <= value <= high:
+        raise ValueError(
+            f"{what} must be a whole number from {low:,} to {high:,} (at most {MAX_NUMBER_CHARS} characters). "
+            f"Got {shown(text)} instead."
+        )
+    return value
+
+
+def bounded_float(text: Any, low: float, high: float, *, what: str = "The value") -> float:
+    """A finite float in ``[low, high]`` read from text (a link's value), like :func:`bounded_int`.
+
+    Parameters
+    ----------
+    text : str
+        The text (blanks around it are dropped), at most :data:`MAX_NUMBER_CHARS` characters.
+    low, high : float
+        The range, both included.
+    what : str, default="The value"
+        What the number is, to start the message.
+
+    Returns
+    -------
+    float
+        A value in ``[low, high]``.
+
+    Raises
+    ------
+    ValueError
+        One sentence, for text that is not a finite number in the range of at most :data:`MAX_NUMBER_CHARS`
+        characters. Nothing else is raised.
+
+    Examples
+    --------
+    >>> bounded_float(" 0.6 ", 0, 1)
+    0.6
+    """
+    s = _number_text(text)
+    try:
+        value = float(s) if s is not None else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ValueError(
+            f"{what} must be a number from {low:g} to {high:g} (at most {MAX_NUMBER_CHARS} characters). "
+            f"Got {shown(text)} instead."
+        )
+    return value
 
 
 def _short_repr(value: Any) -> str:

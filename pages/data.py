@@ -440,13 +440,21 @@ with upload_tab:
     else:
         espec = uploads.embedding_spec(table_bytes, table_file.name, views)
         outlook = uploads.embedding_outlook(frame, espec)
-        if not outlook["seconds"]:
+        caps = (
+            f"The model is given each text with its runs of blanks collapsed and cut at "
+            f"{uploads.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
+            f"embeds at most {uploads.EMBED_MAX_CHARS:,} characters."
+        )
+        if outlook["refusal"]:
+            st.warning(outlook["refusal"])
+        elif not outlook["seconds"]:
             st.caption(f"Already computed: read from the embedding cache (`{outlook['cache_dir']}`), no waiting.")
         else:
             st.caption(
                 f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
                 "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
-                f"Cached on disk (`{outlook['cache_dir']}`): the same texts are never embedded twice, in any session."
+                f"Cached on disk (`{outlook['cache_dir']}`): the same texts are never embedded twice, in any session. "
+                + caps
             )
 
     numeric = [c for c in guess["numeric"] if c in free]

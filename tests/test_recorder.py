@@ -76,7 +76,8 @@ def test_an_interrupted_write_leaves_the_previous_epoch_file(tmp_path, monkeypat
 @pytest.mark.parametrize(
     "args, match",
     [
-        ((-1, ["a"], [[1.0, 0.0]], [0]), r"The 'epoch' parameter of write_epoch must be an int in \[0, inf\)"),
+        ((-1, ["a"], [[1.0, 0.0]], [0]), r"The 'epoch' parameter of write_epoch must be an int in \[0, 9999\]"),
+        ((10**20, ["a"], [[1.0, 0.0]], [0]), r"The 'epoch' parameter of write_epoch must be an int in \[0, 9999\]"),
         ((0, ["a"], [1.0, 0.0], [0]), r"must be an array of shape \(n_examples, n_classes\)"),
         ((0, ["a"], [[1.0]], [0]), r"at least 1 example and 2 classes"),
         ((0, ["a"], [[np.nan, 0.0]], [0]), r"must contain only finite values"),

@@ -478,32 +478,47 @@ def _view_texts(frame: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
     return [_JOIN.join(p) for p in zip(*parts)]
 
 
+#: what the model is given (stated on the Data page): blank runs collapsed, each text cut at EMBED_TEXT_CHARS
+#: (100 × the 256 word pieces all-MiniLM-L6-v2 reads), and at most EMBED_MAX_CHARS characters a job
+EMBED_TEXT_CHARS, EMBED_MAX_CHARS = _embeddings.max_text_chars(), _embeddings.MAX_EMBED_CHARS
+
+
 @_stores.memo("view_plan", 8)
-def _view_plan(spec: EmbedSpec, _frame: pd.DataFrame) -> list[tuple[str, str, float]]:
-    """Per view: its disk-cache key and the seconds it takes to embed (texts hashed once per table and views)."""
+def _view_plan(spec: EmbedSpec, _frame: pd.DataFrame) -> list[tuple[str, str, float, int]]:
+    """Per view: cache key, seconds to embed, characters given to the model (hashed once per table and views)."""
     plan = []
     for view, cols in spec.views:
         texts = _view_texts(_frame, cols)
         view_id = f"columns={list(cols)!r} join={_JOIN!r}"  # as embed_views names a view in its cache key
         key = _embeddings.embedding_cache_key(texts, model_id=spec.model_id, view=view_id)
-        plan.append((view, key, _embeddings.estimate_embedding_seconds(texts, model_loaded=True)))
+        given = _embeddings.model_texts(texts, max_chars=EMBED_TEXT_CHARS)  # as embed_texts gives them the model
+        seconds = _embeddings.estimate_embedding_seconds(given, model_loaded=True)
+        plan.append((view, key, seconds, sum(len(t) for t in given)))
     return plan
 
 
 def embedding_outlook(frame: pd.DataFrame, spec: EmbedSpec) -> dict[str, Any]:
-    """What embedding will cost, before starting: ``seconds`` (rough) and the views ``cached`` on disk already."""
+    """What embedding will cost, before starting: ``seconds`` (rough), the views ``cached`` on disk already.
+
+    And ``refusal``: the sentence refusing a job over :data:`EMBED_MAX_CHARS` characters (None when it fits).
+    """
     cache = _embeddings.default_cache_dir() / "embeddings"
     plan = _view_plan(spec, frame)
     done = _embedding_store().recall(spec) is not None
-    todo = [(view, secs) for view, key, secs in plan if not done and not (cache / f"{key}.npy").is_file()]
-    seconds = sum(secs for _, secs in todo)
+    todo = [(view, secs, chars) for view, key, secs, chars in plan if not done and not (cache / f"{key}.npy").is_file()]
+    seconds = sum(secs for _, secs, _ in todo)
     if todo and not _sentence_model().loaded:
         seconds += _embeddings.estimate_embedding_seconds([], model_loaded=False)  # loading the model
-    todo_views = {view for view, _ in todo}
+    todo_views = {view for view, _, _ in todo}
+    chars = sum(chars for _, _, chars in todo)
+    refusal = _embeddings.embed_chars_refusal(
+        chars, max_chars=EMBED_MAX_CHARS, remedy="upload fewer rows or shorter texts"
+    )
     return {
         "seconds": seconds,
-        "cached": [view for view, _, _ in plan if view not in todo_views],
+        "cached": [view for view, _, _, _ in plan if view not in todo_views],
         "cache_dir": str(cache.parent),
+        "refusal": refusal,
     }
 
 
@@ -521,6 +536,10 @@ class _SharedModel:
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    @property
+    def max_seq_length(self) -> int:  # the word pieces the model reads of a text (embed_texts cuts texts by it)
+        return int(getattr(self._model, "max_seq_length", None) or _embeddings.DEFAULT_MAX_SEQ_LENGTH)
 
     def encode(self, texts: Any, **kwargs: Any) -> Any:
         with self._lock:
@@ -564,6 +583,10 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
     store, jobs, model = _embedding_store(), shared_jobs(), _sentence_model()
     cache_dir = _embeddings.default_cache_dir()
 
+    refusal = embedding_outlook(frame, spec)["refusal"]
+    if refusal is not None:
+        raise ValueError(refusal)
+
     def job(callback: Callable) -> dict[str, NDArray]:
         out = _embeddings.embed_views(
             frame,
@@ -573,6 +596,7 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
             cache_dir=cache_dir,
             join=_JOIN,
             progress=stoppable(callback),
+            max_chars=EMBED_MAX_CHARS,
         )
         store.keep(spec, out)
         return out

@@ -4,12 +4,51 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["CLIError", "Parser", "Progress", "count_or_fraction", "int_list", "number", "print_json"]
+from .._validation import MAX_NUMBER_CHARS, bounded_int, shown
+
+__all__ = [
+    "BATCH_SIZE",
+    "EPOCHS",
+    "HIDDEN_SIZE",
+    "N_INIT",
+    "PARTITIONS",
+    "SEEDS",
+    "THREADS",
+    "CLIError",
+    "Parser",
+    "Progress",
+    "bounded",
+    "count_or_fraction",
+    "int_list",
+    "int_option",
+    "number",
+    "print_json",
+]
+
+# The ranges of the integer options that size what a command allocates or starts (models per round, threads,
+# epochs, hidden units, ...): a value outside is refused in one line before any work, never handed to numpy as
+# 10**20 ("Maximum allowed dimension exceeded") or to int() as inf.
+#: seeds: numpy's and scikit-learn's range
+SEEDS = (0, 2**32 - 1)
+#: m, models per round (64 by default; the app offers up to 256)
+PARTITIONS = (1, 4096)
+#: threads or worker processes
+THREADS = (1, 1024)
+#: training epochs recorded (the epoch files a reader takes: dynamics_epoch_0 … dynamics_epoch_9999)
+EPOCHS = (1, 10_000)
+#: hidden units of the dynamics model
+HIDDEN_SIZE = (1, 65_536)
+#: mini-batch size of the dynamics model
+BATCH_SIZE = (1, 1_000_000)
+#: Gaussian-mixture initialisations
+N_INIT = (1, 1000)
 
 
 class CLIError(Exception):
@@ -24,38 +63,87 @@ class Parser(argparse.ArgumentParser):
 
 
 def number(text: str | None, option: str, *, allow_fraction: bool = True) -> int | float | None:
-    """Parse a count ('500') or a fraction ('0.3') given to ``option``; None stays None."""
+    """Parse a count ('500') or a fraction ('0.3') given to ``option``; None stays None.
+
+    Text longer than :data:`~aflite_core._validation.MAX_NUMBER_CHARS` characters and infinite or NaN floats
+    are refused (ValueError naming the option).
+    """
     if text is None:
         return None
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    if allow_fraction:
+    if len(str(text).strip()) <= MAX_NUMBER_CHARS:
         try:
-            return float(text)
+            return int(text)
         except ValueError:
             pass
+        if allow_fraction:
+            try:
+                value = float(text)
+            except ValueError:
+                pass
+            else:
+                if math.isfinite(value):
+                    return value
     kind = "an int or a float in (0, 1)" if allow_fraction else "an int"
-    raise ValueError(f"The {option} option must be {kind}. Got {text!r} instead.")
+    raise ValueError(
+        f"The {option} option must be {kind} of at most {MAX_NUMBER_CHARS} characters. Got {shown(text)} instead."
+    )
+
+
+def int_option(text: str | int, option: str, low: int, high: int) -> int:
+    """Parse the int given to ``option`` (text or an int default) within ``[low, high]``; ValueError otherwise."""
+    return bounded_int(text, low, high, what=f"The {option} option")
+
+
+def bounded(low: int, high: int) -> Callable[[str], int]:
+    """Argparse ``type=``: an int in ``[low, high]`` (anything else is a one-line usage error, exit status 2).
+
+    Parameters
+    ----------
+    low, high : int
+        The range, both included.
+
+    Returns
+    -------
+    callable
+        ``text -> int`` raising ``argparse.ArgumentTypeError``.
+
+    Examples
+    --------
+    >>> bounded(1, 4096)("64")
+    64
+    """
+
+    def parse(text: str) -> int:
+        try:
+            return bounded_int(text, low, high)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {low:,} to {high:,}, got {shown(text)}"
+            ) from None
+
+    parse.__name__ = f"int in [{low}, {high}]"
+    return parse
 
 
 def count_or_fraction(text: str) -> int | float:
-    """Argparse ``type=``: '500' as an int, '0.3' as a float (counts or fractions)."""
+    """Argparse ``type=``: '500' as an int, '0.3' as a float (counts or fractions; finite, at most 20 characters)."""
     try:
         return number(text, "", allow_fraction=True)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {shown(text)}") from None
 
 
-def int_list(text: str, option: str) -> tuple[int, ...]:
-    """Parse '0,1,2' given to ``option``."""
+def int_list(text: str, option: str, low: int = SEEDS[0], high: int = SEEDS[1]) -> tuple[int, ...]:
+    """Parse '0,1,2' given to ``option``: ints in ``[low, high]`` (default: the seeds' range)."""
     try:
-        values = tuple(int(s) for s in str(text).split(",") if s.strip())
+        values = tuple(bounded_int(s, low, high) for s in str(text).split(",") if s.strip())
     except ValueError:
         values = ()
     if not values:
-        raise ValueError(f"The {option} option must be a comma-separated list of ints. Got {text!r} instead.")
+        raise ValueError(
+            f"The {option} option must be a comma-separated list of whole numbers from {low:,} to {high:,}. "
+            f"Got {shown(text)} instead."
+        )
     return values
 
 

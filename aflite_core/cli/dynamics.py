@@ -19,6 +19,7 @@ from ..dynamics import (
     record_dynamics,
 )
 from ..measures.spurious import compare_classes, spurious_measures
+from ._common import BATCH_SIZE, EPOCHS, HIDDEN_SIZE, N_INIT, SEEDS, bounded
 
 __all__ = ["add_cli"]
 
@@ -51,12 +52,14 @@ def add_cli(subparsers: Any, name: str = "dynamics") -> None:
     src.add_argument("--partial-features", help="partial-input features .npy (e.g. hypothesis only)")
     src.add_argument("--labels", help="labels: .npy, .txt (one per line), .csv or .tsv")
     src.add_argument("--label-column", default=None, help="label column of a CSV/TSV with several columns")
-    src.add_argument("--epochs", type=int, default=5, help="training epochs (default 5)")
-    src.add_argument("--hidden-size", type=int, default=None, help="hidden units (default: softmax model)")
-    src.add_argument("--batch-size", type=int, default=32, help="mini-batch size (default 32)")
+    src.add_argument("--epochs", type=bounded(*EPOCHS), default=5, help="training epochs (default 5)")
+    src.add_argument(
+        "--hidden-size", type=bounded(*HIDDEN_SIZE), default=None, help="hidden units (default: softmax model)"
+    )
+    src.add_argument("--batch-size", type=bounded(*BATCH_SIZE), default=32, help="mini-batch size (default 32)")
     src.add_argument("--learning-rate", type=float, default=1e-2, help="Adam learning rate (default 0.01)")
     src.add_argument("--ids", default=None, help="row ids, one per row (.npy/.txt/.csv with an 'id' column)")
-    src.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    src.add_argument("--seed", type=bounded(*SEEDS), default=0, help="random seed (default 0)")
     red = p.add_argument_group("or read dynamics (allenai/cartography JSONL)")
     red.add_argument("--dynamics-dir", help="folder of dynamics_epoch_<e>.jsonl for the full input")
     red.add_argument("--partial-dynamics-dir", help="the same for the partial input")
@@ -68,7 +71,7 @@ def add_cli(subparsers: Any, name: str = "dynamics") -> None:
     txt.add_argument("--id-column", default=None, help="table column matching the dynamics ids (default: by row)")
     txt.add_argument("--tests-out", default=None, help="write the Mann-Whitney table (.csv) here")
     p.add_argument("--ambiguous-fraction", type=float, default=0.33, help="Data Maps ambiguous share (0.33)")
-    p.add_argument("--n-init", type=int, default=10, help="Gaussian-mixture initialisations (default 10)")
+    p.add_argument("--n-init", type=bounded(*N_INIT), default=10, help="Gaussian-mixture initialisations (default 10)")
     p.add_argument("--out", default=None, help="per-example output: .parquet or .csv (required without --validate)")
     val = p.add_argument_group("validate the levels (Cosma et al.'s level results and Tables 5/6) on held-out rows")
     val.add_argument(

@@ -13,7 +13,7 @@ import pandas as pd
 from ..data.readers import read_features, read_table
 from ..engine.registry import CLASSIFIERS
 from ..evalsets import StudyProgress, adversary_study, digits_adversary_setup
-from ._common import int_list, number, print_json
+from ._common import PARTITIONS, SEEDS, THREADS, bounded, int_list, number, print_json
 
 __all__ = ["add_cli"]
 
@@ -231,7 +231,7 @@ def add_cli(subparsers: Any, name: str = "eval-filter") -> None:
     p.add_argument("--train-size", default=None, help="t, count or fraction (digits default 100)")
     p.add_argument("--slice-size", default=None, help="k, count (digits default 100)")
     p.add_argument("--tau", type=float, default=0.75, help="τ, AFLite's threshold (default 0.75)")
-    p.add_argument("--partitions", type=int, default=64, help="m, models per round (default 64)")
+    p.add_argument("--partitions", type=bounded(*PARTITIONS), default=64, help="m, models per round (default 64)")
     p.add_argument("--ensemble", action="store_true", help="also filter with the pooled ensemble of adversaries")
     p.add_argument("--annotator-column", default=None, help="evaluation-table column with annotator label lists")
     p.add_argument("--annotator-source-column", default=None, help="column with the source of those labels")
@@ -240,8 +240,10 @@ def add_cli(subparsers: Any, name: str = "eval-filter") -> None:
         default=None,
         help="sources used for agreement, comma-separated, or 'all' (default random_subset)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the split (digits) and evaluated models (default 0)")
-    p.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1)")
+    p.add_argument(
+        "--seed", type=bounded(*SEEDS), default=0, help="seed of the split (digits) and evaluated models (default 0)"
+    )
+    p.add_argument("--threads", type=bounded(*THREADS), default=1, help="BLAS threads (default 1)")
     p.add_argument("--out", required=True, help="directory for the tables (Parquet + CSV) and summary.json")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=_cmd_eval_filter)

@@ -10,13 +10,14 @@ from typing import Any
 
 from .. import _durable
 from .._folder_lock import folder_lock
+from .._validation import shown
 from ..data.readers import read_features, read_labels
 from ..engine.checkpoint import peek_meta
 from ..engine.filtering import _resolve_backend, execute_run, plan_run, predictability
 from ..engine.registry import ADVERSARIES, family_from_spec, resolve_model
 from ..engine.result import AFLiteResult
 from ..engine.run_record import is_run_directory
-from ._common import CLIError, Progress, count_or_fraction
+from ._common import PARTITIONS, SEEDS, THREADS, CLIError, Progress, bounded, count_or_fraction
 
 __all__ = ["add_cli"]
 
@@ -192,6 +193,8 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         _check_out(args)
     if args.dask_local is not None and args.dask_local < 1:
         raise CLIError(f"--dask-local must be a number of workers >= 1, got {args.dask_local}")
+    if args.dask_local is not None and args.dask_local > THREADS[1]:
+        raise CLIError(f"--dask-local must be a number of workers <= {THREADS[1]:,}, got {shown(args.dask_local)}")
     if args.scheduler and args.dask_local is not None:
         raise CLIError("--scheduler and --dask-local cannot be combined")
     if args.max_rounds is not None and args.max_rounds < 1:
@@ -307,7 +310,7 @@ def add_cli(sub: Any) -> None:
         p.add_argument("--features", required=required, help="features Φ(X) as a .npy file (float)")
         p.add_argument("--labels", required=required, help="labels: .npy, .txt (one per line), .csv or .tsv")
         p.add_argument("--label-column", default=None, help="label column of a CSV/TSV with several columns")
-        p.add_argument("--partitions", type=int, default=64, help="m, models per round (default 64)")
+        p.add_argument("--partitions", type=bounded(*PARTITIONS), default=64, help="m, models per round (default 64)")
         p.add_argument(
             "--train-size", type=count_or_fraction, required=required, help="t, rows per model (count or fraction)"
         )
@@ -317,10 +320,10 @@ def add_cli(sub: Any) -> None:
             choices=list(ADVERSARIES),
             help="model family M (default linear: batched logistic regression)",
         )
-        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        p.add_argument("--seed", type=bounded(*SEEDS), default=0, help="random seed (default 0)")
         p.add_argument(
             "--threads",
-            type=int,
+            type=bounded(*THREADS),
             default=None,
             help="threads (default: every available core; the result is the same for any value)",
         )
@@ -335,7 +338,7 @@ def add_cli(sub: Any) -> None:
         p.add_argument("--precision", default="float32", choices=["float32", "tf32"], help="torch devices only")
         p.add_argument(
             "--max-device-bytes",
-            type=int,
+            type=bounded(1, 2**62),
             default=None,
             help="torch devices: stream features larger than this from host memory (default: half the GPU)",
         )

@@ -7,17 +7,15 @@ import sys
 from typing import Any
 
 from ..experiments.optimum import compare_with_optimum, optimum_table
-from ._common import number, print_json
+from ._common import SEEDS, int_option, print_json
 
 __all__ = ["add_cli"]
 
 
 def _cmd_optimum(args: argparse.Namespace) -> int:
-    seed = int(number(args.seed, "--seed", allow_fraction=False))
-    if seed < 0:
-        raise ValueError(f"The --seed option must be an int in [0, inf). Got {seed} instead.")
-    k = int(number(args.slice_size, "--slice-size", allow_fraction=False))
-    n_seeds = int(number(args.sample_seeds, "--sample-seeds", allow_fraction=False))
+    seed = int_option(args.seed, "--seed", *SEEDS)
+    k = int_option(args.slice_size, "--slice-size", 1, 1_000_000)
+    n_seeds = int_option(args.sample_seeds, "--sample-seeds", 1, 10_000)
     cmp = compare_with_optimum(slice_size=k, n_seeds=n_seeds, random_state=seed)
     if args.json:
         print_json(cmp.records())

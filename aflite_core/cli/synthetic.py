@@ -11,7 +11,7 @@ import pandas as pd
 from .._format import fmt_num, fmt_pct
 from ..data.planted_bias import PAPER_SEPARATIONS, paper_circles
 from ..experiments.figure2 import EXPERIMENT_DEFAULTS, accuracy_notes, synthetic_experiment
-from ._common import number, print_json
+from ._common import PARTITIONS, SEEDS, int_option, number, print_json
 
 __all__ = ["add_cli", "format_experiment_table"]
 
@@ -74,10 +74,8 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
             f"The --separations option must be a comma-separated list of floats in [0, 2). Got {args.separations!r} "
             "instead."
         ) from None
-    seed = int(number(args.seed, "--seed", allow_fraction=False))
-    if seed < 0:
-        raise ValueError(f"The --seed option must be an int in [0, inf). Got {seed} instead.")
-    n = int(number(args.n_samples, "--n-samples", allow_fraction=False))
+    seed = int_option(args.seed, "--seed", *SEEDS)
+    n = int_option(args.n_samples, "--n-samples", 4, 10_000_000)
     datasets = paper_circles(
         n, separations=seps, flip_fraction=float(number(args.flip_fraction, "--flip-fraction")), random_state=seed
     )
@@ -86,8 +84,8 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
         "train_size": number(args.train_size, "--train-size"),
         "slice_size": number(args.slice_size, "--slice-size"),
         "tau": float(number(args.tau, "--tau")),
-        "n_partitions": int(number(args.partitions, "--partitions", allow_fraction=False)),
-        "n_splits": int(number(args.splits, "--splits", allow_fraction=False)),
+        "n_partitions": int_option(args.partitions, "--partitions", *PARTITIONS),
+        "n_splits": int_option(args.splits, "--splits", 2, 100),
     }
     exp = synthetic_experiment(datasets, random_state=seed, **params)
     if args.json:

@@ -15,8 +15,13 @@ content: a damaged, truncated or foreign file is ignored and recomputed, never h
 * :func:`estimate_embedding_seconds` - a rough duration before starting;
 * :func:`default_cache_dir` - where the cache lives (``$AFLITE_CACHE_DIR``, else the user's cache folder).
 
-The cache's files and keys are in :mod:`aflite_core.data.embed_cache`, the extra's status, the time estimate and
-the progress type in :mod:`aflite_core.data.embed_status`; all are importable from here.
+Every text is prepared before the model's tokenizer sees it (:func:`model_texts`: blank runs collapsed, then cut at
+100 × the model's ``max_seq_length`` characters, 25,600 for all-MiniLM-L6-v2, which reads 256 word pieces), and a
+job holds at most :data:`MAX_EMBED_CHARS` characters after that (refused in one sentence above it): a few huge
+texts no longer take gigabytes in the tokenizer. The cache key still hashes the texts as given.
+
+The cache's files and keys are in :mod:`aflite_core.data.embed_cache`, the extra's status, the text preparation,
+the time estimate and the progress type in :mod:`aflite_core.data.embed_status`; all are importable from here.
 """
 
 from __future__ import annotations
@@ -38,24 +43,34 @@ from numpy.typing import NDArray
 from .. import _validation as v
 from .embed_cache import CACHE_DIR_ENV, _read_entry, _write_entry, default_cache_dir, embedding_cache_key
 from .embed_status import (
+    CHARS_PER_PIECE,
+    DEFAULT_MAX_SEQ_LENGTH,
     EMBEDDINGS_INSTALL_COMMAND,
     EMBEDDINGS_INSTALL_HINT,
+    MAX_EMBED_CHARS,
     EmbeddingProgress,
     EmbeddingsStatus,
     _pieces,
+    embed_chars_refusal,
     embeddings_status,
     estimate_embedding_seconds,
+    max_text_chars,
+    model_texts,
 )
 from .features import _texts_of
 
 __all__ = [
     "CACHE_DIR_ENV",
+    "CHARS_PER_PIECE",
+    "DEFAULT_MAX_SEQ_LENGTH",
     "EMBEDDINGS_INSTALL_COMMAND",
     "EMBEDDINGS_INSTALL_HINT",
+    "MAX_EMBED_CHARS",
     "NLI_EMBEDDING_VIEWS",
     "EmbeddingProgress",
     "EmbeddingsStatus",
     "default_cache_dir",
+    "embed_chars_refusal",
     "embed_texts",
     "embed_views",
     "embedding_cache_key",
@@ -63,7 +78,9 @@ __all__ = [
     "embeddings_status",
     "estimate_embedding_seconds",
     "load_sentence_model",
+    "max_text_chars",
     "model_identity",
+    "model_texts",
     "sentence_model_loaded",
     "shared_sentence_model",
 ]
@@ -215,6 +232,7 @@ def embed_views(
     device: str = "cpu",
     n_threads: int | None = 1,
     progress: Callable[[EmbeddingProgress], Any] | None = None,
+    max_chars: int = MAX_EMBED_CHARS,
 ) -> dict[str, NDArray[np.float32]]:
     """Sentence embeddings of named views of a table, each read from or written to the disk cache.
 
@@ -249,6 +267,8 @@ def embed_views(
     progress : callable, optional
         Called with an :class:`EmbeddingProgress` after each cache hit, before loading the model, after each
         chunk of ``8 * batch_size`` texts and at the end; its return value is ignored.
+    max_chars : int, default=MAX_EMBED_CHARS
+        The most characters the views still to embed may hold after :func:`model_texts` (100 million).
 
     Returns
     -------
@@ -260,13 +280,16 @@ def embed_views(
     ImportError
         With the install command when a view must be computed and the optional packages are missing.
     ValueError
-        For a view naming a missing column, or a loaded model without ``model_id``.
+        For a view naming a missing column, a loaded model without ``model_id``, or views to embed holding
+        more than ``max_chars`` characters.
 
     Notes
     -----
-    Slow only on a cache miss: about 9 s to load the model, then roughly 100 SNLI pairs or 250 hypotheses
-    per second (:func:`estimate_embedding_seconds`). A cache entry of n rows takes n × 1.5 KB (384 float32).
-    Entries are never deleted here; remove the folder to reclaim the space.
+    The model is given :func:`model_texts` of each view (identical embeddings for ordinary texts); the cache
+    key hashes the texts as joined from the table. Slow only on a cache miss: about 9 s to load the model,
+    then roughly 100 SNLI pairs or 250 hypotheses per second (:func:`estimate_embedding_seconds`). A cache
+    entry of n rows takes n × 1.5 KB (384 float32). Entries are never deleted here; remove the folder to
+    reclaim the space.
     """
     func = "embed_views"
     if not isinstance(frame, pd.DataFrame):
@@ -275,6 +298,7 @@ def embed_views(
     if not isinstance(join, str):
         raise v.param_error("join", func, "a str", join, TypeError)
     v.check_int(batch_size, "batch_size", func, low=1)
+    v.check_int(max_chars, "max_chars", func, low=1)
     if progress is not None and not callable(progress):
         raise v.param_error("progress", func, "a callable or None", progress, TypeError)
     if model_id is None:
@@ -315,15 +339,21 @@ def embed_views(
             report("cache", name, None)
     pending = [name for name in checked if name not in out]
     if pending:
-        remaining = {name: _pieces(texts[name]) for name in pending}
+        # a folder's model says its max_seq_length once loaded: until then the cut assumes the longest (512)
+        cut = max_text_chars(model if not isinstance(model, str | os.PathLike) else object())
+        prepared = {name: model_texts(texts[name], max_chars=cut) for name in pending}
+        refusal = embed_chars_refusal(sum(len(t) for p in prepared.values() for t in p), max_chars=max_chars, cut=cut)
+        if refusal is not None:
+            raise ValueError(refusal)
+        remaining = {name: _pieces(prepared[name]) for name in pending}
         loaded = model
         if model is None or isinstance(model, str | os.PathLike):
-            report("load_model", "", estimate_embedding_seconds([t for p in pending for t in texts[p]]))
+            report("load_model", "", estimate_embedding_seconds([t for p in pending for t in prepared[p]]))
             loaded = load_sentence_model(None if model is None else str(model), device=device)
         t_embed = time.perf_counter()
         pieces_done = 0.0
         for name in pending:
-            view_texts = texts[name]
+            view_texts = prepared[name]
             base = done
             chunk_start = [0]
 
@@ -344,7 +374,13 @@ def embed_views(
                 report("embed", name, max(left, 0.0) / rate if rate > 0 else None)
 
             E = embed_texts(
-                view_texts, model=loaded, batch_size=batch_size, device=device, n_threads=n_threads, progress=on_chunk
+                view_texts,
+                model=loaded,
+                batch_size=batch_size,
+                device=device,
+                n_threads=n_threads,
+                progress=on_chunk,
+                max_chars=max_chars,
             )
             out[name] = E
             if use_cache:
@@ -417,6 +453,7 @@ def embed_texts(
     device: str = "cpu",
     n_threads: int | None = 1,
     progress: Callable[[int, int], Any] | None = None,
+    max_chars: int = MAX_EMBED_CHARS,
 ) -> NDArray[np.float32]:
     """Sentence embeddings of texts (default: all-MiniLM-L6-v2, 384-d, rows of unit length).
 
@@ -439,6 +476,8 @@ def embed_texts(
     progress : callable, optional
         Called as ``progress(done, total)`` (texts) after every chunk of ``8 * batch_size`` texts; its return
         value is ignored. Without it the texts go to the model in one call.
+    max_chars : int, default=MAX_EMBED_CHARS
+        The most characters the texts may hold after :func:`model_texts` (100 million).
 
     Returns
     -------
@@ -449,16 +488,32 @@ def embed_texts(
     ------
     ImportError
         With :data:`EMBEDDINGS_INSTALL_HINT` when sentence-transformers or the model package is missing.
+    ValueError
+        When the texts hold more than ``max_chars`` characters after :func:`model_texts`.
+
+    Notes
+    -----
+    The model is given :func:`model_texts` of the texts: blank runs collapsed to one space, each text cut at
+    :func:`max_text_chars` of the model (100 × its ``max_seq_length``; 25,600 characters for all-MiniLM-L6-v2),
+    so a huge text never reaches the tokenizer whole and an ordinary text embeds as before.
     """
     func = "embed_texts"
     v.check_int(batch_size, "batch_size", func, low=1)
+    v.check_int(max_chars, "max_chars", func, low=1)
     if n_threads is not None:
         v.check_int(n_threads, "n_threads", func, low=1)
     if progress is not None and not callable(progress):
         raise v.param_error("progress", func, "a callable or None", progress, TypeError)
     values, _ = _texts_of(list(texts) if not isinstance(texts, str) else texts, None, func)
-    if model is None or isinstance(model, str):
+    if isinstance(model, str):  # a folder's model says its max_seq_length once loaded
         model = load_sentence_model(model, device=device)
+    cut = max_text_chars(model)
+    given = model_texts(values[0], max_chars=cut)
+    refusal = embed_chars_refusal(sum(len(t) for t in given), max_chars=max_chars, cut=cut)
+    if refusal is not None:
+        raise ValueError(refusal)
+    if model is None:
+        model = load_sentence_model(None, device=device)
     try:
         import torch
     except ImportError:  # a model object that does not need torch
@@ -468,14 +523,14 @@ def embed_texts(
         torch.set_num_threads(n_threads)
     try:
         if progress is None:
-            E = model.encode(values[0], batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+            E = model.encode(given, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
         else:
             chunk = 8 * batch_size
             parts = []
-            total = len(values[0])
+            total = len(given)
             for start in range(0, total, chunk):
                 part = model.encode(
-                    values[0][start : start + chunk],
+                    given[start : start + chunk],
                     batch_size=batch_size,
                     convert_to_numpy=True,
                     show_progress_bar=False,
@@ -499,6 +554,7 @@ def embedding_features(
     device: str = "cpu",
     n_threads: int | None = 1,
     progress: Callable[[int, int], Any] | None = None,
+    max_chars: int = MAX_EMBED_CHARS,
 ) -> NDArray[np.float32]:
     """Sentence embeddings of one or more text columns of a table.
 
@@ -514,8 +570,9 @@ def embedding_features(
         Text columns, joined in this order.
     join : str, default=" [SEP] "
         Separator between columns.
-    model, batch_size, device, n_threads, progress
-        As in :func:`embed_texts`. :func:`aflite_core.data.embeddings.embed_views` adds a disk cache.
+    model, batch_size, device, n_threads, progress, max_chars
+        As in :func:`embed_texts` (which prepares the texts with :func:`model_texts`).
+        :func:`aflite_core.data.embeddings.embed_views` adds a disk cache.
 
     Returns
     -------
@@ -525,5 +582,11 @@ def embedding_features(
     texts, _ = _texts_of(frame, columns, "embedding_features")
     joined = [join.join(parts) for parts in zip(*texts)]
     return embed_texts(
-        joined, model=model, batch_size=batch_size, device=device, n_threads=n_threads, progress=progress
+        joined,
+        model=model,
+        batch_size=batch_size,
+        device=device,
+        n_threads=n_threads,
+        progress=progress,
+        max_chars=max_chars,
     )

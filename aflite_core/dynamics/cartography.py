@@ -14,10 +14,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .._validation import param_error
+from .._validation import MAX_SHOWN_VALUES, bounded_int, param_error, shown_list
 from .measures import TrainingDynamics
+from .recorder import MAX_EPOCH
 
-__all__ = ["read_cartography_dynamics"]
+__all__ = ["MAX_EPOCH", "read_cartography_dynamics"]
 
 
 _EPOCH_FILE = re.compile(r"^dynamics_epoch_(\d+)\.jsonl$")
@@ -51,7 +52,8 @@ def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
                 for f in folder.iterdir():
                     m = _EPOCH_FILE.match(f.name)
                     if m and f.is_file():
-                        found[int(m.group(1))] = f
+                        what = f"The epoch number of a dynamics_epoch_<e>.jsonl file in '{path}'"
+                        found[bounded_int(m.group(1), 0, MAX_EPOCH, what=what)] = f
             if found:
                 break
         if not found:
@@ -62,10 +64,11 @@ def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
         epochs = sorted(found)
         missing = sorted(set(range(epochs[-1] + 1)) - set(epochs))
         if missing:
-            have = ", ".join(found[e].name for e in epochs)
+            have = ", ".join(found[e].name for e in epochs[:MAX_SHOWN_VALUES])
+            more = f", … ({len(epochs):,} files)" if len(epochs) > MAX_SHOWN_VALUES else ""
             raise ValueError(
-                f"Training-dynamics directory '{path}' is missing epoch(s) {missing}: expected "
-                f"dynamics_epoch_0.jsonl … dynamics_epoch_{epochs[-1]}.jsonl, found {have}."
+                f"Training-dynamics directory '{path}' is missing epoch(s) {shown_list(missing)}: expected "
+                f"dynamics_epoch_0.jsonl … dynamics_epoch_{epochs[-1]}.jsonl, found {have}{more}."
             )
         return [(found[e], e) for e in epochs]
     if isinstance(source, Sequence) and not isinstance(source, (bytes, bytearray)):

@@ -33,7 +33,12 @@ from numpy.typing import ArrayLike, NDArray
 from .. import _durable
 from .._validation import param_error, shown
 
-__all__ = ["add_cartography_callback", "epoch_file", "write_epoch", "write_torch_epoch"]
+__all__ = ["MAX_EPOCH", "add_cartography_callback", "epoch_file", "write_epoch", "write_torch_epoch"]
+
+#: the largest epoch number a ``dynamics_epoch_<e>.jsonl`` may carry (the app's uploads allow four digits too):
+#: :func:`aflite_core.dynamics.read_cartography_dynamics` checks that every epoch from 0 to the largest is there,
+#: so the number sizes what it allocates; it refuses a larger one, and :func:`write_epoch` never writes one
+MAX_EPOCH = 9_999
 
 
 def epoch_file(directory: str | os.PathLike, epoch: int) -> Path:
@@ -69,7 +74,8 @@ def write_epoch(
     directory : str or path
         Output folder (one per model: full input and partial input go to different folders).
     epoch : int
-        Epoch number, from 0.
+        Epoch number, from 0 to :data:`MAX_EPOCH` (9,999: the reader refuses
+        larger ones).
     guids : sequence of str or int, length n_examples
         Unique example ids (the dataset's ids, so the levels can be joined back to the rows).
     logits : array-like of shape (n_examples, n_classes)
@@ -85,8 +91,9 @@ def write_epoch(
     Raises
     ------
     ValueError
-        For a negative epoch, logits that are not a finite 2-D array, a guid that is repeated or not a str /
-        int, a gold class out of range, or lengths that differ.
+        For an epoch outside [0, 9999], logits that are not a finite 2-D array, a guid that is repeated or not a
+        str / int, a gold class out of range, lengths that differ, or a ``directory`` that is (or lies inside) a
+        file.
 
     Examples
     --------
@@ -100,8 +107,10 @@ def write_epoch(
     (2, 2, ['a', 'b'])
     """
     func = "write_epoch"
-    if isinstance(epoch, bool) or not isinstance(epoch, int | np.integer) or epoch < 0:
-        raise param_error("epoch", func, "an int in [0, inf)", epoch)
+    if isinstance(epoch, bool) or not isinstance(epoch, int | np.integer) or not 0 <= epoch <= MAX_EPOCH:
+        raise param_error(
+            "epoch", func, f"an int in [0, {MAX_EPOCH}] (the epochs read_cartography_dynamics reads)", epoch
+        )
     try:
         z = np.asarray(logits, dtype=np.float64)
     except (TypeError, ValueError):
@@ -154,8 +163,25 @@ def write_epoch(
         raise param_error("gold", func, f"class indices in [0, {n_classes - 1}] or class names", gold, TypeError)
     key = f"logits_epoch_{int(epoch)}"
     lines = [json.dumps({"guid": g, key: row, "gold": y}) for g, row, y in zip(ids, z.tolist(), gold_values)]
+    blocker = _file_in_the_way(Path(directory))
+    if blocker is not None:
+        raise ValueError(
+            f"The 'directory' parameter of {func} must be a folder (it is created if missing). Got "
+            f"{shown(str(directory), 80)}, but {'it' if blocker == Path(directory) else shown(str(blocker), 80)} "
+            "is a file instead."
+        )
     folder = _durable.make_dirs(directory)
     return _durable.write_file(epoch_file(folder, int(epoch)), ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _file_in_the_way(path: Path) -> Path | None:
+    """The first existing part of ``path`` (itself or a parent) when it is not a folder, else None."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            return None
+        probe = probe.parent
+    return None if probe.is_dir() else probe
 
 
 # --------------------------------------------------------------------------------------------- Hugging Face
