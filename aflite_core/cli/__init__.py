@@ -18,7 +18,7 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> Parser:
     """The argument parser of every command (exposed for documentation and tests)."""
-    from . import artifacts, dynamics, eval_filter, filter, ood, optimum, synthetic
+    from . import artifacts, dynamics, embed, eval_filter, filter, ood, optimum, synthetic
 
     parser = Parser(prog="aflite", description="AFLite Studio: adversarial filtering of dataset biases.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -29,6 +29,7 @@ def build_parser() -> Parser:
     artifacts.add_cli(sub, "artifacts")
     ood.add_cli(sub, "ood")
     optimum.add_cli(sub, "optimum")
+    embed.add_cli(sub)
     return parser
 
 
