@@ -38,6 +38,7 @@ import numpy as np
 from .. import _durable
 from .. import _validation as v
 from .._folder_lock import folder_lock
+from .._format import fmt_duration
 from .embed_status import embed_chars_refusal, max_text_chars, model_texts
 from .features import _texts_of
 
@@ -97,18 +98,9 @@ class EmbedJobProgress:
         """One progress line: rows, percent, rows/s and time left."""
         pct = 100.0 * self.done / max(self.total, 1)
         rate = "-- rows/s" if self.rows_per_second is None else f"{self.rows_per_second:,.0f} rows/s"
-        left = "--" if self.seconds_left is None else _duration(self.seconds_left)
+        left = "--" if self.seconds_left is None else fmt_duration(self.seconds_left)
         resumed = f" | resumed at {self.resumed:,}" if self.resumed else ""
         return f"embed: {self.done:,}/{self.total:,} rows ({pct:.1f}%) | {rate} | left {left}{resumed}"
-
-
-def _duration(seconds: float) -> str:
-    s = max(0, round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def parts_folder(out: str | Path) -> Path:

@@ -1,8 +1,11 @@
 """A run directory on disk, written: :meth:`AFLiteResult.save`, crash-consistent, with a manifest of checksums.
 
 Files: ``result.json`` (parameters, classes, stop reason, provenance, and a manifest with the size and sha256
-of every other file plus a checksum of itself), ``rows.parquet``, ``history.parquet``, ``scores.parquet`` and,
-with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``. Never pickle.
+of every other file plus a checksum of itself), ``rows.parquet``, ``history.parquet``, ``scores.parquet``,
+with an evaluation set ``eval_rows.parquet`` / ``eval_scores.parquet``, and with a recorded table (the user's
+texts and metadata, one row per run row: :mod:`aflite_core.engine.run_table`) ``table.parquet``, described by
+``result.json``'s ``"table"`` entry (format version 3; a run without a table is still written as version 2, so
+older readers keep reading it). Never pickle.
 
 **Saving** builds the complete run in a hidden sibling folder and swaps it in (:mod:`aflite_core._durable`):
 a reader sees the old run, no run for a moment, or the new one, never a mix. Two saves into one folder (other
@@ -32,11 +35,22 @@ from .. import _durable
 from .._folder_lock import folder_lock
 from .._utils import json_default
 from .._validation import shown_list
+from .run_constants import TABLE_FILE
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ROW_COLUMNS", "RUN_FILES", "encode_run", "is_run_directory", "save_run"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ROW_COLUMNS",
+    "RUN_FILES",
+    "encode_run",
+    "is_run_directory",
+    "save_run",
+    "table_parquet_bytes",
+]
 
 FORMAT = "aflite-studio-run"
-FORMAT_VERSION = 2
+#: the newest format written (a run with a recorded table); a run without one is written as version 2
+FORMAT_VERSION = 3
 #: files a saved run may consist of
 RUN_FILES = (
     "result.json",
@@ -45,6 +59,7 @@ RUN_FILES = (
     "scores.parquet",
     "eval_rows.parquet",
     "eval_scores.parquet",
+    TABLE_FILE,
 )
 #: what else a CLI run directory holds (moved along when the run is saved again)
 RUN_EXTRAS = ("cli_args.json", "checkpoint", "inputs")
@@ -64,6 +79,35 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False)
     return buf.getvalue()
+
+
+def table_parquet_bytes(frame: pd.DataFrame, name: str = "the table") -> bytes:
+    """The table as Parquet bytes (no index); a column of mixed Python types is stored as text.
+
+    Raises
+    ------
+    ValueError
+        One sentence when a column cannot be stored even as text.
+    """
+    frame = frame.copy()
+    frame.columns = [str(c) for c in frame.columns]
+    for attempt in range(2):
+        buf = io.BytesIO()
+        try:
+            frame.to_parquet(buf, index=False)
+            return buf.getvalue()
+        except Exception as exc:  # pyarrow: ArrowInvalid / ArrowTypeError / ArrowNotImplementedError
+            if attempt:
+                detail = " ".join(str(exc).split())[:160]
+                raise ValueError(f"'{name}' cannot be stored as Parquet in the run ({detail}).") from None
+            for col in frame.columns:
+                if frame[col].dtype == object:
+                    frame[col] = [None if _missing(v) else v if isinstance(v, str) else str(v) for v in frame[col]]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 # == saving =========================================================================================================
@@ -131,8 +175,12 @@ def _row_frame(y, kept, removed_round, first, last, removal, ids) -> pd.DataFram
     return frame
 
 
-def encode_run(result: Any) -> dict[str, bytes]:
-    """The files of a saved run, name -> bytes (``result.json`` with its manifest and checksum last)."""
+def encode_run(result: Any, table: tuple[bytes, dict] | None = None) -> dict[str, bytes]:
+    """The files of a saved run, name -> bytes (``result.json`` with its manifest and checksum last).
+
+    ``table``: the recorded table's Parquet bytes and its ``result.json`` entry (``rows``, ``columns``,
+    ``id_column``), or None.
+    """
     files = {
         "rows.parquet": _parquet_bytes(
             _row_frame(
@@ -161,10 +209,12 @@ def encode_run(result: Any) -> dict[str, bytes]:
             )
         )
         files["eval_scores.parquet"] = _parquet_bytes(_round_matrix(result.eval_scores, None))
+    if table is not None:
+        files[TABLE_FILE] = table[0]
     classes, classes_lossy = _encode_values(result.classes)
     meta = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if table is not None else 2,
         "params": result.params,
         "classes": classes,
         "classes_are_repr": classes_lossy,
@@ -177,6 +227,7 @@ def encode_run(result: Any) -> dict[str, bytes]:
         "n_eval": None if result.eval_kept is None else len(result.eval_kept),
         "ids": _ids_meta(result.ids),
         "eval_ids": _ids_meta(result.eval_ids),
+        **({"table": table[1]} if table is not None else {}),
         "files": {name: {"bytes": len(data), "sha256": _sha(data)} for name, data in sorted(files.items())},
     }
     meta = json.loads(json.dumps(meta, default=json_default))  # what a reader will see, byte for byte
@@ -214,7 +265,40 @@ def _extras_of_same_run(out: Path, result: Any) -> list[str]:
     return [name for name in RUN_EXTRAS if (out / name).exists()] if same else []
 
 
-def save_run(result: Any, directory: str | Path, *, lock_timeout: float | None = None) -> Path:
+def _table_entry(table: Any, id_column: str | None, n_rows: int) -> tuple[bytes, dict]:
+    """The Parquet bytes and ``result.json`` entry of a table given to :func:`save_run` (its footer checked)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if isinstance(table, pd.DataFrame):
+        data = table_parquet_bytes(table)
+    elif isinstance(table, str | Path):
+        data = Path(table).read_bytes()
+    else:
+        raise TypeError(
+            "The 'table' parameter of save_run must be a DataFrame, a Parquet file or None. "
+            f"Got {type(table).__name__} instead."
+        )
+    try:
+        footer = pq.ParquetFile(pa.BufferReader(data))
+        rows, columns = footer.metadata.num_rows, [str(c) for c in footer.schema_arrow.names]
+    except (pa.ArrowException, OSError, ValueError):
+        raise ValueError("The run's table is not a readable Parquet file.") from None
+    if rows != n_rows:
+        raise ValueError(f"The run's table has {rows:,} rows and the run {n_rows:,}: it must have one per run row.")
+    if id_column is not None and id_column not in columns:
+        raise ValueError(f"The run's table has no column {id_column!r} (its id column).")
+    return data, {"rows": n_rows, "columns": columns, "id_column": id_column}
+
+
+def save_run(
+    result: Any,
+    directory: str | Path,
+    *,
+    lock_timeout: float | None = None,
+    table: Any = None,
+    table_id_column: str | None = None,
+) -> Path:
     """Write ``result`` to ``directory`` (see the module docstring); returns the directory.
 
     The save holds the folder's lock (:func:`aflite_core._folder_lock.folder_lock`, ``.NAME.lock`` beside it):
@@ -230,14 +314,22 @@ def save_run(result: Any, directory: str | Path, *, lock_timeout: float | None =
     lock_timeout : float, optional
         Seconds to wait for another writer of ``directory``; default
         :data:`aflite_core._folder_lock.LOCK_TIMEOUT_S` (10 s).
+    table : DataFrame or path, optional
+        The table the run's rows came from, one row per run row in the run's order
+        (:func:`aflite_core.engine.run_table.align_table`), or a Parquet file of it: recorded as ``table.parquet``
+        in the manifest. None records no table (a ``table.parquet`` already in ``directory`` is not kept).
+    table_id_column : str, optional
+        The table's column holding the run's ids, recorded in ``result.json`` (None: matched row for row).
 
     Raises
     ------
     ValueError
-        When ``directory`` exists and holds anything but a run (nothing is overwritten then), or another writer
-        still held it after ``lock_timeout`` seconds (:class:`~aflite_core._folder_lock.FolderBusyError`).
+        When ``directory`` exists and holds anything but a run (nothing is overwritten then), another writer
+        still held it after ``lock_timeout`` seconds (:class:`~aflite_core._folder_lock.FolderBusyError`), or
+        ``table`` is not a table of the run's rows.
     """
     out = Path(directory)
+    entry = None if table is None else _table_entry(table, table_id_column, result.n_rows)
     with folder_lock(out, timeout=lock_timeout):
         _durable.finish_swap(out)
         if out.exists() and not out.is_dir():
@@ -248,7 +340,7 @@ def save_run(result: Any, directory: str | Path, *, lock_timeout: float | None =
                 f"'{out}' holds files that are not part of a run ({shown_list(extra)}); save the run into a "
                 "new or empty folder, or over an AFLite run directory."
             )
-        files = encode_run(result)
+        files = encode_run(result, entry)
         _durable.make_dirs(out.parent)
         _durable.clear_leftovers(out)
         tmp = _durable.scratch_sibling(out, "new")
