@@ -90,9 +90,34 @@ def test_a_job_stopped_between_chunks_resumes_to_the_same_array_bit_for_bit(tmp_
     seen: list[EmbedJobProgress] = []
     again = _embed(table, out, model, progress=seen.append)
     assert again["resumed_rows"] == 20 and len(model.texts) == 33  # only the missing rows were embedded
-    assert [p.done for p in seen] == [30, 40, 50, 53] and all(p.resumed == 20 for p in seen)
+    assert [p.done for p in seen] == [20, 30, 40, 50, 53] and all(p.resumed == 20 for p in seen)
+    assert seen[0].rows_per_second is None and seen[0].seconds_left > 0  # before a chunk: the CPU estimate
     assert (tmp_path / "whole.npy").read_bytes() == out.read_bytes()
     assert not parts.exists() and not list(tmp_path.glob(".X.npy*"))
+
+
+def test_a_crash_in_the_final_write_leaves_the_parts_and_no_partial_output(tmp_path, monkeypatch):
+    from aflite_core import _durable
+
+    table = _table(tmp_path / "t.csv")
+    whole = tmp_path / "whole.npy"
+    _embed(table, whole)
+    out = tmp_path / "X.npy"
+    real_replace = _durable.os.replace
+
+    def failing_replace(src, dst):
+        if Path(dst) == out:
+            raise OSError("disk full")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(_durable.os, "replace", failing_replace)
+    with pytest.raises(OSError):
+        _embed(table, out)
+    monkeypatch.setattr(_durable.os, "replace", real_replace)
+    assert not out.exists() and len(list(tmp_path.glob(".X.npy.*.tmp"))) == 1  # the temporary file, not X.npy
+    model = FakeModel()
+    assert _embed(table, out, model)["resumed_rows"] == 53 and model.texts == []  # every part was kept
+    assert out.read_bytes() == whole.read_bytes() and not list(tmp_path.glob(".X.npy*"))
 
 
 def test_pair_texts_are_the_apps_premise_hypothesis_view(tmp_path):
@@ -111,7 +136,8 @@ def test_a_changed_table_or_other_arguments_refuse_unless_force(tmp_path):
     out = tmp_path / "X.npy"
 
     def stop(p):
-        raise Stop
+        if p.done:
+            raise Stop
 
     with pytest.raises(Stop):
         _embed(table, out, progress=stop)
@@ -139,7 +165,8 @@ def test_cli_progress_line_has_rows_per_second_and_time_left(tmp_path, monkeypat
     assert main([*argv, "--device", "cpu"]) == 0
     captured = capsys.readouterr()
     lines = [ln for ln in captured.err.splitlines() if "rows/s" in ln]
-    assert len(lines) == 3 and lines[-1].startswith("embed: 30/30 rows (100.0%)")
+    assert len(lines) == 4 and lines[-1].startswith("embed: 30/30 rows (100.0%)")
+    assert lines[0].startswith("embed: 0/30 rows (0.0%) | -- rows/s | left ")
     assert all(" | left " in ln for ln in lines) and lines[-1].endswith("left 0s")
     summary = json.loads(captured.out)
     assert summary["rows"] == 30 and summary["device"] == "cpu" and summary["batch_size"] == 64
@@ -205,7 +232,8 @@ def test_real_minilm_resumed_job_equals_an_uninterrupted_one(tmp_path):
     assert whole["dim"] == 384
 
     def stop(p):
-        raise Stop
+        if p.done >= 16:
+            raise Stop
 
     with pytest.raises(Stop):
         embed_table(table, "premise", tmp_path / "X.npy", progress=stop, **kw)

@@ -255,7 +255,7 @@ def embed_table(
     ImportError
         With the install command when the sentence model's packages are missing.
     """
-    from .embeddings import load_sentence_model, model_identity
+    from .embeddings import model_identity
     from .readers import read_table
 
     func = "embed_table"
@@ -294,7 +294,7 @@ def embed_table(
     n = len(texts)
     # a folder's model says its max_seq_length once loaded: until then the cut assumes the longest (512)
     cut = max_text_chars(loaded if loaded is not None else (None if model is None else object()))
-    n_chars = sum(len(t) for t in model_texts(texts, max_chars=cut))
+    n_chars = sum(sum(map(len, model_texts(texts[i : i + 10_000], max_chars=cut))) for i in range(0, n, 10_000))
     refusal = embed_chars_refusal(
         n_chars, max_chars=max_chars, cut=cut, remedy="embed fewer rows, or raise --max-chars (max_chars)"
     )
@@ -317,14 +317,30 @@ def embed_table(
     }
     parts = parts_folder(out)
     with folder_lock(parts):
-        return _run(texts, out, parts, wanted, model, loaded, force, progress, on_load, load_sentence_model)
+        return _run(texts, out, parts, wanted, model, loaded, force, progress, on_load, max_chars)
 
 
-def _run(texts, out, parts, wanted, model, loaded, force, progress, on_load, load_sentence_model) -> dict[str, Any]:
-    from .embeddings import embed_texts
+def _first_estimate(texts: list[str], device: str) -> float | None:
+    """Seconds to embed ``texts`` before any chunk is timed (None on a GPU).
+
+    The CPU model of :func:`~aflite_core.data.embed_status.estimate_embedding_seconds` on a sample of 2,000 texts,
+    scaled; it does not describe a GPU.
+    """
+    from .embed_status import estimate_embedding_seconds
+
+    if device != "cpu" or not texts:
+        return None
+    step = max(1, len(texts) // 2000)
+    sample = texts[::step]
+    return estimate_embedding_seconds(sample, model_loaded=True) * len(texts) / len(sample)
+
+
+def _run(texts, out, parts, wanted, model, loaded, force, progress, on_load, max_chars) -> dict[str, Any]:
+    from .embeddings import embed_texts, load_sentence_model
 
     n, chunk_rows = len(texts), wanted["chunk_rows"]
     _remove_stale_temporaries(out)
+    _durable.clear_leftovers(parts)  # a removal of the parts killed half-way
     state = _read_state(parts) if parts.is_dir() else None
     if parts.exists() and not parts.is_dir():
         raise ValueError(f"'{parts}' exists and is not a folder; remove it or choose another output name.")
@@ -332,7 +348,7 @@ def _run(texts, out, parts, wanted, model, loaded, force, progress, on_load, loa
         refusal = _refusal(parts, state, wanted)
         if refusal is not None:
             raise ValueError(refusal)
-    elif parts.is_dir() and any(parts.iterdir()) and not force:
+    elif parts.is_dir() and any(not f.name.endswith(".tmp") for f in parts.iterdir()) and not force:
         raise ValueError(
             f"'{parts}' holds files that are not an embedding job's parts; remove it or pass --force (force=True)."
         )
@@ -353,6 +369,11 @@ def _run(texts, out, parts, wanted, model, loaded, force, progress, on_load, loa
             if on_load is not None:
                 on_load()
             loaded = load_sentence_model(None if model is None else str(model), device=wanted["device"])
+        if progress is not None:
+            progress(
+                EmbedJobProgress(resumed, n, resumed, 0.0, None, _first_estimate(texts[resumed:], wanted["device"]))
+            )
+        t0 = time.perf_counter()
         for index in range(start, n_chunks):
             lo, hi = index * chunk_rows, min((index + 1) * chunk_rows, n)
             E = embed_texts(
@@ -361,7 +382,7 @@ def _run(texts, out, parts, wanted, model, loaded, force, progress, on_load, loa
                 batch_size=wanted["batch_size"],
                 device=wanted["device"],
                 n_threads=wanted["n_threads"],
-                max_chars=CLI_MAX_EMBED_CHARS,
+                max_chars=max_chars,
             )
             dim = E.shape[1]
             _durable.write_file(_part(parts, index), _npy_bytes(E))
