@@ -6,6 +6,7 @@ from aflite_app.compute import datasets, rundirs, uploads
 from aflite_app.state import BUNDLED, DATASET, RUN_DIR, RUN_DIRS, RUN_ERROR, RUN_FEATURES_FILE, RUN_LABELS_FILE, UPLOADS
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 st.title("Data")
 st.caption(
@@ -152,7 +153,8 @@ with run_tab:
         result = entry["result"]
         with st.container(border=True):
             st.markdown(
-                f"**{datasets.dataset(key).name}** — {result.n_rows:,} rows, {result.n_rounds} rounds, "
+                f"**{datasets.dataset(key, session=session_data).name}** — {result.n_rows:,} rows, "
+                f"{result.n_rounds} rounds, "
                 f"kept {result.n_kept:,}. {result.stop_message}"
             )
             if key == st.session_state.get(DATASET):
@@ -162,7 +164,7 @@ with run_tab:
                     "Show this run",
                     key=f"show-{key}",
                     on_click=state.register_run_directory,
-                    args=(st.session_state, key, datasets.dataset(key), entry["spec"], result),
+                    args=(st.session_state, key, datasets.dataset(key, session=session_data), entry["spec"], result),
                 )
 
 
@@ -205,7 +207,7 @@ with art_tab:
         )
         with ui.errors():
             art_stats = datasets.artifact_statistics(
-                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha)
+                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
             )
         st.markdown(f"**{art_name}**, tokens of {art_choices[art_source]}: {datasets.artifact_summary(art_stats)}")
         st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")

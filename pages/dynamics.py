@@ -7,6 +7,7 @@ from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
 from aflite_app.state import DYN_RECORD_REQUEST, DYN_RECORD_RUN, DYN_VALIDATE_REQUEST, DYN_VALIDATE_RUN
 
 ui.page_guard()
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 NONE = "none"
 SOURCES = {"record": "Record them on this dataset", "upload": "Upload dynamics (allenai/cartography JSONL)"}
@@ -115,6 +116,7 @@ else:
             [(f.name, f.getvalue()) for f in full_files],
             [(f.name, f.getvalue()) for f in partial_files or []],
             order,
+            session=session_data,
         )
 
 # -- level method --------------------------------------------------------------------------------------------
@@ -154,7 +156,7 @@ def _forget(state_key: str) -> None:
 
 
 if compute.stored_dynamics(spec) is None:
-    estimate = compute.dynamics_estimate(spec)
+    estimate = compute.dynamics_estimate(spec, session=session_data)
     if estimate > compute.DYN_AUTO_SECONDS and st.session_state.get(DYN_RECORD_REQUEST) != spec:
         st.info(
             f"Recording trains {'two models' if spec.partial else 'a model'} for {spec.epochs} epochs on "
@@ -166,7 +168,7 @@ if compute.stored_dynamics(spec) is None:
     recorded = ui.run_in_background(
         DYN_RECORD_RUN,
         spec,
-        compute.prepare_record,
+        lambda s: compute.prepare_record(s, session=session_data),
         compute.describe_record(spec),
         stop_key="dyn-record-stop",
         stop_help="Stop the recording after the current mini-batch (nothing partial is kept).",
@@ -183,7 +185,7 @@ if compute.stored_dynamics(spec) is None:
         st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=(DYN_RECORD_RUN,))
         st.stop()
 with ui.errors():
-    frame = compute.dynamics_frame(spec, level)
+    frame = compute.dynamics_frame(spec, level, session=session_data)
 
 counts = charts.level_counts(frame)
 cols = st.columns(4)
@@ -249,7 +251,7 @@ else:
     checked = ui.run_in_background(
         DYN_VALIDATE_RUN,
         asked,
-        compute.prepare_validation,
+        lambda s: compute.prepare_validation(s, session=session_data),
         compute.describe_validation,
         stop_key="dyn-validate-stop",
         stop_help="Stop the validation after the current mini-batch or model fit (nothing partial is kept).",
@@ -296,7 +298,7 @@ if fspec is None or fspec.dataset != dspec:
     st.page_link("pages/filter.py", label="Go to Filter")
 else:
     with ui.errors():
-        vs = compute.dynamics_vs_aflite(spec, level, fspec)
+        vs = compute.dynamics_vs_aflite(spec, level, fspec, session=session_data)
     table = charts.level_crosstab(vs["level"], vs["kept"])
     st.markdown(f"**{charts.crosstab_sentence(table)}**")
     x1, x2 = st.columns([1, 1])
@@ -321,7 +323,7 @@ else:
         st.caption(f"No {lv} row was {status}.")
     else:
         with ui.errors():
-            examples = compute.dynamics_examples(spec, level, fspec, (lv, status))
+            examples = compute.dynamics_examples(spec, level, fspec, (lv, status), session=session_data)
         config = {"image": st.column_config.ImageColumn("image", width="small")}
         config.update(
             {c: st.column_config.TextColumn(c, width="medium") for c in data.text_columns if c in examples.columns}
@@ -372,7 +374,7 @@ if data.pair is None:
     st.page_link("pages/data.py", label="Go to Data")
 else:
     with ui.errors():
-        _, paper = compute.dynamics_spurious_tests(spec, level)
+        _, paper = compute.dynamics_spurious_tests(spec, level, session=session_data)
     shown = charts.spurious_display(paper)
     config = {c: st.column_config.NumberColumn(f"mean · {c}", format="%.3f") for c in class_names if c in shown.columns}
     config.update(

@@ -257,8 +257,8 @@ def gated_engine(monkeypatch):
     gate = Gate()
     real = runs.prepare_run
 
-    def prepare(spec):
-        target = real(spec)
+    def prepare(spec, **kwargs):  # kwargs: the session's data the caller passes on
+        target = real(spec, **kwargs)
 
         def gated(callback):
             class Reporter:

@@ -4,7 +4,8 @@
   tables) kept by their spec in named stores of one server-wide :class:`Budget`, bounded in bytes (the held
   arrays' ``nbytes``, :func:`held_bytes`; ``AFLITE_STORE_BUDGET_MB``) and per store in entries, least recently
   used dropped first, values held by reference (never pickled); ``st.cache_resource`` only for the process's
-  singletons (the budget itself, the upload vault, the shared jobs, the sentence model, the warm-up);
+  singletons (the budget itself, the upload vault in :mod:`aflite_app.ui`, the shared jobs, the sentence model,
+  the warm-up);
 * :func:`check_rows` / :func:`too_many_rows` - the one row guard: above :data:`MAX_INTERACTIVE_ROWS` the app
   refuses and names the command-line equivalent;
 * :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold.
@@ -43,7 +44,6 @@ __all__ = [
     "store",
     "too_many_rows",
     "upload_limit_bytes",
-    "upload_vault",
 ]
 
 #: rows above which the app refuses interactive work and points to the CLI
@@ -337,11 +337,3 @@ def check_rows(n_rows: int, *, instead: str, doing: str = "filters", subject: st
 def upload_limit_bytes() -> int:
     """The upload limit of the Streamlit server (``server.maxUploadSize`` in .streamlit/config.toml, MB)."""
     return int(st.get_option("server.maxUploadSize")) * 2**20
-
-
-@st.cache_resource(max_entries=1)
-def upload_vault():
-    """The server-wide :class:`~aflite_app.links.UploadVault` (uploads reopened by a link or a reload)."""
-    from ..links import UploadVault
-
-    return UploadVault.from_env()
