@@ -4,7 +4,7 @@ from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.compute import dynamics as compute
 from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
-from aflite_app.state import DYN_RECORD_REQUEST, DYN_RECORD_RUN, DYN_VALIDATE_REQUEST, DYN_VALIDATE_RUN
+from aflite_app.state import DYN_PAGE, page_state
 
 ui.page_guard()
 session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
@@ -150,23 +150,28 @@ else:
     level = compute.LevelSpec("gmm", seed=seed)
 
 
-def _forget(state_key: str) -> None:
-    """Drop this session's finished wait, so the next script run starts the job over."""
-    st.session_state.pop(state_key, None)
+def _page() -> dict:
+    """This page's own entries: the requests of the Record and Validate buttons and this session's waits."""
+    return page_state(st.session_state, DYN_PAGE)
+
+
+def _forget(entry: str) -> None:
+    """Drop this session's finished wait (``"record_run"``, ``"validate_run"``), so the next run starts it over."""
+    _page().pop(entry, None)
 
 
 if compute.stored_dynamics(spec) is None:
     estimate = compute.dynamics_estimate(spec, session=session_data)
-    if estimate > compute.DYN_AUTO_SECONDS and st.session_state.get(DYN_RECORD_REQUEST) != spec:
+    if estimate > compute.DYN_AUTO_SECONDS and _page().get("record_request") != spec:
         st.info(
             f"Recording trains {'two models' if spec.partial else 'a model'} for {spec.epochs} epochs on "
             f"{data.n_rows:,} rows: roughly {estimate:.0f} s. It is cached once recorded."
         )
         if not st.button("Record training dynamics", type="primary", key="dyn-record"):
             st.stop()
-        st.session_state[DYN_RECORD_REQUEST] = spec
+        _page()["record_request"] = spec
     recorded = ui.run_in_background(
-        DYN_RECORD_RUN,
+        (DYN_PAGE, "record_run"),
         spec,
         lambda s: compute.prepare_record(s, session=session_data),
         compute.describe_record(spec),
@@ -182,7 +187,7 @@ if compute.stored_dynamics(spec) is None:
             )
         else:
             st.error(recorded.error)
-        st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=(DYN_RECORD_RUN,))
+        st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=("record_run",))
         st.stop()
 with ui.errors():
     frame = compute.dynamics_frame(spec, level, session=session_data)
@@ -233,14 +238,14 @@ vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(
 
 def _ask_validation(asked: ValidationSpec) -> None:
     """The button asks for ``asked``; a wait that ended without levels (stopped, failed) starts over."""
-    st.session_state[DYN_VALIDATE_REQUEST] = asked
-    waited = st.session_state.get(DYN_VALIDATE_RUN)
+    _page()["validate_request"] = asked
+    waited = _page().get("validate_run")
     if waited is not None and waited.done and not (waited.result is not None and waited.result.ok):
-        _forget(DYN_VALIDATE_RUN)
+        _forget("validate_run")
 
 
 st.button("Validate the levels on held-out rows", key="dyn-validate", on_click=_ask_validation, args=(vspec,))
-asked = st.session_state.get(DYN_VALIDATE_REQUEST)
+asked = _page().get("validate_request")
 val = None
 if asked is None or asked.dataset != dspec:
     st.caption(
@@ -249,7 +254,7 @@ if asked is None or asked.dataset != dspec:
     )
 else:
     checked = ui.run_in_background(
-        DYN_VALIDATE_RUN,
+        (DYN_PAGE, "validate_run"),
         asked,
         lambda s: compute.prepare_validation(s, session=session_data),
         compute.describe_validation,
@@ -264,7 +269,7 @@ else:
             st.warning("The validation was stopped before it finished; nothing of it was kept.")
         else:
             st.error(checked.error)
-        st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=(DYN_VALIDATE_RUN,))
+        st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=("validate_run",))
 if val is not None:
     st.markdown(f"**{charts.validation_sentence(val.level_accuracy, val.fractions)}**")
     st.plotly_chart(charts.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")

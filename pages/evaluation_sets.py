@@ -6,7 +6,7 @@ from aflite_app import ui
 from aflite_app.charts import evalsets as charts
 from aflite_app.charts import evalsets_rankings as rankings
 from aflite_app.compute import evalsets as compute
-from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, EVALSETS_SETUP_RUN, MODEL_FAMILIES
+from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, MODEL_FAMILIES, page_state
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
@@ -26,9 +26,11 @@ dspec, data = ui.current_dataset()
 key = dspec.key
 kind = compute.evalsets_kind(key, data)
 is_upload = compute.evalsets_is_upload(key, session=session_data)
-page_state: dict = st.session_state.setdefault(EVALSETS_PAGE, {"shown": {}, "uploaded": {}})
-shown: dict = page_state["shown"]
-uploaded: dict = page_state["uploaded"]
+page = page_state(st.session_state, EVALSETS_PAGE)
+for entry in ("shown", "uploaded"):
+    page.setdefault(entry, {})
+shown: dict = page["shown"]
+uploaded: dict = page["uploaded"]
 
 # -- 1. evaluation rows ----------------------------------------------------------------------------------------
 st.subheader("1 · Evaluation rows")
@@ -176,7 +178,7 @@ with ui.errors():
     )
 if slow:  # sentence embeddings: in the background, with progress and Stop
     built = ui.run_in_background(
-        EVALSETS_SETUP_RUN,
+        (EVALSETS_PAGE, "setup_run"),
         setspec,
         lambda s: compute.prepare_evalsets_setup(s, session=session_data),
         compute.describe_evalsets_setup,

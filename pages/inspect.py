@@ -6,11 +6,9 @@ from aflite_app.charts.theme import MISSING
 from aflite_app.compute import inspect as compute
 from aflite_app.state import (
     INSPECT_FILTER,
-    INSPECT_LOADED,
     INSPECT_N_SEEDS,
-    INSPECT_SEEN,
+    INSPECT_PAGE,
     INSPECT_STABILITY_ON,
-    INSPECT_STABILITY_RUN,
     INSPECT_UPLOAD,
     INSPECT_WHICH,
     STRATEGY_LABELS,
@@ -35,13 +33,14 @@ data_label = ui.dataset_label(dspec.key)
 def _on_upload() -> None:
     """Open an uploaded run before the page runs (so the page shows it at once); never raises."""
     up = st.session_state.get(INSPECT_UPLOAD)
+    page = state.page_state(st.session_state, INSPECT_PAGE)
     if up is None:
-        st.session_state[INSPECT_SEEN] = None
+        page["seen"] = None
         return
     try:
         record = compute.open_run_archive(up.getvalue(), up.name, ui.current_dataset_spec(), session=session_data)
     except ValueError as exc:  # exports.RunArchiveError and dataset mismatches: a message, never a traceback
-        st.session_state[INSPECT_SEEN] = (up.file_id, f"Could not open '{up.name}': {exc}")
+        page["seen"] = (up.file_id, f"Could not open '{up.name}': {exc}")
         return
     state.keep_inspect_run(st.session_state, record, up.file_id)
 
@@ -56,7 +55,7 @@ def open_run_panel() -> None:
         help="The 'Run record' zip this page downloads, or a zip of the folder the CLI wrote with --out. "
         f"It must have been made on the dataset selected in the sidebar ({data_label}).",
     )
-    seen = st.session_state.get(INSPECT_SEEN)
+    seen = state.page_state(st.session_state, INSPECT_PAGE).get("seen")
     if up is not None and seen is not None and seen[0] == up.file_id and seen[1]:
         st.error(seen[1])
 
@@ -66,7 +65,7 @@ spec = ui.filter_run_spec("this page shows that run row by row")  # a link's run
 # compare fields, not objects: a spec made before a module reload (while developing) is of another class
 same_data = spec is not None and (spec.dataset.key, spec.dataset.representation) == (dspec.key, dspec.representation)
 filter_ref = compute.InspectRef(spec.dataset, spec=spec) if same_data else None
-loaded = st.session_state.get(INSPECT_LOADED)
+loaded = state.page_state(st.session_state, INSPECT_PAGE).get("loaded")
 loaded_ref = (
     compute.InspectRef(dspec, digest=loaded["digest"])
     if loaded is not None and loaded["dataset"] == dspec.key
@@ -455,7 +454,7 @@ with tab_stab:
         if stab_on and missing:
             request = compute.StabilityRequest(ref.spec, int(n_seeds))
             outcome = ui.run_in_background(
-                INSPECT_STABILITY_RUN,
+                (INSPECT_PAGE, "stability_run"),
                 request,
                 lambda s: compute.prepare_stability(s, session=session_data),
                 compute.describe_stability(request, session=session_data),
@@ -486,8 +485,8 @@ with tab_stab:
                     f"Continue: run the {int(n_seeds) - len(finished)} missing seed"
                     + "s" * (int(n_seeds) - len(finished) != 1),
                     key="inspect-stab-continue",
-                    on_click=st.session_state.pop,
-                    args=(INSPECT_STABILITY_RUN, None),
+                    on_click=state.page_state(st.session_state, INSPECT_PAGE).pop,
+                    args=("stability_run", None),
                 )
                 stab_on, only_finished = len(finished) >= 2, True
         if stab_on:

@@ -106,7 +106,7 @@ def inspect_result(ref: InspectRef, loaded: dict | None = None, *, session: Sess
     The Filter page's run comes from :func:`aflite_app.compute.runs.result`, the one source of the current run
     (stored, or read off a stored run at a lower τ, as the Filter page showed it); only if that store has lost
     it is it run again here. ``loaded`` is what :func:`open_run_archive` returned and the page keeps in session
-    state (:data:`aflite_app.state.INSPECT_LOADED`).
+    state (the ``"loaded"`` entry of :data:`aflite_app.state.INSPECT_PAGE`).
     """
     if ref.spec is not None:
         return run_filter(ref.spec, session=session)  # runs.result(spec), else a run
