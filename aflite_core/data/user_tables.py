@@ -329,15 +329,7 @@ def dataset_from_table(
         ids = _ids_from_column(frame, id_column, src)
     else:
         ids = np.arange(n, dtype=np.int64)
-    texts = list(text_columns)
-    for col in texts:
-        need(col, "text column")
-    if pair is not None:
-        if len(pair) != 2:
-            raise ValueError(f"The pair for '{src}' must name two columns (premise, hypothesis). Got {pair!r}.")
-        for col in pair:
-            need(col, "text column")
-        texts += [c for c in pair if c not in texts]
+    texts = _text_columns(frame, text_columns, pair, src)
 
     reps, descs = _representations(
         frame,
@@ -382,6 +374,20 @@ def dataset_from_table(
         images=image_array,
         meta=info,
     )
+
+
+def _text_columns(frame: pd.DataFrame, text_columns: Sequence[str], pair: tuple[str, str] | None, src: str) -> list:
+    """The text columns, checked: ``text_columns`` and then the pair's two columns (premise, hypothesis)."""
+    texts = list(text_columns)
+    for col in texts:
+        _need_column(frame, col, "text column", src)
+    if pair is not None:
+        if len(pair) != 2:
+            raise ValueError(f"The pair for '{src}' must name two columns (premise, hypothesis). Got {pair!r}.")
+        for col in pair:
+            _need_column(frame, col, "text column", src)
+        texts += [c for c in pair if c not in texts]
+    return texts
 
 
 def _need_column(frame: pd.DataFrame, col: str, role: str, src: str) -> None:
