@@ -1,0 +1,454 @@
+"""A run directory read back: :meth:`AFLiteResult.load` (and the CLI, the app's run archives) through :func:`load_run`.
+
+It checks before it reads and after: the manifest and checksums of :mod:`aflite_core.engine.run_record` (any edit
+or truncation is refused), each table's row and column counts from its Parquet footer before its values are read (a
+few-KB file declaring 10⁸ rows costs milliseconds), then shapes, dtypes, value ranges, round numbers and that the
+per-row removals agree with the per-round history. Anything wrong is one ``ValueError`` sentence
+(:class:`~aflite_core.engine.run_record.RunRecordError`); nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from .._validation import shown, shown_list
+from ..data.preflight import read_parquet_checked
+from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
+from .run_record import FORMAT, FORMAT_VERSION, ROW_COLUMNS, RunRecordError, canonical_json, sha256_hex
+
+__all__ = ["load_run"]
+
+#: result.json is small (parameters, classes, provenance); larger is not a run
+MAX_META_BYTES = 64 * 2**20
+#: with a row limit, a run may record at most this many per-round score cells per row
+MAX_ROUNDS_PER_ROW_LIMIT = 1000
+#: text ids may average this many bytes (a refused Parquet string column expands beyond it)
+MAX_ID_BYTES = 1024
+
+PARAM_TYPES = {
+    "target_size": int,
+    "train_size": int,
+    "slice_size": int,
+    "n_partitions": int,
+    "tau": float,
+    "strategy": str,
+    "model": dict,
+    "seed": int,
+}
+
+
+class _Bad(ValueError):
+    """A sentence fragment saying what is wrong (wrapped with the directory's name)."""
+
+
+def _read_file(src: Path, name: str, manifest: dict | None) -> bytes:
+    path = src / name
+    if path.is_symlink() or not path.is_file():
+        raise _Bad(f"it has no {name}")
+    size = path.stat().st_size
+    if manifest is not None:
+        entry = manifest.get(name)
+        if not isinstance(entry, dict) or entry.get("bytes") != size:
+            raise _Bad(
+                f"{name} is inconsistent with result.json ({size:,} bytes, saved as {_num(entry, 'bytes')}: "
+                "truncated or changed)"
+            )
+        data = path.read_bytes()
+        if sha256_hex(data) != entry.get("sha256"):
+            raise _Bad(f"{name} is inconsistent with result.json (its sha256 differs: changed since it was saved)")
+        return data
+    return path.read_bytes()
+
+
+def _num(entry: Any, key: str) -> str:
+    value = entry.get(key) if isinstance(entry, dict) else None
+    return f"{value:,}" if isinstance(value, int) else "size"
+
+
+def _need(meta: dict, key: str, kinds: type | tuple, *, optional: bool = False) -> Any:
+    if key not in meta:
+        if optional:
+            return None
+        raise _Bad(f"result.json lacks '{key}'")
+    value = meta[key]
+    if optional and value is None:
+        return None
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise _Bad(f"result.json's '{key}' has the wrong type")
+    if not isinstance(value, kinds):
+        raise _Bad(f"result.json's '{key}' has the wrong type")
+    return value
+
+
+def _count(meta: dict, key: str, low: int, *, optional: bool = False) -> int | None:
+    value = _need(meta, key, int, optional=optional)
+    if value is not None and value < low:
+        raise _Bad(f"result.json's '{key}' is {value}, below {low}")
+    return value
+
+
+def _table(data: bytes, name: str, rows: int, columns: list[str], *, id_kind: str | None = None) -> pd.DataFrame:
+    import pyarrow as pa
+
+    table = read_parquet_checked(
+        data,
+        name,
+        expected_rows=rows,
+        max_columns=len(columns) + 1,
+        flat=True,
+        max_text_bytes=MAX_ID_BYTES * max(rows, 1) + 2**20,
+    )
+    want = list(columns) + (["id"] if id_kind else [])
+    if table.column_names != want:
+        raise _Bad(f"{name} has the columns {shown_list(table.column_names)}, not {shown_list(want)}")
+    for field in table.schema:
+        t = field.type
+        if field.name == "id":
+            ok = {"int": pa.types.is_integer, "float": pa.types.is_floating}.get(
+                id_kind or "", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)
+            )(t)
+        elif field.name in ("y", "removed_round"):
+            ok = pa.types.is_integer(t)
+        elif field.name == "kept":
+            ok = pa.types.is_boolean(t)
+        else:
+            ok = pa.types.is_floating(t) or pa.types.is_integer(t)
+        if not ok:
+            raise _Bad(f"{name}'s column {shown(field.name)} has type {t}")
+        if field.name != "id" and table.column(field.name).null_count and not pa.types.is_floating(t):
+            raise _Bad(f"{name}'s column {shown(field.name)} has missing values")
+    return table.to_pandas()
+
+
+def _ints(frame: pd.DataFrame, col: str) -> NDArray[np.int32]:
+    values = frame[col].to_numpy()
+    if values.size and (values.min() < np.iinfo(np.int32).min or values.max() > np.iinfo(np.int32).max):
+        raise _Bad(f"column {col} holds values out of range")
+    return values.astype(np.int32)
+
+
+def _scores_in_range(values: NDArray, what: str) -> NDArray[np.float32]:
+    arr = np.asarray(values, dtype=np.float32)
+    finite = arr[np.isfinite(arr)]
+    if np.isinf(arr).any() or (finite.size and (finite.min() < 0 or finite.max() > 1)):
+        raise _Bad(f"{what} holds scores outside [0, 1]")
+    return arr
+
+
+def _check_rows(
+    prefix: str,
+    y,
+    kept,
+    rr,
+    first,
+    last,
+    removal,
+    n_classes: int,
+    n_rounds: int,
+    history: pd.DataFrame,
+    removed_col: str,
+) -> None:
+    if y.size and (y.min() < 0 or y.max() >= n_classes):
+        raise _Bad(f"{prefix}label codes lie outside its {n_classes} classes")
+    if rr.size and (rr.min() < -1 or rr.max() > n_rounds or (rr == 0).any()):
+        raise _Bad(f"{prefix}rows were removed in rounds the run does not have")
+    if not np.array_equal(kept, rr < 0):
+        raise _Bad(f"{prefix}'removed_round' does not agree with 'kept'")
+    counts = np.bincount(rr[rr > 0], minlength=n_rounds + 1)[1:]
+    recorded = history[removed_col].to_numpy()
+    if not np.array_equal(counts, recorded):
+        bad = int(np.flatnonzero(counts != recorded)[0]) + 1
+        raise _Bad(f"the {prefix}rows removed in round {bad} disagree with the history")
+    if not (np.isfinite(removal) == ~kept).all():
+        raise _Bad(f"{prefix}removal scores are missing for removed rows or present for kept ones")
+    del first, last
+
+
+def load_run(
+    directory: str | Path, result_type: type, *, max_rows: int | None = None, expected_rows: int | None = None
+):
+    """Read and check a run written by :func:`~aflite_core.engine.run_record.save_run` (or the CLI); see above.
+
+    Parameters
+    ----------
+    directory : str or Path
+        The run directory.
+    result_type : type
+        The class to build (:class:`~aflite_core.AFLiteResult`, whose :meth:`~aflite_core.AFLiteResult.load`
+        calls this; passed in so this module never imports the result module that imports it).
+    max_rows : int, optional
+        Refuse runs on more rows (checked from result.json and the Parquet footers before any table is read).
+    expected_rows : int, optional
+        Refuse runs on another number of rows (e.g. the dataset the run is opened for).
+
+    Returns
+    -------
+    AFLiteResult
+
+    Raises
+    ------
+    ValueError
+        One sentence saying why the directory does not hold a usable run.
+    """
+    src = Path(directory)
+    try:
+        return _load(src, result_type, max_rows, expected_rows)
+    except _Bad as exc:
+        raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}.", str(exc)) from None
+    except RunRecordError:
+        raise
+    except ValueError as exc:
+        raise RunRecordError(str(exc), str(exc).replace(f"'{src}' ", "it ").rstrip(".")) from None
+    except Exception as exc:  # any other failure of a damaged record is one sentence too, never a traceback
+        what = f"it is damaged ({type(exc).__name__})"
+        raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {what}.", what) from None
+
+
+def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int | None):
+    meta, version, manifest = _read_meta(src)
+    head = _check_header(meta, manifest, max_rows, expected_rows)
+    n_rows, n_rounds, n_eval, n_classes = head["n_rows"], head["n_rounds"], head["n_eval"], len(head["classes"])
+    history = _history(src, manifest, n_rounds, version)
+    y, kept, rr, first, last, removal, ids = _rows(
+        src, "rows.parquet", manifest, n_rows, head["ids"], "", n_classes, n_rounds, history, "n_removed"
+    )
+    if n_rounds and int(history["size_after"].iloc[-1]) != int(kept.sum()):
+        raise _Bad("the rows kept disagree with the history")
+    has_scores, count_dtype = head["has_scores"], head["count_dtype"]
+    scores, counts = _read_matrix(src, "scores.parquet", manifest, n_rows, n_rounds, has_scores, count_dtype)
+    eval_kw: dict[str, Any] = {}
+    if n_eval is not None:
+        ey, ekept, err, efirst, elast, eremoval, eids = _rows(
+            src,
+            "eval_rows.parquet",
+            manifest,
+            n_eval,
+            head["eval_ids"],
+            "evaluation ",
+            n_classes,
+            n_rounds,
+            history,
+            "eval_removed",
+        )
+        escores, _ = _read_matrix(src, "eval_scores.parquet", manifest, n_eval, n_rounds, has_scores, None)
+        eval_kw = {
+            "eval_y": ey,
+            "eval_kept": ekept,
+            "eval_removed_round": err,
+            "eval_scores": escores,
+            "eval_first_score": efirst,
+            "eval_last_score": elast,
+            "eval_removal_score": eremoval,
+            "eval_ids": eids,
+        }
+    result = result_type(
+        params=head["params"],
+        classes=tuple(head["classes"]),
+        y=y,
+        kept=kept,
+        removed_round=rr,
+        scores=scores,
+        n_predictions=counts,
+        first_score=first,
+        last_score=last,
+        removal_score=removal,
+        history=history,
+        stop_reason=head["stop_reason"],
+        provenance=_need(meta, "provenance", dict, optional=True) or {},
+        ids=ids,
+        **eval_kw,
+    )
+    _ = result.stop_message  # the parameters it needs are there and format
+    return result
+
+
+def _read_meta(src: Path) -> tuple[dict, int, dict | None]:
+    """result.json read and checked as a whole: its size, JSON, format, version and (version 2) checksum.
+
+    Returns the record, its format version and its manifest of the other files (None before version 2).
+    """
+    meta_path = src / "result.json"
+    if not src.is_dir():
+        raise ValueError(f"'{src}' is not a folder.")
+    if not meta_path.is_file():
+        raise ValueError(f"'{src}' is not an AFLite run directory: it has no result.json.")
+    if meta_path.stat().st_size > MAX_META_BYTES:
+        raise _Bad("its result.json is far larger than any run's")
+    try:
+        meta = json.loads(meta_path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise _Bad("result.json is not valid JSON (truncated or edited)") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = shown(meta.get("format")) if isinstance(meta, dict) else "none"
+        raise ValueError(f"'{src}' does not hold an AFLite Studio run (format {found}).")
+    version = meta.get("format_version", 0)
+    if not isinstance(version, int) or version < 1:
+        raise _Bad("result.json has no valid format version")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"'{src}' was written by a newer AFLite Studio (format version {version}); upgrade to read it."
+        )
+    manifest = None
+    if version >= 2:
+        body = {k: v for k, v in meta.items() if k != "checksum"}
+        if meta.get("checksum") != sha256_hex(canonical_json(body)):
+            raise _Bad("result.json has changed since it was saved (its checksum differs)")
+        manifest = _need(meta, "files", dict)
+    return meta, version, manifest
+
+
+def _check_header(meta: dict, manifest: dict | None, max_rows: int | None, expected_rows: int | None) -> dict:
+    """What result.json says of the run, each field checked, and the sizes against the limits (no table read)."""
+    params = _need(meta, "params", dict)
+    for key, kind in PARAM_TYPES.items():
+        value = params.get(key)
+        if not isinstance(value, int if kind is int else (int, float) if kind is float else kind) or isinstance(
+            value, bool
+        ):
+            raise _Bad(f"its parameter '{key}' is missing or of the wrong type")
+    if not 0 <= params["tau"] <= 1 or params["strategy"] not in STRATEGIES or params["n_partitions"] < 1:
+        raise _Bad("its parameters are out of range")
+    classes = _need(meta, "classes", list)
+    if len(classes) < 2 or not all(isinstance(c, (str, int, float, bool)) or c is None for c in classes):
+        raise _Bad("its classes are not a list of at least two names")
+    stop_reason = _need(meta, "stop_reason", str)
+    if stop_reason not in STOP_REASONS:
+        raise _Bad(f"its stop reason {shown(stop_reason)} is unknown")
+    n_rows = _count(meta, "n_rows", 1)
+    n_rounds = _count(meta, "n_rounds", 0)
+    n_eval = _count(meta, "n_eval", 1, optional=True)
+    has_scores = _need(meta, "has_scores", bool)
+    count_dtype = _need(meta, "n_predictions_dtype", str, optional=True)
+    if count_dtype not in (None, "uint16", "int32"):
+        raise _Bad("its prediction-count dtype is unknown")
+    ids_meta = _need(meta, "ids", dict, optional=True)
+    eval_ids_meta = _need(meta, "eval_ids", dict, optional=True)
+    for m in (ids_meta, eval_ids_meta):
+        if m is not None and m.get("kind") not in ("int", "float", "str", "repr"):
+            raise _Bad("its id kind is unknown")
+    if eval_ids_meta is not None and n_eval is None:
+        raise _Bad("it has evaluation ids but no evaluation set")
+    if expected_rows is not None and n_rows != expected_rows:
+        raise _Bad(f"it was made on {n_rows:,} rows, but the dataset it is opened for has {expected_rows:,} rows")
+    if max_rows is not None and n_rows > max_rows:
+        raise _Bad(f"it was made on {n_rows:,} rows, more than the {max_rows:,} allowed here")
+    if n_rounds > n_rows:
+        raise _Bad(f"it claims {n_rounds:,} rounds on {n_rows:,} rows")
+    if has_scores and max_rows is not None and n_rounds > MAX_ROUNDS_PER_ROW_LIMIT:
+        raise _Bad(f"it has {n_rounds:,} rounds of scores, more than the {MAX_ROUNDS_PER_ROW_LIMIT:,} allowed here")
+    names = ["rows.parquet", "history.parquet", "scores.parquet"]
+    if n_eval is not None:
+        names += ["eval_rows.parquet", "eval_scores.parquet"]
+    if manifest is not None and sorted(manifest) != sorted(names):
+        raise _Bad("its manifest does not list the files of a run")
+    return {
+        "params": params,
+        "classes": classes,
+        "stop_reason": stop_reason,
+        "n_rows": n_rows,
+        "n_rounds": n_rounds,
+        "n_eval": n_eval,
+        "has_scores": has_scores,
+        "count_dtype": count_dtype,
+        "ids": ids_meta,
+        "eval_ids": eval_ids_meta,
+    }
+
+
+def _history(src: Path, manifest: dict | None, n_rounds: int, version: int) -> pd.DataFrame:
+    """The per-round history, its rounds numbered 1, 2, … (format 1: with the columns of its day)."""
+    history = _table(
+        _read_file(src, "history.parquet", manifest),
+        "history.parquet",
+        n_rounds,
+        list(HISTORY_COLUMNS) if version >= 2 else list(_legacy_history_columns(src)),
+    )
+    if version < 2:
+        missing = {"round", "n_removed", "size_after", "eval_removed", "n_qualified"} - set(history.columns)
+        if missing:
+            raise _Bad(f"its history lacks {shown_list(sorted(missing))}")
+    if not np.array_equal(history["round"].to_numpy(), np.arange(1, n_rounds + 1)):
+        raise _Bad("its history's rounds are not numbered 1, 2, …")
+    return history
+
+
+def _rows(
+    src: Path,
+    name: str,
+    manifest: dict | None,
+    n: int,
+    ids_meta: dict | None,
+    prefix: str,
+    n_classes: int,
+    n_rounds: int,
+    history: pd.DataFrame,
+    removed_col: str,
+) -> tuple:
+    """The per-row arrays of ``name`` (the rows or the evaluation rows), checked against the history.
+
+    Returns ``y, kept, removed_round, first_score, last_score, removal_score, ids``.
+    """
+    rows = _table(
+        _read_file(src, name, manifest), name, n, list(ROW_COLUMNS), id_kind=ids_meta["kind"] if ids_meta else None
+    )
+    y, rr = _ints(rows, "y"), _ints(rows, "removed_round")
+    kept = rows["kept"].to_numpy(bool)
+    first, last, removal = (
+        _scores_in_range(rows[c].to_numpy(), name) for c in ("first_score", "last_score", "removal_score")
+    )
+    _check_rows(prefix, y, kept, rr, first, last, removal, n_classes, n_rounds, history, removed_col)
+    return y, kept, rr, first, last, removal, _ids(rows, ids_meta)
+
+
+def _legacy_history_columns(src: Path) -> list[str]:
+    """Format 1 wrote the history with the columns of its day: take them from the file's schema."""
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.ParquetFile(str(src / "history.parquet")).schema_arrow.names)
+    except Exception:  # the real read below says what is wrong
+        return []
+
+
+def _read_matrix(
+    src: Path, name: str, manifest: dict | None, n: int, n_rounds: int, has_scores: bool, count_dtype: str | None
+):
+    data = _read_file(src, name, manifest)
+    if not has_scores:
+        read_parquet_checked(data, name, expected_rows=0, max_columns=0, flat=True)
+        return None, None
+    cols = []
+    for r in range(1, n_rounds + 1):
+        cols.append(f"p_round_{r}")
+        if count_dtype:
+            cols.append(f"n_round_{r}")
+    frame = _table(data, name, n if cols else 0, cols)
+    scores = np.empty((n_rounds, n), dtype=np.float32)
+    counts = np.empty((n_rounds, n), dtype=np.dtype(count_dtype)) if count_dtype else None
+    for r in range(n_rounds):
+        scores[r] = _scores_in_range(frame[f"p_round_{r + 1}"].to_numpy(), name)
+        if counts is not None:
+            values = frame[f"n_round_{r + 1}"].to_numpy()
+            if values.size and (values.min() < 0 or values.max() > np.iinfo(counts.dtype).max):
+                raise _Bad(f"{name} holds prediction counts out of range")
+            counts[r] = values.astype(counts.dtype)
+    return scores, counts
+
+
+def _ids(frame: pd.DataFrame, meta: dict | None) -> NDArray | None:
+    if meta is None:
+        return None
+    col = frame["id"]
+    if col.isna().any():
+        raise _Bad("some row ids are missing")
+    if meta["kind"] in ("int", "float"):
+        return col.to_numpy()
+    out = np.empty(len(col), dtype=object)
+    out[:] = [str(v) for v in col.tolist()]
+    return out
