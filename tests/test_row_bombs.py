@@ -23,7 +23,7 @@ import pytest
 
 from aflite_core.data.preflight import RowLimitError
 from aflite_core.data.readers import read_labels, read_table
-from aflite_core.engine.run_record import canonical_json as _canonical
+from aflite_core.engine.run_record import _canonical
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 60_000

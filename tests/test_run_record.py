@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from aflite_core import AFLiteResult, aflite
 from aflite_core.data.planted_bias import make_planted_bias
-from aflite_core.engine.run_record import canonical_json as _canonical
+from aflite_core.engine.run_record import _canonical
 
 
 @pytest.fixture(scope="module")

@@ -393,7 +393,7 @@ class AFLiteResult:
             (every file's size and sha256 are recorded), wrong shapes or dtypes, removals that disagree with
             the history, unknown parameters … Nothing is half-loaded.
         """
-        from .run_reader import load_run
+        from .run_record import load_run
 
         return load_run(directory, cls, max_rows=max_rows, expected_rows=expected_rows)
 

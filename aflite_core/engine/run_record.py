@@ -1,4 +1,4 @@
-"""A run directory on disk: its format and :meth:`AFLiteResult.save` (crash-consistent, checksummed).
+"""A run directory on disk: :meth:`AFLiteResult.save` and :meth:`AFLiteResult.load`, crash-consistent and checked.
 
 Files: ``result.json`` (parameters, classes, stop reason, provenance, and a manifest with the size and sha256
 of every other file plus a checksum of itself), ``rows.parquet``, ``history.parquet``, ``scores.parquet`` and,
@@ -8,10 +8,10 @@ with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``. Never p
 a reader sees the old run, no run for a moment, or the new one, never a mix. A CLI run's ``cli_args.json``,
 ``checkpoint/`` and ``inputs/`` move into the new folder when they belong to the run being saved.
 
-**Loading** (:mod:`aflite_core.engine.run_reader`) checks before it reads and after: the manifest and checksums,
-each table's counts from its Parquet footer before its values are read, then shapes, dtypes, value ranges and that
-the per-row removals agree with the per-round history. Anything wrong is one ``ValueError`` sentence
-(:class:`RunRecordError`).
+**Loading** checks before it reads and after: the manifest and checksums (any edit or truncation is refused),
+each table's row and column counts from its Parquet footer before its values are read (a few-KB file declaring
+10⁸ rows costs milliseconds), then shapes, dtypes, value ranges, round numbers and that the per-row removals
+agree with the per-round history. Anything wrong is one ``ValueError`` sentence; nothing is half-loaded.
 """
 
 from __future__ import annotations
@@ -29,20 +29,11 @@ from numpy.typing import NDArray
 
 from .. import _durable
 from .._utils import json_default
-from .._validation import shown_list
+from .._validation import shown, shown_list
+from ..data.preflight import read_parquet_checked
+from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
 
-__all__ = [
-    "FORMAT",
-    "FORMAT_VERSION",
-    "ROW_COLUMNS",
-    "RUN_FILES",
-    "RunRecordError",
-    "canonical_json",
-    "encode_run",
-    "is_run_directory",
-    "save_run",
-    "sha256_hex",
-]
+__all__ = ["FORMAT", "FORMAT_VERSION", "RUN_FILES", "RunRecordError", "is_run_directory", "load_run", "save_run"]
 
 FORMAT = "aflite-studio-run"
 FORMAT_VERSION = 2
@@ -57,7 +48,28 @@ RUN_FILES = (
 )
 #: what else a CLI run directory holds (moved along when the run is saved again)
 RUN_EXTRAS = ("cli_args.json", "checkpoint", "inputs")
+#: result.json is small (parameters, classes, provenance); larger is not a run
+MAX_META_BYTES = 64 * 2**20
+#: with a row limit, a run may record at most this many per-round score cells per row
+MAX_ROUNDS_PER_ROW_LIMIT = 1000
+#: text ids may average this many bytes (a refused Parquet string column expands beyond it)
+MAX_ID_BYTES = 1024
+
 ROW_COLUMNS = ("y", "kept", "removed_round", "first_score", "last_score", "removal_score")
+PARAM_TYPES = {
+    "target_size": int,
+    "train_size": int,
+    "slice_size": int,
+    "n_partitions": int,
+    "tau": float,
+    "strategy": str,
+    "model": dict,
+    "seed": int,
+}
+
+
+class _Bad(ValueError):
+    """A sentence fragment saying what is wrong (wrapped with the directory's name)."""
 
 
 class RunRecordError(ValueError):
@@ -68,13 +80,11 @@ class RunRecordError(ValueError):
         self.reason = reason
 
 
-def canonical_json(meta: dict) -> bytes:
-    """``meta`` as the bytes its checksum is taken of (sorted keys, no spaces, UTF-8)."""
+def _canonical(meta: dict) -> bytes:
     return json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def sha256_hex(data: bytes) -> str:
-    """The sha256 of ``data`` as the manifest records it (hex)."""
+def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
@@ -195,10 +205,10 @@ def encode_run(result: Any) -> dict[str, bytes]:
         "n_eval": None if result.eval_kept is None else len(result.eval_kept),
         "ids": _ids_meta(result.ids),
         "eval_ids": _ids_meta(result.eval_ids),
-        "files": {name: {"bytes": len(data), "sha256": sha256_hex(data)} for name, data in sorted(files.items())},
+        "files": {name: {"bytes": len(data), "sha256": _sha(data)} for name, data in sorted(files.items())},
     }
     meta = json.loads(json.dumps(meta, default=json_default))  # what a reader will see, byte for byte
-    meta["checksum"] = sha256_hex(canonical_json(meta))
+    meta["checksum"] = _sha(_canonical(meta))
     files["result.json"] = json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8")
     return files
 
@@ -260,4 +270,367 @@ def save_run(result: Any, directory: str | Path) -> Path:
     if out.is_dir():
         _durable.carry_into(out, _extras_of_same_run(out, result), tmp)
     _durable.replace_dir(tmp, out)
+    return out
+
+
+# == loading ========================================================================================================
+def _read_file(src: Path, name: str, manifest: dict | None) -> bytes:
+    path = src / name
+    if path.is_symlink() or not path.is_file():
+        raise _Bad(f"it has no {name}")
+    size = path.stat().st_size
+    if manifest is not None:
+        entry = manifest.get(name)
+        if not isinstance(entry, dict) or entry.get("bytes") != size:
+            raise _Bad(
+                f"{name} is inconsistent with result.json ({size:,} bytes, saved as {_num(entry, 'bytes')}: "
+                "truncated or changed)"
+            )
+        data = path.read_bytes()
+        if _sha(data) != entry.get("sha256"):
+            raise _Bad(f"{name} is inconsistent with result.json (its sha256 differs: changed since it was saved)")
+        return data
+    return path.read_bytes()
+
+
+def _num(entry: Any, key: str) -> str:
+    value = entry.get(key) if isinstance(entry, dict) else None
+    return f"{value:,}" if isinstance(value, int) else "size"
+
+
+def _need(meta: dict, key: str, kinds: type | tuple, *, optional: bool = False) -> Any:
+    if key not in meta:
+        if optional:
+            return None
+        raise _Bad(f"result.json lacks '{key}'")
+    value = meta[key]
+    if optional and value is None:
+        return None
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise _Bad(f"result.json's '{key}' has the wrong type")
+    if not isinstance(value, kinds):
+        raise _Bad(f"result.json's '{key}' has the wrong type")
+    return value
+
+
+def _count(meta: dict, key: str, low: int, *, optional: bool = False) -> int | None:
+    value = _need(meta, key, int, optional=optional)
+    if value is not None and value < low:
+        raise _Bad(f"result.json's '{key}' is {value}, below {low}")
+    return value
+
+
+def _table(data: bytes, name: str, rows: int, columns: list[str], *, id_kind: str | None = None) -> pd.DataFrame:
+    import pyarrow as pa
+
+    table = read_parquet_checked(
+        data,
+        name,
+        expected_rows=rows,
+        max_columns=len(columns) + 1,
+        flat=True,
+        max_text_bytes=MAX_ID_BYTES * max(rows, 1) + 2**20,
+    )
+    want = list(columns) + (["id"] if id_kind else [])
+    if table.column_names != want:
+        raise _Bad(f"{name} has the columns {shown_list(table.column_names)}, not {shown_list(want)}")
+    for field in table.schema:
+        t = field.type
+        if field.name == "id":
+            ok = {"int": pa.types.is_integer, "float": pa.types.is_floating}.get(
+                id_kind or "", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)
+            )(t)
+        elif field.name in ("y", "removed_round"):
+            ok = pa.types.is_integer(t)
+        elif field.name == "kept":
+            ok = pa.types.is_boolean(t)
+        else:
+            ok = pa.types.is_floating(t) or pa.types.is_integer(t)
+        if not ok:
+            raise _Bad(f"{name}'s column {shown(field.name)} has type {t}")
+        if field.name != "id" and table.column(field.name).null_count and not pa.types.is_floating(t):
+            raise _Bad(f"{name}'s column {shown(field.name)} has missing values")
+    return table.to_pandas()
+
+
+def _ints(frame: pd.DataFrame, col: str) -> NDArray[np.int32]:
+    values = frame[col].to_numpy()
+    if values.size and (values.min() < np.iinfo(np.int32).min or values.max() > np.iinfo(np.int32).max):
+        raise _Bad(f"column {col} holds values out of range")
+    return values.astype(np.int32)
+
+
+def _scores_in_range(values: NDArray, what: str) -> NDArray[np.float32]:
+    arr = np.asarray(values, dtype=np.float32)
+    finite = arr[np.isfinite(arr)]
+    if np.isinf(arr).any() or (finite.size and (finite.min() < 0 or finite.max() > 1)):
+        raise _Bad(f"{what} holds scores outside [0, 1]")
+    return arr
+
+
+def _check_rows(
+    prefix: str,
+    y,
+    kept,
+    rr,
+    first,
+    last,
+    removal,
+    n_classes: int,
+    n_rounds: int,
+    history: pd.DataFrame,
+    removed_col: str,
+) -> None:
+    if y.size and (y.min() < 0 or y.max() >= n_classes):
+        raise _Bad(f"{prefix}label codes lie outside its {n_classes} classes")
+    if rr.size and (rr.min() < -1 or rr.max() > n_rounds or (rr == 0).any()):
+        raise _Bad(f"{prefix}rows were removed in rounds the run does not have")
+    if not np.array_equal(kept, rr < 0):
+        raise _Bad(f"{prefix}'removed_round' does not agree with 'kept'")
+    counts = np.bincount(rr[rr > 0], minlength=n_rounds + 1)[1:]
+    recorded = history[removed_col].to_numpy()
+    if not np.array_equal(counts, recorded):
+        bad = int(np.flatnonzero(counts != recorded)[0]) + 1
+        raise _Bad(f"the {prefix}rows removed in round {bad} disagree with the history")
+    if not (np.isfinite(removal) == ~kept).all():
+        raise _Bad(f"{prefix}removal scores are missing for removed rows or present for kept ones")
+    del first, last
+
+
+def load_run(
+    directory: str | Path, result_type: type, *, max_rows: int | None = None, expected_rows: int | None = None
+):
+    """Read and check a run written by :func:`save_run` (or by the CLI); see the module docstring.
+
+    Parameters
+    ----------
+    directory : str or Path
+        The run directory.
+    result_type : type
+        The class to build (:class:`~aflite_core.AFLiteResult`, whose :meth:`~aflite_core.AFLiteResult.load`
+        calls this; passed in so this module never imports the result module that imports it).
+    max_rows : int, optional
+        Refuse runs on more rows (checked from result.json and the Parquet footers before any table is read).
+    expected_rows : int, optional
+        Refuse runs on another number of rows (e.g. the dataset the run is opened for).
+
+    Returns
+    -------
+    AFLiteResult
+
+    Raises
+    ------
+    ValueError
+        One sentence saying why the directory does not hold a usable run.
+    """
+    src = Path(directory)
+    try:
+        return _load(src, result_type, max_rows, expected_rows)
+    except _Bad as exc:
+        raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}.", str(exc)) from None
+    except RunRecordError:
+        raise
+    except ValueError as exc:
+        raise RunRecordError(str(exc), str(exc).replace(f"'{src}' ", "it ").rstrip(".")) from None
+    except Exception as exc:  # any other failure of a damaged record is one sentence too, never a traceback
+        what = f"it is damaged ({type(exc).__name__})"
+        raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {what}.", what) from None
+
+
+def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int | None):
+    meta_path = src / "result.json"
+    if not src.is_dir():
+        raise ValueError(f"'{src}' is not a folder.")
+    if not meta_path.is_file():
+        raise ValueError(f"'{src}' is not an AFLite run directory: it has no result.json.")
+    if meta_path.stat().st_size > MAX_META_BYTES:
+        raise _Bad("its result.json is far larger than any run's")
+    try:
+        meta = json.loads(meta_path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise _Bad("result.json is not valid JSON (truncated or edited)") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = shown(meta.get("format")) if isinstance(meta, dict) else "none"
+        raise ValueError(f"'{src}' does not hold an AFLite Studio run (format {found}).")
+    version = meta.get("format_version", 0)
+    if not isinstance(version, int) or version < 1:
+        raise _Bad("result.json has no valid format version")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"'{src}' was written by a newer AFLite Studio (format version {version}); upgrade to read it."
+        )
+    manifest = None
+    if version >= 2:
+        body = {k: v for k, v in meta.items() if k != "checksum"}
+        if meta.get("checksum") != _sha(_canonical(body)):
+            raise _Bad("result.json has changed since it was saved (its checksum differs)")
+        manifest = _need(meta, "files", dict)
+    params = _need(meta, "params", dict)
+    for key, kind in PARAM_TYPES.items():
+        value = params.get(key)
+        if not isinstance(value, int if kind is int else (int, float) if kind is float else kind) or isinstance(
+            value, bool
+        ):
+            raise _Bad(f"its parameter '{key}' is missing or of the wrong type")
+    if not 0 <= params["tau"] <= 1 or params["strategy"] not in STRATEGIES or params["n_partitions"] < 1:
+        raise _Bad("its parameters are out of range")
+    classes = _need(meta, "classes", list)
+    if len(classes) < 2 or not all(isinstance(c, (str, int, float, bool)) or c is None for c in classes):
+        raise _Bad("its classes are not a list of at least two names")
+    stop_reason = _need(meta, "stop_reason", str)
+    if stop_reason not in STOP_REASONS:
+        raise _Bad(f"its stop reason {shown(stop_reason)} is unknown")
+    n_rows = _count(meta, "n_rows", 1)
+    n_rounds = _count(meta, "n_rounds", 0)
+    n_eval = _count(meta, "n_eval", 1, optional=True)
+    has_scores = _need(meta, "has_scores", bool)
+    count_dtype = _need(meta, "n_predictions_dtype", str, optional=True)
+    if count_dtype not in (None, "uint16", "int32"):
+        raise _Bad("its prediction-count dtype is unknown")
+    ids_meta = _need(meta, "ids", dict, optional=True)
+    eval_ids_meta = _need(meta, "eval_ids", dict, optional=True)
+    for m in (ids_meta, eval_ids_meta):
+        if m is not None and m.get("kind") not in ("int", "float", "str", "repr"):
+            raise _Bad("its id kind is unknown")
+    if eval_ids_meta is not None and n_eval is None:
+        raise _Bad("it has evaluation ids but no evaluation set")
+    if expected_rows is not None and n_rows != expected_rows:
+        raise _Bad(f"it was made on {n_rows:,} rows, but the dataset it is opened for has {expected_rows:,} rows")
+    if max_rows is not None and n_rows > max_rows:
+        raise _Bad(f"it was made on {n_rows:,} rows, more than the {max_rows:,} allowed here")
+    if n_rounds > n_rows:
+        raise _Bad(f"it claims {n_rounds:,} rounds on {n_rows:,} rows")
+    if has_scores and max_rows is not None and n_rounds > MAX_ROUNDS_PER_ROW_LIMIT:
+        raise _Bad(f"it has {n_rounds:,} rounds of scores, more than the {MAX_ROUNDS_PER_ROW_LIMIT:,} allowed here")
+    names = ["rows.parquet", "history.parquet", "scores.parquet"]
+    if n_eval is not None:
+        names += ["eval_rows.parquet", "eval_scores.parquet"]
+    if manifest is not None and sorted(manifest) != sorted(names):
+        raise _Bad("its manifest does not list the files of a run")
+    # -- per round
+    history = _table(
+        _read_file(src, "history.parquet", manifest),
+        "history.parquet",
+        n_rounds,
+        list(HISTORY_COLUMNS) if version >= 2 else list(_legacy_history_columns(src)),
+    )
+    if version < 2:
+        missing = {"round", "n_removed", "size_after", "eval_removed", "n_qualified"} - set(history.columns)
+        if missing:
+            raise _Bad(f"its history lacks {shown_list(sorted(missing))}")
+    if not np.array_equal(history["round"].to_numpy(), np.arange(1, n_rounds + 1)):
+        raise _Bad("its history's rounds are not numbered 1, 2, …")
+    # -- per row
+    rows = _table(
+        _read_file(src, "rows.parquet", manifest),
+        "rows.parquet",
+        n_rows,
+        list(ROW_COLUMNS),
+        id_kind=ids_meta["kind"] if ids_meta else None,
+    )
+    y, rr = _ints(rows, "y"), _ints(rows, "removed_round")
+    kept = rows["kept"].to_numpy(bool)
+    first, last, removal = (
+        _scores_in_range(rows[c].to_numpy(), "rows.parquet") for c in ("first_score", "last_score", "removal_score")
+    )
+    _check_rows("", y, kept, rr, first, last, removal, len(classes), n_rounds, history, "n_removed")
+    if n_rounds and int(history["size_after"].iloc[-1]) != int(kept.sum()):
+        raise _Bad("the rows kept disagree with the history")
+    scores, counts = _read_matrix(src, "scores.parquet", manifest, n_rows, n_rounds, has_scores, count_dtype)
+    ids = _ids(rows, ids_meta)
+    eval_kw: dict[str, Any] = {}
+    if n_eval is not None:
+        erows = _table(
+            _read_file(src, "eval_rows.parquet", manifest),
+            "eval_rows.parquet",
+            n_eval,
+            list(ROW_COLUMNS),
+            id_kind=eval_ids_meta["kind"] if eval_ids_meta else None,
+        )
+        ey, err = _ints(erows, "y"), _ints(erows, "removed_round")
+        ekept = erows["kept"].to_numpy(bool)
+        efirst, elast, eremoval = (
+            _scores_in_range(erows[c].to_numpy(), "eval_rows.parquet")
+            for c in ("first_score", "last_score", "removal_score")
+        )
+        _check_rows(
+            "evaluation ", ey, ekept, err, efirst, elast, eremoval, len(classes), n_rounds, history, "eval_removed"
+        )
+        escores, _ = _read_matrix(src, "eval_scores.parquet", manifest, n_eval, n_rounds, has_scores, None)
+        eval_kw = {
+            "eval_y": ey,
+            "eval_kept": ekept,
+            "eval_removed_round": err,
+            "eval_scores": escores,
+            "eval_first_score": efirst,
+            "eval_last_score": elast,
+            "eval_removal_score": eremoval,
+            "eval_ids": _ids(erows, eval_ids_meta),
+        }
+    result = result_type(
+        params=params,
+        classes=tuple(classes),
+        y=y,
+        kept=kept,
+        removed_round=rr,
+        scores=scores,
+        n_predictions=counts,
+        first_score=first,
+        last_score=last,
+        removal_score=removal,
+        history=history,
+        stop_reason=stop_reason,
+        provenance=_need(meta, "provenance", dict, optional=True) or {},
+        ids=ids,
+        **eval_kw,
+    )
+    _ = result.stop_message  # the parameters it needs are there and format
+    return result
+
+
+def _legacy_history_columns(src: Path) -> list[str]:
+    """Format 1 wrote the history with the columns of its day: take them from the file's schema."""
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.ParquetFile(str(src / "history.parquet")).schema_arrow.names)
+    except Exception:  # the real read below says what is wrong
+        return []
+
+
+def _read_matrix(
+    src: Path, name: str, manifest: dict | None, n: int, n_rounds: int, has_scores: bool, count_dtype: str | None
+):
+    data = _read_file(src, name, manifest)
+    if not has_scores:
+        read_parquet_checked(data, name, expected_rows=0, max_columns=0, flat=True)
+        return None, None
+    cols = []
+    for r in range(1, n_rounds + 1):
+        cols.append(f"p_round_{r}")
+        if count_dtype:
+            cols.append(f"n_round_{r}")
+    frame = _table(data, name, n if cols else 0, cols)
+    scores = np.empty((n_rounds, n), dtype=np.float32)
+    counts = np.empty((n_rounds, n), dtype=np.dtype(count_dtype)) if count_dtype else None
+    for r in range(n_rounds):
+        scores[r] = _scores_in_range(frame[f"p_round_{r + 1}"].to_numpy(), name)
+        if counts is not None:
+            values = frame[f"n_round_{r + 1}"].to_numpy()
+            if values.size and (values.min() < 0 or values.max() > np.iinfo(counts.dtype).max):
+                raise _Bad(f"{name} holds prediction counts out of range")
+            counts[r] = values.astype(counts.dtype)
+    return scores, counts
+
+
+def _ids(frame: pd.DataFrame, meta: dict | None) -> NDArray | None:
+    if meta is None:
+        return None
+    col = frame["id"]
+    if col.isna().any():
+        raise _Bad("some row ids are missing")
+    if meta["kind"] in ("int", "float"):
+        return col.to_numpy()
+    out = np.empty(len(col), dtype=object)
+    out[:] = [str(v) for v in col.tolist()]
     return out
