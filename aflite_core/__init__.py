@@ -21,8 +21,9 @@ from .data.digits import load_digits_dataset
 from .data.user_tables import dataset_from_table, load_table_dataset
 from .engine.filtering import STRATEGIES, aflite, predictability
 from .engine.logistic import LogisticFamily
-from .engine.models import LinearFamily, SklearnFamily
+from .engine.models import LinearFamily
 from .engine.result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
+from .engine.sklearn_family import SklearnFamily
 
 #: names importable from here that load their module on first use (``import aflite_core`` stays light)
 _LAZY = {

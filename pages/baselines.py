@@ -7,6 +7,7 @@ from aflite_app.compute import baselines as compute
 from aflite_app.state import MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 st.title("Baselines")
 st.caption(
@@ -90,7 +91,7 @@ if report is None:
             st.stop()
     gate.empty()
     with st.spinner("Cross-validating the model families on the four subsets…"), ui.errors():
-        report = compute.baselines(spec, options)
+        report = compute.baselines(spec, options, session=session_data)
 
 acc, bias = report.accuracies, report.bias
 for note in report.notes:

@@ -3,9 +3,10 @@ import streamlit as st
 from aflite_app import state, ui
 from aflite_app.charts import data as charts
 from aflite_app.compute import datasets, rundirs, uploads
-from aflite_app.state import BUNDLED, DATASET, RUN_DIR, RUN_DIRS, RUN_ERROR, RUN_FEATURES_FILE, RUN_LABELS_FILE, UPLOADS
+from aflite_app.state import BUNDLED, DATA_PAGE, DATASET, RUN_DIR, RUN_DIRS, RUN_FEATURES_FILE, RUN_LABELS_FILE, UPLOADS
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 st.title("Data")
 st.caption(
@@ -33,11 +34,12 @@ ART_COLUMNS = {
 }
 
 
-def _forget_finished(key: str) -> None:
+def _forget_finished(entry: str) -> None:
     """Widget callback: drop a finished background wait, so asking again starts afresh (e.g. after Stop)."""
-    run = st.session_state.get(key)
+    page = state.page_state(st.session_state, DATA_PAGE)
+    run = page.get(entry)
     if run is not None and run.done:
-        del st.session_state[key]
+        del page[entry]
 
 
 current = st.session_state.get(DATASET)
@@ -105,16 +107,17 @@ def _upload(key: str):
 
 def _open_run() -> None:
     """Button callback: open the chosen run directory (before the sidebar renders, so it can select it)."""
-    st.session_state[RUN_ERROR] = None
+    page = state.page_state(st.session_state, DATA_PAGE)
+    page["run_error"] = None
     try:
         opened = rundirs.open_run_directory(
             st.session_state.get(RUN_DIR) or "", _upload(RUN_FEATURES_FILE), _upload(RUN_LABELS_FILE)
         )
     except (ValueError, TypeError, OSError) as exc:
-        st.session_state[RUN_ERROR] = str(exc).strip().splitlines()[0] if str(exc).strip() else "It cannot be opened."
+        page["run_error"] = str(exc).strip().splitlines()[0] if str(exc).strip() else "It cannot be opened."
         return
     except Exception:  # never a traceback in the browser, whatever the folder holds
-        st.session_state[RUN_ERROR] = "This run directory cannot be opened: one of its files is damaged."
+        page["run_error"] = "This run directory cannot be opened: one of its files is damaged."
         return
     state.register_run_directory(st.session_state, *opened)
 
@@ -146,13 +149,15 @@ with run_tab:
             st.file_uploader("Features (.npy)", type=["npy"], key=RUN_FEATURES_FILE)
             st.file_uploader("Labels (.npy, .txt, .csv, .tsv)", type=["npy", "txt", "csv", "tsv"], key=RUN_LABELS_FILE)
         st.button("Open run", key="open-run", on_click=_open_run, type="primary")
-    if st.session_state.get(RUN_ERROR):
-        st.error(st.session_state[RUN_ERROR])
+    run_error = state.page_state(st.session_state, DATA_PAGE).get("run_error")
+    if run_error:
+        st.error(run_error)
     for key, entry in st.session_state.get(RUN_DIRS, {}).items():
         result = entry["result"]
         with st.container(border=True):
             st.markdown(
-                f"**{datasets.dataset(key).name}** — {result.n_rows:,} rows, {result.n_rounds} rounds, "
+                f"**{datasets.dataset(key, session=session_data).name}** — {result.n_rows:,} rows, "
+                f"{result.n_rounds} rounds, "
                 f"kept {result.n_kept:,}. {result.stop_message}"
             )
             if key == st.session_state.get(DATASET):
@@ -162,7 +167,7 @@ with run_tab:
                     "Show this run",
                     key=f"show-{key}",
                     on_click=state.register_run_directory,
-                    args=(st.session_state, key, datasets.dataset(key), entry["spec"], result),
+                    args=(st.session_state, key, datasets.dataset(key, session=session_data), entry["spec"], result),
                 )
 
 
@@ -205,7 +210,7 @@ with art_tab:
         )
         with ui.errors():
             art_stats = datasets.artifact_statistics(
-                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha)
+                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
             )
         st.markdown(f"**{art_name}**, tokens of {art_choices[art_source]}: {datasets.artifact_summary(art_stats)}")
         st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
@@ -229,10 +234,10 @@ with art_tab:
 def _request_nli() -> None:
     """Fetch button: remember what was asked for (the page fetches it in the background)."""
     name, split = st.session_state[state.NLI_WHICH]
-    st.session_state[state.NLI_REQUEST] = datasets.NliSpec(
+    state.page_state(st.session_state, DATA_PAGE)["nli_request"] = datasets.NliSpec(
         name, split, int(st.session_state[state.NLI_ROWS]), int(st.session_state[state.NLI_SEED])
     )
-    _forget_finished(state.NLI_RUN)
+    _forget_finished("nli_run")
 
 
 with nli_tab:
@@ -272,13 +277,13 @@ with nli_tab:
         )
         n3.number_input("Seed of the sample", min_value=0, max_value=2**31 - 2, value=0, step=1, key=state.NLI_SEED)
         st.form_submit_button("Fetch", type="primary", disabled=bool(nli_missing), on_click=_request_nli)
-    nli_spec = st.session_state.get(state.NLI_REQUEST)
+    nli_spec = state.page_state(st.session_state, DATA_PAGE).get("nli_request")
     fetched = None
     if nli_spec is None:
         st.caption("Choose a dataset, a split and a row cap, then Fetch.")
     else:
         nli_outcome = ui.run_in_background(
-            state.NLI_RUN,
+            (DATA_PAGE, "nli_run"),
             nli_spec,
             datasets.prepare_nli_fetch,
             datasets.describe_nli_fetch,
@@ -428,7 +433,7 @@ with upload_tab:
         key=f"up-emb-{tag}",
         disabled=not emb_status.available or not views,
         on_change=_forget_finished,
-        args=(state.EMBED_RUN,),
+        args=("embed_run",),
         help="384-d embeddings from a small sentence encoder, computed on this machine (no network). A stronger "
         "representation than TF-IDF: AFLite's models find more of the bias with it.",
     )
@@ -485,7 +490,7 @@ with upload_tab:
     embedded = None
     if embed and espec is not None:
         emb_outcome = ui.run_in_background(
-            state.EMBED_RUN,
+            (DATA_PAGE, "embed_run"),
             espec,
             lambda s: uploads.prepare_embedding(s, frame),
             uploads.describe_embedding,
@@ -498,7 +503,7 @@ with upload_tab:
                 st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
             else:
                 st.error(emb_outcome.error)
-            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=(state.EMBED_RUN,))
+            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=("embed_run",))
             st.stop()
         embedded = (espec, emb_outcome.value)
 

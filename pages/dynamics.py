@@ -4,9 +4,10 @@ from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.compute import dynamics as compute
 from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
-from aflite_app.state import DYN_RECORD_REQUEST, DYN_RECORD_RUN, DYN_VALIDATE_REQUEST, DYN_VALIDATE_RUN
+from aflite_app.state import DYN_PAGE, page_state
 
 ui.page_guard()
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 NONE = "none"
 SOURCES = {"record": "Record them on this dataset", "upload": "Upload dynamics (allenai/cartography JSONL)"}
@@ -115,6 +116,7 @@ else:
             [(f.name, f.getvalue()) for f in full_files],
             [(f.name, f.getvalue()) for f in partial_files or []],
             order,
+            session=session_data,
         )
 
 # -- level method --------------------------------------------------------------------------------------------
@@ -148,25 +150,30 @@ else:
     level = compute.LevelSpec("gmm", seed=seed)
 
 
-def _forget(state_key: str) -> None:
-    """Drop this session's finished wait, so the next script run starts the job over."""
-    st.session_state.pop(state_key, None)
+def _page() -> dict:
+    """This page's own entries: the requests of the Record and Validate buttons and this session's waits."""
+    return page_state(st.session_state, DYN_PAGE)
+
+
+def _forget(entry: str) -> None:
+    """Drop this session's finished wait (``"record_run"``, ``"validate_run"``), so the next run starts it over."""
+    _page().pop(entry, None)
 
 
 if compute.stored_dynamics(spec) is None:
-    estimate = compute.dynamics_estimate(spec)
-    if estimate > compute.DYN_AUTO_SECONDS and st.session_state.get(DYN_RECORD_REQUEST) != spec:
+    estimate = compute.dynamics_estimate(spec, session=session_data)
+    if estimate > compute.DYN_AUTO_SECONDS and _page().get("record_request") != spec:
         st.info(
             f"Recording trains {'two models' if spec.partial else 'a model'} for {spec.epochs} epochs on "
             f"{data.n_rows:,} rows: roughly {estimate:.0f} s. It is cached once recorded."
         )
         if not st.button("Record training dynamics", type="primary", key="dyn-record"):
             st.stop()
-        st.session_state[DYN_RECORD_REQUEST] = spec
+        _page()["record_request"] = spec
     recorded = ui.run_in_background(
-        DYN_RECORD_RUN,
+        (DYN_PAGE, "record_run"),
         spec,
-        compute.prepare_record,
+        lambda s: compute.prepare_record(s, session=session_data),
         compute.describe_record(spec),
         stop_key="dyn-record-stop",
         stop_help="Stop the recording after the current mini-batch (nothing partial is kept).",
@@ -180,10 +187,10 @@ if compute.stored_dynamics(spec) is None:
             )
         else:
             st.error(recorded.error)
-        st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=(DYN_RECORD_RUN,))
+        st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=("record_run",))
         st.stop()
 with ui.errors():
-    frame = compute.dynamics_frame(spec, level)
+    frame = compute.dynamics_frame(spec, level, session=session_data)
 
 counts = charts.level_counts(frame)
 cols = st.columns(4)
@@ -231,14 +238,14 @@ vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(
 
 def _ask_validation(asked: ValidationSpec) -> None:
     """The button asks for ``asked``; a wait that ended without levels (stopped, failed) starts over."""
-    st.session_state[DYN_VALIDATE_REQUEST] = asked
-    waited = st.session_state.get(DYN_VALIDATE_RUN)
+    _page()["validate_request"] = asked
+    waited = _page().get("validate_run")
     if waited is not None and waited.done and not (waited.result is not None and waited.result.ok):
-        _forget(DYN_VALIDATE_RUN)
+        _forget("validate_run")
 
 
 st.button("Validate the levels on held-out rows", key="dyn-validate", on_click=_ask_validation, args=(vspec,))
-asked = st.session_state.get(DYN_VALIDATE_REQUEST)
+asked = _page().get("validate_request")
 val = None
 if asked is None or asked.dataset != dspec:
     st.caption(
@@ -247,9 +254,9 @@ if asked is None or asked.dataset != dspec:
     )
 else:
     checked = ui.run_in_background(
-        DYN_VALIDATE_RUN,
+        (DYN_PAGE, "validate_run"),
         asked,
-        compute.prepare_validation,
+        lambda s: compute.prepare_validation(s, session=session_data),
         compute.describe_validation,
         stop_key="dyn-validate-stop",
         stop_help="Stop the validation after the current mini-batch or model fit (nothing partial is kept).",
@@ -262,7 +269,7 @@ else:
             st.warning("The validation was stopped before it finished; nothing of it was kept.")
         else:
             st.error(checked.error)
-        st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=(DYN_VALIDATE_RUN,))
+        st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=("validate_run",))
 if val is not None:
     st.markdown(f"**{charts.validation_sentence(val.level_accuracy, val.fractions)}**")
     st.plotly_chart(charts.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
@@ -296,7 +303,7 @@ if fspec is None or fspec.dataset != dspec:
     st.page_link("pages/filter.py", label="Go to Filter")
 else:
     with ui.errors():
-        vs = compute.dynamics_vs_aflite(spec, level, fspec)
+        vs = compute.dynamics_vs_aflite(spec, level, fspec, session=session_data)
     table = charts.level_crosstab(vs["level"], vs["kept"])
     st.markdown(f"**{charts.crosstab_sentence(table)}**")
     x1, x2 = st.columns([1, 1])
@@ -321,7 +328,7 @@ else:
         st.caption(f"No {lv} row was {status}.")
     else:
         with ui.errors():
-            examples = compute.dynamics_examples(spec, level, fspec, (lv, status))
+            examples = compute.dynamics_examples(spec, level, fspec, (lv, status), session=session_data)
         config = {"image": st.column_config.ImageColumn("image", width="small")}
         config.update(
             {c: st.column_config.TextColumn(c, width="medium") for c in data.text_columns if c in examples.columns}
@@ -372,7 +379,7 @@ if data.pair is None:
     st.page_link("pages/data.py", label="Go to Data")
 else:
     with ui.errors():
-        _, paper = compute.dynamics_spurious_tests(spec, level)
+        _, paper = compute.dynamics_spurious_tests(spec, level, session=session_data)
     shown = charts.spurious_display(paper)
     config = {c: st.column_config.NumberColumn(f"mean · {c}", format="%.3f") for c in class_names if c in shown.columns}
     config.update(

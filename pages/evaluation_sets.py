@@ -6,9 +6,10 @@ from aflite_app import ui
 from aflite_app.charts import evalsets as charts
 from aflite_app.charts import evalsets_rankings as rankings
 from aflite_app.compute import evalsets as compute
-from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, EVALSETS_SETUP_RUN, MODEL_FAMILIES
+from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, MODEL_FAMILIES, page_state
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 NONE_CHOICE = "(none)"
 
@@ -24,10 +25,12 @@ st.caption(
 dspec, data = ui.current_dataset()
 key = dspec.key
 kind = compute.evalsets_kind(key, data)
-is_upload = compute.evalsets_is_upload(key)
-page_state: dict = st.session_state.setdefault(EVALSETS_PAGE, {"shown": {}, "uploaded": {}})
-shown: dict = page_state["shown"]
-uploaded: dict = page_state["uploaded"]
+is_upload = compute.evalsets_is_upload(key, session=session_data)
+page = page_state(st.session_state, EVALSETS_PAGE)
+for entry in ("shown", "uploaded"):
+    page.setdefault(entry, {})
+shown: dict = page["shown"]
+uploaded: dict = page["uploaded"]
 
 # -- 1. evaluation rows ----------------------------------------------------------------------------------------
 st.subheader("1 · Evaluation rows")
@@ -137,7 +140,9 @@ else:
                 npy_files[rep] = (f.name, f.getvalue())
     if st.button("Use this evaluation table", disabled=table_file is None, key=f"es-use-{key}"):
         with ui.errors():
-            uploaded[key] = compute.evalsets_upload(key, table_file.getvalue(), table_file.name, npy_files)
+            uploaded[key] = compute.evalsets_upload(
+                key, table_file.getvalue(), table_file.name, npy_files, session=session_data
+            )
     base = uploaded.get(key)
     if base is None:
         st.info("Upload an evaluation table and press 'Use this evaluation table'.")
@@ -168,12 +173,14 @@ else:
     )
 
 with ui.errors():
-    slow = compute.stored_evalsets_setup(setspec) is None and compute.evalsets_setup_is_slow(setspec)
+    slow = compute.stored_evalsets_setup(setspec) is None and compute.evalsets_setup_is_slow(
+        setspec, session=session_data
+    )
 if slow:  # sentence embeddings: in the background, with progress and Stop
     built = ui.run_in_background(
-        EVALSETS_SETUP_RUN,
+        (EVALSETS_PAGE, "setup_run"),
         setspec,
-        compute.prepare_evalsets_setup,
+        lambda s: compute.prepare_evalsets_setup(s, session=session_data),
         compute.describe_evalsets_setup,
         stop_key="es-setup-stop",
         stop_help="Stop embedding now (a sentence model being loaded finishes loading first)",
@@ -189,7 +196,7 @@ if slow:  # sentence embeddings: in the background, with progress and Stop
     setup = built.value
 else:
     with ui.errors(), st.spinner("Splitting the data and measuring each adversary's strength…"):
-        setup = compute.evalsets_setup(setspec)
+        setup = compute.evalsets_setup(setspec, session=session_data)
 n_train, n_eval = len(setup.train_y), len(setup.eval_y)
 order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
 st.caption(
@@ -326,7 +333,7 @@ def _describe(p, elapsed: float, step=None) -> tuple[float, str]:
 study = compute.stored_evalsets_study(spec) or ui.run_in_background(
     EVALSETS_RUN,
     spec,
-    compute.prepare_evalsets_study,
+    lambda s: compute.prepare_evalsets_study(s, session=session_data),
     _describe,
     stop_key="es-stop",
     stop_help="Stop now and show the AFLite runs finished so far",

@@ -6,17 +6,16 @@ from aflite_app.charts.theme import MISSING
 from aflite_app.compute import inspect as compute
 from aflite_app.state import (
     INSPECT_FILTER,
-    INSPECT_LOADED,
     INSPECT_N_SEEDS,
-    INSPECT_SEEN,
+    INSPECT_PAGE,
     INSPECT_STABILITY_ON,
-    INSPECT_STABILITY_RUN,
     INSPECT_UPLOAD,
     INSPECT_WHICH,
     STRATEGY_LABELS,
 )
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 #: rows the table shows at most (the filters narrow it; downloads always hold every row)
 MAX_ROWS_SHOWN = 5_000
@@ -34,13 +33,14 @@ data_label = ui.dataset_label(dspec.key)
 def _on_upload() -> None:
     """Open an uploaded run before the page runs (so the page shows it at once); never raises."""
     up = st.session_state.get(INSPECT_UPLOAD)
+    page = state.page_state(st.session_state, INSPECT_PAGE)
     if up is None:
-        st.session_state[INSPECT_SEEN] = None
+        page["seen"] = None
         return
     try:
-        record = compute.open_run_archive(up.getvalue(), up.name, ui.current_dataset_spec())
+        record = compute.open_run_archive(up.getvalue(), up.name, ui.current_dataset_spec(), session=session_data)
     except ValueError as exc:  # exports.RunArchiveError and dataset mismatches: a message, never a traceback
-        st.session_state[INSPECT_SEEN] = (up.file_id, f"Could not open '{up.name}': {exc}")
+        page["seen"] = (up.file_id, f"Could not open '{up.name}': {exc}")
         return
     state.keep_inspect_run(st.session_state, record, up.file_id)
 
@@ -55,7 +55,7 @@ def open_run_panel() -> None:
         help="The 'Run record' zip this page downloads, or a zip of the folder the CLI wrote with --out. "
         f"It must have been made on the dataset selected in the sidebar ({data_label}).",
     )
-    seen = st.session_state.get(INSPECT_SEEN)
+    seen = state.page_state(st.session_state, INSPECT_PAGE).get("seen")
     if up is not None and seen is not None and seen[0] == up.file_id and seen[1]:
         st.error(seen[1])
 
@@ -65,7 +65,7 @@ spec = ui.filter_run_spec("this page shows that run row by row")  # a link's run
 # compare fields, not objects: a spec made before a module reload (while developing) is of another class
 same_data = spec is not None and (spec.dataset.key, spec.dataset.representation) == (dspec.key, dspec.representation)
 filter_ref = compute.InspectRef(spec.dataset, spec=spec) if same_data else None
-loaded = st.session_state.get(INSPECT_LOADED)
+loaded = state.page_state(st.session_state, INSPECT_PAGE).get("loaded")
 loaded_ref = (
     compute.InspectRef(dspec, digest=loaded["digest"])
     if loaded is not None and loaded["dataset"] == dspec.key
@@ -106,9 +106,9 @@ else:
 ref = filter_ref if which == "filter" else loaded_ref
 
 with ui.errors():
-    result = compute.inspect_result(ref, loaded)
-    table = compute.inspect_table(ref, result)
-    representation = compute.inspect_representation(ref, result)
+    result = compute.inspect_result(ref, loaded, session=session_data)
+    table = compute.inspect_table(ref, result, session=session_data)
+    representation = compute.inspect_representation(ref, result, session=session_data)
 
 p = result.params
 k_text = "1 (greedy)" if p.get("strategy") == "greedy" else f"{p.get('slice_size')}"
@@ -202,8 +202,8 @@ with tab_rows:
     )
     if link_text is not None:
         view = compute.link_rows(view, link)
-    if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds):
-        freq, _, _ = compute.inspect_stability(ref.spec, n_seeds)
+    if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds, session=session_data):
+        freq, _, _ = compute.inspect_stability(ref.spec, n_seeds, session=session_data)
         view = compute.with_stability(view, freq)
     shown = view.head(MAX_ROWS_SHOWN)
     st.caption(
@@ -262,7 +262,7 @@ with tab_words:
         word_alpha = w3.selectbox("Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha")
         with ui.errors():
             word_stats = compute.artifact_statistics(
-                ref.dataset.key, word_source, min_count=int(word_min), alpha=float(word_alpha)
+                ref.dataset.key, word_source, min_count=int(word_min), alpha=float(word_alpha), session=session_data
             )
         st.caption(compute.artifact_summary(word_stats))
         st.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
@@ -281,7 +281,7 @@ with tab_words:
         else:
             with ui.errors():
                 shares = compute.inspect_artifact_shares(
-                    ref, result, word_source, min_count=int(word_min), alpha=float(word_alpha)
+                    ref, result, word_source, min_count=int(word_min), alpha=float(word_alpha), session=session_data
                 )
             gone = int((~shares["still_significant"]).sum())
             removed_share = shares.attrs["removed_share"]
@@ -329,7 +329,7 @@ with tab_art:
         if texts is not None:
             min_count = 5 if data.n_rows >= 500 else 2
             with ui.errors():
-                art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count)
+                art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count, session=session_data)
             kind, where = "token", texts[1]
             st.markdown(
                 f"**Removed vs kept rows, within each class (log-odds test).** Tokens in {where} whose share among "
@@ -355,7 +355,9 @@ with tab_art:
             )
             grid = compute.pixel_grid(data, source)
             with ui.errors():
-                art = compute.inspect_feature_artifacts(ref, result, source, top_k=grid[0] * grid[1] if grid else 10)
+                art = compute.inspect_feature_artifacts(
+                    ref, result, source, top_k=grid[0] * grid[1] if grid else 10, session=session_data
+                )
             kind, where = "feature", sources[source]
         present = [c for c in compute.class_names(data) if (art["label"].astype(str) == c).any()] if len(art) else []
         if not present:
@@ -403,7 +405,7 @@ with tab_art:
 # -- classes -------------------------------------------------------------------------------------------------
 with tab_classes:
     with ui.errors():
-        impact = compute.inspect_class_impact(ref, result)
+        impact = compute.inspect_class_impact(ref, result, session=session_data)
     for msg in impact.loc[impact["warning"], "message"]:
         st.warning(msg + " The filtered set may be too small in this class to train or evaluate on.")
     st.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
@@ -441,7 +443,7 @@ with tab_stab:
             key=INSPECT_N_SEEDS,
             help="This run's seed and the next ones.",
         )
-        missing = compute.missing_stability_runs(ref.spec, int(n_seeds))
+        missing = compute.missing_stability_runs(ref.spec, int(n_seeds), session=session_data)
         cost = (
             f"{len(missing)} more AFLite run{'s' * (len(missing) != 1)} (about as long as the Filter run each)"
             if missing
@@ -452,10 +454,10 @@ with tab_stab:
         if stab_on and missing:
             request = compute.StabilityRequest(ref.spec, int(n_seeds))
             outcome = ui.run_in_background(
-                INSPECT_STABILITY_RUN,
+                (INSPECT_PAGE, "stability_run"),
                 request,
-                compute.prepare_stability,
-                compute.describe_stability(request),
+                lambda s: compute.prepare_stability(s, session=session_data),
+                compute.describe_stability(request, session=session_data),
                 stop_key="inspect-stab-stop",
                 stop_help="Stop after the current step; the seeds finished so far are kept.",
                 stopping="Stopping after the current step…",
@@ -468,7 +470,7 @@ with tab_stab:
             else:
                 if outcome.error:
                     st.error(outcome.error)
-                finished = compute.finished_stability_specs(ref.spec, int(n_seeds))
+                finished = compute.finished_stability_specs(ref.spec, int(n_seeds), session=session_data)
                 if not outcome.error:
                     st.warning(
                         f"Stopped: {len(finished)} of {int(n_seeds)} seeds finished (the seed in progress was "
@@ -483,13 +485,15 @@ with tab_stab:
                     f"Continue: run the {int(n_seeds) - len(finished)} missing seed"
                     + "s" * (int(n_seeds) - len(finished) != 1),
                     key="inspect-stab-continue",
-                    on_click=st.session_state.pop,
-                    args=(INSPECT_STABILITY_RUN, None),
+                    on_click=state.page_state(st.session_state, INSPECT_PAGE).pop,
+                    args=("stability_run", None),
                 )
                 stab_on, only_finished = len(finished) >= 2, True
         if stab_on:
             with ui.errors():
-                freq, summary, counts = compute.inspect_stability(ref.spec, int(n_seeds), only_finished)
+                freq, summary, counts = compute.inspect_stability(
+                    ref.spec, int(n_seeds), only_finished, session=session_data
+                )
             if only_finished:
                 st.markdown(f"**Stability over the {summary['n_runs']} seeds finished** (of {int(n_seeds)} asked)")
             s1, s2, s3, s4 = st.columns(4)

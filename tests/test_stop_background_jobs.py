@@ -257,8 +257,8 @@ def gated_engine(monkeypatch):
     gate = Gate()
     real = runs.prepare_run
 
-    def prepare(spec):
-        target = real(spec)
+    def prepare(spec, **kwargs):  # kwargs: the session's data the caller passes on
+        target = real(spec, **kwargs)
 
         def gated(callback):
             class Reporter:
@@ -402,16 +402,16 @@ def test_embedding_job_is_cancelled_only_when_every_session_that_asked_is_gone(g
 
 
 def test_level_accuracy_checks_for_a_stop_between_prediction_blocks_with_the_same_result(monkeypatch):
-    from aflite_core.dynamics import validation
+    from aflite_core.dynamics import heldout
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1200, 5))
     y = (X[:, 0] > 0).astype(int)
     lv = np.where(np.abs(X[600:, 0]) > 1, "easy", np.where(np.abs(X[600:, 0]) > 0.2, "ambiguous", "hard"))
-    whole = validation.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",))
-    monkeypatch.setattr(validation, "_PREDICT_BLOCK_WORK", 600 * 5 * 64)  # blocks of 64 rows
+    whole = heldout.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",))
+    monkeypatch.setattr(heldout, "_PREDICT_BLOCK_WORK", 600 * 5 * 64)  # blocks of 64 rows
     calls = []
-    blocks = validation.level_accuracy(
+    blocks = heldout.level_accuracy(
         lv, X[:600], y[:600], X[600:], y[600:], models=("knn",), callback=lambda *c: calls.append(c)
     )
     assert blocks.equals(whole) and len(calls) == 600 // 64 + 1 + 1  # every block, then the fit done
@@ -422,5 +422,5 @@ def test_level_accuracy_checks_for_a_stop_between_prediction_blocks_with_the_sam
         return len(seen) < 3
 
     with pytest.raises(TrainingInterrupted):
-        validation.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",), callback=refuse_third)
+        heldout.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",), callback=refuse_third)
     assert len(seen) == 3

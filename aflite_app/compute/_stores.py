@@ -4,7 +4,8 @@
   tables) kept by their spec in named stores of one server-wide :class:`Budget`, bounded in bytes (the held
   arrays' ``nbytes``, :func:`held_bytes`; ``AFLITE_STORE_BUDGET_MB``) and per store in entries, least recently
   used dropped first, values held by reference (never pickled); ``st.cache_resource`` only for the process's
-  singletons (the budget itself, the upload vault, the shared jobs, the sentence model, the warm-up);
+  singletons (the budget itself, the upload vault in :mod:`aflite_app.ui`, the shared jobs, the sentence model,
+  the warm-up);
 * :func:`check_rows` / :func:`too_many_rows` - the one row guard: above :data:`MAX_INTERACTIVE_ROWS` the app
   refuses and names the command-line equivalent;
 * :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold.
@@ -43,7 +44,6 @@ __all__ = [
     "store",
     "too_many_rows",
     "upload_limit_bytes",
-    "upload_vault",
 ]
 
 #: rows above which the app refuses interactive work and points to the CLI
@@ -57,8 +57,10 @@ def held_bytes(value: Any) -> int:
 
     Walks containers (dict, list, tuple, set), dataclasses (an ``AFLiteResult``, a ``Dataset``: every field),
     pandas objects (their memory, strings included), scipy sparse matrices (data and indices) and the attributes
-    of the app's and the core's own objects; bytes and strings count their length. What is not held in arrays
-    (a model object, a figure) counts nothing: the entry limits of each store bound those.
+    of the app's and the core's own objects; bytes and strings count their length. Plotly figures count the data
+    of their traces and layout (arrays, numbers in lists at 8 bytes each, text: :func:`_figure_bytes`); fitted
+    models count what they learned: a scikit-learn-style estimator (one with ``get_params``) its attributes'
+    arrays, a torch tensor its elements, a torch module its state dict.
     """
     seen: set[int] = set()
     stack = [value]
@@ -85,8 +87,58 @@ def held_bytes(value: Any) -> int:
             stack.extend([v.data, v.indices, getattr(v, "indptr", None)])
         elif dataclasses.is_dataclass(v) and not isinstance(v, type):
             stack.extend(getattr(v, f.name, None) for f in dataclasses.fields(v))
-        elif type(v).__module__.startswith(("aflite_core", "aflite_app")) and hasattr(v, "__dict__"):
+        elif _is_figure(v):
+            total += _figure_bytes(v, seen)
+        elif _is_tensor(v):
+            total += int(v.element_size()) * int(v.nelement())
+        elif callable(getattr(v, "state_dict", None)) and callable(getattr(v, "parameters", None)):  # torch module
+            stack.extend(v.state_dict(keep_vars=True).values())
+        elif hasattr(v, "__dict__") and (
+            type(v).__module__.startswith(("aflite_core", "aflite_app")) or callable(getattr(v, "get_params", None))
+        ):  # the app's and the core's objects, and fitted estimators (scikit-learn's API): their attributes
             stack.extend(vars(v).values())
+    return total
+
+
+def _is_figure(value: Any) -> bool:
+    """A Plotly figure (duck-typed: compute never imports Plotly)."""
+    return type(value).__module__.startswith("plotly") and hasattr(value, "_data") and hasattr(value, "_layout")
+
+
+def _is_tensor(value: Any) -> bool:
+    """A torch tensor (duck-typed: torch is optional)."""
+    return type(value).__module__.startswith("torch") and hasattr(value, "element_size") and hasattr(value, "nelement")
+
+
+def _figure_bytes(fig: Any, seen: set[int]) -> int:
+    """The bytes of a Plotly figure's data: its traces' and layout's arrays, numbers (8 bytes each) and text.
+
+    Plotly keeps a trace's numpy arrays as arrays and lists as lists (``fig._data``, ``fig._layout``: plain dicts,
+    no copy is made); arrays already counted elsewhere in the same value count once.
+    """
+    total = 0
+    stack: list[Any] = [fig._data, fig._layout]
+    while stack:
+        v = stack.pop()
+        if v is None:
+            continue
+        if isinstance(v, bool | int | float | complex | np.generic):
+            total += 8
+        elif isinstance(v, bytes | str):
+            total += len(v)
+        elif id(v) in seen:
+            continue
+        elif isinstance(v, np.ndarray):
+            seen.add(id(v))
+            total += v.nbytes if v.dtype != object else 8 * v.size
+            if v.dtype == object:
+                stack.extend(v.ravel().tolist())
+        elif isinstance(v, dict | Mapping):
+            seen.add(id(v))
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            seen.add(id(v))
+            stack.extend(v)
     return total
 
 
@@ -337,11 +389,3 @@ def check_rows(n_rows: int, *, instead: str, doing: str = "filters", subject: st
 def upload_limit_bytes() -> int:
     """The upload limit of the Streamlit server (``server.maxUploadSize`` in .streamlit/config.toml, MB)."""
     return int(st.get_option("server.maxUploadSize")) * 2**20
-
-
-@st.cache_resource(max_entries=1)
-def upload_vault():
-    """The server-wide :class:`~aflite_app.links.UploadVault` (uploads reopened by a link or a reload)."""
-    from ..links import UploadVault
-
-    return UploadVault.from_env()
