@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import shown
 from . import budget
 
 __all__ = ["RowLimitError", "check_rows", "count_rows_up_to", "npy_header", "read_parquet_checked", "text_columns"]
@@ -467,7 +468,7 @@ def _read_within_budget(
             ):
                 arr = batch.column(0)
                 a, p, txt = _array_cost(arr, field.type, nested=False, objects=objects)
-                parse.reserve(a + (p if pandas else 0), f"counted up to column {_short(field.name)}", partial=True)
+                parse.reserve(a + (p if pandas else 0), f"counted up to column {shown(field.name)}", partial=True)
                 text += txt
                 if max_text is not None and text > max_text:
                     raise ValueError(f"{label} holds more than {max_text:,} bytes of text, the limit allowed here.")

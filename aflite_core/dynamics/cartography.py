@@ -15,6 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import param_error
+from ..data import budget
 from .measures import TrainingDynamics
 
 __all__ = ["read_cartography_dynamics"]
@@ -90,7 +91,15 @@ def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
 def _read_epoch(
     path: Path, epoch: int, named_epoch: int | None, classes: tuple | None
 ) -> tuple[list[Hashable], list[list[float]], list[Any], int, dict[Hashable, int]]:
-    """Parse one epoch file: guids, logits rows, gold indices, number of classes, guid → line number."""
+    """Parse one epoch file: guids, logits rows, gold indices, number of classes, guid → line number.
+
+    Under the memory budget of the read in progress (:func:`read_cartography_dynamics` opens it): the file's
+    bytes, its text and its lines are reserved before it is read, each record's logits as it is parsed.
+    """
+    parse = budget.current()
+    if parse is not None:  # the bytes, the text (up to 4 bytes a character) and one string per line
+        size = path.stat().st_size
+        parse.reserve(6 * size, f"'{path.name}' and its text")
     text = _decode(path.read_bytes(), path)
     n_classes: int | None = None
     guids: list[Hashable] = []
@@ -168,6 +177,8 @@ def _read_epoch(
             raise ValueError(
                 f"'{path}' line {lineno}: 'gold' must be a class index in [0, {n_classes - 1}]. Got {gold} instead."
             )
+        if parse is not None:  # the record's Python objects, then a row of the logits array (and its stacked copy)
+            parse.reserve(len(z) * (32 + 16) + 200, f"counted up to '{path.name}' line {lineno:,}", partial=True)
         guids.append(guid)
         rows.append(z)
         golds.append(gold)
@@ -224,6 +235,12 @@ def read_cartography_dynamics(
         if len(set(classes)) != len(classes) or len(classes) < 2:
             raise param_error("classes", func, "at least 2 distinct class names", classes)
     files = _epoch_files(source)
+    shown = source if isinstance(source, (str, os.PathLike)) else files[0][0]
+    with budget.parse(f"Training dynamics '{Path(shown).name}'"):
+        return _read_epochs(files, classes)
+
+
+def _read_epochs(files: list[tuple[Path, int | None]], classes: tuple | None) -> TrainingDynamics:
     n_classes: int | None = None
     first_path = files[0][0]
     logits_by_epoch: list[NDArray] = []

@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from .. import _durable
 from .._utils import json_default
 from .._validation import shown, shown_list
+from ..data import budget
 from ..data.preflight import read_parquet_checked
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
 
@@ -321,6 +322,11 @@ def _count(meta: dict, key: str, low: int, *, optional: bool = False) -> int | N
 
 
 def _table(data: bytes, name: str, rows: int, columns: list[str], *, id_kind: str | None = None) -> pd.DataFrame:
+    with budget.parse(f"Run file '{name}'"):  # the read and its pandas copy below, under one memory budget
+        return _checked_table(data, name, rows, columns, id_kind)
+
+
+def _checked_table(data: bytes, name: str, rows: int, columns: list[str], id_kind: str | None) -> pd.DataFrame:
     import pyarrow as pa
 
     table = read_parquet_checked(
@@ -428,7 +434,7 @@ def load_run(
         return _load(src, result_type, max_rows, expected_rows)
     except _Bad as exc:
         raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}.", str(exc)) from None
-    except RunRecordError:
+    except (RunRecordError, budget.MemoryBudgetError):  # the budget's own sentence, as every reader says it
         raise
     except ValueError as exc:
         raise RunRecordError(str(exc), str(exc).replace(f"'{src}' ", "it ").rstrip(".")) from None
