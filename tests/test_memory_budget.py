@@ -1,6 +1,6 @@
 """Every reader knows its memory budget before it decompresses or parses (issue 24, "a budget before every read").
 
-The three bombs of the issue - a 4.6 MB zstd Parquet of 60,000 rows × 10,000 zero columns (8.9 GB once read), a
+The three bombs of the issue - a 4.6 MB zstd Parquet of 60,000 rows × 10,000 zero columns (9.0 GB once read), a
 Parquet of four columns of near-identical 30 KB dictionary-encoded strings (GBs once decoded), JSON Lines of
 nested objects (~24 MB of memory per MB of file) - are refused by the budget's sentence, through the API, the
 CLI and the app's upload path, while legitimate files near the limits (a 60,000 × 384 float32 Parquet, the SNLI
@@ -58,7 +58,7 @@ def _refused(exc_info) -> str:
 
 # -- the bombs -----------------------------------------------------------------------------------------------
 def zero_columns_parquet(rows: int = 60_000, columns: int = 10_000) -> bytes:
-    """zstd Parquet of zero float columns: 4.6 MB for 60,000 × 10,000 (8.9 GB once read with its pandas copy)."""
+    """zstd Parquet of zero float columns: 4.6 MB for 60,000 × 10,000 (9.0 GB once read with its pandas copy)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -107,7 +107,7 @@ def test_the_real_size_zero_column_parquet_is_refused_by_the_budget_from_its_foo
         read_table(zero_bomb, name="zeros.parquet", **UPLOAD_LIMITS)
     message = _refused(info)
     assert time.perf_counter() - start < 2.0
-    assert message.startswith("Table file 'zeros.parquet' needs 8.9 GB of memory to read (10,000 columns × 60,000")
+    assert message.startswith("Table file 'zeros.parquet' needs 9.0 GB of memory to read (10,000 columns × 60,000")
     assert "more than the 2.0 GB one read may use; raise it." in message
 
 
@@ -416,3 +416,98 @@ def test_the_app_applies_the_budget_settings(monkeypatch):
         assert settings.parse_budget_bytes(settings.Settings()) == (2048 * MiB, 4096 * MiB)
     finally:
         budget.set_budgets(**old.as_dict())
+
+
+# -- what the budgeted Parquet reader reads is what pyarrow reads ----------------------------------------------
+def _every_type_table():
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+
+    n = 300
+    rng = np.random.default_rng(1)
+    words = ["a cat", "é", "😀 dog", "", "NA"]
+    text = [words[i % 5] if i % 7 else None for i in range(n)]
+    return pa.table(
+        {
+            "i8": pa.array(rng.integers(-5, 5, n).astype(np.int8)),
+            "i64": pa.array([int(i) if i % 9 else None for i in range(n)], type=pa.int64()),
+            "f32": pa.array(rng.standard_normal(n).astype(np.float32)),
+            "b": pa.array([bool(i % 2) if i % 5 else None for i in range(n)]),
+            "s": pa.array(text),
+            "ls": pa.array(text, type=pa.large_string()),
+            "bin": pa.array([t.encode() if t is not None else None for t in text]),
+            "cat": pa.array(text).dictionary_encode(),
+            "lst": pa.array([[words[i % 5], words[(i + 1) % 5]] if i % 4 else None for i in range(n)]),
+            "lnum": pa.array([list(range(i % 4)) for i in range(n)]),
+            "st": pa.array([{"t": words[i % 5], "n": i} for i in range(n)]),
+            "mp": pa.array([[("k", words[i % 5])] for i in range(n)], type=pa.map_(pa.string(), pa.string())),
+            "d": pa.array([datetime.date(2020, 1, 1 + i % 28) for i in range(n)]),
+            "ts": pa.array(np.arange(n).astype("datetime64[s]")),
+            "dec": pa.array([decimal.Decimal(i) / 4 for i in range(n)], type=pa.decimal128(10, 2)),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"compression": "zstd", "row_group_size": 64},
+        {"use_dictionary": False, "column_encoding": {"s": "DELTA_BYTE_ARRAY", "bin": "DELTA_LENGTH_BYTE_ARRAY"}},
+        {"store_schema": False},
+    ],
+    ids=["plain", "groups", "delta", "no-schema"],
+)
+def test_every_column_type_reads_as_pyarrow_reads_it(options):
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(_every_type_table(), buf, **options)
+    data = buf.getvalue()
+    expected = pq.read_table(io.BytesIO(data)).to_pandas()
+    pd.testing.assert_frame_equal(read_table(data, name="types.parquet"), expected)
+    assert budget.in_flight_bytes() == 0
+
+
+def test_a_pandas_written_parquet_keeps_its_index_and_categories(tmp_path):
+    frame = pd.DataFrame({"x": [1.5, 2.5, 3.5], "c": pd.Categorical(["a", "b", "a"])}, index=["r1", "r2", "r3"])
+    frame.to_parquet(tmp_path / "f.parquet")
+    pd.testing.assert_frame_equal(read_table(tmp_path / "f.parquet"), pd.read_parquet(tmp_path / "f.parquet"))
+
+
+def test_a_lying_npy_shape_that_overflows_int64_is_refused_as_truncated(tmp_path):
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False, "shape": (2**40, 2**40)})
+    (tmp_path / "lie.npy").write_bytes(buf.getvalue() + b"\0" * 64)
+    with pytest.raises(ValueError, match=r"is truncated: its header declares shape \(1099511627776, 1099511627776\)"):
+        read_features(tmp_path / "lie.npy")
+
+
+def test_one_long_json_line_is_counted_before_it_is_parsed(small_budget):
+    line = b'{"label": 1, "x": [' + b",".join([b"[]"] * 2_000_000) + b"]}\n"  # 6 MB that parse to ~130 MB
+    with pytest.raises(ValueError) as info:
+        read_table(line, name="long.jsonl")
+    assert "(line 1 of 6,000,020 bytes)" in _refused(info)
+
+
+def test_dynamics_logits_too_large_for_a_float_are_one_sentence(tmp_path):
+    from aflite_core.dynamics.cartography import read_cartography_dynamics
+
+    (tmp_path / "dynamics_epoch_0.jsonl").write_text(
+        '{"guid": 1, "logits_epoch_0": [%s, 1], "gold": 0}\n' % ("1" * 400), encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match=r"must hold finite numbers\. Got \[1111.{1,40} instead\.$"):
+        read_cartography_dynamics(tmp_path)
+
+
+def test_dynamics_files_are_read_under_the_budget(tmp_path, small_budget):
+    from aflite_core.dynamics.cartography import read_cartography_dynamics
+
+    logits = "[" + ",".join(["0.5"] * 5_000) + "]"
+    lines = [f'{{"guid": {i}, "logits_epoch_0": {logits}, "gold": 0}}' for i in range(400)]
+    (tmp_path / "dynamics_epoch_0.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        read_cartography_dynamics(tmp_path)
+    assert _refused(info).startswith(f"Training dynamics '{tmp_path.name}' needs at least ")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,7 @@ def npy_header(source: Any, name: str, what: str = "") -> tuple[tuple[int, ...],
             fh.seek(0)
     if dtype.hasobject:
         raise ValueError(f"{label} holds Python objects (object dtype); save a numeric array instead.")
-    need = header_end + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    need = header_end + math.prod(int(d) for d in shape) * dtype.itemsize  # Python ints: no overflow
     if total < need:
         raise ValueError(
             f"{label} is truncated: its header declares shape {tuple(shape)} ({need:,} bytes), but the "
@@ -324,6 +325,8 @@ def read_parquet_checked(
 
 
 # -- Parquet within the memory budget ---------------------------------------------------------------------------
+#: bytes each column of a table costs whatever its rows (Arrow's and pandas' objects, headers, blocks)
+COLUMN_BYTES = 8 * 1024
 #: rows read at a time from a column of variable width (one batch is counted before it is decoded)
 BATCH_ROWS = 65_536
 #: bytes of pandas' object of one Python str: ASCII (plus its length) and otherwise (plus 4 per character)
@@ -407,7 +410,7 @@ def _array_cost(arr: Any, target: Any, *, nested: bool, objects: bool) -> tuple[
         width, pandas = fixed
         return int(n * width) + n // 8 + 1, n * (8 if nested else pandas), 0
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_map(t):
-        child = arr.flatten()
+        child = _list_values(arr)
         a, p, txt = _array_cost(
             child, target.value_type if not pa.types.is_map(t) else _map_entries(target), nested=True, objects=True
         )
@@ -420,6 +423,16 @@ def _array_cost(arr: Any, target: Any, *, nested: bool, objects: bool) -> tuple[
         return a_sum, p_sum, txt_sum
     size = int(arr.get_total_buffer_size())  # other types (views, unions): as read, twice in pandas
     return size, 8 * n + 2 * size, 0
+
+
+def _list_values(arr: Any) -> Any:
+    """The values the cells of a list or map array hold (its slice of them only)."""
+    import pyarrow as pa
+
+    if pa.types.is_fixed_size_list(arr.type) or len(arr) == 0:
+        return arr.flatten() if len(arr) else arr.values.slice(0, 0)
+    start, end = arr.offsets[0].as_py(), arr.offsets[len(arr)].as_py()
+    return arr.values.slice(start, end - start)
 
 
 def _map_entries(target: Any) -> Any:
@@ -447,8 +460,10 @@ def _read_within_budget(
     fixed = {f.name: _fixed_cost(f.type) for f in schema}
     fixed = {k: v for k, v in fixed.items() if v is not None}
     per_row = sum(a + (p if pandas else 0) for a, p in fixed.values())
-    if fixed:
-        parse.reserve(int(per_row * rows), f"{len(fixed):,} column{'s' if len(fixed) != 1 else ''} × {rows:,} rows")
+    if schema:
+        n = len(schema)
+        cost = int(per_row * rows) + COLUMN_BYTES * n
+        parse.reserve(cost, f"{len(fixed):,} column{'s' if len(fixed) != 1 else ''} × {rows:,} rows" if fixed else "")
     columns: dict[str, Any] = {}
     if fixed:
         part = pf.read(columns=list(fixed), use_pandas_metadata=False)
@@ -457,42 +472,85 @@ def _read_within_budget(
     others = [f for f in schema if f.name not in fixed]
     if others:
         objects = _strings_are_objects()
-        byte_leaves = [c.path for c in leaves if c.physical_type == "BYTE_ARRAY"]
+        # dictionary-encoded reading keeps repeated values once (counted before they are expanded); pyarrow cannot
+        # read delta-encoded strings so, and those are read plainly, in batches small enough to count one by one
+        delta = _delta_columns(md)
+        byte_leaves = [c.path for c in leaves if c.physical_type == "BYTE_ARRAY" and c.path not in delta]
         dict_pf = pq.ParquetFile(reader, read_dictionary=byte_leaves) if byte_leaves else pf
         step = max(1 << 20, parse.limit // 32)
-        text = 0
+        counter = _Counter(parse, label, max_text, pandas, objects)
         for field in others:
-            chunks = []
-            for batch in dict_pf.iter_batches(
-                batch_size=_batch_rows(md, field.name, step), columns=[field.name], use_pandas_metadata=False
-            ):
-                arr = batch.column(0)
-                a, p, txt = _array_cost(arr, field.type, nested=False, objects=objects)
-                parse.reserve(a + (p if pandas else 0), f"counted up to column {shown(field.name)}", partial=True)
-                text += txt
-                if max_text is not None and text > max_text:
-                    raise ValueError(f"{label} holds more than {max_text:,} bytes of text, the limit allowed here.")
-                chunks.append(arr.cast(field.type) if arr.type != field.type else arr)
-                del arr, batch
+            try:
+                chunks = counter.column(dict_pf, md, field, step, plain=False)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # e.g. a nested column whose dictionary changes
+                chunks = counter.column(pf, md, field, step, plain=True)
             columns[field.name] = pa.chunked_array(chunks, type=field.type)
     return pa.Table.from_arrays([columns[f.name] for f in schema], schema=schema)
 
 
-def _batch_rows(md: Any, column: str, step: int) -> int:
-    """Rows per batch of ``column``: many, unless it is delta-encoded (a few bytes may then make long values)."""
+class _Counter:
+    """Reads the columns of variable width one at a time, row group by row group, counting every batch."""
+
+    def __init__(self, parse: budget.Parse, label: str, max_text: int | None, pandas: bool, objects: bool) -> None:
+        self.parse, self.label, self.max_text, self.pandas, self.objects = parse, label, max_text, pandas, objects
+        self.text = 0
+
+    def column(self, pf: Any, md: Any, field: Any, step: int, *, plain: bool) -> list:
+        """The column's arrays (cast to its type), each batch reserved before it is decoded (or, plain, kept)."""
+        rows = _batch_rows(md, field.name, step, plain=plain)
+        chunks = []
+        for group in range(md.num_row_groups):
+            for batch in pf.iter_batches(
+                batch_size=rows, row_groups=[group], columns=[field.name], use_pandas_metadata=False
+            ):
+                arr = batch.column(0)
+                del batch
+                a, p, txt = _array_cost(arr, field.type, nested=False, objects=self.objects)
+                self.parse.reserve(
+                    a + (p if self.pandas else 0), f"counted up to column {shown(field.name)}", partial=True
+                )
+                self.text += txt
+                if self.max_text is not None and self.text > self.max_text:
+                    raise ValueError(
+                        f"{self.label} holds more than {self.max_text:,} bytes of text, the limit allowed here."
+                    )
+                chunks.append(arr.cast(field.type) if arr.type != field.type else arr)
+                del arr
+        return chunks
+
+
+def _delta_columns(md: Any) -> set[str]:
+    """Leaf paths of the columns some row group stores delta-encoded (pyarrow reads those decoded only)."""
+    return {
+        md.row_group(g).column(j).path_in_schema
+        for g in range(md.num_row_groups)
+        for j in range(md.num_columns)
+        if {"DELTA_BYTE_ARRAY", "DELTA_LENGTH_BYTE_ARRAY"} & set(md.row_group(g).column(j).encodings)
+    }
+
+
+def _batch_rows(md: Any, column: str, step: int, *, plain: bool = False) -> int:
+    """Rows per batch of ``column``: many, unless its values are decoded as they are read.
+
+    Many when its strings are read dictionary-encoded (counted before they are decoded); few when they are
+    decoded as they are read (``plain``, or delta-encoded: a few bytes may then make long values), so that one
+    batch stays within ``step`` bytes however long its values (each at most the largest column chunk's
+    uncompressed size, :data:`MAX_VALUES_PER_CELL` a row).
+    """
     longest = 0
-    delta = False
+    decoded = plain
     for g in range(md.num_row_groups):
         group = md.row_group(g)
         for j in range(group.num_columns):
             col = group.column(j)
             if col.path_in_schema == column or col.path_in_schema.startswith(column + "."):
                 if "DELTA_BYTE_ARRAY" in col.encodings:
-                    delta = True
+                    decoded = True
+                if col.physical_type == "BYTE_ARRAY":
                     longest = max(longest, col.total_uncompressed_size)
-    if not delta:
+    if not decoded or not longest:
         return BATCH_ROWS
-    return int(max(1, min(BATCH_ROWS, step // max(1, longest) // MAX_VALUES_PER_CELL)))
+    return int(max(1, min(BATCH_ROWS, step // longest // MAX_VALUES_PER_CELL)))
 
 
 def _human_bytes(n: float) -> str:

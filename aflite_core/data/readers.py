@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import io as _io
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from numpy.typing import NDArray
 from .._validation import shown, shown_list
 from . import budget
 from .preflight import (
+    COLUMN_BYTES,
     SizeLimitError,
     _binary_stream,
     _chunks,
@@ -134,7 +136,7 @@ def read_features(
 
 def _reserve_npy(parse: budget.Parse, source: Any, shape: tuple[int, ...], dtype: np.dtype) -> None:
     """Reserve the array a ``.npy`` header declares (and numpy's read buffer for a file-like), before reading it."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(int(d) for d in shape) * dtype.itemsize
     extra = 0 if isinstance(source, (str, Path)) else min(nbytes, _NPY_READ_BUFFER)
     dims = " × ".join(f"{d:,}" for d in shape) or "a scalar"
     parse.reserve(nbytes + extra, f"{dims} values of {dtype}")
@@ -410,20 +412,20 @@ def _check_utf8(source: Path | bytes, name: str) -> None:
 
 
 def _parse_delimited(source: Path | bytes, name: str, sep: str, parse: budget.Parse, n_columns: int) -> pd.DataFrame:
-    """A CSV / TSV file parsed in chunks of rows, each chunk's memory reserved before the next is read.
+    """A CSV / TSV file: first counted in chunks of rows (each dropped once counted), then parsed in one piece.
 
-    The chunks are joined at the end (their memory is reserved twice: the chunks and the joined columns). A
-    column whose type differs between chunks (numbers in one, text in another) is parsed again in one piece, so
-    the result is always what one ``pandas.read_csv`` of the whole file gives.
+    The count reserves what the parse will hold - each chunk's memory twice (the frame, and the parser's
+    columns it is built from) plus each column's fixed cost - before a row more is read, so a file over the
+    budget is refused after at most one chunk; within it, the one ``pandas.read_csv`` that follows gives what
+    it always gave.
     """
     kind = "TSV" if sep == "\t" else "CSV"
     _check_utf8(source, name)
     options = dict(sep=sep, keep_default_na=False, na_values=[""], encoding="utf-8-sig")
-    cap = max(1, 2**17 // max(1, n_columns))  # cells per chunk: a wide file is read a few rows at a time
     step = max(4 * 2**20, parse.limit // 16)
-    chunks: list[pd.DataFrame] = []
     try:
         with _binary_stream(source) as raw:
+            parse.reserve(COLUMN_BYTES * max(1, n_columns), f"{n_columns:,} columns")
             reader = pd.read_csv(raw, iterator=True, **options)
             rows, done = 1, 0  # then 4, 16, … as long as a chunk stays a small part of the budget
             while True:
@@ -433,15 +435,12 @@ def _parse_delimited(source: Path | bytes, name: str, sep: str, parse: budget.Pa
                     break
                 held = int(chunk.memory_usage(deep=True, index=False).sum())
                 done += len(chunk)
+                del chunk
                 parse.reserve(2 * held, f"counted up to row {done:,}", partial=True)
-                chunks.append(chunk)
-                rows = int(max(1, min(cap, 4 * rows, step // max(1, held // max(1, len(chunk))))))
+                rows = int(max(1, min(4 * rows, 2**20, step // max(1, held // max(1, rows)))))
             reader.close()
-            if len(chunks) > 1 and any(
-                not all(c[col].dtype == chunks[0][col].dtype for c in chunks[1:]) for col in chunks[0].columns
-            ):
-                raw.seek(0)
-                chunks = [pd.read_csv(raw, **options)]
+            raw.seek(0)
+            return pd.read_csv(raw, **options)
     except budget.MemoryBudgetError:
         raise
     except pd.errors.EmptyDataError:
@@ -449,9 +448,22 @@ def _parse_delimited(source: Path | bytes, name: str, sep: str, parse: budget.Pa
     except (pd.errors.ParserError, ValueError) as exc:
         detail = " ".join(str(exc).split())
         raise ValueError(f"'{name}' is not a readable {kind} file: {detail}") from None
-    if len(chunks) == 1:
-        return chunks[0]
-    return pd.concat(chunks, ignore_index=True)
+
+
+#: JSON lines shorter than this are parsed before their memory is counted (they cannot build much)
+_JSON_BOUND_FROM = 64 * 1024
+
+
+def _json_bound(line: bytes) -> int:
+    """An upper bound of the bytes ``json.loads(line)`` builds (0 for a short line): its text, plus per value.
+
+    Every value but the first follows a ``,``, ``[`` or ``:``; a container opens with ``[`` or ``{``. Each
+    counts a pointer and the largest Python object a few bytes of JSON make (a dict, an empty list, a float).
+    """
+    if len(line) < _JSON_BOUND_FROM:
+        return 0
+    values = line.count(b",") + line.count(b"[") + line.count(b":") + 1
+    return len(line) * 4 + 80 * values + 240 * line.count(b"{")
 
 
 def _json_cost(value: Any) -> tuple[int, int, int]:
@@ -493,6 +505,9 @@ def _parse_jsonl(source: Path | bytes, name: str, parse: budget.Parse, max_colum
             line = line.strip()
             if not line:
                 continue
+            ahead = _json_bound(line)  # what parsing this line may build, reserved before it is parsed
+            if ahead:
+                parse.reserve(ahead, f"line {lineno:,} of {len(line):,} bytes", partial=True)
             try:
                 value = json.loads(_decode(line, name) if lineno == 1 else line.decode("utf-8"))
             except UnicodeDecodeError as exc:
@@ -517,6 +532,7 @@ def _parse_jsonl(source: Path | bytes, name: str, parse: budget.Parse, max_colum
                     f"'{name}' is not valid JSON Lines: line {lineno} holds a JSON {type(value).__name__}, "
                     'not an object ({"column": value, ...}).'
                 )
+            parse.release(ahead)
             size, depth, strings = _json_cost(value)
             if depth > MAX_JSON_DEPTH:
                 raise _too_deep(name, lineno)
@@ -526,11 +542,12 @@ def _parse_jsonl(source: Path | bytes, name: str, parse: budget.Parse, max_colum
             rows.append(value)
             text += strings
             pending += size + 8
-            frame = 24 * len(rows) * len(keys) + text  # the frame pandas builds: grows with every new key
+            frame = (24 * len(rows) + COLUMN_BYTES) * len(keys) + text  # the frame pandas builds: grows with every key
             if pending + frame - framed > 2**20:
                 parse.reserve(pending + frame - framed, f"counted up to line {lineno:,}", partial=True)
                 pending, framed = 0, frame
-    parse.reserve(pending + max(0, 24 * len(rows) * len(keys) + text - framed), "its records and their frame")
+    frame = (24 * len(rows) + COLUMN_BYTES) * len(keys) + text
+    parse.reserve(pending + max(0, frame - framed), "its records and their frame")
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .._validation import param_error
+from .._validation import param_error, shown
 from ..data import budget
 from .measures import TrainingDynamics
 
@@ -36,6 +36,14 @@ def _decode(raw: bytes, path: Path) -> str:
         raise ValueError(
             f"'{path}' is not UTF-8 text (line {line}, byte {exc.start} cannot be decoded); save it as UTF-8."
         ) from None
+
+
+def _finite(value: float) -> bool:
+    """A finite number that fits a float (an integer of 400 digits does not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
@@ -135,14 +143,14 @@ def _read_epoch(
         guid = rec.get("guid", rec.get("id"))
         if guid is None or isinstance(guid, (list, dict, bool, float)):
             raise ValueError(
-                f"'{path}' line {lineno} must have a 'guid' (a string or an integer). Got {guid!r} instead."
+                f"'{path}' line {lineno} must have a 'guid' (a string or an integer). Got {shown(guid)} instead."
             )
         if guid in where:
-            raise ValueError(f"'{path}' has guid {guid!r} twice (lines {where[guid]} and {lineno}).")
+            raise ValueError(f"'{path}' has guid {shown(guid)} twice (lines {where[guid]} and {lineno}).")
         where[guid] = lineno
         z = rec[key]
         if not isinstance(z, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in z):
-            raise ValueError(f"'{path}' line {lineno}: '{key}' must be a list of numbers. Got {z!r} instead.")
+            raise ValueError(f"'{path}' line {lineno}: '{key}' must be a list of numbers. Got {shown(z)} instead.")
         if n_classes is None:
             if len(z) < 2:
                 raise ValueError(
@@ -155,23 +163,25 @@ def _read_epoch(
                 f"'{path}' line {lineno} has {len(z)} logits, but earlier lines have {n_classes}: every "
                 "line must have one logit per class."
             )
-        if not all(math.isfinite(v) for v in z):
-            raise ValueError(f"'{path}' line {lineno}: '{key}' must hold finite numbers. Got {z!r} instead.")
+        if not all(_finite(v) for v in z):
+            raise ValueError(f"'{path}' line {lineno}: '{key}' must hold finite numbers. Got {shown(z)} instead.")
         if "gold" not in rec:
             raise ValueError(f"'{path}' line {lineno} must have a 'gold' field (the gold class).")
         gold = rec["gold"]
         if isinstance(gold, bool) or not isinstance(gold, (int, str)):
             raise ValueError(
-                f"'{path}' line {lineno}: 'gold' must be a class index or a class name. Got {gold!r} instead."
+                f"'{path}' line {lineno}: 'gold' must be a class index or a class name. Got {shown(gold)} instead."
             )
         if isinstance(gold, str):
             if classes is None:
                 raise ValueError(
-                    f"'{path}' line {lineno}: 'gold' is the class name {gold!r}; pass classes=[...] "
+                    f"'{path}' line {lineno}: 'gold' is the class name {shown(gold)}; pass classes=[...] "
                     "(the class names in logit order) to read named gold labels."
                 )
             if gold not in classes:
-                raise ValueError(f"'{path}' line {lineno}: 'gold' {gold!r} is not one of the classes {list(classes)}.")
+                raise ValueError(
+                    f"'{path}' line {lineno}: 'gold' {shown(gold)} is not one of the classes {list(classes)}."
+                )
             gold = classes.index(gold)
         elif not 0 <= gold < n_classes:
             raise ValueError(
