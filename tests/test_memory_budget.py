@@ -193,6 +193,11 @@ def test_a_run_record_goes_through_the_budget(tmp_path, small_budget):
     with pytest.raises(ValueError) as info:
         AFLiteResult.load(folder)
     assert _refused(info).startswith("Run file '")
+    budget.set_budgets(parse_bytes=64 * MiB)
+    (folder / "result.json").write_bytes(b"[" + b"[]," * 1_000_000 + b"[]]")  # 3 MB that parse to ~100 MB
+    with pytest.raises(ValueError) as info:
+        AFLiteResult.load(folder)
+    assert _refused(info).startswith("Run file 'result.json' needs ")
 
 
 # -- legitimate files near the limits still load ---------------------------------------------------------------
@@ -510,4 +515,10 @@ def test_dynamics_files_are_read_under_the_budget(tmp_path, small_budget):
     (tmp_path / "dynamics_epoch_0.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(ValueError) as info:
         read_cartography_dynamics(tmp_path)
-    assert _refused(info).startswith(f"Training dynamics '{tmp_path.name}' needs at least ")
+    assert _refused(info).startswith(f"Training-dynamics directory '{tmp_path}' needs at least ")
+    from aflite_core.dynamics.align import read_epoch_files
+
+    with pytest.raises(ValueError) as info:  # uploaded: the temporary folder is never named
+        read_epoch_files([("dynamics_epoch_0.jsonl", (tmp_path / "dynamics_epoch_0.jsonl").read_bytes())])
+    assert str(info.value).startswith("Uploaded dynamics: The upload needs at least ")
+    assert "aflite-dynamics-" not in str(info.value)

@@ -28,7 +28,15 @@ import numpy as np
 from .._validation import shown
 from . import budget
 
-__all__ = ["RowLimitError", "check_rows", "count_rows_up_to", "npy_header", "read_parquet_checked", "text_columns"]
+__all__ = [
+    "RowLimitError",
+    "check_rows",
+    "count_rows_up_to",
+    "json_bound",
+    "npy_header",
+    "read_parquet_checked",
+    "text_columns",
+]
 
 #: bytes read at a time when counting lines of a file on disk
 CHUNK_BYTES = 1 << 20
@@ -222,6 +230,20 @@ def text_columns(source: str | Path | bytes, fmt: str) -> int:
             return len(next(reader, []))
         except csv.Error:
             return 0
+
+
+def json_bound(text: bytes) -> int:
+    """An upper bound of the bytes ``json.loads(text)`` builds as Python objects, counted without parsing.
+
+    Every value but the first follows a ``,``, ``[`` or ``:``; an object opens with ``{``. Each counts a
+    pointer and the largest object a few bytes of JSON make (an empty list, a float; a dict per ``{``), and the
+    text counts 4 bytes a character (a string of wide characters).
+
+    >>> json_bound(b'[1, 2, 3]'), json_bound(b'{"a": []}')
+    (356, 516)
+    """
+    values = text.count(b",") + text.count(b"[") + text.count(b":") + 1
+    return len(text) * 4 + 80 * values + 240 * text.count(b"{")
 
 
 # -- Parquet ----------------------------------------------------------------------------------------------------

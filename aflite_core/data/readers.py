@@ -29,6 +29,7 @@ from .preflight import (
     _first_line,
     check_rows,
     count_rows_up_to,
+    json_bound,
     npy_header,
     read_parquet_checked,
     text_columns,
@@ -454,18 +455,6 @@ def _parse_delimited(source: Path | bytes, name: str, sep: str, parse: budget.Pa
 _JSON_BOUND_FROM = 64 * 1024
 
 
-def _json_bound(line: bytes) -> int:
-    """An upper bound of the bytes ``json.loads(line)`` builds (0 for a short line): its text, plus per value.
-
-    Every value but the first follows a ``,``, ``[`` or ``:``; a container opens with ``[`` or ``{``. Each
-    counts a pointer and the largest Python object a few bytes of JSON make (a dict, an empty list, a float).
-    """
-    if len(line) < _JSON_BOUND_FROM:
-        return 0
-    values = line.count(b",") + line.count(b"[") + line.count(b":") + 1
-    return len(line) * 4 + 80 * values + 240 * line.count(b"{")
-
-
 def _json_cost(value: Any) -> tuple[int, int, int]:
     """(bytes the parsed value holds as Python objects, its nesting depth, bytes of its top-level strings).
 
@@ -505,7 +494,7 @@ def _parse_jsonl(source: Path | bytes, name: str, parse: budget.Parse, max_colum
             line = line.strip()
             if not line:
                 continue
-            ahead = _json_bound(line)  # what parsing this line may build, reserved before it is parsed
+            ahead = json_bound(line) if len(line) >= _JSON_BOUND_FROM else 0  # reserved before it is parsed
             if ahead:
                 parse.reserve(ahead, f"line {lineno:,} of {len(line):,} bytes", partial=True)
             try:

@@ -245,8 +245,11 @@ def read_cartography_dynamics(
         if len(set(classes)) != len(classes) or len(classes) < 2:
             raise param_error("classes", func, "at least 2 distinct class names", classes)
     files = _epoch_files(source)
-    shown = source if isinstance(source, (str, os.PathLike)) else files[0][0]
-    with budget.parse(f"Training dynamics '{Path(shown).name}'"):
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():  # named as the other messages name it
+        label = f"Training-dynamics directory '{Path(source)}'"
+    else:
+        label = f"Training-dynamics file '{files[0][0]}'"
+    with budget.parse(label):
         return _read_epochs(files, classes)
 
 

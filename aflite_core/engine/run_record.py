@@ -31,7 +31,7 @@ from .. import _durable
 from .._utils import json_default
 from .._validation import shown, shown_list
 from ..data import budget
-from ..data.preflight import read_parquet_checked
+from ..data.preflight import json_bound, read_parquet_checked
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "RUN_FILES", "RunRecordError", "is_run_directory", "load_run", "save_run"]
@@ -452,7 +452,10 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
     if meta_path.stat().st_size > MAX_META_BYTES:
         raise _Bad("its result.json is far larger than any run's")
     try:
-        meta = json.loads(meta_path.read_bytes().decode("utf-8"))
+        raw = meta_path.read_bytes()
+        with budget.parse(f"Run file '{meta_path.name}'") as parse:  # nested JSON would build far more than it is
+            parse.reserve(json_bound(raw), "its JSON values")
+            meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise _Bad("result.json is not valid JSON (truncated or edited)") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
