@@ -12,10 +12,11 @@ An address-space limit (``RLIMIT_AS``) is set in the child only as a safety net,
 (allocators and BLAS reserve virtual memory they never touch), so a reader that escapes its budget fails the
 test with a MemoryError instead of taking the machine down.
 
-The strategies (``*_files``) draw ``(file name, bytes)`` pairs small enough for CI but shaped like the
-issue's bombs: compressed Parquet with wide or repetitive columns, dictionary- and delta-encoded strings, lists
-and structs; JSON Lines nested or deep, with huge or infinite numbers and huge texts; CSV / TSV with giant cells
-or many tiny ones; ``.npy`` files whose headers lie; training-dynamics files with huge logits rows.
+The strategies draw :class:`Hostile` recipes (what hypothesis prints and shrinks: a few parameters, never the
+bytes), each built into a ``(file name, bytes)`` pair small enough for CI but shaped like the issue's bombs:
+compressed Parquet with wide or repetitive columns, dictionary- and delta-encoded strings, lists and structs; JSON
+Lines nested or deep, with huge or infinite numbers and huge texts; CSV / TSV with giant cells or many tiny ones;
+``.npy`` files whose headers lie; training-dynamics files with huge logits rows.
 """
 
 from __future__ import annotations

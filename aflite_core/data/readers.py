@@ -27,6 +27,7 @@ from .preflight import (
     _binary_stream,
     _chunks,
     _first_line,
+    _newline_bound,
     check_rows,
     count_rows_up_to,
     json_bound,
@@ -228,8 +229,9 @@ def read_labels(
         check_rows(n - (fmt != "jsonl"), name, max_rows=max_rows, what="Label file", exact=exact)
     with budget.parse(f"Label file '{name}'") as parse:
         size = _known_size(source) if hasattr(source, "read") or isinstance(source, (str, Path)) else None
-        if size is not None:  # the bytes, their text (up to 4 bytes a character) and a string per line
-            parse.reserve(5 * size + 64 * (size // 2 + 1), "its text and one label per line")
+        if size is not None:  # the bytes, their text (up to 4 bytes a character) and a string and a value per line
+            lines = _newline_bound(source) if isinstance(source, (str, Path)) else size // 2 + 1
+            parse.reserve(5 * size + 96 * lines, f"its text and {lines:,} labels")
         return _parse_labels(source, name, suffix, column, max_bytes)
 
 
