@@ -8,7 +8,8 @@
   the warm-up);
 * :func:`check_rows` / :func:`too_many_rows` - the one row guard: above :data:`MAX_INTERACTIVE_ROWS` the app
   refuses and names the command-line equivalent;
-* :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold.
+* :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold;
+* :func:`apply_parse_budgets` - the memory budgets of every read (:mod:`aflite_core.data.budget`), from settings.
 
 Modules read the limits as ``_stores.MAX_INTERACTIVE_ROWS`` at call time, so a test can lower them; their values
 come from :mod:`aflite_app.settings`, with every other limit and ``AFLITE_*`` variable of the server.
@@ -30,6 +31,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from aflite_core.data import budget as _budget
+
 from .. import settings
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "MAX_UPLOAD_COLUMNS",
     "Budget",
     "Store",
+    "apply_parse_budgets",
     "budget",
     "check_rows",
     "held_bytes",
@@ -50,6 +54,30 @@ __all__ = [
 MAX_INTERACTIVE_ROWS = settings.load().max_interactive_rows
 #: columns an uploaded table may have (counted before it is parsed)
 MAX_UPLOAD_COLUMNS = settings.load().max_upload_columns
+
+
+def apply_parse_budgets(current: settings.Settings | None = None) -> None:
+    """Give every reader of the core the server's memory budgets (``AFLITE_PARSE_BUDGET_MB``, ``…PARSES…``).
+
+    Called once when this module is imported (as the other limits are read); a refusal then names the setting
+    that raises it.
+    """
+    one, every = settings.parse_budget_bytes(current)
+    _budget.set_budgets(
+        parse_bytes=one,
+        parses_bytes=every,
+        advice=(
+            f"the server's administrator can raise {settings.PARSE_BUDGET_MB_ENV} (megabytes), or filter the file "
+            "from the command line (python -m aflite_core ... --parse-budget-mb)"
+        ),
+        server_advice=(
+            f"try again in a moment (the server's administrator can raise {settings.PARSES_BUDGET_MB_ENV}, "
+            "in megabytes)"
+        ),
+    )
+
+
+apply_parse_budgets()
 
 
 def held_bytes(value: Any) -> int:

@@ -18,7 +18,8 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import shown, shown_list
-from ..data.preflight import read_parquet_checked
+from ..data import budget
+from ..data.preflight import json_bound, read_parquet_checked
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
 from .run_record import FORMAT, FORMAT_VERSION, ROW_COLUMNS, _canonical, _sha
 
@@ -102,6 +103,11 @@ def _count(meta: dict, key: str, low: int, *, optional: bool = False) -> int | N
 
 
 def _table(data: bytes, name: str, rows: int, columns: list[str], *, id_kind: str | None = None) -> pd.DataFrame:
+    with budget.parse(f"Run file '{name}'"):  # the read and its pandas copy below, under one memory budget
+        return _checked_table(data, name, rows, columns, id_kind)
+
+
+def _checked_table(data: bytes, name: str, rows: int, columns: list[str], id_kind: str | None) -> pd.DataFrame:
     import pyarrow as pa
 
     table = read_parquet_checked(
@@ -209,7 +215,7 @@ def load_run(
         return _load(src, result_type, max_rows, expected_rows)
     except _Bad as exc:
         raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}.", str(exc)) from None
-    except RunRecordError:
+    except (RunRecordError, budget.MemoryBudgetError):  # the budget's own sentence, as every reader says it
         raise
     except ValueError as exc:
         raise RunRecordError(str(exc), str(exc).replace(f"'{src}' ", "it ").rstrip(".")) from None
@@ -227,7 +233,10 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
     if meta_path.stat().st_size > MAX_META_BYTES:
         raise _Bad("its result.json is far larger than any run's")
     try:
-        meta = json.loads(meta_path.read_bytes().decode("utf-8"))
+        raw = meta_path.read_bytes()
+        with budget.parse(f"Run file '{meta_path.name}'") as parse:  # nested JSON would build far more than it is
+            parse.reserve(json_bound(raw), "its JSON values")
+            meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise _Bad("result.json is not valid JSON (truncated or edited)") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
