@@ -5,6 +5,8 @@ The main entry points:
 * :func:`aflite` - filter a dataset (Le Bras et al., ICML 2020, Algorithm 1), optionally with an evaluation
   set filtered alongside (the evaluation-set variant);
 * :func:`predictability` - score every row once without removing anything (an audit);
+* :func:`null_predictability` / :func:`chance_share` - the same scores under shuffled labels, and the share of
+  the rows at p ≥ τ that chance alone would put there;
 * :class:`AFLiteResult` - the full per-row, per-round record, with ``save`` / ``load``.
 
 No plotting or UI code lives here; the Streamlit app, the CLI (``python -m aflite_core``) and the tests all use
@@ -22,6 +24,7 @@ from .data.user_tables import dataset_from_table, load_table_dataset
 from .engine.filtering import STRATEGIES, aflite, predictability
 from .engine.logistic import LogisticFamily
 from .engine.models import LinearFamily, SklearnFamily
+from .engine.null import chance_share, null_predictability
 from .engine.result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
 
 #: names importable from here that load their module on first use (``import aflite_core`` stays light)
@@ -68,12 +71,14 @@ __all__ = [
     "aflite",
     "artifact_shares",
     "artifact_statistics",
+    "chance_share",
     "dataset_from_table",
     "load_digits_dataset",
     "load_table_dataset",
     "make_biased_circles",
     "make_planted_bias",
     "narrow_to_tau",
+    "null_predictability",
     "paper_circles",
     "predictability",
     "significance_curve",
