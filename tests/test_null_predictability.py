@@ -195,6 +195,23 @@ def test_resume_keeps_the_null_and_refuses_another_k(tmp_path):
     assert resumed.equals(whole, null=True)
 
 
+def test_a_stop_request_inside_the_null_abandons_the_round():
+    """The null's fits and predictions report through on_step like the round's own: a stop there ends the run."""
+    X, y, _ = planted(13, n=600, d=20)
+    steps = []
+    aflite(X, y, on_step=lambda s: steps.append(s.round) and None, **dict(KW, tau=0.55))
+    observed_round_one = steps.count(1)
+    seen = []
+
+    def stop_in_the_null(step):
+        seen.append(step)
+        return len(seen) <= observed_round_one  # the first step beyond the round's own is the null's
+
+    res = aflite(X, y, on_step=stop_in_the_null, null_permutations=2, **dict(KW, tau=0.55))
+    assert res.stopped and res.n_rounds == 0 and res.null_counts.shape == (0, 2, len(TAU_GRID))
+    assert "no round completed" in res.null_message
+
+
 def test_dask_backend_is_refused_in_one_sentence():
     pytest.importorskip("dask.distributed")
     X, y, _ = planted(7, n=200, d=5)
@@ -296,3 +313,74 @@ def test_aflite_null_permutations_argument():
     X, y = random_labels(0, n=60, d=4)
     with pytest.raises(ValueError, match="'null_permutations' parameter of aflite must be an int in \\[0, inf\\)"):
         aflite(X, y, target_size=30, train_size=20, slice_size=5, null_permutations=-1)
+
+
+# -- the engine's other paths: block Grams rebuilt for the permuted labels, threads, torch, evaluation data -----
+RIDGE_BLOCKS = LinearFamily(block_rows=4)
+
+
+def test_ridge_blocks_round_one_is_null_predictability_and_threads_do_not_matter():
+    """Blocks mode: the run's null (Grams rebuilt from its prepared session) equals a fresh session's, any n_threads."""
+    X, y, _ = planted(10, n=800, d=12)
+    kw = dict(KW, target_size=400, train_size=200, slice_size=60, model=RIDGE_BLOCKS, tau=0.6, null_permutations=2)
+    one = aflite(X, y, n_threads=1, **kw)
+    two = aflite(X, y, n_threads=2, **kw)
+    assert one.params["partition_mode"] == "blocks" and one.n_rounds >= 2
+    assert one.equals(two, null=True)
+    null = null_predictability(
+        X, y, n_permutations=2, train_size=200, n_partitions=16, model=RIDGE_BLOCKS, random_state=0
+    )
+    per_tau = np.array([(null >= np.float32(t)).sum() for t in TAU_GRID])
+    assert np.array_equal(np.rint(one.null_counts[0] * 2).sum(axis=0), per_tau)
+
+
+def test_relabelled_block_grams_match_a_session_built_on_the_permuted_labels():
+    """After removals, the permuted session's block Grams equal a session's built on those labels from the start."""
+    from aflite_core.engine.null import relabelled
+
+    X, y, _ = planted(11, n=600, d=8)
+    codes = y.astype(np.int32)
+    rng = np.random.default_rng(0)
+    session = RIDGE_BLOCKS.session(X, codes, 2, train_size=150, n_partitions=8, rng=np.random.default_rng(0))
+    session.prepare()
+    gone = np.sort(rng.choice(600, 90, replace=False))
+    session.remove(gone)
+    rows = np.setdiff1d(np.arange(600), gone)
+    permuted = codes.copy()
+    permuted[rows] = codes[rows][rng.permutation(len(rows))]
+    null_session = relabelled(session, permuted, rows)
+    fresh = RIDGE_BLOCKS.session(X, permuted, 2, train_size=150, n_partitions=8, rng=np.random.default_rng(0))
+    fresh.prepare()
+    fresh.remove(gone)
+    assert session.shards and set(null_session.shards) == set(fresh.shards)
+    for s, sh in fresh.shards.items():
+        mine = null_session.shards[s]
+        upper = np.triu(np.ones(sh.stack.shape[1:], dtype=bool))
+        assert np.allclose(mine.stack[:, upper], sh.stack[:, upper], rtol=1e-4, atol=1e-3)
+        assert np.array_equal(mine.rows, sh.rows)
+    # the original session still sees its own labels
+    assert session.codes is codes and not np.shares_memory(null_session.shards[0].stack, session.shards[0].stack)
+
+
+def test_torch_cpu_run_with_ridge_blocks_computes_the_null():
+    pytest.importorskip("torch")
+    X, y, _ = planted(12, n=800, d=12)
+    kw = dict(KW, target_size=400, train_size=200, slice_size=60, model=RIDGE_BLOCKS, tau=0.6, null_permutations=2)
+    numpy_run = aflite(X, y, **kw)
+    torch_run = aflite(X, y, device="torch:cpu", **kw)
+    assert torch_run.null_counts.shape[1:] == (2, len(TAU_GRID))
+    a, b = numpy_run.null_at(0.75), torch_run.null_at(0.75)
+    assert abs(a - b) <= 0.05 * max(a, 1.0)
+
+
+def test_null_predictability_on_the_digits_evaluation_setup():
+    """The evaluation-set filter's data (the bundled digits, 10 classes): the null runs and is far below observed."""
+    from aflite_core import load_digits_dataset
+
+    data = load_digits_dataset()
+    X, y = data.representation("pca"), data.y
+    kw = dict(train_size=300, n_partitions=16, random_state=0)
+    null = null_predictability(X, y, n_permutations=2, **kw)
+    p = predictability(X, y, **kw)
+    assert null.shape == (2, len(y))
+    assert chance_share(null, p, 0.75) < 0.05  # the digits are solvable from their pixels' components

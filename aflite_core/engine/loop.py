@@ -268,6 +268,8 @@ class Run:
             self.backend.on_step = on_step
         try:
             rs = self.backend.score(S, plan, self.rng, R if self.has_eval else None, rnd)
+            if self.null_permutations:  # its own random stream: the run's generator never sees it
+                null, eval_null = self.null_round(self, S, plan, R if self.has_eval else None, rnd)
         except RoundInterrupted:  # stopped inside the round: keep the rounds completed so far, as they were
             self.round -= 1
             self.stop_reason = "stopped_by_callback"
@@ -276,8 +278,7 @@ class Run:
         finally:
             if self.on_step is not None:
                 self.backend.on_step = None
-        if self.null_permutations:  # its own random stream: the run's generator never sees it
-            null, eval_null = self.null_round(self, S, plan, R if self.has_eval else None, rnd)
+        if self.null_permutations:
             self.null_rows.append(null)
             if eval_null is not None:
                 self.eval_null_rows.append(eval_null)

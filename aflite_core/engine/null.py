@@ -133,14 +133,16 @@ def _relabelled_shard(session: Any, shard: Any) -> Any:
     return sh
 
 
-def _score(session, X, codes, rows, plan, rng, precision, eval_X=None, eval_codes=None, eval_rows=None) -> RoundScores:
+def _score(session, X, codes, rows, plan, rng, precision, eval_X, eval_codes, eval_rows, on_step) -> RoundScores:
     """One round's counts with ``session`` (numpy sessions through score_round, torch sessions their own)."""
     if hasattr(session, "codes_dev"):
         from .torch_backend import torch_context
 
         with torch_context(precision):
-            return session.score_round(rows, plan, rng, eval_rows=eval_rows, eval_codes=eval_codes)
-    return score_round(session, X, codes, rows, plan, rng, eval_X=eval_X, eval_codes=eval_codes, eval_rows=eval_rows)
+            return session.score_round(rows, plan, rng, eval_rows=eval_rows, eval_codes=eval_codes, on_step=on_step)
+    return score_round(
+        session, X, codes, rows, plan, rng, eval_X=eval_X, eval_codes=eval_codes, eval_rows=eval_rows, on_step=on_step
+    )
 
 
 def permuted_scores(
@@ -156,18 +158,21 @@ def permuted_scores(
     eval_X=None,
     eval_codes=None,
     eval_rows=None,
+    on_step=None,
 ):
     """Yield ``(permuted codes of rows, RoundScores)`` for each permutation of the labels of ``rows``.
 
     Each permutation is a uniform shuffle of ``codes[rows]`` among ``rows`` (``rng.permutation``); the models see
     the permuted labels for fitting and scoring; evaluation rows keep their own labels (never used for fitting).
+    ``on_step``: the run's step callback (its fits and predictions report as the round's do; returning False
+    abandons the round by raising :class:`~aflite_core.engine.partitions.RoundInterrupted`).
     """
     for _ in range(n_permutations):
         shuffled = codes[rows][rng.permutation(len(rows))]
         full = np.array(codes, copy=True)
         full[rows] = shuffled
         null_session = relabelled(session, full, rows)
-        rs = _score(null_session, X, full, rows, plan, rng, precision, eval_X, eval_codes, eval_rows)
+        rs = _score(null_session, X, full, rows, plan, rng, precision, eval_X, eval_codes, eval_rows, on_step)
         yield shuffled, rs
 
 
@@ -202,6 +207,7 @@ def round_null(run: Any, rows: NDArray[np.intp], plan: Any, eval_rows: NDArray[n
         eval_X=run.eval_X if eval_rows is not None else None,
         eval_codes=run.eval_codes,
         eval_rows=eval_rows,
+        on_step=getattr(backend, "on_step", None),
     ):
         train += grid_counts(rs.predictability, shuffled, C)
         if evals is not None:
