@@ -384,3 +384,29 @@ def test_null_predictability_on_the_digits_evaluation_setup():
     p = predictability(X, y, **kw)
     assert null.shape == (2, len(y))
     assert chance_share(null, p, 0.75) < 0.05  # the digits are solvable from their pixels' components
+
+
+def test_the_evaluation_set_study_reports_the_null_of_round_one():
+    """adversary_study(null_permutations=K): the same runs, and eval_null_round_1 beside removed_in_round_1."""
+    from aflite_core.evalsets import adversary_study
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 700)
+    strong = rng.normal(size=(700, 6)).astype(np.float32)
+    strong[:, 0] += 2.0 * (2 * y - 1)
+    weak = rng.normal(size=(700, 6)).astype(np.float32)
+    tr, ev = slice(0, 500), slice(500, 700)
+    args = ({"weak": weak[tr], "strong": strong[tr]}, y[tr], {"weak": weak[ev], "strong": strong[ev]}, y[ev])
+    kw = dict(target_size=200, train_size=100, slice_size=50, seeds=(0,), n_partitions=16, ensemble=True)
+    plain = adversary_study(*args, **kw)
+    study = adversary_study(*args, null_permutations=2, **kw)
+    runs = study.runs.set_index("adversary")
+    assert study.params["null_permutations"] == 2
+    assert np.isnan(plain.runs["eval_null_round_1"]).all()
+    assert runs.loc["weak", "eval_null_round_1"] > 0.5 * runs.loc["weak", "removed_in_round_1"]  # chance, mostly
+    assert runs.loc["strong", "eval_null_round_1"] < 0.2 * runs.loc["strong", "removed_in_round_1"]
+    assert np.isnan(runs.loc["ensemble(weak+strong)", "eval_null_round_1"])
+    for key, res in plain.runs_detail.items():
+        assert study.runs_detail[key].equals(res)
+    with pytest.raises(ValueError, match="'null_permutations' parameter of adversary_study"):
+        adversary_study(*args, null_permutations=-1, **kw)

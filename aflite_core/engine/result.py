@@ -247,15 +247,17 @@ class AFLiteResult:
         out["null"] = self.null_message
         return out
 
-    def null_at(self, tau: float | None = None, round: int = 1) -> float | None:
+    def null_at(self, tau: float | None = None, round: int = 1, *, evaluation: bool = False) -> float | None:
         """Mean number of rows whose null p reaches ``tau`` (default the run's τ) in ``round``; None without a null.
 
-        ``tau`` is rounded to the 0.01 grid the null is recorded on.
+        ``tau`` is rounded to the 0.01 grid the null is recorded on; ``evaluation=True`` counts the remaining
+        evaluation rows (``eval_null_counts``) instead of the training rows.
         """
-        if self.null_counts is None or not 1 <= round <= len(self.null_counts):
+        counts = self.eval_null_counts if evaluation else self.null_counts
+        if counts is None or not 1 <= round <= len(counts):
             return None
         tau = float(self.params["tau"]) if tau is None else float(tau)
-        return float(self.null_counts[round - 1, :, int(round_half(tau * 100))].sum())
+        return float(counts[round - 1, :, int(round_half(tau * 100))].sum())
 
     @property
     def null_message(self) -> str:
