@@ -410,3 +410,11 @@ def test_the_evaluation_set_study_reports_the_null_of_round_one():
         assert study.runs_detail[key].equals(res)
     with pytest.raises(ValueError, match="'null_permutations' parameter of adversary_study"):
         adversary_study(*args, null_permutations=-1, **kw)
+
+
+def test_the_null_stream_is_a_spawned_child_of_the_seed():
+    for r in (1, 3):
+        child = np.random.SeedSequence(42).spawn(1)[0]  # fresh: spawning advances a SeedSequence's count
+        expected = np.random.default_rng(child.spawn(r)[r - 1]).random(4)
+        assert np.array_equal(null_rng(42, r).random(4), expected)
+    assert not np.array_equal(null_rng(42, 1).random(4), np.random.default_rng(42).random(4))

@@ -24,7 +24,9 @@ How a permuted copy of a family session is made (:func:`relabelled`): the sessio
 labels; statistics that involve the labels (the ridge family's block Gram matrices of ``[x, 1, onehot(y)]``, on
 the CPU or a torch device) are rebuilt from the current rows, and label-free ones (the preconditioners' Gram
 matrix of ``[x, 1]``) are shared. Every model is then fitted and scored by the engine's own batched code, one
-permutation at a time. The Dask backend does not compute the null (:func:`check_null_backend` refuses it).
+permutation at a time (so the ridge family's block Grams take one more copy of their memory while a permutation
+is scored; the logistic family's fit memo keys the permuted fits by their labels, apart from the run's own).
+The Dask backend does not compute the null (:func:`check_null_backend` refuses it).
 """
 
 from __future__ import annotations
