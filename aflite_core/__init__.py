@@ -32,11 +32,13 @@ _LAZY = {
     "ID_COLUMN_NAMES": "aflite_core.data.user_tables",
     "artifact_shares": "aflite_core.measures.artifact_statistics",
     "artifact_statistics": "aflite_core.measures.artifact_statistics",
+    "chance_table": "aflite_core.engine.null",
     "make_biased_circles": "aflite_core.data.planted_bias",
     "make_planted_bias": "aflite_core.data.planted_bias",
     "narrow_to_tau": "aflite_core.engine.tau_path",
     "paper_circles": "aflite_core.data.planted_bias",
     "significance_curve": "aflite_core.measures.artifact_statistics",
+    "suggest_tau": "aflite_core.engine.null",
     "synthetic_experiment": "aflite_core.experiments.figure2",
 }
 
@@ -72,6 +74,7 @@ __all__ = [
     "artifact_shares",
     "artifact_statistics",
     "chance_share",
+    "chance_table",
     "dataset_from_table",
     "load_digits_dataset",
     "load_table_dataset",
@@ -82,5 +85,6 @@ __all__ = [
     "paper_circles",
     "predictability",
     "significance_curve",
+    "suggest_tau",
     "synthetic_experiment",
 ]

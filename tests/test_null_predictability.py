@@ -418,3 +418,25 @@ def test_the_null_stream_is_a_spawned_child_of_the_seed():
         expected = np.random.default_rng(child.spawn(r)[r - 1]).random(4)
         assert np.array_equal(null_rng(42, r).random(4), expected)
     assert not np.array_equal(null_rng(42, 1).random(4), np.random.default_rng(42).random(4))
+
+
+def test_chance_table_and_suggest_tau():
+    from aflite_core import chance_table, suggest_tau
+
+    X, y, _ = planted(14, n=800, d=50)
+    res = aflite(X, y, target_size=400, train_size=100, slice_size=100, n_partitions=32, tau=0.5,
+                 null_permutations=3, random_state=0)  # fmt: skip
+    table = chance_table(res)
+    assert list(table.columns) == ["tau", "observed", "null", "chance_share"] and len(table) == 101
+    at = table.set_index(table["tau"].round(2))
+    assert at.loc[0.5, "observed"] == res.history["n_qualified"].iloc[0]
+    assert at.loc[0.75, "null"] == pytest.approx(res.null_at(0.75))
+    tau = suggest_tau(res, 0.1)
+    assert tau is not None and at.loc[tau, "chance_share"] <= 0.1
+    lower = at.loc[: tau - 0.005]
+    assert ((lower["chance_share"] > 0.1) | (lower["observed"] == 0)).all()
+    assert suggest_tau(res, 0.0) is None or at.loc[suggest_tau(res, 0.0), "null"] == 0
+    with pytest.raises(ValueError, match="has no null"):
+        chance_table(aflite(X, y, target_size=400, train_size=100, slice_size=100, n_partitions=8, random_state=0))
+    with pytest.raises(ValueError, match="'round' parameter of chance_table"):
+        chance_table(res, round=99)

@@ -35,6 +35,7 @@ import copy
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
@@ -45,12 +46,14 @@ from .partitions import RoundScores, score_round
 __all__ = [
     "TAU_GRID",
     "chance_share",
+    "chance_table",
     "check_null_backend",
     "grid_counts",
     "null_predictability",
     "null_rng",
     "relabelled",
     "round_null",
+    "suggest_tau",
 ]
 
 #: the thresholds the per-round null is recorded at: 0.00, 0.01, …, 1.00
@@ -363,3 +366,77 @@ def chance_share(null: ArrayLike, scores: ArrayLike, tau: float, rows: ArrayLike
     if observed == 0:
         return float("nan") if expected == 0 else float("inf")
     return expected / observed
+
+
+# -- reading a run's null -------------------------------------------------------------------------------------
+def chance_table(result: Any, round: int = 1) -> pd.DataFrame:
+    """Observed and null counts at p ≥ τ for every τ of :data:`TAU_GRID` in one round of a run with a null.
+
+    Parameters
+    ----------
+    result : AFLiteResult
+        A run of ``aflite(..., null_permutations=K)`` (``result.null_counts`` not None).
+    round : int, default=1
+        The round (1-based). Rounds after the first need the per-round score matrix (not kept by
+        ``strategy="greedy"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per τ: ``tau``, ``observed`` (rows of the round's set with p ≥ τ), ``null`` (the mean null count)
+        and ``chance_share`` (null / observed; NaN for 0 / 0, inf when only the null has rows there).
+
+    Raises
+    ------
+    ValueError
+        When the run has no null, no such round, or no scores for that round (one sentence).
+    """
+    func = "chance_table"
+    if result.null_counts is None:
+        raise ValueError(
+            f"This run has no null to read ({func}): run aflite with null_permutations=K (CLI --null-permutations K)."
+        )
+    n_rounds = len(result.null_counts)
+    if not (isinstance(round, (int, np.integer)) and 1 <= round <= n_rounds):
+        raise ValueError(f"The 'round' parameter of {func} must be an int in [1, {n_rounds}]. Got {round!r} instead.")
+    if result.scores is not None:
+        p = result.scores[round - 1]
+    elif round == 1:
+        p = result.first_score
+    else:
+        raise ValueError(
+            f"The 'round' parameter of {func} is {round}, but this run kept no per-round scores (strategy 'greedy'); "
+            "only round 1 can be read."
+        )
+    observed = grid_counts(p, np.zeros(len(p), dtype=np.int64), 1)[0]
+    null = result.null_counts[round - 1].sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(observed > 0, null / np.maximum(observed, 1), np.where(null > 0, np.inf, np.nan))
+    return pd.DataFrame({"tau": TAU_GRID, "observed": observed, "null": null, "chance_share": share})
+
+
+def suggest_tau(result: Any, max_share: float, round: int = 1) -> float | None:
+    """The lowest τ of the 0.01 grid whose chance share in ``round`` (:func:`chance_table`) is at most ``max_share``.
+
+    Only τ where some row of the round reaches p ≥ τ count; None when there is none (chance explains more than
+    ``max_share`` of the rows at every τ). Round 1 does not depend on the run's τ, so its suggestion holds for a
+    run at any τ; a suggestion at or above the run's τ can be read off it with
+    :func:`~aflite_core.engine.tau_path.narrow_to_tau`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from aflite_core import aflite
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 400)
+    >>> X = rng.normal(size=(400, 40)); X[:100, 0] += 4 * (2 * y[:100] - 1)
+    >>> res = aflite(X, y, target_size=200, train_size=100, slice_size=50, n_partitions=16, tau=0.5,
+    ...              null_permutations=2, random_state=0)
+    >>> tau = suggest_tau(res, 0.1)
+    >>> tau is not None and 0.5 <= tau <= 1.0
+    True
+    """
+    share = v.check_probability(max_share, "max_share", "suggest_tau")
+    table = chance_table(result, round)
+    ok = (table["observed"] > 0) & (table["chance_share"] <= share)
+    return float(table.loc[ok, "tau"].iloc[0]) if ok.any() else None
