@@ -17,8 +17,9 @@ Two experiments, each over seeds (every seed redraws the data, the partitions an
   d = 50, t = 100, m = 32): observed − null beside the planted count, and the chance share on the planted rows
   and on the rest.
 
-Last, one ``aflite(..., null_permutations=K)`` run on random labels prints its one-line null summary. Nothing here
-asserts a figure; ``tests/test_null_predictability.py`` checks the calibration on smaller shapes.
+Last, one ``aflite(..., null_permutations=K)`` run on random labels prints its one-line null summary, and one on
+the planted data its round-1 ``chance_table`` and ``suggest_tau(res, 0.1)``. Nothing here asserts a figure;
+``tests/test_null_predictability.py`` checks the calibration on smaller shapes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from aflite_core import aflite, chance_share, null_predictability, predictability  # noqa: E402
+from aflite_core import (  # noqa: E402
+    aflite,
+    chance_share,
+    chance_table,
+    null_predictability,
+    predictability,
+    suggest_tau,
+)
 
 SHAPES = {
     "full": {
@@ -142,7 +150,25 @@ def run_summary(shape: dict, K: int) -> None:
         null_permutations=K,
     )  # fmt: skip
     print(f"## aflite(..., null_permutations={K}) on random labels seed 0 ({time.perf_counter() - t0:.1f} s)\n")
-    print(f"{res.n_removed} rows removed in {res.n_rounds} rounds; {res.null_message}")
+    print(f"{res.n_removed} rows removed in {res.n_rounds} rounds; {res.null_message}\n")
+
+
+def planted_run_table(shape: dict, K: int) -> None:
+    """One run at τ = 0.5 on the planted data, seed 0: its round-1 chance table and the suggested τ."""
+    n, d, t, m = (shape[k] for k in ("n", "d", "t", "m"))
+    X, y, _ = planted_rows(0, n, d)
+    res = aflite(
+        X, y, target_size=n // 2, train_size=t, slice_size=n // 8, n_partitions=m, tau=0.5, random_state=0,
+        null_permutations=K,
+    )  # fmt: skip
+    table = chance_table(res, round=1)
+    print(f"## chance_table of aflite(..., tau=0.5, null_permutations={K}) on the planted rows, seed 0, round 1\n")
+    print("| τ | observed p ≥ τ | null | chance share |")
+    print("| ---: | ---: | ---: | ---: |")
+    for i in range(50, 101, 5):
+        row = table.iloc[i]
+        print(f"| {row['tau']:.2f} | {int(row['observed'])} | {row['null']:.1f} | {row['chance_share']:.2f} |")
+    print(f"\nsuggest_tau(res, 0.1) = {suggest_tau(res, 0.1)}")
 
 
 def main() -> None:
@@ -158,6 +184,7 @@ def main() -> None:
     random_label_table(shapes["random"], seeds, K, sklearn=not args.no_sklearn)
     planted_table(shapes["planted"], seeds, K)
     run_summary(shapes["random"], K)
+    planted_run_table(shapes["planted"], K)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,7 @@ def test_bench_null():
     assert "mean null / mean observed" in out and "scikit-learn loop" in out
     assert "(observed − null) / planted" in out
     assert "under shuffled labels (3 permutations)" in out
+    assert "## chance_table of aflite" in out and "suggest_tau(res, 0.1) = " in out
 
 
 def test_bench_scale_local_and_dask():
