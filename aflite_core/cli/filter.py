@@ -48,6 +48,7 @@ _RUN_OPTIONS = (
     "eval_features",
     "eval_labels",
     "eval_ids",
+    "null_permutations",
 )
 
 
@@ -238,9 +239,15 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         device=args.device,
         precision=args.precision,
         max_device_bytes=args.max_device_bytes,
+        null_permutations=args.null_permutations or 0,  # a run directory written before the null: none
     )
     if args.device != "cpu" and (args.scheduler or args.dask_local is not None):
         raise CLIError(f"--device {args.device} runs in this process only; drop --scheduler/--dask-local")
+    if args.null_permutations and (args.scheduler or args.dask_local is not None):
+        raise CLIError(
+            "--null-permutations runs in this process only (the Dask backend does not compute the null); "
+            "drop --scheduler/--dask-local or --null-permutations"
+        )
     if not args.resume:
         record = {n: getattr(args, n) for n in _RUN_OPTIONS}
         for key in _INPUT_FILES:
@@ -364,6 +371,14 @@ def add_cli(sub: Any) -> None:
         help="hard-link (or copy) the input files into RUN_DIR/inputs/ and record them relative to the "
         "run, so the run directory is self-contained (the app opens runs whose files lie below "
         "its run root)",
+    )
+    f.add_argument(
+        "--null-permutations",
+        type=bounded(0, 1000),
+        default=0,
+        metavar="K",
+        help="also score K label permutations every round and record how many rows chance alone would put at "
+        "p >= tau (the run removes the same rows; about K + 1 times the fits; default 0: no null)",
     )
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     f.add_argument(

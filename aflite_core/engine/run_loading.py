@@ -21,7 +21,7 @@ from .._validation import shown, shown_list
 from ..data import budget
 from ..data.preflight import json_bound, read_parquet_checked
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
-from .run_record import FORMAT, FORMAT_VERSION, ROW_COLUMNS, _canonical, _sha
+from .run_record import FORMAT, FORMAT_VERSION, NULL_TAU_COLUMNS, ROW_COLUMNS, _canonical, _sha
 
 __all__ = ["MAX_META_BYTES", "RunRecordError", "load_run"]
 
@@ -292,9 +292,14 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
         raise _Bad(f"it claims {n_rounds:,} rounds on {n_rows:,} rows")
     if has_scores and max_rows is not None and n_rounds > MAX_ROUNDS_PER_ROW_LIMIT:
         raise _Bad(f"it has {n_rounds:,} rounds of scores, more than the {MAX_ROUNDS_PER_ROW_LIMIT:,} allowed here")
+    null_k = _count(meta, "null_permutations", 1, optional=True) if version >= 3 else None
+    if null_k is not None and params.get("null_permutations") != null_k:
+        raise _Bad("its null's number of permutations disagrees with its parameters")
     names = ["rows.parquet", "history.parquet", "scores.parquet"]
     if n_eval is not None:
         names += ["eval_rows.parquet", "eval_scores.parquet"]
+    if null_k is not None:
+        names += ["null_counts.parquet"] + (["eval_null_counts.parquet"] if n_eval is not None else [])
     if manifest is not None and sorted(manifest) != sorted(names):
         raise _Bad("its manifest does not list the files of a run")
     # -- per round
@@ -357,6 +362,12 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
             "eval_removal_score": eremoval,
             "eval_ids": _ids(erows, eval_ids_meta),
         }
+    if null_k is not None:
+        eval_kw["null_counts"] = _read_null(src, "null_counts.parquet", manifest, n_rounds, len(classes), n_rows)
+        if n_eval is not None:
+            eval_kw["eval_null_counts"] = _read_null(
+                src, "eval_null_counts.parquet", manifest, n_rounds, len(classes), n_eval
+            )
     result = result_type(
         params=params,
         classes=tuple(classes),
@@ -411,6 +422,20 @@ def _read_matrix(
                 raise _Bad(f"{name} holds prediction counts out of range")
             counts[r] = values.astype(counts.dtype)
     return scores, counts
+
+
+def _read_null(src: Path, name: str, manifest: dict | None, n_rounds: int, n_classes: int, n_rows: int):
+    """A null file (one row per round and class, one column per τ of the grid) as (rounds, classes, 101)."""
+    frame = _table(_read_file(src, name, manifest), name, n_rounds * n_classes, ["round", "class", *NULL_TAU_COLUMNS])
+    want_round = np.repeat(np.arange(1, n_rounds + 1), n_classes)
+    want_class = np.tile(np.arange(n_classes), n_rounds)
+    if not (np.array_equal(frame["round"], want_round) and np.array_equal(frame["class"], want_class)):
+        raise _Bad(f"{name}'s rows are not one per round and class in order")
+    counts = frame[list(NULL_TAU_COLUMNS)].to_numpy(dtype=np.float64).reshape(n_rounds, n_classes, -1)
+    ordered = (np.diff(counts, axis=2) <= 0).all()
+    if not np.isfinite(counts).all() or counts.min(initial=0) < 0 or counts.max(initial=0) > n_rows or not ordered:
+        raise _Bad(f"{name} holds counts that are not non-increasing numbers of rows in [0, {n_rows:,}]")
+    return counts
 
 
 def _ids(frame: pd.DataFrame, meta: dict | None) -> NDArray | None:

@@ -2,7 +2,10 @@
 
 Files: ``result.json`` (parameters, classes, stop reason, provenance, and a manifest with the size and sha256
 of every other file plus a checksum of itself), ``rows.parquet``, ``history.parquet``, ``scores.parquet`` and,
-with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``. Never pickle.
+with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``; a run with a null
+(``null_permutations``, format 3 on) adds ``null_counts.parquet`` (and ``eval_null_counts.parquet``): one row
+per round and class, the columns ``round``, ``class`` and ``ge_0.00`` … ``ge_1.00`` (mean null count at
+p ≥ τ). Never pickle. Records of formats 1 and 2 have no null and load with ``null_counts`` None.
 
 **Saving** builds the complete run in a hidden sibling folder and swaps it in (:mod:`aflite_core._durable`):
 a reader sees the old run, no run for a moment, or the new one, never a mix. Two saves into one folder (other
@@ -36,7 +39,8 @@ from .._validation import shown_list
 __all__ = ["FORMAT", "FORMAT_VERSION", "ROW_COLUMNS", "RUN_FILES", "encode_run", "is_run_directory", "save_run"]
 
 FORMAT = "aflite-studio-run"
-FORMAT_VERSION = 2
+#: 3: the null (``null_counts.parquet``, ``eval_null_counts.parquet``, ``null_permutations`` in result.json)
+FORMAT_VERSION = 3
 #: files a saved run may consist of
 RUN_FILES = (
     "result.json",
@@ -45,7 +49,11 @@ RUN_FILES = (
     "scores.parquet",
     "eval_rows.parquet",
     "eval_scores.parquet",
+    "null_counts.parquet",
+    "eval_null_counts.parquet",
 )
+#: the columns of a null file after ``round`` and ``class``: one per τ of the 0.01 grid
+NULL_TAU_COLUMNS = tuple(f"ge_{i / 100:.2f}" for i in range(101))
 #: what else a CLI run directory holds (moved along when the run is saved again)
 RUN_EXTRAS = ("cli_args.json", "checkpoint", "inputs")
 
@@ -131,6 +139,15 @@ def _row_frame(y, kept, removed_round, first, last, removal, ids) -> pd.DataFram
     return frame
 
 
+def _null_frame(counts: NDArray) -> pd.DataFrame:
+    """One row per (round, class): the mean null count at p ≥ τ for every τ of the grid."""
+    n_rounds, n_classes, _ = counts.shape
+    frame = pd.DataFrame(counts.reshape(n_rounds * n_classes, -1), columns=list(NULL_TAU_COLUMNS))
+    frame.insert(0, "class", np.tile(np.arange(n_classes, dtype=np.int32), n_rounds))
+    frame.insert(0, "round", np.repeat(np.arange(1, n_rounds + 1, dtype=np.int32), n_classes))
+    return frame
+
+
 def encode_run(result: Any) -> dict[str, bytes]:
     """The files of a saved run, name -> bytes (``result.json`` with its manifest and checksum last)."""
     files = {
@@ -161,6 +178,10 @@ def encode_run(result: Any) -> dict[str, bytes]:
             )
         )
         files["eval_scores.parquet"] = _parquet_bytes(_round_matrix(result.eval_scores, None))
+    if result.null_counts is not None:
+        files["null_counts.parquet"] = _parquet_bytes(_null_frame(result.null_counts))
+        if result.eval_null_counts is not None:
+            files["eval_null_counts.parquet"] = _parquet_bytes(_null_frame(result.eval_null_counts))
     classes, classes_lossy = _encode_values(result.classes)
     meta = {
         "format": FORMAT,
@@ -177,6 +198,9 @@ def encode_run(result: Any) -> dict[str, bytes]:
         "n_eval": None if result.eval_kept is None else len(result.eval_kept),
         "ids": _ids_meta(result.ids),
         "eval_ids": _ids_meta(result.eval_ids),
+        "null_permutations": int(result.params.get("null_permutations") or 0) or None
+        if result.null_counts is not None
+        else None,
         "files": {name: {"bytes": len(data), "sha256": _sha(data)} for name, data in sorted(files.items())},
     }
     meta = json.loads(json.dumps(meta, default=json_default))  # what a reader will see, byte for byte
