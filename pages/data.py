@@ -87,8 +87,8 @@ with bundled_tab:
         for key, data in session_uploads.items():
             left, right = st.columns([4, 1])
             left.markdown(
-                f"**{data.name}** — {data.n_rows:,} rows, {data.n_classes} classes, representations: "
-                + ", ".join(data.representations)
+                f"**{ui.md(data.name)}** — {data.n_rows:,} rows, {data.n_classes} classes, representations: "
+                + ui.md(", ".join(data.representations))
             )
             if key == current:
                 right.success("In use")
@@ -147,12 +147,12 @@ with run_tab:
             st.file_uploader("Labels (.npy, .txt, .csv, .tsv)", type=["npy", "txt", "csv", "tsv"], key=RUN_LABELS_FILE)
         st.button("Open run", key="open-run", on_click=_open_run, type="primary")
     if st.session_state.get(RUN_ERROR):
-        st.error(st.session_state[RUN_ERROR])
+        st.error(ui.message(st.session_state[RUN_ERROR]))
     for key, entry in st.session_state.get(RUN_DIRS, {}).items():
         result = entry["result"]
         with st.container(border=True):
             st.markdown(
-                f"**{datasets.dataset(key).name}** — {result.n_rows:,} rows, {result.n_rounds} rounds, "
+                f"**{ui.md(datasets.dataset(key).name)}** — {result.n_rows:,} rows, {result.n_rounds} rounds, "
                 f"kept {result.n_kept:,}. {result.stop_message}"
             )
             if key == st.session_state.get(DATASET):
@@ -179,7 +179,7 @@ with art_tab:
     art_choices = datasets.artifact_text_choices(art_data)
     if not art_choices:
         st.info(
-            f"{art_name} has no text to count tokens in. Fetch SNLI or MultiNLI by name, or upload a table with "
+            f"{ui.md(art_name)} has no text to count tokens in. Fetch SNLI or MultiNLI by name, or upload a table with "
             "text columns, and use it."
         )
     else:
@@ -207,7 +207,10 @@ with art_tab:
             art_stats = datasets.artifact_statistics(
                 art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha)
             )
-        st.markdown(f"**{art_name}**, tokens of {art_choices[art_source]}: {datasets.artifact_summary(art_stats)}")
+        st.markdown(
+            f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
+            + ui.message(datasets.artifact_summary(art_stats))
+        )
         st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
         ui.caption(
             "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
@@ -250,7 +253,7 @@ with nli_tab:
         st.warning(nli_missing)
     nli_local = datasets.nli_local_folder()
     if nli_local is not None:
-        st.caption(f"Reading the local copy in `{nli_local}` ({datasets.NLI_DATA_DIR_ENV}), not the Hugging Face Hub.")
+        st.caption(f"Reading the server's local copy ({datasets.NLI_DATA_DIR_ENV}), not the Hugging Face Hub.")
     with st.form("nli-form", border=True):
         n1, n2, n3 = st.columns([2, 1, 1])
         n1.selectbox(
@@ -289,7 +292,7 @@ with nli_tab:
         if nli_outcome.stopped:
             st.info(f"Fetching {nli_spec.label} was stopped. Fetch again to start over.")
         elif nli_outcome.error:
-            st.error(nli_outcome.error)
+            st.error(ui.message(nli_outcome.error))
         else:
             fetched = nli_outcome.value
     if fetched is not None:
@@ -354,7 +357,7 @@ with upload_tab:
     tag = uploads.content_tag(table_bytes)  # new file, fresh choices
     columns = [str(c) for c in frame.columns]
 
-    st.markdown(f"**{table_file.name}**: {len(frame):,} rows, {len(columns)} columns.")
+    st.markdown(f"**{ui.md(table_file.name)}**: {len(frame):,} rows, {len(columns)} columns.")
     c1, c2 = st.columns(2)
     label_column = c1.selectbox(
         uploads.LABEL_FIELD,
@@ -365,7 +368,7 @@ with upload_tab:
     )
     if label_column is None:
         c1.warning(
-            f"No column of '{table_file.name}' looks like a label: none is named like one (label, gold_label, "
+            f"No column of '{ui.md(table_file.name)}' looks like a label: none is named like one (label, gold_label, "
             "class …) and none has a few values shared by many rows. AFLite needs the class of every row: choose "
             f"the column that holds it in '{uploads.LABEL_FIELD}', or add one to the file."
         )
@@ -379,8 +382,8 @@ with upload_tab:
     for col, why in guess["id_refused"].items():
         if col != label_column:
             c2.caption(
-                f"Not used as the id: {why}, so it cannot tell every row apart. Rows are identified by their "
-                "position (0, 1, 2, …) instead; fill in the ids in the file, or choose another column here."
+                f"Not used as the id: {ui.message(why)}, so it cannot tell every row apart. Rows are identified by "
+                "their position (0, 1, 2, …) instead; fill in the ids in the file, or choose another column here."
             )
     if label_column is None:
         st.stop()
@@ -420,9 +423,9 @@ with upload_tab:
     embed = st.checkbox(
         "Sentence embeddings (all-MiniLM-L6-v2) of "
         + (
-            f"the full pair and of '{pair[1]}' alone (the partial input)"
+            f"the full pair and of '{ui.md(pair[1])}' alone (the partial input)"
             if pair
-            else (", ".join(f"'{c}'" for c in text_columns) if text_columns else "the text columns")
+            else (", ".join(f"'{ui.md(c)}'" for c in text_columns) if text_columns else "the text columns")
         ),
         value=False,
         key=f"up-emb-{tag}",
@@ -441,12 +444,13 @@ with upload_tab:
         espec = uploads.embedding_spec(table_bytes, table_file.name, views)
         outlook = uploads.embedding_outlook(frame, espec)
         if not outlook["seconds"]:
-            st.caption(f"Already computed: read from the embedding cache (`{outlook['cache_dir']}`), no waiting.")
+            st.caption("Already computed: read from the server's embedding cache (AFLITE_CACHE_DIR), no waiting.")
         else:
             st.caption(
                 f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
                 "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
-                f"Cached on disk (`{outlook['cache_dir']}`): the same texts are never embedded twice, in any session."
+                "Cached on disk (the server's embedding cache, AFLITE_CACHE_DIR): the same texts are never embedded "
+                "twice, in any session."
             )
 
     numeric = [c for c in guess["numeric"] if c in free]
@@ -489,7 +493,7 @@ with upload_tab:
             if emb_outcome.stopped:
                 st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
             else:
-                st.error(emb_outcome.error)
+                st.error(ui.message(emb_outcome.error))
             st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=(state.EMBED_RUN,))
             st.stop()
         embedded = (espec, emb_outcome.value)
@@ -511,7 +515,7 @@ with upload_tab:
         embedded=embedded,
     )
     if not outcome.ok:
-        st.error(outcome.error)
+        st.error(ui.message(outcome.error))
         st.stop()
 
     data = outcome.dataset
@@ -540,7 +544,7 @@ with upload_tab:
     left, right = st.columns(2)
     with left:
         st.plotly_chart(charts.class_count_chart(data.class_counts()), width="stretch", key="up-classes")
-        ui.caption(f"Rows per class in '{label_column}'. AFLite needs at least 2 rows in every class.")
+        ui.caption(f"Rows per class in '{ui.md(label_column)}'. AFLite needs at least 2 rows in every class.")
     with right:
         st.dataframe(datasets.representation_table(data), hide_index=True, width="stretch")
         ui.caption("The representations Φ(X) AFLite can filter with (chosen in the sidebar once in use).")

@@ -191,7 +191,7 @@ else:
     with ui.errors(), st.spinner("Splitting the data and measuring each adversary's strength…"):
         setup = compute.evalsets_setup(setspec)
 n_train, n_eval = len(setup.train_y), len(setup.eval_y)
-order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
+order = " < ".join(f"{ui.md(a)} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
 st.caption(
     f"{n_train:,} training rows · {n_eval:,} evaluation rows. Adversaries from weakest to strongest by a strength "
     f"measured independently of filtering — the held-out accuracy of each adversary's backbone trained on the "
@@ -381,8 +381,8 @@ if len(filtered):
 overview, per_adversary = compute.evalsets_reading(study)
 if overview or per_adversary:
     with st.container(border=True):
-        lines = [f"- {line}" for line in overview]
-        lines += [f"- **{a}** — " + " ".join(sents) for a, sents in per_adversary.items() if sents]
+        lines = [f"- {ui.message(line)}" for line in overview]
+        lines += [f"- **{ui.md(a)}** — " + ui.message(" ".join(sents)) for a, sents in per_adversary.items() if sents]
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
 st.subheader("Adversary strength and round 1")
