@@ -40,7 +40,7 @@ from .state import (
     select_dataset,
 )
 
-__all__ = ["UPLOAD_PREFIX", "UploadVault", "apply_url", "view_params"]
+__all__ = ["UPLOAD_PREFIX", "UploadVault", "apply_url", "unlinked_upload", "view_params"]
 
 #: the dataset parameter of an upload: ``upload:<token>``
 UPLOAD_PREFIX = "upload:"
@@ -110,6 +110,11 @@ class UploadVault:
         with self._lock:
             self._expire()
             entry = self._entries.get(token)
+        if entry is None and self.ttl <= 0:
+            raise KeyError(
+                "The uploaded dataset of this link is not kept: this server keeps no uploads for links "
+                f"({settings.UPLOAD_TTL_HOURS_ENV} is 0); upload the file again on the Data page."
+            )
         if entry is None:
             hours = self.ttl / 3600
             raise KeyError(
@@ -160,6 +165,31 @@ def view_params(session: Mapping, vault: UploadVault | None = None) -> dict[str,
     if session.get(TAU) is not None:
         out["tau"] = f"{float(session[TAU]):g}"
     return out
+
+
+def unlinked_upload(session: Mapping, vault: UploadVault | None) -> str | None:
+    """The sentence to show while the session's upload in use is in no URL (a reload would lose it), else None.
+
+    :func:`view_params` leaves an upload out of the URL when the vault cannot keep it: larger than the whole
+    vault (``AFLITE_UPLOAD_VAULT_MB``), or keeping uploads switched off (``AFLITE_UPLOAD_TTL_HOURS=0``).
+    """
+    key = session.get(DATASET, "digits")
+    uploads = session.get(UPLOADS) or {}
+    if vault is None or not str(key).startswith("upload-") or key not in uploads:
+        return None
+    if ((session.get(LINK) or {}).get("tokens") or {}).get(key):
+        return None  # in the vault: the URL holds its token
+    if vault.ttl <= 0:
+        return (
+            "This uploaded dataset is kept for this session only: the server keeps no uploads for links "
+            f"({settings.UPLOAD_TTL_HOURS_ENV} is 0), so a reload or a link will not bring it back."
+        )
+    size = dataset_bytes(uploads[key])
+    return (
+        f"This uploaded dataset ({size / 2**20:,.1f} MB in memory) is kept for this session only because it is "
+        f"larger than the server's upload store of {vault.max_bytes / 2**20:,.0f} MB "
+        f"({settings.UPLOAD_VAULT_MB_ENV}); a reload or a link will not bring it back."
+    )
 
 
 def _int(text: str, low: int, high: int) -> int | None:
