@@ -444,13 +444,13 @@ with upload_tab:
         espec = uploads.embedding_spec(table_bytes, table_file.name, views)
         outlook = uploads.embedding_outlook(frame, espec)
         if not outlook["seconds"]:
-            st.caption("Already computed: read from the server's embedding cache (AFLITE_CACHE_DIR), no waiting.")
+            st.caption("Already computed: read from the server's embedding cache, no waiting.")
         else:
             st.caption(
                 f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
                 "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
-                "Cached on disk (the server's embedding cache, AFLITE_CACHE_DIR): the same texts are never embedded "
-                "twice, in any session."
+                "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
+                "session."
             )
 
     numeric = [c for c in guess["numeric"] if c in free]
