@@ -94,7 +94,7 @@ if report is None:
 
 acc, bias = report.accuracies, report.bias
 for note in report.notes:
-    st.warning(note)
+    st.warning(ui.message(note))
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Full data", f"{report.sizes['full']:,} rows")

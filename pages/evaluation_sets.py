@@ -116,9 +116,10 @@ if source == "split":
     )
 else:
     st.caption(
-        f"Upload evaluation rows with the same columns as '{data.name}' (label column '{data.label_column}'"
-        + (f", text columns {', '.join(repr(c) for c in data.text_columns)}" if data.text_columns else "")
-        + (f", id column '{data.id_column}'" if data.id_column else "")
+        f"Upload evaluation rows with the same columns as '{ui.md(data.name)}' (label column "
+        f"'{ui.md(data.label_column)}'"
+        + (f", text columns {ui.md(', '.join(repr(c) for c in data.text_columns))}" if data.text_columns else "")
+        + (f", id column '{ui.md(data.id_column)}'" if data.id_column else "")
         + "). Supported: the TF-IDF views are rebuilt from the training and evaluation text together; every other "
         "representation needs its own aligned .npy of the evaluation rows, or it is left out of the study."
     )
@@ -129,7 +130,7 @@ else:
         cols = st.columns(min(3, len(others)))
         for i, rep in enumerate(others):
             f = cols[i % len(cols)].file_uploader(
-                f"Evaluation features for '{rep}' (.npy, {data.representation(rep).shape[1]} columns)",
+                f"Evaluation features for '{ui.md(rep)}' (.npy, {data.representation(rep).shape[1]} columns)",
                 type=["npy"],
                 key=f"es-up-npy-{key}-{rep}",
             )
@@ -144,7 +145,10 @@ else:
         st.stop()
     with ui.errors():
         up = compute.evalsets_uploaded(base)
-    st.caption(f"Evaluation table '{up.name}': {len(up.frame):,} rows · representations: {', '.join(up.train_X)}.")
+    st.caption(
+        f"Evaluation table '{ui.md(up.name)}': {len(up.frame):,} rows · representations: "
+        f"{ui.md(', '.join(up.train_X))}."
+    )
     labels_cols, source_cols = compute.evalsets_annotator_columns(up.frame)
     with st.form(f"es-upform-{key}"):
         a1, a2, a3 = st.columns(3)
@@ -198,7 +202,7 @@ st.caption(
     f"training rows, as the paper ranks its adversaries (Table 1): {order}."
 )
 for note in setup.meta.get("notes", []):
-    st.caption(f"Note: {note}")
+    st.caption(f"Note: {ui.message(note)}")
 
 # -- 2. the study ----------------------------------------------------------------------------------------------
 st.subheader("2 · Study")

@@ -160,7 +160,7 @@ with tab_rows:
     if link_text is not None:
         l1, l2 = st.columns([4, 1], vertical_alignment="center")
         l1.info(
-            f"Showing only the **{link_text}**: the bar you clicked on the Filter or Predictability page. "
+            f"Showing only the **{ui.message(link_text)}**: the bar you clicked on the Filter or Predictability page. "
             "The filters below narrow it further."
         )
         l2.button("✕ Show all rows", key="inspect-clear-link", on_click=_clear_link, help="Remove this filter.")
@@ -406,7 +406,7 @@ with tab_classes:
     with ui.errors():
         impact = compute.inspect_class_impact(ref, result)
     for msg in impact.loc[impact["warning"], "message"]:
-        st.warning(msg + " The filtered set may be too small in this class to train or evaluate on.")
+        st.warning(ui.message(msg) + " The filtered set may be too small in this class to train or evaluate on.")
     st.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
     ui.caption(
         "Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "

@@ -289,8 +289,9 @@ def hostile_root(tmp_path, monkeypatch):
     return root
 
 
-def _every_page(at, secrets) -> list[tuple]:
-    """Visit every page (and run the Evaluation sets study) with the session's hostile dataset: the problems."""
+def _every_page(at, secrets, cls: str) -> list[tuple]:
+    """Visit every page (and run the Evaluation sets study, and open Inspect as a click on the Filter page's bar
+    of class ``cls`` does) with the session's hostile dataset: the problems found."""
     found = []
     for page in PAGES:
         at.switch_page(page).run()
@@ -298,6 +299,10 @@ def _every_page(at, secrets) -> list[tuple]:
         if page == "pages/evaluation_sets.py":
             next(b for b in at.button if b.label == "Run study").click().run()
             found += problems(at, secrets, where=f"{page} (study)")
+    at.session_state["inspect-filter"] = {"round": 1, "class": cls, "status": "removed"}
+    at.switch_page("pages/inspect.py").run()
+    found += problems(at, secrets, where="inspect (a bar's rows)")
+    assert any("Showing only the" in i.value for i in at.info), "the link filter is shown"
     return found
 
 
@@ -322,16 +327,24 @@ def test_damaged_runs_are_refused_naming_the_run_relative_to_the_root(app_test, 
         assert shown
 
 
-def test_a_hostile_run_folder_and_labels_on_every_page(app_test, hostile_root, tmp_path):
+def test_a_hostile_run_folder_and_labels_on_every_page(app_test, hostile_root, tmp_path, monkeypatch):
+    from aflite_app.compute import inspect as inspect_compute
+    from aflite_app.compute import runs
+
+    for module, name in ((runs, "_class_impact"), (inspect_compute, "class_impact")):  # every class warned
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, **k: _real(*a, **{**k, "min_rows": 10**6}))
     secrets = _secrets(tmp_path, hostile_root)
     at = _open(app_test(page="pages/data.py"), f"hostile/{RUN_NAME}")
     assert not at.error, [e.value for e in at.error]
     assert at.session_state["dataset_key"].startswith("run-")
     found = problems(at, secrets, where="data (opened)")
     shown = " ".join(text for *_, text, markdown in rendered(at) if markdown)
-    found += _every_page(at, secrets)
+    found += _every_page(at, secrets, LABELS[0])
     assert not found, "\n".join(map(repr, found))
     assert md(RUN_NAME) in shown  # the name is there, escaped
+    at.switch_page("pages/filter.py").run()
+    assert any(md(LABELS[0]) in w.value for w in at.warning), [w.value for w in at.warning]  # the class warning
 
 
 #: more folder names, each a copy of the good run: very long, a line break, block Markdown at the start, dots
@@ -441,7 +454,15 @@ def test_a_hostile_upload_on_every_page(app_test, tmp_path, monkeypatch):
     assert not at.error, [e.value for e in at.error]
     next(b for b in at.button if b.key == "use-upload").click().run()
     assert at.session_state["dataset_key"].startswith("upload-")
-    found += _every_page(at, secrets)
+    found += _every_page(at, secrets, LABELS[0])
+    key = at.session_state["dataset_key"]  # an evaluation table for it: named like Markdown, holding junk
+    at.switch_page("pages/evaluation_sets.py").run()
+    at.radio(key=f"es-source-{key}").set_value("upload").run()
+    found += problems(at, secrets, where="evaluation sets (upload)")
+    at.file_uploader(key=f"es-up-{key}").set_value((UPLOAD_NAME, b"\x00\xff junk", "text/csv")).run()
+    next(b for b in at.button if b.key == f"es-use-{key}").click().run()
+    found += problems(at, secrets, where="evaluation sets (junk table)")
+    assert at.error, "the junk evaluation table is refused"
     assert not found, "\n".join(map(repr, found))
     assert md(UPLOAD_NAME) in shown  # the name is there, escaped
 
