@@ -364,7 +364,7 @@ def run_in_background(
         if current.done:
             st.rerun(scope="app")
         fraction, text = describe(current.progress, current.elapsed, current.step)
-        st.progress(fraction, text=text)
+        st.progress(fraction, text=message(text))  # it may name a column or a representation
         if current.stop_requested:
             st.caption(stopping)
 

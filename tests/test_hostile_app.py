@@ -530,3 +530,42 @@ def test_an_upload_the_store_keeps_has_no_such_notice_and_a_bad_token_says_so(ap
     assert links.apply_url({}, {"dataset": "upload:" + "A" * 22}, vault, lambda key: None).startswith(
         "The uploaded dataset of this link is not kept: this server keeps no uploads for links"
     )
+
+
+PROGRESS = """
+import threading
+import streamlit as st
+from aflite_app import ui
+
+release = threading.Event()
+
+
+def prepare(spec):
+    def job(callback):
+        release.wait(5)
+        return 1
+
+    return job
+
+
+ui.run_in_background(
+    "hostile-job",
+    "spec",
+    prepare,
+    lambda progress, elapsed, step=None: (0.5, "Embedding '**B0LD** <b>x [x](http://e.example)'"),
+    stop_key="hostile-stop",
+    stop_help="Stop.",
+    stopping="Stopping…",
+)
+release.set()
+"""
+
+
+def test_a_progress_text_naming_a_column_shows_it_literally(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0")
+    at = AppTest.from_string(PROGRESS, default_timeout=60)
+    at.run()
+    texts = [p.proto.text for p in at.get("progress")]
+    assert texts == [md("Embedding '**B0LD** <b>x [x](http://e.example)'")]
