@@ -569,3 +569,20 @@ def test_a_progress_text_naming_a_column_shows_it_literally(monkeypatch):
     at.run()
     texts = [p.proto.text for p in at.get("progress")]
     assert texts == [md("Embedding '**B0LD** <b>x [x](http://e.example)'")]
+
+
+def test_an_archive_that_cannot_be_unpacked_names_no_server_path(monkeypatch):
+    import zipfile
+
+    from aflite_app import run_archive
+
+    def full_disk(zf, info, dest, budget):
+        raise OSError(28, "No space left on device", str(dest))
+
+    monkeypatch.setattr(run_archive, "_extract", full_disk)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("run/result.json", "{}")
+    with pytest.raises(run_archive.RunArchiveError) as refusal:
+        run_archive.load_run_zip(buf.getvalue(), name="'**B0LD**.zip'")
+    assert str(refusal.value) == "'**B0LD**.zip' could not be unpacked: OSError"  # the page shows it via ui.message
