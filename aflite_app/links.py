@@ -11,7 +11,8 @@ random token (``?dataset=upload:<token>``, 128 random bits), so a reload or a sh
 token nothing of another session's upload is reachable. The vault holds at most ``AFLITE_UPLOAD_VAULT_MB``
 megabytes (default 1024; the oldest go first) for ``AFLITE_UPLOAD_TTL_HOURS`` hours (default 24); an expired or
 unknown token gets one sentence. An upload the vault cannot keep (larger than it, or ``AFLITE_UPLOAD_TTL_HOURS=0``)
-is in no URL: :func:`unlinked_upload` gives the sentence every page shows while it is in use. Opened run directories are not kept: reopen them from the run root.
+is in no URL: :func:`unlinked_upload` gives the sentence every page shows while it is in use. Opened run
+directories are not kept: reopen them from the run root.
 """
 
 from __future__ import annotations
