@@ -50,6 +50,9 @@ state.init_filter_widgets(st.session_state, dspec.key, filter_defaults(data.n_ro
 view = links.view_params(st.session_state, ui.upload_vault())  # the address bar always holds the current view
 if st.query_params.to_dict() != view:
     st.query_params.from_dict(view)
+unlinked = links.unlinked_upload(st.session_state, ui.upload_vault())  # a reload would lose it: say so
+if unlinked:
+    st.warning(unlinked)
 summary = st.sidebar.empty()
 ui.run_summary(summary)  # what is known now (kept if the page stops early) ...
 nav.run()

@@ -38,6 +38,7 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from . import settings
+from .markup import message
 
 __all__ = [
     "BackgroundRun",
@@ -69,8 +70,8 @@ def errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
-        text = str(exc) or type(exc).__name__
-        st.error(text)
+        text = os_error_text(exc) if isinstance(exc, OSError) else str(exc) or type(exc).__name__
+        st.error(message(text))  # it may quote the user's names: shown literally
         st.stop()
 
 
@@ -268,13 +269,25 @@ class Outcome:
         return self.error is None and not self.stopped
 
 
+def os_error_text(exc: OSError) -> str:
+    """One sentence for a failed file operation: Python's own text names the file by its path on the server.
+
+    An ``OSError`` raised with a sentence of its own (no file name, no error number) keeps it.
+    """
+    if exc.filename is None and exc.errno is None and str(exc):
+        return str(exc)
+    return f"A file on the server could not be read or written ({type(exc).__name__}); try again, or tell its admin."
+
+
 def as_outcome(run: Callable[[], Any], what: str) -> Outcome:
     """Run ``run()`` and wrap its result, its stop or its error (``what`` names the job in a failure)."""
     try:
         return Outcome(value=run())
     except Stopped:
         return Outcome(stopped=True)
-    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
+    except OSError as exc:
+        return Outcome(error=os_error_text(exc))
+    except (ValueError, TypeError, ImportError, MemoryError) as exc:
         return Outcome(error=str(exc).strip() or type(exc).__name__)
     except Exception as exc:  # never a traceback in the browser: one sentence, the details on the console
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
@@ -354,7 +367,7 @@ def run_in_background(
         if current.done:
             st.rerun(scope="app")
         fraction, text = describe(current.progress, current.elapsed, current.step)
-        st.progress(fraction, text=text)
+        st.progress(fraction, text=message(text))  # it may name a column or a representation
         if current.stop_requested:
             st.caption(stopping)
 

@@ -19,6 +19,10 @@ from .compute import datasets, runs
 
 # the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.remaining_text)
 from .jobs import errors, remaining_text, run_in_background, session_alive, sync_wait  # noqa: F401
+
+# the one escape helper: user text (names, labels, ids) in Markdown goes through ui.md, messages through
+# ui.message, in a Plotly text through ui.plotly_text
+from .markup import md, message, plotly_text  # noqa: F401
 from .state import (
     DATASET,
     FILTER_WIDGETS,
@@ -239,7 +243,7 @@ def sidebar() -> None:
             )
         counts = ", ".join(f"{c}: {n:,}" for c, n in data.class_counts().items())
         short = counts[:120] + ("…" if len(counts) > 120 else "")
-        st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ({short})")
+        st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ({md(short)})")
 
 
 def run_summary(box: Any) -> None:
@@ -253,7 +257,7 @@ def run_summary(box: Any) -> None:
         else:
             name = dataset_label(last.dataset.key)
             st.caption(
-                f"On {name} · {last.dataset.representation}"
+                f"On {md(name)} · {md(last.dataset.representation)}"
                 f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "
                 f"m = {last.n_partitions}, t = {result.params['train_size']:,}, {last.model}, seed {last.seed}"
             )

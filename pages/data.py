@@ -89,8 +89,8 @@ with bundled_tab:
         for key, data in session_uploads.items():
             left, right = st.columns([4, 1])
             left.markdown(
-                f"**{data.name}** — {data.n_rows:,} rows, {data.n_classes} classes, representations: "
-                + ", ".join(data.representations)
+                f"**{ui.md(data.name)}** — {data.n_rows:,} rows, {data.n_classes} classes, representations: "
+                + ui.md(", ".join(data.representations))
             )
             if key == current:
                 right.success("In use")
@@ -151,12 +151,12 @@ with run_tab:
         st.button("Open run", key="open-run", on_click=_open_run, type="primary")
     run_error = state.page_state(st.session_state, DATA_PAGE).get("run_error")
     if run_error:
-        st.error(run_error)
+        st.error(ui.message(run_error))
     for key, entry in st.session_state.get(RUN_DIRS, {}).items():
         result = entry["result"]
         with st.container(border=True):
             st.markdown(
-                f"**{datasets.dataset(key, session=session_data).name}** — {result.n_rows:,} rows, "
+                f"**{ui.md(datasets.dataset(key, session=session_data).name)}** — {result.n_rows:,} rows, "
                 f"{result.n_rounds} rounds, "
                 f"kept {result.n_kept:,}. {result.stop_message}"
             )
@@ -184,7 +184,7 @@ with art_tab:
     art_choices = datasets.artifact_text_choices(art_data)
     if not art_choices:
         st.info(
-            f"{art_name} has no text to count tokens in. Fetch SNLI or MultiNLI by name, or upload a table with "
+            f"{ui.md(art_name)} has no text to count tokens in. Fetch SNLI or MultiNLI by name, or upload a table with "
             "text columns, and use it."
         )
     else:
@@ -212,7 +212,10 @@ with art_tab:
             art_stats = datasets.artifact_statistics(
                 art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
             )
-        st.markdown(f"**{art_name}**, tokens of {art_choices[art_source]}: {datasets.artifact_summary(art_stats)}")
+        st.markdown(
+            f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
+            + ui.message(datasets.artifact_summary(art_stats))
+        )
         st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
         ui.caption(
             "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
@@ -255,7 +258,7 @@ with nli_tab:
         st.warning(nli_missing)
     nli_local = datasets.nli_local_folder()
     if nli_local is not None:
-        st.caption(f"Reading the local copy in `{nli_local}` ({datasets.NLI_DATA_DIR_ENV}), not the Hugging Face Hub.")
+        st.caption(f"Reading the server's local copy ({datasets.NLI_DATA_DIR_ENV}), not the Hugging Face Hub.")
     with st.form("nli-form", border=True):
         n1, n2, n3 = st.columns([2, 1, 1])
         n1.selectbox(
@@ -294,7 +297,7 @@ with nli_tab:
         if nli_outcome.stopped:
             st.info(f"Fetching {nli_spec.label} was stopped. Fetch again to start over.")
         elif nli_outcome.error:
-            st.error(nli_outcome.error)
+            st.error(ui.message(nli_outcome.error))
         else:
             fetched = nli_outcome.value
     if fetched is not None:
@@ -359,7 +362,7 @@ with upload_tab:
     tag = uploads.content_tag(table_bytes)  # new file, fresh choices
     columns = [str(c) for c in frame.columns]
 
-    st.markdown(f"**{table_file.name}**: {len(frame):,} rows, {len(columns)} columns.")
+    st.markdown(f"**{ui.md(table_file.name)}**: {len(frame):,} rows, {len(columns)} columns.")
     c1, c2 = st.columns(2)
     label_column = c1.selectbox(
         uploads.LABEL_FIELD,
@@ -370,7 +373,7 @@ with upload_tab:
     )
     if label_column is None:
         c1.warning(
-            f"No column of '{table_file.name}' looks like a label: none is named like one (label, gold_label, "
+            f"No column of '{ui.md(table_file.name)}' looks like a label: none is named like one (label, gold_label, "
             "class …) and none has a few values shared by many rows. AFLite needs the class of every row: choose "
             f"the column that holds it in '{uploads.LABEL_FIELD}', or add one to the file."
         )
@@ -384,8 +387,8 @@ with upload_tab:
     for col, why in guess["id_refused"].items():
         if col != label_column:
             c2.caption(
-                f"Not used as the id: {why}, so it cannot tell every row apart. Rows are identified by their "
-                "position (0, 1, 2, …) instead; fill in the ids in the file, or choose another column here."
+                f"Not used as the id: {ui.message(why)}, so it cannot tell every row apart. Rows are identified by "
+                "their position (0, 1, 2, …) instead; fill in the ids in the file, or choose another column here."
             )
     if label_column is None:
         st.stop()
@@ -425,9 +428,9 @@ with upload_tab:
     embed = st.checkbox(
         "Sentence embeddings (all-MiniLM-L6-v2) of "
         + (
-            f"the full pair and of '{pair[1]}' alone (the partial input)"
+            f"the full pair and of '{ui.md(pair[1])}' alone (the partial input)"
             if pair
-            else (", ".join(f"'{c}'" for c in text_columns) if text_columns else "the text columns")
+            else (", ".join(f"'{ui.md(c)}'" for c in text_columns) if text_columns else "the text columns")
         ),
         value=False,
         key=f"up-emb-{tag}",
@@ -451,15 +454,15 @@ with upload_tab:
             f"embeds at most {uploads.EMBED_MAX_CHARS:,} characters."
         )
         if outlook["refusal"]:
-            st.warning(outlook["refusal"])
+            st.warning(ui.message(outlook["refusal"]))
         elif not outlook["seconds"]:
-            st.caption(f"Already computed: read from the embedding cache (`{outlook['cache_dir']}`), no waiting.")
+            st.caption("Already computed: read from the server's embedding cache, no waiting.")
         else:
             st.caption(
                 f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
                 "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
-                f"Cached on disk (`{outlook['cache_dir']}`): the same texts are never embedded twice, in any session. "
-                + caps
+                "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
+                "session. " + caps
             )
 
     numeric = [c for c in guess["numeric"] if c in free]
@@ -502,7 +505,7 @@ with upload_tab:
             if emb_outcome.stopped:
                 st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
             else:
-                st.error(emb_outcome.error)
+                st.error(ui.message(emb_outcome.error))
             st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=("embed_run",))
             st.stop()
         embedded = (espec, emb_outcome.value)
@@ -524,7 +527,7 @@ with upload_tab:
         embedded=embedded,
     )
     if not outcome.ok:
-        st.error(outcome.error)
+        st.error(ui.message(outcome.error))
         st.stop()
 
     data = outcome.dataset
@@ -553,7 +556,7 @@ with upload_tab:
     left, right = st.columns(2)
     with left:
         st.plotly_chart(charts.class_count_chart(data.class_counts()), width="stretch", key="up-classes")
-        ui.caption(f"Rows per class in '{label_column}'. AFLite needs at least 2 rows in every class.")
+        ui.caption(f"Rows per class in '{ui.md(label_column)}'. AFLite needs at least 2 rows in every class.")
     with right:
         st.dataframe(datasets.representation_table(data), hide_index=True, width="stretch")
         ui.caption("The representations Φ(X) AFLite can filter with (chosen in the sidebar once in use).")

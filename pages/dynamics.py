@@ -60,22 +60,24 @@ if source == "record":
         note = (
             "Only the full input is recorded, so the levels use its four features."
             if partials
-            else f"'{data.name}' has a single representation, so there is no partial input: the levels "
+            else f"'{ui.md(data.name)}' has a single representation, so there is no partial input: the levels "
             "use the four full-input features."
         )
     elif natural and partial in natural:
         note = (
-            f"Partial input '{partial}' is a natural one (part of each example, such as the hypothesis of a "
+            f"Partial input '{ui.md(partial)}' is a natural one (part of each example, such as the hypothesis of a "
             "premise/hypothesis pair): rows its model learns easily carry cues that need no reasoning."
         )
     else:
         note = (
-            f"'{data.name}' has no natural partial input (it is not a premise/hypothesis pair), so '{partial}' is "
+            f"'{ui.md(data.name)}' has no natural partial input (it is not a premise/hypothesis pair), so "
+            f"'{ui.md(partial)}' is "
             "simply a second, weaker view of the same rows: read the partial_ features as how easily a weaker "
             "model learns a row, not as an annotation artifact."
         )
     st.caption(
-        f"Full input: the sidebar's representation '{dspec.representation}' ({full_desc}). {note} A softmax "
+        f"Full input: the sidebar's representation '{ui.md(dspec.representation)}' ({ui.md(full_desc)}). {note} "
+        "A softmax "
         "model is trained with Adam (batch 32, learning rate 0.01 decaying to 0) on all rows, in-sample, as "
         "the paper does on the test set."
     )
@@ -84,8 +86,8 @@ else:
     st.caption(
         "allenai/cartography writes one file per epoch, dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …, "
         'each line {"guid": id, "logits_epoch_<e>": [one logit per class], "gold": class index}. The guid must '
-        f"be the row's id in the dataset selected in the sidebar ('{data.name}': ids "
-        f"{', '.join(str(i) for i in data.ids[:3])}, …). At most {compute.DYN_MAX_UPLOAD_FILES} epochs and "
+        f"be the row's id in the dataset selected in the sidebar ('{ui.md(data.name)}': ids "
+        f"{ui.md(', '.join(str(i) for i in data.ids[:3]))}, …). At most {compute.DYN_MAX_UPLOAD_FILES} epochs and "
         f"{compute.DYN_MAX_UPLOAD_BYTES // 2**20} MB per input."
     )
     u1, u2 = st.columns(2)
@@ -186,7 +188,7 @@ if compute.stored_dynamics(spec) is None:
                 "than asked for would give other levels, and nothing of it was kept. Record again starts over."
             )
         else:
-            st.error(recorded.error)
+            st.error(ui.message(recorded.error))
         st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=("record_run",))
         st.stop()
 with ui.errors():
@@ -230,7 +232,7 @@ st.markdown(
     "This check splits the rows in two"
     + (" (every premise on one side)" if data.pair is not None else "")
     + ", records new training dynamics on each half (the sidebar's representation"
-    + (f" and the partial input '{spec.partial}'" if source == "record" and spec.partial else "")
+    + (f" and the partial input '{ui.md(spec.partial)}'" if source == "record" and spec.partial else "")
     + "), and tests both."
 )
 vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(spec.epochs or 5), seed)
@@ -268,7 +270,7 @@ else:
         if checked.stopped:
             st.warning("The validation was stopped before it finished; nothing of it was kept.")
         else:
-            st.error(checked.error)
+            st.error(ui.message(checked.error))
         st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=("validate_run",))
 if val is not None:
     st.markdown(f"**{charts.validation_sentence(val.level_accuracy, val.fractions)}**")
@@ -372,7 +374,7 @@ if data.pair is None:
     kind = "images" if data.images is not None else "rows of numbers" if not data.text_columns else "single texts"
     st.info(
         f"The spurious-correlation measures (word overlap, antonyms, length mismatch, misspelled words, "
-        f"negation) compare the premise and the hypothesis of a text pair. '{data.name}' has no text pair (its "
+        f"negation) compare the premise and the hypothesis of a text pair. '{ui.md(data.name)}' has no text pair (its "
         f"rows are {kind}), so they are not shown. Upload a table with premise and hypothesis columns on the Data "
         "page to see them."
     )

@@ -78,7 +78,7 @@ fig = charts.embedding_scatter(
     axis_titles=proj.axis_titles,
     selected=sel.baked,
     revision=sel.revision,
-    title=f"{proj.method} of Φ = {rep_text}",
+    title=f"{proj.method} of Φ = {ui.plotly_text(rep_text)}",
 )
 st.plotly_chart(fig, key=map_key, on_select=_on_select, selection_mode=("points", "box", "lasso"), width="stretch")
 shown = proj.method
@@ -91,7 +91,7 @@ colour_text = {
     "class": "one colour per class; hover a point for whether it was kept",
 }[colour]
 ui.caption(
-    f"Shown: {shown} of the representation Φ ({rep_text}). Each point is one row, placed so that rows "
+    f"Shown: {shown} of the representation Φ ({ui.md(rep_text)}). Each point is one row, placed so that rows "
     f"with similar Φ are close; {colour_text}. Drag a lasso around points (box select and zoom are in "
     "the chart's toolbar) to list them below; double-click the map to clear the selection. A selection "
     "stays when you change the colouring or the projection."
@@ -167,24 +167,24 @@ if out["n_retained"] > 1 and out["n_removed"] > 1:
     )
 with h2:
     st.metric(
-        f"Mean similarity, retained rows of class {names[code]}",
+        f"Mean similarity, retained rows of class {ui.md(names[code])}",
         _mean(sim.mean_retained_all),
         help=f"Mean pairwise cosine similarity in Φ over all {out['n_retained']:,} retained rows of the class",
     )
     st.metric(
-        f"Mean similarity, removed rows of class {names[code]}",
+        f"Mean similarity, removed rows of class {ui.md(names[code])}",
         _mean(sim.mean_removed_all),
         help=f"Mean pairwise cosine similarity in Φ over all {out['n_removed']:,} removed rows of the class",
     )
     if out["n_removed"] == 0:
-        st.info(f"AFLite removed no rows of class {names[code]}, so there is no removed block to compare.")
+        st.info(f"AFLite removed no rows of class {ui.md(names[code])}, so there is no removed block to compare.")
     if data.images is not None:
         for label, sample in (("Retained sample", sim.retained_rows), ("Removed sample", sim.removed_rows)):
             if len(sample):
                 st.markdown(f"**{label}**")
                 st.image(compute.thumbnails(data, sample), width=34)
 ui.caption(
-    f"Class {names[code]}: pairwise cosine similarity in Φ of {len(sim.retained_rows)} retained (blue box) and "
+    f"Class {ui.md(names[code])}: pairwise cosine similarity in Φ of {len(sim.retained_rows)} retained (blue box) and "
     f"{len(sim.removed_rows)} removed (vermillion box) rows sampled with seed {seed}; darker = more alike. The "
     f"means on the right are over all {out['n_retained']:,} retained and all {out['n_removed']:,} removed rows of "
     f"the class (lower = more diverse).{verdict}"

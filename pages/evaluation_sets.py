@@ -119,9 +119,10 @@ if source == "split":
     )
 else:
     st.caption(
-        f"Upload evaluation rows with the same columns as '{data.name}' (label column '{data.label_column}'"
-        + (f", text columns {', '.join(repr(c) for c in data.text_columns)}" if data.text_columns else "")
-        + (f", id column '{data.id_column}'" if data.id_column else "")
+        f"Upload evaluation rows with the same columns as '{ui.md(data.name)}' (label column "
+        f"'{ui.md(data.label_column)}'"
+        + (f", text columns {ui.md(', '.join(repr(c) for c in data.text_columns))}" if data.text_columns else "")
+        + (f", id column '{ui.md(data.id_column)}'" if data.id_column else "")
         + "). Supported: the TF-IDF views are rebuilt from the training and evaluation text together; every other "
         "representation needs its own aligned .npy of the evaluation rows, or it is left out of the study."
     )
@@ -132,7 +133,7 @@ else:
         cols = st.columns(min(3, len(others)))
         for i, rep in enumerate(others):
             f = cols[i % len(cols)].file_uploader(
-                f"Evaluation features for '{rep}' (.npy, {data.representation(rep).shape[1]} columns)",
+                f"Evaluation features for '{ui.md(rep)}' (.npy, {data.representation(rep).shape[1]} columns)",
                 type=["npy"],
                 key=f"es-up-npy-{key}-{rep}",
             )
@@ -149,7 +150,10 @@ else:
         st.stop()
     with ui.errors():
         up = compute.evalsets_uploaded(base)
-    st.caption(f"Evaluation table '{up.name}': {len(up.frame):,} rows · representations: {', '.join(up.train_X)}.")
+    st.caption(
+        f"Evaluation table '{ui.md(up.name)}': {len(up.frame):,} rows · representations: "
+        f"{ui.md(', '.join(up.train_X))}."
+    )
     labels_cols, source_cols = compute.evalsets_annotator_columns(up.frame)
     with st.form(f"es-upform-{key}"):
         a1, a2, a3 = st.columns(3)
@@ -198,14 +202,14 @@ else:
     with ui.errors(), st.spinner("Splitting the data and measuring each adversary's strength…"):
         setup = compute.evalsets_setup(setspec, session=session_data)
 n_train, n_eval = len(setup.train_y), len(setup.eval_y)
-order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
+order = " < ".join(f"{ui.md(a)} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
 st.caption(
     f"{n_train:,} training rows · {n_eval:,} evaluation rows. Adversaries from weakest to strongest by a strength "
     f"measured independently of filtering — the held-out accuracy of each adversary's backbone trained on the "
     f"training rows, as the paper ranks its adversaries (Table 1): {order}."
 )
 for note in setup.meta.get("notes", []):
-    st.caption(f"Note: {note}")
+    st.caption(f"Note: {ui.message(note)}")
 
 # -- 2. the study ----------------------------------------------------------------------------------------------
 st.subheader("2 · Study")
@@ -388,8 +392,8 @@ if len(filtered):
 overview, per_adversary = compute.evalsets_reading(study)
 if overview or per_adversary:
     with st.container(border=True):
-        lines = [f"- {line}" for line in overview]
-        lines += [f"- **{a}** — " + " ".join(sents) for a, sents in per_adversary.items() if sents]
+        lines = [f"- {ui.message(line)}" for line in overview]
+        lines += [f"- **{ui.md(a)}** — " + ui.message(" ".join(sents)) for a, sents in per_adversary.items() if sents]
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
 st.subheader("Adversary strength and round 1")

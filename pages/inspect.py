@@ -53,11 +53,11 @@ def open_run_panel() -> None:
         key=INSPECT_UPLOAD,
         on_change=_on_upload,
         help="The 'Run record' zip this page downloads, or a zip of the folder the CLI wrote with --out. "
-        f"It must have been made on the dataset selected in the sidebar ({data_label}).",
+        f"It must have been made on the dataset selected in the sidebar ({ui.md(data_label)}).",
     )
     seen = state.page_state(st.session_state, INSPECT_PAGE).get("seen")
     if up is not None and seen is not None and seen[0] == up.file_id and seen[1]:
-        st.error(seen[1])
+        st.error(ui.message(seen[1]))
 
 
 # -- which run ---------------------------------------------------------------------------------------------
@@ -80,8 +80,8 @@ if filter_ref is None and loaded_ref is None:
     st.page_link("pages/filter.py", label="Go to Filter")
     if loaded is not None:
         st.caption(
-            f"The run opened from '{loaded['name']}' belongs to another dataset "
-            f"({ui.dataset_label(loaded['dataset'])}); pick that one in the "
+            f"The run opened from '{ui.md(loaded['name'])}' belongs to another dataset "
+            f"({ui.md(ui.dataset_label(loaded['dataset']))}); pick that one in the "
             "sidebar to see it."
         )
     st.markdown("**Open a saved run**")
@@ -90,7 +90,7 @@ if filter_ref is None and loaded_ref is None:
 
 names = {"filter": "the Filter page's current run"}
 if loaded_ref is not None:
-    names["loaded"] = f"the run opened from '{loaded['name']}'"
+    names["loaded"] = f"the run opened from '{ui.md(loaded['name'])}'"  # a radio option is Markdown
 if filter_ref is not None and loaded_ref is not None:
     if st.session_state.get(INSPECT_WHICH) not in names:
         st.session_state[INSPECT_WHICH] = "loaded"
@@ -112,11 +112,11 @@ with ui.errors():
 
 p = result.params
 k_text = "1 (greedy)" if p.get("strategy") == "greedy" else f"{p.get('slice_size')}"
-rep_text = f"representation {representation}" if representation else "representation unknown"
+rep_text = f"representation {ui.md(representation)}" if representation else "representation unknown"
 st.markdown(
-    f"**Showing {names[which]}** on {data_label} · {rep_text} · τ = {p['tau']:g}, k = {k_text}, "
+    f"**Showing {names[which]}** on {ui.md(data_label)} · {rep_text} · τ = {p['tau']:g}, k = {k_text}, "
     f"target n = {p['target_size']:,}, m = {p['n_partitions']}, t = {p['train_size']:,}, "
-    f"strategy '{p['strategy']}', seed {p.get('seed', '?')}",
+    f"strategy '{ui.md(p['strategy'])}', seed {p.get('seed', '?')}",
     help=STRATEGY_LABELS.get(p["strategy"], p["strategy"]),
 )
 m1, m2, m3, m4 = st.columns(4)
@@ -160,7 +160,7 @@ with tab_rows:
     if link_text is not None:
         l1, l2 = st.columns([4, 1], vertical_alignment="center")
         l1.info(
-            f"Showing only the **{link_text}**: the bar you clicked on the Filter or Predictability page. "
+            f"Showing only the **{ui.message(link_text)}**: the bar you clicked on the Filter or Predictability page. "
             "The filters below narrow it further."
         )
         l2.button("✕ Show all rows", key="inspect-clear-link", on_click=_clear_link, help="Remove this filter.")
@@ -195,7 +195,7 @@ with tab_rows:
             "Search the text",
             key="inspect-query",
             placeholder="word or phrase",
-            help=f"Case-insensitive, in {', '.join(text_cols)}.",
+            help=f"Case-insensitive, in {ui.md(', '.join(text_cols))}.",
         )
     view = compute.filter_rows(
         table, status=status, classes=classes, rounds=rounds, query=query, text_columns=text_cols
@@ -330,7 +330,7 @@ with tab_art:
             min_count = 5 if data.n_rows >= 500 else 2
             with ui.errors():
                 art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count, session=session_data)
-            kind, where = "token", texts[1]
+            kind, where = "token", ui.message(texts[1])
             st.markdown(
                 f"**Removed vs kept rows, within each class (log-odds test).** Tokens in {where} whose share among "
                 "the removed rows of a class differs most from their share among its kept rows. A different "
@@ -369,12 +369,13 @@ with tab_art:
         else:
             slot = c2 if kind == "feature" else st.columns(2)[0]
             label = slot.selectbox("Class", present, key=f"inspect-art-class-{dspec.key}")
+            cls = ui.md(label)  # in the captions
             if kind == "feature" and grid is not None:
                 st.plotly_chart(
                     charts.pixel_artifact_chart(art, label, grid), width="stretch", key="inspect-pixel-chart"
                 )
                 ui.caption(
-                    f"Class {label}: the average image of the rows AFLite kept (left) and removed (middle), and for "
+                    f"Class {cls}: the average image of the rows AFLite kept (left) and removed (middle), and for "
                     "each pixel the AUC of telling a removed row from a kept one by that pixel alone (right; 0.5 = "
                     "no difference). Vermillion pixels are inked more among removed rows, blue ones among kept "
                     "rows: the pixel patterns that made rows easy for AFLite's models."
@@ -386,7 +387,7 @@ with tab_art:
             )
             if kind == "token":
                 ui.caption(
-                    f"Class {label}: each bar is a token's smoothed log-odds ratio of appearing in a removed row vs a "
+                    f"Class {cls}: each bar is a token's smoothed log-odds ratio of appearing in a removed row vs a "
                     "kept row of this class (0 = equally common). Vermillion bars are skewed toward removed rows: "
                     "the cues AFLite's models found easy, candidate annotation artifacts (e.g. negation words in "
                     "contradictions). Blue bars are more common among the rows that stayed. Ranked by z (log-odds / "
@@ -394,7 +395,7 @@ with tab_art:
                 )
             else:
                 ui.caption(
-                    f"Class {label}: the features that best tell a removed row from a kept row of this class, by "
+                    f"Class {cls}: the features that best tell a removed row from a kept row of this class, by "
                     "AUC (0.5 = no difference; 1 = every removed row has a higher value; 0 = lower). Vermillion "
                     "bars are higher among removed rows, blue bars higher among kept rows. Compared within the "
                     "class, so features that merely separate classes do not show up."
@@ -407,7 +408,7 @@ with tab_classes:
     with ui.errors():
         impact = compute.inspect_class_impact(ref, result, session=session_data)
     for msg in impact.loc[impact["warning"], "message"]:
-        st.warning(msg + " The filtered set may be too small in this class to train or evaluate on.")
+        st.warning(ui.message(msg) + " The filtered set may be too small in this class to train or evaluate on.")
     st.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
     ui.caption(
         "Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "
@@ -469,7 +470,7 @@ with tab_stab:
                 st.rerun()  # the rows table above now gets its frequency column
             else:
                 if outcome.error:
-                    st.error(outcome.error)
+                    st.error(ui.message(outcome.error))
                 finished = compute.finished_stability_specs(ref.spec, int(n_seeds), session=session_data)
                 if not outcome.error:
                     st.warning(

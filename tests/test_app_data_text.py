@@ -187,7 +187,9 @@ def test_nli_by_name_fetches_once_per_request_and_registers(app_test, nli_folder
 
     monkeypatch.setattr(core_nli, "load_nli_dataset", counting)
     at = app_test(page=PAGE)
-    assert any(str(nli_folder) in c.value for c in at.caption)  # says it reads the local copy
+    # says it reads the local copy, named by its variable: the server's path never reaches the browser (issue 24)
+    assert any("local copy (AFLITE_NLI_DATA_DIR)" in c.value for c in at.caption)
+    assert not any(str(nli_folder) in c.value for c in at.caption)
     _fetch(at)
     assert not at.exception, at.exception
     assert not _errors(at)

@@ -233,10 +233,10 @@ def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
     if local is not None:
         data_files = local / spec.name
         if not data_files.is_dir():
-            raise ValueError(
-                f"The local NLI folder '{local}' (set by {NLI_DATA_DIR_ENV}) has no '{spec.name}' sub-folder; "
-                f"put the {NLI_DATASETS[spec.name]} files in '{data_files}', or unset {NLI_DATA_DIR_ENV} to fetch "
-                "from the Hugging Face Hub."
+            raise ValueError(  # the folder is named by its variable: no server path reaches the browser
+                f"The local NLI folder (set by {NLI_DATA_DIR_ENV}) has no '{spec.name}' sub-folder; put the "
+                f"{NLI_DATASETS[spec.name]} files in its '{spec.name}' sub-folder, or unset {NLI_DATA_DIR_ENV} to "
+                "fetch from the Hugging Face Hub."
             )
         cache_dir = default_cache_dir() / "hf-datasets"
     try:
