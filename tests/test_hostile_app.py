@@ -374,7 +374,6 @@ def test_more_hostile_folder_names_open_cleanly(app_test, hostile_root, tmp_path
 
 
 # -- hostile links --------------------------------------------------------------------------------------------------
-OVERFLOW = pytest.mark.xfail(strict=True, reason="issue 24 bounded_int lands in branch bounds")
 LINKS = [
     {"dataset": "../../../../etc/passwd"},
     {"dataset": "<b>x</b> **B0LD**"},
@@ -382,10 +381,10 @@ LINKS = [
     {"dataset": "upload:../../x <b>"},
     {"dataset": "digits", "rep": "<b>x</b>", "strategy": "**B0LD**", "model": "[x](http://e.example)"},
     {"dataset": "digits", "tau": "nan", "n": "-5", "k": "abc", "m": "1e3"},
-    pytest.param({"dataset": "digits", "n": "inf"}, marks=OVERFLOW),
-    pytest.param({"dataset": "digits", "k": "-1e400"}, marks=OVERFLOW),
-    pytest.param({"dataset": "digits", "seed": "1e309"}, marks=OVERFLOW),
-    pytest.param({"dataset": "digits", "n": "9" * 5000}, marks=OVERFLOW),
+    {"dataset": "digits", "n": "inf"},  # overflowing numbers: ignored with one notice (bounded_int)
+    {"dataset": "digits", "k": "-1e400"},  # overflowing numbers: ignored with one notice (bounded_int)
+    {"dataset": "digits", "seed": "1e309"},  # overflowing numbers: ignored with one notice (bounded_int)
+    {"dataset": "digits", "n": "9" * 5000},  # overflowing numbers: ignored with one notice (bounded_int)
 ]
 
 
