@@ -2,7 +2,7 @@ import streamlit as st
 
 from aflite_app import state, ui
 from aflite_app.charts import data as charts
-from aflite_app.compute import datasets, rundirs, uploads
+from aflite_app.compute import datasets, rundirs, upload_sentences, uploads
 from aflite_app.state import BUNDLED, DATA_PAGE, DATASET, RUN_DIR, RUN_DIRS, RUN_FEATURES_FILE, RUN_LABELS_FILE, UPLOADS
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
@@ -423,8 +423,8 @@ with upload_tab:
     has_text = bool(text_columns or pair)
 
     # sentence embeddings (the optional extra): computed in a background job, cached on disk by content
-    emb_status = uploads.embeddings_status()
-    views = uploads.embedding_views(pair, tuple(text_columns))
+    emb_status = upload_sentences.embeddings_status()
+    views = upload_sentences.embedding_views(pair, tuple(text_columns))
     embed = st.checkbox(
         "Sentence embeddings (all-MiniLM-L6-v2) of "
         + (
@@ -446,12 +446,12 @@ with upload_tab:
     elif not views:
         st.caption("Choose text columns (or a sentence pair) to embed.")
     else:
-        espec = uploads.embedding_spec(table_bytes, table_file.name, views)
-        outlook = uploads.embedding_outlook(frame, espec)
+        espec = upload_sentences.embedding_spec(table_bytes, table_file.name, views)
+        outlook = upload_sentences.embedding_outlook(frame, espec)
         caps = (
             f"The model is given each text with its runs of blanks collapsed and cut at "
-            f"{uploads.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
-            f"embeds at most {uploads.EMBED_MAX_CHARS:,} characters."
+            f"{upload_sentences.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
+            f"embeds at most {upload_sentences.EMBED_MAX_CHARS:,} characters."
         )
         if outlook["refusal"]:
             st.warning(ui.message(outlook["refusal"]))
@@ -495,8 +495,8 @@ with upload_tab:
         emb_outcome = ui.run_in_background(
             (DATA_PAGE, "embed_run"),
             espec,
-            lambda s: uploads.prepare_embedding(s, frame),
-            uploads.describe_embedding,
+            lambda s: upload_sentences.prepare_embedding(s, frame),
+            upload_sentences.describe_embedding,
             stop_key="up-emb-stop",
             stop_help="Stop embedding after the current chunk (what is finished stays cached).",
             stopping="Stopping after the current chunk…",
