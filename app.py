@@ -12,7 +12,6 @@ import streamlit as st
 
 from aflite_app import links, state, ui
 from aflite_app.compute import synthetic as synthetic_compute
-from aflite_app.compute._stores import upload_vault
 from aflite_app.compute.datasets import bundled_dataset
 from aflite_app.compute.runs import filter_defaults
 
@@ -22,7 +21,7 @@ st.set_page_config(page_title="AFLite Studio", page_icon="🧹", layout="wide")
 synthetic_compute.start_warm_up()
 state.init_session(st.session_state)
 # a shared link or a reload: the URL's view (dataset, representation, Filter parameters) applies once
-notice = links.apply_url(st.session_state, st.query_params, upload_vault(), bundled_dataset)
+notice = links.apply_url(st.session_state, st.query_params, ui.upload_vault(), bundled_dataset)
 
 PAGES = {
     "AFLite Studio": [
@@ -48,9 +47,12 @@ if notice:
     st.warning(notice)
 dspec, data = ui.current_dataset()  # the Filter parameters of this dataset belong to the view from the start
 state.init_filter_widgets(st.session_state, dspec.key, filter_defaults(data.n_rows, data.n_classes))
-view = links.view_params(st.session_state, upload_vault())  # the address bar always holds the current view
+view = links.view_params(st.session_state, ui.upload_vault())  # the address bar always holds the current view
 if st.query_params.to_dict() != view:
     st.query_params.from_dict(view)
+unlinked = links.unlinked_upload(st.session_state, ui.upload_vault())  # a reload would lose it: say so
+if unlinked:
+    st.warning(unlinked)
 summary = st.sidebar.empty()
 ui.run_summary(summary)  # what is known now (kept if the page stops early) ...
 nav.run()

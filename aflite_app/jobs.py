@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, MutableMapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +38,7 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from . import settings
+from .markup import message
 
 __all__ = [
     "BackgroundRun",
@@ -69,8 +70,8 @@ def errors() -> Iterator[None]:
     try:
         yield
     except (ValueError, TypeError, FileNotFoundError, MemoryError) as exc:
-        text = str(exc) or type(exc).__name__
-        st.error(text)
+        text = os_error_text(exc) if isinstance(exc, OSError) else str(exc) or type(exc).__name__
+        st.error(message(text))  # it may quote the user's names: shown literally
         st.stop()
 
 
@@ -268,13 +269,25 @@ class Outcome:
         return self.error is None and not self.stopped
 
 
+def os_error_text(exc: OSError) -> str:
+    """One sentence for a failed file operation: Python's own text names the file by its path on the server.
+
+    An ``OSError`` raised with a sentence of its own (no file name, no error number) keeps it.
+    """
+    if exc.filename is None and exc.errno is None and str(exc):
+        return str(exc)
+    return f"A file on the server could not be read or written ({type(exc).__name__}); try again, or tell its admin."
+
+
 def as_outcome(run: Callable[[], Any], what: str) -> Outcome:
     """Run ``run()`` and wrap its result, its stop or its error (``what`` names the job in a failure)."""
     try:
         return Outcome(value=run())
     except Stopped:
         return Outcome(stopped=True)
-    except (ValueError, TypeError, OSError, ImportError, MemoryError) as exc:
+    except OSError as exc:
+        return Outcome(error=os_error_text(exc))
+    except (ValueError, TypeError, ImportError, MemoryError) as exc:
         return Outcome(error=str(exc).strip() or type(exc).__name__)
     except Exception as exc:  # never a traceback in the browser: one sentence, the details on the console
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
@@ -300,7 +313,7 @@ def sync_wait() -> float:
 
 
 def run_in_background(
-    state_key: str,
+    state_key: str | tuple[str, str],
     spec: Any,
     prepare: Callable[[Any], Callable],
     describe: Callable,
@@ -313,7 +326,8 @@ def run_in_background(
 ) -> Any:
     """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
 
-    Starts (or keeps) a :class:`~aflite_app.jobs.BackgroundRun` in ``st.session_state[state_key]`` running
+    Starts (or keeps) a :class:`~aflite_app.jobs.BackgroundRun` in ``st.session_state[state_key]`` (or, for a
+    ``(page key, entry)`` pair, in that entry of the page's dict: :func:`aflite_app.state.page_state`) running
     ``prepare(spec)``; a run asked for with other parameters is stopped. Fast runs are simply awaited
     (:func:`sync_wait`); slower ones show a fragment that polls the progress
     (``describe(round_progress_or_None, elapsed_seconds, step_progress_or_None) -> (fraction, text)``) with a
@@ -323,7 +337,8 @@ def run_in_background(
     ``block=False`` the page goes on below the progress bar while the job runs (the call returns None), and
     reruns once it is done.
     """
-    run = st.session_state.get(state_key)
+    holder, entry = _slot(state_key)
+    run = holder.get(entry)
     asked = None if run is None else run.stop_clicked
     if run is not None:
         run.stop_clicked = None  # a click counts for the one rerun it started
@@ -337,7 +352,7 @@ def run_in_background(
             if stop_now:  # τ moved and Stop pressed at once: the click stopped the old run; this one stops too
                 run.stop()
             run.start()
-        st.session_state[state_key] = run
+        holder[entry] = run
     run.wait(sync_wait())
     if run.error is not None:
         with errors():
@@ -347,11 +362,12 @@ def run_in_background(
 
     @st.fragment(run_every=0.4)
     def progress_panel() -> None:
-        current = st.session_state[state_key]
+        holder, entry = _slot(state_key)
+        current = holder[entry]
         if current.done:
             st.rerun(scope="app")
         fraction, text = describe(current.progress, current.elapsed, current.step)
-        st.progress(fraction, text=text)
+        st.progress(fraction, text=message(text))  # it may name a column or a representation
         if current.stop_requested:
             st.caption(stopping)
 
@@ -367,9 +383,18 @@ def run_in_background(
     return None
 
 
-def _stop_current(state_key: str) -> None:
-    """Stop button callback: stop the run now in ``st.session_state[state_key]`` (the newest one asked for)."""
-    current = st.session_state.get(state_key)
+def _slot(state_key: str | tuple[str, str]) -> tuple[MutableMapping, str]:
+    """Where a page keeps its run: ``st.session_state`` under ``state_key``, or a page's dict under its entry."""
+    if isinstance(state_key, tuple):
+        page, entry = state_key
+        return st.session_state.setdefault(page, {}), entry
+    return st.session_state, state_key
+
+
+def _stop_current(state_key: str | tuple[str, str]) -> None:
+    """Stop button callback: stop the run now kept under ``state_key`` (the newest one asked for)."""
+    holder, entry = _slot(state_key)
+    current = holder.get(entry)
     if current is not None and not current.done:
         current.stop()  # the rerun this click starts waits for the partial result like any run (sync_wait)
     # the click may come with new parameters (τ moved just before): the run this rerun starts must stop as well

@@ -10,7 +10,9 @@ An uploaded dataset is not in any URL: it is kept for a while in a server-wide :
 random token (``?dataset=upload:<token>``, 128 random bits), so a reload or a shared link reopens it. Without the
 token nothing of another session's upload is reachable. The vault holds at most ``AFLITE_UPLOAD_VAULT_MB``
 megabytes (default 1024; the oldest go first) for ``AFLITE_UPLOAD_TTL_HOURS`` hours (default 24); an expired or
-unknown token gets one sentence. Opened run directories are not kept: reopen them from the run root.
+unknown token gets one sentence. An upload the vault cannot keep (larger than it, or ``AFLITE_UPLOAD_TTL_HOURS=0``)
+is in no URL: :func:`unlinked_upload` gives the sentence every page shows while it is in use. Opened run
+directories are not kept: reopen them from the run root.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from .state import (
     select_dataset,
 )
 
-__all__ = ["UPLOAD_PREFIX", "UploadVault", "apply_url", "view_params"]
+__all__ = ["UPLOAD_PREFIX", "UploadVault", "apply_url", "unlinked_upload", "view_params"]
 
 #: the dataset parameter of an upload: ``upload:<token>``
 UPLOAD_PREFIX = "upload:"
@@ -112,6 +114,11 @@ class UploadVault:
         with self._lock:
             self._expire()
             entry = self._entries.get(token)
+        if entry is None and self.ttl <= 0:
+            raise KeyError(
+                "The uploaded dataset of this link is not kept: this server keeps no uploads for links "
+                f"({settings.UPLOAD_TTL_HOURS_ENV} is 0); upload the file again on the Data page."
+            )
         if entry is None:
             hours = self.ttl / 3600
             raise KeyError(
@@ -176,6 +183,31 @@ def _ignored_notice(names: list[str]) -> str:
     return (
         f"This link's {listed} are not numbers this page can use (finite numbers of at most {MAX_NUMBER_CHARS} "
         f"characters{tau}), so the page uses its defaults for them instead."
+    )
+
+
+def unlinked_upload(session: Mapping, vault: UploadVault | None) -> str | None:
+    """The sentence to show while the session's upload in use is in no URL (a reload would lose it), else None.
+
+    :func:`view_params` leaves an upload out of the URL when the vault cannot keep it: larger than the whole
+    vault (``AFLITE_UPLOAD_VAULT_MB``), or keeping uploads switched off (``AFLITE_UPLOAD_TTL_HOURS=0``).
+    """
+    key = session.get(DATASET, "digits")
+    uploads = session.get(UPLOADS) or {}
+    if vault is None or not str(key).startswith("upload-") or key not in uploads:
+        return None
+    if ((session.get(LINK) or {}).get("tokens") or {}).get(key):
+        return None  # in the vault: the URL holds its token
+    if vault.ttl <= 0:
+        return (
+            "This uploaded dataset is kept for this session only: the server keeps no uploads for links "
+            f"({settings.UPLOAD_TTL_HOURS_ENV} is 0), so a reload or a link will not bring it back."
+        )
+    size = dataset_bytes(uploads[key])
+    return (
+        f"This uploaded dataset ({size / 2**20:,.1f} MB in memory) is kept for this session only because it is "
+        f"larger than the server's upload store of {vault.max_bytes / 2**20:,.0f} MB "
+        f"({settings.UPLOAD_VAULT_MB_ENV}); a reload or a link will not bring it back."
     )
 
 

@@ -232,7 +232,8 @@ def load_run_zip(
         except RunArchiveError:
             raise
         except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError, zlib.error) as exc:
-            raise RunArchiveError(f"{name} could not be unpacked: {exc}") from None
+            detail = type(exc).__name__ if isinstance(exc, OSError) else exc  # an OSError names the server's path
+            raise RunArchiveError(f"{name} could not be unpacked: {detail}") from None
         try:
             result = AFLiteResult.load(folder, max_rows=max_rows, expected_rows=expected_rows)
         except RunRecordError as exc:

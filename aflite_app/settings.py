@@ -20,6 +20,8 @@ variable                     field                              default
 ``AFLITE_UPLOAD_VAULT_MB``   :attr:`Settings.upload_vault_mb`   1024 (MB)
 ``AFLITE_UPLOAD_TTL_HOURS``  :attr:`Settings.upload_ttl_hours`  24 (hours)
 ``AFLITE_STORE_BUDGET_MB``   :attr:`Settings.store_budget_mb`   2048 (MB)
+``AFLITE_PARSE_BUDGET_MB``   :attr:`Settings.parse_budget_mb`   2048 (MB)
+``AFLITE_PARSES_BUDGET_MB``  :attr:`Settings.parses_budget_mb`  4096 (MB)
 ``AFLITE_DEVICE``            :attr:`Settings.device`            ``auto`` (``cpu`` or ``cuda``)
 ===========================  =================================  =============================================
 
@@ -61,6 +63,8 @@ __all__ = [
     "DEVICE_ENV",
     "ENV_VARS",
     "NLI_DATA_DIR_ENV",
+    "PARSES_BUDGET_MB_ENV",
+    "PARSE_BUDGET_MB_ENV",
     "RUN_ROOT_ENV",
     "STORE_BUDGET_MB_ENV",
     "SYNC_WAIT_ENV",
@@ -70,6 +74,8 @@ __all__ = [
     "WARM_UP_ENV",
     "Settings",
     "load",
+    "parse_budget_bytes",
+    "serving_table",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -92,6 +98,10 @@ UPLOAD_TTL_HOURS_ENV = "AFLITE_UPLOAD_TTL_HOURS"
 
 #: megabytes all of the app's stores may hold together (the held arrays' nbytes), server-wide
 STORE_BUDGET_MB_ENV = "AFLITE_STORE_BUDGET_MB"
+#: megabytes one read of a file (an upload, a run record, features) may materialise before it is refused
+PARSE_BUDGET_MB_ENV = "AFLITE_PARSE_BUDGET_MB"
+#: megabytes every read in flight on the server may materialise together (over it a read waits, then is refused)
+PARSES_BUDGET_MB_ENV = "AFLITE_PARSES_BUDGET_MB"
 #: where the Filter page's runs go: ``auto`` (a GPU when torch sees one), ``cpu`` or ``cuda``
 DEVICE_ENV = "AFLITE_DEVICE"
 #: the values :data:`DEVICE_ENV` accepts
@@ -107,6 +117,8 @@ ENV_VARS = {
     "upload_vault_mb": UPLOAD_VAULT_MB_ENV,
     "upload_ttl_hours": UPLOAD_TTL_HOURS_ENV,
     "store_budget_mb": STORE_BUDGET_MB_ENV,
+    "parse_budget_mb": PARSE_BUDGET_MB_ENV,
+    "parses_budget_mb": PARSES_BUDGET_MB_ENV,
     "device": DEVICE_ENV,
 }
 
@@ -144,6 +156,13 @@ class Settings:
         ``AFLITE_STORE_BUDGET_MB``: megabytes every store of the app holds together, server-wide: the sum of the
         held arrays' ``nbytes`` (results, tables, datasets; :mod:`aflite_app.compute._stores`). The least recently
         used entries of any store go first. Default 2048.
+    parse_budget_mb : float
+        ``AFLITE_PARSE_BUDGET_MB``: megabytes one read of a file may materialise - the values decompressed and
+        parsed plus the pandas / numpy copy - counted before they are allocated (:mod:`aflite_core.data.budget`);
+        a larger read is refused in one sentence. Default 2048.
+    parses_budget_mb : float
+        ``AFLITE_PARSES_BUDGET_MB``: megabytes every read in flight on the server may materialise together; over
+        it a read waits a few seconds for others, then is refused in one sentence. Default 4096.
     device : str
         ``AFLITE_DEVICE``: where the Filter page's runs of the default family go: ``auto`` (the GPU when torch is
         installed and sees one, else the CPU), ``cpu`` or ``cuda``. Default ``auto``.
@@ -221,6 +240,8 @@ class Settings:
     upload_vault_mb: float = 1024.0
     upload_ttl_hours: float = 24.0
     store_budget_mb: float = 2048.0
+    parse_budget_mb: float = 2048.0
+    parses_budget_mb: float = 4096.0
     device: str = "auto"
     # -- limits of interactive work ----------------------------------------------------------------------------
     max_interactive_rows: int = 60_000
@@ -353,6 +374,8 @@ def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
         upload_vault_mb=_number(env, UPLOAD_VAULT_MB_ENV, d.upload_vault_mb),
         upload_ttl_hours=_number(env, UPLOAD_TTL_HOURS_ENV, d.upload_ttl_hours),
         store_budget_mb=_number(env, STORE_BUDGET_MB_ENV, d.store_budget_mb),
+        parse_budget_mb=_number(env, PARSE_BUDGET_MB_ENV, d.parse_budget_mb),
+        parses_budget_mb=_number(env, PARSES_BUDGET_MB_ENV, d.parses_budget_mb),
         device=_choice(env, DEVICE_ENV, d.device, DEVICES),
     )
     return replace(out, **overrides) if overrides else out
@@ -361,3 +384,64 @@ def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
 def store_budget_bytes(current: Settings | None = None) -> int:
     """The server-wide byte budget of the app's stores (:attr:`Settings.store_budget_mb` in bytes)."""
     return int((current or load()).store_budget_mb * MiB)
+
+
+def parse_budget_bytes(current: Settings | None = None) -> tuple[int, int]:
+    """The memory budgets of reads: ``(one read, all reads in flight)`` in bytes (at least 1 byte each)."""
+    s = current or load()
+    return max(1, int(s.parse_budget_mb * MiB)), max(1, int(s.parses_budget_mb * MiB))
+
+
+# -- the README's table of the server's settings ----------------------------------------------------------------
+def _shown_default(name: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "unset"
+    if isinstance(value, Path):
+        return f"`{value}`"
+    if isinstance(value, str):
+        return f"`{value}`"
+    if name.endswith("_mb"):
+        return f"{value:,g} MB"
+    if name.endswith("_bytes"):
+        return f"{value / MiB:,g} MB" if value % MiB == 0 else f"{value:,} bytes"
+    if name.endswith(("_seconds", "_s")):
+        return f"{value:,g} s"
+    if name.endswith("_hours"):
+        return f"{value:,g} h"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,g}"
+
+
+def _field_docs() -> dict[str, str]:
+    """Each field's description in :class:`Settings`' docstring (its first sentence, the variable's name dropped)."""
+    import re
+
+    doc = Settings.__doc__ or ""
+    found = re.findall(r"^    (\w+) : [^\n]*\n((?:        [^\n]*\n?)+)", doc, re.M)
+    out = {}
+    for name, body in found:
+        text = " ".join(body.split())
+        text = re.sub(r"^``AFLITE_\w+``: ", "", text)
+        text = re.sub(r"\s*Default [^.]*(\.[^.]*)?\.$", "", text).rstrip(".")
+        text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", text).replace("``", "`")
+        out[name] = (text[:1].upper() + text[1:]).replace("|", "\\|")
+    return out
+
+
+def serving_table() -> str:
+    """The README's table of every server setting: variable, default and what it bounds, from :class:`Settings`.
+
+    ``docs/serving_table.py --write`` puts it into the README ("Serving the app to others");
+    ``tests/test_settings.py`` fails when the README's copy differs.
+    """
+    docs = _field_docs()
+    lines = ["| setting | environment variable | default | what it sets |", "| --- | --- | --- | --- |"]
+    defaults = Settings()
+    for f in fields(Settings):
+        env = ENV_VARS.get(f.name)
+        lines.append(
+            f"| `{f.name}` | {f'`{env}`' if env else '–'} | {_shown_default(f.name, getattr(defaults, f.name))} "
+            f"| {docs.get(f.name, '')} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -2,9 +2,9 @@
 
 Pages build specs from their widgets and pass them to :mod:`aflite_app.compute`; compute keys its stores by them.
 The session's uploaded datasets and opened run directories reach compute as a :class:`SessionData` value, passed
-as an argument (``session=``) or read through the one reader the page layer installs
-(:func:`aflite_app.compute.datasets.install_session_reader`): compute never imports the session module
-(:mod:`aflite_app.state`) or Streamlit's session state.
+by the page as an argument (``session=``) to every compute function that reads them (built by
+:func:`aflite_app.state.session_data`): compute never imports the session module (:mod:`aflite_app.state`) or
+reads Streamlit's session state.
 """
 
 from __future__ import annotations

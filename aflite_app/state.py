@@ -50,50 +50,54 @@ LINK = "link"
 #: how many uploaded datasets a session keeps (the oldest unused one is dropped first)
 MAX_SESSION_UPLOADS = settings.load().max_session_uploads
 
-# -- keys of one page (read or written outside the widget that owns them) ----------------------------------------
+# -- widgets of one page whose key is read or written outside the widget (a callback, a writer below) -----------
 # Filter: the form's widgets are keyed per dataset (filter_key); an opened run directory pre-sets them
 TAU = "tau"
 FILTER_WIDGETS = ("target", "train", "m", "seed", "k", "strategy", "model")
-# Data: the run-directory tab
+# Data: the run-directory tab (read by the "Open run" callback)
 RUN_DIR = "run-dir"  # selectbox: the run directory chosen below the run root
 RUN_FEATURES_FILE = "run-features-file"  # file uploaders of a run's inputs
 RUN_LABELS_FILE = "run-labels-file"
-RUN_ERROR = "data-run-error"  # str or None: why the last "Open run" failed
-# Data: the SNLI / MultiNLI tab and the embedding step
-NLI_RUN = "data-nli-run"  # BackgroundRun: this session's wait for a fetch (jobs.run_in_background)
+# Data: the SNLI / MultiNLI tab (read by the Fetch callback)
 NLI_WHICH = "nli-which"  # selectbox: (dataset, split) to fetch
 NLI_ROWS = "nli-rows"  # number input: the row cap of the fetch
 NLI_SEED = "nli-seed"  # number input: the seed of the capped sample
-NLI_REQUEST = "data-nli-request"  # NliSpec the Fetch button asked for last (None: nothing asked yet)
-EMBED_RUN = "data-embed-run"  # BackgroundRun: this session's wait for its embedding job (jobs.run_in_background)
 # Inspect
-INSPECT_LOADED = "inspect_loaded_run"  # {"result", "name", "digest", "dataset"} of the run opened from a zip
-INSPECT_UPLOAD = "inspect-upload"  # file uploader of that zip
-INSPECT_SEEN = "inspect_upload_seen"  # (file id, error message or None) of the last upload processed
-INSPECT_WHICH = "inspect-which"  # which run is shown: "filter" or "loaded"
-INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stability
-INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report
-# Evaluation sets
-EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the page
-# dict: "shown" - EvalSetSpec -> the EvalStudySpec submitted last for it; "uploaded" - dataset key -> EvalSetSpec
-# of its uploaded evaluation table
-EVALSETS_PAGE = "evalsets_page"
-# Evaluation sets, issue #17 (runs that stop): a split with sentence embeddings is built in the background
-EVALSETS_SETUP_RUN = "evalsets_setup_run"  # BackgroundRun building the split (its Outcome: setup or stopped)
-# Synthetic circles: the round stepper
-SYN_PLAYING = "syn-playing"  # the stepper is playing
-SYN_TIMER = "syn-timer"  # whether the stepper fragment was declared with a timer in this script run
+INSPECT_UPLOAD = "inspect-upload"  # file uploader of a run's zip (read by its on_change callback)
+INSPECT_WHICH = "inspect-which"  # radio: which run is shown, "filter" or "loaded" (set when a zip is opened)
+INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stability (read above the checkbox)
+INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report (read above it)
+# Synthetic circles: the round stepper (set by the Play button and the stepper's timer)
 SYN_ROUND = "syn-round"  # slider: the round shown
 SYN_STEP_DATA = "syn-step-data"  # radio: the dataset stepped through
-SYN_OOD_REQUEST = "syn-ood-request"  # CirclesOODSpec the out-of-distribution button asked for last
-# Training dynamics
-DYN_VALIDATE_REQUEST = "dyn-validate-request"  # ValidationSpec the "Validate the levels" button asked for last
+# Evaluation sets: the page's study run (jobs.run_in_background; the tests wait on it)
+EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the study
 
-# -- background jobs of Training dynamics and Inspect (issue #17: Stop, progress, one job per request) ----------
-DYN_RECORD_RUN = "dyn-record-run"  # BackgroundRun: this session's wait for the recording (jobs.run_in_background)
-DYN_RECORD_REQUEST = "dyn-record-request"  # DynamicsSpec the Record button asked for (skips the button after)
-DYN_VALIDATE_RUN = "dyn-validate-run"  # BackgroundRun: this session's wait for the validation of the levels
-INSPECT_STABILITY_RUN = "inspect-stability-run"  # BackgroundRun: this session's wait for the stability seeds
+# -- what one page keeps between reruns that is no widget: one dict per page (state.page_state), entries below -----
+# A background wait of a page is kept under ``(page key, entry)`` (jobs.run_in_background stores it in that dict).
+# Data: "run_error" - str or None: why the last "Open run" failed; "nli_request" - the NliSpec the Fetch button
+# asked for last (None: nothing asked yet); "nli_run" / "embed_run" - BackgroundRun: this session's wait for the
+# fetch / for its embedding job
+DATA_PAGE = "data-page"
+# Inspect: "loaded" - {"result", "name", "digest", "dataset"} of the run opened from a zip; "seen" - (file id,
+# error message or None) of the last upload processed; "stability_run" - BackgroundRun: the stability seeds
+INSPECT_PAGE = "inspect-page"
+# Evaluation sets: "shown" - EvalSetSpec -> the EvalStudySpec submitted last for it; "uploaded" - dataset key ->
+# EvalSetSpec of its uploaded evaluation table; "setup_run" - BackgroundRun building a split with sentence
+# embeddings (issue #17; its Outcome: the setup or stopped)
+EVALSETS_PAGE = "evalsets_page"
+# Synthetic circles: "playing" - the round stepper is playing; "timer" - whether the stepper fragment was declared
+# with a timer in this script run; "ood_request" - the CirclesOODSpec the out-of-distribution button asked for last
+SYN_PAGE = "syn-page"
+# Training dynamics (issue #17: Stop, progress, one job per request): "record_request" / "validate_request" - the
+# DynamicsSpec / ValidationSpec the Record / "Validate the levels" button asked for; "record_run" /
+# "validate_run" - BackgroundRun: this session's wait for the recording / the validation
+DYN_PAGE = "dyn-page"
+
+
+def page_state(session: MutableMapping, page: str) -> dict:
+    """The dict a page keeps its own entries in (:data:`DATA_PAGE`, :data:`INSPECT_PAGE`, …), created on first use."""
+    return session.setdefault(page, {})
 
 
 def filter_key(name: str, dataset_key: str) -> str:
@@ -221,14 +225,15 @@ def set_last_run(session: MutableMapping, spec: FilterSpec | None) -> None:
 
 def keep_inspect_run(session: MutableMapping, record: dict, file_id: str) -> None:
     """Keep a run opened from a zip on the Inspect page (and show it)."""
-    session[INSPECT_LOADED] = record
-    session[INSPECT_SEEN] = (file_id, None)
+    page = page_state(session, INSPECT_PAGE)
+    page["loaded"] = record
+    page["seen"] = (file_id, None)
     session[INSPECT_WHICH] = "loaded"
 
 
 def forget_inspect_run(session: MutableMapping) -> None:
     """Close the run opened on the Inspect page; the page shows the Filter page's run again."""
-    session.pop(INSPECT_LOADED, None)
+    page_state(session, INSPECT_PAGE).pop("loaded", None)
     session[INSPECT_WHICH] = "filter"
 
 

@@ -14,11 +14,15 @@ import streamlit as st
 from aflite_core import AFLiteResult
 from aflite_core.data.datasets import Dataset
 
-from . import state
+from . import links, state
 from .compute import datasets, runs
 
 # the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.remaining_text)
 from .jobs import errors, remaining_text, run_in_background, session_alive, sync_wait  # noqa: F401
+
+# the one escape helper: user text (names, labels, ids) in Markdown goes through ui.md, messages through
+# ui.message, in a Plotly text through ui.plotly_text
+from .markup import md, message, plotly_text  # noqa: F401
 from .state import (
     DATASET,
     FILTER_WIDGETS,
@@ -29,14 +33,25 @@ from .state import (
     TAU,
     DatasetSpec,
     FilterSpec,
+    SessionData,
     filter_key,
     set_last_run,
 )
 
-# compute never imports the session module: the page layer passes this session's own data (uploads, opened runs)
-# as an argument where it calls compute here, and installs the one reader compute uses when a page's call passes none
-_mine = state.session_data
-datasets.install_session_reader(lambda: state.session_data())
+
+def session_data() -> SessionData:
+    """The session's own data (uploads, opened run directories) for compute: every page passes it as ``session=``.
+
+    Compute never imports the session module or reads ``st.session_state``; what it needs of the session is this
+    argument (:func:`aflite_app.state.session_data`).
+    """
+    return state.session_data()
+
+
+@st.cache_resource(max_entries=1)
+def upload_vault() -> links.UploadVault:
+    """The server-wide :class:`~aflite_app.links.UploadVault` (uploads reopened by a link or a reload)."""
+    return links.UploadVault.from_env()
 
 
 def page_guard() -> None:
@@ -70,7 +85,8 @@ def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
         st.page_link("pages/filter.py", label="Go to Filter")
         st.stop()
     with errors():
-        return spec, runs.run_filter(spec, session_data=_mine()), datasets.dataset(spec.dataset, _mine())
+        mine = session_data()
+        return spec, runs.run_filter(spec, session=mine), datasets.dataset(spec.dataset, session=mine)
 
 
 def filter_run_spec(what: str) -> FilterSpec | None:
@@ -92,7 +108,7 @@ def filter_run_spec(what: str) -> FilterSpec | None:
     if spec is None:
         return None
     with errors():
-        result = filter_result(spec, datasets.dataset(dspec, _mine()).n_rows)
+        result = filter_result(spec, datasets.dataset(dspec, session=session_data()).n_rows)
     if result.stopped:
         st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
         st.page_link("pages/filter.py", label="Go to Filter")
@@ -108,13 +124,14 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
     (no AFLite run); otherwise the run starts in the background with the Filter page's progress bar and Stop
     button (the page stops until it is done), and the finished run is stored, so every higher τ is read off it.
     """
-    hit = runs.result(spec, _mine())
+    mine = session_data()
+    hit = runs.result(spec, session=mine)
     if hit is not None:
         return hit
     return run_in_background(
         RUN,
         spec,
-        runs.prepare_run,
+        lambda s: runs.prepare_run(s, session=mine),
         describe_filter_run(spec, n_rows),
         stop_key="stop-run",
         stop_help="Stop now and keep the rounds completed so far",
@@ -168,12 +185,12 @@ def current_dataset() -> tuple[DatasetSpec, Dataset]:
     """
     with errors():
         dspec = current_dataset_spec()
-        return dspec, datasets.dataset(dspec, _mine())
+        return dspec, datasets.dataset(dspec, session=session_data())
 
 
 def dataset_label(key: str) -> str:
     """How the sidebar names the dataset ``key``."""
-    return datasets.dataset_choices(_mine()).get(key, key)
+    return datasets.dataset_choices(session=session_data()).get(key, key)
 
 
 def caption(text: str) -> None:
@@ -184,7 +201,7 @@ def caption(text: str) -> None:
 def current_dataset_spec() -> DatasetSpec:
     """The dataset and representation chosen in the sidebar."""
     key = st.session_state.get(DATASET, "digits")
-    data = datasets.dataset(key, _mine())
+    data = datasets.dataset(key, session=session_data())
     rep = st.session_state.get(REPRESENTATION)
     if rep not in data.representations:
         rep = data.default_representation
@@ -199,7 +216,7 @@ def sidebar() -> None:
     """Dataset picker and the current run's summary, on every page."""
     with st.sidebar:
         st.markdown("### Dataset")
-        choices = datasets.dataset_choices(_mine())
+        choices = datasets.dataset_choices(session=session_data())
         if st.session_state.get(DATASET) not in choices:
             st.session_state[DATASET] = "digits"
         with errors():  # persist_state: a page switched to by st.switch_page must not drop the choice
@@ -212,7 +229,7 @@ def sidebar() -> None:
                 persist_state="session",
                 help="Upload your own on the Data page.",
             )
-            data = datasets.dataset(st.session_state[DATASET], _mine())
+            data = datasets.dataset(st.session_state[DATASET], session=session_data())
             reps = list(data.representations)
             if st.session_state.get(REPRESENTATION) not in reps:
                 st.session_state[REPRESENTATION] = data.default_representation
@@ -226,13 +243,13 @@ def sidebar() -> None:
             )
         counts = ", ".join(f"{c}: {n:,}" for c, n in data.class_counts().items())
         short = counts[:120] + ("…" if len(counts) > 120 else "")
-        st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ({short})")
+        st.caption(f"{data.n_rows:,} rows · {data.n_classes} classes ({md(short)})")
 
 
 def run_summary(box: Any) -> None:
     """The current run's headline numbers, in a sidebar container (filled after the page ran)."""
     last = st.session_state.get(LAST)
-    result = runs.result(last, _mine()) if last is not None else None
+    result = runs.result(last, session=session_data()) if last is not None else None
     with box.container():
         st.markdown("### Current run")
         if result is None:
@@ -240,7 +257,7 @@ def run_summary(box: Any) -> None:
         else:
             name = dataset_label(last.dataset.key)
             st.caption(
-                f"On {name} · {last.dataset.representation}"
+                f"On {md(name)} · {md(last.dataset.representation)}"
                 f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "
                 f"m = {last.n_partitions}, t = {result.params['train_size']:,}, {last.model}, seed {last.seed}"
             )

@@ -5,6 +5,8 @@ The main entry points:
 * :func:`aflite` - filter a dataset (Le Bras et al., ICML 2020, Algorithm 1), optionally with an evaluation
   set filtered alongside (the evaluation-set variant);
 * :func:`predictability` - score every row once without removing anything (an audit);
+* :func:`null_predictability` / :func:`chance_share` - the same scores under shuffled labels, and the share of
+  the rows at p ≥ τ that chance alone would put there;
 * :class:`AFLiteResult` - the full per-row, per-round record, with ``save`` / ``load``.
 
 No plotting or UI code lives here; the Streamlit app, the CLI (``python -m aflite_core``) and the tests all use
@@ -21,14 +23,17 @@ from .data.digits import load_digits_dataset
 from .data.user_tables import dataset_from_table, load_table_dataset
 from .engine.filtering import STRATEGIES, aflite, predictability
 from .engine.logistic import LogisticFamily
-from .engine.models import LinearFamily, SklearnFamily
+from .engine.models import LinearFamily
+from .engine.null import chance_share, null_predictability
 from .engine.result import EVAL_CATEGORIES, STOP_REASONS, AFLiteResult, RoundProgress
+from .engine.sklearn_family import SklearnFamily
 
 #: names importable from here that load their module on first use (``import aflite_core`` stays light)
 _LAZY = {
     "ID_COLUMN_NAMES": "aflite_core.data.user_tables",
     "artifact_shares": "aflite_core.measures.artifact_statistics",
     "artifact_statistics": "aflite_core.measures.artifact_statistics",
+    "chance_table": "aflite_core.engine.null",
     "make_biased_circles": "aflite_core.data.planted_bias",
     "load_run_table": "aflite_core.engine.run_table",
     "make_planted_bias": "aflite_core.data.planted_bias",
@@ -36,6 +41,7 @@ _LAZY = {
     "paper_circles": "aflite_core.data.planted_bias",
     "run_table_info": "aflite_core.engine.run_table",
     "significance_curve": "aflite_core.measures.artifact_statistics",
+    "suggest_tau": "aflite_core.engine.null",
     "synthetic_experiment": "aflite_core.experiments.figure2",
 }
 
@@ -70,6 +76,8 @@ __all__ = [
     "aflite",
     "artifact_shares",
     "artifact_statistics",
+    "chance_share",
+    "chance_table",
     "dataset_from_table",
     "load_digits_dataset",
     "load_run_table",
@@ -77,9 +85,11 @@ __all__ = [
     "make_biased_circles",
     "make_planted_bias",
     "narrow_to_tau",
+    "null_predictability",
     "paper_circles",
     "predictability",
     "run_table_info",
     "significance_curve",
+    "suggest_tau",
     "synthetic_experiment",
 ]

@@ -7,6 +7,7 @@ from aflite_app.compute import baselines as compute
 from aflite_app.state import MODEL_FAMILIES
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 st.title("Baselines")
 st.caption(
@@ -90,11 +91,11 @@ if report is None:
             st.stop()
     gate.empty()
     with st.spinner("Cross-validating the model families on the four subsets…"), ui.errors():
-        report = compute.baselines(spec, options)
+        report = compute.baselines(spec, options, session=session_data)
 
 acc, bias = report.accuracies, report.bias
 for note in report.notes:
-    st.warning(note)
+    st.warning(ui.message(note))
 
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Full data", f"{report.sizes['full']:,} rows")
@@ -114,16 +115,19 @@ reading = charts.plain_reading(
     acc,
     bias,
     model_labels=compute.BASELINE_MODELS,
-    partial_label=None if options.partial is None else f"'{options.partial}'",
+    partial_label=None if options.partial is None else f"'{ui.md(options.partial)}'",
 )
 if reading:
     st.markdown("\n".join(f"- {line}" for line in reading))
 
-view_labels = {"full input": f"full input: Φ = '{used}'", "partial input": f"partial input: '{options.partial}'"}
+view_labels = {
+    "full input": f"full input: Φ = '{ui.plotly_text(used)}'",
+    "partial input": f"partial input: '{ui.plotly_text(options.partial)}'",
+}
 fig = charts.accuracy_chart(acc, model_labels=compute.BASELINE_MODELS, view_labels=view_labels)
 st.plotly_chart(fig, width="stretch", key="bl-accuracy")
 groups_text = (
-    f" Folds keep every '{report.grouped_by}' on one side (a premise never trains and tests)."
+    f" Folds keep every '{ui.md(report.grouped_by)}' on one side (a premise never trains and tests)."
     if report.grouped_by
     else ""
 )
@@ -134,7 +138,8 @@ ui.caption(
     f"t = {report.train_size:,} rows removes the held-out rows it predicts most confidently). Lower means the "
     f"family finds the subset harder. {charts.chance_text(acc, fig)}{groups_text}"
     + (
-        f" The right panel scores the same four subsets with the partial input '{options.partial}' ({partial_label})."
+        f" The right panel scores the same four subsets with the partial input '{ui.md(options.partial)}' "
+        f"({ui.md(partial_label)})."
         if options.partial
         else (
             " This dataset has no partial input (no premise/hypothesis text pair); pick a second representation "
@@ -162,7 +167,7 @@ ui.caption(
 st.subheader("Representation bias of each subset")
 st.plotly_chart(charts.bias_chart(bias), width="stretch", key="bl-bias")
 ui.caption(
-    f"How predictable each subset is from Φ = '{used}' for AFLite's own model family "
+    f"How predictable each subset is from Φ = '{ui.md(used)}' for AFLite's own model family "
     f"({MODEL_FAMILIES.get(report.bias_model, report.bias_model)}): one AFLite scoring phase "
     f"(aflite_core.predictability) inside the subset — m = {report.bias_partitions} models, each trained on "
     f"t = {report.train_size:,} rows of the subset, predict the subset's other rows — averaged over the rows "

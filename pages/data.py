@@ -2,10 +2,11 @@ import streamlit as st
 
 from aflite_app import state, ui
 from aflite_app.charts import data as charts
-from aflite_app.compute import datasets, rundirs, uploads
-from aflite_app.state import BUNDLED, DATASET, RUN_DIR, RUN_DIRS, RUN_ERROR, RUN_FEATURES_FILE, RUN_LABELS_FILE, UPLOADS
+from aflite_app.compute import datasets, rundirs, upload_sentences, uploads
+from aflite_app.state import BUNDLED, DATA_PAGE, DATASET, RUN_DIR, RUN_DIRS, RUN_FEATURES_FILE, RUN_LABELS_FILE, UPLOADS
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 st.title("Data")
 st.caption(
@@ -33,11 +34,12 @@ ART_COLUMNS = {
 }
 
 
-def _forget_finished(key: str) -> None:
+def _forget_finished(entry: str) -> None:
     """Widget callback: drop a finished background wait, so asking again starts afresh (e.g. after Stop)."""
-    run = st.session_state.get(key)
+    page = state.page_state(st.session_state, DATA_PAGE)
+    run = page.get(entry)
     if run is not None and run.done:
-        del st.session_state[key]
+        del page[entry]
 
 
 current = st.session_state.get(DATASET)
@@ -87,8 +89,8 @@ with bundled_tab:
         for key, data in session_uploads.items():
             left, right = st.columns([4, 1])
             left.markdown(
-                f"**{data.name}** — {data.n_rows:,} rows, {data.n_classes} classes, representations: "
-                + ", ".join(data.representations)
+                f"**{ui.md(data.name)}** — {data.n_rows:,} rows, {data.n_classes} classes, representations: "
+                + ui.md(", ".join(data.representations))
             )
             if key == current:
                 right.success("In use")
@@ -105,16 +107,17 @@ def _upload(key: str):
 
 def _open_run() -> None:
     """Button callback: open the chosen run directory (before the sidebar renders, so it can select it)."""
-    st.session_state[RUN_ERROR] = None
+    page = state.page_state(st.session_state, DATA_PAGE)
+    page["run_error"] = None
     try:
         opened = rundirs.open_run_directory(
             st.session_state.get(RUN_DIR) or "", _upload(RUN_FEATURES_FILE), _upload(RUN_LABELS_FILE)
         )
     except (ValueError, TypeError, OSError) as exc:
-        st.session_state[RUN_ERROR] = str(exc).strip().splitlines()[0] if str(exc).strip() else "It cannot be opened."
+        page["run_error"] = str(exc).strip().splitlines()[0] if str(exc).strip() else "It cannot be opened."
         return
     except Exception:  # never a traceback in the browser, whatever the folder holds
-        st.session_state[RUN_ERROR] = "This run directory cannot be opened: one of its files is damaged."
+        page["run_error"] = "This run directory cannot be opened: one of its files is damaged."
         return
     state.register_run_directory(st.session_state, *opened)
 
@@ -146,13 +149,15 @@ with run_tab:
             st.file_uploader("Features (.npy)", type=["npy"], key=RUN_FEATURES_FILE)
             st.file_uploader("Labels (.npy, .txt, .csv, .tsv)", type=["npy", "txt", "csv", "tsv"], key=RUN_LABELS_FILE)
         st.button("Open run", key="open-run", on_click=_open_run, type="primary")
-    if st.session_state.get(RUN_ERROR):
-        st.error(st.session_state[RUN_ERROR])
+    run_error = state.page_state(st.session_state, DATA_PAGE).get("run_error")
+    if run_error:
+        st.error(ui.message(run_error))
     for key, entry in st.session_state.get(RUN_DIRS, {}).items():
         result = entry["result"]
         with st.container(border=True):
             st.markdown(
-                f"**{datasets.dataset(key).name}** — {result.n_rows:,} rows, {result.n_rounds} rounds, "
+                f"**{ui.md(datasets.dataset(key, session=session_data).name)}** — {result.n_rows:,} rows, "
+                f"{result.n_rounds} rounds, "
                 f"kept {result.n_kept:,}. {result.stop_message}"
             )
             if key == st.session_state.get(DATASET):
@@ -162,7 +167,7 @@ with run_tab:
                     "Show this run",
                     key=f"show-{key}",
                     on_click=state.register_run_directory,
-                    args=(st.session_state, key, datasets.dataset(key), entry["spec"], result),
+                    args=(st.session_state, key, datasets.dataset(key, session=session_data), entry["spec"], result),
                 )
 
 
@@ -179,7 +184,7 @@ with art_tab:
     art_choices = datasets.artifact_text_choices(art_data)
     if not art_choices:
         st.info(
-            f"{art_name} has no text to count tokens in. Fetch SNLI or MultiNLI by name, or upload a table with "
+            f"{ui.md(art_name)} has no text to count tokens in. Fetch SNLI or MultiNLI by name, or upload a table with "
             "text columns, and use it."
         )
     else:
@@ -205,9 +210,12 @@ with art_tab:
         )
         with ui.errors():
             art_stats = datasets.artifact_statistics(
-                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha)
+                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
             )
-        st.markdown(f"**{art_name}**, tokens of {art_choices[art_source]}: {datasets.artifact_summary(art_stats)}")
+        st.markdown(
+            f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
+            + ui.message(datasets.artifact_summary(art_stats))
+        )
         st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
         ui.caption(
             "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
@@ -229,10 +237,10 @@ with art_tab:
 def _request_nli() -> None:
     """Fetch button: remember what was asked for (the page fetches it in the background)."""
     name, split = st.session_state[state.NLI_WHICH]
-    st.session_state[state.NLI_REQUEST] = datasets.NliSpec(
+    state.page_state(st.session_state, DATA_PAGE)["nli_request"] = datasets.NliSpec(
         name, split, int(st.session_state[state.NLI_ROWS]), int(st.session_state[state.NLI_SEED])
     )
-    _forget_finished(state.NLI_RUN)
+    _forget_finished("nli_run")
 
 
 with nli_tab:
@@ -250,7 +258,7 @@ with nli_tab:
         st.warning(nli_missing)
     nli_local = datasets.nli_local_folder()
     if nli_local is not None:
-        st.caption(f"Reading the local copy in `{nli_local}` ({datasets.NLI_DATA_DIR_ENV}), not the Hugging Face Hub.")
+        st.caption(f"Reading the server's local copy ({datasets.NLI_DATA_DIR_ENV}), not the Hugging Face Hub.")
     with st.form("nli-form", border=True):
         n1, n2, n3 = st.columns([2, 1, 1])
         n1.selectbox(
@@ -272,13 +280,13 @@ with nli_tab:
         )
         n3.number_input("Seed of the sample", min_value=0, max_value=2**31 - 2, value=0, step=1, key=state.NLI_SEED)
         st.form_submit_button("Fetch", type="primary", disabled=bool(nli_missing), on_click=_request_nli)
-    nli_spec = st.session_state.get(state.NLI_REQUEST)
+    nli_spec = state.page_state(st.session_state, DATA_PAGE).get("nli_request")
     fetched = None
     if nli_spec is None:
         st.caption("Choose a dataset, a split and a row cap, then Fetch.")
     else:
         nli_outcome = ui.run_in_background(
-            state.NLI_RUN,
+            (DATA_PAGE, "nli_run"),
             nli_spec,
             datasets.prepare_nli_fetch,
             datasets.describe_nli_fetch,
@@ -289,7 +297,7 @@ with nli_tab:
         if nli_outcome.stopped:
             st.info(f"Fetching {nli_spec.label} was stopped. Fetch again to start over.")
         elif nli_outcome.error:
-            st.error(nli_outcome.error)
+            st.error(ui.message(nli_outcome.error))
         else:
             fetched = nli_outcome.value
     if fetched is not None:
@@ -354,7 +362,7 @@ with upload_tab:
     tag = uploads.content_tag(table_bytes)  # new file, fresh choices
     columns = [str(c) for c in frame.columns]
 
-    st.markdown(f"**{table_file.name}**: {len(frame):,} rows, {len(columns)} columns.")
+    st.markdown(f"**{ui.md(table_file.name)}**: {len(frame):,} rows, {len(columns)} columns.")
     c1, c2 = st.columns(2)
     label_column = c1.selectbox(
         uploads.LABEL_FIELD,
@@ -365,7 +373,7 @@ with upload_tab:
     )
     if label_column is None:
         c1.warning(
-            f"No column of '{table_file.name}' looks like a label: none is named like one (label, gold_label, "
+            f"No column of '{ui.md(table_file.name)}' looks like a label: none is named like one (label, gold_label, "
             "class …) and none has a few values shared by many rows. AFLite needs the class of every row: choose "
             f"the column that holds it in '{uploads.LABEL_FIELD}', or add one to the file."
         )
@@ -379,8 +387,8 @@ with upload_tab:
     for col, why in guess["id_refused"].items():
         if col != label_column:
             c2.caption(
-                f"Not used as the id: {why}, so it cannot tell every row apart. Rows are identified by their "
-                "position (0, 1, 2, …) instead; fill in the ids in the file, or choose another column here."
+                f"Not used as the id: {ui.message(why)}, so it cannot tell every row apart. Rows are identified by "
+                "their position (0, 1, 2, …) instead; fill in the ids in the file, or choose another column here."
             )
     if label_column is None:
         st.stop()
@@ -415,20 +423,20 @@ with upload_tab:
     has_text = bool(text_columns or pair)
 
     # sentence embeddings (the optional extra): computed in a background job, cached on disk by content
-    emb_status = uploads.embeddings_status()
-    views = uploads.embedding_views(pair, tuple(text_columns))
+    emb_status = upload_sentences.embeddings_status()
+    views = upload_sentences.embedding_views(pair, tuple(text_columns))
     embed = st.checkbox(
         "Sentence embeddings (all-MiniLM-L6-v2) of "
         + (
-            f"the full pair and of '{pair[1]}' alone (the partial input)"
+            f"the full pair and of '{ui.md(pair[1])}' alone (the partial input)"
             if pair
-            else (", ".join(f"'{c}'" for c in text_columns) if text_columns else "the text columns")
+            else (", ".join(f"'{ui.md(c)}'" for c in text_columns) if text_columns else "the text columns")
         ),
         value=False,
         key=f"up-emb-{tag}",
         disabled=not emb_status.available or not views,
         on_change=_forget_finished,
-        args=(state.EMBED_RUN,),
+        args=("embed_run",),
         help="384-d embeddings from a small sentence encoder, computed on this machine (no network). A stronger "
         "representation than TF-IDF: AFLite's models find more of the bias with it.",
     )
@@ -438,23 +446,23 @@ with upload_tab:
     elif not views:
         st.caption("Choose text columns (or a sentence pair) to embed.")
     else:
-        espec = uploads.embedding_spec(table_bytes, table_file.name, views)
-        outlook = uploads.embedding_outlook(frame, espec)
+        espec = upload_sentences.embedding_spec(table_bytes, table_file.name, views)
+        outlook = upload_sentences.embedding_outlook(frame, espec)
         caps = (
             f"The model is given each text with its runs of blanks collapsed and cut at "
-            f"{uploads.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
-            f"embeds at most {uploads.EMBED_MAX_CHARS:,} characters."
+            f"{upload_sentences.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
+            f"embeds at most {upload_sentences.EMBED_MAX_CHARS:,} characters."
         )
         if outlook["refusal"]:
-            st.warning(outlook["refusal"])
+            st.warning(ui.message(outlook["refusal"]))
         elif not outlook["seconds"]:
-            st.caption(f"Already computed: read from the embedding cache (`{outlook['cache_dir']}`), no waiting.")
+            st.caption("Already computed: read from the server's embedding cache, no waiting.")
         else:
             st.caption(
                 f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
                 "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
-                f"Cached on disk (`{outlook['cache_dir']}`): the same texts are never embedded twice, in any session. "
-                + caps
+                "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
+                "session. " + caps
             )
 
     numeric = [c for c in guess["numeric"] if c in free]
@@ -485,10 +493,10 @@ with upload_tab:
     embedded = None
     if embed and espec is not None:
         emb_outcome = ui.run_in_background(
-            state.EMBED_RUN,
+            (DATA_PAGE, "embed_run"),
             espec,
-            lambda s: uploads.prepare_embedding(s, frame),
-            uploads.describe_embedding,
+            lambda s: upload_sentences.prepare_embedding(s, frame),
+            upload_sentences.describe_embedding,
             stop_key="up-emb-stop",
             stop_help="Stop embedding after the current chunk (what is finished stays cached).",
             stopping="Stopping after the current chunk…",
@@ -497,8 +505,8 @@ with upload_tab:
             if emb_outcome.stopped:
                 st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
             else:
-                st.error(emb_outcome.error)
-            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=(state.EMBED_RUN,))
+                st.error(ui.message(emb_outcome.error))
+            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=("embed_run",))
             st.stop()
         embedded = (espec, emb_outcome.value)
 
@@ -519,7 +527,7 @@ with upload_tab:
         embedded=embedded,
     )
     if not outcome.ok:
-        st.error(outcome.error)
+        st.error(ui.message(outcome.error))
         st.stop()
 
     data = outcome.dataset
@@ -548,7 +556,7 @@ with upload_tab:
     left, right = st.columns(2)
     with left:
         st.plotly_chart(charts.class_count_chart(data.class_counts()), width="stretch", key="up-classes")
-        ui.caption(f"Rows per class in '{label_column}'. AFLite needs at least 2 rows in every class.")
+        ui.caption(f"Rows per class in '{ui.md(label_column)}'. AFLite needs at least 2 rows in every class.")
     with right:
         st.dataframe(datasets.representation_table(data), hide_index=True, width="stretch")
         ui.caption("The representations Φ(X) AFLite can filter with (chosen in the sidebar once in use).")

@@ -4,9 +4,10 @@ from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.compute import dynamics as compute
 from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
-from aflite_app.state import DYN_RECORD_REQUEST, DYN_RECORD_RUN, DYN_VALIDATE_REQUEST, DYN_VALIDATE_RUN
+from aflite_app.state import DYN_PAGE, page_state
 
 ui.page_guard()
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 NONE = "none"
 SOURCES = {"record": "Record them on this dataset", "upload": "Upload dynamics (allenai/cartography JSONL)"}
@@ -59,22 +60,24 @@ if source == "record":
         note = (
             "Only the full input is recorded, so the levels use its four features."
             if partials
-            else f"'{data.name}' has a single representation, so there is no partial input: the levels "
+            else f"'{ui.md(data.name)}' has a single representation, so there is no partial input: the levels "
             "use the four full-input features."
         )
     elif natural and partial in natural:
         note = (
-            f"Partial input '{partial}' is a natural one (part of each example, such as the hypothesis of a "
+            f"Partial input '{ui.md(partial)}' is a natural one (part of each example, such as the hypothesis of a "
             "premise/hypothesis pair): rows its model learns easily carry cues that need no reasoning."
         )
     else:
         note = (
-            f"'{data.name}' has no natural partial input (it is not a premise/hypothesis pair), so '{partial}' is "
+            f"'{ui.md(data.name)}' has no natural partial input (it is not a premise/hypothesis pair), so "
+            f"'{ui.md(partial)}' is "
             "simply a second, weaker view of the same rows: read the partial_ features as how easily a weaker "
             "model learns a row, not as an annotation artifact."
         )
     st.caption(
-        f"Full input: the sidebar's representation '{dspec.representation}' ({full_desc}). {note} A softmax "
+        f"Full input: the sidebar's representation '{ui.md(dspec.representation)}' ({ui.md(full_desc)}). {note} "
+        "A softmax "
         "model is trained with Adam (batch 32, learning rate 0.01 decaying to 0) on all rows, in-sample, as "
         "the paper does on the test set."
     )
@@ -83,8 +86,8 @@ else:
     st.caption(
         "allenai/cartography writes one file per epoch, dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …, "
         'each line {"guid": id, "logits_epoch_<e>": [one logit per class], "gold": class index}. The guid must '
-        f"be the row's id in the dataset selected in the sidebar ('{data.name}': ids "
-        f"{', '.join(str(i) for i in data.ids[:3])}, …). At most {compute.DYN_MAX_UPLOAD_FILES} epochs and "
+        f"be the row's id in the dataset selected in the sidebar ('{ui.md(data.name)}': ids "
+        f"{ui.md(', '.join(str(i) for i in data.ids[:3]))}, …). At most {compute.DYN_MAX_UPLOAD_FILES} epochs and "
         f"{compute.DYN_MAX_UPLOAD_BYTES // 2**20} MB per input."
     )
     u1, u2 = st.columns(2)
@@ -115,6 +118,7 @@ else:
             [(f.name, f.getvalue()) for f in full_files],
             [(f.name, f.getvalue()) for f in partial_files or []],
             order,
+            session=session_data,
         )
 
 # -- level method --------------------------------------------------------------------------------------------
@@ -148,25 +152,30 @@ else:
     level = compute.LevelSpec("gmm", seed=seed)
 
 
-def _forget(state_key: str) -> None:
-    """Drop this session's finished wait, so the next script run starts the job over."""
-    st.session_state.pop(state_key, None)
+def _page() -> dict:
+    """This page's own entries: the requests of the Record and Validate buttons and this session's waits."""
+    return page_state(st.session_state, DYN_PAGE)
+
+
+def _forget(entry: str) -> None:
+    """Drop this session's finished wait (``"record_run"``, ``"validate_run"``), so the next run starts it over."""
+    _page().pop(entry, None)
 
 
 if compute.stored_dynamics(spec) is None:
-    estimate = compute.dynamics_estimate(spec)
-    if estimate > compute.DYN_AUTO_SECONDS and st.session_state.get(DYN_RECORD_REQUEST) != spec:
+    estimate = compute.dynamics_estimate(spec, session=session_data)
+    if estimate > compute.DYN_AUTO_SECONDS and _page().get("record_request") != spec:
         st.info(
             f"Recording trains {'two models' if spec.partial else 'a model'} for {spec.epochs} epochs on "
             f"{data.n_rows:,} rows: roughly {estimate:.0f} s. It is cached once recorded."
         )
         if not st.button("Record training dynamics", type="primary", key="dyn-record"):
             st.stop()
-        st.session_state[DYN_RECORD_REQUEST] = spec
+        _page()["record_request"] = spec
     recorded = ui.run_in_background(
-        DYN_RECORD_RUN,
+        (DYN_PAGE, "record_run"),
         spec,
-        compute.prepare_record,
+        lambda s: compute.prepare_record(s, session=session_data),
         compute.describe_record(spec),
         stop_key="dyn-record-stop",
         stop_help="Stop the recording after the current mini-batch (nothing partial is kept).",
@@ -179,11 +188,11 @@ if compute.stored_dynamics(spec) is None:
                 "than asked for would give other levels, and nothing of it was kept. Record again starts over."
             )
         else:
-            st.error(recorded.error)
-        st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=(DYN_RECORD_RUN,))
+            st.error(ui.message(recorded.error))
+        st.button("Record again", type="primary", key="dyn-record-again", on_click=_forget, args=("record_run",))
         st.stop()
 with ui.errors():
-    frame = compute.dynamics_frame(spec, level)
+    frame = compute.dynamics_frame(spec, level, session=session_data)
 
 counts = charts.level_counts(frame)
 cols = st.columns(4)
@@ -223,7 +232,7 @@ st.markdown(
     "This check splits the rows in two"
     + (" (every premise on one side)" if data.pair is not None else "")
     + ", records new training dynamics on each half (the sidebar's representation"
-    + (f" and the partial input '{spec.partial}'" if source == "record" and spec.partial else "")
+    + (f" and the partial input '{ui.md(spec.partial)}'" if source == "record" and spec.partial else "")
     + "), and tests both."
 )
 vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(spec.epochs or 5), seed)
@@ -231,14 +240,14 @@ vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(
 
 def _ask_validation(asked: ValidationSpec) -> None:
     """The button asks for ``asked``; a wait that ended without levels (stopped, failed) starts over."""
-    st.session_state[DYN_VALIDATE_REQUEST] = asked
-    waited = st.session_state.get(DYN_VALIDATE_RUN)
+    _page()["validate_request"] = asked
+    waited = _page().get("validate_run")
     if waited is not None and waited.done and not (waited.result is not None and waited.result.ok):
-        _forget(DYN_VALIDATE_RUN)
+        _forget("validate_run")
 
 
 st.button("Validate the levels on held-out rows", key="dyn-validate", on_click=_ask_validation, args=(vspec,))
-asked = st.session_state.get(DYN_VALIDATE_REQUEST)
+asked = _page().get("validate_request")
 val = None
 if asked is None or asked.dataset != dspec:
     st.caption(
@@ -247,9 +256,9 @@ if asked is None or asked.dataset != dspec:
     )
 else:
     checked = ui.run_in_background(
-        DYN_VALIDATE_RUN,
+        (DYN_PAGE, "validate_run"),
         asked,
-        compute.prepare_validation,
+        lambda s: compute.prepare_validation(s, session=session_data),
         compute.describe_validation,
         stop_key="dyn-validate-stop",
         stop_help="Stop the validation after the current mini-batch or model fit (nothing partial is kept).",
@@ -261,8 +270,8 @@ else:
         if checked.stopped:
             st.warning("The validation was stopped before it finished; nothing of it was kept.")
         else:
-            st.error(checked.error)
-        st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=(DYN_VALIDATE_RUN,))
+            st.error(ui.message(checked.error))
+        st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=("validate_run",))
 if val is not None:
     st.markdown(f"**{charts.validation_sentence(val.level_accuracy, val.fractions)}**")
     st.plotly_chart(charts.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
@@ -296,7 +305,7 @@ if fspec is None or fspec.dataset != dspec:
     st.page_link("pages/filter.py", label="Go to Filter")
 else:
     with ui.errors():
-        vs = compute.dynamics_vs_aflite(spec, level, fspec)
+        vs = compute.dynamics_vs_aflite(spec, level, fspec, session=session_data)
     table = charts.level_crosstab(vs["level"], vs["kept"])
     st.markdown(f"**{charts.crosstab_sentence(table)}**")
     x1, x2 = st.columns([1, 1])
@@ -321,7 +330,7 @@ else:
         st.caption(f"No {lv} row was {status}.")
     else:
         with ui.errors():
-            examples = compute.dynamics_examples(spec, level, fspec, (lv, status))
+            examples = compute.dynamics_examples(spec, level, fspec, (lv, status), session=session_data)
         config = {"image": st.column_config.ImageColumn("image", width="small")}
         config.update(
             {c: st.column_config.TextColumn(c, width="medium") for c in data.text_columns if c in examples.columns}
@@ -365,14 +374,14 @@ if data.pair is None:
     kind = "images" if data.images is not None else "rows of numbers" if not data.text_columns else "single texts"
     st.info(
         f"The spurious-correlation measures (word overlap, antonyms, length mismatch, misspelled words, "
-        f"negation) compare the premise and the hypothesis of a text pair. '{data.name}' has no text pair (its "
+        f"negation) compare the premise and the hypothesis of a text pair. '{ui.md(data.name)}' has no text pair (its "
         f"rows are {kind}), so they are not shown. Upload a table with premise and hypothesis columns on the Data "
         "page to see them."
     )
     st.page_link("pages/data.py", label="Go to Data")
 else:
     with ui.errors():
-        _, paper = compute.dynamics_spurious_tests(spec, level)
+        _, paper = compute.dynamics_spurious_tests(spec, level, session=session_data)
     shown = charts.spurious_display(paper)
     config = {c: st.column_config.NumberColumn(f"mean · {c}", format="%.3f") for c in class_names if c in shown.columns}
     config.update(

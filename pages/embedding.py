@@ -7,6 +7,7 @@ from aflite_app.compute import embedding as compute
 from aflite_app.state import embedding_map_key, embedding_selection_key
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 st.title("Embedding map")
 st.caption(
@@ -36,15 +37,15 @@ method = c2.radio(
 map_key = embedding_map_key(spec.dataset.key, rep)
 sel_key = embedding_selection_key(map_key)
 with ui.errors():
-    view = compute.embedding_view(spec.dataset, method)
-    frame = compute.embedding_frame(spec, view)
+    view = compute.embedding_view(spec.dataset, method, session=session_data)
+    frame = compute.embedding_frame(spec, view, session=session_data)
 proj = view.projection
 
 if method == "UMAP" and view.umap_status == "running":
 
     @st.fragment(run_every=1.0)
     def umap_progress() -> None:
-        current = compute.embedding_view(spec.dataset, "UMAP")
+        current = compute.embedding_view(spec.dataset, "UMAP", session=session_data)
         if current.umap_status != "running":
             st.rerun(scope="app")
         fraction, text = compute.describe_umap(current)
@@ -77,7 +78,7 @@ fig = charts.embedding_scatter(
     axis_titles=proj.axis_titles,
     selected=sel.baked,
     revision=sel.revision,
-    title=f"{proj.method} of Φ = {rep_text}",
+    title=f"{proj.method} of Φ = {ui.plotly_text(rep_text)}",
 )
 st.plotly_chart(fig, key=map_key, on_select=_on_select, selection_mode=("points", "box", "lasso"), width="stretch")
 shown = proj.method
@@ -90,7 +91,7 @@ colour_text = {
     "class": "one colour per class; hover a point for whether it was kept",
 }[colour]
 ui.caption(
-    f"Shown: {shown} of the representation Φ ({rep_text}). Each point is one row, placed so that rows "
+    f"Shown: {shown} of the representation Φ ({ui.md(rep_text)}). Each point is one row, placed so that rows "
     f"with similar Φ are close; {colour_text}. Drag a lasso around points (box select and zoom are in "
     "the chart's toolbar) to list them below; double-click the map to clear the selection. A selection "
     "stays when you change the colouring or the projection."
@@ -107,7 +108,7 @@ rows = [r for r in st.session_state[sel_key].rows if r < data.n_rows]
 if not rows:
     st.info("Nothing selected yet: drag a lasso around points on the map above to list those rows here.")
 else:
-    table, counts = compute.embedding_selection(spec, rows, cap=200)
+    table, counts = compute.embedding_selection(spec, rows, cap=200, session=session_data)
     more = f" · showing the first {counts['shown']:,}" if counts["shown"] < counts["selected"] else ""
     t1, t2 = st.columns([5, 1])
     t1.markdown(
@@ -141,7 +142,7 @@ code = s1.selectbox("Class", range(len(names)), format_func=lambda i: names[i], 
 per = s2.slider("Rows sampled per side", 3, 30, 10, key="emb-sim-n")
 seed = s3.number_input("Sample seed", min_value=0, max_value=1_000_000, value=0, step=1, key="emb-sim-seed")
 with ui.errors():
-    out = compute.embedding_similarity(spec, code, n_per_group=per, seed=seed)
+    out = compute.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data)
 sim = out["sim"]
 h1, h2 = st.columns([3, 2])
 h1.plotly_chart(
@@ -166,24 +167,24 @@ if out["n_retained"] > 1 and out["n_removed"] > 1:
     )
 with h2:
     st.metric(
-        f"Mean similarity, retained rows of class {names[code]}",
+        f"Mean similarity, retained rows of class {ui.md(names[code])}",
         _mean(sim.mean_retained_all),
         help=f"Mean pairwise cosine similarity in Φ over all {out['n_retained']:,} retained rows of the class",
     )
     st.metric(
-        f"Mean similarity, removed rows of class {names[code]}",
+        f"Mean similarity, removed rows of class {ui.md(names[code])}",
         _mean(sim.mean_removed_all),
         help=f"Mean pairwise cosine similarity in Φ over all {out['n_removed']:,} removed rows of the class",
     )
     if out["n_removed"] == 0:
-        st.info(f"AFLite removed no rows of class {names[code]}, so there is no removed block to compare.")
+        st.info(f"AFLite removed no rows of class {ui.md(names[code])}, so there is no removed block to compare.")
     if data.images is not None:
         for label, sample in (("Retained sample", sim.retained_rows), ("Removed sample", sim.removed_rows)):
             if len(sample):
                 st.markdown(f"**{label}**")
                 st.image(compute.thumbnails(data, sample), width=34)
 ui.caption(
-    f"Class {names[code]}: pairwise cosine similarity in Φ of {len(sim.retained_rows)} retained (blue box) and "
+    f"Class {ui.md(names[code])}: pairwise cosine similarity in Φ of {len(sim.retained_rows)} retained (blue box) and "
     f"{len(sim.removed_rows)} removed (vermillion box) rows sampled with seed {seed}; darker = more alike. The "
     f"means on the right are over all {out['n_retained']:,} retained and all {out['n_removed']:,} removed rows of "
     f"the class (lower = more diverse).{verdict}"
@@ -192,7 +193,7 @@ ui.caption(
 # -- Table 3: kNN distances ----------------------------------------------------------------------------------
 st.subheader("Nearest-neighbour distances before and after filtering")
 with ui.errors():
-    knn = compute.embedding_knn(spec)
+    knn = compute.embedding_knn(spec, session=session_data)
 k1, k2 = st.columns(2)
 k1.metric(
     "After vs before",

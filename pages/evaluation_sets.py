@@ -6,9 +6,10 @@ from aflite_app import ui
 from aflite_app.charts import evalsets as charts
 from aflite_app.charts import evalsets_rankings as rankings
 from aflite_app.compute import evalsets as compute
-from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, EVALSETS_SETUP_RUN, MODEL_FAMILIES
+from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, MODEL_FAMILIES, page_state
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 NONE_CHOICE = "(none)"
 
@@ -24,10 +25,12 @@ st.caption(
 dspec, data = ui.current_dataset()
 key = dspec.key
 kind = compute.evalsets_kind(key, data)
-is_upload = compute.evalsets_is_upload(key)
-page_state: dict = st.session_state.setdefault(EVALSETS_PAGE, {"shown": {}, "uploaded": {}})
-shown: dict = page_state["shown"]
-uploaded: dict = page_state["uploaded"]
+is_upload = compute.evalsets_is_upload(key, session=session_data)
+page = page_state(st.session_state, EVALSETS_PAGE)
+for entry in ("shown", "uploaded"):
+    page.setdefault(entry, {})
+shown: dict = page["shown"]
+uploaded: dict = page["uploaded"]
 
 # -- 1. evaluation rows ----------------------------------------------------------------------------------------
 st.subheader("1 · Evaluation rows")
@@ -116,9 +119,10 @@ if source == "split":
     )
 else:
     st.caption(
-        f"Upload evaluation rows with the same columns as '{data.name}' (label column '{data.label_column}'"
-        + (f", text columns {', '.join(repr(c) for c in data.text_columns)}" if data.text_columns else "")
-        + (f", id column '{data.id_column}'" if data.id_column else "")
+        f"Upload evaluation rows with the same columns as '{ui.md(data.name)}' (label column "
+        f"'{ui.md(data.label_column)}'"
+        + (f", text columns {ui.md(', '.join(repr(c) for c in data.text_columns))}" if data.text_columns else "")
+        + (f", id column '{ui.md(data.id_column)}'" if data.id_column else "")
         + "). Supported: the TF-IDF views are rebuilt from the training and evaluation text together; every other "
         "representation needs its own aligned .npy of the evaluation rows, or it is left out of the study."
     )
@@ -129,7 +133,7 @@ else:
         cols = st.columns(min(3, len(others)))
         for i, rep in enumerate(others):
             f = cols[i % len(cols)].file_uploader(
-                f"Evaluation features for '{rep}' (.npy, {data.representation(rep).shape[1]} columns)",
+                f"Evaluation features for '{ui.md(rep)}' (.npy, {data.representation(rep).shape[1]} columns)",
                 type=["npy"],
                 key=f"es-up-npy-{key}-{rep}",
             )
@@ -137,14 +141,19 @@ else:
                 npy_files[rep] = (f.name, f.getvalue())
     if st.button("Use this evaluation table", disabled=table_file is None, key=f"es-use-{key}"):
         with ui.errors():
-            uploaded[key] = compute.evalsets_upload(key, table_file.getvalue(), table_file.name, npy_files)
+            uploaded[key] = compute.evalsets_upload(
+                key, table_file.getvalue(), table_file.name, npy_files, session=session_data
+            )
     base = uploaded.get(key)
     if base is None:
         st.info("Upload an evaluation table and press 'Use this evaluation table'.")
         st.stop()
     with ui.errors():
         up = compute.evalsets_uploaded(base)
-    st.caption(f"Evaluation table '{up.name}': {len(up.frame):,} rows · representations: {', '.join(up.train_X)}.")
+    st.caption(
+        f"Evaluation table '{ui.md(up.name)}': {len(up.frame):,} rows · representations: "
+        f"{ui.md(', '.join(up.train_X))}."
+    )
     labels_cols, source_cols = compute.evalsets_annotator_columns(up.frame)
     with st.form(f"es-upform-{key}"):
         a1, a2, a3 = st.columns(3)
@@ -168,12 +177,14 @@ else:
     )
 
 with ui.errors():
-    slow = compute.stored_evalsets_setup(setspec) is None and compute.evalsets_setup_is_slow(setspec)
+    slow = compute.stored_evalsets_setup(setspec) is None and compute.evalsets_setup_is_slow(
+        setspec, session=session_data
+    )
 if slow:  # sentence embeddings: in the background, with progress and Stop
     built = ui.run_in_background(
-        EVALSETS_SETUP_RUN,
+        (EVALSETS_PAGE, "setup_run"),
         setspec,
-        compute.prepare_evalsets_setup,
+        lambda s: compute.prepare_evalsets_setup(s, session=session_data),
         compute.describe_evalsets_setup,
         stop_key="es-setup-stop",
         stop_help="Stop embedding now (a sentence model being loaded finishes loading first)",
@@ -189,16 +200,16 @@ if slow:  # sentence embeddings: in the background, with progress and Stop
     setup = built.value
 else:
     with ui.errors(), st.spinner("Splitting the data and measuring each adversary's strength…"):
-        setup = compute.evalsets_setup(setspec)
+        setup = compute.evalsets_setup(setspec, session=session_data)
 n_train, n_eval = len(setup.train_y), len(setup.eval_y)
-order = " < ".join(f"{a} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
+order = " < ".join(f"{ui.md(a)} ({setup.strength.get(a, float('nan')):.3f})" for a in setup.adversaries)
 st.caption(
     f"{n_train:,} training rows · {n_eval:,} evaluation rows. Adversaries from weakest to strongest by a strength "
     f"measured independently of filtering — the held-out accuracy of each adversary's backbone trained on the "
     f"training rows, as the paper ranks its adversaries (Table 1): {order}."
 )
 for note in setup.meta.get("notes", []):
-    st.caption(f"Note: {note}")
+    st.caption(f"Note: {ui.message(note)}")
 
 # -- 2. the study ----------------------------------------------------------------------------------------------
 st.subheader("2 · Study")
@@ -326,7 +337,7 @@ def _describe(p, elapsed: float, step=None) -> tuple[float, str]:
 study = compute.stored_evalsets_study(spec) or ui.run_in_background(
     EVALSETS_RUN,
     spec,
-    compute.prepare_evalsets_study,
+    lambda s: compute.prepare_evalsets_study(s, session=session_data),
     _describe,
     stop_key="es-stop",
     stop_help="Stop now and show the AFLite runs finished so far",
@@ -381,8 +392,8 @@ if len(filtered):
 overview, per_adversary = compute.evalsets_reading(study)
 if overview or per_adversary:
     with st.container(border=True):
-        lines = [f"- {line}" for line in overview]
-        lines += [f"- **{a}** — " + " ".join(sents) for a, sents in per_adversary.items() if sents]
+        lines = [f"- {ui.message(line)}" for line in overview]
+        lines += [f"- **{ui.md(a)}** — " + ui.message(" ".join(sents)) for a, sents in per_adversary.items() if sents]
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
 st.subheader("Adversary strength and round 1")

@@ -151,7 +151,7 @@ ui.caption(
 impact = compute.class_impact(result)
 if impact["warning"].any():
     for msg in impact.loc[impact["warning"], "message"]:
-        st.warning(msg)
+        st.warning(ui.message(msg))  # it names a class
 with st.expander("Per-round table"):
     st.dataframe(
         hist.drop(columns=[c for c in ("eval_size_before", "eval_removed") if c in hist]),

@@ -6,17 +6,16 @@ from aflite_app.charts.theme import MISSING
 from aflite_app.compute import inspect as compute
 from aflite_app.state import (
     INSPECT_FILTER,
-    INSPECT_LOADED,
     INSPECT_N_SEEDS,
-    INSPECT_SEEN,
+    INSPECT_PAGE,
     INSPECT_STABILITY_ON,
-    INSPECT_STABILITY_RUN,
     INSPECT_UPLOAD,
     INSPECT_WHICH,
     STRATEGY_LABELS,
 )
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
+session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
 
 #: rows the table shows at most (the filters narrow it; downloads always hold every row)
 MAX_ROWS_SHOWN = 5_000
@@ -34,13 +33,14 @@ data_label = ui.dataset_label(dspec.key)
 def _on_upload() -> None:
     """Open an uploaded run before the page runs (so the page shows it at once); never raises."""
     up = st.session_state.get(INSPECT_UPLOAD)
+    page = state.page_state(st.session_state, INSPECT_PAGE)
     if up is None:
-        st.session_state[INSPECT_SEEN] = None
+        page["seen"] = None
         return
     try:
-        record = compute.open_run_archive(up.getvalue(), up.name, ui.current_dataset_spec())
+        record = compute.open_run_archive(up.getvalue(), up.name, ui.current_dataset_spec(), session=session_data)
     except ValueError as exc:  # exports.RunArchiveError and dataset mismatches: a message, never a traceback
-        st.session_state[INSPECT_SEEN] = (up.file_id, f"Could not open '{up.name}': {exc}")
+        page["seen"] = (up.file_id, f"Could not open '{up.name}': {exc}")
         return
     state.keep_inspect_run(st.session_state, record, up.file_id)
 
@@ -53,11 +53,11 @@ def open_run_panel() -> None:
         key=INSPECT_UPLOAD,
         on_change=_on_upload,
         help="The 'Run record' zip this page downloads, or a zip of the folder the CLI wrote with --out. "
-        f"It must have been made on the dataset selected in the sidebar ({data_label}).",
+        f"It must have been made on the dataset selected in the sidebar ({ui.md(data_label)}).",
     )
-    seen = st.session_state.get(INSPECT_SEEN)
+    seen = state.page_state(st.session_state, INSPECT_PAGE).get("seen")
     if up is not None and seen is not None and seen[0] == up.file_id and seen[1]:
-        st.error(seen[1])
+        st.error(ui.message(seen[1]))
 
 
 # -- which run ---------------------------------------------------------------------------------------------
@@ -65,7 +65,7 @@ spec = ui.filter_run_spec("this page shows that run row by row")  # a link's run
 # compare fields, not objects: a spec made before a module reload (while developing) is of another class
 same_data = spec is not None and (spec.dataset.key, spec.dataset.representation) == (dspec.key, dspec.representation)
 filter_ref = compute.InspectRef(spec.dataset, spec=spec) if same_data else None
-loaded = st.session_state.get(INSPECT_LOADED)
+loaded = state.page_state(st.session_state, INSPECT_PAGE).get("loaded")
 loaded_ref = (
     compute.InspectRef(dspec, digest=loaded["digest"])
     if loaded is not None and loaded["dataset"] == dspec.key
@@ -80,8 +80,8 @@ if filter_ref is None and loaded_ref is None:
     st.page_link("pages/filter.py", label="Go to Filter")
     if loaded is not None:
         st.caption(
-            f"The run opened from '{loaded['name']}' belongs to another dataset "
-            f"({ui.dataset_label(loaded['dataset'])}); pick that one in the "
+            f"The run opened from '{ui.md(loaded['name'])}' belongs to another dataset "
+            f"({ui.md(ui.dataset_label(loaded['dataset']))}); pick that one in the "
             "sidebar to see it."
         )
     st.markdown("**Open a saved run**")
@@ -90,7 +90,7 @@ if filter_ref is None and loaded_ref is None:
 
 names = {"filter": "the Filter page's current run"}
 if loaded_ref is not None:
-    names["loaded"] = f"the run opened from '{loaded['name']}'"
+    names["loaded"] = f"the run opened from '{ui.md(loaded['name'])}'"  # a radio option is Markdown
 if filter_ref is not None and loaded_ref is not None:
     if st.session_state.get(INSPECT_WHICH) not in names:
         st.session_state[INSPECT_WHICH] = "loaded"
@@ -106,17 +106,17 @@ else:
 ref = filter_ref if which == "filter" else loaded_ref
 
 with ui.errors():
-    result = compute.inspect_result(ref, loaded)
-    table = compute.inspect_table(ref, result)
-    representation = compute.inspect_representation(ref, result)
+    result = compute.inspect_result(ref, loaded, session=session_data)
+    table = compute.inspect_table(ref, result, session=session_data)
+    representation = compute.inspect_representation(ref, result, session=session_data)
 
 p = result.params
 k_text = "1 (greedy)" if p.get("strategy") == "greedy" else f"{p.get('slice_size')}"
-rep_text = f"representation {representation}" if representation else "representation unknown"
+rep_text = f"representation {ui.md(representation)}" if representation else "representation unknown"
 st.markdown(
-    f"**Showing {names[which]}** on {data_label} · {rep_text} · τ = {p['tau']:g}, k = {k_text}, "
+    f"**Showing {names[which]}** on {ui.md(data_label)} · {rep_text} · τ = {p['tau']:g}, k = {k_text}, "
     f"target n = {p['target_size']:,}, m = {p['n_partitions']}, t = {p['train_size']:,}, "
-    f"strategy '{p['strategy']}', seed {p.get('seed', '?')}",
+    f"strategy '{ui.md(p['strategy'])}', seed {p.get('seed', '?')}",
     help=STRATEGY_LABELS.get(p["strategy"], p["strategy"]),
 )
 m1, m2, m3, m4 = st.columns(4)
@@ -160,7 +160,7 @@ with tab_rows:
     if link_text is not None:
         l1, l2 = st.columns([4, 1], vertical_alignment="center")
         l1.info(
-            f"Showing only the **{link_text}**: the bar you clicked on the Filter or Predictability page. "
+            f"Showing only the **{ui.message(link_text)}**: the bar you clicked on the Filter or Predictability page. "
             "The filters below narrow it further."
         )
         l2.button("✕ Show all rows", key="inspect-clear-link", on_click=_clear_link, help="Remove this filter.")
@@ -195,15 +195,15 @@ with tab_rows:
             "Search the text",
             key="inspect-query",
             placeholder="word or phrase",
-            help=f"Case-insensitive, in {', '.join(text_cols)}.",
+            help=f"Case-insensitive, in {ui.md(', '.join(text_cols))}.",
         )
     view = compute.filter_rows(
         table, status=status, classes=classes, rounds=rounds, query=query, text_columns=text_cols
     )
     if link_text is not None:
         view = compute.link_rows(view, link)
-    if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds):
-        freq, _, _ = compute.inspect_stability(ref.spec, n_seeds)
+    if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds, session=session_data):
+        freq, _, _ = compute.inspect_stability(ref.spec, n_seeds, session=session_data)
         view = compute.with_stability(view, freq)
     shown = view.head(MAX_ROWS_SHOWN)
     st.caption(
@@ -262,7 +262,7 @@ with tab_words:
         word_alpha = w3.selectbox("Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha")
         with ui.errors():
             word_stats = compute.artifact_statistics(
-                ref.dataset.key, word_source, min_count=int(word_min), alpha=float(word_alpha)
+                ref.dataset.key, word_source, min_count=int(word_min), alpha=float(word_alpha), session=session_data
             )
         st.caption(compute.artifact_summary(word_stats))
         st.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
@@ -281,7 +281,7 @@ with tab_words:
         else:
             with ui.errors():
                 shares = compute.inspect_artifact_shares(
-                    ref, result, word_source, min_count=int(word_min), alpha=float(word_alpha)
+                    ref, result, word_source, min_count=int(word_min), alpha=float(word_alpha), session=session_data
                 )
             gone = int((~shares["still_significant"]).sum())
             removed_share = shares.attrs["removed_share"]
@@ -329,8 +329,8 @@ with tab_art:
         if texts is not None:
             min_count = 5 if data.n_rows >= 500 else 2
             with ui.errors():
-                art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count)
-            kind, where = "token", texts[1]
+                art = compute.inspect_token_artifacts(ref, result, top_k=15, min_count=min_count, session=session_data)
+            kind, where = "token", ui.message(texts[1])
             st.markdown(
                 f"**Removed vs kept rows, within each class (log-odds test).** Tokens in {where} whose share among "
                 "the removed rows of a class differs most from their share among its kept rows. A different "
@@ -355,7 +355,9 @@ with tab_art:
             )
             grid = compute.pixel_grid(data, source)
             with ui.errors():
-                art = compute.inspect_feature_artifacts(ref, result, source, top_k=grid[0] * grid[1] if grid else 10)
+                art = compute.inspect_feature_artifacts(
+                    ref, result, source, top_k=grid[0] * grid[1] if grid else 10, session=session_data
+                )
             kind, where = "feature", sources[source]
         present = [c for c in compute.class_names(data) if (art["label"].astype(str) == c).any()] if len(art) else []
         if not present:
@@ -367,12 +369,13 @@ with tab_art:
         else:
             slot = c2 if kind == "feature" else st.columns(2)[0]
             label = slot.selectbox("Class", present, key=f"inspect-art-class-{dspec.key}")
+            cls = ui.md(label)  # in the captions
             if kind == "feature" and grid is not None:
                 st.plotly_chart(
                     charts.pixel_artifact_chart(art, label, grid), width="stretch", key="inspect-pixel-chart"
                 )
                 ui.caption(
-                    f"Class {label}: the average image of the rows AFLite kept (left) and removed (middle), and for "
+                    f"Class {cls}: the average image of the rows AFLite kept (left) and removed (middle), and for "
                     "each pixel the AUC of telling a removed row from a kept one by that pixel alone (right; 0.5 = "
                     "no difference). Vermillion pixels are inked more among removed rows, blue ones among kept "
                     "rows: the pixel patterns that made rows easy for AFLite's models."
@@ -384,7 +387,7 @@ with tab_art:
             )
             if kind == "token":
                 ui.caption(
-                    f"Class {label}: each bar is a token's smoothed log-odds ratio of appearing in a removed row vs a "
+                    f"Class {cls}: each bar is a token's smoothed log-odds ratio of appearing in a removed row vs a "
                     "kept row of this class (0 = equally common). Vermillion bars are skewed toward removed rows: "
                     "the cues AFLite's models found easy, candidate annotation artifacts (e.g. negation words in "
                     "contradictions). Blue bars are more common among the rows that stayed. Ranked by z (log-odds / "
@@ -392,7 +395,7 @@ with tab_art:
                 )
             else:
                 ui.caption(
-                    f"Class {label}: the features that best tell a removed row from a kept row of this class, by "
+                    f"Class {cls}: the features that best tell a removed row from a kept row of this class, by "
                     "AUC (0.5 = no difference; 1 = every removed row has a higher value; 0 = lower). Vermillion "
                     "bars are higher among removed rows, blue bars higher among kept rows. Compared within the "
                     "class, so features that merely separate classes do not show up."
@@ -403,9 +406,9 @@ with tab_art:
 # -- classes -------------------------------------------------------------------------------------------------
 with tab_classes:
     with ui.errors():
-        impact = compute.inspect_class_impact(ref, result)
+        impact = compute.inspect_class_impact(ref, result, session=session_data)
     for msg in impact.loc[impact["warning"], "message"]:
-        st.warning(msg + " The filtered set may be too small in this class to train or evaluate on.")
+        st.warning(ui.message(msg) + " The filtered set may be too small in this class to train or evaluate on.")
     st.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
     ui.caption(
         "Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "
@@ -441,7 +444,7 @@ with tab_stab:
             key=INSPECT_N_SEEDS,
             help="This run's seed and the next ones.",
         )
-        missing = compute.missing_stability_runs(ref.spec, int(n_seeds))
+        missing = compute.missing_stability_runs(ref.spec, int(n_seeds), session=session_data)
         cost = (
             f"{len(missing)} more AFLite run{'s' * (len(missing) != 1)} (about as long as the Filter run each)"
             if missing
@@ -452,10 +455,10 @@ with tab_stab:
         if stab_on and missing:
             request = compute.StabilityRequest(ref.spec, int(n_seeds))
             outcome = ui.run_in_background(
-                INSPECT_STABILITY_RUN,
+                (INSPECT_PAGE, "stability_run"),
                 request,
-                compute.prepare_stability,
-                compute.describe_stability(request),
+                lambda s: compute.prepare_stability(s, session=session_data),
+                compute.describe_stability(request, session=session_data),
                 stop_key="inspect-stab-stop",
                 stop_help="Stop after the current step; the seeds finished so far are kept.",
                 stopping="Stopping after the current step…",
@@ -467,8 +470,8 @@ with tab_stab:
                 st.rerun()  # the rows table above now gets its frequency column
             else:
                 if outcome.error:
-                    st.error(outcome.error)
-                finished = compute.finished_stability_specs(ref.spec, int(n_seeds))
+                    st.error(ui.message(outcome.error))
+                finished = compute.finished_stability_specs(ref.spec, int(n_seeds), session=session_data)
                 if not outcome.error:
                     st.warning(
                         f"Stopped: {len(finished)} of {int(n_seeds)} seeds finished (the seed in progress was "
@@ -483,13 +486,15 @@ with tab_stab:
                     f"Continue: run the {int(n_seeds) - len(finished)} missing seed"
                     + "s" * (int(n_seeds) - len(finished) != 1),
                     key="inspect-stab-continue",
-                    on_click=st.session_state.pop,
-                    args=(INSPECT_STABILITY_RUN, None),
+                    on_click=state.page_state(st.session_state, INSPECT_PAGE).pop,
+                    args=("stability_run", None),
                 )
                 stab_on, only_finished = len(finished) >= 2, True
         if stab_on:
             with ui.errors():
-                freq, summary, counts = compute.inspect_stability(ref.spec, int(n_seeds), only_finished)
+                freq, summary, counts = compute.inspect_stability(
+                    ref.spec, int(n_seeds), only_finished, session=session_data
+                )
             if only_finished:
                 st.markdown(f"**Stability over the {summary['n_runs']} seeds finished** (of {int(n_seeds)} asked)")
             s1, s2, s3, s4 = st.columns(4)

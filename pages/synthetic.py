@@ -12,7 +12,7 @@ from aflite_app.compute.synthetic import (
     CirclesRunSpec,
     CirclesSpec,
 )
-from aflite_app.state import SYN_OOD_REQUEST, SYN_PLAYING, SYN_ROUND, SYN_STEP_DATA, SYN_TIMER
+from aflite_app.state import SYN_PAGE, SYN_ROUND, SYN_STEP_DATA, page_state
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
@@ -228,23 +228,28 @@ st.caption(
 )
 
 
+def _page() -> dict:
+    """This page's own entries (the stepper's play state and timer, the out-of-distribution request)."""
+    return page_state(st.session_state, SYN_PAGE)
+
+
 def _play(n_rounds: int) -> None:
-    st.session_state[SYN_PLAYING] = True
+    _page()["playing"] = True
     if int(st.session_state.get(SYN_ROUND, 1)) >= n_rounds:
         st.session_state[SYN_ROUND] = 0  # start over; the first step shows round 1
 
 
 def _pause() -> None:
-    st.session_state[SYN_PLAYING] = False
+    _page()["playing"] = False
 
 
-playing = bool(st.session_state.get(SYN_PLAYING, False))
-st.session_state[SYN_TIMER] = playing
+playing = bool(_page().get("playing", False))
+_page()["timer"] = playing
 
 
 @st.fragment(run_every=STEP_SECONDS if playing else None)
 def round_stepper(exp) -> None:
-    if bool(st.session_state.get(SYN_PLAYING, False)) != st.session_state.get(SYN_TIMER):
+    if bool(_page().get("playing", False)) != _page().get("timer"):
         st.rerun()  # Play / Pause changed: re-declare the fragment with (or without) its timer
     names = [d.name for d in exp.datasets]
     if st.session_state.get(SYN_STEP_DATA) not in names:
@@ -257,10 +262,10 @@ def round_stepper(exp) -> None:
         st.info("AFLite removed nothing on this dataset: there is no round to show.")
         return
     current = int(st.session_state.get(SYN_ROUND, 1))
-    if st.session_state.get(SYN_PLAYING):
+    if _page().get("playing"):
         current += 1
         if current >= n_rounds:
-            st.session_state[SYN_PLAYING] = False  # the next run stops the timer
+            _page()["playing"] = False  # the next run stops the timer
     st.session_state[SYN_ROUND] = min(max(current, 1), n_rounds)
     c1, c2 = st.columns([5, 1], vertical_alignment="bottom")
     rnd = c1.slider(
@@ -272,7 +277,7 @@ def round_stepper(exp) -> None:
         help="Rows scored and removed in this round; earlier removals are grey.",
     )
     rnd = min(int(rnd), n_rounds)
-    if st.session_state.get(SYN_PLAYING):
+    if _page().get("playing"):
         c2.button("Pause", key="syn-pause", on_click=_pause, width="stretch")
     else:
         c2.button(
@@ -361,8 +366,8 @@ ood_spec = CirclesOODSpec(run)
 if st.button(
     f"Run the out-of-distribution test ({len(CIRCLES_OOD_SEEDS)} AFLite seeds, a few seconds)", key="syn-ood-run"
 ):
-    st.session_state[SYN_OOD_REQUEST] = ood_spec
-asked = st.session_state.get(SYN_OOD_REQUEST)
+    _page()["ood_request"] = ood_spec
+asked = _page().get("ood_request")
 if asked is None:
     st.caption("Not computed yet: it trains 2 model families × 3 training sets per dataset and seed.")
 else:

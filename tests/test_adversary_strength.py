@@ -18,8 +18,8 @@ from aflite_core.cli import main
 from aflite_core.data.planted_bias import make_planted_bias
 from aflite_core.engine.checkpoint import peek_meta
 from aflite_core.engine.logistic import LogisticFamily, fit_logistic
-from aflite_core.engine.models import SklearnFamily
 from aflite_core.engine.registry import family_from_spec, resolve_model
+from aflite_core.engine.sklearn_family import SklearnFamily
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import plotly_figures
 
 from aflite_app import jobs as app_jobs
-from aflite_app.compute import datasets, uploads
+from aflite_app.compute import datasets, upload_sentences, uploads
 from aflite_app.state import DATASET, REPRESENTATION, UPLOADS
 from aflite_core.data import embeddings as core_embeddings
 from aflite_core.data.user_tables import ID_COLUMN_NAMES, guess_id_column, id_column_candidates
@@ -187,7 +187,9 @@ def test_nli_by_name_fetches_once_per_request_and_registers(app_test, nli_folder
 
     monkeypatch.setattr(core_nli, "load_nli_dataset", counting)
     at = app_test(page=PAGE)
-    assert any(str(nli_folder) in c.value for c in at.caption)  # says it reads the local copy
+    # says it reads the local copy, named by its variable: the server's path never reaches the browser (issue 24)
+    assert any("local copy (AFLITE_NLI_DATA_DIR)" in c.value for c in at.caption)
+    assert not any(str(nli_folder) in c.value for c in at.caption)
     _fetch(at)
     assert not at.exception, at.exception
     assert not _errors(at)
@@ -280,7 +282,7 @@ def test_embeddings_extra_missing_shows_a_disabled_choice_with_the_command(app_t
     status = core_embeddings.EmbeddingsStatus(
         False, ("torch",), core_embeddings.EMBEDDINGS_INSTALL_COMMAND, "Sentence embeddings need torch"
     )
-    monkeypatch.setattr(uploads, "embeddings_status", lambda: status)
+    monkeypatch.setattr(upload_sentences, "embeddings_status", lambda: status)
     frame = nli_frame(30)
     at = app_test(page=PAGE)
     _upload(at, "pairs.csv", _csv(frame))
@@ -340,7 +342,7 @@ def test_a_second_session_reads_the_embeddings_from_disk(app_test, monkeypatch, 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded although the disk cache holds every view")
 
-    monkeypatch.setattr(uploads, "load_sentence_model", no_model)
+    monkeypatch.setattr(upload_sentences, "load_sentence_model", no_model)
     monkeypatch.setattr(core_embeddings, "load_sentence_model", no_model)
     at = app_test(page=PAGE)
     _upload(at, "pairs.csv", payload)
@@ -385,8 +387,8 @@ def test_the_shared_model_is_loaded_once_and_left_out_of_garbage_collection(monk
         def encode(self, texts, **kwargs):
             return np.zeros((len(texts), 2), dtype=np.float32)
 
-    monkeypatch.setattr(uploads, "load_sentence_model", lambda: loads.append(1) or StandIn())
-    model = uploads._SharedModel()
+    monkeypatch.setattr(upload_sentences, "load_sentence_model", lambda: loads.append(1) or StandIn())
+    model = upload_sentences._SharedModel()
     assert not model.loaded
     try:
         assert model.encode(["a", "b"]).shape == (2, 2)

@@ -219,19 +219,17 @@ def test_evaluation_table_upload_rebuilds_tfidf(app_test):
     at.radio(key="es-source-toy").set_value("upload").run()
     assert any("Upload an evaluation table" in i.value for i in at.info)
 
-    import streamlit as st
-
     from aflite_app.compute import evalsets as compute
+    from aflite_app.specs import SessionData
 
     buf = io.BytesIO()
     evaluation.to_json(buf, orient="records", lines=True)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(st, "session_state", {"uploads": {"toy": data}})
-        spec = compute.evalsets_upload("toy", buf.getvalue(), "eval.jsonl")
-        setup = compute.evalsets_setup(spec)
-        assert len(setup.train_y) == 270 and len(setup.eval_y) == 90
-        assert set(setup.adversaries) == {"tfidf", "tfidf_hypothesis"}
-        assert setup.train_X["tfidf"].shape[1] == setup.eval_X["tfidf"].shape[1]
-        bad = evaluation.drop(columns=["hypothesis"]).to_csv(index=False).encode()
-        with pytest.raises(ValueError, match="hypothesis"):
-            compute.evalsets_upload("toy", bad, "eval.csv")
+    mine = SessionData(uploads={"toy": data})  # the session's data, as the page passes it
+    spec = compute.evalsets_upload("toy", buf.getvalue(), "eval.jsonl", session=mine)
+    setup = compute.evalsets_setup(spec, session=mine)
+    assert len(setup.train_y) == 270 and len(setup.eval_y) == 90
+    assert set(setup.adversaries) == {"tfidf", "tfidf_hypothesis"}
+    assert setup.train_X["tfidf"].shape[1] == setup.eval_X["tfidf"].shape[1]
+    bad = evaluation.drop(columns=["hypothesis"]).to_csv(index=False).encode()
+    with pytest.raises(ValueError, match="hypothesis"):
+        compute.evalsets_upload("toy", bad, "eval.csv", session=mine)

@@ -269,12 +269,12 @@ def test_a_stopped_stability_report_shows_the_finished_seeds_and_continues(app_t
     real = compute.prepare_run
     ran = []
 
-    def stop_in_seed_plus_2(spec):
+    def stop_in_seed_plus_2(spec, **kwargs):  # kwargs: the session's data the page passes on
         base = at.session_state["last_result_spec"].seed
         if spec.seed == base + 2:
             return lambda callback: SimpleNamespace(stopped=True)  # as if Stop came during this seed
         ran.append(spec.seed)
-        return real(spec)
+        return real(spec, **kwargs)
 
     at = _inspect_after_filter(app_test, dataset_key="circles")
     monkeypatch.setattr(compute, "prepare_run", stop_in_seed_plus_2)

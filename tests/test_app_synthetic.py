@@ -163,10 +163,10 @@ def test_round_slider_play_and_dataset_change_the_stepper(app_test):
     at.button(key="syn-play").click().run()  # one step now; further steps come from the fragment's timer
     assert not at.exception, at.exception
     assert at.slider(key="syn-round").value == 4
-    assert at.session_state["syn-playing"]
+    assert at.session_state["syn-page"]["playing"]
     at.button(key="syn-pause").click().run()
     assert not at.exception
-    assert not at.session_state["syn-playing"]
+    assert not at.session_state["syn-page"]["playing"]
 
     at.radio(key="syn-step-data").set_value("separation 0.2").run()
     assert not at.exception, at.exception

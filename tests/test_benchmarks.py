@@ -51,6 +51,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_adversary.py",
         "bench_app.py",
         "bench_core.py",
+        "bench_null.py",
         "bench_scale.py",
         "bench_threads.py",
         "evalsets_digits.py",
@@ -105,6 +106,16 @@ def test_bench_adversary():
         assert "engine_jaccard_vs_converged_loop" in rec
     table = [line for line in out.splitlines() if line.startswith("| digits_pca") or line.startswith("| a_isotropic")]
     assert len(table) == 2 and all(line.count("|") == 12 for line in table)
+
+
+def test_bench_null():
+    """Random labels (engine, null and scikit-learn loop per seed), planted rows, and a run's one-line null."""
+    out = run_tiny("bench_null.py")
+    assert "## Random labels" in out and "## Planted rows" in out
+    assert "mean null / mean observed" in out and "scikit-learn loop" in out
+    assert "(observed − null) / planted" in out
+    assert "under shuffled labels (3 permutations)" in out
+    assert "## chance_table of aflite" in out and "suggest_tau(res, 0.1) = " in out
 
 
 def test_bench_scale_local_and_dask():

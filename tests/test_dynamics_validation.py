@@ -10,13 +10,9 @@ import pytest
 
 from aflite_core.cli import main
 from aflite_core.dynamics import difficulty_levels, record_dynamics
-from aflite_core.dynamics.validation import (
-    SELECTIONS,
-    fraction_experiment,
-    level_accuracy,
-    select_fraction,
-    validate_levels,
-)
+from aflite_core.dynamics.fractions import SELECTIONS, fraction_experiment, select_fraction
+from aflite_core.dynamics.heldout import level_accuracy
+from aflite_core.dynamics.validation import validate_levels
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

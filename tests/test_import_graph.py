@@ -146,3 +146,37 @@ def test_pages_import_only_their_own_or_shared_compute_modules():
         if used - shared - {own}:
             bad[name] = sorted(used - shared - {own})
     assert bad == {}
+
+
+def _reachable(start: str) -> set[str]:
+    seen, stack = set(), [start]
+    while stack:
+        for target in GRAPH.get(stack.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
+
+
+def test_compute_reaches_neither_the_session_module_nor_ui_even_through_another_module():
+    """Compute gets the session's data as arguments: no import path leads from it to the modules that own it."""
+    bad = {
+        n: sorted(_reachable(n) & {"aflite_app.state", "aflite_app.ui", "aflite_app.links"}) for n in _compute_modules()
+    }
+    assert {k: v for k, v in bad.items() if v} == {}
+
+
+def test_no_session_reader_is_installed_in_compute():
+    """No hook through which the page layer hands compute a way to read the session (the data is an argument)."""
+    found = []
+    for name, path in FILES.items():
+        if not name.startswith(("aflite_app", "pages", "app")):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for word in ("session_reader", "install_session"):
+            if word in text:
+                found.append((name, word))
+        hook = re.search(r"^\s*global\s", text, re.M)
+        if name.startswith("aflite_app.compute") and ("session_state" in text or hook):
+            found.append((name, "session_state or a module-level hook (global)"))
+    assert found == []

@@ -40,7 +40,7 @@ def test_a_shuffled_table_with_extra_rows_is_recorded_in_the_runs_row_order(smal
     assert json.loads(capsys.readouterr().out)["table"].endswith("table.parquet")
     result = AFLiteResult.load(out)
     meta = json.loads((out / "result.json").read_text())
-    assert meta["format_version"] == 3 and "table.parquet" in meta["files"]
+    assert meta["format_version"] == 4 and "table.parquet" in meta["files"]
     assert run_table_info(out) == {
         "rows": 300,
         "columns": ["doc", "text", "source"],
@@ -124,8 +124,8 @@ def test_a_damaged_table_is_refused_and_old_records_still_load(small_files, tmp_
     (out / "table.parquet").unlink()
     with pytest.raises(ValueError, match=r"it has no table\.parquet"):
         AFLiteResult.load(out)
-    old = result.save(tmp_path / "plain")  # saved without a table: format 2, as before
-    assert json.loads((old / "result.json").read_text())["format_version"] == 2
+    old = result.save(tmp_path / "plain")  # saved without a table: format 3, as before
+    assert json.loads((old / "result.json").read_text())["format_version"] == 3
     assert load_run_table(old) is None and run_table_info(old) is None
     assert AFLiteResult.load(old).equals(result)
 
@@ -134,7 +134,7 @@ def test_the_text_budget_applies_to_the_table(small_files):
     _texts(300).to_csv(small_files / "t.csv", index=False)
     out = small_files / "run"
     assert _filter(small_files, out, "--table", str(small_files / "t.csv")) == 0
-    with pytest.raises(ValueError, match="bytes of text, more than the 100"):
+    with pytest.raises(ValueError, match="holds more than 100 bytes of text"):
         load_run_table(out, max_text_bytes=100)
 
 

@@ -114,6 +114,15 @@ def test_the_app_modules_take_their_limits_from_settings(clean_env):
         assert got == want
     vault = links.UploadVault.from_env()
     assert vault.max_bytes == 1024 * 2**20 and vault.ttl == 24 * 3600
+    from aflite_core.data import budget
+
+    old = budget.limits()
+    try:
+        _stores.apply_parse_budgets()
+        assert (budget.limits().parse_bytes, budget.limits().parses_bytes) == settings.parse_budget_bytes(s)
+        assert "AFLITE_PARSE_BUDGET_MB" in budget.limits().advice
+    finally:
+        budget.set_budgets(**old.as_dict())
 
 
 # -- the environment --------------------------------------------------------------------------------------------
@@ -281,3 +290,34 @@ def test_settings_imports_no_streamlit():
     code = "import sys; import aflite_app.settings; print(sorted(m for m in sys.modules if m.startswith('streamlit')))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- the README's serving table ---------------------------------------------------------------------------------
+
+
+def test_the_readme_serving_table_is_generated_from_the_settings():
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import serving_table
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = serving_table.readme_table(readme)
+    assert table, "README.md lacks the serving-table markers"
+    assert table == settings.serving_table(), "run: python docs/serving_table.py --write"
+    for f in dataclasses.fields(Settings):  # one row per setting, with its variable and default
+        assert f"| `{f.name}` |" in table
+    for name in ENV_VARS.values():
+        assert f"`{name}`" in table
+    assert "| `parse_budget_mb` | `AFLITE_PARSE_BUDGET_MB` | 2,048 MB |" in table
+    assert "| `parses_budget_mb` | `AFLITE_PARSES_BUDGET_MB` | 4,096 MB |" in table
+
+
+def test_the_parse_budgets_are_settings(clean_env):
+    assert (Settings().parse_budget_mb, Settings().parses_budget_mb) == (2048, 4096)
+    clean_env.setenv("AFLITE_PARSE_BUDGET_MB", "512")
+    clean_env.setenv("AFLITE_PARSES_BUDGET_MB", "oops")
+    s = load()
+    assert (s.parse_budget_mb, s.parses_budget_mb) == (512, 4096)
+    assert settings.parse_budget_bytes(s) == (512 * 2**20, 4096 * 2**20)
+    assert settings.parse_budget_bytes(Settings(parse_budget_mb=0)) == (1, 4096 * 2**20)

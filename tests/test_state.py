@@ -10,8 +10,7 @@ import streamlit as st
 from aflite_app import state
 from aflite_app.state import (
     DATASET,
-    INSPECT_LOADED,
-    INSPECT_SEEN,
+    INSPECT_PAGE,
     INSPECT_WHICH,
     LAST,
     MAX_SESSION_UPLOADS,
@@ -54,8 +53,18 @@ def test_init_session_sets_every_default_once():
 
 def test_every_session_key_is_distinct():
     keys = {name: value for name, value in vars(state).items() if name.isupper() and isinstance(value, str)}
-    assert {"DATASET", "LAST", "TAU", "INSPECT_LOADED", "EVALSETS_RUN", "SYN_ROUND", "RUN_ERROR"} <= set(keys)
+    assert {"DATASET", "LAST", "TAU", "INSPECT_PAGE", "EVALSETS_RUN", "SYN_ROUND", "DATA_PAGE"} <= set(keys)
     assert len(set(keys.values())) == len(keys), keys
+
+
+def test_the_session_keys_are_few_and_each_page_keeps_its_own_entries_in_one_dict():
+    """Issue 23 item 4: 27 keys (38 before); what one page alone keeps between reruns lives in its page dict."""
+    keys = {value for name, value in vars(state).items() if name.isupper() and isinstance(value, str)}
+    assert len(keys) <= 27, sorted(keys)
+    session: dict = {}
+    page = state.page_state(session, state.DYN_PAGE)
+    page["record_request"] = "spec"
+    assert state.page_state(session, state.DYN_PAGE) is page and session == {state.DYN_PAGE: {"record_request": "spec"}}
 
 
 def test_session_keys_live_in_state_and_the_compute_layer_never_touches_the_session():
@@ -65,9 +74,8 @@ def test_session_keys_live_in_state_and_the_compute_layer_never_touches_the_sess
     from pathlib import Path
 
     state_keys = {value for name, value in vars(state).items() if name.isupper() and isinstance(value, str)}
-    assert {"syn-ood-request", "dyn-validate-request", "data-nli-run", "data-nli-request", "data-embed-run"} <= (
-        state_keys
-    )
+    # the pages' own entries (requests, background waits, errors) live in one dict per page, declared in state
+    assert {"syn-page", "dyn-page", "data-page", "inspect-page", "evalsets_page"} <= state_keys
     compute_dir = Path(state.__file__).parent / "compute"
     for path in sorted(compute_dir.glob("*.py")):
         text = path.read_text(encoding="utf-8")
@@ -178,9 +186,9 @@ def test_inspect_run_kept_and_forgotten():
     session: dict = {}
     record = {"result": "r", "name": "run.zip", "digest": "d", "dataset": "digits"}
     state.keep_inspect_run(session, record, "file-1")
-    assert session == {INSPECT_LOADED: record, INSPECT_SEEN: ("file-1", None), INSPECT_WHICH: "loaded"}
+    assert session == {INSPECT_PAGE: {"loaded": record, "seen": ("file-1", None)}, INSPECT_WHICH: "loaded"}
     state.forget_inspect_run(session)
-    assert INSPECT_LOADED not in session and session[INSPECT_WHICH] == "filter"
+    assert "loaded" not in session[INSPECT_PAGE] and session[INSPECT_WHICH] == "filter"
     state.forget_inspect_run(session)  # closing twice is harmless
 
 

@@ -21,7 +21,7 @@ from aflite_app import jobs as app_jobs
 from aflite_app.compute import dynamics as dyn
 from aflite_app.compute import embedding as emb
 from aflite_app.compute import inspect as insp
-from aflite_app.compute import runs, uploads
+from aflite_app.compute import runs, upload_sentences
 from aflite_app.jobs import BackgroundRun
 from aflite_app.state import DatasetSpec, FilterSpec
 from aflite_core.dynamics import TrainingInterrupted, TrainingStep
@@ -257,8 +257,8 @@ def gated_engine(monkeypatch):
     gate = Gate()
     real = runs.prepare_run
 
-    def prepare(spec):
-        target = real(spec)
+    def prepare(spec, **kwargs):  # kwargs: the session's data the caller passes on
+        target = real(spec, **kwargs)
 
         def gated(callback):
             class Reporter:
@@ -376,19 +376,21 @@ def gated_embedding(monkeypatch):
         return {view: np.zeros((len(frame), 4), dtype=np.float32) for view in views}
 
     status = core_embeddings.EmbeddingsStatus(True, (), "pip install ...", "")
-    monkeypatch.setattr(uploads, "embeddings_status", lambda: status)
-    monkeypatch.setattr(uploads._embeddings, "embed_views", fake_embed_views)
+    monkeypatch.setattr(upload_sentences, "embeddings_status", lambda: status)
+    monkeypatch.setattr(upload_sentences._embeddings, "embed_views", fake_embed_views)
     return gate
 
 
 def test_embedding_job_is_cancelled_only_when_every_session_that_asked_is_gone(gated_embedding):
     gate = gated_embedding
     frame = pd.DataFrame({"text": [f"row {i}" for i in range(20)], "label": ["a", "b"] * 10})
-    spec = uploads.EmbedSpec("digest", "t.csv", (("text", ("text",)),), "model")
+    spec = upload_sentences.EmbedSpec("digest", "t.csv", (("text", ("text",)),), "model")
     tabs = [threading.Event(), threading.Event()]
     for tab in tabs:
         tab.set()
-    waits = [BackgroundRun(spec, uploads.prepare_embedding(spec, frame), alive=tab.is_set).start() for tab in tabs]
+    waits = [
+        BackgroundRun(spec, upload_sentences.prepare_embedding(spec, frame), alive=tab.is_set).start() for tab in tabs
+    ]
     gate.run_until(3)
     _wait(lambda: app_jobs.shared_jobs()._followers.get(spec) == 2)
     tabs[0].clear()  # one tab closed: the other still waits, so the job goes on
@@ -398,20 +400,20 @@ def test_embedding_job_is_cancelled_only_when_every_session_that_asked_is_gone(g
     # the last tab closed: the job is cancelled within one more chunk
     assert _stop_and_count(waits[1], gate, spec, stop=tabs[1].clear) <= 1
     assert waits[1].cancelled and waits[1].result.stopped and gate.calls == 1
-    assert uploads._embedding_store().recall(spec) is None
+    assert upload_sentences._embedding_store().recall(spec) is None
 
 
 def test_level_accuracy_checks_for_a_stop_between_prediction_blocks_with_the_same_result(monkeypatch):
-    from aflite_core.dynamics import validation
+    from aflite_core.dynamics import heldout
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1200, 5))
     y = (X[:, 0] > 0).astype(int)
     lv = np.where(np.abs(X[600:, 0]) > 1, "easy", np.where(np.abs(X[600:, 0]) > 0.2, "ambiguous", "hard"))
-    whole = validation.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",))
-    monkeypatch.setattr(validation, "_PREDICT_BLOCK_WORK", 600 * 5 * 64)  # blocks of 64 rows
+    whole = heldout.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",))
+    monkeypatch.setattr(heldout, "_PREDICT_BLOCK_WORK", 600 * 5 * 64)  # blocks of 64 rows
     calls = []
-    blocks = validation.level_accuracy(
+    blocks = heldout.level_accuracy(
         lv, X[:600], y[:600], X[600:], y[600:], models=("knn",), callback=lambda *c: calls.append(c)
     )
     assert blocks.equals(whole) and len(calls) == 600 // 64 + 1 + 1  # every block, then the fit done
@@ -422,5 +424,5 @@ def test_level_accuracy_checks_for_a_stop_between_prediction_blocks_with_the_sam
         return len(seen) < 3
 
     with pytest.raises(TrainingInterrupted):
-        validation.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",), callback=refuse_third)
+        heldout.level_accuracy(lv, X[:600], y[:600], X[600:], y[600:], models=("knn",), callback=refuse_third)
     assert len(seen) == 3

@@ -251,7 +251,7 @@ def test_app_builds_the_embedding_split_in_the_background_and_stop_gives_a_stopp
     fake_sentence_model, monkeypatch
 ):
     data = _pair_dataset()
-    monkeypatch.setattr(compute, "dataset", lambda key: data)
+    monkeypatch.setattr(compute, "dataset", lambda key, **kwargs: data)  # kwargs: the session's data
     spec = compute.EvalSetSpec(dataset="p", embeddings=True)
     assert compute.evalsets_setup_is_slow(spec)
     texts = []
@@ -324,8 +324,8 @@ def test_page_stop_button_ends_the_study_and_shows_it_as_partial(app_test, monke
     counted = {"after_stop": 0, "steps": 0}
     real_prepare = compute.prepare_evalsets_study
 
-    def counting_prepare(spec):
-        target = real_prepare(spec)
+    def counting_prepare(spec, **kwargs):  # kwargs: the session's data the page passes on
+        target = real_prepare(spec, **kwargs)
 
         def wrapped(reporter):
             class R:
@@ -373,8 +373,8 @@ def test_page_draws_a_study_stopped_before_any_aflite_run(app_test, monkeypatch)
     """Stopped while the evaluated models were trained: no AFLite run, one model; the page still draws."""
     real_prepare = compute.prepare_evalsets_study
 
-    def stopping_prepare(spec):
-        target = real_prepare(spec)
+    def stopping_prepare(spec, **kwargs):  # kwargs: the session's data the page passes on
+        target = real_prepare(spec, **kwargs)
 
         def wrapped(reporter):
             class R:

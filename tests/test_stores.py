@@ -34,6 +34,50 @@ def test_held_bytes_of_a_result_counts_its_arrays():
     assert held >= res.scores.nbytes + res.kept.nbytes + res.removed_round.nbytes + res.y.nbytes
 
 
+def test_a_figure_counts_its_traces_data_and_a_store_of_figures_evicts_under_the_budget():
+    go = pytest.importorskip("plotly.graph_objects")
+
+    def figure(n: int):
+        return go.Figure(go.Scatter(x=np.arange(n, dtype=np.float64), y=list(range(n)), text=["row"] * n))
+
+    fig = figure(5_000)
+    held = _stores.held_bytes(fig)
+    assert 5_000 * (8 + 8 + 3) <= held < 5_000 * (8 + 8 + 3) + 50_000  # the array, the list's numbers, the text
+    pool = _stores.Budget(limit_bytes=int(1.5 * held))
+    figures = _stores.Store("figures", 10, pool)
+    figures.keep("a", fig)
+    figures.keep("b", figure(5_000))  # two figures do not fit: the older one goes
+    assert figures.recall("a") is None and figures.recall("b") is not None
+    assert 0 < pool.held <= pool.limit_bytes
+
+
+def test_a_fitted_model_counts_what_it_learned_and_a_store_of_models_evicts_under_the_budget():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1_000, 20))
+    y = (X[:, 0] > 0).astype(int)
+    linear = LogisticRegression().fit(X, y)
+    assert _stores.held_bytes(linear) >= linear.coef_.nbytes + linear.intercept_.nbytes
+    knn = KNeighborsClassifier().fit(X, y)  # a kNN keeps its training rows
+    assert _stores.held_bytes(knn) >= X.nbytes
+    pool = _stores.Budget(limit_bytes=int(1.5 * X.nbytes))
+    models = _stores.Store("models", 10, pool)
+    models.keep("a", knn)
+    models.keep("b", KNeighborsClassifier().fit(X + 1.0, y))
+    assert models.recall("a") is None and models.recall("b") is not None
+    assert 0 < pool.held <= pool.limit_bytes
+
+
+def test_torch_tensors_and_modules_count_their_elements():
+    torch = pytest.importorskip("torch")
+    assert _stores.held_bytes(torch.zeros(1_000, dtype=torch.float32)) == 4_000
+    layer = torch.nn.Linear(100, 10)
+    assert _stores.held_bytes(layer) == 4 * (100 * 10 + 10)
+    assert _stores.held_bytes({"model": layer, "again": layer}) == 4 * (100 * 10 + 10)
+
+
 def test_the_budget_drops_the_least_recently_used_entry_of_any_store():
     pool = _stores.Budget(limit_bytes=10_000)
     runs, tables = _stores.Store("runs", 10, pool), _stores.Store("tables", 10, pool)

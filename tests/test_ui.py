@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from aflite_app import markup
+
 BOUNDARY = """
 import streamlit as st
 from aflite_app import ui
@@ -45,7 +47,7 @@ def _texts(at: AppTest) -> list[str]:
 def test_a_core_error_becomes_one_error_line_and_stops_the_page(raise_, message):
     at = _run(BOUNDARY.format(raise_=raise_))
     assert not at.exception
-    assert [e.value for e in at.error] == [message]
+    assert [e.value for e in at.error] == [markup.message(message)]  # Markdown that shows the message as typed
     assert _texts(at) == ["before"]  # the page stopped at the boundary
 
 
@@ -104,3 +106,18 @@ def test_sync_wait_reads_the_environment(monkeypatch):
     assert ui.sync_wait() == 1.5
     monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.25")
     assert ui.sync_wait() == 0.25
+
+
+@pytest.mark.parametrize(
+    ("raise_", "shown"),
+    [
+        ("raise ValueError(\"The file '**B0LD** [x](http://e)' is empty.\")", "'\\*\\*B0LD\\*\\* \\[x\\]"),
+        ("open('/nonexistent/secret/path.txt')", "A file on the server could not be read or written"),
+    ],
+    ids=["markdown-in-a-name", "a-python-file-error"],
+)
+def test_the_boundary_shows_names_literally_and_never_a_server_path(raise_, shown):
+    at = _run(BOUNDARY.format(raise_=raise_))
+    assert not at.exception
+    (error,) = [e.value for e in at.error]
+    assert shown in error and "**B0LD**" not in error and "/nonexistent" not in error

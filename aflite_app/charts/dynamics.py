@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .theme import KEPT_REMOVED, NEUTRAL, class_colour_map, fmt_pct, style
+from .theme import KEPT_REMOVED, NEUTRAL, class_colour_map, fmt_pct, plotly_text, style
 
 __all__ = [
     "CORRECTNESS_BUCKETS",
@@ -267,7 +267,7 @@ def class_counts_chart(frame: pd.DataFrame, classes, *, share: bool = False) -> 
                 name=name,
                 marker_color=colours[name],
                 customdata=np.column_stack([counts, shares]),
-                hovertemplate=f"%{{x}}: %{{customdata[0]:,}} rows of class {name} "
+                hovertemplate=f"%{{x}}: %{{customdata[0]:,}} rows of class {plotly_text(name)} "
                 "(%{customdata[1]:.0%} of the level)<extra></extra>",
             )
         )

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .theme import KEPT, REMOVED, class_colour_map, round_colours, style
+from .theme import KEPT, REMOVED, class_colour_map, plotly_text, round_colours, style
 
 __all__ = ["COLOUR_MODES", "embedding_scatter", "similarity_heatmap"]
 
@@ -29,10 +29,11 @@ def _marker_size(n: int) -> float:
 
 def _hover(frame: pd.DataFrame) -> np.ndarray:
     """One hover line per point: id, class, outcome, first-round predictability."""
-    ids = frame["id"].astype(str) if "id" in frame else frame["row"].astype(str)
+    ids = (frame["id"].astype(str) if "id" in frame else frame["row"].astype(str)).map(plotly_text)
     rr = frame["removed_round"].to_numpy()
     outcome = np.where(rr > 0, "removed in round " + pd.Series(rr).astype(str).to_numpy(dtype=object), "kept")
-    text = "id " + ids.to_numpy(dtype=object) + " · class " + frame["label"].astype(str).to_numpy(dtype=object)
+    labels = frame["label"].astype(str).map(plotly_text).to_numpy(dtype=object)
+    text = "id " + ids.to_numpy(dtype=object) + " · class " + labels
     text = text + "<br>" + outcome
     if "first_score" in frame:
         p = frame["first_score"].to_numpy(dtype=float)
@@ -185,7 +186,7 @@ def similarity_heatmap(
     rows = np.concatenate([np.asarray(sim.retained_rows), np.asarray(sim.removed_rows)]).astype(np.intp)
     Z = np.asarray(sim.matrix, dtype=float)
     ident = np.asarray(ids)[rows] if ids is not None else rows
-    who = [f"{'retained' if i < r else 'removed'} id {ident[i]}" for i in range(r + m)]
+    who = [f"{'retained' if i < r else 'removed'} id {plotly_text(ident[i])}" for i in range(r + m)]
     text = [[f"{who[i]}<br>{who[j]}<br>cos = {Z[i, j]:.3f}" for j in range(r + m)] for i in range(r + m)]
     off = Z[~np.eye(r + m, dtype=bool)] if r + m > 1 else np.array([])
     zmin, zmax = (float(off.min()), float(off.max())) if off.size else (0.0, 1.0)
@@ -223,9 +224,9 @@ def similarity_heatmap(
     axis = dict(
         tickvals=ticks, ticktext=labels, showgrid=False, zeroline=False, range=[-0.6, r + m - 0.4], constrain="domain"
     )
-    fig.update_xaxes(title_text=f"sampled rows of class {class_name}", **axis)
+    fig.update_xaxes(title_text=f"sampled rows of class {plotly_text(class_name)}", **axis)
     fig.update_yaxes(
-        title_text=f"sampled rows of class {class_name}",
+        title_text=f"sampled rows of class {plotly_text(class_name)}",
         autorange=None,
         scaleanchor="x",
         **{**axis, "range": [r + m - 0.4, -0.6]},

@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from aflite_core.engine.result import EVAL_CATEGORIES
 from aflite_core.evalsets import NONE, AdversaryStudy
 
-from .theme import KEPT, MISSING, NEUTRAL, REMOVED, TAU_LINE, style
+from .theme import KEPT, MISSING, NEUTRAL, REMOVED, TAU_LINE, plotly_text, style
 
 __all__ = [
     "CATEGORY_COLOURS",
@@ -123,7 +123,7 @@ def category_chart(
                 ),
             )
         )
-    ticks = [f"{a}<br>strength {strength[a]:.2f}" if a in strength else a for a in names]
+    ticks = [f"{plotly_text(a)}<br>strength {strength[a]:.2f}" if a in strength else plotly_text(a) for a in names]
     fig.update_layout(barmode="stack", bargap=0.35, legend_traceorder="normal")
     fig.update_xaxes(
         title_text="adversary (weakest → strongest)",
@@ -268,7 +268,7 @@ def accuracy_lines(study: AdversaryStudy, *, title: str | None = None) -> go.Fig
                     width=3,
                 ),
                 customdata=np.c_[lo[i], hi[i], n_rows[i]],
-                hovertemplate="%{x}<br>rows " + a + " selected: accuracy %{y:.3f}<br>95 % interval "
+                hovertemplate="%{x}<br>rows " + plotly_text(a) + " selected: accuracy %{y:.3f}<br>95 % interval "
                 "%{customdata[0]:.3f}-%{customdata[1]:.3f} on %{customdata[2]:.0f} rows<extra></extra>",
             )
         )

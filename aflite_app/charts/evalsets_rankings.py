@@ -27,7 +27,7 @@ from .evalsets import (
     _adversary_colours,
     model_order,
 )
-from .theme import CLASS_COLOURS, MISSING, NEUTRAL, style
+from .theme import CLASS_COLOURS, MISSING, NEUTRAL, plotly_text, style
 
 __all__ = [
     "ranking_chart",
@@ -115,7 +115,7 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
         xs = list(range(len(cols)))
         ys = [pos[(c, m)] for c in cols]
         accs = [float(M.loc[m, c]) if m in M.index else np.nan for c in cols]
-        text = [f"{m} {a:.2f}" if np.isfinite(a) else f"{m} {MISSING}" for a in accs]
+        text = [f"{plotly_text(m)} {a:.2f}" if np.isfinite(a) else f"{plotly_text(m)} {MISSING}" for a in accs]
         fig.add_trace(
             go.Scatter(
                 x=xs,
@@ -133,8 +133,8 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
                 ),
                 customdata=np.c_[labels, [pos[(c, m)] + 1 for c in cols], [pos[(NONE, m)] + 1] * len(cols)],
                 hovertemplate=(
-                    f"<b>{m}</b> on %{{customdata[0]}}<br>accuracy %{{text}}<br>position %{{customdata[1]}} from the "
-                    "worst (full set: %{customdata[2]})<extra></extra>"
+                    f"<b>{plotly_text(m)}</b> on %{{customdata[0]}}<br>accuracy %{{text}}<br>position "
+                    "%{customdata[1]} from the worst (full set: %{customdata[2]})<extra></extra>"
                 ),
                 cliponaxis=False,
                 showlegend=False,
@@ -155,7 +155,7 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
     fig.update_xaxes(
         tickmode="array",
         tickvals=list(range(len(cols))),
-        ticktext=labels,
+        ticktext=[plotly_text(label) for label in labels],
         side="top",
         range=[-0.5, len(cols) - 0.5],
         showgrid=False,
@@ -203,7 +203,7 @@ def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: in
                 x=[0],
                 y=[i],
                 mode="markers+text",
-                text=[f"{m}  {a:.2f}" if np.isfinite(a) else f"{m}  {MISSING}"],
+                text=[f"{plotly_text(m)}  {a:.2f}" if np.isfinite(a) else f"{plotly_text(m)}  {MISSING}"],
                 textposition="middle right",
                 textfont=dict(size=12),
                 marker=dict(
@@ -214,9 +214,8 @@ def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: in
                 ),
                 name=m,
                 showlegend=False,
-                hovertemplate=f"<b>{m}</b> on {title}<br>accuracy %{{text}}<br>{i + 1} from the worst"
-                + ("<br>the adversary's backbone" if ring else "")
-                + "<extra></extra>",
+                hovertemplate=f"<b>{plotly_text(m)}</b> on {plotly_text(title)}<br>accuracy %{{text}}<br>"
+                f"{i + 1} from the worst" + ("<br>the adversary's backbone" if ring else "") + "<extra></extra>",
                 cliponaxis=False,
             )
         )
@@ -232,7 +231,7 @@ def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: in
     )
     style(fig, height=height or 125 + 30 * n)
     fig.update_layout(
-        title=dict(text=f"<b>{title}</b><br><sub>{sub}</sub>", x=0, xanchor="left", font_size=14),
+        title=dict(text=f"<b>{plotly_text(title)}</b><br><sub>{sub}</sub>", x=0, xanchor="left", font_size=14),
         margin=dict(l=30, r=10, t=90, b=10),
     )
     return fig
@@ -312,7 +311,7 @@ def strength_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Fig
             x=acc,
             y=100 * ok["round1_removed_share"].to_numpy(dtype=float),
             mode="markers+text",
-            text=list(ok["adversary"]),
+            text=[plotly_text(a) for a in ok["adversary"]],
             textposition=positions,
             marker=dict(size=13, color=[colours[a] for a in ok["adversary"]], line=dict(color="#000000", width=1)),
             error_x=dict(

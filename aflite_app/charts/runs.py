@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from aflite_core import AFLiteResult
 
-from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, nice_step, style
+from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, nice_step, plotly_text, style
 
 __all__ = [
     "class_counts_chart",
@@ -60,7 +60,7 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
                 name=f"removed: {name}",
                 legendrank=rank,  # classes in their own order, then the lines (stacked bars reverse it otherwise)
                 marker_color=colours[name],
-                hovertemplate="round %{x}<br>" + name + ": %{y:,} rows removed<extra></extra>",
+                hovertemplate="round %{x}<br>" + plotly_text(name) + ": %{y:,} rows removed<extra></extra>",
             ),
             row=1,
             col=1,
@@ -170,7 +170,7 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
         rows=rows,
         cols=cols,
         shared_xaxes=True,
-        subplot_titles=classes,
+        subplot_titles=[plotly_text(c) for c in classes],
         vertical_spacing=0.12 / max(1, rows / 3),
         horizontal_spacing=0.08,
     )
@@ -191,7 +191,7 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
                     legendgroup=label,
                     showlegend=i == 0,
                     opacity=0.85,
-                    hovertemplate=f"{name}<br>p in %{{x}}<br>%{{y}} rows<extra>{label}</extra>",
+                    hovertemplate=f"{plotly_text(name)}<br>p in %{{x}}<br>%{{y}} rows<extra>{label}</extra>",
                 ),
                 row=r,
                 col=c,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
 from aflite_core._format import MISSING, fmt_num, fmt_pct
+
+from ..markup import plotly_text
 
 __all__ = [
     "CLASS_COLOURS",
@@ -22,6 +25,7 @@ __all__ = [
     "fmt_num",
     "fmt_pct",
     "nice_step",
+    "plotly_text",
     "round_colours",
     "style",
 ]
@@ -88,6 +92,51 @@ def style(fig: go.Figure, *, height: int | None = None, title: str | None = None
     )
     if title:
         fig.update_layout(title=dict(text=title, x=0, xanchor="left", yref="container", y=1 - 8 / h, yanchor="top"))
+    return data_as_text(fig)
+
+
+def _as_text(values):
+    """``values`` with the strings that hold a tag through :func:`plotly_text` (the very object if none does).
+
+    A string, a sequence (possibly nested) or a numpy array.
+    """
+    if isinstance(values, str):
+        return plotly_text(values) if "<" in values else values
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind not in "OUS" or not any("<" in str(v) for v in values.ravel()):
+            return values
+        return np.vectorize(lambda v: plotly_text(v) if isinstance(v, str) else v, otypes=[object])(values)
+    if isinstance(values, list | tuple):
+        out = [_as_text(v) for v in values]
+        return values if all(a is b for a, b in zip(out, values, strict=True)) else out
+    return values
+
+
+def data_as_text(fig: go.Figure) -> go.Figure:
+    """The figure's data texts - trace names, categories, custom data - with their tags shown, not applied.
+
+    Class names, ids and file names reach a figure as data; Plotly would draw ``<b>``, ``<a href>`` or
+    ``<span style>`` in them (:func:`aflite_app.markup.plotly_text`). The builders' own markup lives in hover
+    templates, texts, tick texts, titles and annotations, which this leaves alone (a builder that puts a user's
+    value there escapes it itself). The axes' category orders and tick values are escaped alike, so they still
+    name the escaped categories. Every figure passes here through :func:`style`.
+    """
+    for trace in fig.data:
+        if isinstance(getattr(trace, "name", None), str):
+            trace.name = plotly_text(trace.name)
+        for attr in ("x", "y", "customdata", "labels"):
+            values = getattr(trace, attr, None) if attr in trace else None
+            if values is not None and not isinstance(values, int | float):
+                escaped = _as_text(values)
+                if escaped is not values:
+                    trace[attr] = escaped
+    for axis in [*fig.select_xaxes(), *fig.select_yaxes()]:  # what names the categories, the same way
+        for attr in ("categoryarray", "tickvals"):
+            values = axis[attr]
+            if values is not None:
+                escaped = _as_text(values)
+                if escaped is not values:
+                    axis[attr] = escaped
     return fig
 
 

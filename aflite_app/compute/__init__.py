@@ -4,7 +4,8 @@ A page calls its module with small frozen specs (:mod:`aflite_app.specs`) and dr
 chart module; it never computes itself. The modules a page does not own are shared: ``datasets`` (the
 sidebar's datasets), ``runs`` (the Filter page's AFLite runs, which most pages show) and ``_stores`` (the
 bounded result stores and the one row guard). Nothing here imports the session module or a chart; the session's
-own datasets and opened runs come in as a :class:`aflite_app.specs.SessionData` (see :mod:`.datasets`).
+own datasets and opened runs come in as an argument, ``session=`` (a :class:`aflite_app.specs.SessionData` the page
+passes; see :mod:`.datasets`).
 
 ==================  ===========================  ==================================================
 module              page                         holds

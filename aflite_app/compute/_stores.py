@@ -4,10 +4,12 @@
   tables) kept by their spec in named stores of one server-wide :class:`Budget`, bounded in bytes (the held
   arrays' ``nbytes``, :func:`held_bytes`; ``AFLITE_STORE_BUDGET_MB``) and per store in entries, least recently
   used dropped first, values held by reference (never pickled); ``st.cache_resource`` only for the process's
-  singletons (the budget itself, the upload vault, the shared jobs, the sentence model, the warm-up);
+  singletons (the budget itself, the upload vault in :mod:`aflite_app.ui`, the shared jobs, the sentence model,
+  the warm-up);
 * :func:`check_rows` / :func:`too_many_rows` - the one row guard: above :data:`MAX_INTERACTIVE_ROWS` the app
   refuses and names the command-line equivalent;
-* :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold.
+* :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold;
+* :func:`apply_parse_budgets` - the memory budgets of every read (:mod:`aflite_core.data.budget`), from settings.
 
 Modules read the limits as ``_stores.MAX_INTERACTIVE_ROWS`` at call time, so a test can lower them; their values
 come from :mod:`aflite_app.settings`, with every other limit and ``AFLITE_*`` variable of the server.
@@ -29,6 +31,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from aflite_core.data import budget as _budget
+
 from .. import settings
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "MAX_UPLOAD_COLUMNS",
     "Budget",
     "Store",
+    "apply_parse_budgets",
     "budget",
     "check_rows",
     "held_bytes",
@@ -43,7 +48,6 @@ __all__ = [
     "store",
     "too_many_rows",
     "upload_limit_bytes",
-    "upload_vault",
 ]
 
 #: rows above which the app refuses interactive work and points to the CLI
@@ -52,13 +56,39 @@ MAX_INTERACTIVE_ROWS = settings.load().max_interactive_rows
 MAX_UPLOAD_COLUMNS = settings.load().max_upload_columns
 
 
+def apply_parse_budgets(current: settings.Settings | None = None) -> None:
+    """Give every reader of the core the server's memory budgets (``AFLITE_PARSE_BUDGET_MB``, ``…PARSES…``).
+
+    Called once when this module is imported (as the other limits are read); a refusal then names the setting
+    that raises it.
+    """
+    one, every = settings.parse_budget_bytes(current)
+    _budget.set_budgets(
+        parse_bytes=one,
+        parses_bytes=every,
+        advice=(
+            f"the server's administrator can raise {settings.PARSE_BUDGET_MB_ENV} (megabytes), or filter the file "
+            "from the command line (python -m aflite_core ... --parse-budget-mb)"
+        ),
+        server_advice=(
+            f"try again in a moment (the server's administrator can raise {settings.PARSES_BUDGET_MB_ENV}, "
+            "in megabytes)"
+        ),
+    )
+
+
+apply_parse_budgets()
+
+
 def held_bytes(value: Any) -> int:
     """The bytes ``value`` holds in arrays: the ``nbytes`` of every distinct numpy array in it, once each.
 
     Walks containers (dict, list, tuple, set), dataclasses (an ``AFLiteResult``, a ``Dataset``: every field),
     pandas objects (their memory, strings included), scipy sparse matrices (data and indices) and the attributes
-    of the app's and the core's own objects; bytes and strings count their length. What is not held in arrays
-    (a model object, a figure) counts nothing: the entry limits of each store bound those.
+    of the app's and the core's own objects; bytes and strings count their length. Plotly figures count the data
+    of their traces and layout (arrays, numbers in lists at 8 bytes each, text: :func:`_figure_bytes`); fitted
+    models count what they learned: a scikit-learn-style estimator (one with ``get_params``) its attributes'
+    arrays, a torch tensor its elements, a torch module its state dict.
     """
     seen: set[int] = set()
     stack = [value]
@@ -85,8 +115,58 @@ def held_bytes(value: Any) -> int:
             stack.extend([v.data, v.indices, getattr(v, "indptr", None)])
         elif dataclasses.is_dataclass(v) and not isinstance(v, type):
             stack.extend(getattr(v, f.name, None) for f in dataclasses.fields(v))
-        elif type(v).__module__.startswith(("aflite_core", "aflite_app")) and hasattr(v, "__dict__"):
+        elif _is_figure(v):
+            total += _figure_bytes(v, seen)
+        elif _is_tensor(v):
+            total += int(v.element_size()) * int(v.nelement())
+        elif callable(getattr(v, "state_dict", None)) and callable(getattr(v, "parameters", None)):  # torch module
+            stack.extend(v.state_dict(keep_vars=True).values())
+        elif hasattr(v, "__dict__") and (
+            type(v).__module__.startswith(("aflite_core", "aflite_app")) or callable(getattr(v, "get_params", None))
+        ):  # the app's and the core's objects, and fitted estimators (scikit-learn's API): their attributes
             stack.extend(vars(v).values())
+    return total
+
+
+def _is_figure(value: Any) -> bool:
+    """A Plotly figure (duck-typed: compute never imports Plotly)."""
+    return type(value).__module__.startswith("plotly") and hasattr(value, "_data") and hasattr(value, "_layout")
+
+
+def _is_tensor(value: Any) -> bool:
+    """A torch tensor (duck-typed: torch is optional)."""
+    return type(value).__module__.startswith("torch") and hasattr(value, "element_size") and hasattr(value, "nelement")
+
+
+def _figure_bytes(fig: Any, seen: set[int]) -> int:
+    """The bytes of a Plotly figure's data: its traces' and layout's arrays, numbers (8 bytes each) and text.
+
+    Plotly keeps a trace's numpy arrays as arrays and lists as lists (``fig._data``, ``fig._layout``: plain dicts,
+    no copy is made); arrays already counted elsewhere in the same value count once.
+    """
+    total = 0
+    stack: list[Any] = [fig._data, fig._layout]
+    while stack:
+        v = stack.pop()
+        if v is None:
+            continue
+        if isinstance(v, bool | int | float | complex | np.generic):
+            total += 8
+        elif isinstance(v, bytes | str):
+            total += len(v)
+        elif id(v) in seen:
+            continue
+        elif isinstance(v, np.ndarray):
+            seen.add(id(v))
+            total += v.nbytes if v.dtype != object else 8 * v.size
+            if v.dtype == object:
+                stack.extend(v.ravel().tolist())
+        elif isinstance(v, dict | Mapping):
+            seen.add(id(v))
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            seen.add(id(v))
+            stack.extend(v)
     return total
 
 
@@ -337,11 +417,3 @@ def check_rows(n_rows: int, *, instead: str, doing: str = "filters", subject: st
 def upload_limit_bytes() -> int:
     """The upload limit of the Streamlit server (``server.maxUploadSize`` in .streamlit/config.toml, MB)."""
     return int(st.get_option("server.maxUploadSize")) * 2**20
-
-
-@st.cache_resource(max_entries=1)
-def upload_vault():
-    """The server-wide :class:`~aflite_app.links.UploadVault` (uploads reopened by a link or a reload)."""
-    from ..links import UploadVault
-
-    return UploadVault.from_env()

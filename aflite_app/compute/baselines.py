@@ -23,7 +23,7 @@ from aflite_core.engine.registry import CLASSIFIER_LABELS
 from aflite_core.measures import baselines as core_baselines
 
 from .. import settings
-from ..specs import FilterSpec
+from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
 from .datasets import dataset, default_partial_input, partial_input_choices
 from .runs import run_filter
@@ -126,10 +126,10 @@ def _baseline_groups(data: Dataset):
 
 
 @_stores.memo("baseline_subsets", 16)
-def _baseline_subsets(spec: FilterSpec, seed: int) -> dict:
+def _baseline_subsets(spec: FilterSpec, seed: int, *, _session: SessionData = NO_SESSION) -> dict:
     """Masks of the four subsets of one run (same size except the full data) and a note per subset."""
-    result = run_filter(spec)
-    data = dataset(spec.dataset)
+    result = run_filter(spec, session=_session)
+    data = dataset(spec.dataset, session=_session)
     n, kept = data.n_rows, np.asarray(result.kept, dtype=bool)
     n_kept = int(kept.sum())
     masks = {
@@ -215,7 +215,7 @@ def _subset_bias(
     return out
 
 
-def baselines(spec: FilterSpec, options: BaselineOptions) -> BaselineReport:
+def baselines(spec: FilterSpec, options: BaselineOptions, *, session: SessionData = NO_SESSION) -> BaselineReport:
     """Compute (or fetch) the Baselines report of a run: accuracies of every family on every subset + bias."""
     hit = stored_baselines(spec, options)
     if hit is not None:
@@ -226,13 +226,13 @@ def baselines(spec: FilterSpec, options: BaselineOptions) -> BaselineReport:
     if unknown:
         raise ValueError(f"Unknown model families {unknown}; choose among {list(BASELINE_MODELS)}.")
     start = time.perf_counter()
-    data = dataset(spec.dataset)
+    data = dataset(spec.dataset, session=session)
     if options.partial is not None and options.partial not in data.representations:
         raise ValueError(
             f"Dataset '{data.name}' has no representation {options.partial!r} to use as the partial "
             f"input; available: {list(data.representations)}."
         )
-    subsets = _baseline_subsets(spec, options.seed)
+    subsets = _baseline_subsets(spec, options.seed, _session=session)
     masks, t = subsets["masks"], subsets["train_size"]
     n_kept = int(masks["aflite"].sum())
     groups, grouped_by = _baseline_groups(data)

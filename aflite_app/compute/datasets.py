@@ -1,10 +1,10 @@
 """The datasets every page works on: the bundled ones (cached for everyone) and this session's own.
 
 The sidebar picks one (:func:`dataset_choices`); every page then gets it with :func:`dataset`. Uploaded
-datasets, SNLI / MultiNLI fetched by name and opened run directories are the session's own: they come in as a
-:class:`~aflite_app.specs.SessionData` argument (``session=``), or, when a caller passes none, through the one
-reader the page layer installs (:func:`install_session_reader`; :mod:`aflite_app.ui` installs
-:func:`aflite_app.state.session_data`). Compute never imports the session module.
+datasets, SNLI / MultiNLI fetched by name and opened run directories are the session's own: every compute function
+that reads them takes the session's :class:`~aflite_app.specs.SessionData` as an argument (``session=``), which
+the page passes in (:func:`aflite_app.ui.session_data`). Compute never imports the session module and never reads
+Streamlit's session itself; without ``session`` it sees the bundled datasets and the server's stores only.
 
 Also here, because the Data and Inspect pages both need them:
 
@@ -57,14 +57,12 @@ __all__ = [
     "dataset_choices",
     "default_partial_input",
     "describe_nli_fetch",
-    "install_session_reader",
     "is_partial_input",
     "nli_local_folder",
     "nli_unavailable",
     "partial_input_choices",
     "prepare_nli_fetch",
     "representation_table",
-    "session",
 ]
 
 
@@ -117,41 +115,22 @@ def _synthetic_dataset(name: str, X, y, truth: dict[str, np.ndarray], descriptio
     )
 
 
-def _no_session() -> SessionData:
-    return NO_SESSION
+def dataset(spec: DatasetSpec | str, *, session: SessionData = NO_SESSION) -> Dataset:
+    """The dataset behind a spec: one of the session's own (``session``, from the page) or a bundled one.
 
-
-_session_reader: Callable[[], SessionData] = _no_session
-
-
-def install_session_reader(reader: Callable[[], SessionData]) -> None:
-    """Install how compute reads the current session's data when a caller passes none (the page layer does this).
-
-    Compute never imports the session module: :mod:`aflite_app.ui` installs :func:`aflite_app.state.session_data`
-    once at import. Without it (a script, a test) compute sees :data:`~aflite_app.specs.NO_SESSION`.
+    ``session`` is this session's :class:`~aflite_app.specs.SessionData`, which the page layer passes in (compute
+    never reads the session itself); without it only the bundled datasets are found.
     """
-    global _session_reader
-    _session_reader = reader
-
-
-def session(given: SessionData | None = None) -> SessionData:
-    """``given``, else the current session's data (through the installed reader)."""
-    return given if given is not None else _session_reader()
-
-
-def dataset(spec: DatasetSpec | str, session_data: SessionData | None = None) -> Dataset:
-    """The dataset behind a spec: bundled (cached for everyone) or one of the session's own (``session_data``)."""
     key = spec.key if isinstance(spec, DatasetSpec) else spec
-    uploads = session(session_data).uploads
-    if key in uploads:
-        return uploads[key]
+    if key in session.uploads:
+        return session.uploads[key]
     return bundled_dataset(key)
 
 
-def dataset_choices(session_data: SessionData | None = None) -> dict[str, str]:
-    """Key -> label of every dataset this session can pick."""
+def dataset_choices(*, session: SessionData = NO_SESSION) -> dict[str, str]:
+    """Key -> label of every dataset this session (``session``, from the page) can pick."""
     out = dict(BUNDLED)
-    for key, data in session(session_data).uploads.items():
+    for key, data in session.uploads.items():
         kind = "Opened" if key.startswith("run-") else "Fetched" if key.startswith("nli-") else "Uploaded"
         out[key] = f"{kind}: {data.name} ({data.n_rows:,} rows)"
     return out
@@ -254,10 +233,10 @@ def _fetch_nli(spec: NliSpec, report: Callable[[Any], None]) -> Dataset:
     if local is not None:
         data_files = local / spec.name
         if not data_files.is_dir():
-            raise ValueError(
-                f"The local NLI folder '{local}' (set by {NLI_DATA_DIR_ENV}) has no '{spec.name}' sub-folder; "
-                f"put the {NLI_DATASETS[spec.name]} files in '{data_files}', or unset {NLI_DATA_DIR_ENV} to fetch "
-                "from the Hugging Face Hub."
+            raise ValueError(  # the folder is named by its variable: no server path reaches the browser
+                f"The local NLI folder (set by {NLI_DATA_DIR_ENV}) has no '{spec.name}' sub-folder; put the "
+                f"{NLI_DATASETS[spec.name]} files in its '{spec.name}' sub-folder, or unset {NLI_DATA_DIR_ENV} to "
+                "fetch from the Hugging Face Hub."
             )
         cache_dir = default_cache_dir() / "hf-datasets"
     try:
@@ -380,14 +359,16 @@ def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _dat
     return stats
 
 
-def artifact_statistics(key: str, source: str, *, min_count: int = 10, alpha: float = 0.01) -> pd.DataFrame:
+def artifact_statistics(
+    key: str, source: str, *, min_count: int = 10, alpha: float = 0.01, session: SessionData = NO_SESSION
+) -> pd.DataFrame:
     """Gardner et al.'s test of every (token, label) pair in one text source of the dataset ``key``.
 
     :func:`aflite_core.measures.artifact_statistics.artifact_statistics` on the dataset's labels, plus a column
     ``examples`` (up to two texts with the token and the label, for the chart's hover). Cached per dataset,
-    source and settings (about 0.6 s on 7k texts).
+    source and settings (about 0.6 s on 7k texts). ``session``: the page's session data (for an uploaded dataset).
     """
-    return _dataset_artifacts(key, source, int(min_count), float(alpha), dataset(key))
+    return _dataset_artifacts(key, source, int(min_count), float(alpha), dataset(key, session=session))
 
 
 def artifact_table(stats: pd.DataFrame, *, every_pair: bool = False) -> pd.DataFrame:

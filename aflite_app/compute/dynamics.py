@@ -40,7 +40,7 @@ from ..inspect_tables import text_display_columns
 from ..jobs import Outcome, Stopped, as_outcome, remaining_text
 from ..jobs import shared_jobs as _shared_jobs
 from ..run_archive import human_bytes
-from ..specs import DatasetSpec, FilterSpec
+from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import class_names, dataset, is_partial_input, partial_input_choices
 from .runs import run_filter
@@ -133,11 +133,11 @@ class LevelSpec:
     seed: int = 0
 
 
-def dynamics_estimate(spec: DynamicsSpec) -> float:
+def dynamics_estimate(spec: DynamicsSpec, *, session: SessionData = NO_SESSION) -> float:
     """Rough seconds :func:`dynamics_record` needs to record ``spec`` (0 for uploads)."""
     if spec.upload is not None:
         return 0.0
-    data = dataset(spec.dataset)
+    data = dataset(spec.dataset, session=session)
     dims = data.representation(spec.dataset.representation).shape[1]
     if spec.partial is not None and spec.partial in data.representations:
         dims += data.representation(spec.partial).shape[1]
@@ -168,14 +168,14 @@ def _dyn_check_size(data: Dataset) -> None:
     )
 
 
-def _record_job(spec: DynamicsSpec) -> Callable[..., DynamicsRecord]:
+def _record_job(spec: DynamicsSpec, *, session: SessionData = NO_SESSION) -> Callable[..., DynamicsRecord]:
     """``job(on_step=None) -> DynamicsRecord`` recording ``spec`` (checked here, in the caller's thread).
 
     The record is stored only once complete; a recording stopped by ``on_step`` raises TrainingInterrupted.
     """
     if spec.upload is not None:
         raise ValueError("The uploaded training dynamics are no longer in memory; upload the files again.")
-    data = dataset(spec.dataset)
+    data = dataset(spec.dataset, session=session)
     _dyn_check_size(data)
     if spec.partial is not None and spec.partial not in data.representations:
         raise ValueError(
@@ -204,7 +204,7 @@ def _record_job(spec: DynamicsSpec) -> Callable[..., DynamicsRecord]:
     return job
 
 
-def dynamics_record(spec: DynamicsSpec):
+def dynamics_record(spec: DynamicsSpec, *, session: SessionData = NO_SESSION):
     """Record (or fetch) the training dynamics of ``spec``: full input and, when chosen, the partial input.
 
     Uses :func:`aflite_core.dynamics.record_dynamics` (softmax model, Adam, batch 32, in-sample) with the
@@ -214,7 +214,7 @@ def dynamics_record(spec: DynamicsSpec):
     hit = stored_dynamics(spec)
     if hit is not None:
         return hit
-    return _record_job(spec)()
+    return _record_job(spec, session=session)()
 
 
 def _shared(
@@ -240,7 +240,7 @@ def _shared(
     return as_outcome(lambda: jobs.follow(key, run, callback), what)
 
 
-def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
+def prepare_record(spec: DynamicsSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], Outcome]:
     """The recording :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked here, in the page's thread).
 
     The recording is one job for the whole server (:class:`~aflite_app.jobs.SharedJobs`): a rerun,
@@ -249,7 +249,7 @@ def prepare_record(spec: DynamicsSpec) -> Callable[[Callable], Outcome]:
     over. A finished one is stored (:func:`stored_dynamics`) and given as ``Outcome(value=record)``.
     """
     store, jobs = _dynamics_store(), _shared_jobs()  # fetched here: the job's thread has no script context
-    job = None if store.recall(spec) is not None else _record_job(spec)
+    job = None if store.recall(spec) is not None else _record_job(spec, session=session)
 
     def target(callback: Callable) -> Outcome:
         done = store.recall(spec)
@@ -294,7 +294,9 @@ def _dyn_align(td: TrainingDynamics, data: Dataset, what: str) -> TrainingDynami
     return align_dynamics(td, ids=data.ids, y=data.y, classes=data.classes, dataset_name=data.name, what=what)
 
 
-def dynamics_upload(dspec: DatasetSpec, full_files, partial_files=(), class_order: str = "") -> DynamicsSpec:
+def dynamics_upload(
+    dspec: DatasetSpec, full_files, partial_files=(), class_order: str = "", *, session: SessionData = NO_SESSION
+) -> DynamicsSpec:
     """Read uploaded allenai/cartography dynamics, align them to the dataset, and store them.
 
     Parameters
@@ -316,7 +318,7 @@ def dynamics_upload(dspec: DatasetSpec, full_files, partial_files=(), class_orde
     ValueError
         Naming the file, line or id for anything that does not fit (see :func:`_dyn_align`).
     """
-    data = dataset(dspec)
+    data = dataset(dspec, session=session)
     _dyn_check_size(data)
     full_files, partial_files = list(full_files), list(partial_files)
     if not full_files:
@@ -349,14 +351,14 @@ def _dynamics_levels(spec: DynamicsSpec, level: LevelSpec, _record):
     raise ValueError(f"Unknown level method {level.method!r}; choose one of {list(DYN_LEVEL_METHODS)}.")
 
 
-def dynamics_levels(spec: DynamicsSpec, level: LevelSpec):
+def dynamics_levels(spec: DynamicsSpec, level: LevelSpec, *, session: SessionData = NO_SESSION):
     """The DifficultyLevels of the dynamics of ``spec`` by ``level`` (GMM, Data Maps or AUM bands)."""
-    return _dynamics_levels(spec, level, dynamics_record(spec))
+    return _dynamics_levels(spec, level, dynamics_record(spec, session=session))
 
 
 @_stores.memo("dynamics_frame", 32)
-def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels):
-    data = dataset(spec.dataset)
+def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels, *, _session: SessionData = NO_SESSION):
+    data = dataset(spec.dataset, session=_session)
     frame = _record.measures().reset_index(drop=True)
     head = pd.DataFrame(
         {
@@ -369,10 +371,10 @@ def _dynamics_frame(spec: DynamicsSpec, level: LevelSpec, _record, _levels):
     return pd.concat([head, frame], axis=1)
 
 
-def dynamics_frame(spec: DynamicsSpec, level: LevelSpec):
+def dynamics_frame(spec: DynamicsSpec, level: LevelSpec, *, session: SessionData = NO_SESSION):
     """One row per example: ``row``, ``id``, ``label`` (class name), ``level`` and the (up to) eight measures."""
-    record = dynamics_record(spec)
-    return _dynamics_frame(spec, level, record, _dynamics_levels(spec, level, record))
+    record = dynamics_record(spec, session=session)
+    return _dynamics_frame(spec, level, record, _dynamics_levels(spec, level, record), _session=session)
 
 
 @_stores.memo(
@@ -387,9 +389,9 @@ def _dynamics_spurious(dspec: DatasetSpec, _data: Dataset):
     return frame.reset_index(drop=True)
 
 
-def dynamics_spurious_measures(dspec: DatasetSpec):
+def dynamics_spurious_measures(dspec: DatasetSpec, *, session: SessionData = NO_SESSION):
     """The five spurious-correlation measures of every pair (None when the dataset has no text pair)."""
-    data = dataset(dspec)
+    data = dataset(dspec, session=session)
     if data.pair is None:
         return None
     return _dynamics_spurious(DatasetSpec(dspec.key), data)
@@ -401,16 +403,16 @@ def _dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec, _frame, _meas
     return tests, paper_table(tests)
 
 
-def dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec):
+def dynamics_spurious_tests(spec: DynamicsSpec, level: LevelSpec, *, session: SessionData = NO_SESSION):
     """Spurious-measure tests of the levels: ``(tests, table)``, or None without a text pair.
 
     ``tests``: two-sided Mann-Whitney U between every pair of classes per level and measure, Bonferroni over the
     table (:func:`aflite_core.measures.spurious.compare_classes`); ``table``: its wide view (:func:`paper_table`).
     """
-    measures = dynamics_spurious_measures(spec.dataset)
+    measures = dynamics_spurious_measures(spec.dataset, session=session)
     if measures is None:
         return None
-    return _dynamics_spurious_tests(spec, level, dynamics_frame(spec, level), measures)
+    return _dynamics_spurious_tests(spec, level, dynamics_frame(spec, level, session=session), measures)
 
 
 @_stores.memo("dynamics_vs_aflite", 16)
@@ -427,9 +429,11 @@ def _dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec,
     return out
 
 
-def dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec):
+def dynamics_vs_aflite(spec: DynamicsSpec, level: LevelSpec, fspec: FilterSpec, *, session: SessionData = NO_SESSION):
     """The per-row frame of :func:`dynamics_frame` with AFLite's ``kept``, ``status`` and ``removed_round``."""
-    return _dynamics_vs_aflite(spec, level, fspec, dynamics_frame(spec, level), run_filter(fspec))
+    return _dynamics_vs_aflite(
+        spec, level, fspec, dynamics_frame(spec, level, session=session), run_filter(fspec, session=session)
+    )
 
 
 @_stores.memo("dynamics_examples", 64)
@@ -473,6 +477,7 @@ def dynamics_examples(
     *,
     n: int = DYN_EXAMPLES,
     seed: int = 0,
+    session: SessionData = NO_SESSION,
 ):
     """Up to ``n`` seeded example rows of one cross-tab cell ``(level, "kept" | "removed")`` for display.
 
@@ -480,7 +485,7 @@ def dynamics_examples(
     ``AFLite`` (kept / removed in round r), the training-dynamics measures and, for text pairs, the spurious
     measures.
     """
-    data = dataset(spec.dataset)
+    data = dataset(spec.dataset, session=session)
     return _dynamics_examples(
         spec,
         level,
@@ -488,9 +493,9 @@ def dynamics_examples(
         tuple(cell),
         int(n),
         int(seed),
-        dynamics_vs_aflite(spec, level, fspec),
+        dynamics_vs_aflite(spec, level, fspec, session=session),
         data,
-        dynamics_spurious_measures(spec.dataset),
+        dynamics_spurious_measures(spec.dataset, session=session),
     )
 
 
@@ -509,7 +514,7 @@ def stored_validation(spec: ValidationSpec) -> LevelValidation | None:
     return _dynamics_store().recall(("validation", spec))
 
 
-def dynamics_validation(spec: ValidationSpec, progress=None) -> LevelValidation:
+def dynamics_validation(spec: ValidationSpec, progress=None, *, session: SessionData = NO_SESSION) -> LevelValidation:
     """Validate the levels on the sidebar's dataset (:func:`aflite_core.dynamics.validation.validate_levels`).
 
     Half the rows (by premise for a text pair) are characterised, the other half trains the independent models;
@@ -524,12 +529,14 @@ def dynamics_validation(spec: ValidationSpec, progress=None) -> LevelValidation:
         if progress is not None:
             progress(i / total, f"Training on fractions: {what} ({i} of {total})")
 
-    return _validation_job(spec, step)()
+    return _validation_job(spec, step, session=session)()
 
 
-def _validation_job(spec: ValidationSpec, callback=None) -> Callable[..., LevelValidation]:
+def _validation_job(
+    spec: ValidationSpec, callback=None, *, session: SessionData = NO_SESSION
+) -> Callable[..., LevelValidation]:
     """``job(on_step=None) -> LevelValidation`` for ``spec`` (checked here); stored only once complete."""
-    data = dataset(spec.dataset)
+    data = dataset(spec.dataset, session=session)
     _dyn_check_size(data)
     X = data.representation(spec.dataset.representation)
     Xp = None
@@ -559,7 +566,7 @@ def _validation_job(spec: ValidationSpec, callback=None) -> Callable[..., LevelV
     return job
 
 
-def prepare_validation(spec: ValidationSpec) -> Callable[[Callable], Outcome]:
+def prepare_validation(spec: ValidationSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], Outcome]:
     """The validation :func:`aflite_app.jobs.run_in_background` runs for ``spec`` (checked in the page's thread).
 
     One job for the whole server, joined by every session asking for the same spec; it checks for a stop after
@@ -567,7 +574,7 @@ def prepare_validation(spec: ValidationSpec) -> Callable[[Callable], Outcome]:
     ``Outcome(stopped=True)`` and stores nothing; a finished one is stored (:func:`stored_validation`).
     """
     store, jobs, key = _dynamics_store(), _shared_jobs(), ("validation", spec)
-    job = None if store.recall(key) is not None else _validation_job(spec)
+    job = None if store.recall(key) is not None else _validation_job(spec, session=session)
 
     def target(callback: Callable) -> Outcome:
         done = store.recall(key)

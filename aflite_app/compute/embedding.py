@@ -24,7 +24,7 @@ from aflite_core.measures.projection import pca_2d, sample_rows, umap_2d
 from .. import selection, settings
 from ..jobs import BackgroundRun, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
-from ..specs import DatasetSpec, FilterSpec
+from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import class_names, dataset
 from .runs import run_filter
@@ -173,13 +173,13 @@ def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
     return BackgroundRun(dspec, target).start(), umap_estimate(len(rows))  # the estimate as it starts
 
 
-def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
+def embedding_view(dspec: DatasetSpec, method: str = "UMAP", *, session: SessionData = NO_SESSION) -> EmbeddingView:
     """The map to show for ``dspec``: UMAP once its background fit is done, PCA until then (or on request).
 
     The UMAP job starts on the first call for a (dataset, representation) and is never restarted; setting
     ``AFLITE_APP_UMAP=0`` turns it off (PCA only).
     """
-    X = dataset(dspec).representation(dspec.representation)
+    X = dataset(dspec, session=session).representation(dspec.representation)
     pca = _pca_projection(dspec, X)
     if not _umap_enabled():
         return EmbeddingView(pca, "off", "UMAP is turned off on this server (AFLITE_APP_UMAP=0).")
@@ -192,8 +192,10 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP") -> EmbeddingView:
 
 
 @_stores.memo("embedding_frame", 16)
-def _embedding_frame(spec: FilterSpec, method: str, _proj: Projection, _result: AFLiteResult):
-    data = dataset(spec.dataset)
+def _embedding_frame(
+    spec: FilterSpec, method: str, _proj: Projection, _result: AFLiteResult, *, _session: SessionData = NO_SESSION
+):
+    data = dataset(spec.dataset, session=_session)
     rows = _proj.rows
     return pd.DataFrame(
         {
@@ -210,19 +212,31 @@ def _embedding_frame(spec: FilterSpec, method: str, _proj: Projection, _result: 
     )
 
 
-def embedding_frame(spec: FilterSpec, view: EmbeddingView):
+def embedding_frame(spec: FilterSpec, view: EmbeddingView, *, session: SessionData = NO_SESSION):
     """One row per mapped row: position ``row``, map coordinates ``x, y``, id, class name and the run's outcome."""
-    return _embedding_frame(spec, view.projection.method, view.projection, run_filter(spec))
+    return _embedding_frame(
+        spec, view.projection.method, view.projection, run_filter(spec, session=session), _session=session
+    )
 
 
-def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200):
+def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200, session: SessionData = NO_SESSION):
     """The selected rows as a display table (first ``cap``) and their counts (see :mod:`aflite_app.selection`)."""
-    return selection.selection_table(dataset(spec.dataset), run_filter(spec), rows, cap=cap)
+    return selection.selection_table(
+        dataset(spec.dataset, session=session), run_filter(spec, session=session), rows, cap=cap
+    )
 
 
 @_stores.memo("embedding_similarity", 64, spinner="Computing cosine similarities…")
-def _embedding_similarity(spec: FilterSpec, label_code: int, n_per_group: int, seed: int, _result: AFLiteResult):
-    data = dataset(spec.dataset)
+def _embedding_similarity(
+    spec: FilterSpec,
+    label_code: int,
+    n_per_group: int,
+    seed: int,
+    _result: AFLiteResult,
+    *,
+    _session: SessionData = NO_SESSION,
+):
+    data = dataset(spec.dataset, session=_session)
     X = data.representation(spec.dataset.representation)
     sim = similarity_matrices(
         X, data.y, _result.kept, n_per_group=n_per_group, classes=[label_code], random_state=seed
@@ -236,18 +250,25 @@ def _embedding_similarity(spec: FilterSpec, label_code: int, n_per_group: int, s
 
 
 def embedding_similarity(
-    spec: FilterSpec, label_code: int, *, n_per_group: int = 10, seed: int = EMBED_SEED
+    spec: FilterSpec,
+    label_code: int,
+    *,
+    n_per_group: int = 10,
+    seed: int = EMBED_SEED,
+    session: SessionData = NO_SESSION,
 ) -> dict[str, Any]:
     """Figure 1 for one class: a seeded sample's similarity matrix and the class's retained / removed counts.
 
     Returns ``sim`` (a :class:`aflite_core.measures.geometry.ClassSimilarity`), ``n_retained`` and ``n_removed``.
     """
-    return _embedding_similarity(spec, int(label_code), int(n_per_group), int(seed), run_filter(spec))
+    return _embedding_similarity(
+        spec, int(label_code), int(n_per_group), int(seed), run_filter(spec, session=session), _session=session
+    )
 
 
 @_stores.memo("embedding_knn", 16, spinner="Computing nearest-neighbour distances…")
-def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
-    data = dataset(spec.dataset)
+def _embedding_knn(spec: FilterSpec, _result: AFLiteResult, *, _session: SessionData = NO_SESSION) -> dict[str, Any]:
+    data = dataset(spec.dataset, session=_session)
     X = data.representation(spec.dataset.representation)
     rows = embedding_rows(data.n_rows)
     long = knn_distance_table(
@@ -279,11 +300,11 @@ def _embedding_knn(spec: FilterSpec, _result: AFLiteResult) -> dict[str, Any]:
     }
 
 
-def embedding_knn(spec: FilterSpec) -> dict[str, Any]:
+def embedding_knn(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> dict[str, Any]:
     """Table 3 (ICLR version): kNN cosine distances before / after AFLite / random control, one row per class.
 
     Returns ``table`` (rows: class names, then "<class> vs others"; columns "<stage> · Top<k>"), ``n_rows``
     (rows used), ``sampled``, ``n_heldout`` (query rows), and the mean relative change of the distances
     after AFLite vs before and vs the random control (``after_vs_before``, ``after_vs_random``).
     """
-    return _embedding_knn(spec, run_filter(spec))
+    return _embedding_knn(spec, run_filter(spec, session=session), _session=session)

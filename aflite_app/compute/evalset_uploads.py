@@ -23,6 +23,7 @@ from aflite_core.evalsets import (
 from aflite_core.measures.adversary_strength import backbone_strength, linear_backbones
 
 from .. import settings
+from ..specs import NO_SESSION, SessionData
 from . import _stores
 from .datasets import dataset
 from .evalset_specs import EvalSetSpec, EvalUpload
@@ -82,7 +83,12 @@ def _evalsets_upload_store() -> _stores.Store:
 
 
 def evalsets_upload(
-    dataset_key: str, table: bytes, name: str, features: dict[str, tuple[str, bytes]] | None = None
+    dataset_key: str,
+    table: bytes,
+    name: str,
+    features: dict[str, tuple[str, bytes]] | None = None,
+    *,
+    session: SessionData = NO_SESSION,
 ) -> EvalSetSpec:
     """Read an evaluation table for the (uploaded) training dataset ``dataset_key`` and store it.
 
@@ -102,7 +108,7 @@ def evalsets_upload(
         One sentence naming the file and the problem (missing columns, unknown labels, misaligned features …).
     """
     features = dict(features or {})
-    data = dataset(dataset_key)
+    data = dataset(dataset_key, session=session)
     _evalsets_check_size(data)
     h = hashlib.sha256(f"{dataset_key}:{name}:".encode())
     h.update(table)
@@ -250,10 +256,10 @@ def _evalsets_annotators(frame, spec: EvalSetSpec, rows=None):
     return ann, src
 
 
-def _evalsets_upload_setup(spec: EvalSetSpec):
+def _evalsets_upload_setup(spec: EvalSetSpec, *, session: SessionData = NO_SESSION):
     """An AdversarySetup for a training dataset and an uploaded evaluation table (the split is given)."""
     up = evalsets_uploaded(spec)
-    data = dataset(spec.dataset)
+    data = dataset(spec.dataset, session=session)
     n_train = data.n_rows
     params = {
         "target_size": round(TEXT_STUDY_FRACTIONS["target_size"] * n_train),

@@ -39,9 +39,9 @@ from aflite_core.evalsets import (
 
 from .. import settings
 from ..jobs import Outcome
-from ..specs import SessionData
+from ..specs import NO_SESSION, SessionData
 from . import _stores
-from .datasets import dataset, session
+from .datasets import dataset
 from .evalset_specs import EvalSetSpec, EvalStudySpec, EvalUpload
 from .evalset_uploads import (
     EVALSET_TEXT_REPRESENTATIONS,
@@ -102,9 +102,9 @@ def evalsets_kind(key: str, data: Dataset) -> str:
     return "pair" if data.pair is not None else "table"
 
 
-def evalsets_is_upload(key: str, session_data: SessionData | None = None) -> bool:
-    """True when ``key`` is a table uploaded in this session (only those accept an evaluation file)."""
-    return key in session(session_data).uploads
+def evalsets_is_upload(key: str, *, session: SessionData = NO_SESSION) -> bool:
+    """True when ``key`` is a table uploaded in this session (``session``; only those accept an evaluation file)."""
+    return key in session.uploads
 
 
 def evalsets_embeddings_available() -> bool:
@@ -127,7 +127,7 @@ def stored_evalsets_setup(spec: EvalSetSpec):
     return _evalsets_setup_store().recall(spec)
 
 
-def evalsets_setup_is_slow(spec: EvalSetSpec) -> bool:
+def evalsets_setup_is_slow(spec: EvalSetSpec, *, session: SessionData = NO_SESSION) -> bool:
     """True when building ``spec`` embeds text with the sentence model (the page runs it in the background).
 
     Only a split of a text pair with the sentence-embedding adversaries asked for; every other split takes
@@ -135,7 +135,7 @@ def evalsets_setup_is_slow(spec: EvalSetSpec) -> bool:
     """
     if spec.source != "split" or not spec.embeddings:
         return False
-    return evalsets_kind(spec.dataset, dataset(spec.dataset)) == "pair"
+    return evalsets_kind(spec.dataset, dataset(spec.dataset, session=session)) == "pair"
 
 
 def _build_setup(spec: EvalSetSpec, data: Dataset, progress: Callable[[Any], bool | None] | None = None):
@@ -161,7 +161,7 @@ def _build_setup(spec: EvalSetSpec, data: Dataset, progress: Callable[[Any], boo
         raise ValueError(str(exc)) from None
 
 
-def evalsets_setup(spec: EvalSetSpec):
+def evalsets_setup(spec: EvalSetSpec, *, session: SessionData = NO_SESSION):
     """The training / evaluation split of ``spec`` with its adversaries ordered weakest first (an AdversarySetup).
 
     Digits: :func:`aflite_core.evalsets.digits_adversary_setup`; a text pair: ``text_adversary_setup`` (TF-IDF
@@ -174,16 +174,16 @@ def evalsets_setup(spec: EvalSetSpec):
     if hit is not None:
         return hit
     if spec.source == "upload":
-        setup = _evalsets_upload_setup(spec)
+        setup = _evalsets_upload_setup(spec, session=session)
     elif spec.source != "split":
         raise ValueError(f"Unknown evaluation source {spec.source!r}; choose 'split' or 'upload'.")
     else:
-        setup = _build_setup(spec, dataset(spec.dataset))
+        setup = _build_setup(spec, dataset(spec.dataset, session=session))
     _evalsets_setup_store().keep(spec, setup)
     return setup
 
 
-def prepare_evalsets_setup(spec: EvalSetSpec) -> Callable[[Callable], Outcome]:
+def prepare_evalsets_setup(spec: EvalSetSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], Outcome]:
     """A background job building the split of ``spec`` with its sentence embeddings (checked now, in this thread).
 
     The returned ``target(reporter)`` (:class:`aflite_app.jobs.BackgroundRun`) reports
@@ -193,7 +193,7 @@ def prepare_evalsets_setup(spec: EvalSetSpec) -> Callable[[Callable], Outcome]:
     """
     if spec.source != "split":
         raise ValueError("Only a split of the dataset builds sentence embeddings here.")
-    data = dataset(spec.dataset)  # the session's dataset, resolved in the page's thread
+    data = dataset(spec.dataset, session=session)  # the session's dataset, resolved in the page's thread
     store = _evalsets_setup_store()
 
     def target(reporter: Callable) -> Outcome:
@@ -302,7 +302,7 @@ def _evalsets_kwargs(setup, spec: EvalStudySpec) -> dict[str, Any]:
     return kw
 
 
-def prepare_evalsets_study(spec: EvalStudySpec) -> Callable[[Callable], Any]:
+def prepare_evalsets_study(spec: EvalStudySpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], Any]:
     """Everything a background thread needs to run ``spec`` (resolved and checked now, in the page's thread).
 
     The returned ``target(reporter)`` runs :meth:`AdversarySetup.run` (``adversary_study``) with ``reporter`` as
@@ -312,7 +312,7 @@ def prepare_evalsets_study(spec: EvalStudySpec) -> Callable[[Callable], Any]:
     study within one such piece of work, and the partial study (``params["complete"]`` False) is returned. A
     complete study is stored.
     """
-    setup = evalsets_setup(spec.setup)
+    setup = evalsets_setup(spec.setup, session=session)
     kw = _evalsets_kwargs(setup, spec)
     store = _evalsets_store()
 
@@ -350,12 +350,12 @@ def describe_evalsets_study(progress: StudyProgress | None, step: StudyStep | No
     return step.fraction_done, head + what
 
 
-def run_evalsets_study(spec: EvalStudySpec, callback: Callable | None = None):
+def run_evalsets_study(spec: EvalStudySpec, callback: Callable | None = None, *, session: SessionData = NO_SESSION):
     """Run (or fetch) the adversary study of ``spec`` in this thread."""
     hit = stored_evalsets_study(spec)
     if hit is not None:
         return hit
-    return prepare_evalsets_study(spec)(callback or (lambda _p: True))
+    return prepare_evalsets_study(spec, session=session)(callback or (lambda _p: True))
 
 
 def evalsets_reading(study) -> tuple[list[str], dict[str, list[str]]]:

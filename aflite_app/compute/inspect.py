@@ -36,7 +36,7 @@ from ..inspect_tables import (
     with_stability,
 )
 from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs
-from ..specs import DatasetSpec, FilterSpec
+from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import (
     artifact_source_texts,
@@ -100,16 +100,16 @@ class InspectRef:
     digest: str | None = None
 
 
-def inspect_result(ref: InspectRef, loaded: dict | None = None) -> AFLiteResult:
+def inspect_result(ref: InspectRef, loaded: dict | None = None, *, session: SessionData = NO_SESSION) -> AFLiteResult:
     """The run behind ``ref``: the Filter page's run, or ``loaded``, the opened run's record.
 
     The Filter page's run comes from :func:`aflite_app.compute.runs.result`, the one source of the current run
     (stored, or read off a stored run at a lower τ, as the Filter page showed it); only if that store has lost
     it is it run again here. ``loaded`` is what :func:`open_run_archive` returned and the page keeps in session
-    state (:data:`aflite_app.state.INSPECT_LOADED`).
+    state (the ``"loaded"`` entry of :data:`aflite_app.state.INSPECT_PAGE`).
     """
     if ref.spec is not None:
-        return run_filter(ref.spec)  # runs.result(spec), else a run
+        return run_filter(ref.spec, session=session)  # runs.result(spec), else a run
     if not loaded or loaded.get("digest") != ref.digest:
         raise ValueError("The opened run is no longer in this session; open its zip again.")
     return loaded["result"]
@@ -125,9 +125,9 @@ def _inspect_table(ref: InspectRef, _result: AFLiteResult, _data: Dataset) -> pd
     return inspect_tables.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
 
 
-def inspect_table(ref: InspectRef, result: AFLiteResult) -> pd.DataFrame:
+def inspect_table(ref: InspectRef, result: AFLiteResult, *, session: SessionData = NO_SESSION) -> pd.DataFrame:
     """One row per example of the run (see :func:`aflite_app.inspect_tables.rows_table`)."""
-    return _inspect_table(ref, result, dataset(ref.dataset))
+    return _inspect_table(ref, result, dataset(ref.dataset, session=session))
 
 
 @_stores.memo("inspect_class_impact", 16)
@@ -137,9 +137,11 @@ def _inspect_class_impact(ref: InspectRef, threshold: float, _result: AFLiteResu
     return frame.sort_values("label", key=lambda s: s.map(order)).reset_index(drop=True)
 
 
-def inspect_class_impact(ref: InspectRef, result: AFLiteResult, threshold: float = 0.5) -> pd.DataFrame:
+def inspect_class_impact(
+    ref: InspectRef, result: AFLiteResult, threshold: float = 0.5, *, session: SessionData = NO_SESSION
+) -> pd.DataFrame:
     """Per-class counts before/after with a warning flag, class names in the dataset's order."""
-    return _inspect_class_impact(ref, threshold, result, dataset(ref.dataset))
+    return _inspect_class_impact(ref, threshold, result, dataset(ref.dataset, session=session))
 
 
 @_stores.memo("inspect_tokens", 16, spinner="Counting tokens in removed and kept rows…")
@@ -159,15 +161,17 @@ def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteR
 
 
 def inspect_token_artifacts(
-    ref: InspectRef, result: AFLiteResult, *, top_k: int = 15, min_count: int = 5
+    ref: InspectRef, result: AFLiteResult, *, top_k: int = 15, min_count: int = 5, session: SessionData = NO_SESSION
 ) -> pd.DataFrame:
     """Tokens over-represented among removed / kept rows per class (the core's ``token_artifacts``)."""
-    return _inspect_tokens(ref, int(top_k), int(min_count), result, dataset(ref.dataset))
+    return _inspect_tokens(ref, int(top_k), int(min_count), result, dataset(ref.dataset, session=session))
 
 
-def inspect_feature_artifacts(ref: InspectRef, result: AFLiteResult, source: str, *, top_k: int = 10) -> pd.DataFrame:
+def inspect_feature_artifacts(
+    ref: InspectRef, result: AFLiteResult, source: str, *, top_k: int = 10, session: SessionData = NO_SESSION
+) -> pd.DataFrame:
     """Feature dimensions separating removed from kept rows per class (``feature_artifacts``), with names."""
-    return _inspect_features(ref, source, int(top_k), result, dataset(ref.dataset))
+    return _inspect_features(ref, source, int(top_k), result, dataset(ref.dataset, session=session))
 
 
 @_stores.memo("inspect_representation", 16)
@@ -179,7 +183,7 @@ def _inspect_representation(ref: InspectRef, x_sha256: str | None, _data: Datase
     return None
 
 
-def inspect_representation(ref: InspectRef, result: AFLiteResult) -> str | None:
+def inspect_representation(ref: InspectRef, result: AFLiteResult, *, session: SessionData = NO_SESSION) -> str | None:
     """The representation the run was made on, None when unknown.
 
     For the Filter run, the spec's; for an opened run, the one whose fingerprint (``provenance["x_sha256"]``)
@@ -187,19 +191,19 @@ def inspect_representation(ref: InspectRef, result: AFLiteResult) -> str | None:
     """
     if ref.spec is not None:
         return ref.spec.dataset.representation
-    return _inspect_representation(ref, result.provenance.get("x_sha256"), dataset(ref.dataset))
+    return _inspect_representation(ref, result.provenance.get("x_sha256"), dataset(ref.dataset, session=session))
 
 
-def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
+def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec, *, session: SessionData = NO_SESSION) -> dict:
     """Load a run archive safely and check it belongs to the dataset of ``dspec`` (ValueError otherwise).
 
     Returns the record the page keeps in session state (:func:`aflite_app.state.keep_inspect_run`). Nothing is
     cached: the run lives in this session only.
     """
-    data = dataset(dspec)
+    data = dataset(dspec, session=session)
     result = run_archive.load_run_zip(payload, name=f"'{name}'", expected_rows=data.n_rows)
     run_archive.check_run_matches(
-        result, data, data_label=f"the dataset '{dataset_choices().get(dspec.key, dspec.key)}'"
+        result, data, data_label=f"the dataset '{dataset_choices(session=session).get(dspec.key, dspec.key)}'"
     )
     digest = hashlib.sha256(payload).hexdigest()[:16]
     return {"result": result, "name": name, "digest": digest, "dataset": dspec.key}
@@ -207,9 +211,16 @@ def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec) -> dict:
 
 @_stores.memo("inspect_shares", 16, spinner="Counting the significant tokens among kept and removed rows…")
 def _inspect_shares(
-    ref: InspectRef, source: str, min_count: int, alpha: float, _result: AFLiteResult, _data: Dataset
+    ref: InspectRef,
+    source: str,
+    min_count: int,
+    alpha: float,
+    _result: AFLiteResult,
+    _data: Dataset,
+    *,
+    _session: SessionData = NO_SESSION,
 ) -> pd.DataFrame:
-    stats = artifact_statistics(ref.dataset.key, source, min_count=min_count, alpha=alpha)
+    stats = artifact_statistics(ref.dataset.key, source, min_count=min_count, alpha=alpha, session=_session)
     texts = artifact_source_texts(_data, source)
     shares = artifact_shares(texts, _data.labels, _result.kept, stats)
     z_crit = stats.attrs["z_critical"]
@@ -220,7 +231,13 @@ def _inspect_shares(
 
 
 def inspect_artifact_shares(
-    ref: InspectRef, result: AFLiteResult, source: str, *, min_count: int = 10, alpha: float = 0.01
+    ref: InspectRef,
+    result: AFLiteResult,
+    source: str,
+    *,
+    min_count: int = 10,
+    alpha: float = 0.01,
+    session: SessionData = NO_SESSION,
 ) -> pd.DataFrame:
     """Which significant tokens the run's removals took away (the core's ``artifact_shares``).
 
@@ -229,7 +246,9 @@ def inspect_artifact_shares(
     above the same z*). ``attrs`` holds the statistics' attrs and ``removed_share`` (the share of all rows
     the run removed, to compare ``removed_fraction`` with).
     """
-    return _inspect_shares(ref, source, int(min_count), float(alpha), result, dataset(ref.dataset))
+    return _inspect_shares(
+        ref, source, int(min_count), float(alpha), result, dataset(ref.dataset, session=session), _session=session
+    )
 
 
 # -- the rows a chart bar links to (the Filter and Predictability pages set state.INSPECT_FILTER) ----------------
@@ -303,17 +322,23 @@ def stability_specs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
     return [spec.with_(seed=(spec.seed + i) % (2**31 - 1)) for i in range(n)]
 
 
-def missing_stability_runs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
+def missing_stability_runs(spec: FilterSpec, n_seeds: int, *, session: SessionData = NO_SESSION) -> list[FilterSpec]:
     """The runs of the report that are not computed yet (no computation)."""
-    return [s for s in stability_specs(spec, n_seeds) if result(s) is None]
+    return [s for s in stability_specs(spec, n_seeds) if result(s, session=session) is None]
 
 
-def run_stability(spec: FilterSpec, n_seeds: int, progress: Callable[[float, str], None] | None = None) -> None:
+def run_stability(
+    spec: FilterSpec,
+    n_seeds: int,
+    progress: Callable[[float, str], None] | None = None,
+    *,
+    session: SessionData = NO_SESSION,
+) -> None:
     """Compute the missing runs of the report in this thread, reporting ``progress(fraction, text)``.
 
     Each finished run goes to the result store at once, so an interrupted report resumes where it stopped.
     """
-    todo = missing_stability_runs(spec, n_seeds)
+    todo = missing_stability_runs(spec, n_seeds, session=session)
     for i, s in enumerate(todo):
 
         def callback(p, i=i, s=s):
@@ -326,14 +351,14 @@ def run_stability(spec: FilterSpec, n_seeds: int, progress: Callable[[float, str
 
         if progress is not None:
             progress(i / len(todo), f"Run {i + 1} of {len(todo)} (seed {s.seed}) starting…")
-        run_filter(s, callback)
+        run_filter(s, callback, session=session)
     if progress is not None:
         progress(1.0, "All runs done.")
 
 
-def finished_stability_specs(spec: FilterSpec, n_seeds: int) -> list[FilterSpec]:
+def finished_stability_specs(spec: FilterSpec, n_seeds: int, *, session: SessionData = NO_SESSION) -> list[FilterSpec]:
     """The runs of the report that are computed already (no computation), the current run first."""
-    return [s for s in stability_specs(spec, n_seeds) if result(s) is not None]
+    return [s for s in stability_specs(spec, n_seeds) if result(s, session=session) is not None]
 
 
 @dataclass(frozen=True)
@@ -365,7 +390,7 @@ class _SeedReporter:
         return bool(self._job(StabilityProgress(*self._where, progress)))
 
 
-def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome]:
+def prepare_stability(request: StabilityRequest, *, session: SessionData = NO_SESSION) -> Callable[[Callable], Outcome]:
     """The job :func:`aflite_app.jobs.run_in_background` runs for a stability report (checked in the page's thread).
 
     Runs the report's missing seeds one after the other, each stored as soon as it finishes, so a stopped
@@ -377,7 +402,9 @@ def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome
     """
     n_seeds = int(request.n_seeds)
     # planned here, in the page's thread: a background thread sees no session (an uploaded dataset)
-    todo = [(s, prepare_run(s)) for s in missing_stability_runs(request.spec, n_seeds)]
+    todo = [
+        (s, prepare_run(s, session=session)) for s in missing_stability_runs(request.spec, n_seeds, session=session)
+    ]
     store, jobs = _result_store(), shared_jobs()  # fetched here: the job's thread has no script context
 
     def job(callback: Callable) -> int:
@@ -397,10 +424,10 @@ def prepare_stability(request: StabilityRequest) -> Callable[[Callable], Outcome
     return target
 
 
-def describe_stability(request: StabilityRequest) -> Callable:
+def describe_stability(request: StabilityRequest, *, session: SessionData = NO_SESSION) -> Callable:
     """The progress text of a stability job: which seed, its round, elapsed seconds and a time estimate."""
     spec = request.spec
-    n_rows = dataset(spec.dataset).n_rows
+    n_rows = dataset(spec.dataset, session=session).n_rows
     rounds_est = max(1.0, max(n_rows - int(spec.target_size), 1) / max(int(spec.slice_size), 1))
 
     def describe(p: StabilityProgress | None, elapsed: float, step: StepProgress | None = None) -> tuple[float, str]:
@@ -424,7 +451,7 @@ def describe_stability(request: StabilityRequest) -> Callable:
 
 
 def inspect_stability(
-    spec: FilterSpec, n_seeds: int, only_finished: bool = False
+    spec: FilterSpec, n_seeds: int, only_finished: bool = False, *, session: SessionData = NO_SESSION
 ) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     """How often each row is removed over ``n_seeds`` seeds (computes missing runs without progress).
 
@@ -433,17 +460,21 @@ def inspect_stability(
     per "removed in k of n runs" (:func:`aflite_app.inspect_tables.stability_counts`). ``only_finished`` uses only
     the seeds computed already (a stopped report: at least two are needed).
     """
-    specs = finished_stability_specs(spec, n_seeds) if only_finished else stability_specs(spec, n_seeds)
+    specs = (
+        finished_stability_specs(spec, n_seeds, session=session) if only_finished else stability_specs(spec, n_seeds)
+    )
     if len(specs) < 2:
         raise ValueError("Removal stability needs at least two finished seeds; press Continue to run more.")
-    return _inspect_stability(spec, tuple(s.seed for s in specs))
+    return _inspect_stability(spec, tuple(s.seed for s in specs), _session=session)
 
 
 @_stores.memo("inspect_stability", 16)
-def _inspect_stability(spec: FilterSpec, seeds: tuple[int, ...]) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+def _inspect_stability(
+    spec: FilterSpec, seeds: tuple[int, ...], *, _session: SessionData = NO_SESSION
+) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     specs = [spec.with_(seed=s) for s in seeds]
-    report = stability_from_results([run_filter(s) for s in specs])
-    current = run_filter(spec)
+    report = stability_from_results([run_filter(s, session=_session) for s in specs])
+    current = run_filter(spec, session=_session)
     frame, summary = inspect_tables.stability_frame(report.removed, current.kept)
     summary["mean_jaccard"] = report.mean_jaccard
     summary["seeds"] = [s.seed for s in specs]

@@ -36,6 +36,7 @@ __all__ = [
     "open_run_directory",
     "run_directories",
     "run_root_folder",
+    "without_server_paths",
 ]
 
 #: runs larger than this skip re-hashing the features when opened (shape and label hash are still checked)
@@ -69,9 +70,40 @@ def open_run_directory(path: str, features: tuple[str, bytes] | None = None, lab
     Raises
     ------
     ValueError
-        With one sentence saying what is missing, outside the run root, or does not match.
+        With one sentence saying what is missing, outside the run root, damaged or does not match; it names the
+        run relative to the run root (:func:`without_server_paths`), never by its place on the server.
     """
     root = run_root()
+    try:
+        return _open_run_directory(root, path, features, labels)
+    except OSError as exc:  # its text names the file by its absolute path
+        raise ValueError(
+            f"The run '{_shown(path)}' cannot be read: one of its files cannot be opened ({type(exc).__name__})."
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise ValueError(without_server_paths(str(exc), root)) from None
+
+
+def _shown(path: str) -> str:
+    return str(path).strip().strip("/") or "."
+
+
+def without_server_paths(text: str, root: Path) -> str:
+    """``text`` with every path below the run root made relative to it, and the root itself named, not shown.
+
+    The core's refusals name a run by the folder they were given (``'/srv/runs/a/b' holds an incomplete or
+    damaged AFLite run: …``); the app names it ``'a/b'``, relative to the run root, and never shows where the
+    root lies on the server.
+    """
+    configured = settings.load().run_root.expanduser().absolute()  # the root as set, before links are resolved
+    for base in dict.fromkeys([str(root), str(configured)]):
+        if len(base) > 1:
+            base = base.rstrip("/")
+            text = text.replace(base + "/", "").replace(f"'{base}'", "'.'").replace(base, "the run root")
+    return text
+
+
+def _open_run_directory(root: Path, path: str, features, labels):
     if not str(path).strip():
         raise ValueError(
             "Choose a run directory (the --out folder of `python -m aflite_core filter`, saved below the run root)."

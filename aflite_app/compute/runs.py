@@ -24,9 +24,9 @@ from aflite_core.measures.stability import class_impact as _class_impact
 
 from .. import settings
 from ..jobs import app_threads
-from ..specs import FilterSpec, SessionData
+from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
-from .datasets import dataset, session
+from .datasets import dataset
 
 __all__ = [
     "GPU_FAMILIES",
@@ -119,9 +119,9 @@ def device_caption(run: AFLiteResult) -> str:
     return f"{where}, {int(threads)} thread{'s' if int(threads) != 1 else ''}"
 
 
-def stored_result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteResult | None:
-    """A finished run for this spec, if any (no computation): opened run directories first, then the store."""
-    return _stored(spec, session(session_data).run_dirs)
+def stored_result(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> AFLiteResult | None:
+    """A finished run for this spec, if any (no computation): ``session``'s opened run directories, then the store."""
+    return _stored(spec, session.run_dirs)
 
 
 def _stored(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
@@ -131,16 +131,17 @@ def _stored(spec: FilterSpec, run_dirs) -> AFLiteResult | None:
     return _result_store().recall(spec)
 
 
-def result(spec: FilterSpec, session_data: SessionData | None = None) -> AFLiteResult | None:
+def result(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> AFLiteResult | None:
     """The run for ``spec`` without running AFLite: stored, else read off a stored run at a lower τ, else None.
 
     The one source of truth for "the current run" (the Filter page, the sidebar, Inspect). A run read off
     another carries ``provenance["narrowed_from_tau"]`` (:func:`narrowed_from`) and equals a direct run at
     ``spec.tau`` in every field but the creation time and the per-round seconds (:mod:`aflite_core.engine.tau_path`).
     None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, a stopped run); the
-    caller runs it (:func:`prepare_run` stores the finished run).
+    caller runs it (:func:`prepare_run` stores the finished run). ``session``: the page's session data (its
+    opened run directories and uploads; compute never reads the session itself).
     """
-    run_dirs = session(session_data).run_dirs
+    run_dirs = session.run_dirs
     hit = _stored(spec, run_dirs)
     if hit is not None:
         return hit
@@ -227,8 +228,7 @@ def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
     }
 
 
-def _prepared(spec: FilterSpec):
-    data = dataset(spec.dataset)
+def _prepared(spec: FilterSpec, data):
     _stores.check_rows(
         data.n_rows,
         instead="Run `python -m aflite_core filter ... --out RUN_DIR` and open the run directory on the Data page.",
@@ -236,14 +236,15 @@ def _prepared(spec: FilterSpec):
     return data.representation(spec.dataset.representation), data.y, data.ids
 
 
-def prepare_run(spec: FilterSpec) -> Callable[[Callable], AFLiteResult]:
+def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], AFLiteResult]:
     """Everything a background thread needs to run ``spec``, validated now (threads see no session state).
 
     The run is planned here, in the page's thread (every argument checked once, so bad parameters show as
-    ``st.error`` at once); the thread only executes it.
+    ``st.error`` at once); the thread only executes it. ``session``: the page's session data (for an uploaded
+    dataset).
     """
-    X, y, ids = _prepared(spec)
-    data = dataset(spec.dataset)
+    data = dataset(spec.dataset, session=session)
+    X, y, ids = _prepared(spec, data)
     check_form(spec, data.n_rows, data.n_classes)
     names = tuple(data.classes)
     store = _result_store()
@@ -296,13 +297,16 @@ def with_class_names(result: AFLiteResult, names: tuple) -> AFLiteResult:
 
 
 def run_filter(
-    spec: FilterSpec, callback: Callable | None = None, session_data: SessionData | None = None
+    spec: FilterSpec, callback: Callable | None = None, *, session: SessionData = NO_SESSION
 ) -> AFLiteResult:
-    """The run for ``spec``: :func:`result` (stored or read off a stored run), else AFLite in this thread."""
-    hit = result(spec, session_data)
+    """The run for ``spec``: :func:`result` (stored or read off a stored run), else AFLite in this thread.
+
+    ``session``: the page's session data (its uploads and opened run directories).
+    """
+    hit = result(spec, session=session)
     if hit is not None:
         return hit
-    return prepare_run(spec)(callback or (lambda _p: True))
+    return prepare_run(spec, session=session)(callback or (lambda _p: True))
 
 
 def class_impact(result: AFLiteResult, threshold: float = 0.5):

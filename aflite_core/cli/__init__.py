@@ -6,9 +6,11 @@ stderr and exits with status 2, never a traceback.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 
+from ..data import budget
 from ._common import CLIError, Parser
 
 __all__ = ["EXIT_BAD_INPUT", "build_parser", "main"]
@@ -30,7 +32,27 @@ def build_parser() -> Parser:
     ood.add_cli(sub, "ood")
     optimum.add_cli(sub, "optimum")
     embed.add_cli(sub)
+    for command in sub.choices.values():  # every command reads files under the same memory budget
+        command.add_argument(
+            "--parse-budget-mb",
+            type=float,
+            default=None,
+            metavar="MB",
+            help=f"memory one read of a file may use (default {budget.DEFAULT_PARSE_BYTES // 2**20})",
+        )
     return parser
+
+
+def _apply_budget(args) -> budget.BudgetLimits:
+    """The memory budget of this command's reads (``--parse-budget-mb``); returns the budgets to restore."""
+    mb = getattr(args, "parse_budget_mb", None)
+    if mb is not None and not (math.isfinite(mb) and mb > 0):
+        raise ValueError(f"The --parse-budget-mb option must be a positive number of megabytes. Got {mb:g} instead.")
+    given: dict = {"advice": "pass a larger --parse-budget-mb (megabytes) to read it"}
+    if mb is not None:
+        one = max(1, int(mb * 2**20))
+        given.update(parse_bytes=one, parses_bytes=max(one, budget.limits().parses_bytes))
+    return budget.set_budgets(**given)
 
 
 _OPTION_OF = {
@@ -61,7 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        return int(args.func(args) or 0)
+        restore = _apply_budget(args)
+        try:
+            return int(args.func(args) or 0)
+        finally:
+            budget.set_budgets(**restore.as_dict())
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     except (CLIError, ValueError, TypeError, OSError) as exc:

@@ -67,6 +67,7 @@ def _cmd_eval_filter(args: argparse.Namespace) -> int:
         "n_partitions": args.partitions,
         "random_state": args.seed,
         "n_threads": args.threads,
+        "null_permutations": args.null_permutations,
     }
     if args.annotator_sources is not None:
         kw["annotator_sources"] = (
@@ -244,6 +245,14 @@ def add_cli(subparsers: Any, name: str = "eval-filter") -> None:
         "--seed", type=bounded(*SEEDS), default=0, help="seed of the split (digits) and evaluated models (default 0)"
     )
     p.add_argument("--threads", type=bounded(*THREADS), default=1, help="BLAS threads (default 1)")
+    p.add_argument(
+        "--null-permutations",
+        type=bounded(0, 1000),
+        default=0,
+        metavar="K",
+        help="also score K training-label permutations per round: the runs table's eval_null_round_1 says how "
+        "many evaluation rows chance alone would put at p >= tau in round 1 (default 0: none)",
+    )
     p.add_argument("--out", required=True, help="directory for the tables (Parquet + CSV) and summary.json")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=_cmd_eval_filter)

@@ -50,6 +50,7 @@ _RUN_OPTIONS = (
     "eval_features",
     "eval_labels",
     "eval_ids",
+    "null_permutations",
 )
 
 
@@ -259,9 +260,15 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         device=args.device,
         precision=args.precision,
         max_device_bytes=args.max_device_bytes,
+        null_permutations=args.null_permutations or 0,  # a run directory written before the null: none
     )
     if args.device != "cpu" and (args.scheduler or args.dask_local is not None):
         raise CLIError(f"--device {args.device} runs in this process only; drop --scheduler/--dask-local")
+    if args.null_permutations and (args.scheduler or args.dask_local is not None):
+        raise CLIError(
+            "--null-permutations runs in this process only (the Dask backend does not compute the null); "
+            "drop --scheduler/--dask-local or --null-permutations"
+        )
     table = _table_bytes(args, len(y), ids)
     if not args.resume:
         record = {n: getattr(args, n) for n in _RUN_OPTIONS}
@@ -404,6 +411,14 @@ def add_cli(sub: Any) -> None:
         default=None,
         help="the --table column holding the rows' ids (unique, covering --ids, or 0..n-1 without --ids); "
         "default: the table's rows are the features' rows, in order",
+    )
+    f.add_argument(
+        "--null-permutations",
+        type=bounded(0, 1000),
+        default=0,
+        metavar="K",
+        help="also score K label permutations every round and record how many rows chance alone would put at "
+        "p >= tau (the run removes the same rows; about K + 1 times the fits; default 0: no null)",
     )
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     f.add_argument(

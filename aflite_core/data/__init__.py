@@ -9,6 +9,7 @@
 ``embeddings``      sentence embeddings: the model's loading, shared once per process, and a disk cache
 ``readers``         safe readers of features, labels and ids (no pickle, size limits)
 ``preflight``       cheap checks of a file's rows and columns before an expensive read
+``budget``          the memory budget of every read: one parse's, and all parses in flight together
 ``planted_bias``    synthetic data with planted, known biases (the concentric circles of Figure 2)
 ``wordnet``         a tiny reader of the WordNet database files (for the spurious measures)
 ==================  ==========================================================================================

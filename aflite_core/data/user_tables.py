@@ -313,7 +313,6 @@ def dataset_from_table(
     src = source or name
     if not isinstance(frame, pd.DataFrame):
         raise v.param_error("frame", "dataset_from_table", "a pandas DataFrame", frame, TypeError)
-    columns = list(frame.columns)
     n = len(frame)
     if n < 2:
         raise ValueError(f"'{src}' has {n} row(s); AFLite needs at least 2.")
@@ -321,8 +320,7 @@ def dataset_from_table(
         frame = frame.reset_index(drop=True)
 
     def need(col: str, role: str) -> None:
-        if col not in frame.columns:
-            raise ValueError(f"'{src}' has no {role} {col!r}; its columns are {columns}. Choose the {role}.")
+        _need_column(frame, col, role, src)
 
     need(label_column, "label column")
     labels = _encode_labels(frame[label_column], src, label_column)
@@ -331,61 +329,20 @@ def dataset_from_table(
         ids = _ids_from_column(frame, id_column, src)
     else:
         ids = np.arange(n, dtype=np.int64)
-    texts = list(text_columns)
-    for col in texts:
-        need(col, "text column")
-    if pair is not None:
-        if len(pair) != 2:
-            raise ValueError(f"The pair for '{src}' must name two columns (premise, hypothesis). Got {pair!r}.")
-        for col in pair:
-            need(col, "text column")
-        texts += [c for c in pair if c not in texts]
+    texts = _text_columns(frame, text_columns, pair, src)
 
-    reps: dict[str, NDArray] = {}
-    descs: dict[str, str] = {}
-    for key, X, desc in _feature_items(features):
-        arr = X if isinstance(X, np.ndarray) else np.asarray(X)
-        if arr.ndim >= 1 and arr.shape[0] != n:
-            raise ValueError(
-                f"Features {key!r} have {arr.shape[0]} rows but '{src}' has {n}; row i of the features must "
-                "describe row i of the table."
-            )
-        reps[key] = v.check_features(arr, key, "dataset_from_table", n_rows=n)
-        descs[key] = desc or f"{key} ({reps[key].shape[1]}-d)"
-    if feature_columns:
-        cols = list(feature_columns)
-        for col in cols:
-            need(col, "feature column")
-            if not pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col]):
-                raise ValueError(f"'{src}' feature column {col!r} is not numeric (dtype {frame[col].dtype}).")
-        block = frame[cols].to_numpy(dtype=np.float64)
-        if not np.isfinite(block).all():
-            row = int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
-            raise ValueError(f"'{src}' has a missing or infinite value in its feature columns (first in row {row}).")
-        reps["columns"] = block.astype(np.float32)
-        descs["columns"] = f"numeric columns {', '.join(cols[:6])}{', ...' if len(cols) > 6 else ''} ({len(cols)}-d)"
-    compute_text = text_features if text_features is not None else not reps
-    if compute_text:
-        if not texts:
-            numeric = [
-                c
-                for c in columns
-                if c not in (label_column, id_column)
-                and pd.api.types.is_numeric_dtype(frame[c])
-                and not pd.api.types.is_bool_dtype(frame[c])
-            ]
-            hint = f" (numeric columns here: {numeric[:10]})" if numeric else ""
-            raise ValueError(
-                f"'{src}' gives no features: add an aligned .npy feature file, choose text columns to compute "
-                f"TF-IDF features from, or choose numeric feature columns{hint}."
-            )
-        from .features import text_representations
-
-        for key, (X, desc) in text_representations(
-            frame, texts, pair=pair, n_components=n_components, random_state=random_state
-        ).items():
-            reps.setdefault(key, X)
-            descs.setdefault(key, desc)
+    reps, descs = _representations(
+        frame,
+        src,
+        texts,
+        pair,
+        features=features,
+        feature_columns=feature_columns,
+        text_features=text_features,
+        skip=(label_column, id_column),
+        n_components=n_components,
+        random_state=random_state,
+    )
 
     image_array = None
     if image_column is not None:
@@ -417,6 +374,93 @@ def dataset_from_table(
         images=image_array,
         meta=info,
     )
+
+
+def _text_columns(frame: pd.DataFrame, text_columns: Sequence[str], pair: tuple[str, str] | None, src: str) -> list:
+    """The text columns, checked: ``text_columns`` and then the pair's two columns (premise, hypothesis)."""
+    texts = list(text_columns)
+    for col in texts:
+        _need_column(frame, col, "text column", src)
+    if pair is not None:
+        if len(pair) != 2:
+            raise ValueError(f"The pair for '{src}' must name two columns (premise, hypothesis). Got {pair!r}.")
+        for col in pair:
+            _need_column(frame, col, "text column", src)
+        texts += [c for c in pair if c not in texts]
+    return texts
+
+
+def _need_column(frame: pd.DataFrame, col: str, role: str, src: str) -> None:
+    if col not in frame.columns:
+        raise ValueError(f"'{src}' has no {role} {col!r}; its columns are {list(frame.columns)}. Choose the {role}.")
+
+
+def _representations(
+    frame: pd.DataFrame,
+    src: str,
+    texts: list[str],
+    pair: tuple[str, str] | None,
+    *,
+    features: ArrayLike | Mapping[str, FeatureSpec] | None,
+    feature_columns: Sequence[str] | None,
+    text_features: bool | None,
+    skip: tuple,
+    n_components: int,
+    random_state: int | np.random.Generator | None,
+) -> tuple[dict[str, NDArray], dict[str, str]]:
+    """The table's representations Φ(X) and their descriptions (see :func:`dataset_from_table`).
+
+    The given feature arrays (row i describes row i), the numeric ``feature_columns`` as one representation, and,
+    when ``text_features`` asks for them (by default: when nothing else was given), TF-IDF + SVD of the text.
+    """
+    columns = list(frame.columns)
+    n = len(frame)
+    reps: dict[str, NDArray] = {}
+    descs: dict[str, str] = {}
+    for key, X, desc in _feature_items(features):
+        arr = X if isinstance(X, np.ndarray) else np.asarray(X)
+        if arr.ndim >= 1 and arr.shape[0] != n:
+            raise ValueError(
+                f"Features {key!r} have {arr.shape[0]} rows but '{src}' has {n}; row i of the features must "
+                "describe row i of the table."
+            )
+        reps[key] = v.check_features(arr, key, "dataset_from_table", n_rows=n)
+        descs[key] = desc or f"{key} ({reps[key].shape[1]}-d)"
+    if feature_columns:
+        cols = list(feature_columns)
+        for col in cols:
+            _need_column(frame, col, "feature column", src)
+            if not pd.api.types.is_numeric_dtype(frame[col]) or pd.api.types.is_bool_dtype(frame[col]):
+                raise ValueError(f"'{src}' feature column {col!r} is not numeric (dtype {frame[col].dtype}).")
+        block = frame[cols].to_numpy(dtype=np.float64)
+        if not np.isfinite(block).all():
+            row = int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+            raise ValueError(f"'{src}' has a missing or infinite value in its feature columns (first in row {row}).")
+        reps["columns"] = block.astype(np.float32)
+        descs["columns"] = f"numeric columns {', '.join(cols[:6])}{', ...' if len(cols) > 6 else ''} ({len(cols)}-d)"
+    compute_text = text_features if text_features is not None else not reps
+    if compute_text:
+        if not texts:
+            numeric = [
+                c
+                for c in columns
+                if c not in skip
+                and pd.api.types.is_numeric_dtype(frame[c])
+                and not pd.api.types.is_bool_dtype(frame[c])
+            ]
+            hint = f" (numeric columns here: {numeric[:10]})" if numeric else ""
+            raise ValueError(
+                f"'{src}' gives no features: add an aligned .npy feature file, choose text columns to compute "
+                f"TF-IDF features from, or choose numeric feature columns{hint}."
+            )
+        from .features import text_representations
+
+        for key, (X, desc) in text_representations(
+            frame, texts, pair=pair, n_components=n_components, random_state=random_state
+        ).items():
+            reps.setdefault(key, X)
+            descs.setdefault(key, desc)
+    return reps, descs
 
 
 def _read_npy(source: Any, *, name: str | None, max_bytes: int | None) -> tuple[NDArray, str]:

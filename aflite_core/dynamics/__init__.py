@@ -29,8 +29,9 @@ softmax probabilities and z⁽ᵉ⁾ the logits at epoch e:
 The partial-input versions carry the prefix ``partial_`` (``partial_confidence`` …).
 
 :mod:`aflite_core.dynamics.validation` checks the levels the way the paper does: the accuracy per level of models
-trained on other rows, and models trained on a fraction of the rows chosen by level against Data Maps' and AUM's
-selections and a random subset (its Tables 5 and 6).
+trained on other rows (:mod:`~aflite_core.dynamics.heldout`), and models trained on a fraction of the rows chosen by
+level against Data Maps' and AUM's selections and a random subset (its Tables 5 and 6,
+:mod:`~aflite_core.dynamics.fractions`).
 
 Who defined what: the GMM levels are Cosma et al.'s; the Data Maps ambiguous region (most variable rows) is
 Swayamdipta et al.'s, and splitting the rest at the median confidence into easy / hard

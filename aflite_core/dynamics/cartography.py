@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .._validation import MAX_SHOWN_VALUES, bounded_int, param_error, shown_list
+from .._validation import MAX_SHOWN_VALUES, bounded_int, param_error, shown, shown_list
+from ..data import budget
 from .measures import TrainingDynamics
 from .recorder import MAX_EPOCH
 
@@ -36,6 +37,14 @@ def _decode(raw: bytes, path: Path) -> str:
         raise ValueError(
             f"'{path}' is not UTF-8 text (line {line}, byte {exc.start} cannot be decoded); save it as UTF-8."
         ) from None
+
+
+def _finite(value: float) -> bool:
+    """A finite number that fits a float (an integer of 400 digits does not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
@@ -93,7 +102,15 @@ def _epoch_files(source: Any) -> list[tuple[Path, int | None]]:
 def _read_epoch(
     path: Path, epoch: int, named_epoch: int | None, classes: tuple | None
 ) -> tuple[list[Hashable], list[list[float]], list[Any], int, dict[Hashable, int]]:
-    """Parse one epoch file: guids, logits rows, gold indices, number of classes, guid → line number."""
+    """Parse one epoch file: guids, logits rows, gold indices, number of classes, guid → line number.
+
+    Under the memory budget of the read in progress (:func:`read_cartography_dynamics` opens it): the file's
+    bytes, its text and its lines are reserved before it is read, each record's logits as it is parsed.
+    """
+    parse = budget.current()
+    if parse is not None:  # the bytes, the text (up to 4 bytes a character) and one string per line
+        size = path.stat().st_size
+        parse.reserve(6 * size, f"'{path.name}' and its text")
     text = _decode(path.read_bytes(), path)
     n_classes: int | None = None
     guids: list[Hashable] = []
@@ -129,14 +146,14 @@ def _read_epoch(
         guid = rec.get("guid", rec.get("id"))
         if guid is None or isinstance(guid, (list, dict, bool, float)):
             raise ValueError(
-                f"'{path}' line {lineno} must have a 'guid' (a string or an integer). Got {guid!r} instead."
+                f"'{path}' line {lineno} must have a 'guid' (a string or an integer). Got {shown(guid)} instead."
             )
         if guid in where:
-            raise ValueError(f"'{path}' has guid {guid!r} twice (lines {where[guid]} and {lineno}).")
+            raise ValueError(f"'{path}' has guid {shown(guid)} twice (lines {where[guid]} and {lineno}).")
         where[guid] = lineno
         z = rec[key]
         if not isinstance(z, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in z):
-            raise ValueError(f"'{path}' line {lineno}: '{key}' must be a list of numbers. Got {z!r} instead.")
+            raise ValueError(f"'{path}' line {lineno}: '{key}' must be a list of numbers. Got {shown(z)} instead.")
         if n_classes is None:
             if len(z) < 2:
                 raise ValueError(
@@ -149,28 +166,32 @@ def _read_epoch(
                 f"'{path}' line {lineno} has {len(z)} logits, but earlier lines have {n_classes}: every "
                 "line must have one logit per class."
             )
-        if not all(math.isfinite(v) for v in z):
-            raise ValueError(f"'{path}' line {lineno}: '{key}' must hold finite numbers. Got {z!r} instead.")
+        if not all(_finite(v) for v in z):
+            raise ValueError(f"'{path}' line {lineno}: '{key}' must hold finite numbers. Got {shown(z)} instead.")
         if "gold" not in rec:
             raise ValueError(f"'{path}' line {lineno} must have a 'gold' field (the gold class).")
         gold = rec["gold"]
         if isinstance(gold, bool) or not isinstance(gold, (int, str)):
             raise ValueError(
-                f"'{path}' line {lineno}: 'gold' must be a class index or a class name. Got {gold!r} instead."
+                f"'{path}' line {lineno}: 'gold' must be a class index or a class name. Got {shown(gold)} instead."
             )
         if isinstance(gold, str):
             if classes is None:
                 raise ValueError(
-                    f"'{path}' line {lineno}: 'gold' is the class name {gold!r}; pass classes=[...] "
+                    f"'{path}' line {lineno}: 'gold' is the class name {shown(gold)}; pass classes=[...] "
                     "(the class names in logit order) to read named gold labels."
                 )
             if gold not in classes:
-                raise ValueError(f"'{path}' line {lineno}: 'gold' {gold!r} is not one of the classes {list(classes)}.")
+                raise ValueError(
+                    f"'{path}' line {lineno}: 'gold' {shown(gold)} is not one of the classes {list(classes)}."
+                )
             gold = classes.index(gold)
         elif not 0 <= gold < n_classes:
             raise ValueError(
                 f"'{path}' line {lineno}: 'gold' must be a class index in [0, {n_classes - 1}]. Got {gold} instead."
             )
+        if parse is not None:  # the record's Python objects, then a row of the logits array (and its stacked copy)
+            parse.reserve(len(z) * (32 + 16) + 200, f"counted up to '{path.name}' line {lineno:,}", partial=True)
         guids.append(guid)
         rows.append(z)
         golds.append(gold)
@@ -227,6 +248,15 @@ def read_cartography_dynamics(
         if len(set(classes)) != len(classes) or len(classes) < 2:
             raise param_error("classes", func, "at least 2 distinct class names", classes)
     files = _epoch_files(source)
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():  # named as the other messages name it
+        label = f"Training-dynamics directory '{Path(source)}'"
+    else:
+        label = f"Training-dynamics file '{files[0][0]}'"
+    with budget.parse(label):
+        return _read_epochs(files, classes)
+
+
+def _read_epochs(files: list[tuple[Path, int | None]], classes: tuple | None) -> TrainingDynamics:
     n_classes: int | None = None
     first_path = files[0][0]
     logits_by_epoch: list[NDArray] = []

@@ -9,6 +9,7 @@ module              holds
 ``models``          the batched ridge family (:class:`LinearFamily`) and scikit-learn families
 ``shards``          the ridge family's block Gram matrices, cut into shards and summed along a fixed tree
 ``logistic``        the default family, batched L-BFGS logistic regression (:class:`LogisticFamily`)
+``_inputs``         the argument checks :func:`predictability` and the null share
 ``_parallel``       the engine's thread pool with single-threaded BLAS (same bits at any thread count)
 ``torch_backend``   the default family on a PyTorch device (a GPU, or torch's CPU device for CI)
 ``torch_logistic``  the L-BFGS fit of ``logistic`` ported to PyTorch
@@ -21,6 +22,7 @@ module              holds
 ``result``          :class:`AFLiteResult`, the per-row, per-round record of a run
 ``registry``        every model name: adversary families and measuring classifiers
 ``tau_path``        a higher τ read off a finished run (:func:`narrow_to_tau`), exactly
+``null``            predictability under shuffled labels (:func:`null_predictability`, :func:`chance_share`)
 =================== ==============================================================================================
 
 No re-exports here: the public names are exported by :mod:`aflite_core` itself.

@@ -61,9 +61,10 @@ from .dask_tasks import (
     _worker_counters,
 )
 from .dask_tasks import worker_pid as worker_pid  # re-exported: it lived here
-from .models import LinearFamily, SklearnFamily
+from .models import LinearFamily
 from .partitions import PartitionPlan, RoundScores, merge_pieces, scoring_pieces
 from .shards import tree_cover
+from .sklearn_family import SklearnFamily
 
 __all__ = ["DaskBackend", "local_cluster"]
 

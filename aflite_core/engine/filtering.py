@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
+from ._inputs import _check_device, predictability_inputs
 from ._parallel import engine_threads
 from .loop import select_rows
 from .partitions import score_round
@@ -134,6 +135,7 @@ def aflite(
     device: str = "cpu",
     precision: str = "float32",
     max_device_bytes: int | None = None,
+    null_permutations: int = 0,
 ) -> AFLiteResult:
     """Filter the rows a model family finds predictable from Φ(X), round by round (AFLite, Algorithm 1).
 
@@ -212,6 +214,12 @@ def aflite(
     max_device_bytes : int, optional
         On a torch device: features larger than this stay in host memory (a memory-mapped X too) and are
         streamed to the device in row chunks; the result is the same. None: half the GPU's free memory.
+    null_permutations : int, default=0
+        K > 0 also scores, in every round, K uniform permutations of the current set's labels with the round's
+        own partitions and records per round and class the mean number of rows whose null p reaches each τ of
+        0.00, 0.01, …, 1.00 (``result.null_counts``; with an evaluation set also ``result.eval_null_counts``):
+        how many rows chance alone would put above τ (:mod:`aflite_core.engine.null`). Costs about K + 1 times
+        the fits; never changes what the run removes (its own random stream). Not on the Dask backend.
 
     Returns
     -------
@@ -271,6 +279,7 @@ def aflite(
         device=device,
         precision=precision,
         max_device_bytes=max_device_bytes,
+        null_permutations=null_permutations,
     )
     return execute_run(run, resume=resume)
 
@@ -299,6 +308,7 @@ def plan_run(
     device: str = "cpu",
     precision: str = "float32",
     max_device_bytes: int | None = None,
+    null_permutations: int = 0,
     func: str = "aflite",
 ):
     """Validate every argument of :func:`aflite` and return the run, not yet started.
@@ -327,7 +337,11 @@ def plan_run(
     )
     family = resolve_model(model, func)
     n_threads, seed = _check_run_args(callback, n_threads, random_state, func, on_step)
+    n_null = v.check_int(null_permutations, "null_permutations", func, low=0)
     from .loop import Run, RunConfig
+    from .null import check_null_backend, round_null
+
+    check_null_backend(backend, n_null, func)
 
     labels = r["labels"]
     extra = {"target_size_given": target_size, "train_size_given": train_size}
@@ -344,6 +358,9 @@ def plan_run(
             )
         run_backend = TorchBackend(torch_device, precision, max_device_bytes)
         extra.update({"device": run_backend.device_name, "precision": precision})
+    check_null_backend(run_backend, n_null, func)
+    if n_null:
+        extra["null_permutations"] = n_null
     config = RunConfig(
         target_size=r["n_target"],
         train_size=r["t"],
@@ -369,6 +386,8 @@ def plan_run(
         eval_ids=r["eval_ids"],
         checkpoint_dir=None if checkpoint is None else Path(checkpoint),
         extra_state={"params": extra},
+        null_permutations=n_null,
+        null_round=round_null if n_null else None,
     )
 
 
@@ -382,18 +401,6 @@ def execute_run(run: Any, *, resume: bool = False) -> AFLiteResult:
         if has_checkpoint(run.checkpoint_dir):
             run.restore(run.checkpoint_dir)
     return run.execute()
-
-
-def _check_device(device: Any, precision: Any, max_device_bytes: Any, family: Any, func: str) -> str | None:
-    """Validate the device arguments: None for the numpy engine, else the torch device name (torch imported)."""
-    if device == "cpu" and precision == "float32" and max_device_bytes is None:
-        return None  # the default: nothing to import or check
-    from .torch_backend import check_device, check_family
-
-    torch_device = check_device(device, precision, max_device_bytes, func)
-    if torch_device is not None:
-        check_family(family, func)
-    return torch_device
 
 
 def _resolve_backend(backend: Any, func: str):
@@ -469,25 +476,22 @@ def predictability(
     >>> bool(np.nanmean(p[:100]) > np.nanmean(p[100:]))
     True
     """
-    func = "predictability"
-    Xv = v.check_features(X, "X", func)
-    labels = v.check_labels(y, "y", func, n_rows=Xv.shape[0])
-    m = v.check_int(n_partitions, "n_partitions", func, low=1)
-    t = v.check_fraction_or_count(
-        train_size,
-        "train_size",
-        func,
-        n=Xv.shape[0],
-        low=labels.n_classes,
-        high=Xv.shape[0],
-        range_text="(n_classes, n_samples)",
+    a = predictability_inputs(
+        X,
+        y,
+        func="predictability",
+        n_partitions=n_partitions,
+        train_size=train_size,
+        model=model,
+        random_state=random_state,
+        n_threads=n_threads,
+        device=device,
+        precision=precision,
+        max_device_bytes=max_device_bytes,
     )
-    family = resolve_model(model, func)
-    if n_threads is not None:
-        n_threads = v.check_int(n_threads, "n_threads", func, low=1)
-    seed = v.check_random_state(random_state, func)
-    torch_device = _check_device(device, precision, max_device_bytes, family, func)
-    rng = np.random.default_rng(seed)
+    Xv, labels, t, m, family = a["X"], a["labels"], a["t"], a["m"], a["family"]
+    n_threads, torch_device = a["n_threads"], a["torch_device"]
+    rng = np.random.default_rng(a["seed"])
     if torch_device is not None:
         from .torch_backend import TorchBackend
 

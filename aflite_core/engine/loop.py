@@ -165,6 +165,10 @@ class Run:
     eval_ids: NDArray | None = None
     checkpoint_dir: Path | None = None
     extra_state: dict = field(default_factory=dict)
+    null_permutations: int = 0
+    #: ``null_round(run, rows, plan, eval_rows, round_no) -> (train, eval)``: the round's null (given by
+    #: :func:`aflite_core.aflite` as :func:`aflite_core.engine.null.round_null` when ``null_permutations`` > 0)
+    null_round: Callable | None = None
 
     def __post_init__(self) -> None:
         N = self.X.shape[0]
@@ -186,6 +190,9 @@ class Run:
         self.eval_last = np.full(n_eval, np.nan, dtype=np.float32)
         self.eval_removal = np.full(n_eval, np.nan, dtype=np.float32)
         self.eval_score_rows: list[NDArray] = []
+        # per round: rows of each class whose null p reaches each τ of the 0.01 grid, summed over the permutations
+        self.null_rows: list[NDArray] = []
+        self.eval_null_rows: list[NDArray] = []
         self.history: list[dict] = []
         self.stop_reason = "target_size_reached"
         self.finished = False
@@ -213,6 +220,11 @@ class Run:
     def open(self) -> None:
         """Bind the backend (first use of the random generator: the family's per-run draws)."""
         cfg = self.config
+        if self.null_permutations and (self.null_round is None or type(self.backend).__name__ == "DaskBackend"):
+            raise ValueError(
+                f"The 'null_permutations' parameter of aflite is {self.null_permutations}, but the Dask backend "
+                "does not compute the null; run it with the local backend (backend=None) or with null_permutations=0."
+            )
         self.backend.open(
             self.X,
             self.codes,
@@ -256,6 +268,8 @@ class Run:
             self.backend.on_step = on_step
         try:
             rs = self.backend.score(S, plan, self.rng, R if self.has_eval else None, rnd)
+            if self.null_permutations:  # its own random stream: the run's generator never sees it
+                null, eval_null = self.null_round(self, S, plan, R if self.has_eval else None, rnd)
         except RoundInterrupted:  # stopped inside the round: keep the rounds completed so far, as they were
             self.round -= 1
             self.stop_reason = "stopped_by_callback"
@@ -264,6 +278,10 @@ class Run:
         finally:
             if self.on_step is not None:
                 self.backend.on_step = None
+        if self.null_permutations:
+            self.null_rows.append(null)
+            if eval_null is not None:
+                self.eval_null_rows.append(eval_null)
         p = rs.predictability
         scored = rs.n_predictions > 0
         qualified = scored & (p >= cfg.tau)
@@ -417,7 +435,16 @@ class Run:
             eval_last_score=self.eval_last.copy() if self.has_eval else None,
             eval_removal_score=self.eval_removal.copy() if self.has_eval else None,
             eval_ids=self.eval_ids,
+            null_counts=self._null_mean(self.null_rows),
+            eval_null_counts=self._null_mean(self.eval_null_rows) if self.has_eval else None,
         )
+
+    def _null_mean(self, rows: list[NDArray]) -> NDArray[np.float64] | None:
+        """Mean null counts per round, class and τ (None when the run computes no null)."""
+        if not self.null_permutations:
+            return None
+        shape = (len(rows), len(self.classes), 101)
+        return np.asarray(rows, dtype=np.float64).reshape(shape) / self.null_permutations
 
     # -- checkpoints ---------------------------------------------------------------------------------------
     def fingerprint(self) -> dict[str, Any]:
@@ -431,6 +458,11 @@ class Run:
 
     def write_checkpoint(self) -> None:
         """Write the state after the current round to ``checkpoint_dir`` (see :mod:`aflite_core.engine.checkpoint`)."""
+        if self.null_permutations:  # the null's per-round sums travel in the checkpoint's JSON
+            self.extra_state["null"] = {
+                "train": [a.tolist() for a in self.null_rows],
+                "eval": [a.tolist() for a in self.eval_null_rows],
+            }
         write_checkpoint(self)
 
     def restore(self, checkpoint_dir: str | Path) -> None:
@@ -451,6 +483,7 @@ class Run:
             fingerprint=self.fingerprint(),
         )
         _check_same_device(self.extra_state, cp.extra, checkpoint_dir)
+        self._restore_null(cp.extra, cp.round, checkpoint_dir)
         rng = np.random.default_rng(self.config.seed)
         try:
             rng.bit_generator.state = cp.rng_state
@@ -477,6 +510,31 @@ class Run:
         self.finished = cp.finished and self.stop_reason != "stopped_by_callback"
         if not self.finished:
             self.stop_reason = "target_size_reached"
+
+    def _restore_null(self, extra: dict, rounds: int, checkpoint_dir) -> None:
+        """Take the null's per-round sums from a checkpoint written with the same ``null_permutations``."""
+        params = extra.get("params", {}) if isinstance(extra, dict) else {}
+        theirs = params.get("null_permutations", 0) if isinstance(params, dict) else 0
+        if theirs != self.null_permutations:
+            raise ValueError(
+                f"The checkpoint in '{checkpoint_dir}' was written with null_permutations={theirs!r} and cannot be "
+                f"resumed with null_permutations={self.null_permutations}; resume it with the same value."
+            )
+        if not self.null_permutations:
+            return
+        null = extra.get("null") if isinstance(extra.get("null"), dict) else {}
+        shape = (len(self.classes), 101)
+        try:
+            train = [np.asarray(a, dtype=np.int64).reshape(shape) for a in null.get("train", [])]
+            evals = [np.asarray(a, dtype=np.int64).reshape(shape) for a in null.get("eval", [])]
+        except (TypeError, ValueError):
+            train, evals = [], [None]
+        if len(train) != rounds or len(evals) != (rounds if self.has_eval else 0):
+            raise ValueError(
+                f"The checkpoint in '{checkpoint_dir}' is damaged or inconsistent (its null counts do not cover "
+                f"its {rounds} rounds); it cannot be resumed."
+            )
+        self.null_rows, self.eval_null_rows = train, evals
 
 
 def _device_of(extra: dict) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Model families M for AFLite: the batched ridge family, its machinery, and any scikit-learn classifier.
+"""The batched ridge model family M for AFLite (:class:`LinearFamily`) and its per-run session.
 
 (The default family, batched logistic regression, is :class:`aflite_core.engine.logistic.LogisticFamily`, built on
 :class:`LinearFamily`'s blocks and sessions.)
@@ -25,8 +25,8 @@ Features are centred by their overall mean before the products (which leaves the
 unchanged, because the intercept is free, but keeps float32 sums well conditioned); X itself is never
 copied, so a read-only memory-mapped X works.
 
-:class:`SklearnFamily` wraps any scikit-learn classifier: it is cloned per partition and trained on an
-exactly uniform random subset of size t, as in the paper.
+The ridge systems are solved in :mod:`aflite_core.engine.ridge_solve`; any scikit-learn classifier as the family
+is :class:`aflite_core.engine.sklearn_family.SklearnFamily`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._parallel import background, map_ordered
-from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, report_step
+from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, exact_plan, report_step
+from .ridge_solve import ridge_system, solve_ridge
 
 # re-exported: the sharded machinery lived here before
 from .shards import (  # noqa: F401
@@ -53,7 +54,7 @@ from .shards import (  # noqa: F401
     tree_sum,
 )
 
-__all__ = ["LinearFamily", "SklearnFamily"]
+__all__ = ["LinearFamily"]
 
 #: a partition's training part is (about) this many blocks at the start of a run
 BLOCKS_PER_PARTITION = 32
@@ -83,14 +84,6 @@ def _column_mean(X: NDArray[np.float32]) -> NDArray[np.float32]:
     for start in range(0, X.shape[0], step):
         total += X[start : start + step].sum(axis=0, dtype=np.float64)
     return (total / X.shape[0]).astype(np.float32)
-
-
-def _exact_plan(n_rows: int, n_partitions: int, train_size: int, rng) -> PartitionPlan:
-    """Uniformly random training parts of exactly ``train_size`` rows (blocks of one row)."""
-    membership = np.zeros((n_partitions, n_rows), dtype=bool)
-    for j in range(n_partitions):
-        membership[j, rng.permutation(n_rows)[:train_size]] = True
-    return PartitionPlan(block_of=np.arange(n_rows, dtype=np.int32), membership=membership)
 
 
 @dataclass(frozen=True)
@@ -287,7 +280,7 @@ class _LinearSession(ShardedGrams):
         sides run far below BLAS speed). None when the system is not positive definite.
         """
         scaled = (total * (self.train_size / max(n_rows, 1)))[None]
-        A, *_ = _ridge_system(scaled, self.d, self.family.alpha)
+        A, *_ = ridge_system(scaled, self.d, self.family.alpha)
         try:
             L = np.linalg.cholesky(A[0])
         except np.linalg.LinAlgError:
@@ -313,7 +306,7 @@ class _LinearSession(ShardedGrams):
     def draw_plan(self, rows: NDArray[np.intp], rng) -> PartitionPlan:
         """Random unions of the persistent blocks (blocks mode) or exact random subsets."""
         if self.mode == "exact":
-            return _exact_plan(len(rows), self.n_partitions, self.train_size, rng)
+            return exact_plan(len(rows), self.n_partitions, self.train_size, rng)
         return draw_block_plan(self.block_sizes, self.block_of_row[rows], self.n_partitions, self.train_size, rng)
 
     def fit(self, rows: NDArray[np.intp], plan: PartitionPlan, partitions: Sequence[int], rng) -> _LinearWeights:
@@ -356,7 +349,7 @@ class _LinearSession(ShardedGrams):
 
     def solve_grams(self, P: NDArray[np.float32], precond: NDArray[np.float32] | None):
         """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten)."""
-        Wg, bg = _solve_ridge(P, self.d, self.n_classes, self.family.alpha, precond)  # (g, d, C), (g, C) float64
+        Wg, bg = solve_ridge(P, self.d, self.n_classes, self.family.alpha, precond)  # (g, d, C), (g, C) float64
         Wdiff = Wg[:, :, 1:] - Wg[:, :, :1]
         bdiff = bg[:, 1:] - bg[:, :1] - np.einsum("d,gdc->gc", self.mu.astype(np.float64), Wdiff)
         return Wdiff.transpose(1, 2, 0), bdiff.T
@@ -394,215 +387,3 @@ class _LinearSession(ShardedGrams):
             return
         self._precond_cache = None
         self.remove_from_shards(rows)
-
-
-def _ridge_system(P: NDArray, d: int, alpha: float):
-    """Turn augmented Grams P (g, D, D) into ridge systems (Gc + λI) w = r, *in place* (no copy of P).
-
-    With Z = [x, 1, onehot(y)], P holds G = Σxxᵀ, s = Σx, n, XᵀY and ΣY. Eliminating the free intercept
-    gives (Gc + λI) w = XᵀY - s ΣYᵀ / n with Gc = G - s sᵀ / n and λ = alpha · trace(Gc) / d; afterwards
-    b = (ΣY - sᵀw) / n. Returns A (a view into P), r (float64), s, n and ΣY.
-    """
-    s = P[:, :d, d].astype(np.float64)
-    n = np.maximum(P[:, d, d].astype(np.float64), 1.0)
-    ysum = P[:, d, d + 1 :].astype(np.float64)
-    rhs = P[:, :d, d + 1 :].astype(np.float64) - s[:, :, None] * (ysum / n[:, None])[:, None, :]
-    A = P[:, :d, :d]
-    s_over_n = s / n[:, None]
-    idx = np.arange(d)
-    outer = np.empty((d, d), dtype=np.float64)  # reused: fresh d×d temporaries per partition cost page faults
-    cast = outer if P.dtype == np.float64 else np.empty((d, d), dtype=P.dtype)
-    for i in range(len(A)):  # rank-one centring and the ridge, in place
-        np.multiply.outer(s[i], s_over_n[i], out=outer)
-        if cast is not outer:
-            cast[...] = outer  # rounds as ``astype`` does
-        A[i] -= cast
-        trace = float(np.trace(A[i], dtype=np.float64)) / d
-        A[i, idx, idx] += alpha * (trace if trace > 0 else 1.0)
-    return A, rhs, s, n, ysum
-
-
-def _direct_solve(A: NDArray, rhs: NDArray) -> NDArray[np.float64]:
-    """Cholesky solves (LAPACK, float64, one system at a time), least squares where not positive definite."""
-    from scipy.linalg import lapack
-
-    w = np.empty(rhs.shape, dtype=np.float64)
-    for i in range(A.shape[0]):
-        Ai = np.array(A[i], dtype=np.float64, order="F")
-        c, info = lapack.dpotrf(Ai, lower=False, clean=False, overwrite_a=True)
-        if info == 0:
-            w[i], info = lapack.dpotrs(c, rhs[i], lower=False)
-        if info != 0:
-            w[i] = np.linalg.lstsq(np.asarray(A[i], dtype=np.float64), rhs[i], rcond=None)[0]
-    return w
-
-
-#: bytes of system matrices iterated together by PCG (bounds the float32 working set)
-PCG_CHUNK_BYTES = 512 * 2**20
-
-
-def _pcg_solve(
-    A: NDArray[np.float32], rhs: NDArray, M_inv: NDArray[np.float32], *, tol: float = 1e-5, max_iter: int = 60
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Batched preconditioned conjugate gradients for g·C independent systems, in float32.
-
-    ``M_inv`` is the inverse of a preconditioner close to every A_j (the ridge system of the whole current
-    set, scaled to the training size), so a handful of iterations reach ``tol`` relative residual. Every
-    (system, column) pair iterates on its own and stops on its own residual, so its answer does not depend
-    on which other systems share the batch; systems are processed a few at a time so their matrices stay in
-    cache across iterations. Returns the solutions and which systems converged.
-    """
-    g, d, C = rhs.shape
-    x_all = np.empty((g, d, C), dtype=np.float64)
-    ok_all = np.empty(g, dtype=bool)
-    step = max(1, PCG_CHUNK_BYTES // (4 * d * d))
-    for g0 in range(0, g, step):
-        sl = slice(g0, min(g0 + step, g))
-        x_all[sl], ok_all[sl] = _pcg_batch(A[sl], rhs[sl].astype(np.float32), M_inv, tol, max_iter)
-    return x_all, ok_all
-
-
-def _pcg_batch(A, rhs, M_inv, tol, max_iter):
-    g, d, C = rhs.shape
-
-    def precond(r):  # M⁻¹ r for all systems at once: (g, d, C) -> (g, d, C)
-        z = M_inv @ r.transpose(1, 0, 2).reshape(d, g * C)
-        return z.reshape(d, g, C).transpose(1, 0, 2)
-
-    bnorm = np.sqrt(np.einsum("gdc,gdc->gc", rhs, rhs))
-    bnorm[bnorm == 0] = 1.0
-    x = precond(rhs)
-    r = rhs - A @ x
-    z = precond(r)
-    p = z.copy()
-    rz = np.einsum("gdc,gdc->gc", r, z)
-    active = np.sqrt(np.einsum("gdc,gdc->gc", r, r)) > tol * bnorm
-    for _ in range(max_iter):
-        if not active.any():
-            break
-        Ap = A @ p
-        pAp = np.einsum("gdc,gdc->gc", p, Ap)
-        step = np.where(active, rz / np.where(pAp > 0, pAp, 1.0), 0.0).astype(np.float32)
-        x += step[:, None, :] * p
-        r -= step[:, None, :] * Ap
-        active &= np.sqrt(np.einsum("gdc,gdc->gc", r, r)) > tol * bnorm
-        z = precond(r)
-        rz_new = np.einsum("gdc,gdc->gc", r, z)
-        beta = np.where(active, rz_new / np.where(rz != 0, rz, 1.0), 0.0).astype(np.float32)
-        p = z + beta[:, None, :] * p
-        rz = rz_new
-    return x.astype(np.float64), ~active.any(axis=1)
-
-
-def _solve_ridge(P: NDArray[np.float32], d: int, C: int, alpha: float, precond: NDArray[np.float32] | None = None):
-    """Ridge weights (g, d, C) and intercepts (g, C) from augmented Gram matrices ``P`` (g, D, D; overwritten).
-
-    With a preconditioner factor, systems are solved by batched conjugate gradients (float32) and any that
-    do not converge fall back to a direct Cholesky solve in float64; without one, all are solved directly.
-    """
-    A, rhs, s, n, ysum = _ridge_system(P, d, alpha)
-    if precond is not None:
-        w, ok = _pcg_solve(A, rhs, precond)
-        if not ok.all():
-            w[~ok] = _direct_solve(A[~ok], rhs[~ok])
-    else:
-        w = _direct_solve(A, rhs)
-    b = (ysum - np.einsum("gd,gdc->gc", s, w)) / n[:, None]
-    return w, b
-
-
-# ---------------------------------------------------------------------------------------------------------
-class _ConstantClassifier:
-    """Stand-in when a training part holds a single class: predicts that class."""
-
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-    def predict(self, X):
-        return np.full(len(X), self.code, dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class SklearnFamily:
-    """Any scikit-learn classifier as the model family M, cloned per partition.
-
-    Each partition trains a fresh ``sklearn.base.clone`` of ``estimator`` on an exactly uniform random
-    subset of t rows. Estimators with a ``random_state`` parameter get their own integer seed drawn from the
-    run's generator, so runs are reproducible.
-
-    Parameters
-    ----------
-    estimator : sklearn classifier
-        Unfitted estimator with ``fit`` and ``predict``.
-    """
-
-    estimator: Any
-
-    @property
-    def name(self) -> str:
-        """Class name of the estimator."""
-        return type(self.estimator).__name__
-
-    def spec(self) -> dict[str, Any]:
-        """JSON-serialisable description: class name and ``get_params()``."""
-        params = {}
-        for key, value in self.estimator.get_params(deep=False).items():
-            params[key] = value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
-        cls = type(self.estimator)
-        return {"family": "sklearn", "class": f"{cls.__module__}.{cls.__qualname__}", "params": params}
-
-    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng) -> _SklearnSession:
-        """Bind the family to one run's data."""
-        return _SklearnSession(self, X, codes, n_classes, train_size, n_partitions)
-
-
-@dataclass
-class _SklearnSession:
-    family: SklearnFamily
-    X: NDArray[np.float32]
-    codes: NDArray[np.int32]
-    n_classes: int
-    train_size: int
-    n_partitions: int
-    mode: str = "exact"
-
-    @property
-    def predict_chunk_rows(self) -> int:
-        return max(8192, 16 * PREDICT_CHUNK_BYTES // (4 * self.X.shape[1]))  # fewer, larger predict calls
-
-    def draw_plan(self, rows, rng) -> PartitionPlan:
-        return _exact_plan(len(rows), self.n_partitions, self.train_size, rng)
-
-    def fit(self, rows, plan: PartitionPlan, partitions: Sequence[int], rng) -> list:
-        from sklearn.base import clone
-
-        parts = list(partitions)
-        seeds = rng.integers(0, 2**31 - 1, size=plan.n_partitions)
-        models = []
-        has_seed = "random_state" in self.family.estimator.get_params(deep=False)
-        for i, j in enumerate(parts):
-            report_step(self, "fit", i, len(parts))
-            train = np.sort(rows[plan.train_mask(j)])
-            y_train = self.codes[train]
-            present = np.unique(y_train)
-            if len(present) < 2:
-                models.append(_ConstantClassifier(int(present[0])))
-                continue
-            est = clone(self.family.estimator)
-            if has_seed:
-                est.set_params(random_state=int(seeds[j]))
-            est.fit(self.X[train], y_train)
-            models.append(est)
-        return models
-
-    def predict(self, fitted: list, X_rows, mask=None) -> NDArray[np.int64]:
-        preds = np.full((len(X_rows), len(fitted)), -1, dtype=np.int64)
-        for j, est in enumerate(fitted):
-            sel = slice(None) if mask is None else mask[:, j]
-            if mask is not None and not sel.any():
-                continue
-            preds[sel, j] = est.predict(X_rows[sel])
-        return preds
-
-    def remove(self, rows) -> None:
-        return None

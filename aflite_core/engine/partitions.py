@@ -32,6 +32,7 @@ __all__ = [
     "RoundInterrupted",
     "RoundScores",
     "draw_block_plan",
+    "exact_plan",
     "merge_pieces",
     "report_step",
     "run_pieces",
@@ -131,6 +132,14 @@ def draw_block_plan(
     rows = np.repeat(np.arange(n_partitions), n_blocks)
     membership[rows, order.ravel()] = ranks.ravel()
     return PartitionPlan(block_of=np.ascontiguousarray(block_of, dtype=np.int32), membership=membership)
+
+
+def exact_plan(n_rows: int, n_partitions: int, train_size: int, rng) -> PartitionPlan:
+    """Uniformly random training parts of exactly ``train_size`` rows (blocks of one row)."""
+    membership = np.zeros((n_partitions, n_rows), dtype=bool)
+    for j in range(n_partitions):
+        membership[j, rng.permutation(n_rows)[:train_size]] = True
+    return PartitionPlan(block_of=np.arange(n_rows, dtype=np.int32), membership=membership)
 
 
 @dataclass

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from .. import _validation as v
 
 if TYPE_CHECKING:  # the families import nothing from here; resolving imports them lazily
-    from .models import LinearFamily, SklearnFamily
+    from .models import LinearFamily
+    from .sklearn_family import SklearnFamily
 
 __all__ = [
     "ADVERSARIES",
@@ -210,7 +211,8 @@ def resolve_model(model: Any, func: str = "aflite") -> LinearFamily | SklearnFam
     -------
     LinearFamily or SklearnFamily
     """
-    from .models import LinearFamily, SklearnFamily
+    from .models import LinearFamily
+    from .sklearn_family import SklearnFamily
 
     if isinstance(model, (LinearFamily, SklearnFamily)):
         return model
@@ -264,7 +266,8 @@ def family_from_spec(spec: dict[str, Any]) -> LinearFamily | SklearnFamily:
     import importlib
 
     from .logistic import LogisticFamily
-    from .models import LinearFamily, SklearnFamily
+    from .models import LinearFamily
+    from .sklearn_family import SklearnFamily
 
     path, params = str(spec.get("class", "")), dict(spec.get("params") or {})
     ours = {"aflite_core.models.LinearFamily": LinearFamily, "aflite_core.logistic.LogisticFamily": LogisticFamily}

@@ -139,6 +139,13 @@ class AFLiteResult:
         The same for evaluation rows (``None`` without an evaluation set).
     eval_ids : ndarray or None
         Evaluation row ids.
+    null_counts : ndarray of float64, shape (rounds, n_classes, 101), or None
+        The null (``aflite(..., null_permutations=K)``, :mod:`aflite_core.engine.null`): in each round, the mean
+        over K label permutations of the current set's rows of each class (by the permuted label they were
+        scored with) whose p reaches τ = 0.00, 0.01, …, 1.00 (:data:`aflite_core.engine.null.TAU_GRID`). None: no
+        null was computed (``null_message`` says so), e.g. a run saved by an older version.
+    eval_null_counts : ndarray of float64, shape (rounds, n_classes, 101), or None
+        The same for the remaining evaluation rows (by their own label), with an evaluation set.
     """
 
     params: dict
@@ -163,6 +170,8 @@ class AFLiteResult:
     eval_last_score: NDArray[np.float32] | None = None
     eval_removal_score: NDArray[np.float32] | None = None
     eval_ids: NDArray | None = None
+    null_counts: NDArray[np.float64] | None = None
+    eval_null_counts: NDArray[np.float64] | None = None
 
     # -- summaries ----------------------------------------------------------------------------------------
     @property
@@ -235,7 +244,37 @@ class AFLiteResult:
         if self.eval_kept is not None:
             out["eval_kept"] = int(self.eval_kept.sum())
             out["eval_removed"] = int((~self.eval_kept).sum())
+        out["null"] = self.null_message
         return out
+
+    def null_at(self, tau: float | None = None, round: int = 1, *, evaluation: bool = False) -> float | None:
+        """Mean number of rows whose null p reaches ``tau`` (default the run's τ) in ``round``; None without a null.
+
+        ``tau`` is rounded to the 0.01 grid the null is recorded on; ``evaluation=True`` counts the remaining
+        evaluation rows (``eval_null_counts``) instead of the training rows.
+        """
+        counts = self.eval_null_counts if evaluation else self.null_counts
+        if counts is None or not 1 <= round <= len(counts):
+            return None
+        tau = float(self.params["tau"]) if tau is None else float(tau)
+        return float(counts[round - 1, :, int(round_half(tau * 100))].sum())
+
+    @property
+    def null_message(self) -> str:
+        """One line on the null: how many rows chance would put at p ≥ τ in round 1, or that none was computed."""
+        if self.null_counts is None:
+            return "null not computed (run with null_permutations=K, CLI --null-permutations K, to compute it)"
+        K = int(self.params.get("null_permutations", 0))
+        tau = float(self.params["tau"])
+        if not len(self.null_counts):
+            return f"null of {K} label permutations: no round completed"
+        expected = self.null_at(tau, 1)
+        observed = int(self.history["n_qualified"].iloc[0])
+        share = f"{expected / observed:.2f}" if observed else "n/a"
+        return (
+            f"under shuffled labels ({K} permutations) ~{expected:,.1f} rows would reach p ≥ τ = {tau:g} in round 1; "
+            f"observed {observed:,} (chance share {share})"
+        )
 
     def __repr__(self) -> str:
         return (
@@ -296,7 +335,7 @@ class AFLiteResult:
         return df
 
     # -- comparison ---------------------------------------------------------------------------------------
-    def equals(self, other: AFLiteResult, *, timings: bool = False) -> bool:
+    def equals(self, other: AFLiteResult, *, timings: bool = False, null: bool = False) -> bool:
         """True when both runs made the same decisions and recorded the same arrays and tables.
 
         Parameters
@@ -306,6 +345,9 @@ class AFLiteResult:
             Also compare the ``seconds`` column, the creation time and the thread count (``params["n_threads"]``:
             how many threads ran it, like the backend, is where a run ran, not what it decided; the arrays
             compared above are what a thread count could change). The backend a run used never counts.
+        null : bool, default=False
+            Also compare the null (``null_counts``, ``eval_null_counts`` and ``params["null_permutations"]``).
+            By default a run with a null equals the same run without one: the null changes no decision.
         """
         arrays = [
             "y", "kept", "removed_round", "scores", "n_predictions", "first_score", "last_score", "removal_score",
@@ -320,6 +362,12 @@ class AFLiteResult:
                 return False
             if a is not None and np.asarray(a).dtype != np.asarray(b).dtype:
                 return False
+        if null:
+            arrays_null = ("null_counts", "eval_null_counts")
+            for name in arrays_null:
+                a, b = getattr(self, name), getattr(other, name)
+                if (a is None) != (b is None) or (a is not None and not np.array_equal(a, b)):
+                    return False
         if self.classes != other.classes or self.stop_reason != other.stop_reason:
             return False
         cols = [c for c in self.history.columns if timings or c != "seconds"]
@@ -327,7 +375,7 @@ class AFLiteResult:
             return False
         if not self.history[cols].equals(other.history[cols]):
             return False
-        how = set() if timings else {"n_threads"}
+        how = (set() if timings else {"n_threads"}) | (set() if null else {"null_permutations"})
         mine = {k: v for k, v in self.params.items() if k not in how}
         theirs = {k: v for k, v in other.params.items() if k not in how}
         if json.dumps(mine, sort_keys=True, default=json_default) != json.dumps(
@@ -402,6 +450,11 @@ class AFLiteResult:
         from .run_loading import load_run
 
         return load_run(directory, cls, max_rows=max_rows, expected_rows=expected_rows)
+
+
+def round_half(x: float) -> int:
+    """``x`` rounded to the nearest integer, halves up (so τ = 0.125 → grid index 13, as people round)."""
+    return int(np.floor(x + 0.5 + 1e-9))
 
 
 def _names(classes: tuple, codes: NDArray | None) -> NDArray:

@@ -6,7 +6,7 @@ values are read (a few-KB file declaring 10⁸ rows costs milliseconds), then sh
 round numbers and that the per-row removals agree with the per-round history. Anything wrong is one
 ``ValueError`` sentence (:class:`RunRecordError`); nothing is half-loaded.
 
-A run's recorded table (``table.parquet``, format version 3) is checked on load too (its size and SHA-256,
+A run's recorded table (``table.parquet``, format version 4) is checked on load too (its size and SHA-256,
 streamed: it is not parsed or held), and read by :func:`aflite_core.engine.run_table.load_run_table`.
 """
 
@@ -21,9 +21,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import shown, shown_list
-from ..data.preflight import read_parquet_checked
+from ..data import budget
+from ..data.preflight import json_bound, read_parquet_checked
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE
-from .run_record import FORMAT, FORMAT_VERSION, ROW_COLUMNS, _canonical, _sha
+from .run_record import FORMAT, FORMAT_VERSION, NULL_TAU_COLUMNS, ROW_COLUMNS, _canonical, _sha
 
 __all__ = ["MAX_META_BYTES", "RunRecordError", "load_run"]
 
@@ -138,6 +139,11 @@ def _count(meta: dict, key: str, low: int, *, optional: bool = False) -> int | N
 
 
 def _table(data: bytes, name: str, rows: int, columns: list[str], *, id_kind: str | None = None) -> pd.DataFrame:
+    with budget.parse(f"Run file '{name}'"):  # the read and its pandas copy below, under one memory budget
+        return _checked_table(data, name, rows, columns, id_kind)
+
+
+def _checked_table(data: bytes, name: str, rows: int, columns: list[str], id_kind: str | None) -> pd.DataFrame:
     import pyarrow as pa
 
     table = read_parquet_checked(
@@ -245,7 +251,7 @@ def load_run(
         return _load(src, result_type, max_rows, expected_rows)
     except _Bad as exc:
         raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}.", str(exc)) from None
-    except RunRecordError:
+    except (RunRecordError, budget.MemoryBudgetError):  # the budget's own sentence, as every reader says it
         raise
     except ValueError as exc:
         raise RunRecordError(str(exc), str(exc).replace(f"'{src}' ", "it ").rstrip(".")) from None
@@ -263,7 +269,10 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
     if meta_path.stat().st_size > MAX_META_BYTES:
         raise _Bad("its result.json is far larger than any run's")
     try:
-        meta = json.loads(meta_path.read_bytes().decode("utf-8"))
+        raw = meta_path.read_bytes()
+        with budget.parse(f"Run file '{meta_path.name}'") as parse:  # nested JSON would build far more than it is
+            parse.reserve(json_bound(raw), "its JSON values")
+            meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise _Bad("result.json is not valid JSON (truncated or edited)") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -319,15 +328,21 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
         raise _Bad(f"it claims {n_rounds:,} rounds on {n_rows:,} rows")
     if has_scores and max_rows is not None and n_rounds > MAX_ROUNDS_PER_ROW_LIMIT:
         raise _Bad(f"it has {n_rounds:,} rounds of scores, more than the {MAX_ROUNDS_PER_ROW_LIMIT:,} allowed here")
+    null_k = _count(meta, "null_permutations", 1, optional=True) if version >= 3 else None
+    if null_k is not None and params.get("null_permutations") != null_k:
+        raise _Bad("its null's number of permutations disagrees with its parameters")
     names = ["rows.parquet", "history.parquet", "scores.parquet"]
     if n_eval is not None:
         names += ["eval_rows.parquet", "eval_scores.parquet"]
-    if version >= 3:
+    if null_k is not None:
+        names += ["null_counts.parquet"] + (["eval_null_counts.parquet"] if n_eval is not None else [])
+    has_table = version >= 4 and meta.get("table") is not None
+    if has_table:
         names.append(TABLE_FILE)
         _table_meta(meta, n_rows)
     if manifest is not None and sorted(manifest) != sorted(names):
         raise _Bad("its manifest does not list the files of a run")
-    if version >= 3:
+    if has_table:
         _check_streamed(src, TABLE_FILE, manifest)
     # -- per round
     history = _table(
@@ -389,6 +404,12 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
             "eval_removal_score": eremoval,
             "eval_ids": _ids(erows, eval_ids_meta),
         }
+    if null_k is not None:
+        eval_kw["null_counts"] = _read_null(src, "null_counts.parquet", manifest, n_rounds, len(classes), n_rows)
+        if n_eval is not None:
+            eval_kw["eval_null_counts"] = _read_null(
+                src, "eval_null_counts.parquet", manifest, n_rounds, len(classes), n_eval
+            )
     result = result_type(
         params=params,
         classes=tuple(classes),
@@ -443,6 +464,20 @@ def _read_matrix(
                 raise _Bad(f"{name} holds prediction counts out of range")
             counts[r] = values.astype(counts.dtype)
     return scores, counts
+
+
+def _read_null(src: Path, name: str, manifest: dict | None, n_rounds: int, n_classes: int, n_rows: int):
+    """A null file (one row per round and class, one column per τ of the grid) as (rounds, classes, 101)."""
+    frame = _table(_read_file(src, name, manifest), name, n_rounds * n_classes, ["round", "class", *NULL_TAU_COLUMNS])
+    want_round = np.repeat(np.arange(1, n_rounds + 1), n_classes)
+    want_class = np.tile(np.arange(n_classes), n_rounds)
+    if not (np.array_equal(frame["round"], want_round) and np.array_equal(frame["class"], want_class)):
+        raise _Bad(f"{name}'s rows are not one per round and class in order")
+    counts = frame[list(NULL_TAU_COLUMNS)].to_numpy(dtype=np.float64).reshape(n_rounds, n_classes, -1)
+    ordered = (np.diff(counts, axis=2) <= 0).all()
+    if not np.isfinite(counts).all() or counts.min(initial=0) < 0 or counts.max(initial=0) > n_rows or not ordered:
+        raise _Bad(f"{name} holds counts that are not non-increasing numbers of rows in [0, {n_rows:,}]")
+    return counts
 
 
 def _ids(frame: pd.DataFrame, meta: dict | None) -> NDArray | None:

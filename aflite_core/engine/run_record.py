@@ -1,11 +1,13 @@
 """A run directory on disk, written: :meth:`AFLiteResult.save`, crash-consistent, with a manifest of checksums.
 
 Files: ``result.json`` (parameters, classes, stop reason, provenance, and a manifest with the size and sha256
-of every other file plus a checksum of itself), ``rows.parquet``, ``history.parquet``, ``scores.parquet``,
-with an evaluation set ``eval_rows.parquet`` / ``eval_scores.parquet``, and with a recorded table (the user's
-texts and metadata, one row per run row: :mod:`aflite_core.engine.run_table`) ``table.parquet``, described by
-``result.json``'s ``"table"`` entry (format version 3; a run without a table is still written as version 2, so
-older readers keep reading it). Never pickle.
+of every other file plus a checksum of itself), ``rows.parquet``, ``history.parquet``, ``scores.parquet`` and,
+with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``; a run with a null
+(``null_permutations``, format 3 on) adds ``null_counts.parquet`` (and ``eval_null_counts.parquet``): one row
+per round and class, the columns ``round``, ``class`` and ``ge_0.00`` … ``ge_1.00`` (mean null count at
+p ≥ τ). A run with a recorded table (format 4 on: the user's texts and metadata, one row per run row,
+:mod:`aflite_core.engine.run_table`) adds ``table.parquet``, described by ``result.json``'s ``"table"`` entry.
+Never pickle. Records of formats 1 and 2 have no null and load with ``null_counts`` None.
 
 **Saving** builds the complete run in a hidden sibling folder and swaps it in (:mod:`aflite_core._durable`):
 a reader sees the old run, no run for a moment, or the new one, never a mix. Two saves into one folder (other
@@ -49,8 +51,11 @@ __all__ = [
 ]
 
 FORMAT = "aflite-studio-run"
-#: the newest format written (a run with a recorded table); a run without one is written as version 2
-FORMAT_VERSION = 3
+#: 3: the null (``null_counts.parquet``, ``eval_null_counts.parquet``, ``null_permutations`` in result.json)
+#: 4: the recorded table (``table.parquet``, ``table`` in result.json; absent or null without one)
+FORMAT_VERSION = 4
+#: a run without a recorded table is written as format 3, so that readers of format 3 keep reading it
+_VERSION_WITHOUT_TABLE = 3
 #: files a saved run may consist of
 RUN_FILES = (
     "result.json",
@@ -59,8 +64,12 @@ RUN_FILES = (
     "scores.parquet",
     "eval_rows.parquet",
     "eval_scores.parquet",
+    "null_counts.parquet",
+    "eval_null_counts.parquet",
     TABLE_FILE,
 )
+#: the columns of a null file after ``round`` and ``class``: one per τ of the 0.01 grid
+NULL_TAU_COLUMNS = tuple(f"ge_{i / 100:.2f}" for i in range(101))
 #: what else a CLI run directory holds (moved along when the run is saved again)
 RUN_EXTRAS = ("cli_args.json", "checkpoint", "inputs")
 
@@ -175,6 +184,15 @@ def _row_frame(y, kept, removed_round, first, last, removal, ids) -> pd.DataFram
     return frame
 
 
+def _null_frame(counts: NDArray) -> pd.DataFrame:
+    """One row per (round, class): the mean null count at p ≥ τ for every τ of the grid."""
+    n_rounds, n_classes, _ = counts.shape
+    frame = pd.DataFrame(counts.reshape(n_rounds * n_classes, -1), columns=list(NULL_TAU_COLUMNS))
+    frame.insert(0, "class", np.tile(np.arange(n_classes, dtype=np.int32), n_rounds))
+    frame.insert(0, "round", np.repeat(np.arange(1, n_rounds + 1, dtype=np.int32), n_classes))
+    return frame
+
+
 def encode_run(result: Any, table: tuple[bytes, dict] | None = None) -> dict[str, bytes]:
     """The files of a saved run, name -> bytes (``result.json`` with its manifest and checksum last).
 
@@ -209,12 +227,16 @@ def encode_run(result: Any, table: tuple[bytes, dict] | None = None) -> dict[str
             )
         )
         files["eval_scores.parquet"] = _parquet_bytes(_round_matrix(result.eval_scores, None))
+    if result.null_counts is not None:
+        files["null_counts.parquet"] = _parquet_bytes(_null_frame(result.null_counts))
+        if result.eval_null_counts is not None:
+            files["eval_null_counts.parquet"] = _parquet_bytes(_null_frame(result.eval_null_counts))
     if table is not None:
         files[TABLE_FILE] = table[0]
     classes, classes_lossy = _encode_values(result.classes)
     meta = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION if table is not None else 2,
+        "format_version": FORMAT_VERSION if table is not None else _VERSION_WITHOUT_TABLE,
         "params": result.params,
         "classes": classes,
         "classes_are_repr": classes_lossy,
@@ -227,6 +249,9 @@ def encode_run(result: Any, table: tuple[bytes, dict] | None = None) -> dict[str
         "n_eval": None if result.eval_kept is None else len(result.eval_kept),
         "ids": _ids_meta(result.ids),
         "eval_ids": _ids_meta(result.eval_ids),
+        "null_permutations": int(result.params.get("null_permutations") or 0) or None
+        if result.null_counts is not None
+        else None,
         **({"table": table[1]} if table is not None else {}),
         "files": {name: {"bytes": len(data), "sha256": _sha(data)} for name, data in sorted(files.items())},
     }

@@ -165,7 +165,7 @@ def run_table_info(directory: str | Path) -> dict | None:
     -------
     dict or None
         ``{"rows", "columns", "id_column", "bytes"}`` (``id_column`` None when the table was matched row for
-        row), or None when the run recorded no table (every run saved before format version 3).
+        row), or None when the run recorded no table (format versions 1-3, and any run saved without one).
 
     Raises
     ------
@@ -175,7 +175,7 @@ def run_table_info(directory: str | Path) -> dict | None:
     src = Path(directory)
     meta = _checked_meta(src)
     entry = meta.get("table")
-    if meta.get("format_version", 0) < 3 or not isinstance(entry, dict):
+    if meta.get("format_version", 0) < 4 or not isinstance(entry, dict):
         return None
     size = (meta.get("files") or {}).get(TABLE_FILE, {}).get("bytes")
     return {
@@ -226,7 +226,7 @@ def load_run_table(
     """
     src = Path(directory)
     meta = _checked_meta(src)
-    if meta.get("format_version", 0) < 3:
+    if meta.get("format_version", 0) < 4 or meta.get("table") is None:
         return None
     where = f"'{src}' holds an incomplete or damaged AFLite run"
     try:

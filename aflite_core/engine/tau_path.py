@@ -42,7 +42,8 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
         creation time in ``provenance`` and the per-round ``seconds`` of ``history`` (those of ``result``).
         ``provenance["narrowed_from_tau"]`` records the τ of the run it was read off. Its ``scores`` and
         ``n_predictions`` are read-only views of ``result``'s (the first rounds), so narrowing costs no copy of
-        the score matrix.
+        the score matrix. Its null (``null_counts``, recorded per round on the τ grid and independent of τ) is
+        that of the rounds it keeps, equal to a direct run's.
 
     Raises
     ------
@@ -131,6 +132,7 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
         stop_reason=stop_reason,
         provenance=provenance,
         ids=result.ids,
+        null_counts=None if result.null_counts is None else _read_only(result.null_counts[:stop_round]),
     )
 
 

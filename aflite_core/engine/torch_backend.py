@@ -13,7 +13,7 @@
   chunks when it is larger than ``max_device_bytes``), the block Gram matrices of ``[x - μ, 1, onehot(y)]``
   for the ridge classifier (downdated when rows leave), and the Gram matrix of ``[x - μ, 1]`` over the current
   set for logistic regression's preconditioner;
-* the ridge systems are those of :func:`aflite_core.engine.models._ridge_system`, solved directly in float64;
+* the ridge systems are those of :func:`aflite_core.engine.ridge_solve.ridge_system`, solved directly in float64;
   logistic regression is :func:`aflite_core.engine.torch_logistic.fit_logistic_torch`, a port of the numpy batched
   L-BFGS with the same preconditioner, memory, tolerance and iteration limit;
 * every current row is predicted by every model in chunked matrix products; the held-out mask comes from the
@@ -381,7 +381,7 @@ class TorchSession:
         report_step(self, "fit", len(parts), len(parts))
 
     def _solve_ridge(self, P):
-        """:func:`aflite_core.engine.models._ridge_system` on the device, then direct float64 solves."""
+        """:func:`aflite_core.engine.ridge_solve.ridge_system` on the device, then direct float64 solves."""
         torch = self.torch
         d = self.d
         s = P[:, :d, d].double()

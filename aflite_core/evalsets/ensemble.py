@@ -344,17 +344,7 @@ def ensemble_aflite(
     )
     wide = Xs[names[0]] if A == 1 else np.hstack([Xs[a] for a in names])
     wide_eval = None if EXs is None else (EXs[names[0]] if A == 1 else np.hstack([EXs[a] for a in names]))
-    extra = {"target_size_given": target_size, "train_size_given": train_size}
-    if A > 1:
-        extra.update(
-            {
-                "n_partitions": m,
-                "n_partitions_total": m * A,
-                "adversaries": list(names),
-                "member_n_features": {a: int(M.shape[1]) for a, M in Xs.items()},
-                "pooling": "sum of correct out-of-sample predictions / sum of predictions, over all adversaries",
-            }
-        )
+    extra = _recorded_params(names, Xs, m, target_size, train_size)
     run = Run(
         X=wide,
         codes=labels.codes,
@@ -371,7 +361,32 @@ def ensemble_aflite(
         extra_state={"params": extra},
     )
     result = run.execute()
-    N, n_eval = len(labels.codes), 0 if EXs is None else len(r["eval_codes"])
+    n_eval = None if EXs is None else len(r["eval_codes"])
+    return _ensemble_result(result, backend, names, len(labels.codes), n_eval)
+
+
+def _recorded_params(
+    names: tuple[str, ...], Xs: dict[str, NDArray], m: int, target_size: Any, train_size: Any
+) -> dict[str, Any]:
+    """What the run records beyond its config: the sizes as given and, for several adversaries, the pooling."""
+    extra: dict[str, Any] = {"target_size_given": target_size, "train_size_given": train_size}
+    if len(names) > 1:
+        extra.update(
+            {
+                "n_partitions": m,
+                "n_partitions_total": m * len(names),
+                "adversaries": list(names),
+                "member_n_features": {a: int(M.shape[1]) for a, M in Xs.items()},
+                "pooling": "sum of correct out-of-sample predictions / sum of predictions, over all adversaries",
+            }
+        )
+    return extra
+
+
+def _ensemble_result(
+    result: Any, backend: _EnsembleBackend, names: tuple[str, ...], n_rows: int, n_eval: int | None
+) -> EnsembleResult:
+    """The run with each adversary's own per-round scores and prediction counts (``n_eval`` None: no eval set)."""
 
     def stack(rows: list[NDArray], width: int, dtype) -> NDArray:
         return np.vstack(rows) if rows else np.empty((0, width), dtype=dtype)
@@ -379,9 +394,9 @@ def ensemble_aflite(
     return EnsembleResult(
         result=result,
         members=names,
-        member_scores={a: stack(backend.member_scores[a], N, np.float32) for a in names},
-        member_n_predictions={a: stack(backend.member_counts[a], N, np.int32) for a in names},
+        member_scores={a: stack(backend.member_scores[a], n_rows, np.float32) for a in names},
+        member_n_predictions={a: stack(backend.member_counts[a], n_rows, np.int32) for a in names},
         member_eval_scores={a: stack(backend.member_eval[a], n_eval, np.float32) for a in names}
-        if EXs is not None
+        if n_eval is not None
         else None,
     )

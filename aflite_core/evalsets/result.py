@@ -38,7 +38,9 @@ class AdversaryStudy:
     category_summary : DataFrame
         ``adversary, category, share_mean, share_std, n_rows_mean, n_seeds`` (Figure 1; mean over seeds).
     runs : DataFrame
-        One row per AFLite run: rounds, stop reason, training rows kept, evaluation rows per category, seconds.
+        One row per AFLite run: rounds, stop reason, training rows kept, evaluation rows per category, seconds;
+        ``eval_null_round_1``: with ``null_permutations``, the mean number of evaluation rows at p ≥ τ in round 1
+        under shuffled training labels (compare ``removed_in_round_1``; NaN without a null).
     accuracies : DataFrame
         ``adversary, seed, model, family, representation, accuracy, n_rows``: each evaluated model on the
         unfiltered set (adversary ``"none"``, seed missing) and on each run's selected rows.

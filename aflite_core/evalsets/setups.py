@@ -415,23 +415,11 @@ def text_adversary_setup(
         )
     group, tr, ev = _text_split(dataset, frame, pair, group_column, eval_fraction, split_seed, func)
     labels = dataset.labels
-    n_train = len(tr)
-    params = {
-        "target_size": round(TEXT_STUDY_FRACTIONS["target_size"] * n_train),
-        "train_size": round(TEXT_STUDY_FRACTIONS["train_size"] * n_train),
-        "slice_size": max(1, round(TEXT_STUDY_FRACTIONS["slice_size"] * n_train)),
-        "tau": 0.75,
-        "n_partitions": 64,
-    }
+    params = _text_study_params(len(tr))
     train_X = {k: np.ascontiguousarray(X[tr]) for k, X in reps.items()}
     eval_X = {k: np.ascontiguousarray(X[ev]) for k, X in reps.items()}
     names = tuple(reps)
-    if evaluated is None:
-        full = next((k for k in names if "hypothesis" not in k and "hyp" not in k), names[0])
-        models = tuple([("logistic", k) for k in names] + [("rbf", full), ("knn", full)])
-    else:
-        models = tuple((f, r) for f, r in evaluated)
-        _check_evaluated(models, names, func)
+    models = _evaluated_models(names, evaluated, func)
     predictability = _strengths(
         train_X,
         dataset.y[tr],
@@ -446,21 +434,7 @@ def text_adversary_setup(
         train_X, labels[tr], eval_X, labels[ev], backbones, random_state=strength_seed, n_threads=n_threads
     )
     strength = {a: round(float(x), 4) for a, x in zip(table["adversary"], table["accuracy"])}
-    ann = src = None
-    if annotator_column is not None:
-        if annotator_column not in frame.columns:
-            raise ValueError(
-                f"The 'annotator_column' parameter of {func} must be a column of the dataset. Got "
-                f"{annotator_column!r} instead."
-            )
-        ann = [frame[annotator_column].iloc[i] for i in ev]
-    if annotator_source_column is not None:
-        if annotator_source_column not in frame.columns:
-            raise ValueError(
-                f"The 'annotator_source_column' parameter of {func} must be a column of the dataset. "
-                f"Got {annotator_source_column!r} instead."
-            )
-        src = frame[annotator_source_column].to_numpy()[ev]
+    ann, src = _annotators(frame, ev, annotator_column, annotator_source_column, func)
     return AdversarySetup(
         name=dataset.name,
         train_X=train_X,
@@ -481,3 +455,48 @@ def text_adversary_setup(
         backbones=backbones,
         meta={"group_column": group, "eval_fraction": float(eval_fraction), "random_state": seed, "notes": notes},
     )
+
+
+def _text_study_params(n_train: int) -> dict[str, Any]:
+    """AFLite's parameters for a text study: :data:`TEXT_STUDY_FRACTIONS` of the training rows, τ 0.75, m 64."""
+    return {
+        "target_size": round(TEXT_STUDY_FRACTIONS["target_size"] * n_train),
+        "train_size": round(TEXT_STUDY_FRACTIONS["train_size"] * n_train),
+        "slice_size": max(1, round(TEXT_STUDY_FRACTIONS["slice_size"] * n_train)),
+        "tau": 0.75,
+        "n_partitions": 64,
+    }
+
+
+def _evaluated_models(
+    names: tuple[str, ...], evaluated: Sequence[tuple[str, str]] | None, func: str
+) -> tuple[tuple[str, str], ...]:
+    """The evaluated models: ``evaluated`` checked, else logistic on every view, RBF SVM and kNN on the full one."""
+    if evaluated is None:
+        full = next((k for k in names if "hypothesis" not in k and "hyp" not in k), names[0])
+        return tuple([("logistic", k) for k in names] + [("rbf", full), ("knn", full)])
+    models = tuple((f, r) for f, r in evaluated)
+    _check_evaluated(models, names, func)
+    return models
+
+
+def _annotators(
+    frame: Any, ev: NDArray, annotator_column: str | None, annotator_source_column: str | None, func: str
+) -> tuple[list | None, NDArray | None]:
+    """The annotators' labels and sources of the evaluation rows, from the named columns (None where not named)."""
+    ann = src = None
+    if annotator_column is not None:
+        if annotator_column not in frame.columns:
+            raise ValueError(
+                f"The 'annotator_column' parameter of {func} must be a column of the dataset. Got "
+                f"{annotator_column!r} instead."
+            )
+        ann = [frame[annotator_column].iloc[i] for i in ev]
+    if annotator_source_column is not None:
+        if annotator_source_column not in frame.columns:
+            raise ValueError(
+                f"The 'annotator_source_column' parameter of {func} must be a column of the dataset. "
+                f"Got {annotator_source_column!r} instead."
+            )
+        src = frame[annotator_source_column].to_numpy()[ev]
+    return ann, src

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from .. import _validation as v
 from .._utils import versions
 from ..engine.filtering import aflite
 from ..engine.registry import CLASSIFIERS, resolve_model
@@ -67,6 +68,7 @@ def adversary_study(
     n_threads: int | None = 1,
     callback: Callable[[StudyProgress], bool | None] | None = None,
     on_step: Callable[[StudyStep], bool | None] | None = None,
+    null_permutations: int = 0,
 ) -> AdversaryStudy:
     """Filter an evaluation set with AFLite for several adversaries and seeds, and score evaluated models on it.
 
@@ -139,6 +141,12 @@ def adversary_study(
         ``False`` stops the study within that piece of work: the run in progress is abandoned and left out,
         the evaluated models fitted so far are kept (later ones are left out), and the result holds what
         finished (``params["complete"]`` is False).
+    null_permutations : int, default=0
+        K > 0: every adversary's run also scores K permutations of the training labels per round
+        (``aflite(..., null_permutations=K)``, :mod:`aflite_core.engine.null`), and ``runs`` gets
+        ``eval_null_round_1``: the mean number of evaluation rows that would reach p ≥ τ in round 1 under
+        shuffled training labels, beside ``removed_in_round_1`` (the ensemble's runs compute no null: NaN).
+        About K + 1 times the fits of the runs.
 
     Returns
     -------
@@ -181,8 +189,8 @@ def adversary_study(
     ['none', 'weak', 'strong']
     """
     func = "adversary_study"
-    func = "adversary_study"
     started = time.perf_counter()
+    n_null = v.check_int(null_permutations, "null_permutations", func, low=0)
     a = _check_study_args(
         func,
         train_X,
@@ -235,6 +243,8 @@ def adversary_study(
         "ids": ids,
         "eval_ids": eval_ids,
     }
+    if n_null:
+        common["null_permutations"] = n_null  # the single-adversary runs only (see _run_adversaries)
     detail, ens_runs = _run_adversaries(a, track, train_y, eval_y, ens_name, common)
     tables = _study_tables(a, detail, names, ens_name, correct, annotator_labels, annotator_source, annotator_sources)
     params = _study_params(
@@ -249,6 +259,7 @@ def adversary_study(
         func=func,
         started=started,
     )
+    params["null_permutations"] = n_null
     return AdversaryStudy(**tables, runs_detail=detail, ensemble_runs=ens_runs, params=params)
 
 
@@ -314,7 +325,7 @@ def _run_adversaries(
                 eval_X={m: EX[m] for m in a.members},
                 eval_y=eval_y,
                 random_state=s,
-                **common,
+                **{k: val for k, val in common.items() if k != "null_permutations"},  # no null for the pool
                 **track.run_hooks("ensemble", ens_name, s),
             )
             if ens.result.stop_reason == "stopped_by_callback":

@@ -127,6 +127,7 @@ def _runs_frame(detail, names, seeds) -> pd.DataFrame:
                 "selected": int((rr < 0).sum()),
                 "round1_mean_p": float(res.history["mean_predictability"].iloc[0]) if len(res.history) else np.nan,
                 "eval_round1_mean_p": float(np.nanmean(res.eval_first_score)) if len(rr) else np.nan,
+                "eval_null_round_1": _or_nan(res.null_at(round=1, evaluation=True)),
                 "seconds": round(float(res.history["seconds"].sum()), 4) if len(res.history) else 0.0,
             }
         )
@@ -145,9 +146,14 @@ def _runs_frame(detail, names, seeds) -> pd.DataFrame:
             "selected",
             "round1_mean_p",
             "eval_round1_mean_p",
+            "eval_null_round_1",
             "seconds",
         ],
     )
+
+
+def _or_nan(value: float | None) -> float:
+    return np.nan if value is None else float(value)
 
 
 def _accuracies_frame(detail, names, seeds, models, correct) -> pd.DataFrame:

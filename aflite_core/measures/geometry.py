@@ -191,36 +191,7 @@ def knn_distance_table(
                 per_class.append(_topk_distances(Q[q_sel], Z[pool], min(Kmax, len(pool)), _KNN_CHUNK_BYTES))
             q_codes = codes[q_rows[q_sel]]
             pool_counts = np.bincount(codes[t_rows[t_sel]], minlength=C)
-            for c in range(C):
-                qi = q_codes == c
-                if not qi.any():
-                    continue
-                others = [per_class[o][qi] for o in range(C) if o != c]
-                other = np.sort(np.concatenate(others, axis=1), axis=1)[:, :Kmax] if others else np.empty((qi.sum(), 0))
-                for comparison, D, n_pool in (
-                    ("same class", per_class[c][qi], int(pool_counts[c])),
-                    ("other classes", other, int(pool_counts.sum() - pool_counts[c])),
-                ):
-                    if D.shape[1] == 0:
-                        continue
-                    csum = np.cumsum(D, axis=1, dtype=np.float64)
-                    for k in K_list:
-                        k_used = min(k, D.shape[1])
-                        total = float(csum[:, k_used - 1].mean())
-                        records.append(
-                            {
-                                "stage": stage,
-                                "label": labels.classes[c],
-                                "comparison": comparison,
-                                "row": str(labels.classes[c]) + (" vs others" if comparison == "other classes" else ""),
-                                "k": k,
-                                "k_used": k_used,
-                                "distance_sum": total,
-                                "distance_mean": total / k_used,
-                                "n_heldout": int(qi.sum()),
-                                "n_pool": n_pool,
-                            }
-                        )
+            records += _stage_records(stage, per_class, q_codes, pool_counts, labels.classes, K_list)
     return pd.DataFrame.from_records(
         records,
         columns=[
@@ -236,6 +207,53 @@ def knn_distance_table(
             "n_pool",
         ],
     )
+
+
+def _stage_records(
+    stage: str,
+    per_class: list[NDArray[np.float32]],
+    q_codes: NDArray,
+    pool_counts: NDArray,
+    classes: Sequence,
+    K_list: list[int],
+) -> list[dict]:
+    """The rows of :func:`knn_distance_table` for one stage: per class of the queries, same class and other classes.
+
+    ``per_class[c]`` holds every query's sorted distances to its nearest rows of class ``c`` in the stage's pool.
+    """
+    Kmax = max(K_list)
+    records = []
+    for c in range(len(per_class)):
+        qi = q_codes == c
+        if not qi.any():
+            continue
+        others = [per_class[o][qi] for o in range(len(per_class)) if o != c]
+        other = np.sort(np.concatenate(others, axis=1), axis=1)[:, :Kmax] if others else np.empty((qi.sum(), 0))
+        for comparison, D, n_pool in (
+            ("same class", per_class[c][qi], int(pool_counts[c])),
+            ("other classes", other, int(pool_counts.sum() - pool_counts[c])),
+        ):
+            if D.shape[1] == 0:
+                continue
+            csum = np.cumsum(D, axis=1, dtype=np.float64)
+            for k in K_list:
+                k_used = min(k, D.shape[1])
+                total = float(csum[:, k_used - 1].mean())
+                records.append(
+                    {
+                        "stage": stage,
+                        "label": classes[c],
+                        "comparison": comparison,
+                        "row": str(classes[c]) + (" vs others" if comparison == "other classes" else ""),
+                        "k": k,
+                        "k_used": k_used,
+                        "distance_sum": total,
+                        "distance_mean": total / k_used,
+                        "n_heldout": int(qi.sum()),
+                        "n_pool": n_pool,
+                    }
+                )
+    return records
 
 
 def knn_table_wide(table: pd.DataFrame, *, value: str = "distance_sum") -> pd.DataFrame:

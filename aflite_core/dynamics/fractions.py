@@ -1,0 +1,177 @@
+"""The second check of the difficulty levels: train on a fraction of the rows chosen by level (Tables 5 and 6).
+
+Characterise the *training* rows, keep a fraction of them chosen by level, train on that fraction and test on
+held-out rows; Cosma et al.'s (EMNLP 2024) level-based selection matches the full data better than Data Maps'
+ambiguous selection (Swayamdipta et al., 2020) and an AUM band (after Pleiss et al., 2020).
+:func:`select_fraction` picks the rows (:data:`SELECTIONS`, who defined each in :data:`SELECTION_SOURCES`);
+:func:`fraction_experiment` runs fractions 10-50 % with every selection and a random subset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from .._utils import blas_threads
+from .._validation import check_features, check_labels, check_random_state, param_error
+from .heldout import fit_predict
+from .levels import DifficultyLevels
+from .trainer import TrainingInterrupted
+
+__all__ = ["SELECTIONS", "SELECTION_SOURCES", "fraction_experiment", "select_fraction"]
+
+#: how :func:`select_fraction` picks a fraction of the training rows
+SELECTIONS: dict[str, str] = {
+    "gmm_ambiguous": "GMM levels: the ambiguous level first, then hard, then easy (random order within a level)",
+    "gmm_easy": "GMM levels: the easy level first, then ambiguous, then hard (random order within a level)",
+    "gmm_hard": "GMM levels: the hard level first, then ambiguous, then easy (random order within a level)",
+    "data_maps": "Data Maps' ambiguous region: the most variable rows first",
+    "aum_band": "AUM band: the rows whose AUM is closest to the median first (the 33-66 % band, widened or narrowed)",
+    "random": "a random subset (stratified by class)",
+}
+
+#: who defined each selection's criterion
+SELECTION_SOURCES: dict[str, str] = {
+    "gmm_ambiguous": "Cosma et al. (2024)",
+    "gmm_easy": "Cosma et al. (2024)",
+    "gmm_hard": "Cosma et al. (2024)",
+    "data_maps": "Swayamdipta et al. (2020)",
+    "aum_band": "AUM: Pleiss et al. (2020); band: Cosma et al. (2024)",
+    "random": "baseline",
+}
+
+
+def select_fraction(
+    selection: str,
+    fraction: float,
+    *,
+    levels: DifficultyLevels,
+    y: ArrayLike,
+    random_state: int | np.random.Generator | None = None,
+) -> NDArray[np.bool_]:
+    """The rows a selection keeps: ``round(fraction · n)`` of them, chosen as :data:`SELECTIONS` says.
+
+    Parameters
+    ----------
+    selection : str
+        A key of :data:`SELECTIONS`.
+    fraction : float
+        Share of the rows to keep, in (0, 1].
+    levels : DifficultyLevels
+        GMM levels of the rows, with their measures (``variability``, ``aum`` are read from ``levels.measures``).
+    y : array-like
+        Labels (the random selection is stratified by them).
+    random_state : int, numpy Generator or None
+        Order within a level (GMM selections), ties, and the random subset.
+
+    Returns
+    -------
+    ndarray of bool
+    """
+    func = "select_fraction"
+    if selection not in SELECTIONS:
+        raise param_error("selection", func, f"one of {list(SELECTIONS)}", selection)
+    if not 0.0 < float(fraction) <= 1.0:
+        raise param_error("fraction", func, "a float in (0, 1]", fraction)
+    n = len(levels.levels)
+    k = max(1, round(float(fraction) * n))
+    rng = np.random.default_rng(check_random_state(random_state, func))
+    tie = rng.random(n)
+    out = np.zeros(n, dtype=bool)
+    if selection == "random":
+        from ..measures.baselines import random_subset
+
+        return random_subset(n, k, y=y, random_state=rng)
+    m = levels.measures
+    if selection.startswith("gmm_"):
+        first = selection[4:]
+        order_of = {
+            "ambiguous": ("ambiguous", "hard", "easy"),
+            "easy": ("easy", "ambiguous", "hard"),
+            "hard": ("hard", "ambiguous", "easy"),
+        }[first]
+        rank = levels.levels.astype(str).map({lv: i for i, lv in enumerate(order_of)}).to_numpy()
+        order = np.lexsort((tie, rank))
+    elif selection == "data_maps":
+        order = np.lexsort((tie, -m["variability"].to_numpy()))
+    else:  # aum_band: closest to the median AUM first
+        aum = m["aum"].to_numpy()
+        order = np.lexsort((tie, np.abs(aum - np.median(aum))))
+    out[order[:k]] = True
+    return out
+
+
+def fraction_experiment(
+    train_levels: DifficultyLevels,
+    X_train: ArrayLike,
+    y_train: ArrayLike,
+    X_test: ArrayLike,
+    y_test: ArrayLike,
+    *,
+    fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5),
+    selections: Sequence[str] = tuple(SELECTIONS),
+    models: Sequence[str] = ("logistic",),
+    seeds: Sequence[int] = (0, 1, 2),
+    n_threads: int | None = 1,
+    callback: Callable[[int, int, str], bool | None] | None = None,
+) -> pd.DataFrame:
+    """Train on a fraction of the characterised training rows, chosen by a selection; test on held-out rows.
+
+    The paper's Tables 5 and 6 on our data: for every fraction, selection (:data:`SELECTIONS`) and model family,
+    the model is trained on the selected rows of ``X_train`` and scored on ``X_test``; every seed redraws the order
+    within a level, the ties and the random subset (and seeds the model). The full training part is the reference.
+    ``callback(step, n_steps, what)``, if given, is called after every step (the reference or one fraction and
+    selection of a seed); returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``fraction, selection, model, accuracy, accuracy_std, n_train, n_seeds, source``.
+    """
+    func = "fraction_experiment"
+    Xtr = check_features(X_train, "X_train", func)
+    Xte = check_features(X_test, "X_test", func, n_cols=Xtr.shape[1])
+    enc = check_labels(y_train, "y_train", func, n_rows=Xtr.shape[0], min_per_class=1)
+    yte = enc.encode(y_test, "y_test", func)
+    if len(train_levels.levels) != Xtr.shape[0]:
+        raise param_error("train_levels", func, f"levels of the {Xtr.shape[0]} training rows", len(train_levels.levels))
+    bad = [s for s in selections if s not in SELECTIONS]
+    if bad:
+        raise param_error("selections", func, f"names among {list(SELECTIONS)}", list(selections))
+    rows = []
+    total = len(seeds) * (len(fractions) * len(selections) + 1)
+    step = 0
+    with blas_threads(n_threads):
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            for fam in models:
+                pred = fit_predict(fam, Xtr, enc.codes, Xte, int(rng.integers(0, 2**31 - 1)))
+                rows.append(("all rows", 1.0, fam, float(np.mean(pred == yte)), Xtr.shape[0], seed))
+            step += 1
+            if callback is not None and callback(step, total, f"all rows, seed {seed}") is False:
+                raise TrainingInterrupted
+            for frac in fractions:
+                for sel in selections:
+                    mask = select_fraction(sel, frac, levels=train_levels, y=enc.codes, random_state=rng)
+                    for fam in models:
+                        pred = fit_predict(fam, Xtr[mask], enc.codes[mask], Xte, int(rng.integers(0, 2**31 - 1)))
+                        rows.append((sel, float(frac), fam, float(np.mean(pred == yte)), int(mask.sum()), seed))
+                    step += 1
+                    if callback is not None and callback(step, total, f"{sel} at {frac:.0%}, seed {seed}") is False:
+                        raise TrainingInterrupted
+    runs = pd.DataFrame(rows, columns=["selection", "fraction", "model", "accuracy", "n_train", "seed"])
+    out = (
+        runs.groupby(["fraction", "selection", "model"], sort=False)
+        .agg(
+            accuracy=("accuracy", "mean"),
+            accuracy_std=("accuracy", lambda s: float(np.std(s, ddof=1)) if len(s) > 1 else 0.0),
+            n_train=("n_train", "mean"),
+            n_seeds=("seed", "nunique"),
+        )
+        .reset_index()
+    )
+    out["source"] = out["selection"].map(SELECTION_SOURCES).fillna("reference")
+    return out[["fraction", "selection", "model", "accuracy", "accuracy_std", "n_train", "n_seeds", "source"]]
