@@ -187,3 +187,19 @@ def test_the_cli_progress_line_of_a_real_run_carries_time_left(small_files, caps
     assert code == 0
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "round" in ln]
     assert lines and all(re.search(r"\| left ≤\d+(m\d\ds)?s?", ln) for ln in lines)
+
+
+def test_reading_the_table_goes_through_the_memory_budget(small_files):
+    from aflite_core.data import budget
+
+    pd.DataFrame({"doc": range(300), "text": ["x" * 2000] * 300}).to_parquet(small_files / "t.parquet")
+    out = small_files / "run"
+    assert _filter(small_files, out, "--table", str(small_files / "t.parquet"), "--id-column", "doc") == 0
+    old = budget.set_budgets(parse_bytes=100_000, advice="raise it", wait_seconds=0.2)
+    try:
+        with pytest.raises(ValueError, match=r"^Run file 'table\.parquet' needs .* memory to read") as info:
+            load_run_table(out)
+        assert len(str(info.value).splitlines()) == 1
+    finally:
+        budget.set_budgets(**old.as_dict())
+    assert load_run_table(out)["text"].str.len().eq(2000).all()

@@ -23,6 +23,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .._validation import shown
+from ..data import budget
 from ..data.preflight import read_parquet_checked
 from .run_constants import TABLE_FILE
 from .run_loading import MAX_META_BYTES, RunRecordError, _Bad, _count, _need, _read_file, _table_meta
@@ -196,8 +197,9 @@ def load_run_table(
     """The table a run's rows came from (``filter --table``), row i describing row i of the run; None if none.
 
     The file is checked against the run's manifest (size and SHA-256) and read through
-    :func:`aflite_core.data.preflight.read_parquet_checked` (its footer checked before its values are read, its
-    text bounded by ``max_text_bytes``). Join it to the run by position:
+    :func:`aflite_core.data.preflight.read_parquet_checked` inside one :func:`aflite_core.data.budget.parse` (its
+    footer checked before its values are read, the read and its pandas copy under the memory budget, its text
+    bounded by ``max_text_bytes``). Join it to the run by position:
     ``result.to_frame().join(table, suffixes=("", "_table"))`` (both are indexed 0 .. n-1).
 
     Parameters
@@ -235,12 +237,18 @@ def load_run_table(
         data = _read_file(src, TABLE_FILE, _need(meta, "files", dict))
     except _Bad as exc:
         raise RunRecordError(f"{where}: {exc}.", str(exc)) from None
-    table = read_parquet_checked(
-        data, TABLE_FILE, max_rows=max_rows, expected_rows=n_rows, max_text_bytes=max_text_bytes, what="The run's table"
-    )
-    del data
-    frame = table.to_pandas()
-    del table
+    with budget.parse(f"Run file '{TABLE_FILE}'"):  # the read and its pandas copy, under one memory budget
+        table = read_parquet_checked(
+            data,
+            TABLE_FILE,
+            max_rows=max_rows,
+            expected_rows=n_rows,
+            max_text_bytes=max_text_bytes,
+            what="The run's table",
+        )
+        del data
+        frame = table.to_pandas()
+        del table
     if [str(c) for c in frame.columns] != entry["columns"]:
         raise RunRecordError(f"{where}: its table's columns disagree with result.json.", "table columns")
     id_column = entry["id_column"]
