@@ -25,6 +25,7 @@ in-app runs (available cores ÷ concurrent jobs, at least 1).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -39,6 +40,8 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from . import settings
 from .markup import message
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = [
     "BackgroundRun",
@@ -290,8 +293,9 @@ def as_outcome(run: Callable[[], Any], what: str) -> Outcome:
     except (ValueError, TypeError, ImportError, MemoryError) as exc:
         return Outcome(error=str(exc).strip() or type(exc).__name__)
     except Exception as exc:  # never a traceback in the browser: one sentence, the details on the console
-        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        return Outcome(error=f"{what} failed: {detail}")
+        # an unexpected exception's own text may hold anything (a server path, a value of a file): not shown
+        _LOG.exception("%s failed", what)
+        return Outcome(error=f"{what} failed unexpectedly ({type(exc).__name__}); the details are in the server's log.")
 
 
 def stoppable(callback: Callable[[Any], bool]) -> Callable[[Any], None]:

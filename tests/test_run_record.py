@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from aflite_core import AFLiteResult, aflite
 from aflite_core.data.planted_bias import make_planted_bias
-from aflite_core.engine.run_record import _canonical
+from aflite_core.engine.run_record import RUN_FILES, _canonical
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +43,17 @@ def saved(tmp_path_factory):
         eval_y=names[240:],
         ids=ids[:240],
         eval_ids=ids[240:],
+        null_permutations=2,
     )
     folder = tmp_path_factory.mktemp("saved") / "run"
-    res.save(folder)
+    table = pd.DataFrame({"id": ids[:240], "text": [f"row {i}" for i in range(240)]})  # the recorded table
+    res.save(folder, table=table, table_id_column="id")
     return res, folder
 
 
-FILES = ["result.json", "rows.parquet", "history.parquet", "scores.parquet", "eval_rows.parquet", "eval_scores.parquet"]
+#: every file a run record may hold: the fixture's run writes all of them (checked below), so a file a later
+#: feature adds to the record is tampered with here too
+FILES = list(RUN_FILES)
 JSON_VALUES = st.one_of(
     st.none(),
     st.booleans(),
@@ -190,3 +194,25 @@ def test_save_refuses_a_folder_of_other_files(saved, tmp_path):
     res.save(tmp_path / "fresh")
     res.save(tmp_path / "fresh")  # over a run: replaced
     assert AFLiteResult.load(tmp_path / "fresh").equals(res)
+
+
+def test_every_record_file_is_written_listed_and_checked(saved, tmp_path):
+    """New record files stay checked (issue 24): each file of a run is in the manifest with its checksum, and one
+    changed byte in any of them makes the load refuse in one sentence."""
+    _, folder = saved
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted(RUN_FILES), "the fixture's run must write every file a run record may hold"
+    meta = json.loads((folder / "result.json").read_text())
+    assert sorted(meta["files"]) == sorted(set(RUN_FILES) - {"result.json"})
+    for name, entry in meta["files"].items():
+        data = (folder / name).read_bytes()
+        assert entry == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    for name in sorted(set(RUN_FILES) - {"result.json"}):
+        work = tmp_path / name / "run"
+        shutil.copytree(folder, work)
+        raw = bytearray((work / name).read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        (work / name).write_bytes(bytes(raw))
+        with pytest.raises(ValueError) as info:
+            AFLiteResult.load(work)
+        assert "\n" not in str(info.value) and name in str(info.value)

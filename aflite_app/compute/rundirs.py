@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,9 @@ import pandas as pd
 from aflite_core import AFLiteResult
 from aflite_core._utils import hash_array, hash_labels
 from aflite_core._validation import check_labels
+from aflite_core.data import budget
 from aflite_core.data.datasets import Dataset
+from aflite_core.data.preflight import read_small_json
 from aflite_core.data.readers import read_features, read_labels
 from aflite_core.engine.registry import adversary_name
 
@@ -116,9 +117,11 @@ def _open_run_directory(root: Path, path: str, features, labels):
     record: dict = {}
     if (run_dir / "cli_args.json").is_file():
         try:
-            record = json.loads((run_dir / "cli_args.json").read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            record = {}
+            record = read_small_json(run_dir / "cli_args.json", f"The run '{shown_dir}''s cli_args.json")
+        except budget.MemoryBudgetError:
+            raise
+        except ValueError:
+            record = {}  # unreadable: the page asks for the features and labels as uploads
         record = record if isinstance(record, dict) else {}
 
     def recorded(key: str, what: str):

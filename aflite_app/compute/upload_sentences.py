@@ -130,7 +130,6 @@ def embedding_outlook(frame: pd.DataFrame, spec: EmbedSpec) -> dict[str, Any]:
     return {
         "seconds": seconds,
         "cached": [view for view, _, _, _ in plan if view not in todo_views],
-        "cache_dir": str(cache.parent),
         "refusal": refusal,
     }
 

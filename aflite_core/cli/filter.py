@@ -11,6 +11,7 @@ from typing import Any
 from .. import _durable
 from .._folder_lock import folder_lock
 from .._validation import shown
+from ..data.preflight import read_small_json
 from ..data.readers import read_features, read_labels, read_table
 from ..engine.checkpoint import peek_meta
 from ..engine.filtering import _resolve_backend, execute_run, plan_run, predictability
@@ -93,8 +94,8 @@ def _replaceable(out: Path) -> bool:
     if peek_meta(out / "checkpoint") is not None:
         return True
     try:  # a run interrupted before its first round wrote only its arguments
-        record = json.loads((out / "cli_args.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        record = read_small_json(out / "cli_args.json", "cli_args.json")
+    except (OSError, ValueError):
         return False
     names = {p.name for p in out.iterdir()}
     return isinstance(record, dict) and "features" in record and names <= {"cli_args.json", "inputs", TABLE_FILE}
@@ -159,9 +160,9 @@ def _saved_args(out: Path) -> dict:
     if not path.is_file():
         raise CLIError(f"--resume '{out}' is not a run directory written by 'filter' (no cli_args.json)")
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise CLIError(f"--resume '{out}': its cli_args.json is damaged (not valid JSON)") from None
+        saved = read_small_json(path, "cli_args.json")
+    except ValueError as exc:
+        raise CLIError(f"--resume '{out}': {str(exc).rstrip('.')}") from None
     if not isinstance(saved, dict) or any(not isinstance(saved.get(k), (str, type(None))) for k in _INPUT_FILES):
         raise CLIError(f"--resume '{out}': its cli_args.json is damaged (not the arguments of a run)")
     for key in _INPUT_FILES:  # files copied into the run are recorded relative to it

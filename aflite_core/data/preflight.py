@@ -35,6 +35,7 @@ __all__ = [
     "json_bound",
     "npy_header",
     "read_parquet_checked",
+    "read_small_json",
     "text_columns",
 ]
 
@@ -42,6 +43,8 @@ __all__ = [
 CHUNK_BYTES = 1 << 20
 #: a JSON Lines file may hold this many lines (blank ones included) per allowed row
 MAX_LINES_PER_ROW = 16
+#: a run's small JSON records (``cli_args.json``, a checkpoint's legacy meta) are never larger than this
+MAX_SMALL_JSON_BYTES = 1 << 20
 #: list cells of a Parquet table may hold this many values per row on average (e.g. annotator labels)
 MAX_VALUES_PER_CELL = 64
 
@@ -230,6 +233,58 @@ def text_columns(source: str | Path | bytes, fmt: str) -> int:
             return len(next(reader, []))
         except csv.Error:
             return 0
+
+
+def read_small_json(path: str | Path, label: str, *, max_bytes: int = MAX_SMALL_JSON_BYTES) -> Any:
+    """Parse a small JSON record file (a run's ``cli_args.json``), its size checked before it is read.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    label : str
+        How messages name it (e.g. ``"The run 'a/b''s cli_args.json"``): never the server path.
+    max_bytes : int, default=MAX_SMALL_JSON_BYTES
+        Refuse a larger file unread.
+
+    Returns
+    -------
+    Any
+        The parsed value.
+
+    Raises
+    ------
+    ValueError
+        One sentence: larger than ``max_bytes``, not UTF-8 or not valid JSON (or over the memory budget).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "cli_args.json"
+    >>> _ = p.write_text('{"m": 64}')
+    >>> read_small_json(p, "cli_args.json")
+    {'m': 64}
+    >>> _ = p.write_text(" " * 2048)
+    >>> read_small_json(p, "it", max_bytes=1024)
+    Traceback (most recent call last):
+    ...
+    ValueError: it is 2,048 bytes, more than the 1,024 a record of this kind ever holds; it is not one this tool wrote.
+    """
+    size = Path(path).stat().st_size
+    if size > max_bytes:
+        raise ValueError(
+            f"{label} is {size:,} bytes, more than the {max_bytes:,} a record of this kind ever holds; it is not "
+            "one this tool wrote."
+        )
+    raw = Path(path).read_bytes()
+    with budget.parse(label) as parse:
+        parse.reserve(json_bound(raw), "its JSON values")
+        try:
+            import json
+
+            return json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ValueError(f"{label} is not valid JSON (truncated or edited).") from None
 
 
 def json_bound(text: bytes) -> int:
