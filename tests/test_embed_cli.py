@@ -177,6 +177,25 @@ def test_cli_progress_line_has_rows_per_second_and_time_left(tmp_path, monkeypat
     assert "has no column 'nope'" in capsys.readouterr().err
 
 
+def test_a_missing_embeddings_extra_is_one_line_with_the_install_command(tmp_path, monkeypatch, capsys):
+    from aflite_core.cli import embed as embed_cli
+    from aflite_core.data.embed_status import EMBEDDINGS_INSTALL_COMMAND, EmbeddingsStatus
+
+    table = _table(tmp_path / "t.csv", 5)
+
+    def missing(model=None):
+        raise ImportError("no module named sentence_transformers")
+
+    monkeypatch.setattr(embeddings, "model_identity", missing)
+    message = f"Sentence embeddings need the optional package torch: {EMBEDDINGS_INSTALL_COMMAND}"
+    status = EmbeddingsStatus(False, ("torch",), EMBEDDINGS_INSTALL_COMMAND, message)
+    monkeypatch.setattr(embed_cli, "embeddings_status", lambda: status)
+    argv = ["embed", "--table", str(table), "--text-column", "premise", "--out", str(tmp_path / "X.npy")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "pip install torch==2.13.0" in err and "Traceback" not in err
+
+
 _KILLABLE = textwrap.dedent(
     """
     import sys, time

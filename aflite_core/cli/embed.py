@@ -11,7 +11,8 @@ import sys
 from typing import Any
 
 from ..data.embed_job import CLI_MAX_EMBED_CHARS, DEFAULT_CHUNK_ROWS, EmbedJobProgress, embed_table
-from ._common import BATCH_SIZE, THREADS, bounded, print_json
+from ..data.embed_status import EMBEDDINGS_INSTALL_HINT, embeddings_status
+from ._common import BATCH_SIZE, THREADS, CLIError, bounded, print_json
 
 __all__ = ["add_cli"]
 
@@ -64,6 +65,9 @@ def _cmd_embed(args: argparse.Namespace) -> int:
             progress=line,
             on_load=lambda: line.say("embed: loading the sentence model ..."),
         )
+    except ImportError:  # the optional extra is missing: its one sentence with the install command
+        status = embeddings_status()
+        raise CLIError(status.message if not status.available else EMBEDDINGS_INSTALL_HINT) from None
     finally:
         line.close()
     print_json(summary)
