@@ -124,6 +124,14 @@ def test_a_damaged_table_is_refused_and_old_records_still_load(small_files, tmp_
     (out / "table.parquet").unlink()
     with pytest.raises(ValueError, match=r"it has no table\.parquet"):
         AFLiteResult.load(out)
+    meta = json.loads((out / "result.json").read_text())
+    meta["table"]["id_column"] = "text"  # an edit of result.json: its checksum no longer holds
+    (out / "result.json").write_text(json.dumps(meta))
+    for read in (run_table_info, load_run_table):
+        with pytest.raises(ValueError, match="its checksum differs"):
+            read(out)
+    with pytest.raises(ValueError, match=r"it has no result\.json"):
+        load_run_table(tmp_path)
     old = result.save(tmp_path / "plain")  # saved without a table: format 3, as before
     assert json.loads((old / "result.json").read_text())["format_version"] == 3
     assert load_run_table(old) is None and run_table_info(old) is None

@@ -42,7 +42,15 @@ from .._format import fmt_duration
 from .embed_status import embed_chars_refusal, max_text_chars, model_texts
 from .features import _texts_of
 
-__all__ = ["CLI_MAX_EMBED_CHARS", "DEFAULT_CHUNK_ROWS", "EmbedJobProgress", "embed_table", "parts_folder"]
+__all__ = [
+    "CLI_MAX_EMBED_CHARS",
+    "DEFAULT_CHUNK_ROWS",
+    "PAIR_JOIN",
+    "EmbedJobProgress",
+    "embed_table",
+    "parts_folder",
+    "resolve_device",
+]
 
 #: the most characters (after collapsing blanks and cutting each text) one ``embed`` job gives the model: about
 #: 2 GB of text, a million texts of 2,000 characters (the server's cap is 100 million)

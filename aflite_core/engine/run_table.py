@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from .._validation import shown
 from ..data import budget
-from ..data.preflight import read_parquet_checked
+from ..data.preflight import json_bound, read_parquet_checked
 from .run_constants import TABLE_FILE
 from .run_loading import MAX_META_BYTES, RunRecordError, _Bad, _count, _need, _read_file, _table_meta
 from .run_record import FORMAT, _canonical, _sha
@@ -140,7 +140,10 @@ def _checked_meta(src: Path) -> dict:
     if path.stat().st_size > MAX_META_BYTES:
         raise ValueError(f"'{src}' holds an incomplete or damaged AFLite run: its result.json is far too large.")
     try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
+        raw = path.read_bytes()
+        with budget.parse(f"Run file '{path.name}'") as parse:  # nested JSON would build far more than it is
+            parse.reserve(json_bound(raw), "its JSON values")
+            meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         meta = None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
