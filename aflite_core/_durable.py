@@ -31,6 +31,7 @@ __all__ = [
     "replace_dir",
     "scratch_sibling",
     "write_file",
+    "write_stream",
 ]
 
 
@@ -74,6 +75,29 @@ def write_file(path: str | Path, data: bytes, *, atomic: bool = True) -> Path:
     Path
         ``path``.
     """
+    return write_stream(path, (data,), atomic=atomic)
+
+
+def write_stream(path: str | Path, chunks: Iterable[bytes | memoryview], *, atomic: bool = True) -> Path:
+    """Write the concatenation of ``chunks`` to ``path`` durably, one chunk in memory at a time.
+
+    As :func:`write_file` (the same hidden temporary name, fsync, rename and folder fsync), for files too large
+    to hold as one ``bytes`` (e.g. a 1.5 GB feature matrix assembled from its parts).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file. Its folder must exist.
+    chunks : iterable of bytes-like
+        The content, in order.
+    atomic : bool, default=True
+        As in :func:`write_file`.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     if atomic:
         target = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -82,7 +106,8 @@ def write_file(path: str | Path, data: bytes, *, atomic: bool = True) -> Path:
         target = path
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        _write_all(fd, data)
+        for chunk in chunks:
+            _write_all(fd, chunk)
         os.fsync(fd)
     finally:
         os.close(fd)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MISSING", "fmt_num", "fmt_pct", "is_missing"]
+__all__ = ["MISSING", "fmt_duration", "fmt_num", "fmt_pct", "is_missing"]
 
 #: what a missing, undefined or non-finite value shows as (tables, sentences, hover texts, the CLI)
 MISSING = "–"
@@ -51,3 +51,19 @@ def fmt_pct(x: Any, digits: int = 0, *, sep: str = "", ends: bool = False) -> st
         if 1 - step / 200 < x < 1:
             return f"> {100 - step:.{digits}f}{sep}%"
     return f"{100 * x:.{digits}f}{sep}%"
+
+
+def fmt_duration(seconds: float) -> str:
+    """A time span for a progress line: ``42s``, ``3m07s``, ``2h05m`` (rounded to whole seconds, never negative).
+
+    Examples
+    --------
+    >>> fmt_duration(42.4), fmt_duration(187), fmt_duration(7500)
+    ('42s', '3m07s', '2h05m')
+    """
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"

@@ -238,6 +238,9 @@ CLI_CASES = [
     (["dynamics", "--features", "X.npy", "--labels", "y.txt", "--batch-size", HUGE], "--batch-size"),
     (["dynamics", "--features", "X.npy", "--labels", "y.txt", "--n-init", HUGE], "--n-init"),
     (["dynamics", "--features", "X.npy", "--labels", "y.txt", "--seed", "-1"], "--seed"),
+    (["embed", "--table", "t.csv", "--text-column", "t", "--out", "X.npy", "--batch-size", HUGE], "--batch-size"),
+    (["embed", "--table", "t.csv", "--text-column", "t", "--out", "X.npy", "--chunk-rows", HUGE], "--chunk-rows"),
+    (["embed", "--table", "t.csv", "--text-column", "t", "--out", "X.npy", "--threads", "0"], "--threads"),
 ]
 
 

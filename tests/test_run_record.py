@@ -46,7 +46,8 @@ def saved(tmp_path_factory):
         null_permutations=2,
     )
     folder = tmp_path_factory.mktemp("saved") / "run"
-    res.save(folder)
+    table = pd.DataFrame({"id": ids[:240], "text": [f"row {i}" for i in range(240)]})  # the recorded table
+    res.save(folder, table=table, table_id_column="id")
     return res, folder
 
 

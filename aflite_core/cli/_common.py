@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._format import fmt_duration
 from .._validation import MAX_NUMBER_CHARS, bounded_int, shown
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "int_option",
     "number",
     "print_json",
+    "rounds_left_seconds",
 ]
 
 # The ranges of the integer options that size what a command allocates or starts (models per round, threads,
@@ -159,15 +161,73 @@ def _json_scalar(value: Any) -> Any:
     return str(value)
 
 
+def rounds_left_seconds(
+    size: int, target_size: int, slice_size: int, seconds_per_row: float, removed_last: int = 1
+) -> float:
+    """Time left of an AFLite run, from the rounds done: the cost model of :class:`Progress`'s ``left`` field.
+
+    A round trains and scores m models over the rows still in S, so its time grows with the rows it starts with
+    (roughly linearly: the Gram / L-BFGS work and the predictions are per row). The rounds done give a rate,
+    seconds per row at a round's start (their summed times over their summed starting sizes); each later round
+    removes up to k rows (``slice_size``: the most one round removed so far), so reaching the target takes
+    R = ceil((size - target) / k) more rounds starting with size, size - k, ..., and costs
+    rate x (R x size - k x R(R-1)/2). τ may stop the run sooner (fewer than k rows at p ≥ τ): the estimate is an
+    upper bound, exact when the run goes to the target. A round that removed nothing ends the run: 0.
+
+    Parameters
+    ----------
+    size, target_size : int
+        Rows in S now, and the target n.
+    slice_size : int
+        Rows a round removes (k; at least 1).
+    seconds_per_row : float
+        The measured rate.
+    removed_last : int, default=1
+        Rows the last round removed (0: the run is over).
+
+    Returns
+    -------
+    float
+        Seconds, finite and >= 0.
+
+    Examples
+    --------
+    >>> rounds_left_seconds(1000, 700, 100, 0.001)  # rounds of 1000, 900 and 800 rows
+    2.7
+    """
+    if removed_last <= 0 or size <= target_size or not math.isfinite(seconds_per_row):
+        return 0.0
+    k = max(int(slice_size), 1)
+    rounds = -(-(size - target_size) // k)
+    rows = rounds * size - k * rounds * (rounds - 1) / 2
+    return round(max(seconds_per_row, 0.0) * max(rows, 0.0), 6)
+
+
 class Progress:
-    """A one-line progress bar on stderr (one line per round when stderr is not a terminal)."""
+    """A one-line progress bar on stderr (one line per round when stderr is not a terminal), with the time left.
+
+    ``left`` is :func:`rounds_left_seconds` from the rounds this process ran (an upper bound: τ may stop the run
+    sooner); it is kept in :attr:`seconds_left`.
+    """
 
     def __init__(self, stream=None, quiet: bool = False) -> None:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._seconds = 0.0
+        self._rows = 0
+        self._k = 1
+        self.seconds_left: float | None = None
+
+    def _estimate(self, progress) -> float:
+        self._seconds += max(float(progress.seconds), 0.0)
+        self._rows += progress.size + progress.removed  # the rows the round started with
+        self._k = max(self._k, progress.removed)
+        rate = self._seconds / max(self._rows, 1)
+        return rounds_left_seconds(progress.size, progress.target_size, self._k, rate, progress.removed)
 
     def __call__(self, progress) -> bool:
+        self.seconds_left = self._estimate(progress)
         if self.quiet:
             return True
         width = 30
@@ -176,7 +236,7 @@ class Progress:
         extra = f" | eval left {progress.eval_size}" if progress.eval_size is not None else ""
         line = (
             f"[{bar}] round {progress.round} | size {progress.size:,} (target {progress.target_size:,}) | "
-            f"removed {progress.removed:,} | {progress.seconds:.1f}s{extra}"
+            f"removed {progress.removed:,} | {progress.seconds:.1f}s | left ≤{fmt_duration(self.seconds_left)}{extra}"
         )
         if self.tty:
             self.stream.write("\r" + line)

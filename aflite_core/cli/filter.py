@@ -12,12 +12,14 @@ from .. import _durable
 from .._folder_lock import folder_lock
 from .._validation import shown
 from ..data.preflight import read_small_json
-from ..data.readers import read_features, read_labels
+from ..data.readers import read_features, read_labels, read_table
 from ..engine.checkpoint import peek_meta
 from ..engine.filtering import _resolve_backend, execute_run, plan_run, predictability
 from ..engine.registry import ADVERSARIES, family_from_spec, resolve_model
 from ..engine.result import AFLiteResult
-from ..engine.run_record import is_run_directory
+from ..engine.run_constants import TABLE_FILE
+from ..engine.run_record import is_run_directory, table_parquet_bytes
+from ..engine.run_table import align_table
 from ._common import PARTITIONS, SEEDS, THREADS, CLIError, Progress, bounded, count_or_fraction
 
 __all__ = ["add_cli"]
@@ -96,7 +98,7 @@ def _replaceable(out: Path) -> bool:
     except (OSError, ValueError):
         return False
     names = {p.name for p in out.iterdir()}
-    return isinstance(record, dict) and "features" in record and names <= {"cli_args.json", "inputs"}
+    return isinstance(record, dict) and "features" in record and names <= {"cli_args.json", "inputs", TABLE_FILE}
 
 
 def _check_out(args: argparse.Namespace) -> Path:
@@ -118,8 +120,23 @@ def _check_out(args: argparse.Namespace) -> Path:
     return out
 
 
-def _prepare_out(out: Path, args: argparse.Namespace, record: dict) -> None:
-    """Create the run directory (replacing the old run with --force) and record the arguments in it."""
+def _table_bytes(args: argparse.Namespace, n_rows: int, ids: Any) -> bytes | None:
+    """--table as Parquet bytes, one row per run row in the run's order (checked against the ids), or None."""
+    if args.table is None:
+        if args.id_column is not None:
+            raise CLIError("--id-column needs --table (the table whose rows the ids name)")
+        return None
+    if args.resume:
+        raise CLIError("--resume keeps the table recorded when the run started; drop --table and --id-column")
+    name = Path(args.table).name
+    frame = read_table(args.table)
+    aligned = align_table(frame, n_rows=n_rows, ids=ids, id_column=args.id_column, name=name)
+    del frame
+    return table_parquet_bytes(aligned, name)
+
+
+def _prepare_out(out: Path, args: argparse.Namespace, record: dict, table: bytes | None = None) -> None:
+    """Create the run directory (replacing the old run with --force), record the arguments and the table in it."""
     _durable.clear_leftovers(out)
     if out.is_dir() and any(out.iterdir()):  # checked by _check_out: --force over a run directory
         _durable.discard_dir(out)
@@ -133,6 +150,8 @@ def _prepare_out(out: Path, args: argparse.Namespace, record: dict) -> None:
                 _durable.link_or_copy(src, dst)
                 record[key] = str(dst.relative_to(out))
         _durable.fsync_dir(out / "inputs")
+    if table is not None:  # kept in the run directory from the start: a resumed run needs no other file
+        _durable.write_file(out / TABLE_FILE, table)
     _durable.write_file(out / "cli_args.json", json.dumps(record, indent=2).encode("utf-8"))
 
 
@@ -185,6 +204,7 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         saved = _saved_args(out)
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
+        table_id_column = saved.get("table_id_column")
         # continue with the family the run started with (its recorded spec), not what its name means today
         spec = ((peek_meta(out / "checkpoint") or {}).get("fingerprint") or {}).get("model")
         if spec is None and (out / "result.json").is_file():
@@ -193,6 +213,7 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
             args.model = family_from_spec(spec)
     else:
         _check_out(args)
+        table_id_column = args.id_column
     if args.dask_local is not None and args.dask_local < 1:
         raise CLIError(f"--dask-local must be a number of workers >= 1, got {args.dask_local}")
     if args.dask_local is not None and args.dask_local > THREADS[1]:
@@ -249,12 +270,16 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
             "--null-permutations runs in this process only (the Dask backend does not compute the null); "
             "drop --scheduler/--dask-local or --null-permutations"
         )
+    table = _table_bytes(args, len(y), ids)
     if not args.resume:
         record = {n: getattr(args, n) for n in _RUN_OPTIONS}
         for key in _INPUT_FILES:
             if record[key] is not None:
                 record[key] = str(Path(record[key]).resolve())
-        _prepare_out(out, args, record)
+        if table is not None:
+            record["table"], record["table_id_column"] = str(Path(args.table).resolve()), args.id_column
+        _prepare_out(out, args, record, table)
+        del table
     backend, close = _cluster(args)
     try:
         if backend is not None:
@@ -263,9 +288,12 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
     finally:
         bar.close()
         close()
-    result.save(out)
+    recorded = out / TABLE_FILE
+    result.save(out, table=recorded if recorded.is_file() else None, table_id_column=table_id_column)
     summary = result.summary()
     summary["out"] = str(out)
+    if recorded.is_file():
+        summary["table"] = str(recorded)
     if result.stopped:
         summary["resume"] = f"python -m aflite_core filter --resume {out}"
     print(json.dumps(summary))
@@ -372,6 +400,18 @@ def add_cli(sub: Any) -> None:
         help="hard-link (or copy) the input files into RUN_DIR/inputs/ and record them relative to the "
         "run, so the run directory is self-contained (the app opens runs whose files lie below "
         "its run root)",
+    )
+    f.add_argument(
+        "--table",
+        default=None,
+        help="record the table the rows came from (texts, metadata; .csv/.tsv/.parquet/.jsonl) in the run "
+        "directory as table.parquet, one row per run row (the app shows it beside the run's rows)",
+    )
+    f.add_argument(
+        "--id-column",
+        default=None,
+        help="the --table column holding the rows' ids (unique, covering --ids, or 0..n-1 without --ids); "
+        "default: the table's rows are the features' rows, in order",
     )
     f.add_argument(
         "--null-permutations",

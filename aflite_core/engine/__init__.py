@@ -17,7 +17,8 @@ module              holds
 ``checkpoint``      per-round checkpoints and their checks
 ``run_record``      saving a finished run (its files, manifest and checksums; crash-consistent writes)
 ``run_loading``     loading a saved run, every file checked against the manifest before a table is read
-``run_constants``   history columns, strategies, stop reasons (shared by the modules above)
+``run_table``       the table a run's rows came from, recorded with it (``table.parquet``): matched, read back
+``run_constants``   history columns, strategies, stop reasons, the table's file name (shared by the modules above)
 ``result``          :class:`AFLiteResult`, the per-row, per-round record of a run
 ``registry``        every model name: adversary families and measuring classifiers
 ``tau_path``        a higher τ read off a finished run (:func:`narrow_to_tau`), exactly

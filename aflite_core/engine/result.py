@@ -390,7 +390,7 @@ class AFLiteResult:
         )
 
     # -- persistence --------------------------------------------------------------------------------------
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | Path, *, table: Any = None, table_id_column: str | None = None) -> Path:
         """Write the run to ``directory`` as Parquet tables plus ``result.json`` (no pickle), crash-consistently.
 
         Files: ``result.json`` (parameters, classes, stop reason, provenance, and the size and sha256 of every
@@ -404,6 +404,12 @@ class AFLiteResult:
         ----------
         directory : str or Path
             Created if missing. An existing folder must be empty or hold a run (which is replaced).
+        table : DataFrame or path, optional
+            The table the run's rows came from (texts, metadata), one row per run row in the run's order
+            (:func:`aflite_core.engine.run_table.align_table` makes it), or a Parquet file of it: recorded as
+            ``table.parquet`` (format version 3) and read back by :func:`aflite_core.load_run_table`.
+        table_id_column : str, optional
+            The table's column holding the run's ids (None: the table was matched row for row).
 
         Returns
         -------
@@ -417,7 +423,7 @@ class AFLiteResult:
         """
         from .run_record import save_run
 
-        return save_run(self, directory)
+        return save_run(self, directory, table=table, table_id_column=table_id_column)
 
     @classmethod
     def load(

@@ -10,7 +10,10 @@ importable from where they were defined before (``loop.HISTORY_COLUMNS``, ``filt
 
 from __future__ import annotations
 
-__all__ = ["HISTORY_COLUMNS", "STOP_REASONS", "STRATEGIES"]
+__all__ = ["HISTORY_COLUMNS", "STOP_REASONS", "STRATEGIES", "TABLE_FILE"]
+
+#: the file name of a run's recorded table (the user's rows, :mod:`~aflite_core.engine.run_table`) in its directory
+TABLE_FILE = "table.parquet"
 
 #: one row of a run's history per round, in this order (the saved ``history.parquet`` and the checkpoints too)
 HISTORY_COLUMNS = [

@@ -5,6 +5,9 @@ The files are those :mod:`aflite_core.engine.run_record` writes. Loading checks 
 values are read (a few-KB file declaring 10⁸ rows costs milliseconds), then shapes, dtypes, value ranges,
 round numbers and that the per-row removals agree with the per-round history. Anything wrong is one
 ``ValueError`` sentence (:class:`RunRecordError`); nothing is half-loaded.
+
+A run's recorded table (``table.parquet``, format version 4) is checked on load too (its size and SHA-256,
+streamed: it is not parsed or held), and read by :func:`aflite_core.engine.run_table.load_run_table`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from numpy.typing import NDArray
 from .._validation import shown, shown_list
 from ..data import budget
 from ..data.preflight import json_bound, read_parquet_checked
-from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES
+from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE
 from .run_record import FORMAT, FORMAT_VERSION, NULL_TAU_COLUMNS, ROW_COLUMNS, _canonical, _sha
 
 __all__ = ["MAX_META_BYTES", "RunRecordError", "load_run"]
@@ -73,6 +76,39 @@ def _read_file(src: Path, name: str, manifest: dict | None) -> bytes:
             raise _Bad(f"{name} is inconsistent with result.json (its sha256 differs: changed since it was saved)")
         return data
     return path.read_bytes()
+
+
+def _check_streamed(src: Path, name: str, manifest: dict) -> None:
+    """Check a large file's size and sha256 against the manifest, one MB at a time (nothing is kept)."""
+    import hashlib
+
+    path = src / name
+    if path.is_symlink() or not path.is_file():
+        raise _Bad(f"it has no {name}")
+    entry = manifest.get(name)
+    size = path.stat().st_size
+    if not isinstance(entry, dict) or entry.get("bytes") != size:
+        raise _Bad(
+            f"{name} is inconsistent with result.json ({size:,} bytes, saved as {_num(entry, 'bytes')}: "
+            "truncated or changed)"
+        )
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    if h.hexdigest() != entry.get("sha256"):
+        raise _Bad(f"{name} is inconsistent with result.json (its sha256 differs: changed since it was saved)")
+
+
+def _table_meta(meta: dict, n_rows: int) -> dict:
+    """result.json's entry of the recorded table, checked."""
+    entry = _need(meta, "table", dict)
+    columns, id_column = entry.get("columns"), entry.get("id_column")
+    if entry.get("rows") != n_rows or not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise _Bad("its table entry in result.json is malformed")
+    if id_column is not None and id_column not in columns:
+        raise _Bad("its table entry names an id column the table does not have")
+    return entry
 
 
 def _num(entry: Any, key: str) -> str:
@@ -300,8 +336,14 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
         names += ["eval_rows.parquet", "eval_scores.parquet"]
     if null_k is not None:
         names += ["null_counts.parquet"] + (["eval_null_counts.parquet"] if n_eval is not None else [])
+    has_table = version >= 4 and meta.get("table") is not None
+    if has_table:
+        names.append(TABLE_FILE)
+        _table_meta(meta, n_rows)
     if manifest is not None and sorted(manifest) != sorted(names):
         raise _Bad("its manifest does not list the files of a run")
+    if has_table:
+        _check_streamed(src, TABLE_FILE, manifest)
     # -- per round
     history = _table(
         _read_file(src, "history.parquet", manifest),

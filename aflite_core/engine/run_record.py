@@ -5,7 +5,9 @@ of every other file plus a checksum of itself), ``rows.parquet``, ``history.parq
 with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``; a run with a null
 (``null_permutations``, format 3 on) adds ``null_counts.parquet`` (and ``eval_null_counts.parquet``): one row
 per round and class, the columns ``round``, ``class`` and ``ge_0.00`` … ``ge_1.00`` (mean null count at
-p ≥ τ). Never pickle. Records of formats 1 and 2 have no null and load with ``null_counts`` None.
+p ≥ τ). A run with a recorded table (format 4 on: the user's texts and metadata, one row per run row,
+:mod:`aflite_core.engine.run_table`) adds ``table.parquet``, described by ``result.json``'s ``"table"`` entry.
+Never pickle. Records of formats 1 and 2 have no null and load with ``null_counts`` None.
 
 **Saving** builds the complete run in a hidden sibling folder and swaps it in (:mod:`aflite_core._durable`):
 a reader sees the old run, no run for a moment, or the new one, never a mix. Two saves into one folder (other
@@ -35,12 +37,25 @@ from .. import _durable
 from .._folder_lock import folder_lock
 from .._utils import json_default
 from .._validation import shown_list
+from .run_constants import TABLE_FILE
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ROW_COLUMNS", "RUN_FILES", "encode_run", "is_run_directory", "save_run"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ROW_COLUMNS",
+    "RUN_FILES",
+    "encode_run",
+    "is_run_directory",
+    "save_run",
+    "table_parquet_bytes",
+]
 
 FORMAT = "aflite-studio-run"
 #: 3: the null (``null_counts.parquet``, ``eval_null_counts.parquet``, ``null_permutations`` in result.json)
-FORMAT_VERSION = 3
+#: 4: the recorded table (``table.parquet``, ``table`` in result.json; absent or null without one)
+FORMAT_VERSION = 4
+#: a run without a recorded table is written as format 3, so that readers of format 3 keep reading it
+_VERSION_WITHOUT_TABLE = 3
 #: files a saved run may consist of
 RUN_FILES = (
     "result.json",
@@ -51,6 +66,7 @@ RUN_FILES = (
     "eval_scores.parquet",
     "null_counts.parquet",
     "eval_null_counts.parquet",
+    TABLE_FILE,
 )
 #: the columns of a null file after ``round`` and ``class``: one per τ of the 0.01 grid
 NULL_TAU_COLUMNS = tuple(f"ge_{i / 100:.2f}" for i in range(101))
@@ -72,6 +88,35 @@ def _parquet_bytes(frame: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False)
     return buf.getvalue()
+
+
+def table_parquet_bytes(frame: pd.DataFrame, name: str = "the table") -> bytes:
+    """The table as Parquet bytes (no index); a column of mixed Python types is stored as text.
+
+    Raises
+    ------
+    ValueError
+        One sentence when a column cannot be stored even as text.
+    """
+    frame = frame.copy()
+    frame.columns = [str(c) for c in frame.columns]
+    for attempt in range(2):
+        buf = io.BytesIO()
+        try:
+            frame.to_parquet(buf, index=False)
+            return buf.getvalue()
+        except Exception as exc:  # pyarrow: ArrowInvalid / ArrowTypeError / ArrowNotImplementedError
+            if attempt:
+                detail = " ".join(str(exc).split())[:160]
+                raise ValueError(f"'{name}' cannot be stored as Parquet in the run ({detail}).") from None
+            for col in frame.columns:
+                if frame[col].dtype == object:
+                    frame[col] = [None if _missing(v) else v if isinstance(v, str) else str(v) for v in frame[col]]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
 
 
 # == saving =========================================================================================================
@@ -148,8 +193,12 @@ def _null_frame(counts: NDArray) -> pd.DataFrame:
     return frame
 
 
-def encode_run(result: Any) -> dict[str, bytes]:
-    """The files of a saved run, name -> bytes (``result.json`` with its manifest and checksum last)."""
+def encode_run(result: Any, table: tuple[bytes, dict] | None = None) -> dict[str, bytes]:
+    """The files of a saved run, name -> bytes (``result.json`` with its manifest and checksum last).
+
+    ``table``: the recorded table's Parquet bytes and its ``result.json`` entry (``rows``, ``columns``,
+    ``id_column``), or None.
+    """
     files = {
         "rows.parquet": _parquet_bytes(
             _row_frame(
@@ -182,10 +231,12 @@ def encode_run(result: Any) -> dict[str, bytes]:
         files["null_counts.parquet"] = _parquet_bytes(_null_frame(result.null_counts))
         if result.eval_null_counts is not None:
             files["eval_null_counts.parquet"] = _parquet_bytes(_null_frame(result.eval_null_counts))
+    if table is not None:
+        files[TABLE_FILE] = table[0]
     classes, classes_lossy = _encode_values(result.classes)
     meta = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if table is not None else _VERSION_WITHOUT_TABLE,
         "params": result.params,
         "classes": classes,
         "classes_are_repr": classes_lossy,
@@ -201,6 +252,7 @@ def encode_run(result: Any) -> dict[str, bytes]:
         "null_permutations": int(result.params.get("null_permutations") or 0) or None
         if result.null_counts is not None
         else None,
+        **({"table": table[1]} if table is not None else {}),
         "files": {name: {"bytes": len(data), "sha256": _sha(data)} for name, data in sorted(files.items())},
     }
     meta = json.loads(json.dumps(meta, default=json_default))  # what a reader will see, byte for byte
@@ -238,7 +290,40 @@ def _extras_of_same_run(out: Path, result: Any) -> list[str]:
     return [name for name in RUN_EXTRAS if (out / name).exists()] if same else []
 
 
-def save_run(result: Any, directory: str | Path, *, lock_timeout: float | None = None) -> Path:
+def _table_entry(table: Any, id_column: str | None, n_rows: int) -> tuple[bytes, dict]:
+    """The Parquet bytes and ``result.json`` entry of a table given to :func:`save_run` (its footer checked)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if isinstance(table, pd.DataFrame):
+        data = table_parquet_bytes(table)
+    elif isinstance(table, str | Path):
+        data = Path(table).read_bytes()
+    else:
+        raise TypeError(
+            "The 'table' parameter of save_run must be a DataFrame, a Parquet file or None. "
+            f"Got {type(table).__name__} instead."
+        )
+    try:
+        footer = pq.ParquetFile(pa.BufferReader(data))
+        rows, columns = footer.metadata.num_rows, [str(c) for c in footer.schema_arrow.names]
+    except (pa.ArrowException, OSError, ValueError):
+        raise ValueError("The run's table is not a readable Parquet file.") from None
+    if rows != n_rows:
+        raise ValueError(f"The run's table has {rows:,} rows and the run {n_rows:,}: it must have one per run row.")
+    if id_column is not None and id_column not in columns:
+        raise ValueError(f"The run's table has no column {id_column!r} (its id column).")
+    return data, {"rows": n_rows, "columns": columns, "id_column": id_column}
+
+
+def save_run(
+    result: Any,
+    directory: str | Path,
+    *,
+    lock_timeout: float | None = None,
+    table: Any = None,
+    table_id_column: str | None = None,
+) -> Path:
     """Write ``result`` to ``directory`` (see the module docstring); returns the directory.
 
     The save holds the folder's lock (:func:`aflite_core._folder_lock.folder_lock`, ``.NAME.lock`` beside it):
@@ -254,14 +339,22 @@ def save_run(result: Any, directory: str | Path, *, lock_timeout: float | None =
     lock_timeout : float, optional
         Seconds to wait for another writer of ``directory``; default
         :data:`aflite_core._folder_lock.LOCK_TIMEOUT_S` (10 s).
+    table : DataFrame or path, optional
+        The table the run's rows came from, one row per run row in the run's order
+        (:func:`aflite_core.engine.run_table.align_table`), or a Parquet file of it: recorded as ``table.parquet``
+        in the manifest. None records no table (a ``table.parquet`` already in ``directory`` is not kept).
+    table_id_column : str, optional
+        The table's column holding the run's ids, recorded in ``result.json`` (None: matched row for row).
 
     Raises
     ------
     ValueError
-        When ``directory`` exists and holds anything but a run (nothing is overwritten then), or another writer
-        still held it after ``lock_timeout`` seconds (:class:`~aflite_core._folder_lock.FolderBusyError`).
+        When ``directory`` exists and holds anything but a run (nothing is overwritten then), another writer
+        still held it after ``lock_timeout`` seconds (:class:`~aflite_core._folder_lock.FolderBusyError`), or
+        ``table`` is not a table of the run's rows.
     """
     out = Path(directory)
+    entry = None if table is None else _table_entry(table, table_id_column, result.n_rows)
     with folder_lock(out, timeout=lock_timeout):
         _durable.finish_swap(out)
         if out.exists() and not out.is_dir():
@@ -272,7 +365,7 @@ def save_run(result: Any, directory: str | Path, *, lock_timeout: float | None =
                 f"'{out}' holds files that are not part of a run ({shown_list(extra)}); save the run into a "
                 "new or empty folder, or over an AFLite run directory."
             )
-        files = encode_run(result)
+        files = encode_run(result, entry)
         _durable.make_dirs(out.parent)
         _durable.clear_leftovers(out)
         tmp = _durable.scratch_sibling(out, "new")
