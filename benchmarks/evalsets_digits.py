@@ -128,7 +128,7 @@ def main() -> None:
             "adversary": ctl["adversary"],
             "depth": ctl["depth"],
             "rows": ctl["n_rows_mean"].map("{:.0f}".format),
-            "mean drop": ctl["mean_drop"].map("{:.3f}".format),
+            "mean drop (seed sd)": [f"{m:.3f} ({sd:.3f})" for m, sd in zip(ctl["mean_drop"], ctl["mean_drop_seed_sd"])],
             "random [5-95 %]": [
                 f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
                 for m, lo, hi in zip(
@@ -137,7 +137,7 @@ def main() -> None:
             ],
             "pct": ctl["mean_drop_percentile"].map("{:.1f}".format),
             "p": ctl["mean_drop_p_vs_random"].map("{:.3f}".format),
-            "Kendall": ctl["kendall"].map("{:.2f}".format),
+            "Kendall (seed sd)": [f"{k:.2f} ({sd:.2f})" for k, sd in zip(ctl["kendall"], ctl["kendall_seed_sd"])],
             "random K [5-95 %]": [
                 f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
                 for m, lo, hi in zip(ctl["kendall_null_median"], ctl["kendall_null_low"], ctl["kendall_null_high"])

@@ -232,8 +232,9 @@ def study_controls(
     -------
     controls : DataFrame
         Per adversary and ``depth`` (``"as run"``, ``"equal depth"``): ``n_rows_mean``, ``mean_drop`` (mean over
-        the models of unfiltered − filtered accuracy) and ``kendall``, each beside its null's median, 5-95 %
-        range, the observed value's ``percentile`` in it and ``p_vs_random``; ``n_subsets``.
+        the models of unfiltered − filtered accuracy) and ``kendall``, each with its spread over the seeds
+        (``*_seed_sd``, one seed's value each) and beside its null's median, 5-95 % range, the observed value's
+        ``percentile`` in it and ``p_vs_random``; ``n_subsets``.
     drops : DataFrame
         Per adversary, depth and model: ``accuracy_drop`` beside the null's median, 5-95 % range, percentile and
         ``p_vs_random``.
@@ -257,6 +258,8 @@ def study_controls(
             sizes = [int(m.sum()) for m in masks]
             accs = [correct[m].mean(axis=0) for m in masks if m.any()]
             acc = np.mean(accs, axis=0) if accs else np.full(len(model_names), np.nan)
+            seed_drops = np.array([float(np.mean(base - a_s)) for a_s in accs])
+            seed_k = kendall_many(base, np.array(accs)) if accs else np.array([])
             drop = base - acc
             if n_subsets > 0 and len(correct):
                 null_acc = random_subset_accuracies(correct, sizes, n_subsets, rng)
@@ -275,12 +278,16 @@ def study_controls(
                     "depth": depth,
                     "n_rows_mean": float(np.mean(sizes)),
                     "mean_drop": mean_drop,
+                    "mean_drop_seed_sd": float(np.std(seed_drops, ddof=1)) if len(seed_drops) > 1 else float("nan"),
                     "mean_drop_null_median": d_med,
                     "mean_drop_null_low": d_lo,
                     "mean_drop_null_high": d_hi,
                     "mean_drop_percentile": percentile_of(null_mean_drop, mean_drop),
                     "mean_drop_p_vs_random": null_p_value(null_mean_drop, mean_drop, lower=False),
                     "kendall": kendall,
+                    "kendall_seed_sd": float(np.nanstd(seed_k, ddof=1))
+                    if np.isfinite(seed_k).sum() > 1
+                    else float("nan"),
                     "kendall_null_median": k_med,
                     "kendall_null_low": k_lo,
                     "kendall_null_high": k_hi,
@@ -310,12 +317,14 @@ def study_controls(
         "depth",
         "n_rows_mean",
         "mean_drop",
+        "mean_drop_seed_sd",
         "mean_drop_null_median",
         "mean_drop_null_low",
         "mean_drop_null_high",
         "mean_drop_percentile",
         "mean_drop_p_vs_random",
         "kendall",
+        "kendall_seed_sd",
         "kendall_null_median",
         "kendall_null_low",
         "kendall_null_high",
