@@ -187,3 +187,14 @@ def test_validation_step_fraction_spans_the_seeds():
     second = ValidationStep("record held-out rows", 0, 10, "", 1, 2).fraction
     assert first == pytest.approx(0.5) and second == pytest.approx(0.5)
     assert ValidationStep("training on fractions", 10, 10).fraction == pytest.approx(1.0)
+
+
+def test_cli_validate_digits_scores_the_levels_on_the_pixels_they_never_saw(capsys):
+    args = ["dynamics", "--validate", "--digits", "--seeds", "0", "--fractions", "0.5", "--epochs", "2", "--json"]
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    inputs = {r["input"] for r in payload["level_controls"]}
+    assert inputs == {"full", "independent"} and payload["params"]["independent_input"] is True
+    assert {r["levels"] for r in payload["level_controls"]} >= {"random", "confidence, out-of-fold"}
+    assert main(["dynamics", "--validate", "--digits", "--features", "x.npy"]) == 2
+    assert "--digits brings its own features" in capsys.readouterr().err

@@ -92,6 +92,12 @@ def add_cli(subparsers: Any, name: str = "dynamics") -> None:
         help="seeds, each re-drawing the split, the recordings, the models and the subsets (default 0,1,2,3,4)",
     )
     val.add_argument(
+        "--digits",
+        action="store_true",
+        help="with --validate: the bundled digits, levels from the warm-up MLP's features (mlp) and the pixels as "
+        "the representation the levels never see",
+    )
+    val.add_argument(
         "--independent-features",
         default=None,
         help="a representation the levels never see (.npy), scored per level by a logistic regression: the "
@@ -185,14 +191,23 @@ def _cmd_validate(args: Any) -> int:
     from ..dynamics.validation import validate_levels
     from ._common import int_list, print_json
 
-    if args.features is None or args.labels is None:
-        raise ValueError("--validate needs --features and --labels (it trains models on the rows).")
     if args.dynamics_dir is not None:
         raise ValueError("--validate records its own dynamics on each part; drop --dynamics-dir.")
-    X = read_features(args.features)
-    Xp = None if args.partial_features is None else read_features(args.partial_features)
-    Xi = None if args.independent_features is None else read_features(args.independent_features)
-    y, groups = _labels_and_groups(args)
+    if args.digits:
+        if args.features or args.labels or args.partial_features or args.independent_features:
+            raise ValueError("--digits brings its own features and labels; drop --features / --labels.")
+        from ..data.digits import load_digits_dataset
+
+        ds = load_digits_dataset()
+        X, Xp, Xi = ds.representation("mlp"), None, ds.representation("pixels")
+        y, groups = ds.y, None
+    else:
+        if args.features is None or args.labels is None:
+            raise ValueError("--validate needs --features and --labels (it trains models on the rows), or --digits.")
+        X = read_features(args.features)
+        Xp = None if args.partial_features is None else read_features(args.partial_features)
+        Xi = None if args.independent_features is None else read_features(args.independent_features)
+        y, groups = _labels_and_groups(args)
     try:
         fractions = tuple(float(f) for f in str(args.fractions).split(",") if f.strip())
     except ValueError:
