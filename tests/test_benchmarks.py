@@ -143,6 +143,8 @@ def test_evalsets_digits():
         assert heading in out
     assert "5. Figure 4" in out and out.count("Kendall's coefficient") >= 5
     assert "   mlp: mean " in out and "   mlp_small: mean " in out
+    assert "6. Controls: 100 random evaluation subsets" in out and "equal depth" in out  # issue 27: the null
+    assert "p vs random" in out and "scipy's p vs a coefficient of 0" in out
 
 
 @pytest.mark.shared_data

@@ -197,7 +197,7 @@ def test_level_accuracy_and_fraction_charts():
     assert [x.split(" (")[0] for x in fig.data[0].x] == ["easy", "ambiguous", "hard", "all"]
     assert fig.data[2].marker.pattern.shape == "/" and fig.data[0].error_y.array is not None
     frac = cd.fraction_chart(val.fractions)
-    assert len(frac.data) == 6 and all(list(t.x) == [20.0, 40.0] for t in frac.data)
+    assert len(frac.data) == 9 and all(list(t.x) == [20.0, 40.0] for t in frac.data)  # 6 selections + 3 controls
     assert any("all training rows" in (a.text or "") for a in frac.layout.annotations)
     table = cd.fraction_table(val.fractions)
     assert list(table.columns) == ["selection (who defined it)", "20%", "40%", "100%"]

@@ -102,7 +102,7 @@ def test_validate_levels_on_the_digits():
     assert acc[("full", "easy")] > acc[("full", "hard")]
     assert res.params["n_train"] + res.params["n_eval"] == ds.n_rows
     assert set(res.fractions["fraction"]) == {0.3, 1.0}
-    assert set(res.records()) == {"level_accuracy", "fractions"}
+    assert set(res.records()) == {"level_accuracy", "fractions", "level_controls"}
 
 
 def test_cli_validate_json(tmp_path, capsys):
@@ -123,3 +123,78 @@ def test_cli_validate_json(tmp_path, capsys):
     assert "Accuracy per level" in text and "Training on a fraction" in text and "Swayamdipta" in text
     assert main(["dynamics", "--labels", str(tmp_path / "y.csv"), "--validate"]) == 2
     assert "needs --features" in capsys.readouterr().err
+
+
+# -- controls of the levels (issue 27) ------------------------------------------------------------------------
+def test_random_levels_give_flat_accuracy_within_binomial_error():
+    from aflite_core.dynamics.heldout import level_correctness, score_levels
+    from aflite_core.dynamics.level_controls import control_levels
+
+    X, y = _blobs(1200, seed=3)
+    runs = level_correctness(X[:600], y[:600], X[600:], y[600:], models=("logistic",))
+    counts = {"easy": 250, "ambiguous": 200, "hard": 150}
+    lv = control_levels(X[600:], y[600:], counts, seed=0)
+    assert {k: int((v == "easy").sum()) for k, v in lv.items()} == dict.fromkeys(lv, 250)  # the same sizes
+    table = score_levels(runs, lv["random"]).set_index("level")
+    p = table.loc["all", "accuracy"]
+    for level, n in counts.items():
+        assert table.loc[level, "n"] == n
+        assert abs(table.loc[level, "accuracy"] - p) <= 3 * np.sqrt(p * (1 - p) / n)  # flat within binomial error
+    conf = score_levels(runs, lv["confidence, in-sample"]).set_index("level")["accuracy"]
+    assert conf["easy"] - conf["hard"] > 0.3  # one-shot confidence on the same Φ separates without any dynamics
+
+
+def test_levels_of_sizes_cuts_by_score_and_refuses_wrong_sizes():
+    from aflite_core.dynamics.level_controls import levels_of_sizes
+
+    rng = np.random.default_rng(0)
+    out = levels_of_sizes(np.arange(10.0), {"easy": 3, "ambiguous": 3, "hard": 4}, rng)
+    assert out.tolist() == ["hard"] * 4 + ["ambiguous"] * 3 + ["easy"] * 3
+    with pytest.raises(ValueError, match="must add up to the 10 rows"):
+        levels_of_sizes(np.arange(10.0), {"easy": 3, "ambiguous": 3, "hard": 3}, rng)
+
+
+def test_validate_levels_sets_the_controls_beside_the_levels_over_seeds_that_redraw_everything():
+    from aflite_core.dynamics.level_controls import CONTROL_KINDS, DYNAMICS_KIND, validation_findings
+
+    X, y = _blobs(500, seed=4)
+    rng = np.random.default_rng(0)
+    other = X[:, :3] + rng.normal(size=(500, 3))  # a representation the levels never see
+    res = validate_levels(X, y, X_independent=other, models=("logistic",), fractions=(0.3,), seeds=(0, 1), epochs=3)
+    ctl = res.level_controls
+    assert set(ctl["levels"]) == {DYNAMICS_KIND, *CONTROL_KINDS}
+    assert set(ctl["input"]) == {"full", "independent"} and (ctl["n_seeds"] == 2).all()
+    sizes = ctl[ctl["level"] != "all"].groupby(["levels", "level"])["n"].mean().unstack("levels")
+    assert (sizes.nunique(axis=1) == 1).all()  # every control has the GMM levels' sizes
+    dyn = ctl[ctl["levels"] == DYNAMICS_KIND].drop(columns="levels").reset_index(drop=True)
+    acc = res.level_accuracy.reset_index(drop=True)
+    assert np.allclose(dyn["accuracy"], acc["accuracy"]) and "accuracy_std" in acc.columns
+    runs = res.level_runs
+    assert set(runs["seed"]) == {0, 1}
+    by_seed = runs[(runs["level"] == "all") & (runs["input"] == "full")].set_index("seed")["accuracy"]
+    assert by_seed[0] != by_seed[1]  # the split is re-drawn, not only the subsets
+    fr = res.fractions
+    assert {"confidence_easy", "confidence_ambiguous", "confidence_hard"} <= set(fr["selection"])
+    assert (fr["n_seeds"] == 2).all() and (fr["accuracy_std"] > 0).any()
+    text = " ".join(validation_findings(res.level_controls, res.fractions))
+    assert "one-shot out-of-fold confidence levels" in text and "Random levels of the same sizes" in text
+
+
+def test_validation_step_fraction_spans_the_seeds():
+    from aflite_core.dynamics.validation import ValidationStep
+
+    first = ValidationStep("training on fractions", 10, 10, "", 0, 2).fraction
+    second = ValidationStep("record held-out rows", 0, 10, "", 1, 2).fraction
+    assert first == pytest.approx(0.5) and second == pytest.approx(0.5)
+    assert ValidationStep("training on fractions", 10, 10).fraction == pytest.approx(1.0)
+
+
+def test_cli_validate_digits_scores_the_levels_on_the_pixels_they_never_saw(capsys):
+    args = ["dynamics", "--validate", "--digits", "--seeds", "0", "--fractions", "0.5", "--epochs", "2", "--json"]
+    assert main(args) == 0
+    payload = json.loads(capsys.readouterr().out)
+    inputs = {r["input"] for r in payload["level_controls"]}
+    assert inputs == {"full", "independent"} and payload["params"]["independent_input"] is True
+    assert {r["levels"] for r in payload["level_controls"]} >= {"random", "confidence, out-of-fold"}
+    assert main(["dynamics", "--validate", "--digits", "--features", "x.npy"]) == 2
+    assert "--digits brings its own features" in capsys.readouterr().err

@@ -86,7 +86,24 @@ def add_cli(subparsers: Any, name: str = "dynamics") -> None:
     )
     val.add_argument("--eval-fraction", type=float, default=0.5, help="share of the rows characterised (default 0.5)")
     val.add_argument("--fractions", default="0.1,0.2,0.3,0.4,0.5", help="training fractions (default 0.1,...,0.5)")
-    val.add_argument("--seeds", default="0,1,2", help="seeds of the fraction experiment (default 0,1,2)")
+    val.add_argument(
+        "--seeds",
+        default="0,1,2,3,4",
+        help="seeds, each re-drawing the split, the recordings, the models and the subsets (default 0,1,2,3,4)",
+    )
+    val.add_argument(
+        "--digits",
+        action="store_true",
+        help="with --validate: the bundled digits, levels from the warm-up MLP's features (mlp) and the pixels as "
+        "the representation the levels never see",
+    )
+    val.add_argument(
+        "--independent-features",
+        default=None,
+        help="a representation the levels never see (.npy), scored per level by a logistic regression: the "
+        "check that is not circular (e.g. hypothesis embeddings with --features the pair's and no "
+        "--partial-features)",
+    )
     val.add_argument("--json", action="store_true", help="with --validate: print JSON instead of tables")
     p.set_defaults(func=_cmd_dynamics)
 
@@ -123,40 +140,74 @@ def _labels_and_groups(args: Any) -> tuple[Any, Any]:
     return y, groups
 
 
+def _pm(mean: float, sd: float) -> str:
+    return "" if pd.isna(mean) else f"{mean:.3f} ± {0.0 if pd.isna(sd) else sd:.3f}"
+
+
 def _format_validation(res: Any) -> str:
-    acc = res.level_accuracy
-    wide = acc.pivot_table(index=["model", "input"], columns="level", values="accuracy", sort=False)
-    wide = wide[[c for c in ("easy", "ambiguous", "hard", "all") if c in wide.columns]]
-    counts = acc.drop_duplicates("level").set_index("level")["n"]
+    from ..dynamics.level_controls import DYNAMICS_KIND, validation_findings
+
+    acc = res.level_controls if len(res.level_controls) else res.level_accuracy.assign(levels=DYNAMICS_KIND)
+    n_seeds = len(res.params["seeds"])
+    levels = [c for c in ("easy", "ambiguous", "hard", "all") if c in set(acc["level"])]
+    rows = {}
+    for (kind, model, inp), sub in acc.groupby(["levels", "model", "input"], sort=False):
+        cells = sub.set_index("level")
+        row = {lv: _pm(cells.loc[lv, "accuracy"], cells.loc[lv, "accuracy_std"]) for lv in levels}
+        row["easy − hard"] = f"{cells.loc['easy', 'accuracy'] - cells.loc['hard', 'accuracy']:+.3f}"
+        rows[(model, inp, kind)] = row
+    wide = pd.DataFrame.from_dict(rows, orient="index")
+    wide.index = pd.MultiIndex.from_tuples(wide.index, names=["model", "input", "levels"])
+    wide = wide.sort_index(level=["model", "input"], sort_remaining=False)
+    counts = res.params["level_counts_eval"]
     head = (
         f"Accuracy per level of models trained on the other {res.params['n_train']:,} rows, on the "
-        f"{res.params['n_eval']:,} characterised rows (levels: easy {counts.get('easy', 0):,}, ambiguous "
-        f"{counts.get('ambiguous', 0):,}, hard {counts.get('hard', 0):,}; GMM of Cosma et al., 2024):\n"
+        f"{res.params['n_eval']:,} characterised rows (first seed's levels: easy {counts.get('easy', 0):,}, "
+        f"ambiguous {counts.get('ambiguous', 0):,}, hard {counts.get('hard', 0):,}; GMM of Cosma et al., 2024), "
+        f"mean ± sd over {n_seeds} seed(s) that re-draw the split, the recordings and the models; beside the "
+        f"training-dynamics levels, their controls of the same sizes (one LogisticRegression's gold-label "
+        f"probability in-sample and out-of-fold, and random levels):\n"
     )
     fr = res.fractions
     table = fr.pivot_table(index="selection", columns="fraction", values="accuracy", sort=False)
-    table = table[sorted(table.columns)].apply(lambda col: col.map(lambda x: "" if pd.isna(x) else f"{x:.3f}"))
-    table.columns = [f"{c:.0%}" for c in table.columns]
-    src = fr.drop_duplicates("selection").set_index("selection")["source"]
-    table.insert(0, "defined by", [src.get(i, "") for i in table.index])
-    body = (
-        f"\nTraining on a fraction of the {res.params['n_train']:,} training rows (mean of "
-        f"{len(res.params['seeds'])} seeds; logistic regression; tested on the characterised rows):\n"
+    sd = fr.pivot_table(index="selection", columns="fraction", values="accuracy_std", sort=False)
+    cols = sorted(table.columns)
+    shown = pd.DataFrame(
+        {f"{c:.0%}": [_pm(table.loc[i, c], sd.loc[i, c]) for i in table.index] for c in cols}, index=table.index
     )
-    return head + wide.round(3).to_string() + "\n" + body + table.to_string() + "\n"
+    src = fr.drop_duplicates("selection").set_index("selection")["source"]
+    shown.insert(0, "defined by", [src.get(i, "") for i in shown.index])
+    body = (
+        f"\nTraining on a fraction of the {res.params['n_train']:,} training rows (mean ± sd over {n_seeds} "
+        f"seed(s) that re-draw the split, the recordings and the subsets; logistic regression; tested on the "
+        f"characterised rows; confidence_* = the same orders over one-shot confidence levels):\n"
+    )
+    findings = validation_findings(res.level_controls, res.fractions)
+    tail = ("\n" + "\n".join(f"- {f}" for f in findings) + "\n") if findings else ""
+    return head + wide.to_string() + "\n" + body + shown.to_string() + "\n" + tail
 
 
 def _cmd_validate(args: Any) -> int:
     from ..dynamics.validation import validate_levels
     from ._common import int_list, print_json
 
-    if args.features is None or args.labels is None:
-        raise ValueError("--validate needs --features and --labels (it trains models on the rows).")
     if args.dynamics_dir is not None:
         raise ValueError("--validate records its own dynamics on each part; drop --dynamics-dir.")
-    X = read_features(args.features)
-    Xp = None if args.partial_features is None else read_features(args.partial_features)
-    y, groups = _labels_and_groups(args)
+    if args.digits:
+        if args.features or args.labels or args.partial_features or args.independent_features:
+            raise ValueError("--digits brings its own features and labels; drop --features / --labels.")
+        from ..data.digits import load_digits_dataset
+
+        ds = load_digits_dataset()
+        X, Xp, Xi = ds.representation("mlp"), None, ds.representation("pixels")
+        y, groups = ds.y, None
+    else:
+        if args.features is None or args.labels is None:
+            raise ValueError("--validate needs --features and --labels (it trains models on the rows), or --digits.")
+        X = read_features(args.features)
+        Xp = None if args.partial_features is None else read_features(args.partial_features)
+        Xi = None if args.independent_features is None else read_features(args.independent_features)
+        y, groups = _labels_and_groups(args)
     try:
         fractions = tuple(float(f) for f in str(args.fractions).split(",") if f.strip())
     except ValueError:
@@ -166,6 +217,7 @@ def _cmd_validate(args: Any) -> int:
         X,
         y,
         X_partial=Xp,
+        X_independent=Xi,
         groups=groups,
         eval_fraction=args.eval_fraction,
         epochs=args.epochs,
@@ -178,6 +230,7 @@ def _cmd_validate(args: Any) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         res.level_accuracy.to_csv(out.with_name(out.stem + "_levels.csv"), index=False)
         res.fractions.to_csv(out.with_name(out.stem + "_fractions.csv"), index=False)
+        res.level_controls.to_csv(out.with_name(out.stem + "_controls.csv"), index=False)
     if args.json:
         print_json({**res.records(), "params": res.params})
     else:

@@ -68,6 +68,7 @@ def _cmd_eval_filter(args: argparse.Namespace) -> int:
         "random_state": args.seed,
         "n_threads": args.threads,
         "null_permutations": args.null_permutations,
+        "n_null_subsets": args.null_subsets,
     }
     if args.annotator_sources is not None:
         kw["annotator_sources"] = (
@@ -233,6 +234,13 @@ def add_cli(subparsers: Any, name: str = "eval-filter") -> None:
     p.add_argument("--slice-size", default=None, help="k, count (digits default 100)")
     p.add_argument("--tau", type=float, default=0.75, help="τ, AFLite's threshold (default 0.75)")
     p.add_argument("--partitions", type=bounded(*PARTITIONS), default=64, help="m, models per round (default 64)")
+    p.add_argument(
+        "--null-subsets",
+        type=bounded(0, 100_000),
+        default=1000,
+        help="random evaluation subsets of each run's selected size: the control of every Kendall coefficient "
+        "and accuracy drop (default 1000; 0 skips it)",
+    )
     p.add_argument("--ensemble", action="store_true", help="also filter with the pooled ensemble of adversaries")
     p.add_argument("--annotator-column", default=None, help="evaluation-table column with annotator label lists")
     p.add_argument("--annotator-source-column", default=None, help="column with the source of those labels")

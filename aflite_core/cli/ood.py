@@ -11,7 +11,7 @@ import pandas as pd
 from ..experiments.ood import OOD_DEFAULTS, REAL_OOD_DEFAULTS, OODResult, default_shared_dir, ood_experiment, ood_real
 from ._common import int_list, print_json
 
-__all__ = ["add_cli", "format_ood_table"]
+__all__ = ["add_cli", "format_bias_table", "format_ood_table", "format_paired_table"]
 
 
 def format_ood_table(result: OODResult) -> str:
@@ -36,6 +36,67 @@ def format_ood_table(result: OODResult) -> str:
             out[test] = wide[test].map("{:.3f}".format)
     out[f"lost ({tests[0]} → {tests[-1]})"] = (wide[tests[0]] - wide[tests[-1]]).map("{:+.3f}".format)
     return out.reset_index().to_string(index=False)
+
+
+#: the order the paired table lists the test sets: the fairest shift first (no_bias), then the others
+_PAIRED_ORDER = ("no_bias", "transfer", "flipped_bias", "in_distribution")
+
+
+def format_paired_table(result: OODResult) -> str:
+    """The paired differences over seeds as text: mean ± sd, seeds in each direction, paired t-test and Wilcoxon.
+
+    One line per dataset, model, test set (``no_bias`` / ``transfer`` first) and comparison.
+    """
+    p = result.paired()
+    if not len(p):
+        return ""
+    order = {t: i for i, t in enumerate(_PAIRED_ORDER)}
+    p = p.assign(_t=p["test_set"].map(order).fillna(len(order)))
+    p = p.sort_values(["dataset", "model", "_t", "comparison"], kind="stable").drop(columns="_t")
+    ds_order = {d: i for i, d in enumerate(dict.fromkeys(result.table["dataset"]))}
+    p = p.sort_values("dataset", key=lambda c: c.map(ds_order), kind="stable")
+    out = pd.DataFrame(
+        {
+            "dataset": p["dataset"],
+            "model": p["model"],
+            "test_set": p["test_set"],
+            "comparison": p["comparison"],
+            "difference": [f"{m:+.3f} ± {s:.3f}" for m, s in zip(p["mean"], p["sd"])],
+            "seeds + / − / =": [f"{a} / {b} / {c}" for a, b, c in zip(p["n_positive"], p["n_negative"], p["n_tied"])],
+            "paired t p": p["t_p"].map(lambda x: "" if pd.isna(x) else f"{x:.3g}"),
+            "Wilcoxon p": p["wilcoxon_p"].map(lambda x: "" if pd.isna(x) else f"{x:.3g}"),
+        }
+    )
+    return out.to_string(index=False)
+
+
+def format_bias_table(result: OODResult) -> str:
+    """Synthetic only: the bias direction's correlation with the label among each training set's unbiased rows."""
+    b = result.bias_correlation
+    if b is None or not len(b):
+        return ""
+    g = b.groupby(["dataset", "train_set"], sort=False)["correlation"]
+    t = pd.DataFrame({"mean": g.mean(), "min": g.min(), "max": g.max(), "negative": g.apply(lambda s: (s < 0).sum())})
+    t["cells"] = g.size()
+    t = t.reset_index()
+    shown = pd.DataFrame(
+        {
+            "dataset": t["dataset"],
+            "train_set": t["train_set"],
+            "correlation (mean [min, max])": [
+                f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in zip(t["mean"], t["min"], t["max"])
+            ],
+            "seeds negative": [f"{n} of {c}" for n, c in zip(t["negative"], t["cells"])],
+        }
+    )
+    aflite = b[b["train_set"] == "aflite"]["correlation"].dropna()
+    tail = (
+        f"\nAFLite's kept unbiased rows: {int((aflite < 0).sum())} of {len(aflite)} set × seed cells negative "
+        f"({aflite.min():+.3f} to {aflite.max():+.3f})."
+        if len(aflite)
+        else ""
+    )
+    return shown.to_string(index=False) + tail
 
 
 def _cmd_ood(args: argparse.Namespace) -> int:
@@ -78,6 +139,19 @@ def _cmd_ood(args: argparse.Namespace) -> int:
         print_json(result.records())
     else:
         sys.stdout.write(head + format_ood_table(result) + "\n")
+        paired = format_paired_table(result)
+        if paired:
+            sys.stdout.write(
+                f"\nPaired over the {len(seeds)} seeds (the same split and test rows per seed): AFLite's accuracy "
+                "minus the random subset's and minus all rows'; paired t-test (scipy.stats.ttest_rel, two-sided) "
+                "and Wilcoxon signed-rank (two-sided)\n\n" + paired + "\n"
+            )
+        bias = format_bias_table(result)
+        if bias:
+            sys.stdout.write(
+                "\nThe shortcut left in the training rows: correlation of the bias direction with the label among "
+                "each training set's unbiased rows (0 = none; negative = a flipped bias is rewarded)\n\n" + bias + "\n"
+            )
     return 0
 
 
@@ -105,7 +179,7 @@ def add_cli(subparsers: Any, name: str = "ood") -> None:
         help="with --real: folder of snli_sample.* and mnli_sample.* ($AFLITE_SHARED_DATA or ../shared/data)",
     )
     p.add_argument("--models", default=None, help="families, comma-separated (default logistic,rbf; --real: logistic)")
-    p.add_argument("--seeds", default="0,1,2", help="repetitions, comma-separated (default 0,1,2)")
+    p.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9", help="repetitions, comma-separated (default 0,...,9)")
     p.add_argument("--json", action="store_true", help="print JSON records instead of a text table")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=_cmd_ood)

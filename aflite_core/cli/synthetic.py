@@ -11,9 +11,10 @@ import pandas as pd
 from .._format import fmt_num, fmt_pct
 from ..data.planted_bias import PAPER_SEPARATIONS, paper_circles
 from ..experiments.figure2 import EXPERIMENT_DEFAULTS, accuracy_notes, synthetic_experiment
-from ._common import PARTITIONS, SEEDS, int_option, number, print_json
+from ..experiments.seed_counts import synthetic_narrative, synthetic_summary
+from ._common import PARTITIONS, SEEDS, int_list, int_option, number, print_json
 
-__all__ = ["add_cli", "format_experiment_table"]
+__all__ = ["add_cli", "format_experiment_table", "format_seed_summary"]
 
 
 # -- command line: ``aflite synthetic`` ----------------------------------------------------------------------
@@ -66,6 +67,33 @@ def format_experiment_table(table: pd.DataFrame) -> str:
 _STOPS = {"fewer_than_k_qualified": "τ (< k rows ≥ τ)", "target_size_reached": "target size"}
 
 
+def format_seed_summary(summary: pd.DataFrame) -> str:
+    """The cross-seed summary (:func:`~aflite_core.experiments.seed_counts.synthetic_summary`) as text."""
+    out = pd.DataFrame(
+        {
+            "dataset": summary["dataset"],
+            "rows after": [f"{a}-{b}" for a, b in zip(summary["rows_min"], summary["rows_max"])],
+            "linear after (mean [min, max])": [
+                f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+                for m, lo, hi in zip(summary["linear_mean"], summary["linear_min"], summary["linear_max"])
+            ],
+            "below / at / above chance": [
+                f"{a} / {b} / {c}"
+                for a, b, c in zip(summary["linear_below"], summary["linear_at"], summary["linear_above"])
+            ],
+            "RBF after (mean [min, max])": [
+                f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+                for m, lo, hi in zip(summary["rbf_mean"], summary["rbf_min"], summary["rbf_max"])
+            ],
+            "biased share after": [
+                f"{fmt_pct(a)}-{fmt_pct(b)}" for a, b in zip(summary["biased_share_min"], summary["biased_share_max"])
+            ],
+            "τ stops": [f"{a} of {b}" for a, b in zip(summary["tau_stops"], summary["seeds"])],
+        }
+    )
+    return out.to_string(index=False)
+
+
 def _cmd_synthetic(args: argparse.Namespace) -> int:
     try:
         seps = [float(s) for s in str(args.separations).split(",") if s.strip()]
@@ -88,9 +116,28 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
         "n_splits": int_option(args.splits, "--splits", 2, 100),
     }
     exp = synthetic_experiment(datasets, random_state=seed, **params)
+    seeds = int_list(args.seeds, "--seeds") if args.seeds else [seed]
+    long = None
+    if len(seeds) > 1 or seeds[0] != seed:
+        parts = [exp.table.assign(seed=seed)] if seed in seeds else []
+        for s in seeds:
+            if s == seed:
+                continue
+            data_s = paper_circles(
+                n, separations=seps, flip_fraction=float(number(args.flip_fraction, "--flip-fraction")), random_state=s
+            )
+            parts.append(synthetic_experiment(data_s, random_state=s, **params).table.assign(seed=s))
+        long = pd.concat(parts, ignore_index=True)
     if args.json:
         records = exp.table.astype(object).where(exp.table.notna(), None).to_dict(orient="records")
         payload = {"params": {**params, "n_samples": n, "separations": seps, "seed": seed}, "datasets": records}
+        if long is not None:
+            summary = synthetic_summary(long)
+            payload["across_seeds"] = {
+                "seeds": list(seeds),
+                "summary": summary.astype(object).where(summary.notna(), None).to_dict(orient="records"),
+                "narrative": synthetic_narrative(long),
+            }
         print_json(payload)
     else:
         head = (
@@ -99,12 +146,17 @@ def _cmd_synthetic(args: argparse.Namespace) -> int:
             f"AFLite: target_size={params['target_size']} train_size={params['train_size']} "
             f"slice_size={params['slice_size']} tau={params['tau']} n_partitions={params['n_partitions']} | "
             f"{n} rows per dataset | accuracy: mean of {params['n_splits']}-fold CV | no-bias ref.: all rows, ring "
-            f"coordinates only (the paper's data without biases) | seed {seed}\n\n"
+            f"coordinates only (the paper's data without biases) | seed {seed} (one run: the notes below describe "
+            "it; --seeds gives the counts over seeds)\n\n"
         )
         notes = [line for _, row in exp.table.iterrows() for line in accuracy_notes(row)]
         body = format_experiment_table(exp.table) + "\n"
         if notes:
             body += "\n" + "\n".join(f"- {line}" for line in notes) + "\n"
+        if long is not None:
+            body += f"\nAcross {len(seeds)} seeds {list(seeds)} (each its own data and AFLite run):\n"
+            body += format_seed_summary(synthetic_summary(long)) + "\n"
+            body += "\n".join(f"- {line}" for line in synthetic_narrative(long)) + "\n"
         sys.stdout.write(head + body)
     return 0
 
@@ -152,5 +204,11 @@ def add_cli(subparsers: Any, name: str = "synthetic") -> None:
     ]
     for flag, default, metavar, text in options:
         p.add_argument(flag, default=default, metavar=metavar, help=text)
+    p.add_argument(
+        "--seeds",
+        default=None,
+        metavar="LIST",
+        help="also run these seeds (each its own data and run) and print the counts over them, e.g. 0,1,...,9",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a text table")
     p.set_defaults(func=_cmd_synthetic)

@@ -21,7 +21,7 @@ from .heldout import fit_predict
 from .levels import DifficultyLevels
 from .trainer import TrainingInterrupted
 
-__all__ = ["SELECTIONS", "SELECTION_SOURCES", "fraction_experiment", "select_fraction"]
+__all__ = ["CONTROL_SELECTIONS", "SELECTIONS", "SELECTION_SOURCES", "fraction_experiment", "select_fraction"]
 
 #: how :func:`select_fraction` picks a fraction of the training rows
 SELECTIONS: dict[str, str] = {
@@ -33,6 +33,14 @@ SELECTIONS: dict[str, str] = {
     "random": "a random subset (stratified by class)",
 }
 
+#: the controls of the GMM selections: the same orders over one-shot confidence levels of the GMM levels' sizes
+#: (:mod:`aflite_core.dynamics.level_controls`), no training dynamics involved
+CONTROL_SELECTIONS: dict[str, str] = {
+    "confidence_ambiguous": "control: one-shot confidence levels of the GMM levels' sizes, ambiguous first",
+    "confidence_easy": "control: one-shot confidence levels of the GMM levels' sizes, easy first",
+    "confidence_hard": "control: one-shot confidence levels of the GMM levels' sizes, hard first",
+}
+
 #: who defined each selection's criterion
 SELECTION_SOURCES: dict[str, str] = {
     "gmm_ambiguous": "Cosma et al. (2024)",
@@ -40,6 +48,9 @@ SELECTION_SOURCES: dict[str, str] = {
     "gmm_hard": "Cosma et al. (2024)",
     "data_maps": "Swayamdipta et al. (2020)",
     "aum_band": "AUM: Pleiss et al. (2020); band: Cosma et al. (2024)",
+    "confidence_ambiguous": "control (no dynamics)",
+    "confidence_easy": "control (no dynamics)",
+    "confidence_hard": "control (no dynamics)",
     "random": "baseline",
 }
 
@@ -51,13 +62,14 @@ def select_fraction(
     levels: DifficultyLevels,
     y: ArrayLike,
     random_state: int | np.random.Generator | None = None,
+    confidence_levels: ArrayLike | None = None,
 ) -> NDArray[np.bool_]:
     """The rows a selection keeps: ``round(fraction · n)`` of them, chosen as :data:`SELECTIONS` says.
 
     Parameters
     ----------
     selection : str
-        A key of :data:`SELECTIONS`.
+        A key of :data:`SELECTIONS` or :data:`CONTROL_SELECTIONS`.
     fraction : float
         Share of the rows to keep, in (0, 1].
     levels : DifficultyLevels
@@ -66,14 +78,17 @@ def select_fraction(
         Labels (the random selection is stratified by them).
     random_state : int, numpy Generator or None
         Order within a level (GMM selections), ties, and the random subset.
+    confidence_levels : array-like of level names, optional
+        The one-shot confidence levels of the rows (:func:`~aflite_core.dynamics.level_controls.control_levels`),
+        needed by the ``confidence_*`` selections.
 
     Returns
     -------
     ndarray of bool
     """
     func = "select_fraction"
-    if selection not in SELECTIONS:
-        raise param_error("selection", func, f"one of {list(SELECTIONS)}", selection)
+    if selection not in SELECTIONS and selection not in CONTROL_SELECTIONS:
+        raise param_error("selection", func, f"one of {[*SELECTIONS, *CONTROL_SELECTIONS]}", selection)
     if not 0.0 < float(fraction) <= 1.0:
         raise param_error("fraction", func, "a float in (0, 1]", fraction)
     n = len(levels.levels)
@@ -86,14 +101,20 @@ def select_fraction(
 
         return random_subset(n, k, y=y, random_state=rng)
     m = levels.measures
-    if selection.startswith("gmm_"):
-        first = selection[4:]
+    if selection.startswith(("gmm_", "confidence_")):
+        first = selection.split("_", 1)[1]
         order_of = {
             "ambiguous": ("ambiguous", "hard", "easy"),
             "easy": ("easy", "ambiguous", "hard"),
             "hard": ("hard", "ambiguous", "easy"),
         }[first]
-        rank = levels.levels.astype(str).map({lv: i for i, lv in enumerate(order_of)}).to_numpy()
+        if selection.startswith("gmm_"):
+            named = levels.levels.astype(str).to_numpy()
+        elif confidence_levels is None:
+            raise ValueError(f"The {selection!r} selection needs the rows' confidence levels (confidence_levels).")
+        else:
+            named = np.asarray(confidence_levels).astype(str)
+        rank = pd.Series(named).map({lv: i for i, lv in enumerate(order_of)}).to_numpy()
         order = np.lexsort((tie, rank))
     elif selection == "data_maps":
         order = np.lexsort((tie, -m["variability"].to_numpy()))
@@ -120,11 +141,13 @@ def fraction_experiment(
 ) -> pd.DataFrame:
     """Train on a fraction of the characterised training rows, chosen by a selection; test on held-out rows.
 
-    The paper's Tables 5 and 6 on our data: for every fraction, selection (:data:`SELECTIONS`) and model family,
-    the model is trained on the selected rows of ``X_train`` and scored on ``X_test``; every seed redraws the order
-    within a level, the ties and the random subset (and seeds the model). The full training part is the reference.
-    ``callback(step, n_steps, what)``, if given, is called after every step (the reference or one fraction and
-    selection of a seed); returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
+    The paper's Tables 5 and 6 on our data: for every fraction, selection (:data:`SELECTIONS`, and the
+    ``confidence_*`` controls of :data:`CONTROL_SELECTIONS` if asked for, which use one in-sample logistic
+    regression's gold-label probability on ``X_train``, cut into levels of the GMM levels' sizes) and model
+    family, the model is trained on the selected rows of ``X_train`` and scored on ``X_test``; every seed redraws
+    the order within a level, the ties and the random subset (and seeds the model). The full training part is the
+    reference. ``callback(step, n_steps, what)``, if given, is called after every step (the reference or one fraction
+    and selection of a seed); returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
 
     Returns
     -------
@@ -138,9 +161,17 @@ def fraction_experiment(
     yte = enc.encode(y_test, "y_test", func)
     if len(train_levels.levels) != Xtr.shape[0]:
         raise param_error("train_levels", func, f"levels of the {Xtr.shape[0]} training rows", len(train_levels.levels))
-    bad = [s for s in selections if s not in SELECTIONS]
+    bad = [s for s in selections if s not in SELECTIONS and s not in CONTROL_SELECTIONS]
     if bad:
-        raise param_error("selections", func, f"names among {list(SELECTIONS)}", list(selections))
+        raise param_error("selections", func, f"names among {[*SELECTIONS, *CONTROL_SELECTIONS]}", list(selections))
+    conf = None
+    if any(sel.startswith("confidence_") for sel in selections):
+        from .level_controls import control_levels
+
+        counts = {k: int(v) for k, v in train_levels.counts().items()}
+        seed0 = int(seeds[0]) if len(seeds) else 0
+        conf = control_levels(Xtr, enc.codes, counts, seed=seed0, kinds=("confidence, in-sample",), n_threads=n_threads)
+        conf = conf["confidence, in-sample"]
     rows = []
     total = len(seeds) * (len(fractions) * len(selections) + 1)
     step = 0
@@ -155,7 +186,9 @@ def fraction_experiment(
                 raise TrainingInterrupted
             for frac in fractions:
                 for sel in selections:
-                    mask = select_fraction(sel, frac, levels=train_levels, y=enc.codes, random_state=rng)
+                    mask = select_fraction(
+                        sel, frac, levels=train_levels, y=enc.codes, random_state=rng, confidence_levels=conf
+                    )
                     for fam in models:
                         pred = fit_predict(fam, Xtr[mask], enc.codes[mask], Xte, int(rng.integers(0, 2**31 - 1)))
                         rows.append((sel, float(frac), fam, float(np.mean(pred == yte)), int(mask.sum()), seed))

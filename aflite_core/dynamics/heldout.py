@@ -22,7 +22,7 @@ from .._validation import check_features, check_labels, check_random_state, para
 from .levels import LEVELS, DifficultyLevels
 from .trainer import TrainingInterrupted
 
-__all__ = ["LEVEL_VALIDATION_MODELS", "fit_predict", "level_accuracy"]
+__all__ = ["LEVEL_VALIDATION_MODELS", "fit_predict", "level_accuracy", "level_correctness", "score_levels"]
 
 #: model families trained independently of the dynamics to score each level (names of ``CLASSIFIERS``)
 LEVEL_VALIDATION_MODELS: tuple[str, ...] = ("logistic", "knn", "mlp")
@@ -68,6 +68,7 @@ def level_accuracy(
     *,
     models: Sequence[str] = LEVEL_VALIDATION_MODELS,
     partial: tuple[ArrayLike, ArrayLike] | None = None,
+    independent: tuple[ArrayLike, ArrayLike] | None = None,
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
     callback: Callable[[int, int, str], bool | None] | None = None,
@@ -90,6 +91,10 @@ def level_accuracy(
     partial : (X_train_partial, X_eval_partial), optional
         A partial input (e.g. the hypothesis alone): a logistic regression on it is scored too (``input =
         "partial"``); the paper finds it near chance on the hard level.
+    independent : (X_train_other, X_eval_other), optional
+        A representation the levels never saw (e.g. hypothesis embeddings when the dynamics ran on the pair's):
+        a logistic regression on it is scored too (``input = "independent"``): the check that is not circular,
+        as the models on ``X_train`` share the levels' Φ.
     random_state : int, numpy Generator or None, default=0
         Seeds of the models that draw random numbers.
     n_threads : int or None, default=1
@@ -112,21 +117,56 @@ def level_accuracy(
     >>> bool(acc.set_index("level")["accuracy"]["easy"] >= acc.set_index("level")["accuracy"]["hard"])
     True
     """
-    from ..measures.adversary_strength import wilson_interval
-
     func = "level_accuracy"
+    n_eval = np.asarray(X_eval).shape[0] if np.ndim(X_eval) == 2 else None
+    lv = np.asarray(levels.levels if isinstance(levels, DifficultyLevels) else levels).astype(str)
+    if n_eval is not None and lv.shape != (n_eval,):
+        raise param_error("levels", func, f"one level per evaluation row ({n_eval})", lv.shape)
+    runs = level_correctness(
+        X_train,
+        y_train,
+        X_eval,
+        y_eval,
+        models=models,
+        partial=partial,
+        independent=independent,
+        random_state=random_state,
+        n_threads=n_threads,
+        callback=callback,
+        func=func,
+    )
+    return score_levels(runs, lv)
+
+
+def level_correctness(
+    X_train: ArrayLike,
+    y_train: ArrayLike,
+    X_eval: ArrayLike,
+    y_eval: ArrayLike,
+    *,
+    models: Sequence[str] = LEVEL_VALIDATION_MODELS,
+    partial: tuple[ArrayLike, ArrayLike] | None = None,
+    independent: tuple[ArrayLike, ArrayLike] | None = None,
+    random_state: int | np.random.Generator | None = 0,
+    n_threads: int | None = 1,
+    callback: Callable[[int, int, str], bool | None] | None = None,
+    func: str = "level_correctness",
+) -> list[tuple[str, str, NDArray[np.bool_]]]:
+    """Whether each model of :func:`level_accuracy` is right on each characterised row: ``(model, input, correct)``.
+
+    Fitted once, so any number of level assignments (the levels and their controls) can be scored on the same
+    predictions with :func:`score_levels`. Parameters as :func:`level_accuracy`.
+    """
     Xtr = check_features(X_train, "X_train", func)
     Xev = check_features(X_eval, "X_eval", func, n_cols=Xtr.shape[1])
     enc = check_labels(y_train, "y_train", func, n_rows=Xtr.shape[0], min_per_class=1)
     yev = enc.encode(y_eval, "y_eval", func)
     if len(yev) != Xev.shape[0]:
         raise param_error("y_eval", func, f"one label per evaluation row ({Xev.shape[0]})", len(yev))
-    lv = np.asarray(levels.levels if isinstance(levels, DifficultyLevels) else levels).astype(str)
-    if lv.shape != (Xev.shape[0],):
-        raise param_error("levels", func, f"one level per evaluation row ({Xev.shape[0]})", lv.shape)
     rng = np.random.default_rng(check_random_state(random_state, func))
     runs: list[tuple[str, str, NDArray]] = []
-    n_fits = len(models) + (partial is not None)
+    extra = [(name, pair) for name, pair in (("partial", partial), ("independent", independent)) if pair is not None]
+    n_fits = len(models) + len(extra)
 
     def fitted(fam: str) -> None:
         if callback is not None and callback(len(runs), n_fits, fam) is False:
@@ -140,13 +180,27 @@ def level_accuracy(
             pred = fit_predict(fam, Xtr, enc.codes, Xev, int(rng.integers(0, 2**31 - 1)), predicting(fam))
             runs.append((fam, "full", pred == yev))
             fitted(fam)
-        if partial is not None:
-            Ptr = check_features(partial[0], "partial", func, n_rows=Xtr.shape[0])
-            Pev = check_features(partial[1], "partial", func, n_rows=Xev.shape[0], n_cols=Ptr.shape[1])
+        for name, pair in extra:
+            Ptr = check_features(pair[0], name, func, n_rows=Xtr.shape[0])
+            Pev = check_features(pair[1], name, func, n_rows=Xev.shape[0], n_cols=Ptr.shape[1])
             seed = int(rng.integers(0, 2**31 - 1))
             pred = fit_predict("logistic", Ptr, enc.codes, Pev, seed, predicting("logistic"))
-            runs.append(("logistic", "partial", pred == yev))
-            fitted("logistic on the partial input")
+            runs.append(("logistic", name, pred == yev))
+            fitted(f"logistic on the {name} input")
+    return runs
+
+
+def score_levels(runs: Sequence[tuple[str, str, NDArray[np.bool_]]], levels: ArrayLike) -> pd.DataFrame:
+    """Accuracy per level (and ``"all"``) of every ``(model, input, correct)`` of :func:`level_correctness`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, input, level, accuracy, n, ci_low, ci_high`` (Wilson 95 %).
+    """
+    from ..measures.adversary_strength import wilson_interval
+
+    lv = np.asarray(levels).astype(str)
     rows = []
     for fam, what, correct in runs:
         for level in (*LEVELS, "all"):

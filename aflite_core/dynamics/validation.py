@@ -46,8 +46,9 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_features, check_labels, check_random_state, param_error
-from .fractions import SELECTIONS, fraction_experiment
-from .heldout import LEVEL_VALIDATION_MODELS, level_accuracy
+from .fractions import CONTROL_SELECTIONS, SELECTIONS, fraction_experiment
+from .heldout import LEVEL_VALIDATION_MODELS, level_correctness, score_levels
+from .level_controls import DYNAMICS_KIND, control_levels
 from .levels import DifficultyLevels, difficulty_levels
 from .trainer import TrainingStep
 
@@ -56,22 +57,34 @@ __all__ = ["VALIDATION_STAGES", "LevelValidation", "ValidationStep", "validate_l
 
 @dataclass(frozen=True, eq=False)
 class LevelValidation:
-    """The two checks of the levels (see :func:`validate_levels`).
+    """The two checks of the levels and their controls (see :func:`validate_levels`).
+
+    Every table is a mean over the seeds, each of which re-draws the split, both recordings, the mixtures, the
+    models and the subsets; ``accuracy_std`` is the spread over those seeds (ddof 1).
 
     Attributes
     ----------
     level_accuracy : pandas.DataFrame
-        Per model and level of the characterised rows: ``model, input, level, accuracy, n, ci_low, ci_high``
-        (Wilson 95 %), plus ``level="all"``.
+        Per model and level of the characterised rows (training-dynamics levels): ``model, input, level,
+        accuracy, accuracy_std, n, ci_low, ci_high, n_seeds`` (Wilson 95 % on the mean accuracy and mean level
+        size), plus ``level="all"``. ``input`` is ``"full"``, ``"partial"`` or ``"independent"`` (a
+        representation the levels never saw).
     fractions : pandas.DataFrame
         Per fraction, selection and model: ``fraction, selection, model, accuracy`` (mean over seeds),
         ``accuracy_std``, ``n_train``, ``n_seeds``, ``source``; the full training part as ``fraction = 1.0``,
-        ``selection = "all rows"``.
+        ``selection = "all rows"``; the ``confidence_*`` selections are the one-shot confidence control.
     levels : DifficultyLevels
-        GMM levels of the characterised rows.
+        GMM levels of the characterised rows (the first seed's).
     train_levels : DifficultyLevels or None
-        GMM levels of the training rows (for the fraction experiment).
+        GMM levels of the training rows (the first seed's).
     params : dict
+    level_controls : pandas.DataFrame
+        The training-dynamics levels beside their controls, scored by the same fitted models: ``levels``
+        (:data:`~aflite_core.dynamics.level_controls.DYNAMICS_KIND` or a kind of
+        :data:`~aflite_core.dynamics.level_controls.CONTROL_KINDS`), ``model, input, level, accuracy,
+        accuracy_std, n, n_seeds``.
+    level_runs, fraction_runs : pandas.DataFrame
+        The same per seed (``seed`` column), for counts across seeds.
     """
 
     level_accuracy: pd.DataFrame
@@ -79,9 +92,12 @@ class LevelValidation:
     levels: DifficultyLevels
     train_levels: DifficultyLevels | None = None
     params: dict = field(default_factory=dict)
+    level_controls: pd.DataFrame = field(default_factory=pd.DataFrame)
+    level_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fraction_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def records(self) -> dict[str, list[dict[str, Any]]]:
-        """JSON-friendly records of both tables (what ``aflite dynamics --validate --json`` prints)."""
+        """JSON-friendly records of the tables (what ``aflite dynamics --validate --json`` prints)."""
 
         def rec(frame: pd.DataFrame) -> list[dict[str, Any]]:
             f = frame.astype(object).where(frame.notna(), None)
@@ -89,7 +105,11 @@ class LevelValidation:
                 {k: (x.item() if isinstance(x, np.generic) else x) for k, x in r.items()} for r in f.to_dict("records")
             ]
 
-        return {"level_accuracy": rec(self.level_accuracy), "fractions": rec(self.fractions)}
+        return {
+            "level_accuracy": rec(self.level_accuracy),
+            "fractions": rec(self.fractions),
+            "level_controls": rec(self.level_controls),
+        }
 
 
 #: the stages of :func:`validate_levels` and their rough shares of its time (measured on the digits; recording
@@ -115,16 +135,21 @@ class ValidationStep:
     done: int
     total: int
     detail: str = ""
+    repeat: int = 0
+    n_repeats: int = 1
 
     @property
     def fraction(self) -> float:
-        """Estimated share of the whole validation done, in [0, 1]."""
+        """Estimated share of the whole validation done, in [0, 1] (``repeat`` of ``n_repeats`` seeds done)."""
         before = 0.0
+        within = None
         for name, weight in VALIDATION_STAGES.items():
             if name == self.stage:
-                return min(1.0, before + weight * (self.done / self.total if self.total else 1.0))
+                within = before + weight * (self.done / self.total if self.total else 1.0)
+                break
             before += weight
-        return min(1.0, before)
+        within = min(1.0, before if within is None else within)
+        return min(1.0, (self.repeat + within) / max(self.n_repeats, 1))
 
 
 def validate_levels(
@@ -132,14 +157,16 @@ def validate_levels(
     y: ArrayLike,
     *,
     X_partial: ArrayLike | None = None,
+    X_independent: ArrayLike | None = None,
     groups: ArrayLike | None = None,
     eval_fraction: float = 0.5,
     epochs: int = 5,
     models: Sequence[str] = LEVEL_VALIDATION_MODELS,
     fractions: Sequence[float] = (0.1, 0.2, 0.3, 0.4, 0.5),
-    selections: Sequence[str] = tuple(SELECTIONS),
+    selections: Sequence[str] = (*SELECTIONS, *CONTROL_SELECTIONS),
     fraction_models: Sequence[str] = ("logistic",),
-    seeds: Sequence[int] = (0, 1, 2),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    controls: bool = True,
     random_state: int | np.random.Generator | None = 0,
     n_threads: int | None = 1,
     callback: Callable[[int, int, str], Any] | None = None,
@@ -147,15 +174,20 @@ def validate_levels(
 ) -> LevelValidation:
     """Validate difficulty levels on one dataset: accuracy per level on held-out rows, and training on fractions.
 
-    The rows are split (by ``groups`` when given, e.g. premises) into a training part and a characterised part
-    of ``eval_fraction``. On each part the training dynamics are recorded in-sample
+    Once per seed: the rows are split (by ``groups`` when given, e.g. premises) into a training part and a
+    characterised part of ``eval_fraction``. On each part the training dynamics are recorded in-sample
     (:func:`~aflite_core.dynamics.record_dynamics`: a softmax model, Adam, ``epochs`` epochs; the partial input
     too when given) and GMM levels computed (:func:`~aflite_core.dynamics.difficulty_levels`).
 
     1. :func:`level_accuracy`: model families trained on the training part, scored per level of the characterised
-       part (and a logistic regression on the partial input);
-    2. :func:`fraction_experiment`: fractions of the training part chosen by level, Data Maps, an AUM band or at
-       random, a logistic regression trained on each, scored on the characterised part.
+       part (and a logistic regression on the partial input, and on ``X_independent``); with ``controls`` the
+       same predictions are scored on the control levels of :mod:`~aflite_core.dynamics.level_controls`
+       (one-shot confidence in-sample and out-of-fold, random; the GMM levels' sizes);
+    2. :func:`fraction_experiment`: fractions of the training part chosen by level, Data Maps, an AUM band, the
+       one-shot confidence levels or at random, a logistic regression trained on each, scored on the
+       characterised part.
+
+    Every table is the mean over the seeds with its standard deviation.
 
     Parameters
     ----------
@@ -164,7 +196,11 @@ def validate_levels(
     y : array-like of shape (n,)
         Labels.
     X_partial : array-like of shape (n, d_p), optional
-        Partial input (e.g. the hypothesis alone).
+        Partial input (e.g. the hypothesis alone): recorded too, so its dynamics enter the levels.
+    X_independent : array-like of shape (n, d_i), optional
+        A representation the levels never see, scored by a logistic regression per level: the validation that
+        is not circular (the models on ``X`` share the levels' Φ). Leave ``X_partial`` out when it is the same
+        representation.
     groups : array-like of shape (n,), optional
         Rows sharing a group stay on one side of the split.
     eval_fraction : float, default=0.5
@@ -173,10 +209,14 @@ def validate_levels(
         Epochs of the recorded dynamics (the paper's 5).
     models : sequence of str, default=("logistic", "knn", "mlp")
         Families of the level-accuracy check.
-    fractions, selections, fraction_models, seeds
+    fractions, selections, fraction_models
         Of the fraction experiment.
+    seeds : sequence of int, default=(0, 1, 2, 3, 4)
+        One repetition of everything per seed: split, recordings, mixtures, models, subsets.
+    controls : bool, default=True
+        Score the control levels too (``level_controls``).
     random_state : int, numpy Generator or None, default=0
-        The split, the dynamics, the mixtures and the level-accuracy models.
+        Combined with each seed.
     n_threads : int or None, default=1
     callback : callable, optional
         ``callback(step, n_steps, what)`` during the fraction experiment.
@@ -197,22 +237,126 @@ def validate_levels(
     started = time.perf_counter()
     if on_step is not None and not callable(on_step):
         raise param_error("on_step", func, "a callable or None", on_step, TypeError)
-
-    recording, fitting = _recording(on_step), _fitting(on_step)
     Xv = check_features(X, "X", func)
     n = Xv.shape[0]
     enc = check_labels(y, "y", func, n_rows=n, min_per_class=2)
     Xp = None if X_partial is None else check_features(X_partial, "X_partial", func, n_rows=n)
+    Xi = None if X_independent is None else check_features(X_independent, "X_independent", func, n_rows=n)
     if not 0.0 < float(eval_fraction) < 1.0:
         raise param_error("eval_fraction", func, "a float in (0, 1)", eval_fraction)
-    seed = check_random_state(random_state, func)
-    s_split, s_dyn_eval, s_dyn_train, s_gmm, s_models = (
-        int(s) for s in np.random.default_rng(seed).integers(0, 2**31 - 1, size=5)
+    seed_list = [int(s) for s in seeds]
+    if not seed_list:
+        raise param_error("seeds", func, "a non-empty sequence of ints", seeds)
+    base = check_random_state(random_state, func)
+    labels = np.asarray(enc.classes, dtype=object)[enc.codes]
+    level_parts, control_parts, fraction_parts = [], [], []
+    first: tuple[DifficultyLevels, DifficultyLevels] | None = None
+    counts_eval, counts_train, sizes = [], [], []
+    for i, seed in enumerate(seed_list):
+        one = _one_seed(
+            Xv,
+            labels,
+            enc.codes,
+            Xp,
+            Xi,
+            groups,
+            float(eval_fraction),
+            epochs,
+            models,
+            fractions,
+            selections,
+            fraction_models,
+            seed,
+            np.random.SeedSequence([base, seed]),
+            controls,
+            n_threads,
+            callback,
+            on_step,
+            (i, len(seed_list)),
+            func,
+        )
+        level_parts.append(one["levels_table"].assign(seed=seed))
+        control_parts.append(one["controls_table"].assign(seed=seed))
+        fraction_parts.append(one["fractions"].assign(seed=seed))
+        counts_eval.append({k: int(v) for k, v in one["lv_ev"].counts().items()})
+        counts_train.append({k: int(v) for k, v in one["lv_tr"].counts().items()})
+        sizes.append((one["n_train"], one["n_eval"]))
+        if first is None:
+            first = (one["lv_ev"], one["lv_tr"])
+    level_runs = pd.concat(level_parts, ignore_index=True)
+    fraction_runs = pd.concat(fraction_parts, ignore_index=True)
+    acc = _level_means(level_runs)
+    control_table = pd.DataFrame()
+    if controls:
+        control_runs = pd.concat(control_parts, ignore_index=True)
+        control_table = _mean_sd(control_runs, ["levels", "model", "input", "level"])
+    frac = _fraction_means(fraction_runs)
+    params = {
+        "n_rows": n,
+        "n_train": sizes[0][0],  # the first seed's split; every seed's in sizes_by_seed
+        "n_eval": sizes[0][1],
+        "sizes_by_seed": [{"n_train": a, "n_eval": b} for a, b in sizes],
+        "grouped": groups is not None,
+        "eval_fraction": float(eval_fraction),
+        "epochs": int(epochs),
+        "partial_input": Xp is not None,
+        "independent_input": Xi is not None,
+        "models": list(models),
+        "fractions": [float(f) for f in fractions],
+        "selections": list(selections),
+        "fraction_models": list(fraction_models),
+        "seeds": seed_list,
+        "seed": base,
+        "controls": bool(controls),
+        "level_counts_eval": counts_eval[0],
+        "level_counts_train": counts_train[0],
+        "level_counts_eval_by_seed": counts_eval,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if first is None:  # unreachable: seed_list is not empty
+        raise RuntimeError("validate_levels ran no seed.")
+    return LevelValidation(
+        acc,
+        frac,
+        first[0],
+        first[1],
+        params,
+        level_controls=control_table,
+        level_runs=level_runs,
+        fraction_runs=fraction_runs,
     )
-    tr, ev = _split_rows(enc.codes, groups, float(eval_fraction), s_split, func)
+
+
+def _one_seed(
+    Xv,
+    labels,
+    codes,
+    Xp,
+    Xi,
+    groups,
+    eval_fraction,
+    epochs,
+    models,
+    fractions,
+    selections,
+    fraction_models,
+    seed,
+    seq,
+    controls,
+    n_threads,
+    callback,
+    on_step,
+    repeat,
+    func,
+) -> dict[str, Any]:
+    """One repetition of the validation: split, record, levels, both checks and the controls' levels."""
     from .trainer import record_dynamics
 
-    labels = np.asarray(enc.classes, dtype=object)[enc.codes]
+    recording, fitting = _recording(on_step, repeat), _fitting(on_step, repeat)
+    s_split, s_dyn_eval, s_dyn_train, s_gmm, s_models, s_controls = (
+        int(s) for s in np.random.default_rng(seq).integers(0, 2**31 - 1, size=6)
+    )
+    tr, ev = _split_rows(codes, groups, eval_fraction, s_split, func)
     rec_ev = record_dynamics(
         Xv[ev],
         labels[ev],
@@ -223,18 +367,26 @@ def validate_levels(
         on_step=recording("record held-out rows"),
     )
     lv_ev = difficulty_levels(rec_ev, random_state=s_gmm, n_threads=n_threads)
-    acc = level_accuracy(
-        lv_ev,
+    runs = level_correctness(
         Xv[tr],
         labels[tr],
         Xv[ev],
         labels[ev],
         models=models,
         partial=None if Xp is None else (Xp[tr], Xp[ev]),
+        independent=None if Xi is None else (Xi[tr], Xi[ev]),
         random_state=s_models,
         n_threads=n_threads,
         callback=fitting("accuracy per level"),
+        func=func,
     )
+    dyn_levels = np.asarray(lv_ev.levels.astype(str))
+    levels_table = score_levels(runs, dyn_levels)
+    parts = [levels_table.assign(levels=DYNAMICS_KIND)]
+    if controls:
+        counts = {k: int(v) for k, v in lv_ev.counts().items()}
+        for kind, lv in control_levels(Xv[ev], codes[ev], counts, seed=s_controls, n_threads=n_threads).items():
+            parts.append(score_levels(runs, lv).assign(levels=kind))
     rec_tr = record_dynamics(
         Xv[tr],
         labels[tr],
@@ -254,45 +406,77 @@ def validate_levels(
         fractions=fractions,
         selections=selections,
         models=fraction_models,
-        seeds=seeds,
+        seeds=(seed,),
         n_threads=n_threads,
         callback=fitting("training on fractions", callback),
     )
-    params = {
-        "n_rows": n,
+    return {
+        "levels_table": levels_table,
+        "controls_table": pd.concat(parts, ignore_index=True),
+        "fractions": frac,
+        "lv_ev": lv_ev,
+        "lv_tr": lv_tr,
         "n_train": len(tr),
         "n_eval": len(ev),
-        "grouped": groups is not None,
-        "eval_fraction": float(eval_fraction),
-        "epochs": int(epochs),
-        "partial_input": Xp is not None,
-        "models": list(models),
-        "fractions": [float(f) for f in fractions],
-        "selections": list(selections),
-        "fraction_models": list(fraction_models),
-        "seeds": list(seeds),
-        "seed": seed,
-        "level_counts_eval": {k: int(v) for k, v in lv_ev.counts().items()},
-        "level_counts_train": {k: int(v) for k, v in lv_tr.counts().items()},
-        "seconds": round(time.perf_counter() - started, 3),
     }
-    return LevelValidation(acc, frac, lv_ev, lv_tr, params)
 
 
-def _recording(on_step: Callable[[ValidationStep], bool | None] | None) -> Callable:
+def _mean_sd(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Mean accuracy over seeds, its sd (ddof 1; 0 with one seed), mean ``n`` and the number of seeds."""
+    out = (
+        runs.groupby(keys, sort=False)
+        .agg(
+            accuracy=("accuracy", "mean"),
+            accuracy_std=("accuracy", lambda s: float(np.std(s, ddof=1)) if s.notna().sum() > 1 else 0.0),
+            n=("n", "mean"),
+            n_seeds=("seed", "nunique"),
+        )
+        .reset_index()
+    )
+    return out
+
+
+def _level_means(level_runs: pd.DataFrame) -> pd.DataFrame:
+    """``level_accuracy``: mean over seeds with its sd and a Wilson 95 % interval on the mean accuracy and size."""
+    from ..measures.adversary_strength import wilson_interval
+
+    out = _mean_sd(level_runs, ["model", "input", "level"])
+    lo, hi = wilson_interval(out["accuracy"].fillna(0) * out["n"], out["n"])
+    out["ci_low"], out["ci_high"] = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    cols = ["model", "input", "level", "accuracy", "accuracy_std", "n", "ci_low", "ci_high", "n_seeds"]
+    return out[cols]
+
+
+def _fraction_means(fraction_runs: pd.DataFrame) -> pd.DataFrame:
+    """``fractions``: each cell's mean over the seeds that re-drew everything, and its sd."""
+    out = (
+        fraction_runs.groupby(["fraction", "selection", "model"], sort=False)
+        .agg(
+            accuracy=("accuracy", "mean"),
+            accuracy_std=("accuracy", lambda s: float(np.std(s, ddof=1)) if len(s) > 1 else 0.0),
+            n_train=("n_train", "mean"),
+            n_seeds=("seed", "nunique"),
+            source=("source", "first"),
+        )
+        .reset_index()
+    )
+    return out[["fraction", "selection", "model", "accuracy", "accuracy_std", "n_train", "n_seeds", "source"]]
+
+
+def _recording(on_step: Callable[[ValidationStep], bool | None] | None, repeat: tuple[int, int] = (0, 1)) -> Callable:
     """``recording(stage)``: the ``on_step`` of a recording (``record_dynamics``) reported as ``stage``."""
 
     def recording(stage: str) -> Callable[[TrainingStep], bool | None] | None:
         if on_step is None:
             return None
         return lambda s: on_step(
-            ValidationStep(stage, s.done, s.total, f"{s.model}-input model, epoch {s.epoch} of {s.epochs}")
+            ValidationStep(stage, s.done, s.total, f"{s.model}-input model, epoch {s.epoch} of {s.epochs}", *repeat)
         )
 
     return recording
 
 
-def _fitting(on_step: Callable[[ValidationStep], bool | None] | None) -> Callable:
+def _fitting(on_step: Callable[[ValidationStep], bool | None] | None, repeat: tuple[int, int] = (0, 1)) -> Callable:
     """``fitting(stage, also)``: the ``callback`` of a check reported as ``stage`` (and passed on to ``also``)."""
 
     def fitting(stage: str, also: Callable[[int, int, str], Any] | None = None) -> Callable | None:
@@ -302,7 +486,7 @@ def _fitting(on_step: Callable[[ValidationStep], bool | None] | None) -> Callabl
         def report(done: int, total: int, what: str) -> bool | None:
             if also is not None:
                 also(done, total, what)
-            return on_step(ValidationStep(stage, done, total, what))
+            return on_step(ValidationStep(stage, done, total, what, *repeat))
 
         return report
 

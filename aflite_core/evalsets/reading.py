@@ -55,6 +55,15 @@ def _moved(change: int, before: int, after: int) -> str:
     return f"keeps its place ({_ordinal(after)})"
 
 
+def _control_row(study: StudyNumbers, a: str, depth: str) -> pd.Series | None:
+    """The controls' row of one adversary and depth, or None (no controls, no such row)."""
+    controls = getattr(study, "controls", None)
+    if controls is None or not len(controls):
+        return None
+    rows = controls[(controls["adversary"] == a) & (controls["depth"] == depth)]
+    return rows.iloc[0] if len(rows) else None
+
+
 def _model_sentences(study: StudyNumbers, a: str, corr: pd.DataFrame | None, subject: str) -> list[str]:
     """Accuracy, ranking and same-backbone sentences of one adversary (``subject`` names it: its name or "it")."""
     out: list[str] = []
@@ -71,7 +80,23 @@ def _model_sentences(study: StudyNumbers, a: str, corr: pd.DataFrame | None, sub
         verb = "lowers no evaluated model"
     else:
         verb = f"lowers {lower} of {n} evaluated models"
-    out.append(f"Filtering with {subject} {verb}: mean accuracy {before[ok].mean():.2f} → {after[ok].mean():.2f}.")
+    ctl = _control_row(study, a, "as run")
+    null_note = ""
+    if ctl is not None and np.isfinite(ctl["mean_drop_p_vs_random"]):
+        null_note = (
+            f" (random evaluation subsets of the same size lower it by {ctl['mean_drop_null_median']:.2f}, 5-95 %: "
+            f"{ctl['mean_drop_null_low']:.2f} to {ctl['mean_drop_null_high']:.2f}; p against them "
+            f"{ctl['mean_drop_p_vs_random']:.3f})"
+        )
+    out.append(
+        f"Filtering with {subject} {verb}: mean accuracy {before[ok].mean():.2f} → {after[ok].mean():.2f}{null_note}."
+    )
+    eq = _control_row(study, a, "equal depth")
+    if eq is not None and ctl is not None and eq["n_rows_mean"] < ctl["n_rows_mean"]:
+        out.append(
+            f"At equal depth (its {eq['n_rows_mean']:.0f} least predictable rows, the smallest adversary's count) "
+            f"the mean drop is {eq['mean_drop']:.2f} instead of {ctl['mean_drop']:.2f}."
+        )
     if corr is not None and a in corr.index and np.isfinite(corr.loc[a, "kendall"]):
         k = float(corr.loc[a, "kendall"])
         pairs = ""
@@ -81,7 +106,16 @@ def _model_sentences(study: StudyNumbers, a: str, corr: pd.DataFrame | None, sub
         if k >= 1 - 1e-12:
             out.append(f"The ranking of the models is unchanged (Kendall's coefficient {k:.2f}).")
         else:
-            out.append(f"The ranking changes: Kendall's coefficient {k:.2f} against the unfiltered ranking{pairs}.")
+            sentence = f"The ranking changes: Kendall's coefficient {k:.2f} against the unfiltered ranking{pairs}"
+            if ctl is not None and np.isfinite(ctl["kendall_p_vs_random"]):
+                beyond = "more than" if ctl["kendall_p_vs_random"] < 0.05 else "no more than"
+                sentence += (
+                    f"; random evaluation subsets of the same size give {ctl['kendall_null_median']:.2f} (5-95 %: "
+                    f"{ctl['kendall_null_low']:.2f}-{ctl['kendall_null_high']:.2f}), so the filter reshuffles the "
+                    f"models {beyond} chance does (percentile {ctl['kendall_percentile']:.0f}, p "
+                    f"{ctl['kendall_p_vs_random']:.3f})"
+                )
+            out.append(sentence + ".")
     same = study.same_representation
     members = same[(same["adversary"] == a) & (same["relation"] == "ensemble member")]
     if len(members):

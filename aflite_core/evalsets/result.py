@@ -52,8 +52,10 @@ class AdversaryStudy:
         (ties share the best rank); ``rank_change`` > 0 means the model fell that many places (Figure 3).
     rank_correlation : DataFrame
         Per adversary: ``kendall`` (Kendall's coefficient between the models' mean accuracies on the selected
-        rows and on the unfiltered set), ``kendall_p_value``, per-seed ``kendall_seed_mean/min/max`` and
-        ``n_models``.
+        rows and on the unfiltered set), ``kendall_p_vs_zero`` (scipy's test of a coefficient of 0: the wrong
+        null, kept labelled), the random-subset null beside it (``kendall_null_median/low/high``,
+        ``kendall_percentile``, ``kendall_p_vs_random``: see ``controls``), per-seed
+        ``kendall_seed_mean/min/max`` and ``n_models``.
     same_representation : DataFrame
         Per adversary and evaluated model related to it: ``relation`` ``"shared backbone"`` (the adversary's
         backbone, trained separately on the training rows: the paper's Figure 4), ``"same representation"``
@@ -75,6 +77,14 @@ class AdversaryStudy:
         Whether each evaluated model is right on each evaluation row (rows × models, bool).
     params : dict
         Resolved parameters, adversaries, evaluated models, seeds, sizes, chance level, timings.
+    controls : DataFrame
+        Per adversary and ``depth`` (``"as run"``; ``"equal depth"``: each adversary's ``N_min`` least
+        predictable rows, ``N_min`` the smallest adversary's selected count per seed, in
+        ``params["equal_depth_rows"]``): rows, mean accuracy drop and Kendall's coefficient, each beside the same
+        statistic on random evaluation subsets of the same size (median, 5-95 % range, percentile, one-sided
+        ``p_vs_random``). See :func:`aflite_core.evalsets.controls.study_controls`.
+    drop_controls : DataFrame
+        Per adversary, depth and evaluated model: the accuracy drop beside its random-subset null.
     """
 
     categories: pd.DataFrame
@@ -91,6 +101,8 @@ class AdversaryStudy:
     eval_correct: pd.DataFrame
     params: dict[str, Any] = field(default_factory=dict)
     strength: pd.DataFrame = field(default_factory=pd.DataFrame)
+    controls: pd.DataFrame = field(default_factory=pd.DataFrame)
+    drop_controls: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def accuracy_summary(self) -> pd.DataFrame:
@@ -123,6 +135,8 @@ class AdversaryStudy:
             "same_representation": self.same_representation,
             "strength": self.strength,
             "accuracy_summary": self.accuracy_summary,
+            "controls": self.controls,
+            "drop_controls": self.drop_controls,
         }
         if self.agreement is not None:
             out["agreement"] = self.agreement.summary
@@ -158,6 +172,26 @@ class AdversaryStudy:
                 entry["kendall"] = _num(corr.loc[a, "kendall"])
                 entry["discordant_pairs"] = int(corr.loc[a, "discordant_pairs"])
                 entry["n_pairs"] = int(corr.loc[a, "n_pairs"])
+                for col in ("kendall_p_vs_zero", "kendall_percentile", "kendall_p_vs_random"):
+                    if col in corr.columns:
+                        entry[col] = _num(corr.loc[a, col])
+            if len(self.controls):
+                ctl = self.controls[self.controls["adversary"] == a]
+                entry["controls"] = {
+                    row["depth"]: {
+                        k: _num(row[k])
+                        for k in (
+                            "n_rows_mean",
+                            "mean_drop",
+                            "mean_drop_percentile",
+                            "mean_drop_p_vs_random",
+                            "kendall",
+                            "kendall_percentile",
+                            "kendall_p_vs_random",
+                        )
+                    }
+                    for _, row in ctl.iterrows()
+                }
             adv[a] = entry
         out: dict[str, Any] = {
             "adversaries": adv,

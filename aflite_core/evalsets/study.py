@@ -24,6 +24,7 @@ from ..engine.result import AFLiteResult
 from .agreement import DEFAULT_ANNOTATOR_SOURCES, _label_text, category_agreement
 from .checks import _check_names as _check_names  # re-exported: setups imports it from here
 from .checks import _check_study_args, _StudyInputs
+from .controls import DEPTHS, study_controls
 from .ensemble import EnsembleResult, ensemble_aflite, ensemble_name
 from .evaluated import _fit_evaluated
 from .progress import StudyProgress, StudyStep, _Tracker
@@ -69,6 +70,7 @@ def adversary_study(
     callback: Callable[[StudyProgress], bool | None] | None = None,
     on_step: Callable[[StudyStep], bool | None] | None = None,
     null_permutations: int = 0,
+    n_null_subsets: int = 1000,
 ) -> AdversaryStudy:
     """Filter an evaluation set with AFLite for several adversaries and seeds, and score evaluated models on it.
 
@@ -147,6 +149,10 @@ def adversary_study(
         ``eval_null_round_1``: the mean number of evaluation rows that would reach p ≥ τ in round 1 under
         shuffled training labels, beside ``removed_in_round_1`` (the ensemble's runs compute no null: NaN).
         About K + 1 times the fits of the runs.
+    n_null_subsets : int, default=1000
+        Random evaluation subsets of each run's selected size for the controls (:mod:`.controls`): the
+        percentile and p-value of the observed Kendall coefficient and of every accuracy drop against random
+        subsets, as run and at equal depth. No model is refitted. 0 skips the null.
 
     Returns
     -------
@@ -189,6 +195,11 @@ def adversary_study(
     ['none', 'weak', 'strong']
     """
     func = "adversary_study"
+    if isinstance(n_null_subsets, bool) or not isinstance(n_null_subsets, (int, np.integer)) or n_null_subsets < 0:
+        raise ValueError(
+            f"The 'n_null_subsets' parameter of {func} must be an int >= 0 (0 skips the null). "
+            f"Got {n_null_subsets!r} instead."
+        )
     started = time.perf_counter()
     n_null = v.check_int(null_permutations, "null_permutations", func, low=0)
     a = _check_study_args(
@@ -245,8 +256,20 @@ def adversary_study(
     }
     if n_null:
         common["null_permutations"] = n_null  # the single-adversary runs only (see _run_adversaries)
+    # the null's own stream, drawn after the models' seeds: asking for it changes no fit and no run
+    null_rng = np.random.default_rng(int(a.model_seed_draw.integers(0, 2**63 - 1)))
     detail, ens_runs = _run_adversaries(a, track, train_y, eval_y, ens_name, common)
     tables = _study_tables(a, detail, names, ens_name, correct, annotator_labels, annotator_source, annotator_sources)
+    tables["controls"], tables["drop_controls"] = study_controls(
+        detail,
+        names,
+        a.seed_list,
+        correct,
+        [name for _, _, name in a.models],
+        n_subsets=int(n_null_subsets),
+        rng=null_rng,
+    )
+    tables["rank_correlation"] = _with_kendall_null(tables["rank_correlation"], tables["controls"])
     params = _study_params(
         a,
         names,
@@ -254,13 +277,32 @@ def adversary_study(
         fit_seconds,
         not_fitted,
         complete=not track.stopped,
-        given={"target_size": target_size, "train_size": train_size, "model": model, "random_state": random_state},
+        given={
+            "target_size": target_size,
+            "train_size": train_size,
+            "model": model,
+            "random_state": random_state,
+            "n_null_subsets": int(n_null_subsets),
+        },
         annotator_sources=annotator_sources,
         func=func,
         started=started,
     )
     params["null_permutations"] = n_null
+    params["equal_depth_rows"] = dict(tables["controls"].attrs.get("n_min", {}))  # N_min per seed
     return AdversaryStudy(**tables, runs_detail=detail, ensemble_runs=ens_runs, params=params)
+
+
+def _with_kendall_null(rank_corr: pd.DataFrame, controls: pd.DataFrame) -> pd.DataFrame:
+    """``rank_correlation`` with the as-run random-subset null beside Kendall's coefficient."""
+    cols = ["kendall_null_median", "kendall_null_low", "kendall_null_high", "kendall_percentile", "kendall_p_vs_random"]
+    run = controls[controls["depth"] == DEPTHS[0]].set_index("adversary")
+    out = rank_corr.copy()
+    at = out.columns.get_loc("kendall_p_vs_zero") + 1
+    for i, col in enumerate(cols):
+        values = out["adversary"].map(run[col]) if len(run) else np.nan
+        out.insert(at + i, col, pd.to_numeric(values, errors="coerce"))
+    return out
 
 
 def _fit_models(a: _StudyInputs, track: _Tracker) -> tuple[np.ndarray, list[float], list[int], list[str]]:
@@ -433,6 +475,7 @@ def _study_params(
         "n_eval": int(n_eval),
         "random_state": random_state if isinstance(random_state, (int, type(None))) else repr(random_state),
         "n_threads": a.n_threads,
+        "n_null_subsets": given["n_null_subsets"],
         "complete": complete,
         "evaluated_not_fitted": not_fitted,
         "annotator_sources": None if annotator_sources is None else list(annotator_sources),

@@ -228,7 +228,7 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
     corr_cols = [
         "adversary",
         "kendall",
-        "kendall_p_value",
+        "kendall_p_vs_zero",
         "kendall_seed_mean",
         "kendall_seed_min",
         "kendall_seed_max",
@@ -272,7 +272,7 @@ def _rankings(matrix: pd.DataFrame, accuracies: pd.DataFrame, names, model_names
             {
                 "adversary": a,
                 "kendall": k,
-                "kendall_p_value": p,
+                "kendall_p_vs_zero": p,
                 "discordant_pairs": pairs["discordant"],
                 "concordant_pairs": pairs["concordant"],
                 "tied_pairs": pairs["tied"],
