@@ -273,3 +273,27 @@ def test_a_folder_where_the_lock_file_goes_is_never_removed_and_refused_in_one_s
             pass
     assert _one_sentence(str(info.value)) and "delete '.run.lock' beside it" in str(info.value)
     assert lock_path(tmp_path / "run").is_dir()
+
+
+def test_an_evaluation_set_study_save_holds_the_folder_lock(tmp_path, monkeypatch):
+    """eval-filter --out (AdversaryStudy.save) is a writer too: it waits for the folder's holder, then refuses."""
+    from aflite_core import _folder_lock
+    from aflite_core.evalsets.result import AdversaryStudy
+
+    out = tmp_path / "study"
+    seen = []
+    monkeypatch.setattr(_folder_lock, "LOCK_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(AdversaryStudy, "_write", lambda self, where: seen.append(where) or where)
+    with _folder_lock.folder_lock(out):
+        holder = threading.Thread(target=lambda: seen.append(_try_save(AdversaryStudy, out)))
+        holder.start()
+        holder.join()
+    assert isinstance(seen[0], _folder_lock.FolderBusyError) and "\n" not in str(seen[0])
+    assert AdversaryStudy.save(object.__new__(AdversaryStudy), out) == out and seen[-1] == out
+
+
+def _try_save(cls, out):
+    try:
+        return cls.save(object.__new__(cls), out)
+    except ValueError as exc:
+        return exc

@@ -219,10 +219,22 @@ class AdversaryStudy:
         -------
         Path
             The directory.
+
+        Raises
+        ------
+        aflite_core._folder_lock.FolderBusyError
+            When another process or thread kept writing into ``directory`` for longer than the lock's wait
+            (:data:`aflite_core._folder_lock.LOCK_TIMEOUT_S` seconds), in one sentence.
         """
-        from .. import _durable
+        from .._folder_lock import folder_lock
 
         out = Path(directory)
+        with folder_lock(out):  # one writer per folder: a second save waits, then refuses in one sentence
+            return self._write(out)
+
+    def _write(self, out: Path) -> Path:
+        from .. import _durable
+
         _durable.make_dirs(out)
         for stem, table in self.tables().items():
             frame = table.copy()
