@@ -12,9 +12,10 @@ infinity or ``pd.NA``. The app's charts use them through :mod:`aflite_app.charts
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-__all__ = ["MISSING", "fmt_duration", "fmt_num", "fmt_pct", "is_missing"]
+__all__ = ["MISSING", "fmt_duration", "fmt_num", "fmt_pct", "is_missing", "no_negative_zero"]
 
 #: what a missing, undefined or non-finite value shows as (tables, sentences, hover texts, the CLI)
 MISSING = "–"
@@ -32,7 +33,21 @@ def is_missing(x: Any) -> bool:
 
 def fmt_num(x: Any, digits: int = 3) -> str:
     """``x`` with ``digits`` decimals (``0.912``), or :data:`MISSING`."""
-    return MISSING if is_missing(x) else f"{float(x):.{digits}f}"
+    if is_missing(x):
+        return MISSING
+    return no_negative_zero(f"{float(x):.{digits}f}")
+
+
+def no_negative_zero(text: str) -> str:
+    """``text`` with every number that rounds to zero written without a minus sign (``-0.00`` → ``0.00``).
+
+    >>> no_negative_zero("a drop of -0.00 (5-95 %: -0.01 to -0.000).")
+    'a drop of 0.00 (5-95 %: -0.01 to 0.000).'
+    """
+    return _NEGATIVE_ZERO.sub(r"\1", text)
+
+
+_NEGATIVE_ZERO = re.compile(r"(?<![\w.])-(0(?:\.0+)?)(?!\.?\d)")
 
 
 def fmt_pct(x: Any, digits: int = 0, *, sep: str = "", ends: bool = False) -> str:

@@ -210,3 +210,14 @@ def test_feature_distributions_one_measure():
     fig = cd.feature_distributions(_frame(True), measure="aum")
     assert [a.text for a in fig.layout.annotations] == ["full input: aum", "partial input: aum"]
     assert len(fig.data) == 2 * len(cd.LEVELS) and not fig.layout.showlegend
+
+
+def test_every_selection_of_the_fraction_experiment_has_a_label_and_a_style():
+    """The controls (one-shot confidence levels) are drawn as named, styled lines, not as unnamed grey ones."""
+    from aflite_app.charts.dynamics import SELECTION_LABELS, SELECTION_STYLE
+    from aflite_core.dynamics import fractions
+
+    names = set(fractions.SELECTIONS) | set(fractions.CONTROL_SELECTIONS)
+    assert {"confidence_easy", "confidence_hard", "random"} <= names
+    assert names <= set(SELECTION_LABELS)
+    assert names <= set(SELECTION_STYLE)

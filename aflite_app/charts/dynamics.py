@@ -400,6 +400,9 @@ SELECTION_LABELS = {
     "gmm_hard": "GMM: hard level first (Cosma et al.)",
     "data_maps": "Data Maps: most variable (Swayamdipta et al.)",
     "aum_band": "AUM band around the median (Pleiss et al.'s AUM, Cosma et al.'s band)",
+    "confidence_ambiguous": "control: one-shot confidence, ambiguous level first (no dynamics)",
+    "confidence_easy": "control: one-shot confidence, easy level first (no dynamics)",
+    "confidence_hard": "control: one-shot confidence, hard level first (no dynamics)",
     "random": "random subset",
     "all rows": "all training rows",
 }
@@ -409,6 +412,9 @@ SELECTION_STYLE = {
     "gmm_hard": ("#6A3D9A", "solid"),
     "data_maps": ("#0072B2", "dash"),
     "aum_band": ("#CC79A7", "dash"),
+    "confidence_ambiguous": ("#E69F00", "dashdot"),
+    "confidence_easy": ("#009E73", "dashdot"),
+    "confidence_hard": ("#6A3D9A", "dashdot"),
     "random": ("#555555", "dot"),
 }
 MODEL_INPUT_LABELS = {

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from .._format import fmt_pct
+from .._format import fmt_pct, no_negative_zero
 from ..engine.result import EVAL_CATEGORIES
 from .tables import NONE
 
@@ -144,7 +144,7 @@ def _model_sentences(study: StudyNumbers, a: str, corr: pd.DataFrame | None, sub
             if np.isfinite(drop) and np.isfinite(others):
                 extra = f"; it loses {drop:.2f} accuracy, the other models {others:.2f} on average"
             out.append(f"{row['model']} ({who}) {move}{extra}.")
-    return out
+    return [no_negative_zero(x) for x in out]
 
 
 def study_overview(study: StudyNumbers) -> list[str]:
@@ -185,7 +185,7 @@ def study_overview(study: StudyNumbers) -> list[str]:
                 f"strength orders them {' < '.join(by_strength)}."
             )
         )
-    return out
+    return [no_negative_zero(x) for x in out]
 
 
 def study_reading(study: StudyNumbers, adversary: str | None = None, *, named: bool = True) -> list[str]:
@@ -248,4 +248,4 @@ def study_reading(study: StudyNumbers, adversary: str | None = None, *, named: b
                         f"Annotator agreement is {r1:.2f} among the rows {subject} removes in round 1 and {sel:.2f} "
                         f"among the rows it selects ({info['n_used']} evaluation rows with labels used)."
                     )
-    return out
+    return [no_negative_zero(x) for x in out]
