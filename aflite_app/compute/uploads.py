@@ -32,7 +32,7 @@ from aflite_core.data.readers import read_table
 from aflite_core.data.user_tables import _read_npy, guess_id_column, load_table_dataset
 
 from .. import settings
-from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
+from ..jobs import Outcome, as_outcome, heavy, shared_jobs, stoppable
 from . import _stores
 
 __all__ = [
@@ -601,11 +601,13 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
         store.keep(spec, out)
         return out
 
+    queued = heavy(job, f"sentence embeddings of {len(frame):,} rows")  # it waits its turn in the server's queue
+
     def target(callback: Callable) -> Outcome:
         hit = store.recall(spec)
         if hit is not None:
             return Outcome(hit)
-        return as_outcome(lambda: jobs.follow(spec, job, callback), "Embedding")
+        return as_outcome(lambda: jobs.follow(spec, queued, callback), "Embedding")
 
     return target
 
