@@ -303,7 +303,7 @@ def check_memory(spec: FilterSpec, n_rows: int, n_features: int, *, session: Ses
     )
 
 
-def _prepared(spec: FilterSpec, data, session: SessionData):
+def _prepared(spec: FilterSpec, data, *, session: SessionData = NO_SESSION):
     X = data.representation(spec.dataset.representation)
     check_memory(spec, data.n_rows, int(X.shape[1]) if X.ndim == 2 else 1, session=session)
     return X, data.y, data.ids
@@ -318,7 +318,7 @@ def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Calla
     """
     data = dataset(spec.dataset, session=session)
     check_form(spec, data.n_rows, data.n_classes)
-    X, y, ids = _prepared(spec, data, session)
+    X, y, ids = _prepared(spec, data, session=session)
     names = tuple(data.classes)
     store = _result_store()
     run = plan_run(
