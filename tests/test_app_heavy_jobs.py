@@ -304,4 +304,12 @@ def test_a_k_change_on_an_opened_run_waits_in_the_queue_and_stop_cancels_it(app_
     assert not at.exception, at.exception
     assert any("Stopped before it started" in e.value for e in at.error)
     assert jobs.heavy_queue().waiting() == [] and calls == []
+    # asked again, then k moved back to the opened run's: the page shows the opened run, and the queued rerun
+    # nobody waits for any more leaves the line
+    at.slider(key=filter_key("k", key)).set_value(3000).run()
+    assert jobs.heavy_queue().waiting() == [f"an AFLite run on {N_ROWS:,} rows"]
+    at.slider(key=filter_key("k", key)).set_value(5000).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    _wait(lambda: jobs.heavy_queue().waiting() == [])
+    assert calls == [] and {m.label: m.value for m in at.metric}["Rows kept"] == "50,000"
     holder.leave()
