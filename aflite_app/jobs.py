@@ -20,7 +20,8 @@ script thread. Its life:
    finished result in its compute store, so the next rerun finds it there.
 
 **Admission control**: a heavy job (an AFLite run above the interactive size, UMAP, a stability report, sentence
-embeddings) is marked with :func:`heavy` where it is prepared, and waits for its turn in the server's one
+embeddings) is marked with :func:`heavy` where it is prepared (Baselines, computed in the page's thread, hold a
+slot with :func:`heavy_turn`), and waits for its turn in the server's one
 :class:`HeavyQueue` (:func:`heavy_queue`; ``AFLITE_HEAVY_JOBS`` run at once, default one) before it starts. While
 it waits its page shows its place ("Waiting: 2nd in line, behind a UMAP projection"); Stop takes it out of the
 line, and a job whose browser session is gone is dropped from it. Light jobs (an AFLite run of the interactive
@@ -60,6 +61,7 @@ __all__ = [
     "errors",
     "heavy",
     "heavy_queue",
+    "heavy_turn",
     "remaining_text",
     "run_in_background",
     "running_jobs",
@@ -587,6 +589,13 @@ class HeavyQueue:
             return False
         return True
 
+    def wait_turn(self, ticket: Ticket, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for ``ticket``'s turn; True once admitted (nothing else is asked)."""
+        with self._cond:
+            if not ticket.admitted:
+                self._cond.wait(timeout)
+            return ticket.admitted
+
     def leave(self, ticket: Ticket) -> None:
         """Take ``ticket`` out of the queue (waiting or running); the next in line is admitted."""
         with self._cond:
@@ -654,3 +663,38 @@ def heavy(target: Callable[[Callable], Any], what: str) -> HeavyJob:
     job for the others in line, with its article: "an AFLite run on 200,000 rows", "a UMAP projection".
     """
     return HeavyJob(target, what, heavy_queue())
+
+
+@contextmanager
+def heavy_turn(what: str, *, stop_key: str, poll: float = 0.4) -> Iterator[None]:
+    """Hold a slot of :func:`heavy_queue` while the page's own thread computes ``what`` (the Baselines page).
+
+    Waits for its turn first, showing its place in line and a Stop button; each update of that line lets
+    Streamlit end the wait (a click, another page, a closed tab interrupt the script there, and the slot is given
+    back). A Stop click is remembered for the one rerun it starts, which says so and stops the page instead of
+    joining the line again. Outside a running app (a script, a test without a session) the wait is not drawn.
+    """
+    flag = f"{stop_key}-stopped"
+    if st.session_state.pop(flag, False):
+        st.info(f"Stopped: {what} waited for its turn and did not run. Change an option to ask again.")
+        st.stop()
+    queue, alive = heavy_queue(), session_alive()
+    ticket = queue.enter(what, alive or (lambda: True))
+    try:
+        if not ticket.admitted:
+            holder = st.empty()
+            with holder.container():
+                line = st.empty()
+                st.button("Stop", key=stop_key, on_click=_set_flag, args=(flag,), help="Leave the line; nothing runs")
+            while not queue.wait_turn(ticket, poll):
+                line.progress(0.0, text=message(ticket.describe() or f"{what} is starting"))  # a rerun ends it here
+                if alive is not None and not alive():
+                    st.stop()  # the tab is gone: nobody waits for this page
+            holder.empty()
+        yield
+    finally:
+        ticket.leave()
+
+
+def _set_flag(flag: str) -> None:
+    st.session_state[flag] = True

@@ -17,8 +17,16 @@ from aflite_core.data.datasets import Dataset
 from . import links, state
 from .compute import datasets, runs
 
-# the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.remaining_text)
-from .jobs import HeavyJob, errors, remaining_text, run_in_background, session_alive, sync_wait  # noqa: F401
+# the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.heavy_turn, …)
+from .jobs import (  # noqa: F401
+    HeavyJob,
+    errors,
+    heavy_turn,
+    remaining_text,
+    run_in_background,
+    session_alive,
+    sync_wait,
+)
 
 # the one escape helper: user text (names, labels, ids) in Markdown goes through ui.md, messages through
 # ui.message, in a Plotly text through ui.plotly_text

@@ -313,3 +313,37 @@ def test_a_k_change_on_an_opened_run_waits_in_the_queue_and_stop_cancels_it(app_
     _wait(lambda: jobs.heavy_queue().waiting() == [])
     assert calls == [] and {m.label: m.value for m in at.metric}["Rows kept"] == "50,000"
     holder.leave()
+
+
+# -- Baselines: computed in the page's thread, it holds a slot of the same queue -----------------------------------
+@pytest.mark.slow
+def test_baselines_wait_their_turn_in_the_page_and_then_compute(app_test, monkeypatch):
+    seen = []
+    real = jobs.Ticket.describe
+    monkeypatch.setattr(jobs.Ticket, "describe", lambda self: seen.append(real(self)) or seen[-1])
+    at = app_test(page="pages/filter.py")
+    assert not at.exception, at.exception
+    at.session_state["bl-models"], at.session_state["bl-folds"] = ["logistic"], 2  # a quick comparison
+    holder = jobs.heavy_queue().enter("a UMAP projection")  # the one slot is taken
+    timer = threading.Timer(1.5, holder.leave)  # the UMAP ends while the page waits
+    timer.start()
+    at.switch_page("pages/baselines.py").run()
+    timer.join()
+    assert not at.exception, at.exception
+    assert any(s and s.startswith("Waiting: next in line, behind a UMAP projection") for s in seen), seen
+    assert {m.label for m in at.metric} >= {"Full data", "AFLite kept"}  # computed once its turn came
+    assert jobs.heavy_queue().running() == [] and jobs.heavy_queue().waiting() == []
+
+
+@pytest.mark.slow
+def test_a_stop_while_baselines_wait_is_said_and_nothing_runs(app_test, monkeypatch):
+    from aflite_app.compute import baselines
+
+    at = app_test(page="pages/filter.py")
+    assert not at.exception, at.exception
+    monkeypatch.setattr(baselines, "baselines", lambda *a, **k: pytest.fail("the Baselines ran after Stop"))
+    at.session_state["bl-stop-stopped"] = True  # what the Stop button next to the waiting line sets
+    at.switch_page("pages/baselines.py").run()
+    assert not at.exception, at.exception
+    assert any("waited for its turn and did not run" in i.value for i in at.info)
+    assert jobs.heavy_queue().waiting() == []
