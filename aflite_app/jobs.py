@@ -173,6 +173,13 @@ class BackgroundRun:
                 _LIVE.discard(self)
 
     @property
+    def queued(self) -> bool:
+        """True while it (or the shared job it follows) waits for its turn in the heavy-job queue."""
+        run = self.following if self.following is not None else self
+        ticket = run.ticket
+        return ticket is not None and not ticket.admitted and not self.done
+
+    @property
     def waiting(self) -> str | None:
         """Its place in the heavy-job queue in words while it (or the shared job it follows) waits, else None."""
         run = self.following if self.following is not None else self
@@ -486,7 +493,7 @@ def start_daemon(target: Callable[[], Any], name: str) -> threading.Thread:
 def running_jobs() -> int:
     """Background runs of this process that have started and not finished (every session's), queued ones aside."""
     with _LIVE_LOCK:
-        return sum(1 for run in _LIVE if not run.done and run.waiting is None)  # a queued job uses no core
+        return sum(1 for run in _LIVE if not run.done and not run.queued)  # a queued job uses no core
 
 
 def available_cores() -> int:

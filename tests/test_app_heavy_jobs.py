@@ -78,11 +78,13 @@ def test_a_second_heavy_job_waits_shows_its_place_and_stop_takes_it_out():
     _wait(lambda: later.waiting is not None and later.waiting.startswith("Waiting: next in line"))
     assert not third.started.is_set()
 
+    time.sleep(0.6)
     first.gate.set()  # the UMAP finishes: the next in line starts
     assert umap.wait(10) and umap.result == "done"
     assert third.started.wait(10) and later.waiting is None
     third.gate.set()
     assert later.wait(10) and later.result == "done" and second.calls == 0
+    assert later.elapsed < 0.5  # its time (and the page's time left) counts from its turn, not from the wait
     assert jobs.heavy_queue().running() == [] and jobs.heavy_queue().waiting() == []
 
 
