@@ -55,6 +55,7 @@ __all__ = [
     "Outcome",
     "SharedJobs",
     "Stopped",
+    "StoppedWaiting",
     "app_threads",
     "as_outcome",
     "available_cores",
@@ -155,7 +156,7 @@ class BackgroundRun:
                 admitted = self.target.queue.enter(self.target.what, self._keep_going)
                 self.ticket = admitted
                 if not admitted.wait():
-                    raise Stopped(
+                    raise StoppedWaiting(
                         f"Stopped before it started: {self.target.what} was waiting for its turn "
                         "(change a parameter to ask again)."
                     )
@@ -238,6 +239,10 @@ def remaining_text(elapsed: float, done_fraction: float) -> str:
 
 class Stopped(ValueError):
     """A background job was stopped on request (the page says so; it is not an error of the data)."""
+
+
+class StoppedWaiting(Stopped):
+    """A heavy job left the queue before its turn (Stop, or its session gone): it never ran."""
 
 
 class SharedJobs:
@@ -410,6 +415,9 @@ def run_in_background(
     while not run.wait(min(0.05, max(0.0, deadline - time.perf_counter()))):
         if time.perf_counter() >= deadline or run.waiting is not None:
             break  # slow, or waiting for its turn in the heavy-job queue: show its progress (or place) now
+    if isinstance(run.error, StoppedWaiting):  # Stop pressed while it waited its turn: said, not an error
+        st.warning(message(str(run.error)))
+        st.stop()
     if run.error is not None:
         with errors():
             raise run.error

@@ -73,7 +73,7 @@ def test_a_second_heavy_job_waits_shows_its_place_and_stop_takes_it_out():
     assert jobs.running_jobs() == 1  # queued jobs use no core (app_threads divides the cores by the running)
 
     waiting.stop()  # the page's Stop button: out of the line, never run
-    assert waiting.wait(10) and isinstance(waiting.error, Stopped) and second.calls == 0
+    assert waiting.wait(10) and isinstance(waiting.error, jobs.StoppedWaiting) and second.calls == 0
     assert "Stopped before it started" in str(waiting.error)
     _wait(lambda: later.waiting is not None and later.waiting.startswith("Waiting: next in line"))
     assert not third.started.is_set()
@@ -161,6 +161,18 @@ def test_only_runs_above_the_interactive_size_are_heavy(monkeypatch):
     monkeypatch.setattr(_stores, "MAX_INTERACTIVE_ROWS", 1_000)
     job = runs.prepare_run(spec)
     assert isinstance(job, jobs.HeavyJob) and job.what == "an AFLite run on 1,438 rows"
+
+
+def test_a_run_another_session_finished_while_this_one_waited_is_not_run_again(monkeypatch):
+    """Two sessions ask for the same large run: the second, queued behind the first, takes its stored result."""
+    from aflite_app.compute import runs
+    from aflite_app.state import DatasetSpec, FilterSpec
+
+    calls = _spy_runs(monkeypatch)
+    spec = FilterSpec(DatasetSpec("digits", "mlp"), target_size=900, train_size=300, slice_size=200, tau=0.6)
+    first, second = runs.prepare_run(spec), runs.prepare_run(spec)  # both planned before either ran
+    done = first(lambda _p: True)
+    assert calls == [0.6] and second(lambda _p: True) is done and calls == [0.6]
 
 
 def test_a_run_the_server_has_no_memory_for_is_refused_with_advice_that_works(monkeypatch):
@@ -304,7 +316,7 @@ def test_a_k_change_on_an_opened_run_waits_in_the_queue_and_stop_cancels_it(app_
     assert jobs.heavy_queue().waiting() == [f"an AFLite run on {N_ROWS:,} rows"]
     next(b for b in at.button if b.label == "Stop").click().run()  # the existing Stop button leaves the line
     assert not at.exception, at.exception
-    assert any("Stopped before it started" in e.value for e in at.error)
+    assert any("Stopped before it started" in w.value for w in at.warning) and not at.error
     assert jobs.heavy_queue().waiting() == [] and calls == []
     # asked again, then k moved back to the opened run's: the page shows the opened run, and the queued rerun
     # nobody waits for any more leaves the line

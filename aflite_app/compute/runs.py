@@ -333,6 +333,9 @@ def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Calla
     )
 
     def target(callback: Callable) -> AFLiteResult:
+        hit = store.recall(spec)  # another session ran this spec while this one waited its turn in the queue
+        if hit is not None:
+            return hit
         run.callback, run.on_step = callback, getattr(callback, "step", None)
         result = with_class_names(execute_run(run), names)
         if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
