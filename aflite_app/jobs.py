@@ -19,6 +19,14 @@ script thread. Its life:
    shared jobs an :class:`Outcome` (value, one-sentence error, or stopped); the job's own ``prepare`` stores a
    finished result in its compute store, so the next rerun finds it there.
 
+**Admission control**: a heavy job (an AFLite run above the interactive size, UMAP, a stability report, sentence
+embeddings) is marked with :func:`heavy` where it is prepared (Baselines, computed in the page's thread, hold a
+slot with :func:`heavy_turn`), and waits for its turn in the server's one
+:class:`HeavyQueue` (:func:`heavy_queue`; ``AFLITE_HEAVY_JOBS`` run at once, default one) before it starts. While
+it waits its page shows its place ("Waiting: 2nd in line, behind a UMAP projection"); Stop takes it out of the
+line, and a job whose browser session is gone is dropped from it. Light jobs (an AFLite run of the interactive
+size, a fetch) never wait.
+
 Also here: :func:`start_daemon` (the server's warm-up thread) and :func:`app_threads`, the thread count of
 in-app runs (available cores ÷ concurrent jobs, at least 1).
 """
@@ -45,13 +53,19 @@ _LOG = logging.getLogger(__name__)
 
 __all__ = [
     "BackgroundRun",
+    "HeavyJob",
+    "HeavyQueue",
     "Outcome",
     "SharedJobs",
     "Stopped",
+    "StoppedWaiting",
     "app_threads",
     "as_outcome",
     "available_cores",
     "errors",
+    "heavy",
+    "heavy_queue",
+    "heavy_turn",
     "remaining_text",
     "run_in_background",
     "running_jobs",
@@ -106,6 +120,10 @@ class BackgroundRun:
     #: time.monotonic() of a Stop click on this run whose rerun has not yet run the page (the run that rerun
     #: starts, if the click came with new parameters, stops too)
     stop_clicked: float | None = None
+    #: its place in the heavy-job queue while it waits there (None: not queued, or admitted)
+    ticket: Ticket | None = None
+    #: the shared job this run follows (:meth:`SharedJobs.follow`): its place in the queue is this run's too
+    following: BackgroundRun | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -135,14 +153,42 @@ class BackgroundRun:
         return self._keep_going()
 
     def _run(self) -> None:
+        admitted = None
         try:
+            if isinstance(self.target, HeavyJob):  # wait for a turn in the server's queue first
+                admitted = self.target.queue.enter(self.target.what, self._keep_going)
+                self.ticket = admitted
+                if not admitted.wait():
+                    raise StoppedWaiting(
+                        f"Stopped before it started: {self.target.what} was waiting for its turn "
+                        "(change a parameter to ask again)."
+                    )
+                self.ticket = None
+                self.started = time.perf_counter()  # its time (and time left) counts from its turn, not the wait
             self.result = self.target(_Reporter(self._callback, self._step))
         except BaseException as exc:  # surfaced to the page as st.error
             self.error = exc
         finally:
+            if admitted is not None:
+                admitted.leave()  # its slot goes to the next in line
+            self.ticket = None
             self.finished = time.perf_counter()
             with _LIVE_LOCK:
                 _LIVE.discard(self)
+
+    @property
+    def queued(self) -> bool:
+        """True while it (or the shared job it follows) waits for its turn in the heavy-job queue."""
+        run = self.following if self.following is not None else self
+        ticket = run.ticket
+        return ticket is not None and not ticket.admitted and not self.done
+
+    @property
+    def waiting(self) -> str | None:
+        """Its place in the heavy-job queue in words while it (or the shared job it follows) waits, else None."""
+        run = self.following if self.following is not None else self
+        ticket = run.ticket
+        return None if ticket is None or self.done else ticket.describe()
 
     def stop(self) -> None:
         """Ask the engine to stop at its next step (within one group of fits or block of predictions)."""
@@ -177,6 +223,11 @@ class _Reporter:
     per_round: Callable[[Any], bool]
     step: Callable[[Any], bool]
 
+    @property
+    def run(self) -> BackgroundRun | None:
+        """The BackgroundRun reporting (for :meth:`SharedJobs.follow`)."""
+        return getattr(self.per_round, "__self__", None)
+
     def __call__(self, progress: Any) -> bool:
         return self.per_round(progress)
 
@@ -191,6 +242,10 @@ def remaining_text(elapsed: float, done_fraction: float) -> str:
 
 class Stopped(ValueError):
     """A background job was stopped on request (the page says so; it is not an error of the data)."""
+
+
+class StoppedWaiting(Stopped):
+    """A heavy job left the queue before its turn (Stop, or its session gone): it never ran."""
 
 
 class SharedJobs:
@@ -228,6 +283,9 @@ class SharedJobs:
                 self._jobs[spec] = job
                 self._followers[spec] = 0
             self._followers[spec] += 1
+        owner = getattr(callback, "run", None)  # the follower's BackgroundRun: it shows the job's place in line
+        if owner is not None:
+            owner.following = job
         try:
             step = getattr(callback, "step", None)
             while not job.wait(poll):
@@ -357,7 +415,13 @@ def run_in_background(
                 run.stop()
             run.start()
         holder[entry] = run
-    run.wait(sync_wait())
+    deadline = time.perf_counter() + sync_wait()
+    while not run.wait(min(0.05, max(0.0, deadline - time.perf_counter()))):
+        if time.perf_counter() >= deadline or run.waiting is not None:
+            break  # slow, or waiting for its turn in the heavy-job queue: show its progress (or place) now
+    if isinstance(run.error, StoppedWaiting):  # Stop pressed while it waited its turn: said, not an error
+        st.warning(message(str(run.error)))
+        st.stop()
     if run.error is not None:
         with errors():
             raise run.error
@@ -370,8 +434,12 @@ def run_in_background(
         current = holder[entry]
         if current.done:
             st.rerun(scope="app")
-        fraction, text = describe(current.progress, current.elapsed, current.step)
-        st.progress(fraction, text=message(text))  # it may name a column or a representation
+        waiting = current.waiting
+        if waiting is not None:  # a heavy job waiting for its turn: its place in line, Stop takes it out
+            st.progress(0.0, text=message(waiting))
+        else:
+            fraction, text = describe(current.progress, current.elapsed, current.step)
+            st.progress(fraction, text=message(text))  # it may name a column or a representation
         if current.stop_requested:
             st.caption(stopping)
 
@@ -435,9 +503,9 @@ def start_daemon(target: Callable[[], Any], name: str) -> threading.Thread:
 
 
 def running_jobs() -> int:
-    """Background runs of this process that have started and not finished (every session's)."""
+    """Background runs of this process that have started and not finished (every session's), queued ones aside."""
     with _LIVE_LOCK:
-        return sum(1 for run in _LIVE if not run.done)
+        return sum(1 for run in _LIVE if not run.done and not run.queued)  # a queued job uses no core
 
 
 def available_cores() -> int:
@@ -454,3 +522,198 @@ def app_threads(starting: int = 1) -> int:
     ``starting`` counts the job about to start (it is not running yet).
     """
     return max(1, available_cores() // max(1, running_jobs() + starting))
+
+
+# -- admission control: one server-wide queue of heavy jobs -------------------------------------------------------
+_ORDINALS = {1: "next", 2: "2nd", 3: "3rd"}
+
+
+def _ordinal(n: int) -> str:
+    return _ORDINALS.get(n, f"{n}th")
+
+
+class Ticket:
+    """A heavy job's place in the :class:`HeavyQueue`: waiting, then admitted (running), then gone."""
+
+    def __init__(self, queue: HeavyQueue, what: str, keep_going: Callable[[], bool]) -> None:
+        self.queue, self.what, self.keep_going = queue, what, keep_going
+        self.admitted = False
+        self.dropped = False
+        self.since = time.monotonic()
+
+    def wait(self, poll: float = 0.1) -> bool:
+        """Wait for this job's turn; False (and out of the line) once ``keep_going()`` says stop."""
+        return self.queue.wait(self, poll)
+
+    def leave(self) -> None:
+        """Out of the queue (waiting or running); the next in line may start."""
+        self.queue.leave(self)
+
+    def describe(self) -> str | None:
+        """'Waiting: 2nd in line, behind a UMAP projection …' (None once admitted)."""
+        return self.queue.describe(self)
+
+
+class HeavyQueue:
+    """The server's one queue of heavy jobs: ``slots`` run at once, the others wait in the order they came.
+
+    A waiting job is dropped when its ``keep_going()`` answers False - Stop was pressed, or its browser session is
+    gone (:func:`session_alive`) - so a closed tab never holds a place, and the next job in line starts.
+
+    Parameters
+    ----------
+    slots : int
+        Heavy jobs running at once (``AFLITE_HEAVY_JOBS``, :attr:`aflite_app.settings.Settings.heavy_jobs`).
+    """
+
+    def __init__(self, slots: int = 1) -> None:
+        self.slots = max(1, int(slots))
+        self._cond = threading.Condition()
+        self._running: list[Ticket] = []
+        self._waiting: list[Ticket] = []
+
+    def enter(self, what: str, keep_going: Callable[[], bool] = lambda: True) -> Ticket:
+        """Join the line as ``what`` (e.g. "a UMAP projection"); admitted at once when a slot is free."""
+        ticket = Ticket(self, what, keep_going)
+        with self._cond:
+            self._waiting.append(ticket)
+            self._admit()
+        return ticket
+
+    def _admit(self) -> None:  # under the lock
+        for ticket in list(self._waiting):
+            if len(self._running) >= self.slots:
+                break
+            self._waiting.remove(ticket)
+            ticket.admitted = True
+            self._running.append(ticket)
+        self._cond.notify_all()
+
+    def wait(self, ticket: Ticket, poll: float = 0.1) -> bool:
+        """Block until ``ticket`` is admitted (True), or its ``keep_going()`` says stop (False, out of the line)."""
+        while True:
+            with self._cond:
+                if ticket.admitted:
+                    break
+                self._cond.wait(poll)
+                if ticket.admitted:
+                    break
+            if not ticket.keep_going():  # asked outside the lock: it may ask Streamlit's runtime
+                ticket.dropped = True
+                self.leave(ticket)
+                return False
+        if not ticket.keep_going():  # admitted just as it was stopped: give the slot back at once
+            ticket.dropped = True
+            self.leave(ticket)
+            return False
+        return True
+
+    def wait_turn(self, ticket: Ticket, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for ``ticket``'s turn; True once admitted (nothing else is asked)."""
+        with self._cond:
+            if not ticket.admitted:
+                self._cond.wait(timeout)
+            return ticket.admitted
+
+    def leave(self, ticket: Ticket) -> None:
+        """Take ``ticket`` out of the queue (waiting or running); the next in line is admitted."""
+        with self._cond:
+            if ticket in self._waiting:
+                self._waiting.remove(ticket)
+            if ticket in self._running:
+                self._running.remove(ticket)
+            self._admit()
+
+    def place(self, ticket: Ticket) -> int | None:
+        """1 for the next in line, 2 for the one after it …; None once admitted or gone."""
+        with self._cond:
+            return self._waiting.index(ticket) + 1 if ticket in self._waiting else None
+
+    def running(self) -> list[str]:
+        """What runs now, oldest first (e.g. ``["a UMAP projection"]``)."""
+        with self._cond:
+            return [t.what for t in self._running]
+
+    def waiting(self) -> list[str]:
+        """What waits, in its order."""
+        with self._cond:
+            return [t.what for t in self._waiting]
+
+    def describe(self, ticket: Ticket) -> str | None:
+        """The page's line for a waiting job: its place, what runs before it, how many run at once."""
+        with self._cond:
+            if ticket not in self._waiting:
+                return None
+            place = self._waiting.index(ticket) + 1
+            running = [t.what for t in self._running]
+        behind = " and ".join(running[:2]) + (f" and {len(running) - 2} more" if len(running) > 2 else "")
+        ahead = f" and {place - 1} more waiting" if place > 1 else ""
+        at_once = "one heavy job runs" if self.slots == 1 else f"{self.slots} heavy jobs run"
+        waited = time.monotonic() - ticket.since
+        return (
+            f"Waiting: {_ordinal(place)} in line, behind {behind or 'a job finishing'}{ahead} "
+            f"({at_once} at a time on this server; waiting {waited:.0f} s; Stop leaves the line)"
+        )
+
+
+@dataclass(frozen=True)
+class HeavyJob:
+    """A background job's ``target`` that waits for its turn in ``queue`` before it runs (see :func:`heavy`)."""
+
+    target: Callable[[Callable], Any]
+    what: str
+    queue: HeavyQueue
+
+    def __call__(self, callback: Callable) -> Any:
+        """Run the job (its :class:`BackgroundRun` has waited for its turn before calling this)."""
+        return self.target(callback)
+
+
+@st.cache_resource(max_entries=1)
+def heavy_queue() -> HeavyQueue:
+    """The server's one :class:`HeavyQueue` (``AFLITE_HEAVY_JOBS`` slots, read when the server first asks)."""
+    return HeavyQueue(settings.load().heavy_jobs)
+
+
+def heavy(target: Callable[[Callable], Any], what: str) -> HeavyJob:
+    """Mark a job's ``target`` as heavy: its :class:`BackgroundRun` waits for a turn in :func:`heavy_queue` first.
+
+    Call it where the job is prepared (the page's thread: the queue is a server resource). ``what`` names the
+    job for the others in line, with its article: "an AFLite run on 200,000 rows", "a UMAP projection".
+    """
+    return HeavyJob(target, what, heavy_queue())
+
+
+@contextmanager
+def heavy_turn(what: str, *, stop_key: str, poll: float = 0.4) -> Iterator[None]:
+    """Hold a slot of :func:`heavy_queue` while the page's own thread computes ``what`` (the Baselines page).
+
+    Waits for its turn first, showing its place in line and a Stop button; each update of that line lets
+    Streamlit end the wait (a click, another page, a closed tab interrupt the script there, and the slot is given
+    back). A Stop click is remembered for the one rerun it starts, which says so and stops the page instead of
+    joining the line again. Outside a running app (a script, a test without a session) the wait is not drawn.
+    """
+    flag = f"{stop_key}-stopped"
+    if st.session_state.pop(flag, False):
+        st.info(f"Stopped: {what} waited for its turn and did not run. Change an option to ask again.")
+        st.stop()
+    queue, alive = heavy_queue(), session_alive()
+    ticket = queue.enter(what, alive or (lambda: True))
+    try:
+        if not ticket.admitted:
+            holder = st.empty()
+            with holder.container():
+                line = st.empty()
+                st.button("Stop", key=stop_key, on_click=_set_flag, args=(flag,), help="Leave the line; nothing runs")
+            while not queue.wait_turn(ticket, poll):
+                line.progress(0.0, text=message(ticket.describe() or f"{what} is starting"))  # a rerun ends it here
+                if alive is not None and not alive():
+                    st.stop()  # the tab is gone: nobody waits for this page
+            holder.empty()
+        yield
+    finally:
+        ticket.leave()
+
+
+def _set_flag(flag: str) -> None:
+    st.session_state[flag] = True

@@ -23,11 +23,13 @@ variable                     field                              default
 ``AFLITE_PARSE_BUDGET_MB``   :attr:`Settings.parse_budget_mb`   2048 (MB)
 ``AFLITE_PARSES_BUDGET_MB``  :attr:`Settings.parses_budget_mb`  4096 (MB)
 ``AFLITE_DEVICE``            :attr:`Settings.device`            ``auto`` (``cpu`` or ``cuda``)
+``AFLITE_HEAVY_JOBS``        :attr:`Settings.heavy_jobs`        1 (heavy jobs running at once, server-wide)
 ===========================  =================================  =============================================
 
 How a value is read (one rule for all): unset or empty means the default. A switch is off for ``0``, ``false``,
 ``no`` or ``off`` and on for ``1``, ``true``, ``yes`` or ``on`` (any case). A number must be finite and not
-negative (0 is allowed: ``AFLITE_UPLOAD_TTL_HOURS=0`` keeps no upload, ``AFLITE_APP_SYNC_WAIT=0`` never waits).
+negative (0 is allowed: ``AFLITE_UPLOAD_TTL_HOURS=0`` keeps no upload, ``AFLITE_APP_SYNC_WAIT=0`` never waits);
+a count (``AFLITE_HEAVY_JOBS``) is a whole number from 1.
 A value that breaks the rule is **ignored**: the default is used and a warning is logged once, naming the
 variable - a server never refuses to start over a typo. A :class:`Settings` built directly with an invalid value
 (e.g. ``Settings(max_interactive_rows=0)``) raises ValueError.
@@ -62,6 +64,7 @@ __all__ = [
     "DEVICES",
     "DEVICE_ENV",
     "ENV_VARS",
+    "HEAVY_JOBS_ENV",
     "NLI_DATA_DIR_ENV",
     "PARSES_BUDGET_MB_ENV",
     "PARSE_BUDGET_MB_ENV",
@@ -106,6 +109,8 @@ PARSES_BUDGET_MB_ENV = "AFLITE_PARSES_BUDGET_MB"
 DEVICE_ENV = "AFLITE_DEVICE"
 #: the values :data:`DEVICE_ENV` accepts
 DEVICES = ("auto", "cpu", "cuda")
+#: heavy jobs (a large AFLite run, UMAP, stability, embeddings) the server runs at once; the others queue
+HEAVY_JOBS_ENV = "AFLITE_HEAVY_JOBS"
 
 #: field of :class:`Settings` -> the environment variable that sets it
 ENV_VARS = {
@@ -120,6 +125,7 @@ ENV_VARS = {
     "parse_budget_mb": PARSE_BUDGET_MB_ENV,
     "parses_budget_mb": PARSES_BUDGET_MB_ENV,
     "device": DEVICE_ENV,
+    "heavy_jobs": HEAVY_JOBS_ENV,
 }
 
 _OFF = ("0", "false", "no", "off")
@@ -166,9 +172,14 @@ class Settings:
     device : str
         ``AFLITE_DEVICE``: where the Filter page's runs of the default family go: ``auto`` (the GPU when torch is
         installed and sees one, else the CPU), ``cpu`` or ``cuda``. Default ``auto``.
+    heavy_jobs : int
+        ``AFLITE_HEAVY_JOBS``: heavy jobs (an AFLite run above the interactive size, UMAP, a stability report,
+        Baselines, sentence embeddings) the server runs at once; the others wait in one server-wide queue, shown
+        their place in it (:class:`aflite_app.jobs.HeavyQueue`). A positive whole number. Default 1.
     max_interactive_rows : int
-        Rows above which the app refuses interactive work and names the command-line equivalent
-        (``_stores.MAX_INTERACTIVE_ROWS``). Default 60,000.
+        Rows an upload may have (above it the app refuses and names the command-line equivalent), and the size
+        above which an AFLite run is a heavy job that waits its turn in the queue (``_stores.MAX_INTERACTIVE_ROWS``;
+        an opened run directory of any size is filtered). Default 60,000.
     max_upload_columns : int
         Columns an uploaded table may have, counted before it is parsed. Default 10,000.
     max_upload_mb : int
@@ -243,6 +254,7 @@ class Settings:
     parse_budget_mb: float = 2048.0
     parses_budget_mb: float = 4096.0
     device: str = "auto"
+    heavy_jobs: int = 1
     # -- limits of interactive work ----------------------------------------------------------------------------
     max_interactive_rows: int = 60_000
     max_upload_columns: int = 10_000
@@ -332,6 +344,16 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.isdigit() and 0 < int(raw) < 10_000:
+        return int(raw)
+    _ignore(name, raw, "a whole number from 1 is expected")
+    return default
+
+
 def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = env.get(name, "").strip()
     if not raw:
@@ -377,6 +399,7 @@ def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
         parse_budget_mb=_number(env, PARSE_BUDGET_MB_ENV, d.parse_budget_mb),
         parses_budget_mb=_number(env, PARSES_BUDGET_MB_ENV, d.parses_budget_mb),
         device=_choice(env, DEVICE_ENV, d.device, DEVICES),
+        heavy_jobs=_count(env, HEAVY_JOBS_ENV, d.heavy_jobs),
     )
     return replace(out, **overrides) if overrides else out
 

@@ -17,8 +17,16 @@ from aflite_core.data.datasets import Dataset
 from . import links, state
 from .compute import datasets, runs
 
-# the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.remaining_text)
-from .jobs import errors, remaining_text, run_in_background, session_alive, sync_wait  # noqa: F401
+# the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.heavy_turn, …)
+from .jobs import (  # noqa: F401
+    HeavyJob,
+    errors,
+    heavy_turn,
+    remaining_text,
+    run_in_background,
+    session_alive,
+    sync_wait,
+)
 
 # the one escape helper: user text (names, labels, ids) in Markdown goes through ui.md, messages through
 # ui.message, in a Plotly text through ui.plotly_text
@@ -127,6 +135,7 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
     mine = session_data()
     hit = runs.result(spec, session=mine)
     if hit is not None:
+        _stop_unwanted_heavy_run(spec)
         return hit
     return run_in_background(
         RUN,
@@ -137,6 +146,17 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
         stop_help="Stop now and keep the rounds completed so far",
         stopping="Stopping…",
     )
+
+
+def _stop_unwanted_heavy_run(spec: FilterSpec) -> None:
+    """Stop this session's heavy Filter run (waiting or running) once the page shows another run without it.
+
+    τ moved back up onto a stored run while a large rerun (a lower τ, another k) was queued or running: nobody
+    waits for it any more, and it would hold the server's heavy-job slot (:func:`aflite_app.jobs.heavy`).
+    """
+    run = st.session_state.get(RUN)
+    if run is not None and not run.done and run.key != spec and isinstance(run.target, HeavyJob):
+        run.stop()
 
 
 def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:

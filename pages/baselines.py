@@ -90,7 +90,12 @@ if report is None:
         if not clicked:
             st.stop()
     gate.empty()
-    with st.spinner("Cross-validating the model families on the four subsets…"), ui.errors():
+    # a heavy job: it waits its turn in the server's queue (its place and a Stop button shown meanwhile)
+    with (
+        ui.heavy_turn("a Baselines comparison", stop_key="bl-stop"),
+        st.spinner("Cross-validating the model families on the four subsets…"),
+        ui.errors(),
+    ):
         report = compute.baselines(spec, options, session=session_data)
 
 acc, bias = report.accuracies, report.bias

@@ -52,6 +52,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_app.py",
         "bench_core.py",
         "bench_null.py",
+        "bench_app_tau.py",
         "bench_scale.py",
         "bench_threads.py",
         "evalsets_digits.py",
@@ -116,6 +117,14 @@ def test_bench_null():
     assert "(observed − null) / planted" in out
     assert "under shuffled labels (3 permutations)" in out
     assert "## chance_table of aflite" in out and "suggest_tau(res, 0.1) = " in out
+
+
+def test_bench_app_tau():
+    """An opened CLI run: τ steps read off it (no AFLite run), a τ below run as the page runs it."""
+    out = run_tiny("bench_app_tau.py")
+    records = {r["what"]: r for r in json_lines(out) if "what" in r}  # (the CLI prints its own line)
+    assert {"CLI run", "open", "τ step to 0.80", "τ below: check and plan", "τ below: whole run"} <= set(records)
+    assert "| τ step to 0.90 |" in out and "peak resident size of this process" in out
 
 
 def test_bench_scale_local_and_dask():

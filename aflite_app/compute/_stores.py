@@ -6,8 +6,10 @@
   used dropped first, values held by reference (never pickled); ``st.cache_resource`` only for the process's
   singletons (the budget itself, the upload vault in :mod:`aflite_app.ui`, the shared jobs, the sentence model,
   the warm-up);
-* :func:`check_rows` / :func:`too_many_rows` - the one row guard: above :data:`MAX_INTERACTIVE_ROWS` the app
-  refuses and names the command-line equivalent;
+* :func:`check_rows` / :func:`too_many_rows` - the one row guard of uploads and fetches: above
+  :data:`MAX_INTERACTIVE_ROWS` the app refuses them and names the command-line equivalent (an AFLite run of an
+  opened run directory has no row limit: above it, it is a heavy job that waits its turn,
+  :func:`aflite_app.jobs.heavy`);
 * :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold;
 * :func:`apply_parse_budgets` - the memory budgets of every read (:mod:`aflite_core.data.budget`), from settings.
 
@@ -50,7 +52,7 @@ __all__ = [
     "upload_limit_bytes",
 ]
 
-#: rows above which the app refuses interactive work and points to the CLI
+#: rows above which the app refuses an upload (and points to the CLI), and above which an AFLite run is a heavy job
 MAX_INTERACTIVE_ROWS = settings.load().max_interactive_rows
 #: columns an uploaded table may have (counted before it is parsed)
 MAX_UPLOAD_COLUMNS = settings.load().max_upload_columns

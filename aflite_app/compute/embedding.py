@@ -22,7 +22,7 @@ from aflite_core.measures.geometry import knn_distance_table, knn_table_wide, si
 from aflite_core.measures.projection import pca_2d, sample_rows, umap_2d
 
 from .. import selection, settings
-from ..jobs import BackgroundRun, remaining_text
+from ..jobs import BackgroundRun, heavy, remaining_text
 from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
@@ -126,6 +126,8 @@ def describe_umap(view: EmbeddingView) -> tuple[float, str]:
 
     The fit cannot report from inside numba, so the fraction is elapsed / estimate (held below 1 until done).
     """
+    if view.message:  # waiting for its turn in the heavy-job queue: its place in line
+        return 0.0, view.message
     fraction = min(0.97, view.elapsed / view.estimate) if view.estimate > 0 else 0.0
     if view.elapsed > view.estimate:
         left = " · taking longer than estimated (the server is busy)"
@@ -170,7 +172,9 @@ def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
             _umap_compiled.add(_umap_path(len(rows)))
         return Projection("UMAP", rows, xy, n_rows, ("UMAP 1 (arbitrary units)", "UMAP 2 (arbitrary units)"))
 
-    return BackgroundRun(dspec, target).start(), umap_estimate(len(rows))  # the estimate as it starts
+    # a heavy job: it waits its turn in the server's queue (aflite_app.jobs.heavy), its place shown on the page
+    job = BackgroundRun(dspec, heavy(target, "a UMAP projection")).start()
+    return job, umap_estimate(len(rows))  # the estimate as it starts
 
 
 def embedding_view(dspec: DatasetSpec, method: str = "UMAP", *, session: SessionData = NO_SESSION) -> EmbeddingView:
@@ -188,7 +192,7 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP", *, session: Session
         return EmbeddingView(job.result if method == "UMAP" else pca, "ready", elapsed=job.elapsed)
     if job.done:
         return EmbeddingView(pca, "failed", f"UMAP failed ({type(job.error).__name__}: {job.error}).")
-    return EmbeddingView(pca, "running", elapsed=job.elapsed, estimate=estimate)
+    return EmbeddingView(pca, "running", job.waiting or "", elapsed=job.elapsed, estimate=estimate)
 
 
 @_stores.memo("embedding_frame", 16)

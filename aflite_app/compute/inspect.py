@@ -35,7 +35,7 @@ from ..inspect_tables import (
     text_display_columns,
     with_stability,
 )
-from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs
+from ..jobs import Outcome, Stopped, as_outcome, heavy, remaining_text, shared_jobs
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import (
@@ -416,10 +416,12 @@ def prepare_stability(request: StabilityRequest, *, session: SessionData = NO_SE
                 raise Stopped("Stopped.")  # the partial run of this seed is not stored
         return n_seeds
 
+    queued = heavy(job, f"a stability report ({n_seeds} seeds)")  # it waits its turn in the server's queue
+
     def target(callback: Callable) -> Outcome:
         if all(store.recall(s) is not None for s, _ in todo):
             return Outcome(n_seeds)
-        return as_outcome(lambda: jobs.follow(("stability", request), job, callback), "Stability")
+        return as_outcome(lambda: jobs.follow(("stability", request), queued, callback), "Stability")
 
     return target
 

@@ -8,6 +8,11 @@ store), else the run read off a complete stored run of the same spec at a lower 
 Only complete top-k runs with their score matrix and no evaluation set are read off (:func:`can_narrow`); the
 greedy and sampling strategies, and a stopped run, always run. Other pages that need a run whatever it costs
 call :func:`run_filter` (the same look-up, else a run in their thread).
+
+Any size the machine can hold is run (issue 25): no row limit here (uploads keep theirs, on the upload path), a
+run refused only when :func:`check_memory` finds too little memory free, and a run above the interactive size
+(``_stores.MAX_INTERACTIVE_ROWS``) is a heavy job that waits its turn in the server's queue
+(:func:`aflite_app.jobs.heavy`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from aflite_core.engine.tau_path import narrow_to_tau
 from aflite_core.measures.stability import class_impact as _class_impact
 
 from .. import settings
-from ..jobs import app_threads
+from ..jobs import app_threads, heavy
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
 from .datasets import dataset
@@ -31,9 +36,12 @@ from .datasets import dataset
 __all__ = [
     "GPU_FAMILIES",
     "RESULT_STORE_SIZE",
+    "RUN_MEMORY_FACTOR",
     "app_device",
+    "available_memory_bytes",
     "can_narrow",
     "check_form",
+    "check_memory",
     "class_impact",
     "cuda_available",
     "device_caption",
@@ -43,6 +51,7 @@ __all__ = [
     "prepare_run",
     "result",
     "run_filter",
+    "run_memory_bytes",
     "stored_result",
     "tau_source",
     "with_class_names",
@@ -228,12 +237,76 @@ def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
     }
 
 
-def _prepared(spec: FilterSpec, data):
-    _stores.check_rows(
-        data.n_rows,
-        instead="Run `python -m aflite_core filter ... --out RUN_DIR` and open the run directory on the Data page.",
+#: an in-app run's peak memory over its features' float32 bytes (the engine's blocks, predictions and copies;
+#: the CLI peaked at 2.6× (200,000 × 384) and 1.9× (550,000 × 384), issue 25): a margin above both
+RUN_MEMORY_FACTOR = 3.0
+
+
+def available_memory_bytes() -> int | None:
+    """Memory the server can give a new job now, in bytes (None when the platform does not say).
+
+    psutil's ``available`` when psutil is installed, else ``MemAvailable`` of /proc/meminfo; with neither the run
+    is not refused for memory.
+    """
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # not installed, or a platform it cannot read
+        pass
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def run_memory_bytes(spec: FilterSpec, n_rows: int, n_features: int) -> int:
+    """Bytes an AFLite run of ``spec`` on ``n_rows`` × ``n_features`` needs at most, roughly.
+
+    The features' float32 bytes × :data:`RUN_MEMORY_FACTOR`, plus the per-round score and prediction-count
+    matrices (8 bytes a row a round, for every round the run can take until the target size).
+    """
+    k = 1 if spec.strategy == "greedy" else max(1, int(spec.slice_size))
+    rounds = max(1, -(-max(0, n_rows - int(spec.target_size)) // k))
+    return int(n_rows * n_features * 4 * RUN_MEMORY_FACTOR + n_rows * min(rounds, 10_000) * 8)
+
+
+def _human(n_bytes: float) -> str:
+    return f"{n_bytes / 2**30:,.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.0f} MB"
+
+
+def check_memory(spec: FilterSpec, n_rows: int, n_features: int, *, session: SessionData = NO_SESSION) -> None:
+    """Refuse, in one sentence whose advice works, a run this server has not the memory for now (ValueError).
+
+    Every size the machine can hold is run (an opened run directory of 550,000 rows included); only a run whose
+    :func:`run_memory_bytes` exceeds :func:`available_memory_bytes` is refused. Its advice: the opened run's own
+    k with a τ at or above its τ (read off it, no new run) when this session opened one on this dataset, and
+    waiting for the server's other jobs.
+    """
+    need, free = run_memory_bytes(spec, n_rows, n_features), available_memory_bytes()
+    if free is None or need <= free:
+        return
+    opened = [e["spec"] for e in session.run_dirs.values() if e["spec"].dataset == spec.dataset]
+    read_off = (
+        f"keep k at {opened[0].slice_size:,} and τ at {opened[0].tau:.2f} or above (read off the opened run, no "
+        "new AFLite run), or "
+        if opened and opened[0].strategy == "slice"
+        else ""
     )
-    return data.representation(spec.dataset.representation), data.y, data.ids
+    raise ValueError(
+        f"An AFLite run on {n_rows:,} rows × {n_features:,} features needs about {_human(need)} of memory, but "
+        f"this server has {_human(free)} free now: {read_off}try again once the server's other jobs have finished."
+    )
+
+
+def _prepared(spec: FilterSpec, data, *, session: SessionData = NO_SESSION):
+    X = data.representation(spec.dataset.representation)
+    check_memory(spec, data.n_rows, int(X.shape[1]) if X.ndim == 2 else 1, session=session)
+    return X, data.y, data.ids
 
 
 def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], AFLiteResult]:
@@ -244,8 +317,8 @@ def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Calla
     dataset).
     """
     data = dataset(spec.dataset, session=session)
-    X, y, ids = _prepared(spec, data)
     check_form(spec, data.n_rows, data.n_classes)
+    X, y, ids = _prepared(spec, data, session=session)
     names = tuple(data.classes)
     store = _result_store()
     run = plan_run(
@@ -260,12 +333,17 @@ def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Calla
     )
 
     def target(callback: Callable) -> AFLiteResult:
+        hit = store.recall(spec)  # another session ran this spec while this one waited its turn in the queue
+        if hit is not None:
+            return hit
         run.callback, run.on_step = callback, getattr(callback, "step", None)
         result = with_class_names(execute_run(run), names)
         if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
             store.keep(spec, result)
         return result
 
+    if data.n_rows > _stores.MAX_INTERACTIVE_ROWS:  # above the interactive size: it waits its turn in the queue
+        return heavy(target, f"an AFLite run on {data.n_rows:,} rows")
     return target
 
 
@@ -313,7 +391,7 @@ def class_impact(result: AFLiteResult, threshold: float = 0.5):
     """Per-class counts before/after with a warning flag (see :func:`aflite_core.measures.stability.class_impact`).
 
     Takes the result the page already has — a stopped (partial) run is never stored, so fetching it again by
-    its spec would re-run the whole filter. Not cached: a group-by over at most 60k rows costs milliseconds,
-    and a cache keyed by the spec would serve a partial run's counts for the full run of the same spec.
+    its spec would re-run the whole filter. Not cached: a group-by over the run's rows costs milliseconds (tens
+    at 550,000), and a cache keyed by the spec would serve a partial run's counts for the full run of the same spec.
     """
     return _class_impact(result.labels, result.kept, threshold=threshold)

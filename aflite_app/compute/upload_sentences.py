@@ -24,7 +24,7 @@ from aflite_core.data.embeddings import load_sentence_model
 from aflite_core.data.features import _texts_of
 
 from .. import settings
-from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
+from ..jobs import Outcome, as_outcome, heavy, shared_jobs, stoppable
 from . import _stores
 
 __all__ = [
@@ -213,11 +213,13 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
         store.keep(spec, out)
         return out
 
+    queued = heavy(job, f"sentence embeddings of {len(frame):,} rows")  # it waits its turn in the server's queue
+
     def target(callback: Callable) -> Outcome:
         hit = store.recall(spec)
         if hit is not None:
             return Outcome(hit)
-        return as_outcome(lambda: jobs.follow(spec, job, callback), "Embedding")
+        return as_outcome(lambda: jobs.follow(spec, queued, callback), "Embedding")
 
     return target
 
