@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from .._validation import shown, shown_list
 from . import budget
+from .parquet_reads import read_parquet_checked
 from .preflight import (
     SizeLimitError,
     _first_line,
@@ -24,7 +25,6 @@ from .preflight import (
     check_rows,
     count_rows_up_to,
     npy_header,
-    read_parquet_checked,
     text_columns,
 )
 from .text_tables import is_blank, parse_delimited, parse_jsonl
@@ -389,7 +389,7 @@ def read_table(
 
     Memory is bounded by the budget of :mod:`aflite_core.data.budget` (one read, and all reads in flight): the
     file is read within one parse that reserves what it materialises before it allocates it - Parquet from its
-    footer and batch by batch (:func:`aflite_core.data.preflight.read_parquet_checked`), CSV / TSV in chunks of
+    footer and batch by batch (:func:`aflite_core.data.parquet_reads.read_parquet_checked`), CSV / TSV in chunks of
     rows and JSON Lines line by line (:mod:`aflite_core.data.text_tables`; values nested more than
     :data:`~aflite_core.data.text_tables.MAX_JSON_DEPTH` levels deep are refused) - and over it the read stops
     with a :class:`~aflite_core.data.budget.MemoryBudgetError`.

@@ -22,7 +22,8 @@ from numpy.typing import NDArray
 
 from .._validation import shown, shown_list
 from ..data import budget
-from ..data.preflight import json_bound, read_parquet_checked
+from ..data.parquet_reads import read_parquet_checked
+from ..data.preflight import json_bound
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE
 from .run_record import FORMAT, FORMAT_VERSION, NULL_TAU_COLUMNS, ROW_COLUMNS, _canonical, _sha
 
