@@ -6,12 +6,8 @@ app can show it as is.
 
 from __future__ import annotations
 
-import codecs
 import io as _io
-import json
 import math
-import re
-import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,24 +17,20 @@ from numpy.typing import NDArray
 
 from .._validation import shown, shown_list
 from . import budget
+from .parquet_reads import read_parquet_checked
 from .preflight import (
-    COLUMN_BYTES,
     SizeLimitError,
-    _binary_stream,
-    _chunks,
     _first_line,
     _newline_bound,
     check_rows,
     count_rows_up_to,
-    json_bound,
     npy_header,
-    read_parquet_checked,
     text_columns,
 )
+from .text_tables import is_blank, parse_delimited, parse_jsonl
 
 __all__ = [
     "LABEL_COLUMN_NAMES",
-    "MAX_JSON_DEPTH",
     "TABLE_FORMATS",
     "read_features",
     "read_labels",
@@ -46,8 +38,6 @@ __all__ = [
     "source_name",
 ]
 
-#: JSON values nested deeper than this (an object in a list in an object ... counts each level) are refused
-MAX_JSON_DEPTH = 64
 #: numpy reads a file-like (not a real file) through a buffer of at most this many bytes on top of the array
 _NPY_READ_BUFFER = 256 * 2**20
 
@@ -383,180 +373,6 @@ def _table_format(name: str, format: str | None) -> str:
     return TABLE_FORMATS[suffix]
 
 
-def _decode(data: bytes, name: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"'{name}' is not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8."
-        ) from None
-
-
-def _check_utf8(source: Path | bytes, name: str) -> None:
-    """Refuse bytes that are not UTF-8, naming the first bad byte; decoded a block at a time (nothing kept)."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    offset = 0
-    for block in _chunks(source):
-        pending = len(decoder.getstate()[0])
-        try:
-            decoder.decode(bytes(block), final=False)
-        except UnicodeDecodeError as exc:
-            raise ValueError(
-                f"'{name}' is not UTF-8 text (byte {offset - pending + exc.start} cannot be decoded); save it as UTF-8."
-            ) from None
-        offset += len(block)
-    pending = len(decoder.getstate()[0])
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"'{name}' is not UTF-8 text (byte {offset - pending + exc.start} cannot be decoded); save it as UTF-8."
-        ) from None
-
-
-def _parse_delimited(source: Path | bytes, name: str, sep: str, parse: budget.Parse, n_columns: int) -> pd.DataFrame:
-    """A CSV / TSV file: first counted in chunks of rows (each dropped once counted), then parsed in one piece.
-
-    The count reserves what the parse will hold - each chunk's memory twice (the frame, and the parser's
-    columns it is built from) plus each column's fixed cost - before a row more is read, so a file over the
-    budget is refused after at most one chunk; within it, the one ``pandas.read_csv`` that follows gives what
-    it always gave.
-    """
-    kind = "TSV" if sep == "\t" else "CSV"
-    _check_utf8(source, name)
-    options = dict(sep=sep, keep_default_na=False, na_values=[""], encoding="utf-8-sig")
-    step = max(4 * 2**20, parse.limit // 16)
-    try:
-        with _binary_stream(source) as raw:
-            parse.reserve(COLUMN_BYTES * max(1, n_columns), f"{n_columns:,} columns")
-            reader = pd.read_csv(raw, iterator=True, **options)
-            rows, done = 1, 0  # then 4, 16, … as long as a chunk stays a small part of the budget
-            while True:
-                try:
-                    chunk = reader.get_chunk(rows)
-                except StopIteration:
-                    break
-                held = int(chunk.memory_usage(deep=True, index=False).sum())
-                done += len(chunk)
-                del chunk
-                parse.reserve(2 * held, f"counted up to row {done:,}", partial=True)
-                rows = int(max(1, min(4 * rows, 2**20, step // max(1, held // max(1, rows)))))
-            reader.close()
-            raw.seek(0)
-            return pd.read_csv(raw, **options)
-    except budget.MemoryBudgetError:
-        raise
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"'{name}' is empty.") from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        detail = " ".join(str(exc).split())
-        raise ValueError(f"'{name}' is not a readable {kind} file: {detail}") from None
-
-
-#: JSON lines shorter than this are parsed before their memory is counted (they cannot build much)
-_JSON_BOUND_FROM = 64 * 1024
-
-
-def _json_cost(value: Any) -> tuple[int, int, int]:
-    """(bytes the parsed value holds as Python objects, its nesting depth, bytes of its top-level strings).
-
-    Stops counting below :data:`MAX_JSON_DEPTH` + 1 levels (the depth then says it is too deep).
-    """
-    size, deepest, text = 0, 0, 0
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth > MAX_JSON_DEPTH:
-            break
-        size += sys.getsizeof(v)
-        if isinstance(v, dict):
-            for k, x in v.items():
-                size += sys.getsizeof(k)
-                if depth == 1 and isinstance(x, str):
-                    text += len(x)
-                stack.append((x, depth + 1))
-        elif isinstance(v, list):
-            stack.extend((x, depth + 1) for x in v)
-    return size, deepest, text
-
-
-def _parse_jsonl(source: Path | bytes, name: str, parse: budget.Parse, max_columns: int | None = None) -> pd.DataFrame:
-    """A JSON Lines file parsed line by line, what each line holds in memory reserved as it is read.
-
-    Counted: the Python objects of each record (nested ones included) and the frame pandas builds of them
-    (a pointer and a converted value per cell, cells = rows × all keys seen, and the text of string columns).
-    """
-    rows: list[dict] = []
-    keys: dict = {}
-    pending, framed, text = 0, 0, 0
-    # split on newlines only (lazily): JSON strings may hold U+2028 and other characters str.splitlines() splits on
-    with _binary_stream(source) as raw:
-        for lineno, line in enumerate(raw, start=1):
-            line = line.strip()
-            if not line:
-                continue
-            ahead = json_bound(line) if len(line) >= _JSON_BOUND_FROM else 0  # reserved before it is parsed
-            if ahead:
-                parse.reserve(ahead, f"line {lineno:,} of {len(line):,} bytes", partial=True)
-            try:
-                value = json.loads(_decode(line, name) if lineno == 1 else line.decode("utf-8"))
-            except UnicodeDecodeError as exc:
-                raise ValueError(
-                    f"'{name}' is not UTF-8 text (line {lineno}, byte {exc.start} cannot be decoded); save it as UTF-8."
-                ) from None
-            except json.JSONDecodeError as exc:
-                raise ValueError(
-                    f"'{name}' is not valid JSON Lines: line {lineno} is not valid JSON ({exc.msg}, column "
-                    f"{exc.colno})."
-                ) from None
-            except RecursionError:
-                raise _too_deep(name, lineno) from None
-            except ValueError:  # e.g. an integer of more digits than Python converts
-                raise ValueError(
-                    f"'{name}' is not valid JSON Lines: line {lineno} holds a number too long to read "
-                    f"(more than {sys.get_int_max_str_digits() if hasattr(sys, 'get_int_max_str_digits') else 4300:,} "
-                    "digits)."
-                ) from None
-            if not isinstance(value, dict):
-                raise ValueError(
-                    f"'{name}' is not valid JSON Lines: line {lineno} holds a JSON {type(value).__name__}, "
-                    'not an object ({"column": value, ...}).'
-                )
-            parse.release(ahead)
-            size, depth, strings = _json_cost(value)
-            if depth > MAX_JSON_DEPTH:
-                raise _too_deep(name, lineno)
-            keys.update(dict.fromkeys(value))
-            if max_columns is not None and len(keys) > max_columns:
-                raise ValueError(f"'{name}' has more than {max_columns:,} columns (keys), the limit here.")
-            rows.append(value)
-            text += strings
-            pending += size + 8
-            frame = (24 * len(rows) + COLUMN_BYTES) * len(keys) + text  # the frame pandas builds: grows with every key
-            if pending + frame - framed > 2**20:
-                parse.reserve(pending + frame - framed, f"counted up to line {lineno:,}", partial=True)
-                pending, framed = 0, frame
-    frame = (24 * len(rows) + COLUMN_BYTES) * len(keys) + text
-    parse.reserve(pending + max(0, frame - framed), "its records and their frame")
-    return pd.DataFrame(rows)
-
-
-def _too_deep(name: str, lineno: int) -> ValueError:
-    return ValueError(
-        f"'{name}' line {lineno} nests JSON values more than {MAX_JSON_DEPTH} levels deep, the limit here; flatten "
-        "those values."
-    )
-
-
-def _blank_source(source: Path | bytes) -> bool:
-    return all(_blank(bytes(block)) for block in _chunks(source))
-
-
-def _blank(data: bytes) -> bool:
-    return re.search(rb"\S", data) is None
-
-
 def read_table(
     source: str | Path | bytes | BinaryIO,
     *,
@@ -573,9 +389,10 @@ def read_table(
 
     Memory is bounded by the budget of :mod:`aflite_core.data.budget` (one read, and all reads in flight): the
     file is read within one parse that reserves what it materialises before it allocates it - Parquet from its
-    footer and batch by batch (:func:`aflite_core.data.preflight.read_parquet_checked`), CSV / TSV in chunks of
-    rows, JSON Lines line by line (values nested more than :data:`MAX_JSON_DEPTH` levels deep are refused) -
-    and over it the read stops with a :class:`~aflite_core.data.budget.MemoryBudgetError`.
+    footer and batch by batch (:func:`aflite_core.data.parquet_reads.read_parquet_checked`), CSV / TSV in chunks of
+    rows and JSON Lines line by line (:mod:`aflite_core.data.text_tables`; values nested more than
+    :data:`~aflite_core.data.text_tables.MAX_JSON_DEPTH` levels deep are refused) - and over it the read stops
+    with a :class:`~aflite_core.data.budget.MemoryBudgetError`.
 
     Parameters
     ----------
@@ -630,12 +447,12 @@ def read_table(
             n_columns = text_columns(src, fmt) if fmt != "jsonl" else 0
             if max_columns is not None and n_columns > max_columns:
                 raise ValueError(f"'{shown}' has more than {max_columns:,} columns, the limit here.")
-            if _blank_source(src):
+            if is_blank(src):
                 raise ValueError(f"'{shown}' is empty.")
             if fmt == "jsonl":
-                frame = _parse_jsonl(src, shown, parse, max_columns)
+                frame = parse_jsonl(src, shown, parse, max_columns)
             else:
-                frame = _parse_delimited(src, shown, "\t" if fmt == "tsv" else ",", parse, n_columns)
+                frame = parse_delimited(src, shown, "\t" if fmt == "tsv" else ",", parse, n_columns)
     if frame.shape[1] == 0:
         raise ValueError(f"'{shown}' has no columns.")
     if len(frame) == 0:

@@ -13,6 +13,7 @@ streamed: it is not parsed or held), and read by :func:`aflite_core.engine.run_t
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ from numpy.typing import NDArray
 
 from .._validation import shown, shown_list
 from ..data import budget
-from ..data.preflight import json_bound, read_parquet_checked
+from ..data.parquet_reads import read_parquet_checked
+from ..data.preflight import json_bound
 from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE
 from .run_record import FORMAT, FORMAT_VERSION, NULL_TAU_COLUMNS, ROW_COLUMNS, _canonical, _sha
 
@@ -261,6 +263,65 @@ def load_run(
 
 
 def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int | None):
+    """The run in ``src``, read step by step (each step checks what it reads; the first wrong thing is raised)."""
+    head = _read_header(src, max_rows, expected_rows)
+    _check_file_list(src, head)
+    history = _read_history(src, head)
+    rows = _read_rows(src, "rows.parquet", head, head.n_rows, head.ids_meta, history, "", "n_removed")
+    if head.n_rounds and int(history["size_after"].iloc[-1]) != int(rows.kept.sum()):
+        raise _Bad("the rows kept disagree with the history")
+    scores, counts = _read_matrix(
+        src, "scores.parquet", head.manifest, head.n_rows, head.n_rounds, head.has_scores, head.count_dtype
+    )
+    ids = _ids(rows.frame, head.ids_meta)
+    eval_kw = _read_eval(src, head, history) if head.n_eval is not None else {}
+    eval_kw.update(_read_nulls(src, head))
+    result = result_type(
+        params=head.params,
+        classes=tuple(head.classes),
+        y=rows.y,
+        kept=rows.kept,
+        removed_round=rows.removed_round,
+        scores=scores,
+        n_predictions=counts,
+        first_score=rows.first,
+        last_score=rows.last,
+        removal_score=rows.removal,
+        history=history,
+        stop_reason=head.stop_reason,
+        provenance=_need(head.meta, "provenance", dict, optional=True) or {},
+        ids=ids,
+        **eval_kw,
+    )
+    _ = result.stop_message  # the parameters it needs are there and format
+    return result
+
+
+@dataclass(frozen=True)
+class _Header:
+    """What a run's result.json says, checked: its format, manifest, parameters, classes and counts."""
+
+    meta: dict
+    version: int
+    manifest: dict | None
+    params: dict
+    classes: list
+    stop_reason: str
+    n_rows: int
+    n_rounds: int
+    n_eval: int | None
+    has_scores: bool
+    count_dtype: str | None
+    ids_meta: dict | None
+    eval_ids_meta: dict | None
+    null_k: int | None
+
+
+def _read_meta(src: Path) -> tuple[dict, int, dict | None]:
+    """result.json read within the budget and checked: a run of a known format version, unchanged since saved.
+
+    Returns the parsed record, its format version and its manifest (None before format version 2).
+    """
     meta_path = src / "result.json"
     if not src.is_dir():
         raise ValueError(f"'{src}' is not a folder.")
@@ -291,6 +352,11 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
         if meta.get("checksum") != _sha(_canonical(body)):
             raise _Bad("result.json has changed since it was saved (its checksum differs)")
         manifest = _need(meta, "files", dict)
+    return meta, version, manifest
+
+
+def _check_params(meta: dict) -> tuple[dict, list, str]:
+    """The run's parameters (each of its type, in range), its classes and its stop reason."""
     params = _need(meta, "params", dict)
     for key, kind in PARAM_TYPES.items():
         value = params.get(key)
@@ -306,6 +372,13 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
     stop_reason = _need(meta, "stop_reason", str)
     if stop_reason not in STOP_REASONS:
         raise _Bad(f"its stop reason {shown(stop_reason)} is unknown")
+    return params, classes, stop_reason
+
+
+def _read_header(src: Path, max_rows: int | None, expected_rows: int | None) -> _Header:
+    """result.json read and checked, its counts against each other and against ``max_rows`` / ``expected_rows``."""
+    meta, version, manifest = _read_meta(src)
+    params, classes, stop_reason = _check_params(meta)
     n_rows = _count(meta, "n_rows", 1)
     n_rounds = _count(meta, "n_rounds", 0)
     n_eval = _count(meta, "n_eval", 1, optional=True)
@@ -331,104 +404,125 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
     null_k = _count(meta, "null_permutations", 1, optional=True) if version >= 3 else None
     if null_k is not None and params.get("null_permutations") != null_k:
         raise _Bad("its null's number of permutations disagrees with its parameters")
+    return _Header(
+        meta=meta,
+        version=version,
+        manifest=manifest,
+        params=params,
+        classes=classes,
+        stop_reason=stop_reason,
+        n_rows=n_rows,
+        n_rounds=n_rounds,
+        n_eval=n_eval,
+        has_scores=has_scores,
+        count_dtype=count_dtype,
+        ids_meta=ids_meta,
+        eval_ids_meta=eval_ids_meta,
+        null_k=null_k,
+    )
+
+
+def _check_file_list(src: Path, head: _Header) -> None:
+    """The manifest lists exactly the files of such a run; a recorded table is checked (streamed, not parsed)."""
     names = ["rows.parquet", "history.parquet", "scores.parquet"]
-    if n_eval is not None:
+    if head.n_eval is not None:
         names += ["eval_rows.parquet", "eval_scores.parquet"]
-    if null_k is not None:
-        names += ["null_counts.parquet"] + (["eval_null_counts.parquet"] if n_eval is not None else [])
-    has_table = version >= 4 and meta.get("table") is not None
+    if head.null_k is not None:
+        names += ["null_counts.parquet"] + (["eval_null_counts.parquet"] if head.n_eval is not None else [])
+    has_table = head.version >= 4 and head.meta.get("table") is not None
     if has_table:
         names.append(TABLE_FILE)
-        _table_meta(meta, n_rows)
-    if manifest is not None and sorted(manifest) != sorted(names):
+        _table_meta(head.meta, head.n_rows)
+    if head.manifest is not None and sorted(head.manifest) != sorted(names):
         raise _Bad("its manifest does not list the files of a run")
     if has_table:
-        _check_streamed(src, TABLE_FILE, manifest)
-    # -- per round
+        _check_streamed(src, TABLE_FILE, head.manifest)
+
+
+def _read_history(src: Path, head: _Header) -> pd.DataFrame:
+    """history.parquet: one row per round, numbered 1, 2, … (format 1: the columns of its day)."""
     history = _table(
-        _read_file(src, "history.parquet", manifest),
+        _read_file(src, "history.parquet", head.manifest),
         "history.parquet",
-        n_rounds,
-        list(HISTORY_COLUMNS) if version >= 2 else list(_legacy_history_columns(src)),
+        head.n_rounds,
+        list(HISTORY_COLUMNS) if head.version >= 2 else list(_legacy_history_columns(src)),
     )
-    if version < 2:
+    if head.version < 2:
         missing = {"round", "n_removed", "size_after", "eval_removed", "n_qualified"} - set(history.columns)
         if missing:
             raise _Bad(f"its history lacks {shown_list(sorted(missing))}")
-    if not np.array_equal(history["round"].to_numpy(), np.arange(1, n_rounds + 1)):
+    if not np.array_equal(history["round"].to_numpy(), np.arange(1, head.n_rounds + 1)):
         raise _Bad("its history's rounds are not numbered 1, 2, …")
-    # -- per row
-    rows = _table(
-        _read_file(src, "rows.parquet", manifest),
-        "rows.parquet",
-        n_rows,
-        list(ROW_COLUMNS),
-        id_kind=ids_meta["kind"] if ids_meta else None,
+    return history
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A rows file's columns, checked against the run's classes, rounds and history."""
+
+    frame: pd.DataFrame
+    y: NDArray
+    kept: NDArray
+    removed_round: NDArray
+    first: NDArray
+    last: NDArray
+    removal: NDArray
+
+
+def _read_rows(
+    src: Path,
+    name: str,
+    head: _Header,
+    n: int,
+    id_meta: dict | None,
+    history: pd.DataFrame,
+    prefix: str,
+    removed_col: str,
+) -> _Rows:
+    """``rows.parquet`` or ``eval_rows.parquet``: ``n`` rows, their labels, removals and scores checked."""
+    frame = _table(
+        _read_file(src, name, head.manifest), name, n, list(ROW_COLUMNS), id_kind=id_meta["kind"] if id_meta else None
     )
-    y, rr = _ints(rows, "y"), _ints(rows, "removed_round")
-    kept = rows["kept"].to_numpy(bool)
+    y, rr = _ints(frame, "y"), _ints(frame, "removed_round")
+    kept = frame["kept"].to_numpy(bool)
     first, last, removal = (
-        _scores_in_range(rows[c].to_numpy(), "rows.parquet") for c in ("first_score", "last_score", "removal_score")
+        _scores_in_range(frame[c].to_numpy(), name) for c in ("first_score", "last_score", "removal_score")
     )
-    _check_rows("", y, kept, rr, first, last, removal, len(classes), n_rounds, history, "n_removed")
-    if n_rounds and int(history["size_after"].iloc[-1]) != int(kept.sum()):
-        raise _Bad("the rows kept disagree with the history")
-    scores, counts = _read_matrix(src, "scores.parquet", manifest, n_rows, n_rounds, has_scores, count_dtype)
-    ids = _ids(rows, ids_meta)
-    eval_kw: dict[str, Any] = {}
-    if n_eval is not None:
-        erows = _table(
-            _read_file(src, "eval_rows.parquet", manifest),
-            "eval_rows.parquet",
-            n_eval,
-            list(ROW_COLUMNS),
-            id_kind=eval_ids_meta["kind"] if eval_ids_meta else None,
-        )
-        ey, err = _ints(erows, "y"), _ints(erows, "removed_round")
-        ekept = erows["kept"].to_numpy(bool)
-        efirst, elast, eremoval = (
-            _scores_in_range(erows[c].to_numpy(), "eval_rows.parquet")
-            for c in ("first_score", "last_score", "removal_score")
-        )
-        _check_rows(
-            "evaluation ", ey, ekept, err, efirst, elast, eremoval, len(classes), n_rounds, history, "eval_removed"
-        )
-        escores, _ = _read_matrix(src, "eval_scores.parquet", manifest, n_eval, n_rounds, has_scores, None)
-        eval_kw = {
-            "eval_y": ey,
-            "eval_kept": ekept,
-            "eval_removed_round": err,
-            "eval_scores": escores,
-            "eval_first_score": efirst,
-            "eval_last_score": elast,
-            "eval_removal_score": eremoval,
-            "eval_ids": _ids(erows, eval_ids_meta),
-        }
-    if null_k is not None:
-        eval_kw["null_counts"] = _read_null(src, "null_counts.parquet", manifest, n_rounds, len(classes), n_rows)
-        if n_eval is not None:
-            eval_kw["eval_null_counts"] = _read_null(
-                src, "eval_null_counts.parquet", manifest, n_rounds, len(classes), n_eval
-            )
-    result = result_type(
-        params=params,
-        classes=tuple(classes),
-        y=y,
-        kept=kept,
-        removed_round=rr,
-        scores=scores,
-        n_predictions=counts,
-        first_score=first,
-        last_score=last,
-        removal_score=removal,
-        history=history,
-        stop_reason=stop_reason,
-        provenance=_need(meta, "provenance", dict, optional=True) or {},
-        ids=ids,
-        **eval_kw,
+    _check_rows(prefix, y, kept, rr, first, last, removal, len(head.classes), head.n_rounds, history, removed_col)
+    return _Rows(frame, y, kept, rr, first, last, removal)
+
+
+def _read_eval(src: Path, head: _Header, history: pd.DataFrame) -> dict[str, Any]:
+    """The evaluation set's rows and scores, as the result's ``eval_*`` arguments."""
+    erows = _read_rows(
+        src, "eval_rows.parquet", head, head.n_eval, head.eval_ids_meta, history, "evaluation ", "eval_removed"
     )
-    _ = result.stop_message  # the parameters it needs are there and format
-    return result
+    escores, _ = _read_matrix(
+        src, "eval_scores.parquet", head.manifest, head.n_eval, head.n_rounds, head.has_scores, None
+    )
+    return {
+        "eval_y": erows.y,
+        "eval_kept": erows.kept,
+        "eval_removed_round": erows.removed_round,
+        "eval_scores": escores,
+        "eval_first_score": erows.first,
+        "eval_last_score": erows.last,
+        "eval_removal_score": erows.removal,
+        "eval_ids": _ids(erows.frame, head.eval_ids_meta),
+    }
+
+
+def _read_nulls(src: Path, head: _Header) -> dict[str, Any]:
+    """The null files of a run with a null (``null_counts``, and ``eval_null_counts`` with an evaluation set)."""
+    if head.null_k is None:
+        return {}
+    n_classes = len(head.classes)
+    out = {"null_counts": _read_null(src, "null_counts.parquet", head.manifest, head.n_rounds, n_classes, head.n_rows)}
+    if head.n_eval is not None:
+        out["eval_null_counts"] = _read_null(
+            src, "eval_null_counts.parquet", head.manifest, head.n_rounds, n_classes, head.n_eval
+        )
+    return out
 
 
 def _legacy_history_columns(src: Path) -> list[str]:

@@ -24,7 +24,8 @@ from numpy.typing import NDArray
 
 from .._validation import shown
 from ..data import budget
-from ..data.preflight import json_bound, read_parquet_checked
+from ..data.parquet_reads import read_parquet_checked
+from ..data.preflight import json_bound
 from .run_constants import TABLE_FILE
 from .run_loading import MAX_META_BYTES, RunRecordError, _Bad, _count, _need, _read_file, _table_meta
 from .run_record import FORMAT, _canonical, _sha
@@ -200,7 +201,7 @@ def load_run_table(
     """The table a run's rows came from (``filter --table``), row i describing row i of the run; None if none.
 
     The file is checked against the run's manifest (size and SHA-256) and read through
-    :func:`aflite_core.data.preflight.read_parquet_checked` inside one :func:`aflite_core.data.budget.parse` (its
+    :func:`aflite_core.data.parquet_reads.read_parquet_checked` inside one :func:`aflite_core.data.budget.parse` (its
     footer checked before its values are read, the read and its pandas copy under the memory budget, its text
     bounded by ``max_text_bytes``). Join it to the run by position:
     ``result.to_frame().join(table, suffixes=("", "_table"))`` (both are indexed 0 .. n-1).
