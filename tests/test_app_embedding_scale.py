@@ -151,3 +151,16 @@ def test_umap_is_fitted_on_a_sample_and_applied_to_every_row(app_test, monkeypat
     assert f"UMAP fitted on {compute.EMBED_MAX_ROWS:,} rows" in _captions(at)
     assert f"applied to all {N_ROWS:,}" in _captions(at)
     assert f"seeded random sample of {compute.EMBED_MAX_ROWS:,} of the {N_ROWS:,} rows" in _captions(at)  # Table 3
+
+
+def test_umap_progress_counts_the_rows_placed_by_transform():
+    proj = compute.Projection("PCA", np.arange(3), np.zeros((3, 2), np.float32), 3, ("a", "b"), fit_rows=3)
+    fraction, text = compute.describe_umap(
+        compute.EmbeddingView(proj, "running", elapsed=30, estimate=600, fraction=0.5)
+    )
+    assert fraction == 0.5 and "50% of the rows placed" in text and "left" in text
+    # before the transform reports, the bar moves with elapsed / estimate as before
+    fraction, text = compute.describe_umap(compute.EmbeddingView(proj, "running", elapsed=30, estimate=600))
+    assert fraction == pytest.approx(0.05) and "rows placed" not in text
+    # the estimate of a fit on a sample grows with the rows transform places
+    assert compute.umap_estimate(20_000, True, n_total=550_000) > compute.umap_estimate(20_000, True)

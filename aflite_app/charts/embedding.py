@@ -216,11 +216,11 @@ def embedding_density(
     common = dict(x=x, y=y, zsmooth=False, hoverongaps=False, xgap=0, ygap=0)
     if colour == "status":
         removed = counts[..., 1] if counts.shape[2] > 1 else np.zeros_like(total)
-        z = np.where(empty, np.nan, share_of[..., 1] if counts.shape[2] > 1 else 0.0)
+        z = np.where(empty, np.nan, share_of[..., 1] if counts.shape[2] > 1 else 0.0).astype(np.float32)
         fig.add_trace(
             go.Heatmap(
                 z=z,
-                customdata=np.dstack([total, removed]),
+                customdata=np.dstack([total, removed]).astype(np.int32),
                 colorscale=[[0.0, KEPT], [0.5, "#C9B8C9"], [1.0, REMOVED]],
                 zmin=0,
                 zmax=1,
@@ -242,10 +242,10 @@ def embedding_density(
         scale = [[i / (len(palette) - 1), c] for i, c in enumerate(palette)]
         fig.add_trace(
             go.Heatmap(
-                z=np.where(empty, np.nan, 0.0),
+                z=np.where(empty, np.nan, 0.0).astype(np.float32),
                 colorscale=[[0, KEPT], [1, KEPT]],
                 showscale=False,
-                customdata=total,
+                customdata=total.astype(np.int32),
                 hovertemplate="%{customdata:,} rows here, all kept<extra></extra>",
                 name="kept",
                 **common,
@@ -253,8 +253,8 @@ def embedding_density(
         )
         fig.add_trace(
             go.Heatmap(
-                z=np.where(removed > 0, mean_round, np.nan),
-                customdata=np.dstack([total, removed]),
+                z=np.where(removed > 0, mean_round, np.nan).astype(np.float32),
+                customdata=np.dstack([total, removed]).astype(np.int32),
                 colorscale=scale,
                 zmin=1,
                 zmax=max(last, 2),
@@ -278,8 +278,8 @@ def embedding_density(
         names = np.asarray([plotly_text(n) for n in order] + [""] * max(0, k - len(order)), dtype=object)[top]
         fig.add_trace(
             go.Heatmap(
-                z=np.where(empty, np.nan, top + 0.5),
-                customdata=np.dstack([total, top_share]),
+                z=np.where(empty, np.nan, top + 0.5).astype(np.float32),
+                customdata=np.dstack([total, top_share]).astype(np.float32),
                 text=names,
                 colorscale=steps,
                 zmin=0,
