@@ -35,6 +35,7 @@ __all__ = [
     "for_figure",
     "png_bytes",
     "png_data_uri",
+    "redrawn",
     "rows_in_geometry",
     "selected_rows",
     "selection_table",
@@ -254,6 +255,23 @@ def after_event(
     if state.touched:
         return replace(state, rows=(), touched=False)
     return state
+
+
+def redrawn(state: MapSelection | None) -> MapSelection:
+    """The state for a new figure of the same map (zoomed in or out): its rows drawn as selected.
+
+    The rows become ``baked``; the new chart holds no selection of its own (so a stale empty event of the old chart
+    is ignored).
+
+    Examples
+    --------
+    >>> s = after_event(for_figure(None, "status"), {"selection": {"points": [{"customdata": 4}]}})
+    >>> r = redrawn(s)
+    >>> r.rows, r.baked, r.touched
+    ((4,), (4,), False)
+    """
+    state = state if state is not None else MapSelection()
+    return replace(state, baked=state.rows, touched=False)
 
 
 def cleared(state: MapSelection | None) -> MapSelection:

@@ -113,13 +113,12 @@ if z1.button(
     help="Redraw the map on the server for the box around the selected rows; at most "
     f"{compute.EMBED_MAX_ROWS:,} rows in view are drawn as points.",
 ):
-    st.session_state[zoom_key] = (
-        (repr(spec.dataset), proj.method),
-        compute.selection_extent(proj, selected_now),
-    )
+    st.session_state[zoom_key] = ((repr(spec.dataset), proj.method), compute.selection_extent(proj, selected_now))
+    st.session_state[sel_key] = compute.redrawn(st.session_state.get(sel_key))
     st.rerun()
 if z2.button("Show every row", key="emb-unzoom", disabled=extent is None, width="stretch"):
     st.session_state.pop(zoom_key, None)
+    st.session_state[sel_key] = compute.redrawn(st.session_state.get(sel_key))
     st.rerun()
 in_view = "every row" if extent is None else f"the zoomed box ({layer.n_in_view:,} of {proj.n_rows:,} rows)"
 z3.caption(f"Showing {in_view}.")

@@ -116,6 +116,10 @@ def test_a_lasso_returns_every_row_inside_it_not_a_sample(app_test, monkeypatch,
     assert {t["type"] for t in fig["data"]} <= {"scatter", "scattergl"}
     drawn = [int(r) for t in fig["data"] for r in _decoded(t["customdata"])]
     assert set(at.session_state[sel_key].rows) <= set(drawn)
+    # the selection is drawn as selected on the zoomed points and still listed
+    chosen = [int(_decoded(t["customdata"])[i]) for t in fig["data"] for i in t.get("selectedpoints", [])]
+    assert sorted(chosen) == list(at.session_state[sel_key].rows)
+    assert any(f"**{in_box:,} rows selected**" in m.value for m in at.markdown)
     assert "the zoomed box" in _captions(at)
     at.button(key="emb-unzoom").click().run()
     assert [t["type"] for t in plotly_figures(at)[0]["data"]] == ["heatmap"]

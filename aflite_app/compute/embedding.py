@@ -39,7 +39,7 @@ from aflite_core.measures.projection import (
 
 from .. import selection, settings
 from ..jobs import BackgroundRun, remaining_text
-from ..selection import MapSelection, after_event, class_counts, cleared, for_figure, thumbnails
+from ..selection import MapSelection, after_event, class_counts, cleared, for_figure, redrawn, thumbnails
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import class_names, dataset
@@ -66,6 +66,7 @@ __all__ = [
     "embedding_view",
     "for_figure",
     "map_layer",
+    "redrawn",
     "rows_in_view",
     "selection_extent",
     "thumbnails",
