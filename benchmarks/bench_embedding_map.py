@@ -156,7 +156,7 @@ def time_page(root: Path, relative: str, xy: np.ndarray) -> dict:
     return out
 
 
-def time_browser(root: Path) -> dict:
+def time_browser(root: Path, n: int) -> dict:
     """Chromium: open the run on the Data page, then time the map's density image and a drawn lasso."""
     import re
 
@@ -175,8 +175,14 @@ def time_browser(root: Path) -> dict:
             nav.get_by_role("link", name="Data", exact=True).click()
             page.get_by_role("tab", name="Open a run directory").click()
             page.get_by_role("button", name="Open run").click()
-            opened = page.get_by_test_id("stSidebar").get_by_text(re.compile(r"^Opened: .*rows"))
-            expect(opened.first).to_be_visible(timeout=300_000)
+            opened = page.get_by_test_id("stSidebar").get_by_text(re.compile(rf"^{n:,} rows · "))
+            try:
+                expect(opened.first).to_be_visible(timeout=300_000)
+            except Exception:
+                page.screenshot(
+                    path=str(Path(tempfile.gettempdir()) / "bench_embedding_map_failed.png"), full_page=True
+                )
+                raise
             t = time.perf_counter()
             nav.get_by_role("link", name="Embedding map").click()
             try:
@@ -234,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_page:
             rows.update(time_page(root, "big/run1", xy))
         if args.browser:
-            rows.update(time_browser(root))
+            rows.update(time_browser(root, n))
         width = max(len(k) for k in rows)
         for key, value in rows.items():
             text = f"{value:,}" if isinstance(value, int) else f"{value:.2f}"

@@ -163,7 +163,7 @@ if proj.fitted_on_sample:
 
 # -- the selection -------------------------------------------------------------------------------------------
 st.subheader("Selected rows")
-rows = [r for r in st.session_state[sel_key].rows if r < data.n_rows]
+rows = selected_now
 if not rows:
     st.info("Nothing selected yet: drag a lasso around points on the map above to list those rows here.")
 else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,7 +79,7 @@ def test_bench_embedding_map():
     labels += ["Embedding page, first full run (s)", "lasso: callback + rerun listing it (s)", "peak resident size"]
     for label in labels:
         assert label in out, label
-    lines = {line.split("  ")[0].strip(): line.split()[-1] for line in out.splitlines() if line.startswith("  ")}
+    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in out.splitlines() if "   " in line.strip())
     assert lines["rows in the lasso"] == lines["rows selected (page)"]  # the page selects what the geometry holds
 
 

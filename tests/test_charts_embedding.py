@@ -199,3 +199,14 @@ def test_density_status_cells_are_the_removed_share_with_counts_in_the_hover():
     assert np.asarray(fig.data[0].customdata)[..., 0].sum() == 10_000
     with pytest.raises(ValueError, match="'colour' parameter"):
         embedding_density(grid, "size", codes=("kept", "removed"))
+
+
+def test_density_class_names_are_escaped_for_plotly():
+    from aflite_app.charts.embedding import embedding_density
+    from aflite_app.charts.theme import plotly_text
+
+    names = ["<b>cat</b>", "dog", "emu"]
+    fig = embedding_density(_grid(5_000, 3), "class", codes=names, classes=names)
+    ticks = list(fig.data[0].colorbar.ticktext)
+    assert ticks[0] == plotly_text("<b>cat</b>") and "<b>" not in ticks[0]
+    assert all("<b>" not in str(t) for t in np.asarray(fig.data[0].text, dtype=object).ravel())
