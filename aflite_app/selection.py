@@ -3,7 +3,13 @@
 ``st.plotly_chart(..., on_select="rerun")`` returns ``{"selection": {"points": [...], "point_indices": [...],
 "box": [...], "lasso": [...]}}``. ``point_indices`` are per trace (one trace per colour), so they do not index
 the data; the map puts each point's row position in ``customdata`` and :func:`selected_rows` reads it back
-from ``points``. :func:`selection_table` lists the selected rows with an image thumbnail (PNG data URI,
+from ``points`` (a click). A box or lasso also arrives as its geometry, in data coordinates, even on a figure with
+no points at all (checked in Chromium against Streamlit 1.67 on a heatmap-only figure):
+``"box": [{"xref": "x", "yref": "y", "x": [x0, x1], "y": [y0, y1]}]`` and
+``"lasso": [{"xref": "x", "yref": "y", "x": [...], "y": [...]}]`` (the closed polygon's vertices);
+:func:`rows_in_geometry` evaluates that geometry over every row's map coordinates, so a selection on the density
+map of 550,000 rows needs no per-point data from the browser.
+:func:`selection_table` lists the selected rows with an image thumbnail (PNG data URI,
 encoded here without extra dependencies) or the dataset's text columns.
 """
 
@@ -17,15 +23,20 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from aflite_core.measures.projection import points_in_box, points_in_polygon
+
 from .images import png_bytes, png_data_uri
 
 __all__ = [
     "MapSelection",
     "after_event",
+    "class_counts",
     "cleared",
     "for_figure",
     "png_bytes",
     "png_data_uri",
+    "redrawn",
+    "rows_in_geometry",
     "selected_rows",
     "selection_table",
     "thumbnail",
@@ -110,6 +121,67 @@ def selected_rows(event: Any, *, n_rows: int | None = None) -> list[int]:
     return sorted(rows)
 
 
+def _numbers(values: Any) -> NDArray[np.float64] | None:
+    """A list of coordinates from the browser as floats, or None when it is not a list of finite numbers."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        return None
+    try:
+        out = np.asarray(list(values), dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    return out if out.ndim == 1 and np.isfinite(out).all() else None
+
+
+def rows_in_geometry(event: Any, xy: NDArray | None) -> list[int] | None:
+    """Row positions inside the boxes and lassos of a Plotly chart event, evaluated over every row of ``xy``.
+
+    Parameters
+    ----------
+    event : mapping or object, optional
+        What ``st.plotly_chart(..., on_select="rerun")`` returned, or its ``selection`` part.
+    xy : ndarray of shape (n_rows, 2), optional
+        Every row's map coordinates (row position = index).
+
+    Returns
+    -------
+    list of int or None
+        The rows inside any of the event's boxes or lassos (their union), sorted; None when the event holds no
+        usable geometry (a click, an empty or malformed selection) or ``xy`` is None.
+
+    Examples
+    --------
+    >>> xy = np.array([[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
+    >>> rows_in_geometry({"selection": {"box": [{"x": [-1, 2], "y": [-1, 2]}], "lasso": []}}, xy)
+    [0, 1]
+    >>> rows_in_geometry({"selection": {"lasso": [{"x": [4, 6, 6, 4], "y": [4, 4, 6, 6]}]}}, xy)
+    [2]
+    >>> rows_in_geometry({"selection": {"points": [{"customdata": 1}]}}, xy) is None
+    True
+    """
+    if xy is None:
+        return None
+    selection = _get(event, "selection")
+    if selection is None and (_get(event, "box") is not None or _get(event, "lasso") is not None):
+        selection = event
+    inside: NDArray[np.bool_] | None = None
+    for kind in ("box", "lasso"):
+        shapes = _get(selection, kind) or []
+        if isinstance(shapes, (str, bytes, Mapping)) or not isinstance(shapes, Iterable):
+            continue
+        for shape in shapes:
+            sx, sy = _numbers(_get(shape, "x")), _numbers(_get(shape, "y"))
+            if sx is None or sy is None or len(sx) != len(sy) or len(sx) < 2:
+                continue
+            if kind == "box":
+                if len(sx) != 2:
+                    continue
+                mask = points_in_box(xy, sx, sy)
+            else:
+                mask = points_in_polygon(xy, sx, sy)
+            inside = mask if inside is None else inside | mask
+    return None if inside is None else np.flatnonzero(inside).tolist()
+
+
 @dataclass(frozen=True)
 class MapSelection:
     """The rows selected on the map, kept across changes of the figure.
@@ -156,8 +228,14 @@ def for_figure(state: MapSelection | None, signature: Hashable) -> MapSelection:
     return state
 
 
-def after_event(state: MapSelection | None, event: Any, *, n_rows: int | None = None) -> MapSelection:
+def after_event(
+    state: MapSelection | None, event: Any, *, n_rows: int | None = None, xy: NDArray | None = None
+) -> MapSelection:
     """The state after the chart reported a selection (``on_select`` callback).
+
+    With ``xy`` (every row's map coordinates) a box or lasso selects every row inside it
+    (:func:`rows_in_geometry`), whether or not the figure drew that row; clicked points (no geometry) are read
+    from their ``customdata``.
 
     A non-empty selection replaces the rows. An empty one clears them only when the current figure held a
     selection of its own (``touched``): Streamlit's chart sends "nothing selected" only when its own value was
@@ -165,12 +243,35 @@ def after_event(state: MapSelection | None, event: Any, *, n_rows: int | None = 
     earlier figure (seen when the figure is redrawn) and is ignored.
     """
     state = state if state is not None else MapSelection()
-    rows = tuple(selected_rows(event, n_rows=n_rows))
+    inside = rows_in_geometry(event, xy)
+    if inside is not None:
+        clicked = selected_rows(event, n_rows=n_rows)
+        rows = tuple(sorted(set(inside).union(clicked))) if clicked else tuple(inside)
+        rows = tuple(r for r in rows if n_rows is None or r < n_rows)
+    else:
+        rows = tuple(selected_rows(event, n_rows=n_rows))
     if rows:
         return replace(state, rows=rows, touched=True)
     if state.touched:
         return replace(state, rows=(), touched=False)
     return state
+
+
+def redrawn(state: MapSelection | None) -> MapSelection:
+    """The state for a new figure of the same map (zoomed in or out): its rows drawn as selected.
+
+    The rows become ``baked``; the new chart holds no selection of its own (so a stale empty event of the old chart
+    is ignored).
+
+    Examples
+    --------
+    >>> s = after_event(for_figure(None, "status"), {"selection": {"points": [{"customdata": 4}]}})
+    >>> r = redrawn(s)
+    >>> r.rows, r.baked, r.touched
+    ((4,), (4,), False)
+    """
+    state = state if state is not None else MapSelection()
+    return replace(state, baked=state.rows, touched=False)
 
 
 def cleared(state: MapSelection | None) -> MapSelection:
@@ -225,7 +326,33 @@ def _scores(values: NDArray[np.float64], missing: str) -> list[str]:
     return [missing if np.isnan(v) else f"{v:.2f}" for v in values]
 
 
-def selection_table(data: Any, result: Any, rows: Iterable[int], *, cap: int = 200) -> tuple[pd.DataFrame, dict]:
+def _positions(rows: Iterable[int], n_rows: int) -> NDArray[np.intp]:
+    """Distinct, sorted row positions in ``[0, n_rows)``."""
+    idx = np.unique(np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.int64))
+    return idx[(idx >= 0) & (idx < n_rows)].astype(np.intp)
+
+
+def class_counts(data: Any, result: Any, rows: Iterable[int]) -> pd.DataFrame:
+    """Selected, kept and removed rows per class (every class, in order; rows outside the data are dropped).
+
+    Returns
+    -------
+    DataFrame
+        Index: class names; columns ``selected, kept, removed``.
+    """
+    idx = _positions(rows, data.n_rows)
+    names = [str(c) for c in data.classes]
+    codes = np.asarray(data.y)[idx]
+    selected = np.bincount(codes, minlength=len(names))
+    kept = np.bincount(codes[np.asarray(result.kept)[idx]], minlength=len(names))
+    frame = pd.DataFrame({"selected": selected, "kept": kept, "removed": selected - kept}, index=names)
+    frame.index.name = "class"
+    return frame
+
+
+def selection_table(
+    data: Any, result: Any, rows: Iterable[int], *, cap: int = 200, offset: int = 0
+) -> tuple[pd.DataFrame, dict]:
     """The selected rows as a display table: image or text, id, class, outcome and predictability.
 
     Parameters
@@ -237,7 +364,9 @@ def selection_table(data: Any, result: Any, rows: Iterable[int], *, cap: int = 2
     rows : iterable of int
         Selected row positions.
     cap : int, default=200
-        Rows listed at most (the first ones, in row order); the counts cover all selected rows.
+        Rows listed at most (the first ones, in row order, from ``offset``); the counts cover all selected rows.
+    offset : int, default=0
+        Selected rows skipped before the listed ones (a page of the selection: ``offset = page · cap``).
 
     Returns
     -------
@@ -245,12 +374,13 @@ def selection_table(data: Any, result: Any, rows: Iterable[int], *, cap: int = 2
         Columns ``image`` (PNG data URI, when the dataset has images) or the text / planted-truth columns,
         then ``id, class, status, round removed`` ("" if kept), ``first-round p`` ("not scored" if never
         scored), ``removal score`` ("" if kept) as display text with two decimals, and ``row`` (the position);
-        and the counts ``{"selected", "kept", "removed", "shown"}``.
+        and the counts ``{"selected", "kept", "removed", "shown"}`` (per class: :func:`class_counts`).
     """
-    idx = np.asarray(sorted({int(r) for r in rows if 0 <= int(r) < data.n_rows}), dtype=np.intp)
+    idx = _positions(rows, data.n_rows)
     kept = np.asarray(result.kept)[idx]
-    counts = {"selected": len(idx), "kept": int(kept.sum()), "removed": int((~kept).sum()), "shown": min(len(idx), cap)}
-    show = idx[:cap]
+    offset = max(0, min(int(offset), max(len(idx) - 1, 0)))
+    show = idx[offset : offset + cap]
+    counts = {"selected": len(idx), "kept": int(kept.sum()), "removed": int((~kept).sum()), "shown": len(show)}
     names = np.asarray([str(c) for c in data.classes], dtype=object)
     table = pd.DataFrame(index=pd.RangeIndex(len(show)))
     if data.images is not None:

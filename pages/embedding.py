@@ -36,9 +36,9 @@ method = c2.radio(
 
 map_key = embedding_map_key(spec.dataset.key, rep)
 sel_key = embedding_selection_key(map_key)
+zoom_key = f"{map_key}-zoom"
 with ui.errors():
     view = compute.embedding_view(spec.dataset, method, session=session_data)
-    frame = compute.embedding_frame(spec, view, session=session_data)
 proj = view.projection
 
 if method == "UMAP" and view.umap_status == "running":
@@ -62,61 +62,137 @@ elif method == "UMAP" and view.umap_status in ("failed", "off"):
 # the selection survives a new colouring, projection or run (Streamlit resets a chart whose figure changes)
 sel = compute.for_figure(st.session_state.get(sel_key), (repr(spec), colour, proj.method))
 st.session_state[sel_key] = sel
+# the view: every row, or the box the user zoomed to (map coordinates of this projection)
+zoom = st.session_state.get(zoom_key)
+extent = zoom[1] if zoom and zoom[0] == (repr(spec.dataset), proj.method) else None
+
+with ui.errors():
+    layer = compute.map_layer(spec, view, colour, extent, session=session_data)
 
 
 def _on_select() -> None:
     st.session_state[sel_key] = compute.after_event(
-        st.session_state.get(sel_key), st.session_state.get(map_key), n_rows=data.n_rows
+        st.session_state.get(sel_key), st.session_state.get(map_key), n_rows=data.n_rows, xy=proj.xy
     )
 
 
-fig = charts.embedding_scatter(
-    frame,
-    colour,
-    classes=names,
-    n_rounds=result.n_rounds,
-    axis_titles=proj.axis_titles,
-    selected=sel.baked,
-    revision=sel.revision,
-    title=f"{proj.method} of Φ = {ui.plotly_text(rep_text)}",
-)
+title = f"{proj.method} of Φ = {ui.plotly_text(rep_text)}"
+if layer.kind == "points":
+    fig = charts.embedding_scatter(
+        layer.frame,
+        colour,
+        classes=names,
+        n_rounds=result.n_rounds,
+        axis_titles=proj.axis_titles,
+        selected=sel.baked,
+        revision=sel.revision,
+        title=title,
+        extent=extent,
+    )
+else:
+    fig = charts.embedding_density(
+        layer.grid,
+        colour,
+        codes=layer.codes,
+        classes=names,
+        n_rounds=result.n_rounds,
+        axis_titles=proj.axis_titles,
+        revision=sel.revision,
+        title=title,
+        extent=extent,
+    )
 st.plotly_chart(fig, key=map_key, on_select=_on_select, selection_mode=("points", "box", "lasso"), width="stretch")
+
+z1, z2, z3 = st.columns([2, 2, 3])
+selected_now = [r for r in st.session_state[sel_key].rows if r < data.n_rows]
+if z1.button(
+    "Zoom to the selection",
+    key="emb-zoom",
+    disabled=not selected_now,
+    width="stretch",
+    help="Redraw the map on the server for the box around the selected rows; at most "
+    f"{compute.EMBED_MAX_ROWS:,} rows in view are drawn as points.",
+):
+    st.session_state[zoom_key] = ((repr(spec.dataset), proj.method), compute.selection_extent(proj, selected_now))
+    st.session_state[sel_key] = compute.redrawn(st.session_state.get(sel_key))
+    st.rerun()
+if z2.button("Show every row", key="emb-unzoom", disabled=extent is None, width="stretch"):
+    st.session_state.pop(zoom_key, None)
+    st.session_state[sel_key] = compute.redrawn(st.session_state.get(sel_key))
+    st.rerun()
+in_view = "every row" if extent is None else f"the zoomed box ({layer.n_in_view:,} of {proj.n_rows:,} rows)"
+z3.caption(f"Showing {in_view}.")
+
 shown = proj.method
 if method == "UMAP" and proj.method == "PCA":
     shown += " (UMAP not ready yet)" if view.umap_status == "running" else " (UMAP unavailable)"
-colour_text = {
-    "status": "blue rows were kept, vermillion rows removed",
-    "round": "removed rows are coloured by the round they left in (dark = early, the most predictable first); "
-    "kept rows are blue",
-    "class": "one colour per class; hover a point for whether it was kept",
-}[colour]
-ui.caption(
-    f"Shown: {shown} of the representation Φ ({ui.md(rep_text)}). Each point is one row, placed so that rows "
-    f"with similar Φ are close; {colour_text}. Drag a lasso around points (box select and zoom are in "
-    "the chart's toolbar) to list them below; double-click the map to clear the selection. A selection "
-    "stays when you change the colouring or the projection."
-)
-if proj.sampled:
-    st.caption(
-        f"Note: for speed the map shows a seeded random sample of {len(proj.rows):,} of the "
-        f"{proj.n_rows:,} rows; the kNN table below uses the same sample."
+if layer.kind == "points":
+    colour_text = {
+        "status": "blue rows were kept, vermillion rows removed",
+        "round": "removed rows are coloured by the round they left in (dark = early, the most predictable first); "
+        "kept rows are blue",
+        "class": "one colour per class; hover a point for whether it was kept",
+    }[colour]
+    drawn = "Each point is one row"
+else:
+    colour_text = {
+        "status": "a cell's colour is the share of its rows AFLite removed (blue = all kept, vermillion = all removed)",
+        "round": "cells with removed rows are coloured by the mean round they left in (dark = early); cells with "
+        "only kept rows are blue",
+        "class": "a cell's colour is its most common class",
+    }[colour]
+    drawn = (
+        f"{layer.n_in_view:,} rows are more than the {compute.EMBED_MAX_ROWS:,} the map draws as points, so each "
+        f"cell of this {compute.MAP_BINS} × {compute.MAP_BINS} density image counts the rows at that place (hover "
+        "a cell for its counts); zoom to a selection to see the rows as points"
     )
+ui.caption(
+    f"Shown: {shown} of the representation Φ ({ui.md(rep_text)}), placed so that rows with similar Φ are close. "
+    f"{drawn}; {colour_text}. Drag a lasso or a box (in the chart's toolbar) to select rows: the selection is "
+    "evaluated over every row of the run, drawn or not, and listed below; double-click the map to clear it. "
+    "A selection stays when you change the colouring or the projection."
+)
+if proj.fitted_on_sample:
+    fitted = (
+        f"UMAP fitted on {proj.fit_rows:,} rows (a seeded sample), applied to all {proj.n_rows:,} with its transform."
+        if proj.method == "UMAP"
+        else f"PCA's axes fitted on {proj.fit_rows:,} rows (a seeded sample), every one of the {proj.n_rows:,} "
+        "rows projected onto them."
+    )
+    st.caption(fitted)
 
 # -- the selection -------------------------------------------------------------------------------------------
 st.subheader("Selected rows")
-rows = [r for r in st.session_state[sel_key].rows if r < data.n_rows]
+rows = selected_now
 if not rows:
     st.info("Nothing selected yet: drag a lasso around points on the map above to list those rows here.")
 else:
-    table, counts = compute.embedding_selection(spec, rows, cap=200, session=session_data)
-    more = f" · showing the first {counts['shown']:,}" if counts["shown"] < counts["selected"] else ""
-    t1, t2 = st.columns([5, 1])
+    page_rows = 200
+    n_pages = (len(rows) + page_rows - 1) // page_rows
+    t1, t2, t3 = st.columns([4, 1, 1])
+    page = 1
+    if n_pages > 1:
+        page = t2.number_input(
+            f"Page (of {n_pages:,})",
+            min_value=1,
+            max_value=n_pages,
+            value=1,
+            step=1,
+            key=f"emb-page-{map_key}-{len(rows)}",
+        )
+    table, counts = compute.embedding_selection(
+        spec, rows, cap=page_rows, offset=(int(page) - 1) * page_rows, session=session_data
+    )
+    first = (int(page) - 1) * page_rows
+    more = f" · rows {first + 1:,}-{first + counts['shown']:,} listed" if counts["shown"] < counts["selected"] else ""
     t1.markdown(
         f"**{counts['selected']:,} rows selected**: {counts['kept']:,} kept, {counts['removed']:,} removed{more}"
     )
-    if t2.button("Clear selection", key="emb-clear", width="stretch"):
+    if t3.button("Clear selection", key="emb-clear", width="stretch"):
         st.session_state[sel_key] = compute.cleared(st.session_state.get(sel_key))
         st.rerun()
+    per_class = counts["per_class"]
+    st.dataframe(per_class.loc[per_class["selected"] > 0], width="stretch")
     st.dataframe(
         table,
         hide_index=True,
@@ -207,8 +283,15 @@ k2.metric(
     help="Positive means AFLite's choice of rows, not just having fewer rows, made the set more spread out.",
 )
 st.dataframe(knn["table"].style.format("{:.3f}", na_rep=MISSING), width="stretch")
+sampled_text = (
+    f"Computed on a seeded random sample of {knn['n_rows']:,} of the {data.n_rows:,} rows (seed "
+    f"{compute.EMBED_SEED}; exact neighbour search over every row would grow with the square of the rows). "
+    if knn["sampled"]
+    else ""
+)
 ui.caption(
-    f"The paper's Table 3 (ICLR version) on this run: {knn['n_rows']:,} rows split once (seeded) into 80 % "
+    sampled_text
+    + f"The paper's Table 3 (ICLR version) on this run: {knn['n_rows']:,} rows split once (seeded) into 80 % "
     f"neighbours and 20 % held-out queries ({knn['n_heldout']:,} rows). Each cell is the sum of the cosine "
     "distances (1 − cos in Φ) from a held-out row to its k nearest neighbours, averaged over the held-out rows "
     "of the class; rows named '<class>' compare with the same class, '<class> vs others' with all other "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_adversary.py",
         "bench_app.py",
         "bench_core.py",
+        "bench_embedding_map.py",
         "bench_null.py",
         "bench_app_tau.py",
         "bench_scale.py",
@@ -68,6 +70,18 @@ def test_every_script_has_a_tiny_mode_and_a_test():
     for name in tested:
         assert "--tiny" in (BENCH / name).read_text(encoding="utf-8"), f"{name} has no --tiny"
     assert "def main" not in (BENCH / "reference.py").read_text(encoding="utf-8")
+
+
+def test_bench_embedding_map():
+    """The map's layer pieces, the lasso over every row and the AppTest page timings (--browser is opt-in)."""
+    out = run_tiny("bench_embedding_map.py")
+    assert "Embedding map at 30,000 × 16" in out
+    labels = ["PCA of every row (s)", "density grid (s)", "figure JSON (MB)", "lasso over every row (s)"]
+    labels += ["Embedding page, first full run (s)", "lasso: callback + rerun listing it (s)", "peak resident size"]
+    for label in labels:
+        assert label in out, label
+    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in out.splitlines() if "   " in line.strip())
+    assert lines["rows in the lasso"] == lines["rows selected (page)"]  # the page selects what the geometry holds
 
 
 def test_bench_threads():

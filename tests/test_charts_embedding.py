@@ -151,3 +151,62 @@ def test_heatmap_without_removed_rows_has_one_block():
     assert np.asarray(fig.data[0].z).shape == (4, 4)
     assert list(fig.layout.xaxis.ticktext) == ["retained (4)"]
     assert len(fig.layout.shapes) == 1
+
+
+# -- the density image of every row -------------------------------------------------------------------------------
+def _grid(n: int, n_codes: int, seed: int = 0):
+    from aflite_core.measures.projection import density_grid
+
+    rng = np.random.default_rng(seed)
+    return density_grid(rng.normal(size=(n, 2)), bins=80, codes=rng.integers(0, n_codes, n), n_codes=n_codes)
+
+
+def _numbers_in(fig) -> int:
+    """How many numbers the figure's traces carry (arrays flattened)."""
+    total = 0
+    for t in fig.data:
+        for name in ("x", "y", "z", "customdata", "text"):
+            value = getattr(t, name, None)
+            if value is not None:
+                total += np.asarray(value, dtype=object).size
+    return total
+
+
+@pytest.mark.parametrize(
+    ("colour", "codes"),
+    [("status", ("kept", "removed")), ("round", ("kept", "round 1", "round 2")), ("class", ("cat", "dog", "emu"))],
+)
+def test_density_figure_holds_bins_squared_numbers_not_rows(colour, codes):
+    from aflite_app.charts.embedding import embedding_density
+
+    sizes = []
+    for n in (2_000, 500_000):
+        fig = embedding_density(_grid(n, len(codes)), colour, codes=codes, classes=["cat", "dog", "emu"], n_rounds=2)
+        assert {t.type for t in fig.data} == {"heatmap"} and fig.layout.dragmode == "lasso"
+        sizes.append(_numbers_in(fig))
+    assert sizes[0] == sizes[1] <= 80 * 80 * 8  # the same figure size at 2,000 and 500,000 rows
+
+
+def test_density_status_cells_are_the_removed_share_with_counts_in_the_hover():
+    from aflite_app.charts.embedding import embedding_density
+
+    grid = _grid(10_000, 2)
+    fig = embedding_density(grid, "status", codes=("kept", "removed"))
+    z = np.asarray(fig.data[0].z, dtype=float)
+    total = grid.counts.sum(axis=2)
+    np.testing.assert_allclose(z[total > 0], (grid.counts[..., 1] / np.maximum(total, 1))[total > 0])
+    assert np.isnan(z[total == 0]).all()  # empty bins are gaps
+    assert np.asarray(fig.data[0].customdata)[..., 0].sum() == 10_000
+    with pytest.raises(ValueError, match="'colour' parameter"):
+        embedding_density(grid, "size", codes=("kept", "removed"))
+
+
+def test_density_class_names_are_escaped_for_plotly():
+    from aflite_app.charts.embedding import embedding_density
+    from aflite_app.charts.theme import plotly_text
+
+    names = ["<b>cat</b>", "dog", "emu"]
+    fig = embedding_density(_grid(5_000, 3), "class", codes=names, classes=names)
+    ticks = list(fig.data[0].colorbar.ticktext)
+    assert ticks[0] == plotly_text("<b>cat</b>") and "<b>" not in ticks[0]
+    assert all("<b>" not in str(t) for t in np.asarray(fig.data[0].text, dtype=object).ravel())

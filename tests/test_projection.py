@@ -7,7 +7,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aflite_core.measures.projection import UMAP_MIN_ROWS, pca_2d, sample_rows, umap_2d
+from aflite_core.measures.projection import (
+    UMAP_MIN_ROWS,
+    density_grid,
+    pca_2d,
+    pca_2d_all,
+    points_in_box,
+    points_in_polygon,
+    sample_rows,
+    umap_2d,
+    umap_2d_all,
+)
 
 
 # -- sample_rows -------------------------------------------------------------------------------------------------
@@ -136,3 +146,94 @@ def test_umap_maps_the_digits_into_class_clusters():
     assert score > 0.8
     with pytest.raises(ValueError, match="at least 5 rows"):
         umap_2d(X[:3])
+
+
+# -- the map of every row: pca_2d_all, umap_2d_all, points_in_polygon / points_in_box, density_grid ---------------
+def _brute_in_polygon(xy, px, py):
+    x, y = xy[:, 0].astype(float), xy[:, 1].astype(float)
+    inside = np.zeros(len(x), dtype=bool)
+    for ax, ay, bx, by in zip(px, py, np.roll(px, -1), np.roll(py, -1)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = ax + (y - ay) * (bx - ax) / (by - ay)
+        inside ^= ((ay > y) != (by > y)) & (x < cross)
+    return inside
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_points_in_polygon_equals_the_edge_by_edge_count(seed):
+    rng = np.random.default_rng(seed)
+    xy = rng.normal(size=(20_000, 2)).astype(np.float32)
+    t = np.sort(rng.uniform(0, 2 * np.pi, 40))
+    r = rng.uniform(0.3, 2.0, 40)  # a star-shaped, non-convex lasso
+    px, py = r * np.cos(t), r * np.sin(t)
+    got = points_in_polygon(xy, px, py)
+    np.testing.assert_array_equal(got, _brute_in_polygon(xy, px, py))
+    assert 0 < got.sum() < len(xy)
+    # a closed polygon (last vertex = first, as Plotly sends a lasso) gives the same rows
+    np.testing.assert_array_equal(points_in_polygon(xy, np.r_[px, px[0]], np.r_[py, py[0]]), got)
+
+
+def test_points_in_polygon_and_box_edge_cases():
+    xy = np.array([[0.5, 0.5], [2.0, 2.0], [1.0, 0.2]])
+    assert not points_in_polygon(xy, [0, 1], [0, 1]).any()  # two vertices enclose nothing
+    assert not points_in_polygon(np.zeros((0, 2)), [0, 1, 1], [0, 0, 1]).any()
+    assert points_in_box(xy, [1, 0], [0, 1]).tolist() == [True, False, True]
+    with pytest.raises(ValueError, match="finite"):
+        points_in_polygon(xy, [0, 1, np.nan], [0, 0, 1])
+    with pytest.raises(ValueError, match="shape"):
+        points_in_polygon(np.zeros(3), [0, 1, 1], [0, 0, 1])
+
+
+def test_density_grid_counts_every_row_once_in_bins_squared_numbers():
+    rng = np.random.default_rng(0)
+    for n in (1_000, 200_000):
+        xy = rng.normal(size=(n, 2))
+        codes = rng.integers(0, 3, n)
+        grid = density_grid(xy, bins=50, codes=codes, n_codes=3)
+        assert grid.counts.shape == (50, 50, 3)  # O(bins² · categories), whatever the rows
+        assert grid.counts.sum() == n == grid.n_rows
+        np.testing.assert_array_equal(grid.counts.sum(axis=(0, 1)), np.bincount(codes, minlength=3))
+    # an extent counts only the rows inside it, each in the bin its coordinates fall in
+    grid = density_grid([[0.1, 0.1], [0.9, 0.6], [5.0, 5.0]], bins=2, extent=(0, 1, 0, 1))
+    assert grid.n_rows == 2 and grid.total.tolist() == [[1, 0], [0, 1]]
+
+
+def test_pca_2d_all_fits_on_a_sample_and_projects_every_row():
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(5_000, 6)) * [4.0, 2.0, 0.5, 0.1, 0.1, 0.1]).astype(np.float32)
+    xy, ratio, n_fit = pca_2d_all(X, max_fit_rows=10_000)
+    np.testing.assert_allclose(xy, pca_2d(X)[0], atol=1e-4)  # up to the limit: pca_2d itself
+    assert n_fit == 5_000
+    xy_s, ratio_s, n_fit = pca_2d_all(X, max_fit_rows=1_000, chunk_rows=777)
+    assert n_fit == 1_000 and xy_s.shape == (5_000, 2) and xy_s.dtype == np.float32
+    # the sample's axes are the full data's axes, up to sign: the coordinates agree closely
+    for k in range(2):
+        corr = np.corrcoef(xy[:, k], xy_s[:, k])[0, 1]
+        assert abs(corr) > 0.99
+    assert abs(ratio_s[0] - ratio[0]) < 0.05
+
+
+def test_umap_2d_all_fits_the_sample_and_transforms_the_rest(monkeypatch):
+    """The composition, with a stand-in for umap-learn (the real fit is the slow test above)."""
+    import aflite_core.measures.projection as projection
+
+    class FakeUMAP:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+        def fit_transform(self, X):
+            self.fitted = len(X)
+            return X[:, :2] + 100.0
+
+        def transform(self, X):
+            return X[:, :2] - 100.0
+
+    monkeypatch.setattr(projection, "_import_umap", lambda: type("umap", (), {"UMAP": FakeUMAP}))
+    X = np.random.default_rng(1).normal(size=(1_000, 4)).astype(np.float32)
+    seen = []
+    xy, rows = umap_2d_all(X, max_fit_rows=300, chunk_rows=250, progress=lambda d, n: seen.append((d, n)))
+    np.testing.assert_array_equal(rows, sample_rows(1_000, 300, random_state=0))
+    np.testing.assert_allclose(xy[rows], X[rows, :2] + 100.0)  # the sample keeps its fitted coordinates
+    rest = np.setdiff1d(np.arange(1_000), rows)
+    np.testing.assert_allclose(xy[rest], X[rest, :2] - 100.0)  # every other row is placed by transform
+    assert seen[0] == (300, 1_000) and seen[-1] == (1_000, 1_000) and len(seen) == 1 + 3

@@ -1,7 +1,9 @@
 """Pure chart builders for the Embedding map page (no Streamlit): the 2-D map and the Figure 1 heatmap.
 
 The map is selectable: every point carries its row position in ``customdata`` (read back by
-:func:`aflite_app.selection.selected_rows`) and the figure starts in lasso mode.
+:func:`aflite_app.selection.selected_rows`) and the figure starts in lasso mode. Above the points limit the map is a
+density image (:func:`embedding_density`): a heatmap of the 2-D histogram of every row, O(bins²) numbers whatever
+the rows; a box or lasso drawn on it reaches the server as its geometry and selects over every row.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import plotly.graph_objects as go
 
 from .theme import KEPT, REMOVED, class_colour_map, plotly_text, round_colours, style
 
-__all__ = ["COLOUR_MODES", "embedding_scatter", "similarity_heatmap"]
+__all__ = ["COLOUR_MODES", "embedding_density", "embedding_scatter", "similarity_heatmap"]
 
 #: colour control of the map: key -> label
 COLOUR_MODES = {"status": "kept / removed", "round": "round removed", "class": "class"}
@@ -53,6 +55,7 @@ def embedding_scatter(
     revision: int = 0,
     title: str | None = None,
     height: int = 600,
+    extent: tuple[float, float, float, float] | None = None,
 ) -> go.Figure:
     """The 2-D map of the rows, coloured by outcome, by the round a row was removed in, or by class.
 
@@ -77,6 +80,8 @@ def embedding_scatter(
     revision : int, default=0
         Stored in ``layout.meta``: a new revision makes a new figure (Streamlit then forgets the chart's
         own selection).
+    extent : (x0, x1, y0, y1), optional
+        The axes' ranges (a zoomed view); default: Plotly's autorange.
 
     Returns
     -------
@@ -149,12 +154,154 @@ def embedding_scatter(
     fig.update_layout(
         dragmode="lasso", hovermode="closest", clickmode="event+select", meta={"selection_revision": int(revision)}
     )
+    return _finish(fig, axis_titles, extent, height, title)
+
+
+def _finish(fig, axis_titles, extent, height, title) -> go.Figure:
     fig.update_xaxes(title_text=axis_titles[0], zeroline=False)
     fig.update_yaxes(title_text=axis_titles[1], zeroline=False)
+    if extent is not None:
+        fig.update_xaxes(range=[extent[0], extent[1]])
+        fig.update_yaxes(range=[extent[2], extent[3]])
     fig = style(fig, height=height, title=title)
     if title:  # room for the title above the legend row
         fig.update_layout(margin=dict(t=100), title=dict(y=0.98, yanchor="top"))
     return fig
+
+
+def embedding_density(
+    grid,
+    colour: str = "status",
+    *,
+    codes: Sequence[str],
+    classes: Sequence[str] | None = None,
+    n_rounds: int | None = None,
+    axis_titles: tuple[str, str] = ("component 1", "component 2"),
+    revision: int = 0,
+    title: str | None = None,
+    height: int = 600,
+    extent: tuple[float, float, float, float] | None = None,
+) -> go.Figure:
+    """The map of every row as a density image: one heatmap cell per bin of a 2-D histogram.
+
+    Parameters
+    ----------
+    grid : aflite_core.measures.projection.DensityGrid
+        Rows per bin and category (``counts[y, x, category]``).
+    colour : {"status", "round", "class"}
+        A cell's colour: the share of its rows AFLite removed (blue = all kept, vermillion = all removed); the
+        mean round its removed rows left in (cells with only kept rows in blue); or its most common class.
+    codes : sequence of str
+        The grid's categories: "kept", "removed" (status); "kept", "round 1", ... (round); the class names (class).
+    classes, n_rounds, axis_titles, revision, title, height, extent
+        As in :func:`embedding_scatter`.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Heatmap traces of ``bins × bins`` cells (empty bins are gaps); the hover gives each cell's rows;
+        ``dragmode`` is "lasso". The figure holds O(bins²) numbers, whatever the number of rows.
+    """
+    if colour not in COLOUR_MODES:
+        raise ValueError(
+            f"The 'colour' parameter of embedding_density must be one of {list(COLOUR_MODES)}. Got {colour!r} instead."
+        )
+    counts = np.asarray(grid.counts)
+    total = counts.sum(axis=2)
+    empty = total == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share_of = counts / np.where(empty, 1, total)[..., None]
+    x, y = grid.x_centres, grid.y_centres
+    fig = go.Figure()
+    common = dict(x=x, y=y, zsmooth=False, hoverongaps=False, xgap=0, ygap=0)
+    if colour == "status":
+        removed = counts[..., 1] if counts.shape[2] > 1 else np.zeros_like(total)
+        z = np.where(empty, np.nan, share_of[..., 1] if counts.shape[2] > 1 else 0.0).astype(np.float32)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                customdata=np.dstack([total, removed]).astype(np.int32),
+                colorscale=[[0.0, KEPT], [0.5, "#C9B8C9"], [1.0, REMOVED]],
+                zmin=0,
+                zmax=1,
+                colorbar=dict(title=dict(text="share<br>removed"), tickformat=".0%", thickness=14, len=0.75),
+                hovertemplate="%{customdata[0]:,} rows here · %{customdata[1]:,} removed (%{z:.0%})<extra></extra>",
+                name=f"{int(total.sum()):,} rows",
+                **common,
+            )
+        )
+    elif colour == "round":
+        removed = total - counts[..., 0]
+        rounds = np.arange(counts.shape[2], dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_round = (counts[..., 1:] * rounds[1:]).sum(axis=2) / removed
+        last = int(n_rounds if n_rounds is not None else max(1, counts.shape[2] - 1))
+        palette = round_colours(min(max(last, 1), 12))
+        if len(palette) == 1:
+            palette = palette * 2
+        scale = [[i / (len(palette) - 1), c] for i, c in enumerate(palette)]
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(empty, np.nan, 0.0).astype(np.float32),
+                colorscale=[[0, KEPT], [1, KEPT]],
+                showscale=False,
+                customdata=total.astype(np.int32),
+                hovertemplate="%{customdata:,} rows here, all kept<extra></extra>",
+                name="kept",
+                **common,
+            )
+        )
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(removed > 0, mean_round, np.nan).astype(np.float32),
+                customdata=np.dstack([total, removed]).astype(np.int32),
+                colorscale=scale,
+                zmin=1,
+                zmax=max(last, 2),
+                colorbar=dict(title=dict(text="mean round<br>removed"), thickness=14, len=0.75, y=0.45),
+                hovertemplate="%{customdata[0]:,} rows here · %{customdata[1]:,} removed, in round %{z:.1f} on "
+                "average<extra></extra>",
+                name="removed",
+                **common,
+            )
+        )
+    else:
+        order = [str(c) for c in (classes if classes is not None else codes)]
+        colours = class_colour_map(order)
+        k = counts.shape[2]
+        top = counts.argmax(axis=2)
+        top_share = np.take_along_axis(share_of, top[..., None], axis=2)[..., 0]
+        steps = []
+        for i in range(k):
+            c = colours[order[i]] if i < len(order) else "#999999"
+            steps += [[i / k, c], [(i + 1) / k, c]]
+        names = np.asarray([plotly_text(n) for n in order] + [""] * max(0, k - len(order)), dtype=object)[top]
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(empty, np.nan, top + 0.5).astype(np.float32),
+                customdata=np.dstack([total, top_share]).astype(np.float32),
+                text=names,
+                colorscale=steps,
+                zmin=0,
+                zmax=k,
+                colorbar=dict(
+                    title=dict(text="most common<br>class"),
+                    tickvals=np.arange(k) + 0.5,
+                    ticktext=[plotly_text(n) for n in order[:k]],
+                    thickness=14,
+                    len=0.75,
+                ),
+                hovertemplate="%{customdata[0]:,} rows here · most are %{text} (%{customdata[1]:.0%})<extra></extra>",
+                name="classes",
+                **common,
+            )
+        )
+    fig.update_layout(
+        dragmode="lasso", hovermode="closest", clickmode="event+select", meta={"selection_revision": int(revision)}
+    )
+    if extent is None:
+        extent = (float(grid.x_edges[0]), float(grid.x_edges[-1]), float(grid.y_edges[0]), float(grid.y_edges[-1]))
+    return _finish(fig, axis_titles, extent, height, title)
 
 
 def similarity_heatmap(

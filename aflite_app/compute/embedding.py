@@ -1,11 +1,18 @@
 """The Embedding map page: a 2-D map of the run's representation Φ, the rows selected on it, Figure 1 and Table 3.
 
-The map is PCA at once (memoised by DatasetSpec, :func:`._stores.memo`) and UMAP from a background thread started once
-per DatasetSpec (a store entry holding the BackgroundRun); the page polls until UMAP is ready and swaps it in.
-Both come from :mod:`aflite_core.measures.projection`; above :data:`EMBED_MAX_ROWS` rows both map one seeded sample. The
-per-row frame of the map, the Figure 1 similarity matrices and the Table 3 kNN distances are small tables
-(memoised by FilterSpec + view parameters). The selection's state machine is
-:mod:`aflite_app.selection`, re-exported here for the page.
+The map places every row. PCA comes at once (memoised by DatasetSpec, :func:`._stores.memo`; its axes are fitted on
+at most :data:`~aflite_core.measures.projection.PCA_FIT_ROWS` rows and every row is projected) and UMAP from a
+background thread started once per DatasetSpec (a store entry holding the BackgroundRun; above
+:data:`EMBED_MAX_ROWS` rows it is fitted on a seeded sample of that many rows and applied to every other row with
+``transform``, reporting progress per chunk); the page polls until UMAP is ready and swaps it in. Both come from
+:mod:`aflite_core.measures.projection`.
+
+What the map draws is a :class:`MapLayer` (:func:`map_layer`): the rows in view as points once there are at most
+:data:`EMBED_MAX_ROWS` of them, else a density image (a 2-D histogram per category: O(bins²) numbers whatever the rows).
+A box or lasso is evaluated over every row from its geometry (:func:`aflite_app.selection.rows_in_geometry`).
+The Figure 1 similarity matrices and the Table 3 kNN distances are small tables (memoised by FilterSpec + view
+parameters); Table 3 uses a seeded sample of :data:`EMBED_MAX_ROWS` rows (brute-force neighbours over every row
+would grow as rows²). The selection's state machine is :mod:`aflite_app.selection`, re-exported here for the page.
 """
 
 from __future__ import annotations
@@ -19,11 +26,20 @@ import pandas as pd
 
 from aflite_core import AFLiteResult
 from aflite_core.measures.geometry import knn_distance_table, knn_table_wide, similarity_matrices
-from aflite_core.measures.projection import pca_2d, sample_rows, umap_2d
+from aflite_core.measures.projection import (
+    PCA_FIT_ROWS,
+    DensityGrid,
+    density_grid,
+    pca_2d_all,
+    points_in_box,
+    sample_rows,
+    umap_2d,
+    umap_2d_all,
+)
 
 from .. import selection, settings
 from ..jobs import BackgroundRun, heavy, remaining_text
-from ..selection import MapSelection, after_event, cleared, for_figure, thumbnails
+from ..selection import MapSelection, after_event, class_counts, cleared, for_figure, redrawn, thumbnails
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import class_names, dataset
@@ -33,7 +49,9 @@ __all__ = [
     "EMBED_KNN_KS",
     "EMBED_MAX_ROWS",
     "EMBED_SEED",
+    "MAP_BINS",
     "EmbeddingView",
+    "MapLayer",
     "MapSelection",
     "Projection",
     "after_event",
@@ -47,12 +65,19 @@ __all__ = [
     "embedding_similarity",
     "embedding_view",
     "for_figure",
+    "map_layer",
+    "redrawn",
+    "rows_in_view",
+    "selection_extent",
     "thumbnails",
     "umap_estimate",
 ]
 
-#: rows above which the map and the kNN table use a seeded sample of this many rows
+#: rows the map draws as points at most (more in view: a density image); rows above which UMAP is fitted on a
+#: seeded sample of this many rows (and applied to the others) and the kNN table uses such a sample
 EMBED_MAX_ROWS = settings.load().embed_max_rows
+#: bins along each axis of the density image
+MAP_BINS = 200
 #: seed of that sample and of the UMAP fit
 EMBED_SEED = 0
 #: UMAP (umap-learn) takes an exact neighbour search below this many rows, NN-descent from it on
@@ -62,6 +87,9 @@ _UMAP_EXACT_BELOW = 4096
 _UMAP_FIRST_FIT = {"exact": 20.0, "nndescent": 75.0}
 #: seconds of a UMAP fit once compiled: a + b · rows (1,438 rows: 5.7 s; 12,000 × 128: 13.7 s, same machine)
 _UMAP_FIT = (4.6, 7.6e-4)
+#: seconds per row of UMAP's ``transform`` of the rows outside the fitted sample, in chunks of 32,768 rows (30
+#: epochs each): 9-11 s per chunk of 384 features on the same busy 2-core machine (load 5-10)
+_UMAP_TRANSFORM = 3.2e-4
 #: the paths fitted once in this process (their code is compiled)
 _umap_compiled: set[str] = set()
 _umap_compiled_lock = threading.Lock()
@@ -83,11 +111,18 @@ class Projection:
     xy: np.ndarray
     n_rows: int
     axis_titles: tuple[str, str]
+    #: rows the projection was fitted on (PCA's axes, UMAP's fit); every row is placed either way
+    fit_rows: int = 0
 
     @property
     def sampled(self) -> bool:
         """True when only a sample of the rows was projected."""
         return len(self.rows) < self.n_rows
+
+    @property
+    def fitted_on_sample(self) -> bool:
+        """True when the projection was fitted on a sample of the rows and applied to the others."""
+        return 0 < self.fit_rows < self.n_rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,23 +137,27 @@ class EmbeddingView:
     message: str = ""
     elapsed: float = 0.0
     estimate: float = 0.0
+    #: share of the rows UMAP has placed so far (None until its fit on the sample is done)
+    fraction: float | None = None
 
 
 def _umap_path(n_rows: int) -> str:
     return "exact" if n_rows < _UMAP_EXACT_BELOW else "nndescent"
 
 
-def umap_estimate(n_rows: int, compiled: bool | None = None) -> float:
+def umap_estimate(n_rows: int, compiled: bool | None = None, *, n_total: int | None = None) -> float:
     """Rough seconds of a UMAP fit of ``n_rows`` rows on this server (its first fit also compiles, with numba).
 
-    ``compiled`` says whether this process has fitted that size class before (default: as it has).
+    ``compiled`` says whether this process has fitted that size class before (default: as it has);
+    ``n_total`` (more than ``n_rows``) adds the ``transform`` of the other rows.
     """
     path = _umap_path(n_rows)
     if compiled is None:
         with _umap_compiled_lock:
             compiled = path in _umap_compiled
     a, b = _UMAP_FIT
-    return float(a + b * n_rows + (0.0 if compiled else _UMAP_FIRST_FIT[path]))
+    rest = max(0, (n_total or n_rows) - n_rows)
+    return float(a + b * n_rows + _UMAP_TRANSFORM * rest + (0.0 if compiled else _UMAP_FIRST_FIT[path]))
 
 
 def describe_umap(view: EmbeddingView) -> tuple[float, str]:
@@ -129,6 +168,13 @@ def describe_umap(view: EmbeddingView) -> tuple[float, str]:
     if view.message:  # waiting for its turn in the heavy-job queue: its place in line
         return 0.0, view.message
     fraction = min(0.97, view.elapsed / view.estimate) if view.estimate > 0 else 0.0
+    if view.fraction is not None:  # fitted on the sample; the other rows are placed chunk by chunk
+        fraction = min(0.99, max(fraction, view.fraction))
+        left = remaining_text(view.elapsed, fraction)
+        return (
+            fraction,
+            f"Computing UMAP in the background: {view.fraction:.0%} of the rows placed, {view.elapsed:.0f} s{left}",
+        )
     if view.elapsed > view.estimate:
         left = " · taking longer than estimated (the server is busy)"
     else:
@@ -147,12 +193,12 @@ def _umap_enabled() -> bool:
 
 @_stores.memo("pca_projection", 8, spinner="Projecting the representation (PCA)…")
 def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
-    rows = embedding_rows(_X.shape[0])
-    xy, ratio = pca_2d(_X[rows], random_state=EMBED_SEED, n_threads=1)
+    n = _X.shape[0]
+    xy, ratio, n_fit = pca_2d_all(_X, max_fit_rows=PCA_FIT_ROWS, random_state=EMBED_SEED, n_threads=1)
     titles = [f"PCA component {i + 1} ({r:.0%} of variance)" for i, r in enumerate(ratio)]
     if len(titles) == 1:
         titles.append("(Φ has a single direction of variance)")
-    return Projection("PCA", rows, xy, _X.shape[0], (titles[0], titles[1]))
+    return Projection("PCA", np.arange(n), xy, n, (titles[0], titles[1]), fit_rows=n_fit)
 
 
 @_stores.memo("umap_job", 8)
@@ -163,18 +209,26 @@ def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
     every rerun and session asking for this projection joins the one thread.
     """
     rows = embedding_rows(_X.shape[0])
-    sample = np.array(_X[rows], dtype=np.float32)
     n_rows = _X.shape[0]
+    titles = ("UMAP 1 (arbitrary units)", "UMAP 2 (arbitrary units)")
 
-    def target(_callback) -> Projection:
-        xy = umap_2d(sample, random_state=EMBED_SEED)
+    def target(callback) -> Projection:
+        if n_rows <= EMBED_MAX_ROWS:
+            xy = umap_2d(np.array(_X, dtype=np.float32), random_state=EMBED_SEED)
+        else:  # fitted on the seeded sample, every other row placed by transform (progress per chunk)
+            xy, _ = umap_2d_all(
+                _X,
+                max_fit_rows=EMBED_MAX_ROWS,
+                random_state=EMBED_SEED,
+                progress=lambda done, total: callback(done / total),
+            )
         with _umap_compiled_lock:
             _umap_compiled.add(_umap_path(len(rows)))
-        return Projection("UMAP", rows, xy, n_rows, ("UMAP 1 (arbitrary units)", "UMAP 2 (arbitrary units)"))
+        return Projection("UMAP", np.arange(n_rows), xy, n_rows, titles, fit_rows=len(rows))
 
     # a heavy job: it waits its turn in the server's queue (aflite_app.jobs.heavy), its place shown on the page
     job = BackgroundRun(dspec, heavy(target, "a UMAP projection")).start()
-    return job, umap_estimate(len(rows))  # the estimate as it starts
+    return job, umap_estimate(len(rows), n_total=n_rows)  # the estimate as it starts
 
 
 def embedding_view(dspec: DatasetSpec, method: str = "UMAP", *, session: SessionData = NO_SESSION) -> EmbeddingView:
@@ -192,7 +246,25 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP", *, session: Session
         return EmbeddingView(job.result if method == "UMAP" else pca, "ready", elapsed=job.elapsed)
     if job.done:
         return EmbeddingView(pca, "failed", f"UMAP failed ({type(job.error).__name__}: {job.error}).")
-    return EmbeddingView(pca, "running", job.waiting or "", elapsed=job.elapsed, estimate=estimate)
+    fraction = job.progress if isinstance(job.progress, float) else None
+    return EmbeddingView(pca, "running", job.waiting or "", elapsed=job.elapsed, estimate=estimate, fraction=fraction)
+
+
+def _points_frame(data, proj: Projection, result: AFLiteResult, rows: np.ndarray) -> pd.DataFrame:
+    """The map's per-point table for some rows (positions into the projection, which places every row)."""
+    return pd.DataFrame(
+        {
+            "row": rows,
+            "x": proj.xy[rows, 0],
+            "y": proj.xy[rows, 1],
+            "id": data.ids[rows],
+            "label": data.class_names_of(data.y[rows]),
+            "kept": result.kept[rows],
+            "removed_round": result.removed_round[rows],
+            "first_score": result.first_score[rows],
+            "removal_score": result.removal_score[rows],
+        }
+    )
 
 
 @_stores.memo("embedding_frame", 16)
@@ -223,10 +295,111 @@ def embedding_frame(spec: FilterSpec, view: EmbeddingView, *, session: SessionDa
     )
 
 
-def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200, session: SessionData = NO_SESSION):
-    """The selected rows as a display table (first ``cap``) and their counts (see :mod:`aflite_app.selection`)."""
-    return selection.selection_table(
-        dataset(spec.dataset, session=session), run_filter(spec, session=session), rows, cap=cap
+def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200, offset: int = 0, session: SessionData = NO_SESSION):
+    """The selected rows as a display table (``cap`` rows from ``offset``) and their counts.
+
+    The counts (see :func:`aflite_app.selection.selection_table`) get ``per_class``: the selected, kept and removed
+    rows of each class (:func:`aflite_app.selection.class_counts`).
+    """
+    data, result = dataset(spec.dataset, session=session), run_filter(spec, session=session)
+    table, counts = selection.selection_table(data, result, rows, cap=cap, offset=offset)
+    counts["per_class"] = class_counts(data, result, rows)
+    return table, counts
+
+
+@dataclass(frozen=True, eq=False)
+class MapLayer:
+    """What the map draws: ``kind`` "points" (``frame``: one row per point) or "density" (``grid``).
+
+    ``extent`` is the view (x0, x1, y0, y1) or None for every row; ``n_in_view`` the rows inside it; ``codes`` names
+    the grid's categories (class names, "kept"/"removed", or "kept" and the rounds).
+    """
+
+    kind: str
+    n_in_view: int
+    extent: tuple[float, float, float, float] | None
+    frame: pd.DataFrame | None = None
+    grid: DensityGrid | None = None
+    codes: tuple[str, ...] = ()
+
+
+def rows_in_view(proj: Projection, extent: tuple[float, float, float, float] | None) -> np.ndarray:
+    """Row positions whose map position lies in ``extent`` (x0, x1, y0, y1); every row for None."""
+    if extent is None:
+        return np.arange(proj.n_rows)
+    x0, x1, y0, y1 = extent
+    return np.flatnonzero(points_in_box(proj.xy, (x0, x1), (y0, y1)))
+
+
+def selection_extent(proj: Projection, rows, *, pad: float = 0.03) -> tuple[float, float, float, float] | None:
+    """The box around some rows' map positions (padded by ``pad`` of its size), to zoom to; None without rows."""
+    idx = np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.intp)
+    idx = idx[(idx >= 0) & (idx < proj.n_rows)]
+    if not len(idx):
+        return None
+    xy = proj.xy[idx].astype(np.float64)
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    span = np.maximum(hi - lo, 1e-9 + 1e-6 * np.abs(hi))
+    lo, hi = lo - pad * span, hi + pad * span
+    return (float(lo[0]), float(hi[0]), float(lo[1]), float(hi[1]))
+
+
+@_stores.memo("map_layer", 16)
+def _map_layer(
+    spec: FilterSpec,
+    method: str,
+    colour: str,
+    extent: tuple[float, float, float, float] | None,
+    max_points: int,
+    bins: int,
+    _proj: Projection,
+    _result: AFLiteResult,
+    *,
+    _session: SessionData = NO_SESSION,
+) -> MapLayer:
+    data = dataset(spec.dataset, session=_session)
+    rows = rows_in_view(_proj, extent)
+    if len(rows) <= max_points:
+        return MapLayer("points", len(rows), extent, frame=_points_frame(data, _proj, _result, rows))
+    if colour == "class":
+        codes, names = np.asarray(data.y), tuple(class_names(data))
+    elif colour == "round":
+        codes = np.maximum(np.asarray(_result.removed_round), 0)
+        last = int(max(_result.n_rounds, codes.max(initial=0)))
+        names = ("kept", *(f"round {r}" for r in range(1, last + 1)))
+    else:
+        codes, names = (~np.asarray(_result.kept, dtype=bool)).astype(np.int64), ("kept", "removed")
+    grid = density_grid(_proj.xy, bins=bins, extent=extent, codes=codes, n_codes=len(names))
+    return MapLayer("density", len(rows), extent, grid=grid, codes=names)
+
+
+def map_layer(
+    spec: FilterSpec,
+    view: EmbeddingView,
+    colour: str,
+    extent: tuple[float, float, float, float] | None = None,
+    *,
+    max_points: int | None = None,
+    bins: int = MAP_BINS,
+    session: SessionData = NO_SESSION,
+) -> MapLayer:
+    """What the map draws for the view ``extent`` (None: every row).
+
+    At most ``max_points`` (default :data:`EMBED_MAX_ROWS`) rows in view are drawn as points (a frame as
+    :func:`embedding_frame`'s, for those rows only); more are binned into a ``bins × bins`` density image of every
+    row in view, one layer per category of ``colour`` (class; kept / removed; kept and the round removed).
+    """
+    extent = None if extent is None else tuple(float(e) for e in extent)
+    return _map_layer(
+        spec,
+        view.projection.method,
+        colour,
+        extent,
+        EMBED_MAX_ROWS if max_points is None else int(max_points),
+        int(bins),
+        view.projection,
+        run_filter(spec, session=session),
+        _session=session,
     )
 
 
