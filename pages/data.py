@@ -129,7 +129,9 @@ with run_tab:
         "--out RUN_DIR` — and look at it on every page. The app opens runs only below its **run root** "
         f"(`{rundirs.RUN_ROOT_ENV}`, here the folder `{root.name}`): save runs there, or start the app with "
         f"`{rundirs.RUN_ROOT_ENV}=/path/to/runs`. The run's features are memory-mapped when they lie below the "
-        "run root too, so even very large runs open quickly (the embedding map then works on a sample)."
+        f"run root too, or below a folder the server lists in `{rundirs.DATA_ROOTS_ENV}`, so even very large runs "
+        "open quickly (the embedding map then works on a sample). A run written with `--table T --id-column ID` "
+        "opens with its table: its texts and metadata show on Inspect, under the map and in the exports."
     )
     run_dirs = rundirs.run_directories()
     if not run_dirs:
@@ -145,7 +147,7 @@ with run_tab:
             help="Folders below the run root that hold a result.json, found at most "
             f"{rundirs.RUN_ROOT_DEPTH} levels deep.",
         )
-        with st.expander("Its features or labels are not below the run root? Upload the ones it was run on"):
+        with st.expander("Its features or labels are not below the run root or a data root? Upload them"):
             st.file_uploader("Features (.npy)", type=["npy"], key=RUN_FEATURES_FILE)
             st.file_uploader("Labels (.npy, .txt, .csv, .tsv)", type=["npy", "txt", "csv", "tsv"], key=RUN_LABELS_FILE)
         st.button("Open run", key="open-run", on_click=_open_run, type="primary")
@@ -154,12 +156,15 @@ with run_tab:
         st.error(ui.message(run_error))
     for key, entry in st.session_state.get(RUN_DIRS, {}).items():
         result = entry["result"]
+        run_data = datasets.dataset(key, session=session_data)
+        with_table, table_refused = rundirs.table_summary(run_data)
         with st.container(border=True):
             st.markdown(
-                f"**{ui.md(datasets.dataset(key, session=session_data).name)}** — {result.n_rows:,} rows, "
-                f"{result.n_rounds} rounds, "
-                f"kept {result.n_kept:,}. {result.stop_message}"
+                f"**{ui.md(run_data.name)}** — {result.n_rows:,} rows, {result.n_rounds} rounds, "
+                f"kept {result.n_kept:,}{', ' + ui.md(with_table) if with_table else ''}. {result.stop_message}"
             )
+            if table_refused:
+                st.warning(ui.message(table_refused))
             if key == st.session_state.get(DATASET):
                 st.caption("This is the dataset and run every page shows now.")
             else:
