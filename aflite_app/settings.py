@@ -214,6 +214,9 @@ class Settings:
         Seeds of Inspect's removal-stability report. Default 10.
     circles_max_levels : int
         Separation levels the Synthetic page accepts. Default 6.
+    artifact_auto_rows : int
+        Rows above which the Data page's token statistics (Gardner et al.'s test) wait for their button. Default
+        60,000.
     baseline_auto_seconds : float
         Baselines reports estimated longer than this wait for the page's Compute button. Default 3.0.
     dynamics_auto_seconds : float
@@ -272,6 +275,7 @@ class Settings:
     evalset_max_seeds: int = 5
     stability_max_seeds: int = 10
     circles_max_levels: int = 6
+    artifact_auto_rows: int = 60_000
     baseline_auto_seconds: float = 3.0
     dynamics_auto_seconds: float = 3.0
     # -- bounded stores (entries; all stores together are bounded in bytes by store_budget_mb) ------------------

@@ -178,9 +178,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from aflite_app import inspect_tables
     from aflite_app.compute import rundirs
-    from aflite_core import AFLiteResult, load_run_table
-
     from aflite_app.compute.runs import app_device
+    from aflite_core import AFLiteResult, load_run_table
 
     app_device("linear")  # its one-time import of torch (to look for a GPU) is not the opening's cost
     out: list[dict] = []

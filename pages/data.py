@@ -176,6 +176,15 @@ with run_tab:
                 )
 
 
+def page_art_started() -> set:
+    """Datasets whose token statistics this session asked for (large ones wait for the button)."""
+    return state.page_state(st.session_state, DATA_PAGE).setdefault("art_started", set())
+
+
+def _start_art(key: str) -> None:
+    page_art_started().add(key)
+
+
 with art_tab:
     art_spec, art_data = ui.current_dataset()
     art_name = ui.dataset_label(art_spec.key)
@@ -213,30 +222,38 @@ with art_tab:
         art_alpha = a3.selectbox(
             "Significance level α", [0.05, 0.01, 0.001], index=1, key="data-art-alpha", help="Family-wise."
         )
-        with ui.errors():
-            art_stats = datasets.artifact_statistics(
-                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
+        art_waits = datasets.artifact_statistics_wait(art_data) and art_spec.key not in page_art_started()
+        if art_waits:
+            st.info(
+                f"{ui.md(art_name)} has {art_data.n_rows:,} texts: testing every token against the labels takes "
+                "several seconds at this size, so it starts when you ask."
             )
-        st.markdown(
-            f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
-            + ui.message(datasets.artifact_summary(art_stats))
-        )
-        st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
-        ui.caption(
-            "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
-            "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
-            "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
-            "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
-            "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
-        )
-        art_every = st.toggle("Show every tested pair, not only the significant ones", key="data-art-every")
-        st.dataframe(
-            datasets.artifact_table(art_stats, every_pair=art_every),
-            hide_index=True,
-            width="stretch",
-            column_config=ART_COLUMNS,
-            height=360,
-        )
+            st.button("Test the tokens", key=f"data-art-go-{art_spec.key}", on_click=_start_art, args=(art_spec.key,))
+        else:
+            with ui.errors():
+                art_stats = datasets.artifact_statistics(
+                    art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
+                )
+            st.markdown(
+                f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
+                + ui.message(datasets.artifact_summary(art_stats))
+            )
+            st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
+            ui.caption(
+                "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
+                "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
+                "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
+                "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
+                "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
+            )
+            art_every = st.toggle("Show every tested pair, not only the significant ones", key="data-art-every")
+            st.dataframe(
+                datasets.artifact_table(art_stats, every_pair=art_every),
+                hide_index=True,
+                width="stretch",
+                column_config=ART_COLUMNS,
+                height=360,
+            )
 
 
 def _request_nli() -> None:

@@ -265,3 +265,41 @@ def test_the_data_roots_setting_lists_folders_in_order():
     assert settings.load({}).data_roots == ()
     with pytest.raises(ValueError, match="data_roots"):
         settings.Settings(data_roots=["/srv/emb"])
+
+
+# -- what the table's texts cost elsewhere -----------------------------------------------------------------------
+def test_texts_are_joined_column_wise_as_row_wise_joining_did():
+    from aflite_app.compute import datasets
+    from aflite_app.inspect_tables import joined_texts
+
+    frame = pd.DataFrame({"a": ["x", None, "**y**", ""], "b": ["1.5", None, "é", "4"], "c": ["p", "q", None, "r"]})
+    for cols in (["a"], ["a", "b"], ["c", "a", "b"]):
+        old = frame[cols].fillna("").astype(str).agg(" ".join, axis=1).tolist()
+        assert joined_texts(frame, cols) == old
+    data = _tiny_text_data(frame)
+    assert datasets.artifact_source_texts(data, "*all*") == frame[["a", "c"]].fillna("").agg(" ".join, axis=1).tolist()
+
+
+def _tiny_text_data(frame):
+    from aflite_core import dataset_from_table
+
+    table = frame.assign(label=["u", "v", "u", "v"])
+    return dataset_from_table(table, label_column="label", text_columns=["a", "c"], features=np.eye(4))
+
+
+def test_the_data_pages_token_statistics_of_a_large_run_wait_for_the_button(app_test, root, tmp_path, monkeypatch):
+    from aflite_app.compute import datasets
+
+    calls = []
+    real = datasets._artifact_statistics
+    monkeypatch.setattr(datasets, "_artifact_statistics", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(datasets, "ARTIFACT_AUTO_ROWS", 1000)  # the run's 2,000 texts count as large here
+    inputs = _write_inputs(tmp_path / "inputs")
+    _filter(inputs, root / "news", "--copy-inputs", *_with_table(inputs))
+    at = _open_on_page(app_test(page="pages/data.py"), "news")
+    assert not at.exception, at.exception
+    assert any("starts when you ask" in i.value for i in at.info)
+    assert not calls and not any(c.key == "data-art-chart" for c in at.get("plotly_chart"))
+    next(b for b in at.button if b.label == "Test the tokens").click().run()
+    assert not at.exception, at.exception
+    assert calls and any("(token, label) pairs are significant" in m.value for m in at.markdown)
