@@ -21,6 +21,7 @@ it (sampled at 20 Hz). ``--tiny``: 3,000 rows × 8, a few seconds.
     python benchmarks/bench_run_table.py                 # 550,000 × 384 (845 MB of features on disk)
     python benchmarks/bench_run_table.py --dim 16        # the same rows, small features
     python benchmarks/bench_run_table.py --tiny
+    python benchmarks/bench_run_table.py --keep DIR [--without-table]   # DIR reused: the same inputs, both runs
 """
 
 from __future__ import annotations
@@ -112,12 +113,13 @@ def build_inputs(folder: Path, n: int, d: int, seed: int = 0) -> None:
     table.to_parquet(folder / "t.parquet", index=False)
 
 
-def cli_run(inputs: Path, out: Path, n: int) -> float:
+def cli_run(inputs: Path, out: Path, n: int, table: bool = True) -> float:
     from aflite_core.cli import main
 
     slice_size = max(20, n // 11)
     argv = ["filter", "--features", str(inputs / "X.npy"), "--labels", str(inputs / "y.npy")]
-    argv += ["--ids", str(inputs / "ids.csv"), "--table", str(inputs / "t.parquet"), "--id-column", "doc"]
+    argv += ["--ids", str(inputs / "ids.csv")]
+    argv += ["--table", str(inputs / "t.parquet"), "--id-column", "doc"] if table else []
     argv += ["--target-size", str(n // 2), "--train-size", str(max(50, n // 10)), "--slice-size", str(slice_size)]
     argv += ["--partitions", "8", "--seed", "0", "--quiet", "--out", str(out)]
     t0 = time.perf_counter()
@@ -125,7 +127,7 @@ def cli_run(inputs: Path, out: Path, n: int) -> float:
     return time.perf_counter() - t0
 
 
-def page_timings(out: list[dict]) -> None:
+def page_timings(out: list[dict], run: str, with_table: bool) -> None:
     """The Data page's run after "Open run", then Inspect's first run (AppTest: server time, no browser)."""
     import streamlit.testing.v1.app_test as app_test_module
     from streamlit.runtime.pages_manager import PagesManager
@@ -141,7 +143,7 @@ def page_timings(out: list[dict]) -> None:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
     at.run()
     at.switch_page("pages/data.py").run()
-    at.selectbox(key="run-dir").set_value("big")
+    at.selectbox(key="run-dir").set_value(run)
     with measured("data_page_open_run", out):
         next(b for b in at.button if b.label == "Open run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -149,7 +151,7 @@ def page_timings(out: list[dict]) -> None:
         at.switch_page("pages/inspect.py").run()
     assert not at.exception, at.exception
     rows = at.dataframe[0].value
-    assert "text" in rows.columns
+    assert ("text" in rows.columns) == with_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tiny", action="store_true", help="3,000 rows × 8 features: a few seconds")
     ap.add_argument("--rows", type=int, default=550_000)
     ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--without-table", action="store_true", help="the same run without --table (what the table adds)")
     ap.add_argument("--no-pages", action="store_true", help="skip the AppTest runs of the Data and Inspect pages")
     ap.add_argument("--keep", type=Path, default=None, help="build in this folder and keep it (default: a temp dir)")
     args = ap.parse_args(argv)
@@ -173,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (inputs / "t.parquet").is_file():
         build_inputs(inputs, n, d)
     built = time.perf_counter() - t0
-    cli_s = cli_run(inputs, root / "big", n) if not (root / "big" / "result.json").is_file() else 0.0
+    run = "big" if not args.without_table else "big-without-table"
+    done = (root / run / "result.json").is_file()
+    cli_s = 0.0 if done else cli_run(inputs, root / run, n, not args.without_table)
     print(json.dumps({"rows": n, "dim": d, "build_s": round(built, 1), "cli_filter_s": round(cli_s, 1)}), flush=True)
 
     from aflite_app import inspect_tables
@@ -183,24 +188,24 @@ def main(argv: list[str] | None = None) -> int:
 
     app_device("linear")  # its one-time import of torch (to look for a GPU) is not the opening's cost
     out: list[dict] = []
-    result = AFLiteResult.load(root / "big")
+    result = AFLiteResult.load(root / run)
     with measured("table", out):
-        table = load_run_table(root / "big", result=result)
+        table = load_run_table(root / run, result=result)
     del table
     with measured("open", out):
-        _, data, _, result = rundirs.open_run_directory("big")
+        _, data, _, result = rundirs.open_run_directory(run)
     summary, refused = rundirs.table_summary(data)
     print(json.dumps({"data_page_says": summary, "refused": refused, "text_columns": list(data.text_columns)}))
     with measured("rows_table", out):
         rows = inspect_tables.rows_table(result, data)
-    assert "text" in rows.columns
+    assert ("text" in rows.columns) == (not args.without_table)
     del rows
     with measured("export_csv", out):
         payload = inspect_tables.csv_bytes(inspect_tables.export_frame(result, data, "kept"))
     out[-1]["mb"] = round(len(payload) / 2**20, 1)
     del payload, data
     if not args.no_pages:
-        page_timings(out)
+        page_timings(out, run, not args.without_table)
     print(f"| step | seconds | peak RSS over before (MB) |  ({n:,} rows × {d})")
     for rec in out:
         print(f"| {rec['step']} | {rec['seconds']:.2f} | {rec['peak_over_before_mb']:.0f} |")

@@ -15,7 +15,6 @@ import pytest
 
 from aflite_core import AFLiteResult
 from aflite_core.cli import main
-from aflite_core.data import budget
 
 pytestmark = pytest.mark.slow
 
@@ -135,25 +134,32 @@ def test_a_table_saved_with_the_runs_labels_is_not_given_them_twice(root, tmp_pa
     assert data.class_names_of(result.y).tolist() == labels
 
 
-def test_a_table_larger_than_the_read_budget_is_left_out_with_advice_that_works(root, tmp_path):
-    from aflite_app.compute import rundirs
+def test_a_table_larger_than_the_read_budget_is_left_out_with_advice_that_works(app_test, root, tmp_path, monkeypatch):
+    from aflite_app.compute import _stores, rundirs
 
     inputs = _write_inputs(tmp_path / "inputs")
     table = pd.read_csv(inputs / "t.csv")
     table["body"] = [f"{i} " + "lorem ipsum " * 80 for i in range(N_ROWS)]  # ~2 MB of text
     table.to_csv(inputs / "t.csv", index=False)
     _filter(inputs, root / "news", "--copy-inputs", *_with_table(inputs))
-    old = budget.set_budgets(parse_bytes=2**20)  # the run's own files fit in 1 MB; its table does not
+    monkeypatch.setenv("AFLITE_PARSE_BUDGET_MB", "1")  # the run's own files fit in 1 MB; its table does not
+    _stores.apply_parse_budgets()  # as a server started with it
     try:
         _, data, _, _ = rundirs.open_run_directory("news")
+        summary, refused = rundirs.table_summary(data)
+        assert summary == "" and data.text_columns == () and list(data.frame.columns) == ["id", "label"]
+        assert refused.startswith("Its table was not loaded: it needs ")
+        assert "AFLITE_PARSE_BUDGET_MB" in refused and refused.count(". ") == 0 and str(tmp_path) not in refused
+        at = _open_on_page(app_test(page="pages/data.py"), "news")
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert any("Its table was not loaded" in w.value for w in at.warning)
+        monkeypatch.setenv("AFLITE_PARSE_BUDGET_MB", "16")  # the advice followed: the run opens with its table
+        _stores.apply_parse_budgets()
+        _, data, _, _ = rundirs.open_run_directory("news")
+        assert rundirs.table_summary(data) == ("with its table (5 columns: doc, text, topic, score, body)", None)
     finally:
-        budget.set_budgets(**old.as_dict())
-    summary, refused = rundirs.table_summary(data)
-    assert summary == "" and data.text_columns == () and list(data.frame.columns) == ["id", "label"]
-    assert refused.startswith("Its table was not loaded: it needs ")
-    assert "AFLITE_PARSE_BUDGET_MB" in refused and refused.count(". ") == 0 and str(tmp_path) not in refused
-    _, data, _, _ = rundirs.open_run_directory("news")  # the budget raised, as the advice says: it opens with it
-    assert rundirs.table_summary(data)[0].startswith("with its table")
+        monkeypatch.delenv("AFLITE_PARSE_BUDGET_MB")
+        _stores.apply_parse_budgets()
 
 
 # -- features below the data roots -------------------------------------------------------------------------------
@@ -182,6 +188,8 @@ def test_features_below_no_root_get_an_upload_when_an_upload_can_hold_them(root,
     assert "Upload the features the run was made on below" in text and "--copy-inputs" in text
     assert str(tmp_path) not in text and "secret-place" not in text
     X = (inputs / "X.npy").read_bytes()  # the advice works: the upload opens it
+    with pytest.raises(ValueError, match=r"Upload the labels .* \(a \.txt or \.npy with one label per row will do\)"):
+        rundirs.open_run_directory("news", ("X.npy", X))
     _, data, _, _ = rundirs.open_run_directory("news", ("X.npy", X), ("y.txt", (inputs / "y.txt").read_bytes()))
     assert data.n_rows == N_ROWS
 

@@ -148,6 +148,10 @@ def _too_big_to_upload(result: AFLiteResult) -> str | None:
     )
 
 
+#: the labels may have come from a large table: a file of the labels alone always fits an upload
+_ONE_PER_ROW = {"labels": " (a .txt or .npy with one label per row will do)"}
+
+
 def _recorded_file(root: Path, run_dir: Path, shown_dir: str, record: dict, key: str, result: AFLiteResult) -> Path:
     """The real path of the features or labels file ``cli_args.json`` records, below the run root or a data root.
 
@@ -161,7 +165,7 @@ def _recorded_file(root: Path, run_dir: Path, shown_dir: str, record: dict, key:
         advice = (
             f"{too_big}: {copy_inputs} (python -m aflite_core filter ... --copy-inputs)."
             if too_big
-            else f"Upload the {key} it was run on below."
+            else f"Upload the {key} it was run on below{_ONE_PER_ROW.get(key, '')}."
         )
         raise ValueError(f"The run '{shown_dir}' does not say where its {key} are (no cli_args.json). {advice}")
     try:
@@ -173,7 +177,7 @@ def _recorded_file(root: Path, run_dir: Path, shown_dir: str, record: dict, key:
             f"{too_big}: the server's administrator can add the folder that holds them to {DATA_ROOTS_ENV}, "
             f"or {copy_inputs}."
             if too_big
-            else f"Upload the {key} the run was made on below, or {copy_inputs}."
+            else f"Upload the {key} the run was made on below{_ONE_PER_ROW.get(key, '')}, or {copy_inputs}."
         )
         raise ValueError(f"{exc} {advice}") from None
 
