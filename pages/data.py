@@ -176,13 +176,13 @@ with run_tab:
                 )
 
 
-def page_art_started() -> set:
+def _art_started() -> set:
     """Datasets whose token statistics this session asked for (large ones wait for the button)."""
     return state.page_state(st.session_state, DATA_PAGE).setdefault("art_started", set())
 
 
 def _start_art(key: str) -> None:
-    page_art_started().add(key)
+    _art_started().add(key)
 
 
 with art_tab:
@@ -222,7 +222,7 @@ with art_tab:
         art_alpha = a3.selectbox(
             "Significance level α", [0.05, 0.01, 0.001], index=1, key="data-art-alpha", help="Family-wise."
         )
-        art_waits = datasets.artifact_statistics_wait(art_data) and art_spec.key not in page_art_started()
+        art_waits = datasets.artifact_statistics_wait(art_data) and art_spec.key not in _art_started()
         if art_waits:
             st.info(
                 f"{ui.md(art_name)} has {art_data.n_rows:,} texts: testing every token against the labels takes "
