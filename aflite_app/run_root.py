@@ -4,6 +4,10 @@ Anyone who can reach the app's port can use its pages, so the app never opens a 
 page lists the run directories found below the run root, and every path — the chosen run, and the feature and
 label files its ``cli_args.json`` records — is opened only when its real location (symbolic links resolved)
 lies inside the root. A refusal never says whether something outside the root exists. No Streamlit here.
+
+The server's administrator may name further folders in ``AFLITE_DATA_ROOTS`` (:func:`data_roots`): the feature
+and label files a run recorded may also lie below one of them (:func:`inside_any_root`), checked the same way.
+Run directories themselves are opened from the run root only.
 """
 
 from __future__ import annotations
@@ -12,9 +16,19 @@ import os
 from pathlib import Path
 
 from . import settings
-from .settings import RUN_ROOT_ENV
+from .settings import DATA_ROOTS_ENV, RUN_ROOT_ENV
 
-__all__ = ["DEFAULT_RUN_ROOT", "MAX_DEPTH", "RUN_ROOT_ENV", "inside_root", "list_run_directories", "run_root"]
+__all__ = [
+    "DATA_ROOTS_ENV",
+    "DEFAULT_RUN_ROOT",
+    "MAX_DEPTH",
+    "RUN_ROOT_ENV",
+    "data_roots",
+    "inside_any_root",
+    "inside_root",
+    "list_run_directories",
+    "run_root",
+]
 
 #: the run root when the variable is not set, relative to the folder the app is started in
 DEFAULT_RUN_ROOT = str(settings.Settings().run_root)
@@ -27,6 +41,11 @@ MAX_FOLDERS_SCANNED = settings.load().run_root_max_folders
 def run_root() -> Path:
     """The run root: ``$AFLITE_RUN_ROOT`` or ``./runs``, as an absolute real path (it may not exist yet)."""
     return settings.load().run_root.expanduser().resolve()
+
+
+def data_roots() -> tuple[Path, ...]:
+    """The folders of ``$AFLITE_DATA_ROOTS`` as absolute real paths, in order (none when it is unset)."""
+    return tuple(dict.fromkeys(p.expanduser().resolve() for p in settings.load().data_roots))
 
 
 class OutsideRoot(ValueError):
@@ -70,6 +89,30 @@ def inside_root(root: Path, path: str | Path, *, base: Path | None = None, what:
     if real != real_root and real_root not in real.parents:
         raise refusal
     return real
+
+
+def inside_any_root(
+    roots: tuple[Path, ...] | list[Path], path: str | Path, *, base: Path | None = None, what: str = "The path"
+) -> Path:
+    """The real path of ``path`` when it exists below one of ``roots`` (the run root first, then the data roots).
+
+    Each root is checked exactly as :func:`inside_root` checks the run root; ``base`` (the run directory) is
+    what a relative ``path`` is relative to, whichever root it then lies below.
+
+    Raises
+    ------
+    OutsideRoot
+        One sentence naming the variables that set the roots, the same whether the path exists or not.
+    """
+    for root in roots:
+        try:
+            return inside_root(root, path, base=base, what=what)
+        except OutsideRoot:
+            continue
+    raise OutsideRoot(
+        f"{what} is not below the app's run root ({RUN_ROOT_ENV}) or one of its data roots ({DATA_ROOTS_ENV}); "
+        "only files inside them can be opened here."
+    )
 
 
 def list_run_directories(root: Path, *, max_depth: int = MAX_DEPTH) -> list[str]:

@@ -13,6 +13,7 @@ Environment variables read here (the only place under ``aflite_app/``, ``pages/`
 variable                     field                              default
 ===========================  =================================  =============================================
 ``AFLITE_RUN_ROOT``          :attr:`Settings.run_root`          ``runs`` (below the folder the app starts in)
+``AFLITE_DATA_ROOTS``        :attr:`Settings.data_roots`        unset: a run's inputs must lie below the run root
 ``AFLITE_NLI_DATA_DIR``      :attr:`Settings.nli_data_dir`      unset: SNLI / MultiNLI come from the Hub
 ``AFLITE_WARM_UP``           :attr:`Settings.warm_up`           on
 ``AFLITE_APP_UMAP``          :attr:`Settings.umap`              on
@@ -61,6 +62,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 __all__ = [
+    "DATA_ROOTS_ENV",
     "DEVICES",
     "DEVICE_ENV",
     "ENV_VARS",
@@ -86,6 +88,8 @@ MiB = 2**20
 
 #: the environment variable naming the run root (Streamlit's config file has no place for custom options)
 RUN_ROOT_ENV = "AFLITE_RUN_ROOT"
+#: folders (separated by ``os.pathsep``) an opened run's recorded features and labels may also lie below
+DATA_ROOTS_ENV = "AFLITE_DATA_ROOTS"
 #: a local folder read instead of the Hugging Face Hub (tests, offline machines): one sub-folder per dataset
 NLI_DATA_DIR_ENV = "AFLITE_NLI_DATA_DIR"
 #: ``0``: no warm-up of the Synthetic page when the server starts
@@ -115,6 +119,7 @@ HEAVY_JOBS_ENV = "AFLITE_HEAVY_JOBS"
 #: field of :class:`Settings` -> the environment variable that sets it
 ENV_VARS = {
     "run_root": RUN_ROOT_ENV,
+    "data_roots": DATA_ROOTS_ENV,
     "nli_data_dir": NLI_DATA_DIR_ENV,
     "warm_up": WARM_UP_ENV,
     "umap": UMAP_ENV,
@@ -141,6 +146,10 @@ class Settings:
     run_root : Path
         ``AFLITE_RUN_ROOT``: the one folder the Data page opens run directories from (:mod:`aflite_app.run_root`
         resolves it against the folder the app is started in). Default ``runs``.
+    data_roots : tuple of Path
+        ``AFLITE_DATA_ROOTS``: folders, separated by ``:`` (``os.pathsep``), where the features and labels an
+        opened run recorded in its ``cli_args.json`` may also lie; checked as the run root is (real paths, symbolic
+        links resolved), and never a path a visitor types. Default none.
     nli_data_dir : Path or None
         ``AFLITE_NLI_DATA_DIR``: a local copy of SNLI / MultiNLI in the Hub's layout, read instead of the Hugging
         Face Hub. Default None (the Hub).
@@ -216,6 +225,9 @@ class Settings:
         Seeds of Inspect's removal-stability report. Default 10.
     circles_max_levels : int
         Separation levels the Synthetic page accepts. Default 6.
+    artifact_auto_rows : int
+        Rows above which the Data page's token statistics (Gardner et al.'s test) wait for their button. Default
+        60,000.
     baseline_auto_seconds : float
         Baselines reports estimated longer than this wait for the page's Compute button. Default 3.0.
     dynamics_auto_seconds : float
@@ -244,6 +256,7 @@ class Settings:
 
     # -- environment variables ---------------------------------------------------------------------------------
     run_root: Path = Path("runs")
+    data_roots: tuple[Path, ...] = ()
     nli_data_dir: Path | None = None
     warm_up: bool = True
     umap: bool = True
@@ -274,6 +287,7 @@ class Settings:
     evalset_max_seeds: int = 5
     stability_max_seeds: int = 10
     circles_max_levels: int = 6
+    artifact_auto_rows: int = 60_000
     baseline_auto_seconds: float = 3.0
     dynamics_auto_seconds: float = 3.0
     # -- bounded stores (entries; all stores together are bounded in bytes by store_budget_mb) ------------------
@@ -292,6 +306,10 @@ class Settings:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in ("run_root", "nli_data_dir"):
+                continue
+            if f.name == "data_roots":
+                if not isinstance(value, tuple) or not all(isinstance(p, Path) for p in value):
+                    raise ValueError(f"Settings.data_roots must be a tuple of paths. Got {value!r}.")
                 continue
             if f.name == "device":
                 if value not in DEVICES:
@@ -369,6 +387,13 @@ def _path(env: Mapping[str, str], name: str) -> Path | None:
     return Path(raw).expanduser() if raw.strip() else None
 
 
+def _paths(env: Mapping[str, str], name: str) -> tuple[Path, ...]:
+    """Folders separated by ``os.pathsep`` (empty entries skipped), in order, each once."""
+    raw = env.get(name, "")
+    parts = [p.strip() for p in raw.split(os.pathsep)]
+    return tuple(dict.fromkeys(Path(p).expanduser() for p in parts if p))
+
+
 def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
     """The settings from the environment (``os.environ`` when ``environ`` is None), read now.
 
@@ -389,6 +414,7 @@ def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
     out = replace(
         d,
         run_root=_path(env, RUN_ROOT_ENV) or d.run_root,
+        data_roots=_paths(env, DATA_ROOTS_ENV),
         nli_data_dir=_path(env, NLI_DATA_DIR_ENV),
         warm_up=_switch(env, WARM_UP_ENV, d.warm_up),
         umap=_switch(env, UMAP_ENV, d.umap),
@@ -419,7 +445,7 @@ def parse_budget_bytes(current: Settings | None = None) -> tuple[int, int]:
 def _shown_default(name: str, value: object) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
-    if value is None:
+    if value is None or value == ():
         return "unset"
     if isinstance(value, Path):
         return f"`{value}`"

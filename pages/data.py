@@ -129,7 +129,9 @@ with run_tab:
         "--out RUN_DIR` — and look at it on every page. The app opens runs only below its **run root** "
         f"(`{rundirs.RUN_ROOT_ENV}`, here the folder `{root.name}`): save runs there, or start the app with "
         f"`{rundirs.RUN_ROOT_ENV}=/path/to/runs`. The run's features are memory-mapped when they lie below the "
-        "run root too, so even very large runs open quickly (the embedding map then works on a sample)."
+        f"run root too, or below a folder the server lists in `{rundirs.DATA_ROOTS_ENV}`, so even very large runs "
+        "open quickly (the embedding map then works on a sample). A run written with `--table T --id-column ID` "
+        "opens with its table: its texts and metadata show on Inspect, under the map and in the exports."
     )
     run_dirs = rundirs.run_directories()
     if not run_dirs:
@@ -145,7 +147,7 @@ with run_tab:
             help="Folders below the run root that hold a result.json, found at most "
             f"{rundirs.RUN_ROOT_DEPTH} levels deep.",
         )
-        with st.expander("Its features or labels are not below the run root? Upload the ones it was run on"):
+        with st.expander("Its features or labels are not below the run root or a data root? Upload them"):
             st.file_uploader("Features (.npy)", type=["npy"], key=RUN_FEATURES_FILE)
             st.file_uploader("Labels (.npy, .txt, .csv, .tsv)", type=["npy", "txt", "csv", "tsv"], key=RUN_LABELS_FILE)
         st.button("Open run", key="open-run", on_click=_open_run, type="primary")
@@ -154,12 +156,15 @@ with run_tab:
         st.error(ui.message(run_error))
     for key, entry in st.session_state.get(RUN_DIRS, {}).items():
         result = entry["result"]
+        run_data = datasets.dataset(key, session=session_data)
+        with_table, table_refused = rundirs.table_summary(run_data)
         with st.container(border=True):
             st.markdown(
-                f"**{ui.md(datasets.dataset(key, session=session_data).name)}** — {result.n_rows:,} rows, "
-                f"{result.n_rounds} rounds, "
-                f"kept {result.n_kept:,}. {result.stop_message}"
+                f"**{ui.md(run_data.name)}** — {result.n_rows:,} rows, {result.n_rounds} rounds, "
+                f"kept {result.n_kept:,}{', ' + ui.md(with_table) if with_table else ''}. {result.stop_message}"
             )
+            if table_refused:
+                st.warning(ui.message(table_refused))
             if key == st.session_state.get(DATASET):
                 st.caption("This is the dataset and run every page shows now.")
             else:
@@ -169,6 +174,15 @@ with run_tab:
                     on_click=state.register_run_directory,
                     args=(st.session_state, key, datasets.dataset(key, session=session_data), entry["spec"], result),
                 )
+
+
+def _art_started() -> set:
+    """Datasets whose token statistics this session asked for (large ones wait for the button)."""
+    return state.page_state(st.session_state, DATA_PAGE).setdefault("art_started", set())
+
+
+def _start_art(key: str) -> None:
+    _art_started().add(key)
 
 
 with art_tab:
@@ -208,30 +222,38 @@ with art_tab:
         art_alpha = a3.selectbox(
             "Significance level α", [0.05, 0.01, 0.001], index=1, key="data-art-alpha", help="Family-wise."
         )
-        with ui.errors():
-            art_stats = datasets.artifact_statistics(
-                art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
+        art_waits = datasets.artifact_statistics_wait(art_data) and art_spec.key not in _art_started()
+        if art_waits:
+            st.info(
+                f"{ui.md(art_name)} has {art_data.n_rows:,} texts: testing every token against the labels takes "
+                "several seconds at this size, so it starts when you ask."
             )
-        st.markdown(
-            f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
-            + ui.message(datasets.artifact_summary(art_stats))
-        )
-        st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
-        ui.caption(
-            "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
-            "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
-            "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
-            "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
-            "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
-        )
-        art_every = st.toggle("Show every tested pair, not only the significant ones", key="data-art-every")
-        st.dataframe(
-            datasets.artifact_table(art_stats, every_pair=art_every),
-            hide_index=True,
-            width="stretch",
-            column_config=ART_COLUMNS,
-            height=360,
-        )
+            st.button("Test the tokens", key=f"data-art-go-{art_spec.key}", on_click=_start_art, args=(art_spec.key,))
+        else:
+            with ui.errors():
+                art_stats = datasets.artifact_statistics(
+                    art_spec.key, art_source, min_count=int(art_min), alpha=float(art_alpha), session=session_data
+                )
+            st.markdown(
+                f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
+                + ui.message(datasets.artifact_summary(art_stats))
+            )
+            st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
+            ui.caption(
+                "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
+                "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
+                "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
+                "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
+                "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
+            )
+            art_every = st.toggle("Show every tested pair, not only the significant ones", key="data-art-every")
+            st.dataframe(
+                datasets.artifact_table(art_stats, every_pair=art_every),
+                hide_index=True,
+                width="stretch",
+                column_config=ART_COLUMNS,
+                height=360,
+            )
 
 
 def _request_nli() -> None:

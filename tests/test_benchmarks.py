@@ -55,6 +55,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_embedding_map.py",
         "bench_null.py",
         "bench_app_tau.py",
+        "bench_run_table.py",
         "bench_scale.py",
         "bench_threads.py",
         "evalsets_digits.py",
@@ -158,6 +159,15 @@ def test_bench_scale_scaling_tables_and_their_replay(tmp_path):
     assert len(ridge) == 4 and sum(line.startswith("| logistic |") for line in out.splitlines()) == 4
     replay = run_tiny("bench_scale.py", "--scaling", "--from-json", str(saved), timeout=60)
     assert [line for line in replay.splitlines() if line.startswith("| ridge |")] == ridge  # the same projection
+
+
+def test_bench_run_table():
+    """A run recorded with its table, opened as the Data page does (features from a data root), and its pages."""
+    out = run_tiny("bench_run_table.py", timeout=180)
+    steps = [r["step"] for r in json_lines(out) if "step" in r]
+    assert steps == ["table", "open", "rows_table", "export_csv", "data_page_open_run", "inspect_page_first_run"]
+    assert '"data_page_says": "with its table (4 columns: doc, text, topic, score)"' in out
+    assert "| open |" in out and "(3,000 rows × 8)" in out
 
 
 def test_evalsets_digits():

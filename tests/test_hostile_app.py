@@ -347,6 +347,38 @@ def test_a_hostile_run_folder_and_labels_on_every_page(app_test, hostile_root, t
     assert any(md(LABELS[0]) in w.value for w in at.warning), [w.value for w in at.warning]  # the class warning
 
 
+def test_a_run_with_a_hostile_table_on_every_page(app_test, hostile_root, tmp_path):
+    """A run recorded with its table (``filter --table``): hostile column names and texts, shown literally."""
+    from conftest import SMALL_RUN_ARGS
+
+    from aflite_core.cli import main
+
+    data = hostile_root / "data"
+    n = len((data / "y.txt").read_text(encoding="utf-8").splitlines())
+    text_col, meta_col = "**B0LD** <i>x text", ":smile: $x$ [x](http://e.example) topic"
+    table = pd.DataFrame(
+        {
+            "doc": np.arange(n)[::-1],
+            text_col: [f"{LABELS[i % 3]} # h1 row {i} ~~s~~ www.e.example" for i in range(n)][::-1],
+            meta_col: [RUN_NAME if i % 2 else "<b>plain</b>" for i in range(n)][::-1],
+        }
+    )
+    table.to_csv(data / "t.csv", index=False)
+    args = ["filter", "--features", str(data / "X.npy"), "--labels", str(data / "y.txt"), *SMALL_RUN_ARGS]
+    run = hostile_root / "with table"
+    assert main([*args, "--table", str(data / "t.csv"), "--id-column", "doc", "--out", str(run)]) == 0
+    secrets = _secrets(tmp_path, hostile_root)
+    at = _open(app_test(page="pages/data.py"), "with table")
+    assert not at.error, [e.value for e in at.error]
+    found = problems(at, secrets, where="data (opened with its table)")
+    shown = " ".join(text for *_, text, markdown in rendered(at) if markdown)
+    assert md(f"with its table (3 columns: doc, {text_col}, {meta_col})") in shown
+    found += _every_page(at, secrets, LABELS[0])
+    assert not found, "\n".join(map(repr, found))
+    rows = at.dataframe[0].value  # Inspect, as _every_page left it: the table's texts, raw in the cells
+    assert len(rows) and text_col in rows.columns and rows[text_col].str.contains("# h1 row", regex=False).all()
+
+
 #: more folder names, each a copy of the good run: very long, a line break, block Markdown at the start, dots
 NAMES = [
     "L" * 200 + " **B0LD**",

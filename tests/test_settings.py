@@ -70,6 +70,7 @@ def test_the_app_modules_take_their_limits_from_settings(clean_env):
     from aflite_app.compute import (
         _stores,
         baselines,
+        datasets,
         dynamics,
         embedding,
         evalsets,
@@ -98,6 +99,7 @@ def test_the_app_modules_take_their_limits_from_settings(clean_env):
         (dynamics.DYN_AUTO_SECONDS, s.dynamics_auto_seconds),
         (dynamics.DYN_STORE_SIZE, s.dynamics_store_size),
         (baselines.BASELINE_AUTO_SECONDS, s.baseline_auto_seconds),
+        (datasets.ARTIFACT_AUTO_ROWS, s.artifact_auto_rows),
         (baselines.BASELINE_STORE_SIZE, s.baseline_store_size),
         (embedding.EMBED_MAX_ROWS, s.embed_max_rows),
         (evalsets.EVALSET_MAX_SEEDS, s.evalset_max_seeds),

@@ -41,6 +41,7 @@ from ..specs import BUNDLED, NO_SESSION, DatasetSpec, SessionData
 from . import _stores
 
 __all__ = [
+    "ARTIFACT_AUTO_ROWS",
     "DEFAULT_NLI_ROWS",
     "NLI_DATASETS",
     "NLI_DATA_DIR_ENV",
@@ -48,6 +49,7 @@ __all__ = [
     "NliSpec",
     "artifact_source_texts",
     "artifact_statistics",
+    "artifact_statistics_wait",
     "artifact_summary",
     "artifact_table",
     "artifact_text_choices",
@@ -329,7 +331,10 @@ def artifact_source_texts(data: Dataset, source: str) -> list[str]:
     if source not in choices:
         raise ValueError(f"'{data.name}' has no text column {source!r}; choose one of {list(choices)}.")
     cols = [c for c in choices if c != "*all*"] if source == "*all*" else [source]
-    return data.frame[cols].fillna("").astype(str).agg(" ".join, axis=1).tolist()
+    out = data.frame[cols[0]].astype("string").fillna("")  # column-wise (no call per row)
+    for col in cols[1:]:
+        out = out + " " + data.frame[col].astype("string").fillna("")
+    return out.tolist()
 
 
 #: example texts each (token, label) point of the chart shows on hover
@@ -357,6 +362,18 @@ def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _dat
     stats = stats.assign(examples=_examples(texts, labels, stats, N_EXAMPLES) if len(stats) else [])
     stats.attrs.update(attrs, source=source)
     return stats
+
+
+#: texts above which the Data page's token statistics start only when asked (settings.artifact_auto_rows)
+ARTIFACT_AUTO_ROWS = settings.load().artifact_auto_rows
+
+
+def artifact_statistics_wait(data: Dataset) -> bool:
+    """Whether the Data page's token statistics of ``data`` wait for a click (more than :data:`ARTIFACT_AUTO_ROWS`).
+
+    A run opened with its table of 550,000 texts takes about 7 s to test; the page does not start that unasked.
+    """
+    return data.n_rows > ARTIFACT_AUTO_ROWS
 
 
 def artifact_statistics(
