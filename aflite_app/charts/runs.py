@@ -6,6 +6,7 @@ Every figure has axis titles with units, class names rather than codes, and the 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -20,9 +21,11 @@ from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, nice_step
 __all__ = [
     "class_counts_chart",
     "clicked_round_and_class",
+    "histogram_edges",
     "predictability_histogram",
     "predictability_small_multiples",
     "removal_chart",
+    "round_counts",
 ]
 
 
@@ -154,14 +157,45 @@ def _bins(result: AFLiteResult) -> dict:
     return dict(start=-size / 2, end=1 + size / 2, size=size)
 
 
+def histogram_edges(result: AFLiteResult) -> np.ndarray:
+    """The bin edges of every predictability histogram of a run.
+
+    Bins of width 1/min(max(m, 10), 40) centred on 0, 1/…, 1 (p = 0 and p = 1 fall in the middle of the first and
+    the last bin).
+    """
+    bins = _bins(result)
+    n = round((bins["end"] - bins["start"]) / bins["size"])
+    return bins["start"] + bins["size"] * np.arange(n + 1)
+
+
+def round_counts(result: AFLiteResult, rnd: int) -> np.ndarray:
+    """Rows scored in round ``rnd`` per class, stayed or removed, and bin: an int array (classes, 2, bins).
+
+    ``[c, 0]`` counts the rows of class ``c`` that stayed in that round, ``[c, 1]`` those removed in it, binned by
+    :func:`histogram_edges` exactly as ``numpy.histogram`` bins them. Binned here, on the server: a chart of them
+    sends O(bins) numbers to the browser, not one score per row.
+    """
+    p, scored = _round_scores(result, rnd)
+    edges = histogram_edges(result)
+    n_bins, n_classes = len(edges) - 1, len(result.classes)
+    rows = np.flatnonzero(scored)
+    which = np.clip(np.searchsorted(edges, p[rows], side="right") - 1, 0, n_bins - 1)  # as numpy.histogram
+    group = np.asarray(result.y)[rows].astype(np.int64) * 2 + (result.removed_round[rows] == rnd)
+    counts = np.bincount(group * n_bins + which, minlength=n_classes * 2 * n_bins)
+    return counts.reshape(n_classes, 2, n_bins)
+
+
 def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | None = None) -> go.Figure:
     """Histogram of the predictability p(i) of the rows scored in round ``rnd``, one panel per class.
 
     Rows removed in that round are drawn in the removed colour, the others in the kept colour; τ is a
-    dashed line. Only rows still in the set at that round were scored.
+    dashed line. Only rows still in the set at that round were scored. The bars are counted on the server
+    (:func:`round_counts`): per class and colour one bar trace of O(bins) numbers, whatever the run's size; the
+    traces come per class as (stayed, removed), which :func:`clicked_round_and_class` relies on.
     """
-    p, scored = _round_scores(result, rnd)
-    gone = result.removed_round == rnd
+    counts = round_counts(result, rnd)
+    edges = histogram_edges(result)
+    centres, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0])
     classes = [str(c) for c in result.classes]
     n_panels = len(classes)
     cols = 1 if n_panels <= 3 else 2
@@ -174,24 +208,22 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
         vertical_spacing=0.12 / max(1, rows / 3),
         horizontal_spacing=0.08,
     )
-    bins = _bins(result)
+    bin_text = [f"{max(a, 0.0):.3f}–{min(b, 1.0):.3f}" for a, b in itertools.pairwise(edges)]
     for i, name in enumerate(classes):
         r, c = i // cols + 1, i % cols + 1
-        in_class = scored & (result.y == i)
-        for mask, label, colour in (
-            (in_class & ~gone, "stayed", KEPT),
-            (in_class & gone, "removed this round", REMOVED),
-        ):
+        for side, label, colour in ((0, "stayed", KEPT), (1, "removed this round", REMOVED)):
             fig.add_trace(
-                go.Histogram(
-                    x=p[mask],
-                    xbins=bins,
+                go.Bar(
+                    x=centres,
+                    y=counts[i, side],
+                    width=width,
+                    customdata=bin_text,
                     name=label,
                     marker_color=colour,
                     legendgroup=label,
                     showlegend=i == 0,
                     opacity=0.85,
-                    hovertemplate=f"{plotly_text(name)}<br>p in %{{x}}<br>%{{y}} rows<extra>{label}</extra>",
+                    hovertemplate=f"{plotly_text(name)}<br>p in %{{customdata}}<br>%{{y}} rows<extra>{label}</extra>",
                 ),
                 row=r,
                 col=c,
@@ -200,7 +232,7 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
     tau = float(result.params["tau"])
     for i in range(n_panels):
         fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=i // cols + 1, col=i % cols + 1)
-    fig.update_layout(barmode="stack")
+    fig.update_layout(barmode="stack", bargap=0)
     fig.update_xaxes(range=[-0.03, 1.03])
     # one column: the whole meaning; two columns: short enough that the two titles never run into each other on a
     # phone (390 px), the meaning is in the page's caption
@@ -226,24 +258,19 @@ def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48
         vertical_spacing=0.25 / rows,
         horizontal_spacing=0.02,
     )
-    bins = _bins(result)
-    edges = np.arange(bins["start"], bins["end"] + bins["size"] / 2, bins["size"])
-    centres = (edges[:-1] + edges[1:]) / 2
+    edges = histogram_edges(result)
+    centres, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0])
     tau = float(result.params["tau"])
     top = 1
     for r in range(1, n + 1):
-        p, scored = _round_scores(result, r)
-        gone = result.removed_round == r
         row, col = (r - 1) // cols + 1, (r - 1) % cols + 1
-        counts = []
-        for mask, label, colour in ((scored & ~gone, "stayed", KEPT), (scored & gone, "removed this round", REMOVED)):
-            c, _ = np.histogram(p[mask], bins=edges)
-            counts.append(c)
+        counts = round_counts(result, r).sum(axis=0)  # all classes together: (stayed, removed) × bins
+        for side, label, colour in ((0, "stayed", KEPT), (1, "removed this round", REMOVED)):
             fig.add_trace(
                 go.Bar(
                     x=centres,
-                    y=c,
-                    width=bins["size"],
+                    y=counts[side],
+                    width=width,
                     marker_color=colour,
                     name=label,
                     legendgroup=label,
@@ -253,7 +280,7 @@ def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48
                 row=row,
                 col=col,
             )
-        top = max(top, int((counts[0] + counts[1]).max()))
+        top = max(top, int(counts.sum(axis=0).max()))
         fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=row, col=col)
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_yaxes(range=[0, top * 1.05])  # explicit: Plotly's autorange over matched stacked panels can clip
