@@ -151,8 +151,7 @@ def measure(checkout: Path, run_root: Path, relative: str) -> dict:
         return any("AUC" in c.value for c in a.caption) or any("separates the rows" in i.value for i in a.info)
 
     def open_art():
-        if any(t.label == "What the removed rows share" for t in at.tabs) and "inspect-tab" in _tab_keys(at):
-            at.session_state["inspect-tab"] = "What the removed rows share"
+        at.session_state["inspect-tab"] = "What the removed rows share"  # the tab's key (unused where tabs are eager)
         at.run()
         _wait_job(at, art_done)
 
@@ -176,30 +175,23 @@ def measure(checkout: Path, run_root: Path, relative: str) -> dict:
     return out
 
 
-def _tab_keys(at) -> set:
-    try:
-        return set(at.session_state.filtered_state) | {"inspect-tab"}
-    except Exception:
-        return {"inspect-tab"}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--tiny", action="store_true", help="20,000 × 16: checks that the script runs")
     parser.add_argument("--rows", type=int, default=550_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--root", type=Path, default=HERE, help="the checkout whose app is measured")
-    parser.add_argument("--work", type=Path, default=None, help="where the features and the run live (kept)")
+    parser.add_argument("--work", type=Path, default=None, help="where the features and the run live (kept there)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     n, d = (20_000, 16) if args.tiny else (args.rows, args.dim)
-    work = args.work or Path(tempfile.mkdtemp(prefix="aflite-inspect-scale-"))
     sys.path.insert(0, str(args.root.resolve()))  # the measured checkout's packages, the generator included
-    run_root, relative = build_run(work, n, d)
-    out = {"rows": n, "dim": d, "checkout": str(args.root), "load_1min": os.getloadavg()[0]}
-    out.update(measure(args.root.resolve(), run_root, relative))
-    out["load_1min_after"] = os.getloadavg()[0]
-    print(json.dumps(out, indent=1))
+    with tempfile.TemporaryDirectory(prefix="aflite-inspect-scale-") as tmp:
+        run_root, relative = build_run(args.work or Path(tmp), n, d)
+        out = {"rows": n, "dim": d, "checkout": str(args.root), "load_1min": round(os.getloadavg()[0], 2)}
+        out.update(measure(args.root.resolve(), run_root, relative))
+    out["load_1min_after"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(out))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -51,6 +51,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_adversary.py",
         "bench_app.py",
         "bench_core.py",
+        "bench_inspect_scale.py",
         "bench_null.py",
         "bench_scale.py",
         "bench_threads.py",
@@ -116,6 +117,16 @@ def test_bench_null():
     assert "(observed − null) / planted" in out
     assert "under shuffled labels (3 permutations)" in out
     assert "## chance_table of aflite" in out and "suggest_tau(res, 0.1) = " in out
+
+
+def test_bench_inspect_scale():
+    """A CLI run opened from a temporary run root; Inspect, its lazy tab and Predictability timed by AppTest."""
+    rec = json_lines(run_tiny("bench_inspect_scale.py", timeout=240))[-1]  # after the CLI run's own line
+    assert rec["rows"] == 20_000 and rec["inspect_rows_shown"] == 5_000
+    for key in ("inspect_first_render_s", "inspect_removed_share_tab_s", "predictability_round_change_s"):
+        assert rec[key] > 0 and rec[key.removesuffix("_s") + "_peak_gib"] is not None
+    assert rec["inspect_removed_share_tab_done"] and rec["predictability_figures"] == 2
+    assert rec["predictability_figure_bytes"] < 200_000  # bins, not one score per row
 
 
 def test_bench_scale_local_and_dask():
