@@ -207,7 +207,7 @@ if tab_rows.open is not False:  # drawn only while open
         if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds, session=session_data):
             freq, _, _ = compute.inspect_stability(ref.spec, n_seeds, session=session_data)
             view = compute.with_stability(view, freq)
-        shown = view.head(MAX_ROWS_SHOWN)
+        shown = compute.with_round_lists(view.head(MAX_ROWS_SHOWN), result)  # per-round p for these rows only
         st.caption(
             f"{len(view):,} of {len(table):,} rows match the filters"
             + (

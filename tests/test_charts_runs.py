@@ -158,3 +158,16 @@ def test_the_histogram_sends_counts_not_rows_for_a_large_run():
         n_bins = len(charts.histogram_edges(run)) - 1
         assert all(len(t.x) == len(t.y) == n_bins for t in fig.data)
         assert len(fig.to_json()) < 40_000 * max(1, len(fig.data) // 6)  # 100,000 scores would be ~1 MB
+
+
+def test_every_panel_has_its_dashed_tau_line(result):
+    """One τ line per panel, on that panel's axes (as add_vline drew them, set in one layout update)."""
+    for fig, n_panels in (
+        (charts.predictability_histogram(result, 1), len(result.classes)),
+        (charts.predictability_small_multiples(result), result.n_rounds),
+    ):
+        shapes = fig.layout.shapes
+        assert len(shapes) == n_panels
+        assert {s.x0 for s in shapes} == {s.x1 for s in shapes} == {0.6} and {s.line.dash for s in shapes} == {"dash"}
+        assert [s.xref for s in shapes] == ["x"] + [f"x{k}" for k in range(2, n_panels + 1)]
+        assert [s.yref for s in shapes] == ["y domain"] + [f"y{k} domain" for k in range(2, n_panels + 1)]

@@ -33,6 +33,7 @@ from ..inspect_tables import (
     filter_rows,
     pixel_grid,
     text_display_columns,
+    with_round_lists,
     with_stability,
 )
 from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs, stoppable
@@ -93,6 +94,7 @@ __all__ = [
     "stability_specs",
     "stored_artifacts",
     "text_display_columns",
+    "with_round_lists",
     "with_stability",
 ]
 
@@ -131,11 +133,16 @@ def _inspect_thumbnails(key: str, _data: Dataset) -> list[str] | None:
 
 @_stores.memo("inspect_table", 8, spinner="Building the table of rows…")
 def _inspect_table(ref: InspectRef, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    return inspect_tables.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
+    thumbnails = _inspect_thumbnails(ref.dataset.key, _data)
+    # the per-round lists only for the rows shown (with_round_lists): one list per row is slow at 550,000 rows
+    return inspect_tables.rows_table(_result, _data, thumbnails=thumbnails, round_lists=False)
 
 
 def inspect_table(ref: InspectRef, result: AFLiteResult, *, session: SessionData = NO_SESSION) -> pd.DataFrame:
-    """One row per example of the run (see :func:`aflite_app.inspect_tables.rows_table`)."""
+    """One row per example of the run (see :func:`aflite_app.inspect_tables.rows_table`), without ``p_rounds``.
+
+    The page adds the per-round scores to the rows it shows (:func:`with_round_lists`).
+    """
     return _inspect_table(ref, result, dataset(ref.dataset, session=session))
 
 
