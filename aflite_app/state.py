@@ -67,8 +67,8 @@ INSPECT_UPLOAD = "inspect-upload"  # file uploader of a run's zip (read by its o
 INSPECT_WHICH = "inspect-which"  # radio: which run is shown, "filter" or "loaded" (set when a zip is opened)
 INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stability (read above the checkbox)
 INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report (read above it)
-INSPECT_TAB = "inspect-tab"  # tabs (on_change="rerun"): the label of the open tab; only that tab is computed
-#: the Inspect page's tabs, in order (a test opens one by setting INSPECT_TAB to its label)
+#: the Inspect page's tabs, in order: st.tabs(key="inspect-tab", on_change="rerun") keeps the open tab's label under
+#: that key and only the open tab is computed (a test opens one by setting the key to its label)
 INSPECT_TAB_LABELS = (
     "Rows",
     "Label-revealing words",

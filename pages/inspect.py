@@ -9,7 +9,6 @@ from aflite_app.state import (
     INSPECT_N_SEEDS,
     INSPECT_PAGE,
     INSPECT_STABILITY_ON,
-    INSPECT_TAB,
     INSPECT_TAB_LABELS,
     INSPECT_UPLOAD,
     INSPECT_WHICH,
@@ -140,7 +139,7 @@ if busy:
 # lazy tabs: only the open tab's content is computed and sent (a tab click reruns the page); .open is None where
 # Streamlit tracks no tab state (then every tab is drawn, as before)
 tab_rows, tab_words, tab_art, tab_classes, tab_stab, tab_io = st.tabs(
-    list(INSPECT_TAB_LABELS), key=INSPECT_TAB, on_change="rerun"
+    list(INSPECT_TAB_LABELS), key="inspect-tab", on_change="rerun"
 )
 
 # -- stability state (its controls live in their tab; the table shows the column once computed) ---------------
@@ -171,9 +170,12 @@ if tab_rows.open is not False:  # drawn only while open
             "Status",
             ["all", "removed", "kept"],
             key="inspect-status",
+            persist_state="page",  # kept while another tab is open
             format_func={"all": "all rows", "removed": "removed rows", "kept": "kept rows"}.get,
         )
-        classes = c2.multiselect("Classes", compute.class_names(data), key="inspect-classes", placeholder="All classes")
+        classes = c2.multiselect(
+            "Classes", compute.class_names(data), key="inspect-classes", placeholder="All classes", persist_state="page"
+        )
         rounds = None
         if result.n_removed and result.n_rounds >= 2:
             rounds = c3.slider(
@@ -182,6 +184,7 @@ if tab_rows.open is not False:  # drawn only while open
                 result.n_rounds,
                 (1, result.n_rounds),
                 key=f"inspect-rounds-{result.n_rounds}",
+                persist_state="page",
                 disabled=status == "kept",
                 help="Narrows the removed rows to those removed in these rounds; kept rows are not "
                 "affected (they were never removed).",
@@ -196,6 +199,7 @@ if tab_rows.open is not False:  # drawn only while open
             query = c4.text_input(
                 "Search the text",
                 key="inspect-query",
+                persist_state="page",
                 placeholder="word or phrase",
                 help=f"Case-insensitive, in {ui.md(', '.join(text_cols))}.",
             )
@@ -261,7 +265,7 @@ if tab_words.open is not False:  # drawn only while open
                 list(word_choices),
                 format_func=word_choices.get,
                 key=f"inspect-words-source-{dspec.key}",
-                persist_state="session",
+                persist_state="page",
             )
             word_min = w2.number_input(
                 "Test tokens in at least … texts",
@@ -270,10 +274,10 @@ if tab_words.open is not False:  # drawn only while open
                 value=10,
                 step=5,
                 key="inspect-words-min",
-                persist_state="session",
+                persist_state="page",
             )
             word_alpha = w3.selectbox(
-                "Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha", persist_state="session"
+                "Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha", persist_state="page"
             )
             with ui.errors():
                 word_stats = compute.artifact_statistics(
@@ -399,7 +403,7 @@ def removed_share_tab() -> None:
             format_func=sources.get,
             index=list(sources).index(default),
             key=f"inspect-source-{dspec.key}",
-            persist_state="session",  # kept while another tab is open
+            persist_state="page",  # kept while another tab is open
             help="This dataset has no text; compare its numeric features instead.",
         )
         grid = compute.pixel_grid(data, source)
@@ -419,7 +423,7 @@ def removed_share_tab() -> None:
         )
         return
     slot = c2 if kind == "feature" else st.columns(2)[0]
-    label = slot.selectbox("Class", present, key=f"inspect-art-class-{dspec.key}", persist_state="session")
+    label = slot.selectbox("Class", present, key=f"inspect-art-class-{dspec.key}", persist_state="page")
     cls = ui.md(label)  # in the captions
     if kind == "feature" and grid is not None:
         st.plotly_chart(charts.pixel_artifact_chart(art, label, grid), width="stretch", key="inspect-pixel-chart")
@@ -501,7 +505,7 @@ if tab_stab.open is not False:  # drawn only while open
                 value=5,
                 step=1,
                 key=INSPECT_N_SEEDS,
-                persist_state="session",  # kept while another tab is open: the rows table reads it
+                persist_state="page",  # kept while another tab is open: the rows table reads it
                 help="This run's seed and the next ones.",
             )
             missing = compute.missing_stability_runs(ref.spec, int(n_seeds), session=session_data)
@@ -513,7 +517,7 @@ if tab_stab.open is not False:  # drawn only while open
             stab_on = c2.checkbox(
                 f"Compute removal stability over {int(n_seeds)} seeds ({cost})",
                 key=INSPECT_STABILITY_ON,
-                persist_state="session",
+                persist_state="page",
             )
             only_finished = False
             if stab_on and missing:

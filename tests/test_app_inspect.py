@@ -25,10 +25,10 @@ def _inspect_after_filter(app_test, **state):
 
 def _open_tab(at, label: str):
     """Open one of Inspect's tabs as a click does (the tabs rerun the page; only the open tab is drawn)."""
-    from aflite_app.state import INSPECT_TAB, INSPECT_TAB_LABELS
+    from aflite_app.state import INSPECT_TAB_LABELS
 
     assert label in INSPECT_TAB_LABELS
-    at.session_state[INSPECT_TAB] = label
+    at.session_state["inspect-tab"] = label
     at.run()
     assert not at.exception, at.exception
     return at

@@ -51,10 +51,10 @@ def opened(app_test, big_root, monkeypatch):
 
 def _open_tab(at, label: str):
     """Open one of Inspect's tabs as a click does: the tabs' key holds the open tab's label, and a change reruns."""
-    from aflite_app.state import INSPECT_TAB, INSPECT_TAB_LABELS
+    from aflite_app.state import INSPECT_TAB_LABELS
 
     assert label in INSPECT_TAB_LABELS
-    at.session_state[INSPECT_TAB] = label
+    at.session_state["inspect-tab"] = label
     at.run()
     assert not at.exception, at.exception
     return at
@@ -89,6 +89,8 @@ def test_the_removed_rows_tab_computes_nothing_until_it_is_opened(opened, monkey
     _open_tab(at, "Download / open a run")
     assert calls == [], "a tab that was never opened computed"
     assert not plotly_figures(_open_tab(at, "Rows"))  # only the open tab is drawn
+    assert at.selectbox(key="inspect-status").value == "removed"  # the filters stay set while other tabs are open
+    assert set(at.dataframe[0].value["status"]) == {"removed"}
 
     _open_tab(at, "What the removed rows share")
     assert len(calls) == 1
