@@ -2,6 +2,7 @@
 
 * :func:`rows_table` - one row per example of a run: thumbnail or texts, class, kept/removed, round removed,
   predictability (first, at removal, last, per round); :func:`filter_rows` applies the page's view filters;
+  :func:`with_round_lists` adds the per-round scores to the rows shown only;
 * :func:`stability_frame`, :func:`stability_counts`, :func:`with_stability` - removals across seeds;
 * :func:`artifact_texts`, :func:`feature_sources`, :func:`feature_matrix`, :func:`pixel_grid` - the inputs of
   artifact discovery;
@@ -40,6 +41,7 @@ __all__ = [
     "stability_counts",
     "stability_frame",
     "text_display_columns",
+    "with_round_lists",
     "with_stability",
 ]
 
@@ -81,7 +83,9 @@ def _rounds(result: AFLiteResult) -> pd.arrays.IntegerArray:
     return rr.where(rr > 0).astype("Int64").array
 
 
-def rows_table(result: AFLiteResult, data: Dataset, *, thumbnails: Sequence[str] | None = None) -> pd.DataFrame:
+def rows_table(
+    result: AFLiteResult, data: Dataset, *, thumbnails: Sequence[str] | None = None, round_lists: bool = True
+) -> pd.DataFrame:
     """One row per example of the run, ready to show in a sortable table.
 
     Parameters
@@ -91,6 +95,10 @@ def rows_table(result: AFLiteResult, data: Dataset, *, thumbnails: Sequence[str]
     data : Dataset
     thumbnails : sequence of str, optional
         Image data URIs (:func:`image_thumbnails`), one per row.
+    round_lists : bool, default=True
+        Add ``p_rounds``, one Python list per row. False leaves it out (a page that shows a few thousand rows of
+        a large run adds it to those with :func:`with_round_lists`: at 550,000 rows the lists take seconds and
+        hundreds of MB).
 
     Returns
     -------
@@ -118,12 +126,28 @@ def rows_table(result: AFLiteResult, data: Dataset, *, thumbnails: Sequence[str]
     table["p_first"] = _as_computed(result.first_score)
     table["p_removal"] = _as_computed(result.removal_score)
     table["p_last"] = _as_computed(result.last_score)
-    if result.scores is not None:
+    if result.scores is not None and round_lists:
         table["p_rounds"] = _scored_lists(result.scores)
     for col in data.meta.get("planted_truth", []) or []:
         if col in data.frame.columns and col not in table.columns:
             table[col] = data.frame[col].to_numpy()
     return table
+
+
+def with_round_lists(view: pd.DataFrame, result: AFLiteResult) -> pd.DataFrame:
+    """``view`` (rows of :func:`rows_table`, its ``row`` column intact) with ``p_rounds`` for those rows only.
+
+    The same lists :func:`rows_table` makes with ``round_lists=True``; unchanged when the run kept no per-round
+    scores (strategy 'greedy') or the column is there already.
+    """
+    if result.scores is None or "p_rounds" in view.columns:
+        return view
+    rows = view["row"].to_numpy(dtype=np.int64)
+    lists = _scored_lists(np.asarray(result.scores)[:, rows]) if len(rows) else []
+    out = view.copy()
+    at = list(out.columns).index("p_last") + 1 if "p_last" in out.columns else len(out.columns)
+    out.insert(at, "p_rounds", pd.Series(lists, index=out.index, dtype=object))
+    return out
 
 
 def filter_rows(

@@ -223,6 +223,9 @@ class Settings:
         Seeds of an evaluation-set study. Default 5.
     stability_max_seeds : int
         Seeds of Inspect's removal-stability report. Default 10.
+    artifact_sample_rows : int
+        Inspect's "What the removed rows share" on features: removed and kept rows per class it compares at most
+        (a seeded sample of each side above it). Default 10,000.
     circles_max_levels : int
         Separation levels the Synthetic page accepts. Default 6.
     artifact_auto_rows : int
@@ -286,6 +289,7 @@ class Settings:
     embed_max_rows: int = 20_000
     evalset_max_seeds: int = 5
     stability_max_seeds: int = 10
+    artifact_sample_rows: int = 10_000
     circles_max_levels: int = 6
     artifact_auto_rows: int = 60_000
     baseline_auto_seconds: float = 3.0

@@ -67,6 +67,16 @@ INSPECT_UPLOAD = "inspect-upload"  # file uploader of a run's zip (read by its o
 INSPECT_WHICH = "inspect-which"  # radio: which run is shown, "filter" or "loaded" (set when a zip is opened)
 INSPECT_STABILITY_ON = "inspect-stability-on"  # checkbox: compute removal stability (read above the checkbox)
 INSPECT_N_SEEDS = "inspect-n-seeds"  # number input: seeds of the stability report (read above it)
+#: the Inspect page's tabs, in order: st.tabs(key="inspect-tab", on_change="rerun") keeps the open tab's label under
+#: that key and only the open tab is computed (a test opens one by setting the key to its label)
+INSPECT_TAB_LABELS = (
+    "Rows",
+    "Label-revealing words",
+    "What the removed rows share",
+    "Classes",
+    "Stability across seeds",
+    "Download / open a run",
+)
 # Synthetic circles: the round stepper (set by the Play button and the stepper's timer)
 SYN_ROUND = "syn-round"  # slider: the round shown
 SYN_STEP_DATA = "syn-step-data"  # radio: the dataset stepped through
@@ -80,7 +90,8 @@ EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the study
 # fetch / for its embedding job
 DATA_PAGE = "data-page"
 # Inspect: "loaded" - {"result", "name", "digest", "dataset"} of the run opened from a zip; "seen" - (file id,
-# error message or None) of the last upload processed; "stability_run" - BackgroundRun: the stability seeds
+# error message or None) of the last upload processed; "stability_run" - BackgroundRun: the stability seeds;
+# "artifacts" - BackgroundRun: the job of "What the removed rows share" (its Outcome: the table or stopped)
 INSPECT_PAGE = "inspect-page"
 # Evaluation sets: "shown" - EvalSetSpec -> the EvalStudySpec submitted last for it; "uploaded" - dataset key ->
 # EvalSetSpec of its uploaded evaluation table; "setup_run" - BackgroundRun building a split with sentence

@@ -422,6 +422,50 @@ def test_feature_artifacts_finds_the_planted_dimension_within_each_label():
     assert g.loc[0, "dimension"] == 0 and g.loc[0, "auc"] == 1.0 and g.loc[1, "auc"] == 0.5
 
 
+def test_feature_artifacts_on_a_sample_finds_the_same_dimension_and_reports_its_progress():
+    """max_rows: a seeded sample per class and side (stated in attrs); progress(done, total) can stop it."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30_000, 12)).astype(np.float32)
+    y = np.repeat([0, 1, 2], 10_000)
+    kept = rng.random(30_000) < 0.7
+    X[~kept, 5] += 1.0  # removed rows stand out on dim 5 in every class
+    full = feature_artifacts(X, kept, y=y, top_k=3)
+    seen = []
+    sampled = feature_artifacts(X, kept, y=y, top_k=3, max_rows=800, progress=lambda d, t: seen.append((d, t)))
+    assert (sampled[sampled["rank"] == 1]["dimension"] == 5).all() and (full[full["rank"] == 1]["dimension"] == 5).all()
+    assert np.allclose(sampled[sampled["rank"] == 1]["auc"], full[full["rank"] == 1]["auc"], atol=0.04)
+    assert sampled.attrs["rows_used"] == {c: (800, 800) for c in (0, 1, 2)}
+    assert sampled.attrs["rows"] == full.attrs["rows"] == full.attrs["rows_used"]
+    assert seen and seen[-1][0] == seen[-1][1] and [d for d, _ in seen] == sorted(d for d, _ in seen)
+    again = feature_artifacts(X, kept, y=y, top_k=3, max_rows=800)
+    pd.testing.assert_frame_equal(sampled, again)  # seeded: the same sample every time
+
+    class Stop(Exception):
+        pass
+
+    def stop(done, total):
+        raise Stop
+
+    with pytest.raises(Stop):
+        feature_artifacts(X, kept, y=y, max_rows=800, progress=stop)
+    with pytest.raises(ValueError, match="'max_rows' parameter of feature_artifacts"):
+        feature_artifacts(X, kept, max_rows=0)
+
+
+@given(
+    values=st.lists(st.integers(-3, 3), min_size=1, max_size=40),
+    data=st.data(),
+)
+def test_rank_sums_equal_scipys_average_ranks(values, data):
+    from scipy.stats import rankdata
+
+    from aflite_core.measures.removed_artifacts import _first_rank_sums
+
+    B = np.array([values, values[::-1]], dtype=np.float32)  # ties on purpose
+    n1 = data.draw(st.integers(0, len(values)))
+    assert np.allclose(_first_rank_sums(B, n1), rankdata(B, axis=1)[:, :n1].sum(axis=1))
+
+
 # -- real data: SNLI hypotheses (AFLite parameters stated in the test) ---------------------------------------------
 @pytest.mark.shared_data
 def test_snli_hypothesis_only_bias_is_filtered(shared_data):

@@ -57,10 +57,10 @@ def test_filter_and_predictability_show_each_class_by_name_with_its_own_rows(app
     hist = plotly_figures(at)[0]
     titles = [a["text"] for a in hist["layout"]["annotations"] if a.get("text") in SIZES]
     assert titles == sorted(SIZES)
-    # round 1 scores every row: each panel holds exactly its own class's rows
+    # round 1 scores every row: each panel holds exactly its own class's rows (bars of counts, binned on the server)
     per_panel = {}
     for trace in hist["data"]:
         panel = trace.get("xaxis", "x")
-        per_panel[panel] = per_panel.get(panel, 0) + len(_values(trace["x"]))
+        per_panel[panel] = per_panel.get(panel, 0) + int(_values(trace["y"]).sum())
     panels = sorted(per_panel, key=lambda a: int(a[1:] or 1))
     assert [per_panel[p] for p in panels] == [SIZES[name] for name in sorted(SIZES)]

@@ -315,6 +315,7 @@ def test_upload_embed_filter_and_see_which_artifacts_were_removed(app_test, monk
     at.session_state[REPRESENTATION] = "embedding_hypothesis"  # the artifacts live in the hypothesis
     at.switch_page("pages/filter.py").run()
     assert not at.exception, at.exception
+    at.session_state["inspect-tab"] = "Label-revealing words"  # Inspect draws only the open tab
     at.switch_page("pages/inspect.py").run()
     assert not at.exception, at.exception
     metrics = {m.label: m.value for m in at.metric}

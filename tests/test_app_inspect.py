@@ -23,6 +23,17 @@ def _inspect_after_filter(app_test, **state):
     return at
 
 
+def _open_tab(at, label: str):
+    """Open one of Inspect's tabs as a click does (the tabs rerun the page; only the open tab is drawn)."""
+    from aflite_app.state import INSPECT_TAB_LABELS
+
+    assert label in INSPECT_TAB_LABELS
+    at.session_state["inspect-tab"] = label
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 def _rows(at):
     """The rows table (the first dataframe of the page)."""
     return at.dataframe[0].value
@@ -88,13 +99,14 @@ def test_renders_after_a_filter_run_and_the_filters_change_the_rows(app_test):
     assert not at.exception
     assert set(_rows(at)["round"]) <= {1}
 
-    # downloads, artifacts (digits: pixel maps), classes
-    labels = [d.label for d in at.download_button]
+    # downloads, artifacts (digits: pixel maps), classes: each in its tab, drawn once the tab is open
+    labels = [d.label for d in _open_tab(at, "Download / open a run").download_button]
     assert labels == ["Kept rows · CSV", "Kept rows · Parquet", "Removed rows · CSV", "Run record · zip"]
-    figs = plotly_figures(at)
+    figs = plotly_figures(_open_tab(at, "What the removed rows share"))
     assert sum(t.get("type") == "heatmap" for f in figs for t in f["data"]) == 3
-    assert any(t.get("name") == "kept" for f in figs for t in f["data"])  # the class chart
     assert any("log-odds" in c.value or "AUC" in c.value for c in at.caption)
+    figs = plotly_figures(_open_tab(at, "Classes"))
+    assert any(t.get("name") == "kept" for f in figs for t in f["data"])  # the class chart
 
 
 def test_opening_a_saved_run_and_refusing_bad_files(app_test):
@@ -102,12 +114,15 @@ def test_opening_a_saved_run_and_refusing_bad_files(app_test):
     spec = at.session_state["last_result_spec"]
     payload = exports.run_zip_bytes(runs.stored_result(spec))
 
-    at.file_uploader(key="inspect-upload").upload("my-run.zip", payload, "application/zip")
+    _open_tab(at, "Download / open a run").file_uploader(key="inspect-upload").upload(
+        "my-run.zip", payload, "application/zip"
+    )
     at.run()
     assert not at.exception and not at.error
     assert "opened from 'my-run.zip'" in _shown(at)
     assert at.radio(key="inspect-which").value == "loaded"
-    assert len(_rows(at)) == 1000
+    assert len(_rows(_open_tab(at, "Rows"))) == 1000
+    _open_tab(at, "Download / open a run")
 
     at.file_uploader(key="inspect-upload").set_value(("broken.zip", b"not a zip at all", "application/zip"))
     at.run()
@@ -142,16 +157,17 @@ def test_opening_a_saved_run_and_refusing_bad_files(app_test):
 def test_stability_across_seeds_adds_a_column_and_a_summary(app_test):
     at = _inspect_after_filter(app_test, dataset_key="circles")
     assert "seed_frequency" not in _rows(at).columns
+    _open_tab(at, "Stability across seeds")
     at.number_input(key="inspect-n-seeds").set_value(2)
     at.checkbox(key="inspect-stability-on").check().run()
     assert not at.exception, at.exception
     metrics = _metrics(at)
     assert "Robust removals" in metrics and "Mean Jaccard of removed sets" in metrics
-    rows = _rows(at)
+    assert any(t.get("name") == "removed in this run" for f in plotly_figures(at) for t in f["data"])
+    rows = _rows(_open_tab(at, "Rows"))  # the seeds chosen in their tab stay chosen
     assert "seed_frequency" in rows.columns
     removed = rows["status"] == "removed"
     assert (rows.loc[removed, "seed_frequency"] >= 0.5).all()  # this run is one of the seeds
-    assert any(t.get("name") == "removed in this run" for f in plotly_figures(at) for t in f["data"])
 
 
 def test_nothing_removed(app_test):
@@ -163,7 +179,8 @@ def test_nothing_removed(app_test):
     at.switch_page(PAGE).run()
     assert not at.exception, at.exception
     assert _metrics(at)["Rows removed"] == "0"
-    assert any("Nothing to compare" in i.value for i in at.info)
+    assert any("Nothing to compare" in i.value for i in _open_tab(at, "What the removed rows share").info)
+    _open_tab(at, "Rows")
     at.selectbox(key="inspect-status").set_value("removed").run()
     assert not at.exception and len(_rows(at)) == 0
 
@@ -181,6 +198,7 @@ def test_greedy_on_a_small_text_dataset(app_test):
     assert not at.exception
     found = _rows(at)
     assert 0 < len(found) < 50 and found["text"].str.contains("never").all()
+    _open_tab(at, "What the removed rows share")
     assert any(t.get("type") == "bar" for f in plotly_figures(at) for t in f["data"])
 
 
@@ -209,7 +227,13 @@ def test_label_revealing_words_and_which_ones_the_run_removed(app_test):
     assert not at.exception, at.exception
     at.switch_page(PAGE).run()
     assert not at.exception, at.exception
-    metrics = _metrics(at)
+    # the rows table: the user's ids, and what they came for first
+    rows = _rows(at)
+    assert rows["id"].str.startswith("pair-").all()
+    order = list(at.dataframe[0].proto.column_order)
+    assert order[:4] == ["class", "status", "round", "p_first"]
+    assert order.index("hypothesis") > order.index("p_last") and order[-2:] == ["id", "row"]
+    metrics = _metrics(_open_tab(at, "Label-revealing words"))
     n_pairs = int(metrics["Significant pairs (all rows)"])
     assert n_pairs >= 3 and 0 <= int(metrics["No longer significant among kept rows"]) <= n_pairs
     figures = plotly_figures(at)
@@ -220,15 +244,11 @@ def test_label_revealing_words_and_which_ones_the_run_removed(app_test):
     shares = next(d.value for d in at.dataframe if "share_removed" in d.value.columns)
     assert {"nobody", "outside"} <= set(shares["token"])
     assert (shares["count_kept"] + shares["count_removed"] == shares["count"]).all()
-    # the two tests are named, so they cannot be read as contradicting each other
+    # the two tests are named, so they cannot be read as contradicting each other (each in its tab)
     text = " ".join(m.value for m in at.markdown)
-    assert "Gardner et al., 2021" in text and "(log-odds test)" in text
-    # the rows table: the user's ids, and what they came for first
-    rows = _rows(at)
-    assert rows["id"].str.startswith("pair-").all()
-    order = list(at.dataframe[0].proto.column_order)
-    assert order[:4] == ["class", "status", "round", "p_first"]
-    assert order.index("hypothesis") > order.index("p_last") and order[-2:] == ["id", "row"]
+    assert "Gardner et al., 2021" in text
+    text = " ".join(m.value for m in _open_tab(at, "What the removed rows share").markdown)
+    assert "(log-odds test)" in text
 
 
 def test_a_chart_bar_link_filters_the_rows_until_removed(app_test):
@@ -278,18 +298,21 @@ def test_a_stopped_stability_report_shows_the_finished_seeds_and_continues(app_t
 
     at = _inspect_after_filter(app_test, dataset_key="circles")
     monkeypatch.setattr(compute, "prepare_run", stop_in_seed_plus_2)
+    _open_tab(at, "Stability across seeds")
     at.number_input(key="inspect-n-seeds").set_value(3)
     at.checkbox(key="inspect-stability-on").check().run()
     assert not at.exception, at.exception
     assert any("Stopped: 2 of 3 seeds finished" in w.value for w in at.warning)
     assert any("Stability over the 2 seeds finished" in m.value for m in at.markdown)
     assert "Robust removals" in _metrics(at)
-    assert "seed_frequency" not in _rows(at).columns  # the rows table waits for the full report
-    assert "Download / open a run" in [t.label for t in at.tabs]  # the other tabs are drawn as usual
+    assert "Download / open a run" in [t.label for t in at.tabs]  # the other tabs are there as usual
+    assert "seed_frequency" not in _rows(_open_tab(at, "Rows")).columns  # the rows table waits for the full report
+    _open_tab(at, "Stability across seeds")
 
     monkeypatch.setattr(compute, "prepare_run", real)
     at.button(key="inspect-stab-continue").click().run()
     assert not at.exception, at.exception
-    assert not at.warning and "seed_frequency" in _rows(at).columns
+    assert not at.warning
     assert not any("seeds finished" in m.value for m in at.markdown)
+    assert "seed_frequency" in _rows(_open_tab(at, "Rows")).columns
     assert len(ran) == 1  # before the stop: seed + 1 only; Continue ran the missing seed with the real runner

@@ -82,10 +82,18 @@ def test_open_a_cli_run_below_the_root_and_see_it_on_every_page(app_test, root, 
     shown = {m.label: m.value for m in at.metric}
     assert shown["Rows kept"] == f"{result.n_kept:,}"  # the opened run, not a re-run with other parameters
     assert any(result.stop_message in s.value for s in at.success)
+    from aflite_app.state import INSPECT_TAB_LABELS
+
     for page in PAGES[1:]:
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
         assert not at.error, (page, [e.value for e in at.error])
+        if page == "pages/inspect.py":  # its tabs are drawn only when opened: open each one
+            for label in INSPECT_TAB_LABELS[1:]:
+                at.session_state["inspect-tab"] = label
+                at.run()
+                assert not at.exception, (label, at.exception)
+                assert not at.error, (label, [e.value for e in at.error])
 
 
 def test_an_empty_root_says_where_runs_go(app_test, root):

@@ -53,6 +53,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_app.py",
         "bench_core.py",
         "bench_embedding_map.py",
+        "bench_inspect_scale.py",
         "bench_null.py",
         "bench_app_tau.py",
         "bench_run_table.py",
@@ -140,6 +141,16 @@ def test_bench_app_tau():
     records = {r["what"]: r for r in json_lines(out) if "what" in r}  # (the CLI prints its own line)
     assert {"CLI run", "open", "τ step to 0.80", "τ below: check and plan", "τ below: whole run"} <= set(records)
     assert "| τ step to 0.90 |" in out and "peak resident size of this process" in out
+
+
+def test_bench_inspect_scale():
+    """A CLI run opened from a temporary run root; Inspect, its lazy tab and Predictability timed by AppTest."""
+    rec = json_lines(run_tiny("bench_inspect_scale.py", timeout=240))[-1]  # after the CLI run's own line
+    assert rec["rows"] == 20_000 and rec["inspect_rows_shown"] == 5_000
+    for key in ("inspect_first_render_s", "inspect_removed_share_tab_s", "predictability_round_change_s"):
+        assert rec[key] > 0 and rec[key.removesuffix("_s") + "_peak_gib"] is not None
+    assert rec["inspect_removed_share_tab_done"] and rec["predictability_figures"] == 2
+    assert rec["predictability_figure_bytes"] < 200_000  # bins, not one score per row
 
 
 def test_bench_scale_local_and_dask():

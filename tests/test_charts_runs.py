@@ -44,8 +44,11 @@ def test_predictability_histogram_splits_removed_rows(result):
     removed = [t for t in fig.data if t.name == "removed this round"]
     stayed = [t for t in fig.data if t.name == "stayed"]
     assert len(removed) == len(stayed) == 3  # one pair per class
-    assert sum(len(t.x) for t in removed) == int((result.removed_round == 1).sum())
-    assert sum(len(t.x) for t in stayed) + sum(len(t.x) for t in removed) == int(result.history["n_scored"][0])
+    # binned on the server: each bar trace holds counts per bin, and they add up to the rows
+    assert sum(int(np.sum(t.y)) for t in removed) == int((result.removed_round == 1).sum())
+    assert sum(int(np.sum(t.y)) for t in stayed) + sum(int(np.sum(t.y)) for t in removed) == int(
+        result.history["n_scored"][0]
+    )
     assert all(t.marker.color == REMOVED for t in removed)
     assert [a.text for a in fig.layout.annotations][:3] == ["ant", "bee", "cat"]
     assert "Round 1" in fig.layout.title.text
@@ -123,3 +126,48 @@ def test_a_clicked_bar_names_its_round_and_class():
     hist = charts.predictability_histogram(res, 4)
     assert [t.name for t in hist.data[:4]] == ["stayed", "removed this round"] * 2
     assert charts.clicked_round_and_class([], res, "removal") is None
+
+
+@pytest.mark.parametrize("rnd", [1, 2, 3])
+def test_histogram_counts_are_numpys_histogram_of_the_round_scores(result, rnd):
+    """Server-side bins: per class and colour, the bars equal numpy.histogram of that round's scores."""
+    fig = charts.predictability_histogram(result, rnd)
+    edges = charts.histogram_edges(result)
+    p = result.scores[rnd - 1]
+    scored = ~np.isnan(p)
+    gone = result.removed_round == rnd
+    for i, _ in enumerate(result.classes):
+        for side, trace in enumerate(fig.data[2 * i : 2 * i + 2]):
+            rows = scored & (result.y == i) & (gone if side else ~gone)
+            expected, _ = np.histogram(p[rows], bins=edges)
+            assert trace.type == "bar" and np.asarray(trace.y).tolist() == expected.tolist()
+            assert len(trace.x) == len(edges) - 1
+    assert np.allclose(np.diff(edges), 1 / 40) and edges[0] < 0 < 1 < edges[-1]  # m = 64: 41 bins of 1/40
+    small = charts.predictability_small_multiples(result)
+    stayed, removed = small.data[2 * (rnd - 1)], small.data[2 * (rnd - 1) + 1]
+    assert np.asarray(removed.y).tolist() == np.histogram(p[scored & gone], bins=edges)[0].tolist()
+    assert np.asarray(stayed.y).tolist() == np.histogram(p[scored & ~gone], bins=edges)[0].tolist()
+
+
+def test_the_histogram_sends_counts_not_rows_for_a_large_run():
+    """100,000 rows: the figures' JSON hold O(bins) numbers per trace, not one score per row."""
+    X, y, _ = make_planted_bias(100_000, 8, n_classes=3, random_state=0)
+    run = aflite(X, y, target_size=90_000, train_size=5_000, slice_size=4_000, n_partitions=16, random_state=0)
+    assert run.n_rounds >= 2
+    for fig in (charts.predictability_histogram(run, 2), charts.predictability_small_multiples(run)):
+        n_bins = len(charts.histogram_edges(run)) - 1
+        assert all(len(t.x) == len(t.y) == n_bins for t in fig.data)
+        assert len(fig.to_json()) < 40_000 * max(1, len(fig.data) // 6)  # 100,000 scores would be ~1 MB
+
+
+def test_every_panel_has_its_dashed_tau_line(result):
+    """One τ line per panel, on that panel's axes (as add_vline drew them, set in one layout update)."""
+    for fig, n_panels in (
+        (charts.predictability_histogram(result, 1), len(result.classes)),
+        (charts.predictability_small_multiples(result), result.n_rounds),
+    ):
+        shapes = fig.layout.shapes
+        assert len(shapes) == n_panels
+        assert {s.x0 for s in shapes} == {s.x1 for s in shapes} == {0.6} and {s.line.dash for s in shapes} == {"dash"}
+        assert [s.xref for s in shapes] == ["x"] + [f"x{k}" for k in range(2, n_panels + 1)]
+        assert [s.yref for s in shapes] == ["y domain"] + [f"y{k} domain" for k in range(2, n_panels + 1)]

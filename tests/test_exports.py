@@ -120,6 +120,19 @@ def test_rows_table_has_one_row_per_example(text_data, text_run):
     assert (lens.loc[table["status"] == "removed"] == table.loc[table["status"] == "removed", "round"]).all()
 
 
+def test_round_lists_for_the_rows_shown_equal_the_whole_tables(text_data, text_run):
+    """Inspect builds its table without p_rounds and adds it to the rows it shows: the same lists, row by row."""
+    from aflite_app.inspect_tables import with_round_lists
+
+    full = exports.rows_table(text_run, text_data)
+    lean = exports.rows_table(text_run, text_data, round_lists=False)
+    assert "p_rounds" not in lean.columns and list(lean.columns) == [c for c in full.columns if c != "p_rounds"]
+    shown = with_round_lists(lean[lean["status"] == "removed"].iloc[::-1].head(30), text_run)
+    assert list(shown.columns) == list(full.columns)  # p_rounds where rows_table puts it
+    assert shown["p_rounds"].tolist() == full.loc[shown.index, "p_rounds"].tolist()
+    assert with_round_lists(lean.head(0), text_run)["p_rounds"].tolist() == []
+
+
 def test_rows_table_greedy_has_no_per_round_column(text_data):
     run = aflite(
         text_data.representation(),

@@ -293,9 +293,17 @@ def _every_page(at, secrets, cls: str) -> list[tuple]:
     """Visit every page (and run the Evaluation sets study, and open Inspect as a click on the Filter page's bar
     of class ``cls`` does) with the session's hostile dataset: the problems found."""
     found = []
+    from aflite_app.state import INSPECT_TAB_LABELS
+
     for page in PAGES:
         at.switch_page(page).run()
         found += problems(at, secrets, where=page)
+        if page == "pages/inspect.py":  # its tabs are drawn only when opened: open each one
+            for label in INSPECT_TAB_LABELS[1:]:
+                at.session_state["inspect-tab"] = label
+                at.run()
+                found += problems(at, secrets, where=f"{page} (tab '{label}')")
+            at.session_state["inspect-tab"] = INSPECT_TAB_LABELS[0]
         if page == "pages/evaluation_sets.py":
             next(b for b in at.button if b.label == "Run study").click().run()
             found += problems(at, secrets, where=f"{page} (study)")

@@ -6,6 +6,7 @@ Every figure has axis titles with units, class names rather than codes, and the 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -20,9 +21,12 @@ from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, nice_step
 __all__ = [
     "class_counts_chart",
     "clicked_round_and_class",
+    "histogram_edges",
     "predictability_histogram",
     "predictability_small_multiples",
     "removal_chart",
+    "round_counts",
+    "rounds_counts",
 ]
 
 
@@ -154,14 +158,87 @@ def _bins(result: AFLiteResult) -> dict:
     return dict(start=-size / 2, end=1 + size / 2, size=size)
 
 
+def histogram_edges(result: AFLiteResult) -> np.ndarray:
+    """The bin edges of every predictability histogram of a run.
+
+    Bins of width 1/min(max(m, 10), 40) centred on 0, 1/…, 1 (p = 0 and p = 1 fall in the middle of the first and
+    the last bin).
+    """
+    bins = _bins(result)
+    n = round((bins["end"] - bins["start"]) / bins["size"])
+    return bins["start"] + bins["size"] * np.arange(n + 1)
+
+
+def rounds_counts(result: AFLiteResult, rounds: range | None = None) -> np.ndarray:
+    """Rows scored in each round per class, stayed or removed, and bin: an int array (rounds, classes, 2, bins).
+
+    ``[i, c, 0]`` counts the rows of class ``c`` scored in round ``rounds[i]`` (default: every round) that stayed in
+    it, ``[i, c, 1]`` those removed in it, binned by :func:`histogram_edges` exactly as ``numpy.histogram`` bins
+    them (left-closed bins; the index from arithmetic, then corrected against the edges as numpy does). Binned
+    here, on the server: a chart of them sends O(bins) numbers to the browser, not one score per row.
+    """
+    if result.scores is None:
+        raise ValueError("Per-round scores are not kept for strategy='greedy'; choose 'slice' or 'sample'.")
+    rounds = range(1, result.n_rounds + 1) if rounds is None else rounds
+    for rnd in (rounds[0], rounds[-1]) if len(rounds) else ():
+        _round_scores(result, rnd)  # the range check and its message
+    edges = histogram_edges(result)
+    n_bins, n_classes = len(edges) - 1, len(result.classes)
+    y = np.asarray(result.y).astype(np.int64)
+    removed_round = np.asarray(result.removed_round)
+    out = np.zeros((len(rounds), n_classes, 2, n_bins), dtype=np.int64)
+    for i, rnd in enumerate(rounds):
+        p = np.asarray(result.scores[rnd - 1], dtype=np.float64)
+        scored = ~np.isnan(p)
+        which = np.floor((np.where(scored, p, 0.0) - edges[0]) / (edges[1] - edges[0])).astype(np.int64)
+        np.clip(which, 0, n_bins - 1, out=which)
+        which -= (p < edges[which]) & (which > 0)  # as numpy.histogram: the edges decide, not the rounding
+        which += (p >= edges[which + 1]) & (which < n_bins - 1)
+        group = (y * 2 + (removed_round == rnd)) * n_bins + which
+        out[i] = np.bincount(group[scored], minlength=n_classes * 2 * n_bins).reshape(n_classes, 2, n_bins)
+    return out
+
+
+def round_counts(result: AFLiteResult, rnd: int) -> np.ndarray:
+    """:func:`rounds_counts` of round ``rnd`` alone: an int array (classes, 2, bins)."""
+    _round_scores(result, rnd)
+    return rounds_counts(result, range(rnd, rnd + 1))[0]
+
+
+def _tau_lines(fig: go.Figure, tau: float, panels: list[int]) -> None:
+    """A dashed line at τ across each subplot of ``panels`` (1-based, row by row).
+
+    make_subplots gives panel k the axes x{k} and y{k}. One layout update for all panels: ``add_vline`` per panel
+    costs ~45 ms each in Plotly (a second for 21 rounds).
+    """
+    line = dict(color=TAU_LINE, dash="dash", width=1)
+    shapes = [
+        dict(
+            type="line",
+            x0=tau,
+            x1=tau,
+            y0=0,
+            y1=1,
+            xref=f"x{k if k > 1 else ''}",
+            yref=f"y{k if k > 1 else ''} domain",
+            line=line,
+        )
+        for k in panels
+    ]
+    fig.update_layout(shapes=list(fig.layout.shapes or ()) + shapes)
+
+
 def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | None = None) -> go.Figure:
     """Histogram of the predictability p(i) of the rows scored in round ``rnd``, one panel per class.
 
     Rows removed in that round are drawn in the removed colour, the others in the kept colour; τ is a
-    dashed line. Only rows still in the set at that round were scored.
+    dashed line. Only rows still in the set at that round were scored. The bars are counted on the server
+    (:func:`round_counts`): per class and colour one bar trace of O(bins) numbers, whatever the run's size; the
+    traces come per class as (stayed, removed), which :func:`clicked_round_and_class` relies on.
     """
-    p, scored = _round_scores(result, rnd)
-    gone = result.removed_round == rnd
+    counts = round_counts(result, rnd)
+    edges = histogram_edges(result)
+    centres, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0])
     classes = [str(c) for c in result.classes]
     n_panels = len(classes)
     cols = 1 if n_panels <= 3 else 2
@@ -174,33 +251,30 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
         vertical_spacing=0.12 / max(1, rows / 3),
         horizontal_spacing=0.08,
     )
-    bins = _bins(result)
+    bin_text = [f"{max(a, 0.0):.3f}–{min(b, 1.0):.3f}" for a, b in itertools.pairwise(edges)]
     for i, name in enumerate(classes):
         r, c = i // cols + 1, i % cols + 1
-        in_class = scored & (result.y == i)
-        for mask, label, colour in (
-            (in_class & ~gone, "stayed", KEPT),
-            (in_class & gone, "removed this round", REMOVED),
-        ):
+        for side, label, colour in ((0, "stayed", KEPT), (1, "removed this round", REMOVED)):
             fig.add_trace(
-                go.Histogram(
-                    x=p[mask],
-                    xbins=bins,
+                go.Bar(
+                    x=centres,
+                    y=counts[i, side],
+                    width=width,
+                    customdata=bin_text,
                     name=label,
                     marker_color=colour,
                     legendgroup=label,
                     showlegend=i == 0,
                     opacity=0.85,
-                    hovertemplate=f"{plotly_text(name)}<br>p in %{{x}}<br>%{{y}} rows<extra>{label}</extra>",
+                    hovertemplate=f"{plotly_text(name)}<br>p in %{{customdata}}<br>%{{y}} rows<extra>{label}</extra>",
                 ),
                 row=r,
                 col=c,
             )
         fig.update_yaxes(title_text="rows" if c == 1 else None, row=r, col=c)
     tau = float(result.params["tau"])
-    for i in range(n_panels):
-        fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=i // cols + 1, col=i % cols + 1)
-    fig.update_layout(barmode="stack")
+    _tau_lines(fig, tau, list(range(1, n_panels + 1)))
+    fig.update_layout(barmode="stack", bargap=0)
     fig.update_xaxes(range=[-0.03, 1.03])
     # one column: the whole meaning; two columns: short enough that the two titles never run into each other on a
     # phone (390 px), the meaning is in the page's caption
@@ -226,24 +300,20 @@ def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48
         vertical_spacing=0.25 / rows,
         horizontal_spacing=0.02,
     )
-    bins = _bins(result)
-    edges = np.arange(bins["start"], bins["end"] + bins["size"] / 2, bins["size"])
-    centres = (edges[:-1] + edges[1:]) / 2
+    edges = histogram_edges(result)
+    centres, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0])
     tau = float(result.params["tau"])
     top = 1
+    per_round = rounds_counts(result, range(1, n + 1)).sum(axis=1)  # all classes together: (stayed, removed) × bins
     for r in range(1, n + 1):
-        p, scored = _round_scores(result, r)
-        gone = result.removed_round == r
         row, col = (r - 1) // cols + 1, (r - 1) % cols + 1
-        counts = []
-        for mask, label, colour in ((scored & ~gone, "stayed", KEPT), (scored & gone, "removed this round", REMOVED)):
-            c, _ = np.histogram(p[mask], bins=edges)
-            counts.append(c)
+        counts = per_round[r - 1]
+        for side, label, colour in ((0, "stayed", KEPT), (1, "removed this round", REMOVED)):
             fig.add_trace(
                 go.Bar(
                     x=centres,
-                    y=c,
-                    width=bins["size"],
+                    y=counts[side],
+                    width=width,
                     marker_color=colour,
                     name=label,
                     legendgroup=label,
@@ -253,8 +323,8 @@ def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48
                 row=row,
                 col=col,
             )
-        top = max(top, int((counts[0] + counts[1]).max()))
-        fig.add_vline(x=tau, line=dict(color=TAU_LINE, dash="dash", width=1), row=row, col=col)
+        top = max(top, int(counts.sum(axis=0).max()))
+    _tau_lines(fig, tau, list(range(1, n + 1)))
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_yaxes(range=[0, top * 1.05])  # explicit: Plotly's autorange over matched stacked panels can clip
     fig.update_xaxes(range=[-0.03, 1.03], tickvals=[0, 0.5, 1])

@@ -33,9 +33,10 @@ from ..inspect_tables import (
     filter_rows,
     pixel_grid,
     text_display_columns,
+    with_round_lists,
     with_stability,
 )
-from ..jobs import Outcome, Stopped, as_outcome, heavy, remaining_text, shared_jobs
+from ..jobs import Outcome, Stopped, as_outcome, heavy, remaining_text, shared_jobs, stoppable
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import (
@@ -51,16 +52,22 @@ from .datasets import (
 from .runs import _result_store, prepare_run, result, run_filter
 
 __all__ = [
+    "ARTIFACT_SAMPLE_ROWS",
     "MAX_STABILITY_SEEDS",
+    "ArtifactProgress",
+    "ArtifactRequest",
     "InspectRef",
     "StabilityProgress",
     "StabilityRequest",
+    "artifact_sample_text",
     "artifact_statistics",
     "artifact_summary",
     "artifact_table",
     "artifact_text_choices",
     "artifact_texts",
+    "artifacts_now",
     "class_names",
+    "describe_artifacts",
     "describe_link",
     "describe_stability",
     "download_bytes",
@@ -79,11 +86,15 @@ __all__ = [
     "missing_stability_runs",
     "open_run_archive",
     "pixel_grid",
+    "prepare_artifacts",
     "prepare_stability",
     "run_stability",
     "run_zip_bytes",
+    "running_jobs_text",
     "stability_specs",
+    "stored_artifacts",
     "text_display_columns",
+    "with_round_lists",
     "with_stability",
 ]
 
@@ -122,11 +133,16 @@ def _inspect_thumbnails(key: str, _data: Dataset) -> list[str] | None:
 
 @_stores.memo("inspect_table", 8, spinner="Building the table of rows…")
 def _inspect_table(ref: InspectRef, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    return inspect_tables.rows_table(_result, _data, thumbnails=_inspect_thumbnails(ref.dataset.key, _data))
+    thumbnails = _inspect_thumbnails(ref.dataset.key, _data)
+    # the per-round lists only for the rows shown (with_round_lists): one list per row is slow at 550,000 rows
+    return inspect_tables.rows_table(_result, _data, thumbnails=thumbnails, round_lists=False)
 
 
 def inspect_table(ref: InspectRef, result: AFLiteResult, *, session: SessionData = NO_SESSION) -> pd.DataFrame:
-    """One row per example of the run (see :func:`aflite_app.inspect_tables.rows_table`)."""
+    """One row per example of the run (see :func:`aflite_app.inspect_tables.rows_table`), without ``p_rounds``.
+
+    The page adds the per-round scores to the rows it shows (:func:`with_round_lists`).
+    """
     return _inspect_table(ref, result, dataset(ref.dataset, session=session))
 
 
@@ -144,34 +160,176 @@ def inspect_class_impact(
     return _inspect_class_impact(ref, threshold, result, dataset(ref.dataset, session=session))
 
 
-@_stores.memo("inspect_tokens", 16, spinner="Counting tokens in removed and kept rows…")
-def _inspect_tokens(ref: InspectRef, top_k: int, min_count: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    texts, _ = inspect_tables.artifact_texts(_data)
-    return token_artifacts(
-        texts, inspect_tables.class_names(_data, _result), _result.kept, top_k=top_k, min_count=min_count
-    )
+#: removed and kept rows per class "What the removed rows share" compares at most on features (a seeded sample)
+ARTIFACT_SAMPLE_ROWS = settings.load().artifact_sample_rows
 
 
-@_stores.memo("inspect_features", 16, spinner="Comparing features of removed and kept rows…")
-def _inspect_features(ref: InspectRef, source: str, top_k: int, _result: AFLiteResult, _data: Dataset) -> pd.DataFrame:
-    X, names = inspect_tables.feature_matrix(_data, source)
-    frame = feature_artifacts(X, _result.kept, y=inspect_tables.class_names(_data, _result), top_k=top_k)
+@dataclass(frozen=True)
+class ArtifactRequest:
+    """What the tab "What the removed rows share" asks for: its job's key and its stored table's.
+
+    ``kind`` is ``"token"`` (the dataset's texts, :func:`aflite_core.measures.removed_artifacts.token_artifacts`)
+    or ``"feature"`` (the feature source ``source``, :func:`~aflite_core.measures.removed_artifacts.feature_artifacts`
+    on at most ``max_rows`` removed and ``max_rows`` kept rows per class; None: every row).
+    """
+
+    ref: InspectRef
+    kind: str
+    source: str | None = None
+    top_k: int = 15
+    min_count: int = 5
+    max_rows: int | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactProgress:
+    """Where an artifact job is: ``done`` of ``total`` blocks of work, and what it is doing."""
+
+    done: int
+    total: int
+    what: str
+
+
+def _artifact_store() -> _stores.Store:
+    """Finished tables of "What the removed rows share", by :class:`ArtifactRequest`."""
+    return _stores.store("inspect_artifacts", 16)
+
+
+def _compute_artifacts(
+    request: ArtifactRequest, result: AFLiteResult, data: Dataset, report: Callable[[ArtifactProgress], None]
+) -> pd.DataFrame:
+    y = inspect_tables.class_names(data, result)
+    if request.kind == "token":
+        texts, _ = inspect_tables.artifact_texts(data)
+        report(ArtifactProgress(0, 1, f"Counting the tokens of {len(texts):,} texts"))
+        return token_artifacts(texts, y, result.kept, top_k=request.top_k, min_count=request.min_count)
+    if request.kind != "feature" or request.source is None:
+        raise ValueError(f"Unknown artifact request kind {request.kind!r}; expected 'token' or 'feature'.")
+    X, names = inspect_tables.feature_matrix(data, request.source)
+    what = "Comparing the features of removed and kept rows"
+
+    def progress(done: int, total: int) -> None:
+        report(ArtifactProgress(done, total, what))
+
+    progress(0, 1)
+    frame = feature_artifacts(X, result.kept, y=y, top_k=request.top_k, max_rows=request.max_rows, progress=progress)
     frame.insert(3, "feature", [names[int(j)] for j in frame["dimension"]])
     return frame
+
+
+def stored_artifacts(request: ArtifactRequest) -> pd.DataFrame | None:
+    """The table of ``request`` when it is computed already (no computation), else None."""
+    hit = _artifact_store().recall(request)
+    return None if hit is None else _stores._fresh(hit)
+
+
+def artifacts_now(request: ArtifactRequest, result: AFLiteResult, *, session: SessionData = NO_SESSION) -> pd.DataFrame:
+    """The table of ``request``, computed in this thread when it is not stored yet (no progress, no Stop)."""
+    hit = stored_artifacts(request)
+    if hit is not None:
+        return hit
+    frame = _compute_artifacts(request, result, dataset(request.ref.dataset, session=session), lambda p: None)
+    _artifact_store().keep(request, frame)
+    return _stores._fresh(frame)
+
+
+def prepare_artifacts(
+    request: ArtifactRequest, result: AFLiteResult, *, session: SessionData = NO_SESSION
+) -> Callable[[Callable], Outcome]:
+    """The job :func:`aflite_app.jobs.run_in_background` runs for ``request`` (checked in the page's thread).
+
+    One job per request for the whole server (:class:`~aflite_app.jobs.SharedJobs`): reruns, a second tab and
+    other sessions join it. It reports :class:`ArtifactProgress` after every block of columns of every class
+    and stops there when asked (token counting stops only once the texts are counted: the follower's wait ends
+    at once). The finished table goes to the store (:func:`stored_artifacts`). Gives ``Outcome(value=table)``,
+    ``Outcome(stopped=True)`` when stopped, or the error in one sentence.
+    """
+    data = dataset(request.ref.dataset, session=session)  # here: a background thread sees no session
+    store, jobs = _artifact_store(), shared_jobs()  # fetched here: the job's thread has no script context
+
+    def job(callback: Callable) -> pd.DataFrame:
+        hit = store.recall(request)
+        if hit is not None:
+            return hit
+        frame = _compute_artifacts(request, result, data, stoppable(callback))
+        store.keep(request, frame)
+        return frame
+
+    def target(callback: Callable) -> Outcome:
+        outcome = as_outcome(
+            lambda: jobs.follow(("artifacts", request), job, callback), "Comparing removed and kept rows"
+        )
+        return Outcome(_stores._fresh(outcome.value)) if outcome.ok else outcome
+
+    return target
+
+
+def describe_artifacts(request: ArtifactRequest) -> Callable:
+    """The progress text of an artifact job: what it does, blocks done, elapsed seconds and time left."""
+
+    def describe(p: ArtifactProgress | None, elapsed: float, step: object = None) -> tuple[float, str]:
+        if p is None:
+            return 0.0, f"Starting… {elapsed:.0f} s"
+        fraction = min(1.0, p.done / max(p.total, 1))
+        return fraction, f"{p.what} · {elapsed:.0f} s{remaining_text(elapsed, fraction)}"
+
+    return describe
 
 
 def inspect_token_artifacts(
     ref: InspectRef, result: AFLiteResult, *, top_k: int = 15, min_count: int = 5, session: SessionData = NO_SESSION
 ) -> pd.DataFrame:
     """Tokens over-represented among removed / kept rows per class (the core's ``token_artifacts``)."""
-    return _inspect_tokens(ref, int(top_k), int(min_count), result, dataset(ref.dataset, session=session))
+    request = ArtifactRequest(ref, "token", top_k=int(top_k), min_count=int(min_count))
+    return artifacts_now(request, result, session=session)
 
 
 def inspect_feature_artifacts(
-    ref: InspectRef, result: AFLiteResult, source: str, *, top_k: int = 10, session: SessionData = NO_SESSION
+    ref: InspectRef,
+    result: AFLiteResult,
+    source: str,
+    *,
+    top_k: int = 10,
+    max_rows: int | None = None,
+    session: SessionData = NO_SESSION,
 ) -> pd.DataFrame:
-    """Feature dimensions separating removed from kept rows per class (``feature_artifacts``), with names."""
-    return _inspect_features(ref, source, int(top_k), result, dataset(ref.dataset, session=session))
+    """Feature dimensions separating removed from kept rows per class (``feature_artifacts``), with names.
+
+    ``max_rows``: removed and kept rows per class compared at most (a seeded sample of each side); None: all.
+    """
+    request = ArtifactRequest(ref, "feature", source, top_k=int(top_k), max_rows=max_rows)
+    return artifacts_now(request, result, session=session)
+
+
+def artifact_sample_text(frame: pd.DataFrame) -> str | None:
+    """How a feature table of "What the removed rows share" was sampled, in words; None when it used every row.
+
+    Reads the table's ``attrs`` (``rows`` and ``rows_used`` per class, from ``feature_artifacts``).
+    """
+    rows, used = frame.attrs.get("rows") or {}, frame.attrs.get("rows_used") or {}
+    if not used or all(tuple(used[k]) == tuple(rows.get(k, used[k])) for k in used):
+        return None
+    n_used = sum(a + b for a, b in used.values())
+    n_all = sum(a + b for a, b in rows.values())
+    se = max(float(np.sqrt((1 / max(a, 1) + 1 / max(b, 1)) / 12)) for a, b in used.values())
+    cap = max(max(a, b) for a, b in used.values())
+    return (
+        f"Computed on a seeded random sample of {n_used:,} of the {n_all:,} rows (at most {cap:,} removed and "
+        f"{cap:,} kept rows of each class): each AUC is within about ±{2 * se:.3f} of its value on every row."
+    )
+
+
+def running_jobs_text(page: dict) -> str | None:
+    """What this page still computes in the background (from its state dict), in words; None when nothing."""
+    names = {"artifacts": "'What the removed rows share'", "stability_run": "'Stability across seeds'"}
+    busy = [
+        name
+        for entry, name in names.items()
+        if (run := page.get(entry)) is not None and not getattr(run, "done", True) and not run.stop_requested
+    ]
+    if not busy:
+        return None
+    return "Still computing in the background: " + " and ".join(busy) + " (its tab shows the progress and Stop)."
 
 
 @_stores.memo("inspect_representation", 16)
