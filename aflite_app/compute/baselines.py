@@ -253,7 +253,7 @@ class _Progress:
 
     def bias_seconds(self, rows: int, t: int, m: int, d: int) -> float:
         key, units = estimates.bias_units(rows, t, m, d, self.n_classes)
-        return self.rates[key] * units
+        return self.rates[key] * units + self.rates.get("warmup", 0.0)
 
     def __call__(self, seconds: float, what: str, total: float | None = None) -> None:
         """``seconds``: the estimate of the piece just finished; ``total``: a revised estimate of the whole."""

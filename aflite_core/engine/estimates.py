@@ -75,6 +75,9 @@ _REFERENCE = {"aflite": 1.14e-8, "ridge": 4.0e-11, "logistic": 4.0e-8, "knn": 1.
 #: about 1 ms a round besides the per-row work), and one fold of a scikit-learn fit and its prediction (about 3 ms)
 _ROUND_SECONDS = 0.001
 _FOLD_SECONDS = 0.003
+#: the seconds an AFLite call pays once on the reference machine (its first round's one-off costs besides the
+#: process's first compilations: 0.02-0.1 s measured)
+_WARMUP_SECONDS = 0.05
 #: UMAP (n_neighbors 15, 2-D): seconds per n·log₂ n on the reference machine (issue 25: 41-85 s at 550,000 rows)
 _UMAP_RATE = 6.0e-6
 #: an MLP fit (64 units, up to 200 epochs) costs about this many logistic units per row × feature (the digits:
@@ -96,8 +99,8 @@ def _synthetic(n: int, d: int, seed: int = 0, signal: float = 1.5):
     return X, y
 
 
-def _measure_aflite() -> float:
-    """Seconds per unit of rounds 2-4 of a small run (the first pays one-off warm-ups)."""
+def _measure_aflite() -> tuple[float, float]:
+    """Seconds per unit of rounds 2-4 of a small run (the first pays the process's one-off compilations)."""
     from .filtering import aflite
 
     n, d, m, t, k = 24_000, 64, 32, 6_000, 480
@@ -117,9 +120,9 @@ def _measure_aflite() -> float:
         callback=lambda progress: ends.append(time.perf_counter()) and None,
     )
     if len(ends) < 4:
-        return (time.perf_counter() - start) / aflite_units(n, n - 4 * k, k, t, m, d)
-    units = sum(aflite_round_units(n - r * k, t, m, d) for r in (1, 2, 3))
-    return (ends[3] - ends[0]) / units
+        return (time.perf_counter() - start) / aflite_units(n, n - 4 * k, k, t, m, d), 0.0
+    rate = (ends[3] - ends[0]) / sum(aflite_round_units(n - r * k, t, m, d) for r in (1, 2, 3))
+    return rate, 0.0
 
 
 def _measure_ridge() -> float:
@@ -189,21 +192,24 @@ def calibrate(force: bool = False) -> dict[str, float]:
     Returns
     -------
     dict
-        ``{"aflite", "logistic", "knn", "speed"}``: seconds per unit of each measured kind, and ``speed``, the
-        reference AFLite rate over the measured one (> 1: faster than the development machine), which scales
-        the kinds without a measurement of their own.
+        ``{"aflite", "ridge", "logistic", "knn", "speed", "warmup"}``: seconds per unit of each measured kind;
+        ``speed``, the reference AFLite rate over the measured one (> 1: faster than the development machine),
+        which scales the kinds without a measurement of their own; ``warmup``, the seconds every AFLite call
+        (a run, a subset's bias) pays once.
     """
     global _rates
     with _lock:
         if _rates is None or force:
+            aflite_rate, _ = _measure_aflite()
             measured = {
-                "aflite": _measure_aflite(),
+                "aflite": aflite_rate,
                 "ridge": _measure_ridge(),
                 "logistic": _measure_logistic(),
                 "knn": _measure_knn(),
             }
             measured = {key: max(value, 1e-15) for key, value in measured.items()}
             measured["speed"] = _REFERENCE["aflite"] / measured["aflite"]
+            measured["warmup"] = _WARMUP_SECONDS / measured["speed"]
             _rates = measured
         return dict(_rates)
 
@@ -211,7 +217,7 @@ def calibrate(force: bool = False) -> dict[str, float]:
 def rates() -> dict[str, float]:
     """The calibrated rates if :func:`calibrate` ran in this process, else the reference machine's (no measuring)."""
     current = _rates
-    return dict(current) if current is not None else {**_REFERENCE, "speed": 1.0}
+    return dict(current) if current is not None else {**_REFERENCE, "speed": 1.0, "warmup": _WARMUP_SECONDS}
 
 
 # --- AFLite --------------------------------------------------------------------------------------------------
@@ -482,11 +488,12 @@ def estimate_seconds(kind: str, *, calibrated: bool = True, **shape) -> float:
             solver=solver,
             n_classes=classes,
         )
+        seconds += rate.get("warmup", 0.0)
         if kind == "stability":
             seconds *= max(int(shape.get("seeds", 1)), 1)
     elif kind == "baselines":
         units = baselines_units(**shape)
-        seconds = sum(rate[key] * value for key, value in units.items())
+        seconds = sum(rate[key] * value for key, value in units.items()) + 4 * rate.get("warmup", 0.0)
     elif kind == "umap":
         n = max(int(shape["n_rows"]), 2)
         seconds = _UMAP_RATE / rate["speed"] * n * math.log2(n)
