@@ -2,11 +2,14 @@
 
 A job's work is counted in *units* that its time is proportional to, from the job's shape alone:
 
-- ``"aflite"`` (the default ``"linear"`` family, batched logistic regression): a round fits m models on t rows
-  and predicts the other rows with them, ``m × d × (t + PREDICT_WEIGHT × (size − t))`` units (the fits dominate:
-  measured on 100,000 × 128 with t from 10 % to 40 %, a round's time grows with t, m and d, the predictions add
-  about a twentieth per row); opening a run reads X once, ``SETUP_WEIGHT × n × d``. Rounds go from N down to the
-  target by k, or fewer when τ stops the run (:func:`aflite_rounds_left`).
+- ``"aflite"`` (the default ``"linear"`` family): a round fits m models on t rows and predicts the other rows
+  with them. Batched logistic regression: ``m × d × (t + PREDICT_WEIGHT × (size − t)) + ROW_WEIGHT × size``
+  units (the fits dominate: measured on 100,000 × 128 with t from 10 % to 40 %, a round's time grows with t, m
+  and d; a predicted row costs about a twentieth of a fitted one); opening a run reads X once,
+  ``SETUP_WEIGHT × n × d``. Above the family's ``max_work`` its ridge fallback is priced in multiply-adds
+  instead (predictions of every row by every model, partition Grams summed from block Grams, a per-row term;
+  opening: every block's Gram, n × D²), at a rate of its own. Rounds go from N down to the target by k, or fewer
+  when τ stops the run (:func:`aflite_rounds_left`).
 - ``"baselines"``: what the Baselines page computes (:func:`baselines_units`): cross-validated fits of every
   family on the four subsets (kNN: the distances of every held-out row to the capped training fold, which
   dominate at 550,000 rows), the one-shot filter's single fit and the representation bias (one AFLite scoring
@@ -14,11 +17,17 @@ A job's work is counted in *units* that its time is proportional to, from the jo
 - ``"stability"``: seeds × an AFLite run; ``"umap"``: ``n log₂ n``; ``"embedding"``: the word pieces and
   characters of :func:`aflite_core.data.embed_status.estimate_embedding_seconds`.
 
-The rate (seconds per unit) is measured once per process by :func:`calibrate` (about a second: a small AFLite run,
-a scikit-learn logistic fit and a kNN prediction on seeded synthetic data); kinds without a measurement of their
-own (UMAP, embeddings) scale their reference rate by how fast this server ran the AFLite calibration. Once a job
-reports progress, :class:`RunningEstimate` blends the measured rate in, so the time left follows the server's
-actual speed (load included) rather than the calibration's.
+The rate (seconds per unit) is measured once per process by :func:`calibrate` (about 1.5 s: a small AFLite run,
+the same forced onto the ridge fallback, a scikit-learn logistic fit and a kNN prediction on seeded synthetic
+data); kinds without a measurement of their own (UMAP, embeddings) scale their reference rate by how fast this
+server ran the AFLite calibration. Once a job reports progress, :class:`RunningEstimate` blends the measured
+rate in, so the time left follows the server's actual speed (load included) rather than the calibration's;
+:class:`AFLiteTimeLeft` does so for an AFLite run and caps its rounds by what τ allowed.
+``benchmarks/bench_estimates.py`` prints estimate / actual at three sizes.
+
+For pages that have yet to use it: the Embedding map's UMAP, ``estimate_seconds("umap", n_rows=n)``; an
+embedding job, ``estimate_seconds("embedding", texts=texts, model_loaded=...)``; any job's progress line,
+``RunningEstimate(total=estimate, prior_seconds_per_unit=1.0).update(estimated_seconds_done, elapsed)``.
 """
 
 from __future__ import annotations
