@@ -94,12 +94,14 @@ def baseline_estimate(
 
     :func:`aflite_core.engine.estimates.estimate_seconds` (``"baselines"``): every family cross-validated on the
     four subsets (kNN's distances of every held-out row dominate at 550,000 rows), the one-shot filter and the
-    representation bias, at the rates this process measured once (about a second, the first time). Decides
-    whether the page computes at once or waits for its Compute button, and is the prior of the page's time left.
-    ``n_kept`` defaults to a third of the rows, ``train_size`` to a tenth.
+    representation bias, at the rates this process measured (:func:`~aflite_core.engine.estimates.calibrate`
+    runs when the first report is computed, inside its heavy-job turn; until then the reference machine's rates
+    stand in, so the page's render never waits for a calibration). Decides whether the page computes at once or
+    waits for its Compute button. ``n_kept`` defaults to a third of the rows, ``train_size`` to a tenth.
     """
     return estimates.estimate_seconds(
         "baselines",
+        calibrated=False,
         **_shape(n_rows, options, n_features, partial_features, n_kept, train_size, n_partitions, n_classes),
     )
 

@@ -77,9 +77,10 @@ RIDGE_ROW_WEIGHT = 10_000.0
 KNN_DISTANCE_WEIGHT = 64.0
 #: opening a run (blocks, float32 copy, first statistics) costs about this many units per feature value
 SETUP_WEIGHT = 2.0
-#: seconds per unit measured on the 2-core development machine (load 1.5): the reference the kinds without a
-#: calibration of their own are scaled from
-_REFERENCE = {"aflite": 1.14e-8, "ridge": 4.0e-11, "logistic": 4.0e-8, "knn": 1.0e-10}
+#: seconds per unit measured on the 2-core development machine (typical calibrations at load 1.5-3.5): what
+#: :func:`rates` gives before :func:`calibrate` ran, and the reference the kinds without a calibration of their
+#: own (UMAP, embeddings) are scaled from
+_REFERENCE = {"aflite": 1.0e-8, "ridge": 3.8e-11, "logistic": 1.4e-8, "knn": 4.6e-11}
 #: fixed costs on the reference machine: an AFLite round (plan, selection, bookkeeping; measured at 12,000 × 8, m 8:
 #: about 1 ms a round besides the per-row work), and one fold of a scikit-learn fit and its prediction (about 3 ms)
 _ROUND_SECONDS = 0.001
