@@ -74,6 +74,7 @@ __all__ = [
     "start_daemon",
     "stoppable",
     "sync_wait",
+    "time_left_text",
 ]
 
 #: every BackgroundRun started and not yet finished in this process (for :func:`app_threads`)
@@ -238,6 +239,18 @@ def remaining_text(elapsed: float, done_fraction: float) -> str:
         return ""
     left = elapsed * (1 - done_fraction) / done_fraction
     return f" · about {left:,.0f} s left" if left >= 1 else " · finishing"
+
+
+def time_left_text(seconds_left: float | None, elapsed: float, done_fraction: float) -> str:
+    """' · about 40 s left' from an estimate of the seconds left, else :func:`remaining_text`'s extrapolation.
+
+    The estimate is a shape model's (e.g. :class:`aflite_core.engine.estimates.RunningEstimate`); never negative.
+    """
+    if seconds_left is None:
+        return remaining_text(elapsed, done_fraction)
+    if done_fraction >= 1.0 or seconds_left <= 0:
+        return " · finishing" if done_fraction < 1.0 else ""
+    return f" · about {seconds_left:,.0f} s left" if seconds_left >= 1 else " · finishing"
 
 
 class Stopped(ValueError):

@@ -13,6 +13,7 @@ import streamlit as st
 
 from aflite_core import AFLiteResult
 from aflite_core.data.datasets import Dataset
+from aflite_core.engine import estimates
 
 from . import links, state
 from .compute import datasets, runs
@@ -26,6 +27,7 @@ from .jobs import (  # noqa: F401
     run_in_background,
     session_alive,
     sync_wait,
+    time_left_text,
 )
 
 # the one escape helper: user text (names, labels, ids) in Markdown goes through ui.md, messages through
@@ -125,6 +127,16 @@ def filter_run_spec(what: str) -> FilterSpec | None:
     return spec
 
 
+def _shape_of(spec: FilterSpec, mine: SessionData) -> tuple[int | None, int]:
+    """The features' width and the classes of the run's dataset, for its time estimate (None, 3 if unknown)."""
+    try:
+        data = datasets.dataset(spec.dataset, session=mine)
+        rep = spec.dataset.representation or data.default_representation
+        return int(data.representation(rep).shape[1]), max(len(data.classes), 2)
+    except Exception:  # the run itself reports what is wrong with the data; the estimate just goes without
+        return None, 3
+
+
 def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
     """The Filter page's run for ``spec``: :func:`aflite_app.compute.runs.result`, else AFLite in the background.
 
@@ -141,7 +153,7 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
         RUN,
         spec,
         lambda s: runs.prepare_run(s, session=mine),
-        describe_filter_run(spec, n_rows),
+        describe_filter_run(spec, n_rows, *_shape_of(spec, mine)),
         stop_key="stop-run",
         stop_help="Stop now and keep the rounds completed so far",
         stopping="Stopping…",
@@ -178,14 +190,36 @@ def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
     )
 
 
-def describe_filter_run(spec: FilterSpec, n_rows: int) -> Callable:
-    """The progress text of a Filter run: rounds done, where the current round is, and a time estimate."""
+def describe_filter_run(spec: FilterSpec, n_rows: int, n_features: int | None = None, n_classes: int = 3) -> Callable:
+    """The progress text of a Filter run: rounds done, where the current round is, and the time left.
+
+    The time left is :class:`aflite_core.engine.estimates.AFLiteTimeLeft`: the run's shape model (``n_features``
+    when known) at this server's rate - the calibrated one until the run has measured its own - over the rounds
+    still to run, capped by what τ allowed in the last round (rows at p ≥ τ not yet removed), so it does not
+    count rounds τ will stop before.
+    """
+    d = int(n_features) if n_features else 0
+    timer = estimates.AFLiteTimeLeft(
+        n_rows,
+        spec.target_size,  # counts or fractions of n_rows, as the engine reads them
+        spec.slice_size,
+        spec.train_size,
+        int(spec.n_partitions),
+        d or 1,
+        n_classes=n_classes,
+        prior=estimates.rates() if d else None,
+    )
 
     def describe(p, elapsed: float, step=None) -> tuple[float, str]:
-        span = max(n_rows - int(spec.target_size), 1)
-        rounds_est = max(1.0, span / max(int(spec.slice_size), 1))  # at most this many (fewer if τ stops it)
-        done = (p.round if p is not None else 0) + (step.fraction_of_round if step is not None else 0.0)
-        fraction = min(1.0, max(p.fraction_done if p is not None else 0.0, done / rounds_est))
+        left = timer.update(
+            elapsed,
+            rounds_done=p.round if p is not None else 0,
+            size=p.size if p is not None else n_rows,
+            qualified=p.qualified if p is not None else None,
+            removed=p.removed if p is not None else None,
+            round_fraction=step.fraction_of_round if step is not None else 0.0,
+        )
+        fraction = timer.fraction
         where = ""
         if step is not None:
             what = "fitting the models" if step.phase == "fit" else "predicting held-out rows"
@@ -193,7 +227,7 @@ def describe_filter_run(spec: FilterSpec, n_rows: int) -> Callable:
         elif p is None:
             where = "Round 1 starting · "
         so_far = f"{p.total_removed:,} removed, {p.size:,} rows left · " if p is not None else ""
-        return fraction, f"{where}{so_far}{elapsed:.0f} s{remaining_text(elapsed, fraction)}"
+        return fraction, f"{where}{so_far}{elapsed:.0f} s{time_left_text(left, elapsed, fraction)}"
 
     return describe
 

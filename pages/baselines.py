@@ -76,6 +76,10 @@ if report is None:
         options,
         data.representation(used).shape[1],
         None if options.partial is None else data.representation(options.partial).shape[1],
+        n_kept=int(result.n_kept),
+        train_size=int(result.params["train_size"]),
+        n_partitions=int(spec.n_partitions) if spec.model == "linear" else min(int(spec.n_partitions), 16),
+        n_classes=len(data.classes),
     )
     gate = st.empty()
     if estimate > compute.BASELINE_AUTO_SECONDS:
@@ -91,12 +95,17 @@ if report is None:
             st.stop()
     gate.empty()
     # a heavy job: it waits its turn in the server's queue (its place and a Stop button shown meanwhile)
-    with (
-        ui.heavy_turn("a Baselines comparison", stop_key="bl-stop"),
-        st.spinner("Cross-validating the model families on the four subsets…"),
-        ui.errors(),
-    ):
-        report = compute.baselines(spec, options, session=session_data)
+    with ui.heavy_turn("a Baselines comparison", stop_key="bl-stop"), ui.errors():
+        bar = st.progress(
+            0.0, text=f"Cross-validating the model families on the four subsets (about {estimate:.0f} s)…"
+        )
+        report = compute.baselines(
+            spec,
+            options,
+            session=session_data,
+            progress=lambda fraction, text: bar.progress(fraction, text=ui.md(text)),
+        )
+        bar.empty()
 
 acc, bias = report.accuracies, report.bias
 for note in report.notes:

@@ -54,6 +54,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_core.py",
         "bench_embedding_map.py",
         "bench_inspect_scale.py",
+        "bench_estimates.py",
         "bench_null.py",
         "bench_app_tau.py",
         "bench_run_table.py",
@@ -133,6 +134,18 @@ def test_bench_null():
     assert "(observed − null) / planted" in out
     assert "under shuffled labels (3 permutations)" in out
     assert "## chance_table of aflite" in out and "suggest_tau(res, 0.1) = " in out
+
+
+def test_bench_estimates():
+    """Estimate / actual of an AFLite run and of the Baselines computation at three toy sizes, with the load."""
+    out = run_tiny("bench_estimates.py")
+    records = json_lines(out)
+    assert records[0]["calibration_s"] > 0 and records[0]["aflite"] > 0
+    jobs = [(r["job"], r["rows"]) for r in records[1:]]
+    assert [j for j, _ in jobs] == ["aflite"] * 3 + ["baselines"] * 3
+    assert all(r["estimate_s"] > 0 and r["actual_s"] > 0 and r["ratio"] > 0 for r in records[1:])
+    assert "| job | rows × d | estimate (s) | actual (s) | estimate / actual |" in out
+    assert "load average" in out and "within 2×:" in out
 
 
 def test_bench_app_tau():

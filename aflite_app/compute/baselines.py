@@ -11,6 +11,7 @@ adding a model family computes only that family; whole reports sit in a bounded 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ import pandas as pd
 
 from aflite_core import predictability
 from aflite_core.data.datasets import Dataset
+from aflite_core.engine import estimates
 from aflite_core.engine.registry import CLASSIFIER_LABELS
 from aflite_core.measures import baselines as core_baselines
 
@@ -44,11 +46,6 @@ __all__ = [
 #: classifier families of the Baselines page, cheap ones first, with their labels from the core's registry
 BASELINE_MODELS = {name: CLASSIFIER_LABELS[name] for name in ("logistic", "knn", "rbf", "mlp")}
 BASELINE_DEFAULT_MODELS = ("logistic", "knn")
-#: seconds per family for the four subsets of the digits (1,438 rows × 64-d, one busy core), measured once;
-#: used only to decide whether the page computes at once or behind a button
-_BASELINE_COST = {"logistic": 1.2, "knn": 0.35, "rbf": 0.9, "mlp": 13.0}
-_BASELINE_OVERHEAD = 0.3  # subsets, one-shot filter and representation bias
-_BASELINE_COST_ROWS = 1438
 #: reports estimated to take longer than this wait for the page's Compute button
 BASELINE_AUTO_SECONDS = settings.load().baseline_auto_seconds
 #: AFLite's family (Filter page) -> the classifier family of the one-shot filter
@@ -83,26 +80,45 @@ class BaselineReport:
 
 
 def baseline_estimate(
-    n_rows: int, options: BaselineOptions, n_features: int = 64, partial_features: int | None = None
+    n_rows: int,
+    options: BaselineOptions,
+    n_features: int = 64,
+    partial_features: int | None = None,
+    *,
+    n_kept: int | None = None,
+    train_size: int | None = None,
+    n_partitions: int = 64,
+    n_classes: int = 3,
 ) -> float:
-    """Rough seconds a report takes (scaled from the digits timings by rows and dimensions).
+    """Seconds a report takes on this server: the Baselines shape model × the calibrated rates.
 
-    Decides whether the page computes at once or waits for its Compute button. Measured: the digits (1,438 × 64,
-    linear + kNN) ~1.8 s; SNLI sample (6,891 × 384, training folds capped at 2,000 rows, linear + kNN, with a
-    384-d partial input) ~23 s on a busy 2-core machine.
+    :func:`aflite_core.engine.estimates.estimate_seconds` (``"baselines"``): every family cross-validated on the
+    four subsets (kNN's distances of every held-out row dominate at 550,000 rows), the one-shot filter and the
+    representation bias, at the rates this process measured (:func:`~aflite_core.engine.estimates.calibrate`
+    runs when the first report is computed, inside its heavy-job turn; until then the reference machine's rates
+    stand in, so the page's render never waits for a calibration). Decides whether the page computes at once or
+    waits for its Compute button. ``n_kept`` defaults to a third of the rows, ``train_size`` to a tenth.
     """
-    rows = max(min(n_rows, int(options.max_train_rows * 1.25)) / _BASELINE_COST_ROWS, 0.05)
+    return estimates.estimate_seconds(
+        "baselines",
+        calibrated=False,
+        **_shape(n_rows, options, n_features, partial_features, n_kept, train_size, n_partitions, n_classes),
+    )
 
-    def one_view(d: int) -> float:
-        width = max(d / 64, 0.25) ** 0.8
-        total = 0.0
-        for m in options.models:
-            power = 2.0 if m == "rbf" else 1.3 if m == "knn" else 1.0
-            total += _BASELINE_COST.get(m, 5.0) * rows**power * width * (options.n_splits / 5)
-        return total
 
-    views = one_view(n_features) + (one_view(partial_features or n_features) if options.partial else 0.0)
-    return float(views + _BASELINE_OVERHEAD)
+def _shape(n_rows, options, n_features, partial_features, n_kept, train_size, n_partitions, n_classes) -> dict:
+    return {
+        "n_rows": int(n_rows),
+        "n_kept": int(n_rows) // 3 if n_kept is None else int(n_kept),
+        "train_size": max(int(n_rows) // 10, 1) if train_size is None else int(train_size),
+        "n_features": int(n_features),
+        "models": tuple(options.models),
+        "n_splits": options.n_splits,
+        "max_train_rows": options.max_train_rows,
+        "n_partitions": int(n_partitions),
+        "partial_features": (partial_features or n_features) if options.partial else None,
+        "n_classes": max(int(n_classes), 2),
+    }
 
 
 BASELINE_STORE_SIZE = settings.load().baseline_store_size
@@ -215,8 +231,57 @@ def _subset_bias(
     return out
 
 
-def baselines(spec: FilterSpec, options: BaselineOptions, *, session: SessionData = NO_SESSION) -> BaselineReport:
-    """Compute (or fetch) the Baselines report of a run: accuracies of every family on every subset + bias."""
+class _Progress:
+    """The report's progress: pieces done over the shape model's estimate, with the time left (RunningEstimate)."""
+
+    def __init__(self, report, n_rows, options, n_features, partial_features, n_classes, n_partitions) -> None:
+        self.report = report
+        self.rates = estimates.calibrate()
+        shape = _shape(n_rows, options, n_features, partial_features, None, None, n_partitions, n_classes)
+        self.options, self.n_classes = options, shape["n_classes"]
+        self.total = estimates.estimate_seconds("baselines", **shape)
+        self.running = estimates.RunningEstimate(total=self.total, prior_seconds_per_unit=1.0)
+        self.start, self.done = time.perf_counter(), 0.0
+
+    def cv_seconds(self, model: str, rows: int, d: int) -> float:
+        o = self.options
+        key, units = estimates.cv_units(
+            model, rows, d, n_splits=o.n_splits, max_train_rows=o.max_train_rows, n_classes=self.n_classes
+        )
+        return self.rates[key] * units
+
+    def one_shot_seconds(self, t: int, d: int) -> float:
+        return self.rates["logistic"] * estimates.one_shot_units(t, d, self.n_classes)
+
+    def bias_seconds(self, rows: int, t: int, m: int, d: int) -> float:
+        key, units = estimates.bias_units(rows, t, m, d, self.n_classes)
+        return self.rates[key] * units + self.rates.get("warmup", 0.0)
+
+    def __call__(self, seconds: float, what: str, total: float | None = None) -> None:
+        """``seconds``: the estimate of the piece just finished; ``total``: a revised estimate of the whole."""
+        self.done += max(seconds, 0.0)
+        elapsed = time.perf_counter() - self.start
+        left = self.running.update(self.done, elapsed, total=max(total or self.running.total, self.done))
+        fraction = self.done / self.running.total if self.running.total > 0 else 1.0
+        text = f"{what} · {elapsed:.0f} s"
+        if left is not None and fraction < 1:
+            text += f" · about {left:,.0f} s left" if left >= 1 else " · finishing"
+        self.report(min(max(fraction, 0.0), 1.0), text)
+
+
+def baselines(
+    spec: FilterSpec,
+    options: BaselineOptions,
+    *,
+    session: SessionData = NO_SESSION,
+    progress: Callable[[float, str], Any] | None = None,
+) -> BaselineReport:
+    """Compute (or fetch) the Baselines report of a run: accuracies of every family on every subset + bias.
+
+    ``progress(fraction, text)`` is called after every piece (the subsets, each family on each subset, each
+    subset's bias): the share done by the shape model's estimate and a line with the time left
+    (:class:`aflite_core.engine.estimates.RunningEstimate`, refined by the pieces' actual times).
+    """
     hit = stored_baselines(spec, options)
     if hit is not None:
         return hit
@@ -232,9 +297,26 @@ def baselines(spec: FilterSpec, options: BaselineOptions, *, session: SessionDat
             f"Dataset '{data.name}' has no representation {options.partial!r} to use as the partial "
             f"input; available: {list(data.representations)}."
         )
+    d_full = int(data.representation(spec.dataset.representation).shape[1])
+    d_partial = int(data.representation(options.partial).shape[1]) if options.partial else None
+    m = int(spec.n_partitions) if spec.model == "linear" else min(int(spec.n_partitions), 16)
+    tracker = None
+    if progress is not None:
+        tracker = _Progress(progress, data.n_rows, options, d_full, d_partial, len(data.classes), m)
+        tracker(0.0, "Drawing the random subset and the one-shot filter")
     subsets = _baseline_subsets(spec, options.seed, _session=session)
     masks, t = subsets["masks"], subsets["train_size"]
     n_kept = int(masks["aflite"].sum())
+    if tracker is not None:  # the subsets' sizes and t are known now: the estimate of the whole is revised
+        first = tracker.one_shot_seconds(t, d_full)
+        rest = sum(
+            tracker.cv_seconds(model, int(mask.sum()), d)
+            for mask in masks.values()
+            for d in (d_full, d_partial)
+            if d
+            for model in options.models
+        ) + sum(tracker.bias_seconds(int(mask.sum()), t, m, d_full) for mask in masks.values())
+        tracker(first, "Subsets drawn", total=first + rest)
     groups, grouped_by = _baseline_groups(data)
     views = {"full input": spec.dataset.representation}
     if options.partial:
@@ -258,6 +340,12 @@ def baselines(spec: FilterSpec, options: BaselineOptions, *, session: SessionDat
                     mask,
                     groups,
                 )
+                if tracker is not None:
+                    label = BASELINE_MODELS.get(model, model)
+                    tracker(
+                        tracker.cv_seconds(model, int(mask.sum()), int(X.shape[1])),
+                        f"{label} on the {name} subset ({view})",
+                    )
                 note = "; ".join(x for x in (subsets["notes"].get(name, ""), rec.get("note", "")) if x)
                 rows.append(
                     {
@@ -272,7 +360,6 @@ def baselines(spec: FilterSpec, options: BaselineOptions, *, session: SessionDat
                         "note": note,
                     }
                 )
-    m = int(spec.n_partitions) if spec.model == "linear" else min(int(spec.n_partitions), 16)
     X = data.representation(spec.dataset.representation)
     bias_rows = []
     for name, mask in masks.items():
@@ -289,6 +376,8 @@ def baselines(spec: FilterSpec, options: BaselineOptions, *, session: SessionDat
             mask,
         )
         bias_rows.append({"subset": name, **rec})
+        if tracker is not None:
+            tracker(tracker.bias_seconds(int(mask.sum()), t, m, d_full), f"Representation bias of the {name} subset")
     notes = [note for name, note in subsets["notes"].items() if name not in masks]
     if n_kept >= data.n_rows:
         notes.append("AFLite removed no rows in this run: every subset is the full data.")

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -206,11 +207,25 @@ def rounds_left_seconds(
 class Progress:
     """A one-line progress bar on stderr (one line per round when stderr is not a terminal), with the time left.
 
-    ``left`` is :func:`rounds_left_seconds` from the rounds this process ran (an upper bound: τ may stop the run
-    sooner); it is kept in :attr:`seconds_left`.
+    Without ``shape``, ``left`` is :func:`rounds_left_seconds` from the rounds this process ran (an upper bound:
+    τ may stop the run sooner), shown as ``left ≤…``. With the run's ``shape`` (what ``filter`` passes), it is
+    the shape model of the Filter page (:class:`aflite_core.engine.estimates.AFLiteTimeLeft`): the rounds' cost
+    from m, t, d and the rows left, at the rate this run measured since the bar was made (its first round is the
+    calibration), over the rounds τ still allows; an estimate, shown as ``left ~…``. Either is kept in
+    :attr:`seconds_left`.
+
+    Parameters
+    ----------
+    stream : file, optional
+        Where the line goes (stderr).
+    quiet : bool, default=False
+        Compute :attr:`seconds_left` but print nothing.
+    shape : dict, optional
+        ``n_rows, target_size, slice_size, train_size, n_partitions, n_features`` (counts or fractions) and
+        optionally ``n_classes``.
     """
 
-    def __init__(self, stream=None, quiet: bool = False) -> None:
+    def __init__(self, stream=None, quiet: bool = False, shape: dict | None = None) -> None:
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -218,8 +233,27 @@ class Progress:
         self._rows = 0
         self._k = 1
         self.seconds_left: float | None = None
+        self._started = time.perf_counter()
+        self._timer = None
+        if shape is not None:
+            self.set_shape(**shape)
+
+    def set_shape(self, **shape) -> None:
+        """Estimate from the run's shape model from now on (``shape``: as the ``shape`` parameter)."""
+        from ..engine.estimates import AFLiteTimeLeft
+
+        self._timer = AFLiteTimeLeft(**shape, prior=None)
 
     def _estimate(self, progress) -> float:
+        if self._timer is not None:
+            left = self._timer.update(
+                time.perf_counter() - self._started,
+                rounds_done=progress.round,
+                size=progress.size,
+                qualified=progress.qualified,
+                removed=progress.removed,
+            )
+            return 0.0 if left is None else round(left, 6)
         self._seconds += max(float(progress.seconds), 0.0)
         self._rows += progress.size + progress.removed  # the rows the round started with
         self._k = max(self._k, progress.removed)
@@ -234,9 +268,11 @@ class Progress:
         filled = round(progress.fraction_done * width)
         bar = "#" * filled + "-" * (width - filled)
         extra = f" | eval left {progress.eval_size}" if progress.eval_size is not None else ""
+        mark = "~" if self._timer is not None else "≤"
         line = (
             f"[{bar}] round {progress.round} | size {progress.size:,} (target {progress.target_size:,}) | "
-            f"removed {progress.removed:,} | {progress.seconds:.1f}s | left ≤{fmt_duration(self.seconds_left)}{extra}"
+            f"removed {progress.removed:,} | {progress.seconds:.1f}s | "
+            f"left {mark}{fmt_duration(self.seconds_left)}{extra}"
         )
         if self.tty:
             self.stream.write("\r" + line)

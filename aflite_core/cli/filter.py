@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import _durable
 from .._folder_lock import folder_lock
 from .._validation import shown
@@ -262,6 +264,16 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         precision=args.precision,
         max_device_bytes=args.max_device_bytes,
         null_permutations=args.null_permutations or 0,  # a run directory written before the null: none
+    )
+    cfg = run.config  # the resolved counts: the progress line's time left follows the run's shape model
+    bar.set_shape(
+        n_rows=int(X.shape[0]),
+        target_size=cfg.target_size,
+        slice_size=cfg.slice_size,
+        train_size=cfg.train_size,
+        n_partitions=cfg.n_partitions,
+        n_features=int(X.shape[1]) if X.ndim == 2 else 1,
+        n_classes=max(len(np.unique(y)), 2),
     )
     if args.device != "cpu" and (args.scheduler or args.dask_local is not None):
         raise CLIError(f"--device {args.device} runs in this process only; drop --scheduler/--dask-local")
