@@ -50,6 +50,9 @@ class FilterSpec:
     model: str = "linear"
     seed: int = 0
     device: str = "cpu"
+    #: label permutations of the run's null (issue 27; 0: none): a run with a null removes the same rows, but
+    #: it is a store entry of its own (it costs about K + 1 times the fits)
+    null_permutations: int = 0
 
     def with_(self, **changes: Any) -> FilterSpec:
         """A copy with some fields changed."""
@@ -58,9 +61,12 @@ class FilterSpec:
     def as_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of :func:`aflite_core.aflite` (without data, model, seed and device)."""
         d = asdict(self)
-        return {k: d[k] for k in ("target_size", "train_size", "tau", "n_partitions", "strategy")} | {
+        kwargs = {k: d[k] for k in ("target_size", "train_size", "tau", "n_partitions", "strategy")} | {
             "slice_size": None if self.strategy == "greedy" else self.slice_size
         }
+        if self.null_permutations:  # only a spec that asks for a null passes it (every other call stays the same)
+            kwargs["null_permutations"] = int(self.null_permutations)
+        return kwargs
 
 
 def _empty() -> Mapping:

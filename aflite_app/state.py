@@ -223,6 +223,11 @@ def init_filter_widgets(session: MutableMapping, dataset_key: str, defaults: Map
     session.setdefault(TAU, 0.75)
 
 
+def set_filter_tau(session: MutableMapping, tau: float) -> None:
+    """Set the Filter page's τ (its slider's value) to ``tau`` on the 0.01 grid (the Predictability page's button)."""
+    session[TAU] = round(float(tau), 2)
+
+
 def set_last_run(session: MutableMapping, spec: FilterSpec | None) -> None:
     """Record the run the Filter page shows (None after a stopped run: no other page shows a partial run).
 

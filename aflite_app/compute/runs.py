@@ -22,8 +22,13 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
+import pandas as pd
+
 from aflite_core import AFLiteResult
 from aflite_core.engine.filtering import execute_run, plan_run
+from aflite_core.engine.null import chance_table, grid_counts, suggest_tau
+from aflite_core.engine.result import round_half
 from aflite_core.engine.tau_path import narrow_to_tau
 from aflite_core.measures.stability import class_impact as _class_impact
 
@@ -34,7 +39,9 @@ from . import _stores
 from .datasets import dataset
 
 __all__ = [
+    "DEFAULT_NULL_PERMUTATIONS",
     "GPU_FAMILIES",
+    "MAX_NULL_PERMUTATIONS",
     "RESULT_STORE_SIZE",
     "RUN_MEMORY_FACTOR",
     "app_device",
@@ -42,17 +49,24 @@ __all__ = [
     "can_narrow",
     "check_form",
     "check_memory",
+    "check_null_permutations",
     "class_impact",
     "cuda_available",
     "device_caption",
     "filter_defaults",
     "gpu_name",
     "narrowed_from",
+    "null_by_class",
+    "null_result",
+    "null_sentence",
+    "null_summary",
+    "prepare_null",
     "prepare_run",
     "result",
     "run_filter",
     "run_memory_bytes",
     "stored_result",
+    "suggested_tau",
     "tau_source",
     "with_class_names",
 ]
@@ -316,6 +330,14 @@ def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Calla
     ``st.error`` at once); the thread only executes it. ``session``: the page's session data (for an uploaded
     dataset).
     """
+    target, n_rows = _run_target(spec, session=session)
+    if n_rows > _stores.MAX_INTERACTIVE_ROWS:  # above the interactive size: it waits its turn in the queue
+        return heavy(target, f"an AFLite run on {n_rows:,} rows")
+    return target
+
+
+def _run_target(spec: FilterSpec, *, session: SessionData) -> tuple[Callable[[Callable], AFLiteResult], int]:
+    """The planned run of ``spec`` as a background job's target, and the dataset's number of rows."""
     data = dataset(spec.dataset, session=session)
     check_form(spec, data.n_rows, data.n_classes)
     X, y, ids = _prepared(spec, data, session=session)
@@ -342,9 +364,111 @@ def prepare_run(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Calla
             store.keep(spec, result)
         return result
 
-    if data.n_rows > _stores.MAX_INTERACTIVE_ROWS:  # above the interactive size: it waits its turn in the queue
-        return heavy(target, f"an AFLite run on {data.n_rows:,} rows")
-    return target
+    return target, data.n_rows
+
+
+# -- the null for predictability (issue 27): the same run with K label permutations, a heavy background job ------
+#: the most label permutations the Predictability page asks for (each costs about one more run's fits)
+MAX_NULL_PERMUTATIONS = 50
+#: the page's default number of permutations
+DEFAULT_NULL_PERMUTATIONS = 5
+
+
+def null_result(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> AFLiteResult | None:
+    """The run of ``spec`` with a null (``result.null_counts``), without running anything; None if there is none.
+
+    The run of ``spec`` itself when it carries a null (a run directory written with ``--null-permutations K``),
+    else the stored run of the same spec with the most label permutations (``spec.null_permutations = K``: a
+    store entry of its own, or read off one at a lower τ, which narrows its null too). A run with a null removes
+    exactly the rows the run without one removes; only the null is added.
+    """
+    own = result(spec, session=session)
+    if own is not None and own.null_counts is not None:
+        return own
+    base = replace(spec, null_permutations=0, tau=0.0)
+    found = [entry["spec"] for entry in session.run_dirs.values()] + [key for key, _ in _result_store().items()]
+    ks = {
+        int(other.null_permutations)
+        for other in found
+        if isinstance(other, FilterSpec)
+        and other.null_permutations > 0
+        and replace(other, null_permutations=0, tau=0.0, device=spec.device) == base
+    }
+    for k in sorted(ks, reverse=True):
+        hit = result(replace(spec, null_permutations=k), session=session)
+        if hit is not None and hit.null_counts is not None:
+            return hit
+    return None
+
+
+def check_null_permutations(k: int) -> int:
+    """``k`` when it is a whole number in 1..:data:`MAX_NULL_PERMUTATIONS`, else ValueError in one sentence."""
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or int(k) != k or not 1 <= k <= MAX_NULL_PERMUTATIONS:
+        raise ValueError(
+            f"The number of label permutations is {k!r}, but it must be a whole number from 1 to "
+            f"{MAX_NULL_PERMUTATIONS}: lower it (each permutation costs about one more run's fits)."
+        )
+    return int(k)
+
+
+def prepare_null(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], AFLiteResult]:
+    """The run of ``spec`` (``spec.null_permutations`` = K ≥ 1) as a heavy background job: it waits its turn.
+
+    It costs about K + 1 times the run's fits, so it always queues (:func:`aflite_app.jobs.heavy`), whatever the
+    dataset's size. The finished run is stored under ``spec`` (:func:`null_result` finds it).
+    """
+    k = check_null_permutations(spec.null_permutations)
+    target, _ = _run_target(spec, session=session)
+    return heavy(target, f"a null of {k} permutation{'s' if k != 1 else ''}")
+
+
+def null_summary(result: AFLiteResult, rnd: int) -> dict:
+    """The null at the run's τ in round ``rnd``: ``k``, ``tau``, ``null`` (mean count), ``observed``, ``share``.
+
+    ``observed`` counts the round's rows at p ≥ τ (:func:`aflite_core.engine.null.chance_table`), ``null`` is
+    :meth:`AFLiteResult.null_at`; ``share`` is null / observed (None when no row reaches τ).
+    """
+    tau = float(result.params["tau"])
+    table = chance_table(result, rnd)
+    at = table.iloc[round_half(tau * 100)]
+    observed, null = int(at["observed"]), result.null_at(tau, rnd)
+    return {
+        "k": int(result.params.get("null_permutations", 0)),
+        "tau": tau,
+        "null": float(null),
+        "observed": observed,
+        "share": null / observed if observed else None,
+    }
+
+
+def null_sentence(result: AFLiteResult, rnd: int) -> str:
+    """One sentence for the Predictability page: how many of the rows at p ≥ τ chance would put there."""
+    s = null_summary(result, rnd)
+    share = f"{100 * s['share']:.0f} %" if s["share"] is not None else "none: no row reaches τ"
+    return (
+        f"Under shuffled labels ({s['k']} permutations), about {s['null']:,.1f} of the {s['observed']:,} rows at "
+        f"p ≥ {s['tau']:.2f} in round {rnd} would get there by chance (chance share {share})."
+    )
+
+
+def null_by_class(result: AFLiteResult, rnd: int) -> pd.DataFrame:
+    """Per class: rows of round ``rnd`` at p ≥ τ, observed and under shuffled labels (the mean over permutations)."""
+    tau = float(result.params["tau"])
+    col = round_half(tau * 100)
+    p = result.scores[rnd - 1] if result.scores is not None else result.first_score
+    observed = grid_counts(p, np.asarray(result.y), len(result.classes))[:, col]
+    return pd.DataFrame(
+        {
+            "class": [str(c) for c in result.classes],
+            f"rows at p ≥ {tau:.2f}": observed.astype(int),
+            "by chance (null)": np.round(result.null_counts[rnd - 1, :, col], 1),
+        }
+    )
+
+
+def suggested_tau(result: AFLiteResult, max_share: float, rnd: int) -> float | None:
+    """The lowest τ whose chance share in round ``rnd`` is at most ``max_share`` (:func:`suggest_tau`)."""
+    return suggest_tau(result, max_share, rnd)
 
 
 def check_form(spec: FilterSpec, n_rows: int, n_classes: int) -> None:
