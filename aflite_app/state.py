@@ -104,6 +104,9 @@ SYN_PAGE = "syn-page"
 # DynamicsSpec / ValidationSpec the Record / "Validate the levels" button asked for; "record_run" /
 # "validate_run" - BackgroundRun: this session's wait for the recording / the validation
 DYN_PAGE = "dyn-page"
+# Predictability (issue 27, the null): "null_request" - the FilterSpec (null_permutations = K) the "Compute the
+# null" button asked for last; "null_run" - BackgroundRun: this session's wait for that run
+PRED_PAGE = "pred-page"
 
 
 def page_state(session: MutableMapping, page: str) -> dict:

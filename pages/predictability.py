@@ -4,11 +4,6 @@ from aflite_app import state, ui
 from aflite_app.charts import runs as charts
 from aflite_app.compute import runs
 
-#: this page's own entries (issue 27, the null; no other page reads them, and state.py's keys are capped):
-#: "null_request" - the FilterSpec (null_permutations = K) the "Compute the null" button asked for last;
-#: "null_run" - BackgroundRun: this session's wait for that run
-PRED_PAGE = "pred-page"
-
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Predictability")
@@ -63,7 +58,7 @@ ui.caption(
 
 st.subheader("Chance: the null for predictability")
 mine = ui.session_data()
-page = state.page_state(st.session_state, PRED_PAGE)
+page = state.page_state(st.session_state, state.PRED_PAGE)
 with ui.errors():
     nulled = runs.null_result(spec, session=mine)
 if nulled is None:
@@ -87,7 +82,7 @@ if nulled is None:
     request = page.get("null_request")
     if request is not None and request.with_(null_permutations=0) == spec.with_(null_permutations=0):
         job = ui.run_in_background(
-            (PRED_PAGE, "null_run"),
+            (state.PRED_PAGE, "null_run"),
             request,
             lambda s: runs.prepare_null(s, session=mine),
             ui.describe_filter_run(request, data.n_rows),
