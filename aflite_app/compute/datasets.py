@@ -353,15 +353,30 @@ def _examples(texts: list[str], labels: np.ndarray, stats: pd.DataFrame, n: int)
     return [found.get((t, lab), []) for t, lab in zip(stats["token"], stats["label"])]
 
 
-@_stores.memo("dataset_artifacts", 16, spinner="Testing every token against the labels…")
-def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _data: Dataset) -> pd.DataFrame:
-    texts = artifact_source_texts(_data, source)
-    labels = np.asarray(_data.labels)
-    stats = _artifact_statistics(texts, labels, min_count=min_count, alpha=alpha)
+def word_statistics(
+    data: Dataset,
+    source: str,
+    min_count: int,
+    alpha: float,
+    progress: Callable[[int, int], Any] | None = None,
+    texts: list[str] | None = None,
+) -> pd.DataFrame:
+    """:func:`artifact_statistics` of ``data`` computed now (no cache), ``progress(done, total)`` per texts counted.
+
+    ``texts``: the source's texts when the caller has them already (:func:`artifact_source_texts`).
+    """
+    texts = artifact_source_texts(data, source) if texts is None else texts
+    labels = np.asarray(data.labels)
+    stats = _artifact_statistics(texts, labels, min_count=min_count, alpha=alpha, progress=progress)
     attrs = dict(stats.attrs)
     stats = stats.assign(examples=_examples(texts, labels, stats, N_EXAMPLES) if len(stats) else [])
     stats.attrs.update(attrs, source=source)
     return stats
+
+
+@_stores.memo("dataset_artifacts", 16, spinner="Testing every token against the labels…")
+def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _data: Dataset) -> pd.DataFrame:
+    return word_statistics(_data, source, min_count, alpha)
 
 
 #: texts above which the Data page's token statistics start only when asked (settings.artifact_auto_rows)
