@@ -348,3 +348,27 @@ def test_the_words_tab_above_the_interactive_size_waits_its_turn_in_the_queue(te
     at.selectbox(key="inspect-words-alpha").set_value(0.05).run()
     assert not at.exception, at.exception
     assert queued == [f"token statistics of {TEXT_ROWS:,} texts"] and _words_shown(at)
+
+
+def test_the_words_job_reports_every_pass_and_computes_what_the_data_page_does():
+    """The words job's statistics (test, then examples) report progress monotonically and equal the cached ones."""
+    import pandas as pd
+
+    from aflite_app.compute import datasets
+    from aflite_core import dataset_from_table
+
+    rng = np.random.default_rng(1)
+    n = 25_000
+    y = rng.integers(0, 3, n)
+    words = np.array(["red", "green", "blue", "cat", "dog"])
+    text = [" ".join(rng.choice(words, 3)) + (" nobody" if lab == 0 and i % 2 else "") for i, lab in enumerate(y)]
+    table = pd.DataFrame({"text": text, "label": np.array(["neg", "neu", "pos"])[y]})
+    data = dataset_from_table(table, label_column="label", text_columns=["text"], features=np.zeros((n, 2)))
+    calls = []
+    stats = datasets.word_statistics(data, "text", 10, 0.01, lambda done, total: calls.append((done, total)))
+    assert {t for _, t in calls} == {2 * n}
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[0] == 0 and max(done) > n  # the examples' pass reported too
+    plain = datasets.word_statistics(data, "text", 10, 0.01)
+    pd.testing.assert_frame_equal(stats, plain)
+    assert "nobody" in set(stats.loc[stats["significant"], "token"])

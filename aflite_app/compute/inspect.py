@@ -306,21 +306,21 @@ def _compute_words(
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
     """The statistics on all rows and, when there is something to compare, the run's shares of them.
 
-    Two passes over the texts (the statistics, then the shares), each reporting every 10,000 texts tokenised.
+    Three passes over the texts (the test, its example texts, then the shares), each reporting every 10,000 texts.
     """
     texts = artifact_source_texts(data, request.source)
     n = len(texts)
     compare = result.n_removed > 0 and result.n_kept > 0
 
     def counting(done: int, _total: int) -> None:
-        report(ArtifactProgress(done, 2 * n if compare else n, f"Testing the tokens of {n:,} texts"))
+        report(ArtifactProgress(done, 3 * n if compare else 2 * n, f"Testing the tokens of {n:,} texts"))
 
     stats = word_statistics(data, request.source, request.min_count, request.alpha, counting, texts=texts)
     shares = None
     if compare and bool(stats["significant"].astype(bool).any()):
 
         def sharing(done: int, _total: int) -> None:
-            report(ArtifactProgress(n + done, 2 * n, "Counting the significant tokens among kept and removed rows"))
+            report(ArtifactProgress(2 * n + done, 3 * n, "Counting the significant tokens among kept and removed rows"))
 
         shares = artifact_shares(texts, data.labels, result.kept, stats, progress=sharing)
         shares["still_significant"] = shares["z_kept"].to_numpy(dtype=float) > stats.attrs["z_critical"]
@@ -353,7 +353,7 @@ def prepare_words(
     """The job :func:`aflite_app.jobs.run_in_background` runs for ``request`` (checked in the page's thread).
 
     One job per request for the whole server (:class:`~aflite_app.jobs.SharedJobs`): reruns and other sessions
-    join it. It reports :class:`ArtifactProgress` every 10,000 texts tokenised and stops there when asked;
+    join it. It reports :class:`ArtifactProgress` every 10,000 texts (three passes) and stops there when asked;
     above the interactive size (``_stores.MAX_INTERACTIVE_ROWS`` rows) it waits its turn in the server's queue
     of heavy jobs. The finished result goes to the store (:func:`stored_words`). Gives
     ``Outcome(value=(stats, shares))``: the statistics of :func:`artifact_statistics` and the shares as
