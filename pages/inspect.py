@@ -243,7 +243,94 @@ if tab_rows.open is not False:  # drawn only while open
             )
         )
 
+
 # -- label-revealing words (Gardner et al.) and whether this run removed them -----------------------------------
+def _words_result(request: compute.WordsRequest):
+    """The request's (statistics, shares): stored, or computed in the background (progress and Stop); None meanwhile."""
+    words = compute.stored_words(request)
+    if words is not None:
+        return words
+    outcome = ui.run_in_background(
+        (INSPECT_PAGE, "words"),
+        request,
+        lambda r: compute.prepare_words(r, result, session=session_data),
+        compute.describe_words(request),
+        stop_key="inspect-words-stop",
+        stop_help="Stop testing the tokens; open this tab again to start over.",
+        stopping="Stopping…",
+        block=False,  # the rest of the page is drawn while it runs
+    )
+    if outcome is None:
+        return None
+    if outcome.ok:
+        return outcome.value
+    if outcome.error:
+        st.error(ui.message(outcome.error))
+    else:
+        st.info("Stopped before the tokens were tested.")
+    st.button(
+        "Compute again",
+        key="inspect-words-again",
+        on_click=state.page_state(st.session_state, INSPECT_PAGE).pop,
+        args=("words", None),
+    )
+    return None
+
+
+def _draw_words(word_stats, shares) -> None:
+    """The statistics chart on all rows, and whether this run removed the significant pairs (``shares``)."""
+    st.caption(compute.artifact_summary(word_stats))
+    st.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
+    ui.caption(
+        "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
+        "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
+        "outlined points; the strongest are named); the dotted line is 1/|Y|. z grows with n, so a frequent "
+        "word can be significant with p̂ only a little above 1/|Y|: read p̂ next to z. Hover for examples."
+    )
+    st.subheader("Did this run remove them?")
+    n_significant = int(word_stats["significant"].sum())
+    if result.n_removed == 0 or result.n_kept == 0:
+        st.info("Nothing to compare: the run " + ("removed no row." if result.n_removed == 0 else "kept no row."))
+    elif n_significant == 0:
+        st.info("No (token, label) pair is significant at these settings, so there is no artifact to follow.")
+    else:
+        gone = int((~shares["still_significant"]).sum())
+        removed_share = shares.attrs["removed_share"]
+        s1, s2, s3 = st.columns(3)
+        s1.metric("Significant pairs (all rows)", f"{len(shares):,}")
+        s2.metric(
+            "No longer significant among kept rows",
+            f"{gone:,}",
+            f"{gone / len(shares):.0%} of them",
+            delta_color="off",
+            delta_arrow="off",
+            help="z computed on the kept rows alone is at most the same threshold z*.",
+        )
+        s3.metric("Rows the run removed", f"{removed_share:.0%}", help="Compare each token's share removed.")
+        st.plotly_chart(
+            charts.artifact_shares_chart(shares, z_critical=shares.attrs["z_critical"]),
+            width="stretch",
+            key="inspect-shares-chart",
+        )
+        ui.caption(
+            "The significant pairs with the largest z (strongest at the top): the share of kept rows (blue "
+            "circle) and of removed rows (vermillion diamond) whose text contains the token. A token far more "
+            "common among removed rows is one AFLite's removals went after. z among the kept rows falls partly "
+            "because fewer rows remain; p̂ on the kept rows (in the table and the hover) shows whether the "
+            "token still gives the label away."
+        )
+        st.dataframe(
+            shares,
+            hide_index=True,
+            width="stretch",
+            height=320,
+            column_order=list(inspect_columns.SHARES_ORDER),
+            column_config=inspect_columns.shares_columns(removed_share),
+        )
+    with st.expander("Every significant pair (statistics on all rows)"):
+        st.dataframe(compute.artifact_table(word_stats), hide_index=True, width="stretch")
+
+
 if tab_words.open is not False:  # drawn only while open
     with tab_words:
         word_choices = compute.artifact_text_choices(data)
@@ -279,66 +366,11 @@ if tab_words.open is not False:  # drawn only while open
             word_alpha = w3.selectbox(
                 "Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha", persist_state="page"
             )
-            with ui.errors():
-                word_stats = compute.artifact_statistics(
-                    ref.dataset.key, word_source, min_count=int(word_min), alpha=float(word_alpha), session=session_data
-                )
-            st.caption(compute.artifact_summary(word_stats))
-            st.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
-            ui.caption(
-                "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
-                "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
-                "outlined points; the strongest are named); the dotted line is 1/|Y|. z grows with n, so a frequent "
-                "word can be significant with p̂ only a little above 1/|Y|: read p̂ next to z. Hover for examples."
+            words = _words_result(
+                compute.WordsRequest(ref, word_source, min_count=int(word_min), alpha=float(word_alpha))
             )
-            st.subheader("Did this run remove them?")
-            n_significant = int(word_stats["significant"].sum())
-            if result.n_removed == 0 or result.n_kept == 0:
-                st.info(
-                    "Nothing to compare: the run " + ("removed no row." if result.n_removed == 0 else "kept no row.")
-                )
-            elif n_significant == 0:
-                st.info("No (token, label) pair is significant at these settings, so there is no artifact to follow.")
-            else:
-                with ui.errors():
-                    shares = compute.inspect_artifact_shares(
-                        ref, result, word_source, min_count=int(word_min), alpha=float(word_alpha), session=session_data
-                    )
-                gone = int((~shares["still_significant"]).sum())
-                removed_share = shares.attrs["removed_share"]
-                s1, s2, s3 = st.columns(3)
-                s1.metric("Significant pairs (all rows)", f"{len(shares):,}")
-                s2.metric(
-                    "No longer significant among kept rows",
-                    f"{gone:,}",
-                    f"{gone / len(shares):.0%} of them",
-                    delta_color="off",
-                    delta_arrow="off",
-                    help="z computed on the kept rows alone is at most the same threshold z*.",
-                )
-                s3.metric("Rows the run removed", f"{removed_share:.0%}", help="Compare each token's share removed.")
-                st.plotly_chart(
-                    charts.artifact_shares_chart(shares, z_critical=shares.attrs["z_critical"]),
-                    width="stretch",
-                    key="inspect-shares-chart",
-                )
-                ui.caption(
-                    "The significant pairs with the largest z (strongest at the top): the share of kept rows (blue "
-                    "circle) and of removed rows (vermillion diamond) whose text contains the token. A token far more "
-                    "common among removed rows is one AFLite's removals went after. z among the kept rows falls partly "
-                    "because fewer rows remain; p̂ on the kept rows (in the table and the hover) shows whether the "
-                    "token still gives the label away."
-                )
-                st.dataframe(
-                    shares,
-                    hide_index=True,
-                    width="stretch",
-                    height=320,
-                    column_order=list(inspect_columns.SHARES_ORDER),
-                    column_config=inspect_columns.shares_columns(removed_share),
-                )
-            with st.expander("Every significant pair (statistics on all rows)"):
-                st.dataframe(compute.artifact_table(word_stats), hide_index=True, width="stretch")
+            if words is not None:
+                _draw_words(*words)
 
 
 # -- artifacts -----------------------------------------------------------------------------------------------

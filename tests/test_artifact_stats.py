@@ -334,3 +334,42 @@ def test_cli_table_above_its_byte_limit_names_the_limit_not_the_command_line(tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "`aflite artifacts` reads" in err
     assert "command line" not in err
+
+
+def test_a_progress_callback_reports_every_10000_texts_and_changes_nothing():
+    """Issue 25: the app's words tab reports progress from the core; the results equal those without a callback."""
+    from aflite_core.measures.artifact_statistics import artifact_shares, artifact_statistics
+
+    rng = np.random.default_rng(3)
+    n = 25_000
+    labels = rng.integers(0, 3, n)
+    words = np.array(["red", "green", "blue", "cat", "dog", "runs", "sleeps", "nobody", "outside"])
+    texts = [" ".join(rng.choice(words, 3)) + (" nobody" if lab == 0 and i % 3 else "") for i, lab in enumerate(labels)]
+    kept = rng.random(n) < 0.7
+    calls = []
+    stats = artifact_statistics(texts, labels, min_count=20, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(0, n), (10_000, n), (20_000, n), (n, n)]
+    plain = artifact_statistics(texts, labels, min_count=20)
+    pd.testing.assert_frame_equal(stats, plain)
+    assert stats.attrs == plain.attrs and stats["significant"].any()
+    calls.clear()
+    shares = artifact_shares(texts, labels, kept, stats, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(0, n), (10_000, n), (20_000, n), (n, n)]
+    pd.testing.assert_frame_equal(shares, artifact_shares(texts, labels, kept, stats))
+
+
+def test_an_exception_in_the_progress_callback_stops_the_statistics():
+    from aflite_core.measures.artifact_statistics import artifact_statistics
+
+    class Halt(Exception):
+        pass
+
+    def halt(done, total):
+        if done:
+            raise Halt
+
+    texts = ["a b c"] * 10_001 + ["d"] * 100
+    with pytest.raises(Halt):
+        artifact_statistics(texts, [0, 1] * 5050 + [0], progress=halt)
+    with pytest.raises(TypeError, match="'progress' parameter of artifact_statistics"):
+        artifact_statistics(texts, [0, 1] * 5050 + [0], progress=3)

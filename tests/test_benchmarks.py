@@ -60,6 +60,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_run_table.py",
         "bench_scale.py",
         "bench_threads.py",
+        "bench_words_progress.py",
         "evalsets_digits.py",
         "snli_annotator_agreement.py",
         "soak_app.py",
@@ -85,6 +86,14 @@ def test_bench_embedding_map():
         assert label in out, label
     lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in out.splitlines() if "   " in line.strip())
     assert lines["rows in the lasso"] == lines["rows selected (page)"]  # the page selects what the geometry holds
+
+
+def test_bench_words_progress():
+    """The words tab's progress: equal results with and without the callback, its calls and longest gap."""
+    out = run_tiny("bench_words_progress.py")
+    assert "20,000 texts" in out and "results equal with and without progress" in out
+    for label in ("artifact_statistics:", "artifact_shares:", "app word_statistics:"):
+        assert label in out and "longest gap" in out.split(label, 1)[1].splitlines()[0], label
 
 
 def test_bench_threads():

@@ -341,11 +341,22 @@ def artifact_source_texts(data: Dataset, source: str) -> list[str]:
 N_EXAMPLES = 2
 
 
-def _examples(texts: list[str], labels: np.ndarray, stats: pd.DataFrame, n: int) -> list[list[str]]:
-    """Up to ``n`` texts of each (token, label) row of ``stats`` that contain the token and have the label."""
+def _examples(
+    texts: list[str],
+    labels: np.ndarray,
+    stats: pd.DataFrame,
+    n: int,
+    progress: Callable[[int], Any] | None = None,
+) -> list[list[str]]:
+    """Up to ``n`` texts of each (token, label) row of ``stats`` that contain the token and have the label.
+
+    ``progress(done)`` every 10,000 texts.
+    """
     wanted = set(stats["token"])
     found: dict[tuple[str, Any], list[str]] = {}
-    for text, label in zip(texts, labels):
+    for i, (text, label) in enumerate(zip(texts, labels)):
+        if progress is not None and i and i % 10_000 == 0:
+            progress(i)
         for tok in set(tokenize(text)) & wanted:
             hits = found.setdefault((tok, label), [])
             if len(hits) < n:
@@ -353,15 +364,35 @@ def _examples(texts: list[str], labels: np.ndarray, stats: pd.DataFrame, n: int)
     return [found.get((t, lab), []) for t, lab in zip(stats["token"], stats["label"])]
 
 
-@_stores.memo("dataset_artifacts", 16, spinner="Testing every token against the labels…")
-def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _data: Dataset) -> pd.DataFrame:
-    texts = artifact_source_texts(_data, source)
-    labels = np.asarray(_data.labels)
-    stats = _artifact_statistics(texts, labels, min_count=min_count, alpha=alpha)
+def word_statistics(
+    data: Dataset,
+    source: str,
+    min_count: int,
+    alpha: float,
+    progress: Callable[[int, int], Any] | None = None,
+    texts: list[str] | None = None,
+) -> pd.DataFrame:
+    """:func:`artifact_statistics` of ``data`` computed now (no cache), with its ``examples`` column.
+
+    ``progress(done, total)``: two passes over the n texts (the test, then the examples), ``total = 2 n``, called
+    every 10,000 texts. ``texts``: the source's texts when the caller has them already
+    (:func:`artifact_source_texts`).
+    """
+    texts = artifact_source_texts(data, source) if texts is None else texts
+    labels = np.asarray(data.labels)
+    n = len(texts)
+    testing = None if progress is None else (lambda done, _total: progress(done, 2 * n))
+    stats = _artifact_statistics(texts, labels, min_count=min_count, alpha=alpha, progress=testing)
     attrs = dict(stats.attrs)
-    stats = stats.assign(examples=_examples(texts, labels, stats, N_EXAMPLES) if len(stats) else [])
+    finding = None if progress is None else (lambda done: progress(n + done, 2 * n))
+    stats = stats.assign(examples=_examples(texts, labels, stats, N_EXAMPLES, finding) if len(stats) else [])
     stats.attrs.update(attrs, source=source)
     return stats
+
+
+@_stores.memo("dataset_artifacts", 16, spinner="Testing every token against the labels…")
+def _dataset_artifacts(key: str, source: str, min_count: int, alpha: float, _data: Dataset) -> pd.DataFrame:
+    return word_statistics(_data, source, min_count, alpha)
 
 
 #: texts above which the Data page's token statistics start only when asked (settings.artifact_auto_rows)

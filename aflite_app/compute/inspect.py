@@ -48,6 +48,7 @@ from .datasets import (
     class_names,
     dataset,
     dataset_choices,
+    word_statistics,
 )
 from .runs import _result_store, prepare_run, result, run_filter
 
@@ -59,6 +60,7 @@ __all__ = [
     "InspectRef",
     "StabilityProgress",
     "StabilityRequest",
+    "WordsRequest",
     "artifact_sample_text",
     "artifact_statistics",
     "artifact_summary",
@@ -70,6 +72,7 @@ __all__ = [
     "describe_artifacts",
     "describe_link",
     "describe_stability",
+    "describe_words",
     "download_bytes",
     "feature_sources",
     "filter_rows",
@@ -88,14 +91,17 @@ __all__ = [
     "pixel_grid",
     "prepare_artifacts",
     "prepare_stability",
+    "prepare_words",
     "run_stability",
     "run_zip_bytes",
     "running_jobs_text",
     "stability_specs",
     "stored_artifacts",
+    "stored_words",
     "text_display_columns",
     "with_round_lists",
     "with_stability",
+    "words_now",
 ]
 
 #: most AFLite runs one stability report may ask for
@@ -276,6 +282,110 @@ def describe_artifacts(request: ArtifactRequest) -> Callable:
     return describe
 
 
+# -- the tab "Label-revealing words": the dataset's token statistics and the run's shares, one background job ---
+@dataclass(frozen=True)
+class WordsRequest:
+    """What the tab "Label-revealing words" asks for: the run, the text ``source``, ``min_count`` and ``alpha``.
+
+    Its job's key and its stored result's.
+    """
+
+    ref: InspectRef
+    source: str
+    min_count: int = 10
+    alpha: float = 0.01
+
+
+def _words_store() -> _stores.Store:
+    """Finished results of "Label-revealing words", by :class:`WordsRequest`."""
+    return _stores.store("inspect_words", 16)
+
+
+def _compute_words(
+    request: WordsRequest, result: AFLiteResult, data: Dataset, report: Callable[[ArtifactProgress], None]
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The statistics on all rows and, when there is something to compare, the run's shares of them.
+
+    Three passes over the texts (the test, its example texts, then the shares), each reporting every 10,000 texts.
+    """
+    texts = artifact_source_texts(data, request.source)
+    n = len(texts)
+    compare = result.n_removed > 0 and result.n_kept > 0
+
+    def counting(done: int, _total: int) -> None:
+        report(ArtifactProgress(done, 3 * n if compare else 2 * n, f"Testing the tokens of {n:,} texts"))
+
+    stats = word_statistics(data, request.source, request.min_count, request.alpha, counting, texts=texts)
+    shares = None
+    if compare and bool(stats["significant"].astype(bool).any()):
+
+        def sharing(done: int, _total: int) -> None:
+            report(ArtifactProgress(2 * n + done, 3 * n, "Counting the significant tokens among kept and removed rows"))
+
+        shares = artifact_shares(texts, data.labels, result.kept, stats, progress=sharing)
+        shares["still_significant"] = shares["z_kept"].to_numpy(dtype=float) > stats.attrs["z_critical"]
+        shares["label"] = shares["label"].astype(str)
+        shares.attrs.update(stats.attrs, removed_share=float(result.n_removed / max(result.n_rows, 1)))
+    return stats, shares
+
+
+def stored_words(request: WordsRequest) -> tuple[pd.DataFrame, pd.DataFrame | None] | None:
+    """The result of ``request`` (``(stats, shares)``) when it is computed already (no computation), else None."""
+    hit = _words_store().recall(request)
+    return None if hit is None else _stores._fresh(hit)
+
+
+def words_now(
+    request: WordsRequest, result: AFLiteResult, *, session: SessionData = NO_SESSION
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The result of ``request``, computed in this thread when it is not stored yet (no progress, no Stop)."""
+    hit = stored_words(request)
+    if hit is not None:
+        return hit
+    out = _compute_words(request, result, dataset(request.ref.dataset, session=session), lambda p: None)
+    _words_store().keep(request, out)
+    return _stores._fresh(out)
+
+
+def prepare_words(
+    request: WordsRequest, result: AFLiteResult, *, session: SessionData = NO_SESSION
+) -> Callable[[Callable], Outcome]:
+    """The job :func:`aflite_app.jobs.run_in_background` runs for ``request`` (checked in the page's thread).
+
+    One job per request for the whole server (:class:`~aflite_app.jobs.SharedJobs`): reruns and other sessions
+    join it. It reports :class:`ArtifactProgress` every 10,000 texts (three passes) and stops there when asked;
+    above the interactive size (``_stores.MAX_INTERACTIVE_ROWS`` rows) it waits its turn in the server's queue
+    of heavy jobs. The finished result goes to the store (:func:`stored_words`). Gives
+    ``Outcome(value=(stats, shares))``: the statistics of :func:`artifact_statistics` and the shares as
+    :func:`inspect_artifact_shares` gives them (None when the run removed or kept nothing, or no pair is
+    significant); ``Outcome(stopped=True)`` when stopped, or the error in one sentence.
+    """
+    data = dataset(request.ref.dataset, session=session)  # here: a background thread sees no session
+    store, jobs = _words_store(), shared_jobs()  # fetched here: the job's thread has no script context
+
+    def job(callback: Callable) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+        hit = store.recall(request)
+        if hit is not None:
+            return hit
+        out = _compute_words(request, result, data, stoppable(callback))
+        store.keep(request, out)
+        return out
+
+    n_rows = data.n_rows
+    queued = heavy(job, f"token statistics of {n_rows:,} texts") if n_rows > _stores.MAX_INTERACTIVE_ROWS else job
+
+    def target(callback: Callable) -> Outcome:
+        outcome = as_outcome(lambda: jobs.follow(("words", request), queued, callback), "Testing the tokens")
+        return Outcome(_stores._fresh(outcome.value)) if outcome.ok else outcome
+
+    return target
+
+
+def describe_words(request: WordsRequest) -> Callable:
+    """The progress text of a words job: what it does, texts done, elapsed seconds and time left."""
+    return describe_artifacts(request)  # the same ArtifactProgress
+
+
 def inspect_token_artifacts(
     ref: InspectRef, result: AFLiteResult, *, top_k: int = 15, min_count: int = 5, session: SessionData = NO_SESSION
 ) -> pd.DataFrame:
@@ -321,7 +431,11 @@ def artifact_sample_text(frame: pd.DataFrame) -> str | None:
 
 def running_jobs_text(page: dict) -> str | None:
     """What this page still computes in the background (from its state dict), in words; None when nothing."""
-    names = {"artifacts": "'What the removed rows share'", "stability_run": "'Stability across seeds'"}
+    names = {
+        "words": "'Label-revealing words'",
+        "artifacts": "'What the removed rows share'",
+        "stability_run": "'Stability across seeds'",
+    }
     busy = [
         name
         for entry, name in names.items()

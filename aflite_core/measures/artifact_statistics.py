@@ -122,14 +122,37 @@ def _check_tokenizer(tokenizer: Any, func: str) -> Callable[[str], Iterable[str]
     return tokenizer
 
 
+#: texts tokenised between two calls of a ``progress`` callback
+_PROGRESS_TEXTS = 10_000
+
+
+def _check_progress(progress: Any, func: str) -> Callable[[int, int], Any] | None:
+    if progress is not None and not callable(progress):
+        raise v.param_error("progress", func, "a callable progress(done, total) or None", progress, TypeError)
+    return progress
+
+
 def _tokens_of(
-    docs: Sequence[str], tokenizer: Callable[[str], Iterable[str]], once: bool, func: str
+    docs: Sequence[str],
+    tokenizer: Callable[[str], Iterable[str]],
+    once: bool,
+    func: str,
+    progress: Callable[[int, int], Any] | None = None,
 ) -> tuple[dict[str, int], NDArray[np.int64], NDArray[np.int64]]:
-    """Vocabulary, and (row, token id) of every counted occurrence."""
+    """Vocabulary, and (row, token id) of every counted occurrence.
+
+    ``progress(done, total)`` is called with 0 texts first, after every :data:`_PROGRESS_TEXTS` texts and after
+    the last one (the texts are tokenised in order either way, so the result does not depend on it).
+    """
     vocab: dict[str, int] = {}
     rows: list[int] = []
     ids: list[int] = []
+    total = len(docs)
+    if progress is not None:
+        progress(0, total)
     for i, doc in enumerate(docs):
+        if progress is not None and i and i % _PROGRESS_TEXTS == 0:
+            progress(i, total)
         toks = tokenizer(doc)
         if isinstance(toks, str) or not isinstance(toks, Iterable):
             raise ValueError(
@@ -147,6 +170,8 @@ def _tokens_of(
         for t in toks:
             ids.append(vocab.setdefault(t, len(vocab)))
         rows.extend([i] * len(toks))
+    if progress is not None and total:
+        progress(total, total)
     return vocab, np.asarray(rows, dtype=np.int64), np.asarray(ids, dtype=np.int64)
 
 
@@ -176,6 +201,7 @@ def artifact_statistics(
     tokenizer: Callable[[str], Iterable[str]] | None = None,
     once_per_text: bool = True,
     pmi_smoothing: float = 1.0,
+    progress: Callable[[int, int], Any] | None = None,
 ) -> pd.DataFrame:
     r"""Gardner et al.'s z-statistic of every (token, label) pair, with Bonferroni-corrected significance.
 
@@ -218,6 +244,9 @@ def artifact_statistics(
     pmi_smoothing : float, default=1.0
         Added to every (token, label) count for ``pmi`` (≥ 0; 0 gives ``-inf`` for pairs never seen).
         Gururangan et al. used 100 on the 550k SNLI training pairs.
+    progress : callable, optional
+        ``progress(done, total)``: texts tokenised of ``total``, called with 0 first, every 10,000 texts and at
+        the end (an exception raised in it stops the computation). The result is the same with or without it.
 
     Returns
     -------
@@ -260,6 +289,7 @@ def artifact_statistics(
     if not v._is_real(pmi_smoothing) or not float(pmi_smoothing) >= 0 or not np.isfinite(pmi_smoothing):
         raise v.param_error("pmi_smoothing", func, "a float in [0, inf)", pmi_smoothing)
     s = float(pmi_smoothing)
+    report = _check_progress(progress, func)
     if len(enc.classes) < 2:
         raise ValueError(
             f"The 'labels' parameter of {func} must hold at least 2 distinct labels (with one, p0 = 1 and no "
@@ -268,7 +298,7 @@ def artifact_statistics(
 
     K = len(enc.classes)
     p0 = 1.0 / K
-    vocab, rows, ids = _tokens_of(docs, tok, bool(once_per_text), func)
+    vocab, rows, ids = _tokens_of(docs, tok, bool(once_per_text), func, report)
     V = len(vocab)
     table = np.bincount(ids * K + enc.codes[rows], minlength=V * K).reshape(V, K).astype(np.int64)
     n = table.sum(axis=1)
@@ -397,6 +427,7 @@ def artifact_shares(
     *,
     tokenizer: Callable[[str], Iterable[str]] | None = None,
     once_per_text: bool = True,
+    progress: Callable[[int, int], Any] | None = None,
 ) -> pd.DataFrame:
     """Did filtering remove the artifact? Each token's share among kept vs removed rows, and its z after.
 
@@ -426,6 +457,8 @@ def artifact_shares(
         As in :func:`artifact_statistics`.
     once_per_text : bool, default=True
         As in :func:`artifact_statistics`.
+    progress : callable, optional
+        As in :func:`artifact_statistics`: ``progress(done, total)`` as the texts are tokenised.
 
     Returns
     -------
@@ -451,6 +484,7 @@ def artifact_shares(
     tok = _check_tokenizer(tokenizer, func)
     if not isinstance(once_per_text, bool | np.bool_):
         raise v.param_error("once_per_text", func, "a bool", once_per_text, TypeError)
+    report = _check_progress(progress, func)
     toks, labs = _pairs(tokens, func)
     if labs is not None:
         known = set(enc.classes)
@@ -462,7 +496,7 @@ def artifact_shares(
                 )
     K = len(enc.classes)
     p0 = 1.0 / K
-    vocab, rows, ids = _tokens_of(docs, tok, bool(once_per_text), func)
+    vocab, rows, ids = _tokens_of(docs, tok, bool(once_per_text), func, report)
     n_kept, n_removed = int(mask.sum()), int((~mask).sum())
     wanted = {t: i for i, t in enumerate(dict.fromkeys(toks))}
     # counts[w, label, kept]
