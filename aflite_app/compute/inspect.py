@@ -77,7 +77,6 @@ __all__ = [
     "feature_sources",
     "filter_rows",
     "finished_stability_specs",
-    "inspect_artifact_shares",
     "inspect_class_impact",
     "inspect_feature_artifacts",
     "inspect_representation",
@@ -357,8 +356,8 @@ def prepare_words(
     above the interactive size (``_stores.MAX_INTERACTIVE_ROWS`` rows) it waits its turn in the server's queue
     of heavy jobs. The finished result goes to the store (:func:`stored_words`). Gives
     ``Outcome(value=(stats, shares))``: the statistics of :func:`artifact_statistics` and the shares as
-    :func:`inspect_artifact_shares` gives them (None when the run removed or kept nothing, or no pair is
-    significant); ``Outcome(stopped=True)`` when stopped, or the error in one sentence.
+    the core's ``artifact_shares`` gives them, with ``still_significant`` (None when the run removed or kept
+    nothing, or no pair is significant); ``Outcome(stopped=True)`` when stopped, or the error in one sentence.
     """
     data = dataset(request.ref.dataset, session=session)  # here: a background thread sees no session
     store, jobs = _words_store(), shared_jobs()  # fetched here: the job's thread has no script context
@@ -479,48 +478,6 @@ def open_run_archive(payload: bytes, name: str, dspec: DatasetSpec, *, session: 
     )
     digest = hashlib.sha256(payload).hexdigest()[:16]
     return {"result": result, "name": name, "digest": digest, "dataset": dspec.key}
-
-
-@_stores.memo("inspect_shares", 16, spinner="Counting the significant tokens among kept and removed rows…")
-def _inspect_shares(
-    ref: InspectRef,
-    source: str,
-    min_count: int,
-    alpha: float,
-    _result: AFLiteResult,
-    _data: Dataset,
-    *,
-    _session: SessionData = NO_SESSION,
-) -> pd.DataFrame:
-    stats = artifact_statistics(ref.dataset.key, source, min_count=min_count, alpha=alpha, session=_session)
-    texts = artifact_source_texts(_data, source)
-    shares = artifact_shares(texts, _data.labels, _result.kept, stats)
-    z_crit = stats.attrs["z_critical"]
-    shares["still_significant"] = shares["z_kept"].to_numpy(dtype=float) > z_crit
-    shares["label"] = shares["label"].astype(str)
-    shares.attrs.update(stats.attrs, removed_share=float(_result.n_removed / max(_result.n_rows, 1)))
-    return shares
-
-
-def inspect_artifact_shares(
-    ref: InspectRef,
-    result: AFLiteResult,
-    source: str,
-    *,
-    min_count: int = 10,
-    alpha: float = 0.01,
-    session: SessionData = NO_SESSION,
-) -> pd.DataFrame:
-    """Which significant tokens the run's removals took away (the core's ``artifact_shares``).
-
-    One row per significant (token, label) pair of the dataset's statistics: its share among kept vs removed
-    rows, p̂ and z on all rows and on the kept rows alone, and ``still_significant`` (z among the kept rows
-    above the same z*). ``attrs`` holds the statistics' attrs and ``removed_share`` (the share of all rows
-    the run removed, to compare ``removed_fraction`` with).
-    """
-    return _inspect_shares(
-        ref, source, int(min_count), float(alpha), result, dataset(ref.dataset, session=session), _session=session
-    )
 
 
 # -- the rows a chart bar links to (the Filter and Predictability pages set state.INSPECT_FILTER) ----------------
