@@ -247,16 +247,33 @@ if tab_rows.open is not False:  # drawn only while open
 # -- label-revealing words (Gardner et al.) and whether this run removed them -----------------------------------
 def _words_result(request: compute.WordsRequest):
     """The request's (statistics, shares): stored, or computed in the background (progress and Stop); None meanwhile."""
-    words = compute.stored_words(request)
-    if words is not None:
-        return words
-    outcome = ui.run_in_background(
-        (INSPECT_PAGE, "words"),
+    return _tab_job(
+        "words",
         request,
-        lambda r: compute.prepare_words(r, result, session=session_data),
-        compute.describe_words(request),
-        stop_key="inspect-words-stop",
+        compute.stored_words,
+        compute.prepare_words,
+        compute.describe_words,
+        keys=("inspect-words-stop", "inspect-words-again"),
         stop_help="Stop testing the tokens; open this tab again to start over.",
+        stopped="Stopped before the tokens were tested.",
+    )
+
+
+def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stopped):
+    """A lazy tab's result: stored, or its background job (progress, Stop, "Compute again"); None while it runs.
+
+    ``entry`` is the job's place in Inspect's page dict; ``keys`` the Stop and "Compute again" widget keys.
+    """
+    done = stored(request)
+    if done is not None:
+        return done
+    outcome = ui.run_in_background(
+        (INSPECT_PAGE, entry),
+        request,
+        lambda r: prepare(r, result, session=session_data),
+        describe(request),
+        stop_key=keys[0],
+        stop_help=stop_help,
         stopping="Stopping…",
         block=False,  # the rest of the page is drawn while it runs
     )
@@ -267,12 +284,12 @@ def _words_result(request: compute.WordsRequest):
     if outcome.error:
         st.error(ui.message(outcome.error))
     else:
-        st.info("Stopped before the tokens were tested.")
+        st.info(stopped)
     st.button(
         "Compute again",
-        key="inspect-words-again",
+        key=keys[1],
         on_click=state.page_state(st.session_state, INSPECT_PAGE).pop,
-        args=("words", None),
+        args=(entry, None),
     )
     return None
 
@@ -376,34 +393,16 @@ if tab_words.open is not False:  # drawn only while open
 # -- artifacts -----------------------------------------------------------------------------------------------
 def _artifact_table(request: compute.ArtifactRequest):
     """The request's table: stored, or computed in the background (progress and Stop); None while it runs."""
-    art = compute.stored_artifacts(request)
-    if art is not None:
-        return art
-    outcome = ui.run_in_background(
-        (INSPECT_PAGE, "artifacts"),
+    return _tab_job(
+        "artifacts",
         request,
-        lambda r: compute.prepare_artifacts(r, result, session=session_data),
-        compute.describe_artifacts(request),
-        stop_key="inspect-art-stop",
+        compute.stored_artifacts,
+        compute.prepare_artifacts,
+        compute.describe_artifacts,
+        keys=("inspect-art-stop", "inspect-art-again"),
         stop_help="Stop comparing the removed and kept rows; open this tab again to start over.",
-        stopping="Stopping…",
-        block=False,  # the rest of the page is drawn while it runs
+        stopped="Stopped before the comparison was done.",
     )
-    if outcome is None:
-        return None
-    if outcome.ok:
-        return outcome.value
-    if outcome.error:
-        st.error(ui.message(outcome.error))
-    else:
-        st.info("Stopped before the comparison was done.")
-    st.button(
-        "Compute again",
-        key="inspect-art-again",
-        on_click=state.page_state(st.session_state, INSPECT_PAGE).pop,
-        args=("artifacts", None),
-    )
-    return None
 
 
 def removed_share_tab() -> None:
