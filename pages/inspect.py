@@ -251,7 +251,7 @@ def _words_result(request: compute.WordsRequest):
         "words",
         request,
         compute.stored_words,
-        compute.prepare_words,
+        lambda r: compute.prepare_words(r, result, session=session_data),
         compute.describe_words,
         keys=("inspect-words-stop", "inspect-words-again"),
         stop_help="Stop testing the tokens; open this tab again to start over.",
@@ -262,7 +262,8 @@ def _words_result(request: compute.WordsRequest):
 def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stopped):
     """A lazy tab's result: stored, or its background job (progress, Stop, "Compute again"); None while it runs.
 
-    ``entry`` is the job's place in Inspect's page dict; ``keys`` the Stop and "Compute again" widget keys.
+    ``entry`` is the job's place in Inspect's page dict; ``prepare(request)`` the job (the session bound by the
+    caller); ``keys`` the Stop and "Compute again" widget keys.
     """
     done = stored(request)
     if done is not None:
@@ -270,7 +271,7 @@ def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stop
     outcome = ui.run_in_background(
         (INSPECT_PAGE, entry),
         request,
-        lambda r: prepare(r, result, session=session_data),
+        prepare,
         describe(request),
         stop_key=keys[0],
         stop_help=stop_help,
@@ -397,7 +398,7 @@ def _artifact_table(request: compute.ArtifactRequest):
         "artifacts",
         request,
         compute.stored_artifacts,
-        compute.prepare_artifacts,
+        lambda r: compute.prepare_artifacts(r, result, session=session_data),
         compute.describe_artifacts,
         keys=("inspect-art-stop", "inspect-art-again"),
         stop_help="Stop comparing the removed and kept rows; open this tab again to start over.",
