@@ -52,6 +52,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_adversary.py",
         "bench_app.py",
         "bench_core.py",
+        "bench_duplicates.py",
         "bench_embedding_map.py",
         "bench_inspect_scale.py",
         "bench_estimates.py",
@@ -143,6 +144,14 @@ def test_bench_null():
     assert "(observed − null) / planted" in out
     assert "under shuffled labels (3 permutations)" in out
     assert "## chance_table of aflite" in out and "suggest_tau(res, 0.1) = " in out
+
+
+def test_bench_duplicates():
+    """Exact and near duplicates: wall and CPU seconds with the load, the planted pairs' recall, brute force."""
+    out = run_tiny("bench_duplicates.py")
+    assert "find_duplicates:" in out and "s CPU" in out and "load average" in out
+    assert "rows have an exact or near duplicate" in out
+    assert "planted near pairs" in out and "brute force on a" in out
 
 
 def test_bench_estimates():
