@@ -64,6 +64,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_words_progress.py",
         "evalsets_digits.py",
         "snli_annotator_agreement.py",
+        "snli_groups.py",
         "soak_app.py",
     }
     modules = {"reference.py"}  # imported by bench_core and bench_adversary, run through them
@@ -223,6 +224,13 @@ def test_evalsets_digits():
 
 
 @pytest.mark.shared_data
+def test_snli_groups(shared_data):
+    """With and without premise groups on the SNLI sample: round-1 rows at p >= tau and removed sets, Jaccard."""
+    out = run_tiny("snli_groups.py", "--shared", str(shared_data))
+    assert "premises" in out and "round1_jaccard" in out and "removed_jaccard" in out
+    assert "mean ± sd over seeds:" in out
+
+
 def test_snli_annotator_agreement(shared_data):
     out = run_tiny("snli_annotator_agreement.py", "--shared", str(shared_data))
     assert "seeds (0,)," in out and "evaluation rows with random_subset labels" in out
