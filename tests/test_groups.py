@@ -228,3 +228,18 @@ def test_dask_layout_carries_groups():
     finally:
         client.close()
         cluster.close()
+
+
+@pytest.mark.slow
+def test_the_torch_backend_keeps_groups_together():
+    """device='torch:cpu' draws the numpy session's grouped blocks and plans: the same p as the numpy engine."""
+    pytest.importorskip("torch")
+    _, _, X3, y3, g3 = _tripled(240, d=100)
+    kw = dict(train_size=360, n_partitions=16, random_state=0, model="ridge", groups=g3)
+    ref = predictability(X3, y3, **kw)
+    got = predictability(X3, y3, **kw, device="torch:cpu")
+    assert np.mean(np.isclose(ref, got, equal_nan=True)) >= 0.99
+    free = predictability(X3, y3, **{**kw, "groups": None}, device="torch:cpu")
+    assert np.nanmean(free) > np.nanmean(got) + 0.15
+    res = aflite(X3, y3, target_size=400, slice_size=60, **kw, device="torch:cpu")
+    assert res.params["groups"]["n_groups"] == 240
