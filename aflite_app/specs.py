@@ -53,6 +53,10 @@ class FilterSpec:
     #: label permutations of the run's null (issue 27; 0: none): a run with a null removes the same rows, but
     #: it is a store entry of its own (it costs about K + 1 times the fits)
     null_permutations: int = 0
+    #: which rows the partitions keep together (issue 28): "" none, "premise" (an NLI pair's premise: the default
+    #: for pair datasets, :func:`aflite_app.compute.runs.groups_choice`), "duplicates" (the Data page's duplicate
+    #: groups), or both joined by "+"; the group codes are made from it by :func:`aflite_app.compute.runs.run_groups`
+    groups: str = ""
 
     def with_(self, **changes: Any) -> FilterSpec:
         """A copy with some fields changed."""

@@ -87,7 +87,9 @@ EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the study
 # A background wait of a page is kept under ``(page key, entry)`` (jobs.run_in_background stores it in that dict).
 # Data: "run_error" - str or None: why the last "Open run" failed; "nli_request" - the NliSpec the Fetch button
 # asked for last (None: nothing asked yet); "nli_run" / "embed_run" - BackgroundRun: this session's wait for the
-# fetch / for its embedding job
+# fetch / for its embedding job; "keep_premise" - bool (default True): Filter runs on an NLI pair dataset keep
+# each premise's rows together (issue 28); "group_duplicates" - set of dataset keys whose Filter runs also keep the
+# duplicate groups the Data page found together; "dup_run" - BackgroundRun: this session's duplicate search
 DATA_PAGE = "data-page"
 # Inspect: "loaded" - {"result", "name", "digest", "dataset"} of the run opened from a zip; "seen" - (file id,
 # error message or None) of the last upload processed; "stability_run" - BackgroundRun: the stability seeds;
@@ -113,6 +115,15 @@ PRED_PAGE = "pred-page"
 def page_state(session: MutableMapping, page: str) -> dict:
     """The dict a page keeps its own entries in (:data:`DATA_PAGE`, :data:`INSPECT_PAGE`, …), created on first use."""
     return session.setdefault(page, {})
+
+
+def group_options(session: MutableMapping, dataset_key: str) -> dict[str, bool]:
+    """The Data page's group choices for Filter runs on a dataset (``keep_premise``, ``group_duplicates``)."""
+    page = session.get(DATA_PAGE) or {}
+    return {
+        "keep_premise": bool(page.get("keep_premise", True)),
+        "group_duplicates": dataset_key in page.get("group_duplicates", ()),
+    }
 
 
 def filter_key(name: str, dataset_key: str) -> str:

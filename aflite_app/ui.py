@@ -187,6 +187,9 @@ def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
         model=str(values["model"]),
         seed=int(values["seed"]),
         device=runs.app_device(str(values["model"])),
+        groups=runs.groups_choice(
+            datasets.dataset(dspec, session=session_data()), **state.group_options(st.session_state, dspec.key)
+        ),
     )
 
 

@@ -42,7 +42,39 @@ def _forget_finished(entry: str) -> None:
         del page[entry]
 
 
+def _groups_panel() -> None:
+    """Issue 28: what Filter runs on the current dataset keep together - its premise groups, its duplicates."""
+    gspec, gdata = ui.current_dataset()
+    page = state.page_state(st.session_state, DATA_PAGE)
+    line = datasets.groups_sentence(gdata)
+    if line is not None:
+        keep = st.checkbox(
+            "Keep each premise's hypotheses together", value=page.get("keep_premise", True), key="data-keep-premise"
+        )
+        page["keep_premise"] = keep
+        if keep:
+            ui.caption(line)
+    found = ui.run_in_background(
+        (DATA_PAGE, "dup_run"),
+        gspec,
+        lambda spec: datasets.prepare_duplicates(spec, session=session_data),
+        datasets.describe_duplicates,
+        stop_key="dup-stop",
+        stop_help="Stop looking for duplicate rows",
+        stopping="Stopping…",
+        block=False,
+    )
+    if found is not None and found.ok and found.value.n_with_duplicate:
+        st.warning(ui.message(found.value.message()))
+        chosen = page.setdefault("group_duplicates", set())
+        on = st.checkbox(
+            "Group the duplicates in the run", value=gspec.key in chosen, key=f"data-group-dups-{gspec.key}"
+        )
+        (chosen.add if on else chosen.discard)(gspec.key)
+
+
 current = st.session_state.get(DATASET)
+_groups_panel()
 bundled_tab, nli_tab, upload_tab, run_tab, art_tab = st.tabs(
     ["Bundled datasets", "SNLI / MultiNLI by name", "Upload your own", "Open a run directory", "Label-revealing words"]
 )

@@ -93,6 +93,7 @@ spec = FilterSpec(
     model=model,
     seed=int(seed),
     device=compute.app_device(model),  # a present GPU runs the default family; the store keeps runs by device
+    groups=compute.groups_choice(data, **state.group_options(st.session_state, key)),  # Data page's choice (issue 28)
 )
 
 

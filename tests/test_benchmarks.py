@@ -52,6 +52,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_adversary.py",
         "bench_app.py",
         "bench_core.py",
+        "bench_duplicates.py",
         "bench_embedding_map.py",
         "bench_inspect_scale.py",
         "bench_estimates.py",
@@ -63,6 +64,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_words_progress.py",
         "evalsets_digits.py",
         "snli_annotator_agreement.py",
+        "snli_groups.py",
         "soak_app.py",
     }
     modules = {"reference.py"}  # imported by bench_core and bench_adversary, run through them
@@ -145,6 +147,14 @@ def test_bench_null():
     assert "## chance_table of aflite" in out and "suggest_tau(res, 0.1) = " in out
 
 
+def test_bench_duplicates():
+    """Exact and near duplicates: wall and CPU seconds with the load, the planted pairs' recall, brute force."""
+    out = run_tiny("bench_duplicates.py")
+    assert "find_duplicates:" in out and "s CPU" in out and "load average" in out
+    assert "rows have an exact or near duplicate" in out
+    assert "planted near pairs" in out and "brute force on a" in out
+
+
 def test_bench_estimates():
     """Estimate / actual of an AFLite run and of the Baselines computation at three toy sizes, with the load."""
     out = run_tiny("bench_estimates.py")
@@ -214,6 +224,13 @@ def test_evalsets_digits():
 
 
 @pytest.mark.shared_data
+def test_snli_groups(shared_data):
+    """With and without premise groups on the SNLI sample: round-1 rows at p >= tau and removed sets, Jaccard."""
+    out = run_tiny("snli_groups.py", "--shared", str(shared_data))
+    assert "premises" in out and "round1_jaccard" in out and "removed_jaccard" in out
+    assert "mean ± sd over seeds:" in out
+
+
 def test_snli_annotator_agreement(shared_data):
     out = run_tiny("snli_annotator_agreement.py", "--shared", str(shared_data))
     assert "seeds (0,)," in out and "evaluation rows with random_subset labels" in out

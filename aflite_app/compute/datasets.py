@@ -36,7 +36,7 @@ from aflite_core.measures.artifact_statistics import artifact_statistics as _art
 from aflite_core.measures.artifact_statistics import tokenize
 
 from .. import settings
-from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
+from ..jobs import Outcome, as_outcome, heavy, shared_jobs, stoppable
 from ..specs import BUNDLED, NO_SESSION, DatasetSpec, SessionData
 from . import _stores
 
@@ -58,13 +58,17 @@ __all__ = [
     "dataset",
     "dataset_choices",
     "default_partial_input",
+    "describe_duplicates",
     "describe_nli_fetch",
+    "groups_sentence",
     "is_partial_input",
     "nli_local_folder",
     "nli_unavailable",
     "partial_input_choices",
+    "prepare_duplicates",
     "prepare_nli_fetch",
     "representation_table",
+    "stored_duplicates",
 ]
 
 
@@ -439,3 +443,71 @@ def artifact_summary(stats: pd.DataFrame) -> str:
         f"{a.get('min_count')} of the {a.get('n_texts', 0):,} texts × {len(labels)} labels were tested, "
         f"Bonferroni-corrected at α = {a.get('alpha', 0):g} (z* = {a.get('z_critical', float('nan')):.2f})."
     )
+
+
+def groups_sentence(data) -> str | None:
+    """The Data page's line for an NLI pair dataset (None for any other): what its runs keep together."""
+    if getattr(data, "pair", None) is None:
+        return None
+    premise, hypothesis = data.pair
+    return (
+        f"Filter runs on this dataset keep each premise's hypotheses together: the rows that share a '{premise}' "
+        f"are always on the same side of every partition, so no model predicts a '{hypothesis}' whose sibling "
+        "hypotheses it trained on."
+    )
+
+
+# -- duplicates (issue 28): exact and near-duplicate rows, a background job of the Data page -----------------------
+def _duplicates_store() -> _stores.Store:
+    """Duplicate searches by :class:`DatasetSpec` (dataset and representation), shared by every session."""
+    return _stores.store("duplicates_store", 16)
+
+
+def stored_duplicates(spec: DatasetSpec) -> Any:
+    """The finished duplicate search of ``spec`` (a :class:`aflite_core.data.duplicates.DuplicateReport`), or None."""
+    return _duplicates_store().recall(spec)
+
+
+def _duplicate_texts(data: Dataset) -> Any:
+    """The texts whose equality makes rows exact duplicates: the pair's two columns, else the text columns."""
+    cols = list(data.pair) if data.pair is not None else list(data.text_columns)
+    cols = [c for c in cols if c in data.frame.columns]
+    return data.frame[cols] if cols else None
+
+
+def prepare_duplicates(spec: DatasetSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], Outcome]:
+    """The background job of the Data page's duplicate search of ``spec`` (data read now, in the page's thread).
+
+    :func:`aflite_core.data.duplicates.find_duplicates` on the representation and the texts; the report is kept
+    in a store shared by every session, and a search in progress is joined, never started twice.
+    """
+    from aflite_core.data.duplicates import find_duplicates
+
+    data = dataset(spec, session=session)
+    X = data.representation(spec.representation)
+    texts = _duplicate_texts(data)
+    store, jobs = _duplicates_store(), shared_jobs()
+
+    def job(callback: Callable) -> Any:
+        report = stoppable(callback)
+        found = find_duplicates(X, texts=texts, progress=lambda done, total: report((done, total)))
+        store.keep(spec, found)
+        return found
+
+    def target(callback: Callable) -> Outcome:
+        hit = store.recall(spec)
+        if hit is not None:
+            return Outcome(hit)
+        return as_outcome(lambda: jobs.follow(("duplicates", spec), job, callback), "The duplicate search")
+
+    if data.n_rows > _stores.MAX_INTERACTIVE_ROWS:  # above the interactive size: it waits its turn in the queue
+        return heavy(target, f"a duplicate search of {data.n_rows:,} rows")
+    return target
+
+
+def describe_duplicates(progress: Any, elapsed: float, _step: Any = None) -> tuple[float, str]:
+    """The duplicate search's progress bar: rows hashed so far."""
+    if not progress:
+        return 0.0, "Looking for exact and near-duplicate rows…"
+    done, total = progress
+    return min(1.0, done / max(total, 1)), f"Looking for near-duplicate rows: {done:,} of {total:,} hashed"

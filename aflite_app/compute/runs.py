@@ -36,7 +36,7 @@ from .. import settings
 from ..jobs import app_threads, heavy
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
-from .datasets import dataset
+from .datasets import dataset, stored_duplicates
 
 __all__ = [
     "DEFAULT_NULL_PERMUTATIONS",
@@ -55,6 +55,7 @@ __all__ = [
     "device_caption",
     "filter_defaults",
     "gpu_name",
+    "groups_choice",
     "narrowed_from",
     "null_by_class",
     "null_result",
@@ -64,6 +65,7 @@ __all__ = [
     "prepare_run",
     "result",
     "run_filter",
+    "run_groups",
     "run_memory_bytes",
     "stored_result",
     "suggested_tau",
@@ -343,6 +345,8 @@ def _run_target(spec: FilterSpec, *, session: SessionData) -> tuple[Callable[[Ca
     X, y, ids = _prepared(spec, data, session=session)
     names = tuple(data.classes)
     store = _result_store()
+    groups, source = run_groups(spec, data)
+    grouped = {} if groups is None else {"groups": groups, "groups_source": source}
     run = plan_run(
         X,
         y,
@@ -352,6 +356,7 @@ def _run_target(spec: FilterSpec, *, session: SessionData) -> tuple[Callable[[Ca
         device=spec.device,
         n_threads=app_threads(),  # cores ÷ the jobs running now, this one included
         **spec.as_kwargs(),
+        **grouped,
     )
 
     def target(callback: Callable) -> AFLiteResult:
@@ -365,6 +370,60 @@ def _run_target(spec: FilterSpec, *, session: SessionData) -> tuple[Callable[[Ca
         return result
 
     return target, data.n_rows
+
+
+# -- group-aware partitions (issue 28) -------------------------------------------------------------------------
+#: :attr:`FilterSpec.groups` parts: an NLI pair's premise, the Data page's duplicate groups
+GROUPS_PREMISE, GROUPS_DUPLICATES = "premise", "duplicates"
+
+
+def groups_choice(data, *, keep_premise: bool = True, group_duplicates: bool = False) -> str:
+    """The :attr:`FilterSpec.groups` of a run on ``data``: premise groups by default for an NLI pair dataset.
+
+    ``keep_premise`` / ``group_duplicates`` are the Data page's two checkboxes (kept in its page dict): the
+    premise part only where the dataset is a sentence pair, the duplicates part only when asked for.
+    """
+    parts = []
+    if keep_premise and getattr(data, "pair", None) is not None:
+        parts.append(GROUPS_PREMISE)
+    if group_duplicates:
+        parts.append(GROUPS_DUPLICATES)
+    return "+".join(parts)
+
+
+def run_groups(spec: FilterSpec, data) -> tuple[np.ndarray | None, str | None]:
+    """The group codes of a run of ``spec`` on ``data`` and their source in words, or (None, None) without groups.
+
+    Raises
+    ------
+    ValueError
+        When the spec asks for premise groups on data without a premise, or for duplicate groups before the Data
+        page's duplicate search of this dataset has finished (one sentence).
+    """
+    if not spec.groups:
+        return None, None
+    from aflite_core.data.groups import groups_from_table, merge_groups
+
+    labelings, names = [], []
+    parts = spec.groups.split("+")
+    if GROUPS_PREMISE in parts:
+        if getattr(data, "pair", None) is None:
+            raise ValueError(
+                f"{data.name} has no premise to group its rows by; untick the premise groups on the Data page."
+            )
+        labelings.append(groups_from_table(data.frame, data.pair[0], data.name))
+        names.append(data.pair[0])
+    if GROUPS_DUPLICATES in parts:
+        found = stored_duplicates(spec.dataset)
+        if found is None:
+            raise ValueError(
+                "The duplicate search of this dataset has not finished yet; wait for it on the Data page, or untick "
+                "'Group the duplicates in the run' there."
+            )
+        labelings.append(found.groups)
+        names.append(f"duplicates (cosine ≥ {found.threshold:g})")
+    codes = labelings[0] if len(labelings) == 1 else merge_groups(*labelings)
+    return codes, " + ".join(names)
 
 
 # -- the null for predictability (issue 27): the same run with K label permutations, a heavy background job ------

@@ -26,6 +26,7 @@ __all__ = [
     "CLIError",
     "Parser",
     "Progress",
+    "add_group_options",
     "bounded",
     "count_or_fraction",
     "int_list",
@@ -56,6 +57,23 @@ N_INIT = (1, 1000)
 
 class CLIError(Exception):
     """Bad input detected by the CLI itself."""
+
+
+def add_group_options(p: argparse.ArgumentParser) -> None:
+    """``--groups-column COL`` / ``--no-groups``: which rows the partitions keep together (a ``--table`` column)."""
+    p.add_argument(
+        "--groups-column",
+        default=None,
+        metavar="COL",
+        help="keep the rows that share a value of this --table column on one side of every partition (no "
+        "model predicts a row whose group it trained on); default: 'premise' for an NLI pair table "
+        "(premise + hypothesis columns), none otherwise",
+    )
+    p.add_argument(
+        "--no-groups",
+        action="store_true",
+        help="partition rows freely, even for an NLI pair table (no premise groups)",
+    )
 
 
 class Parser(argparse.ArgumentParser):

@@ -13,6 +13,7 @@ import numpy as np
 from .. import _durable
 from .._folder_lock import folder_lock
 from .._validation import shown
+from ..data.groups import default_group_column, groups_from_table
 from ..data.preflight import read_small_json
 from ..data.readers import read_features, read_labels, read_table
 from ..engine.checkpoint import peek_meta
@@ -22,7 +23,7 @@ from ..engine.result import AFLiteResult
 from ..engine.run_constants import TABLE_FILE
 from ..engine.run_record import is_run_directory, table_parquet_bytes
 from ..engine.run_table import align_table
-from ._common import PARTITIONS, SEEDS, THREADS, CLIError, Progress, bounded, count_or_fraction
+from ._common import PARTITIONS, SEEDS, THREADS, CLIError, Progress, add_group_options, bounded, count_or_fraction
 
 __all__ = ["add_cli"]
 
@@ -122,8 +123,8 @@ def _check_out(args: argparse.Namespace) -> Path:
     return out
 
 
-def _table_bytes(args: argparse.Namespace, n_rows: int, ids: Any) -> bytes | None:
-    """--table as Parquet bytes, one row per run row in the run's order (checked against the ids), or None."""
+def _aligned_table(args: argparse.Namespace, n_rows: int, ids: Any) -> Any:
+    """--table, one row per run row in the run's order (checked against the ids), or None."""
     if args.table is None:
         if args.id_column is not None:
             raise CLIError("--id-column needs --table (the table whose rows the ids name)")
@@ -132,9 +133,40 @@ def _table_bytes(args: argparse.Namespace, n_rows: int, ids: Any) -> bytes | Non
         raise CLIError("--resume keeps the table recorded when the run started; drop --table and --id-column")
     name = Path(args.table).name
     frame = read_table(args.table)
-    aligned = align_table(frame, n_rows=n_rows, ids=ids, id_column=args.id_column, name=name)
-    del frame
-    return table_parquet_bytes(aligned, name)
+    return align_table(frame, n_rows=n_rows, ids=ids, id_column=args.id_column, name=name)
+
+
+def _groups(args: argparse.Namespace, table: Any, out: Path) -> tuple[Any, str | None]:
+    """(group codes or None, the column they came from): --groups-column, else an NLI table's premise.
+
+    A resumed run takes the column recorded when it started (none for a run written before groups existed),
+    read from the table recorded in the run directory.
+    """
+    if args.resume:
+        column = args.groups_column
+        if column is None:
+            return None, None
+        if not (out / TABLE_FILE).is_file():
+            raise CLIError(f"--resume '{out}': the run was grouped by {column!r} but its table is missing")
+        import pandas as pd
+
+        table = pd.read_parquet(out / TABLE_FILE)
+    elif args.no_groups:
+        if args.groups_column is not None:
+            raise CLIError("--groups-column and --no-groups cannot be combined")
+        return None, None
+    elif args.groups_column is not None:
+        if table is None:
+            raise CLIError("--groups-column needs --table (the table holding the column)")
+        column = args.groups_column
+    else:
+        column = None if table is None else default_group_column(table.columns)
+        if column is None:
+            return None, None
+    try:
+        return groups_from_table(table, column, "--table"), column
+    except ValueError as exc:
+        raise CLIError(str(exc).rstrip(".")) from None
 
 
 def _prepare_out(out: Path, args: argparse.Namespace, record: dict, table: bytes | None = None) -> None:
@@ -207,6 +239,8 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
         table_id_column = saved.get("table_id_column")
+        # the groups the run started with (a run written before groups existed has none)
+        args.groups_column, args.no_groups = saved.get("groups_column"), saved.get("groups_column") is None
         # continue with the family the run started with (its recorded spec), not what its name means today
         spec = ((peek_meta(out / "checkpoint") or {}).get("fingerprint") or {}).get("model")
         if spec is None and (out / "result.json").is_file():
@@ -241,6 +275,8 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         bar(p)
         return limit is None or p.round < limit
 
+    aligned = _aligned_table(args, len(y), ids)
+    groups, groups_column = _groups(args, aligned, out)
     # every argument is checked here, before the run directory is touched
     run = plan_run(
         X,
@@ -264,6 +300,8 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         precision=args.precision,
         max_device_bytes=args.max_device_bytes,
         null_permutations=args.null_permutations or 0,  # a run directory written before the null: none
+        groups=groups,
+        groups_source=groups_column,
     )
     cfg = run.config  # the resolved counts: the progress line's time left follows the run's shape model
     bar.set_shape(
@@ -282,9 +320,11 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
             "--null-permutations runs in this process only (the Dask backend does not compute the null); "
             "drop --scheduler/--dask-local or --null-permutations"
         )
-    table = _table_bytes(args, len(y), ids)
+    table = None if aligned is None else table_parquet_bytes(aligned, Path(args.table).name)
+    del aligned
     if not args.resume:
         record = {n: getattr(args, n) for n in _RUN_OPTIONS}
+        record["groups_column"] = groups_column
         for key in _INPUT_FILES:
             if record[key] is not None:
                 record[key] = str(Path(record[key]).resolve())
@@ -433,6 +473,7 @@ def add_cli(sub: Any) -> None:
         help="also score K label permutations every round and record how many rows chance alone would put at "
         "p >= tau (the run removes the same rows; about K + 1 times the fits; default 0: no null)",
     )
+    add_group_options(f)
     f.add_argument("--quiet", action="store_true", help="no progress bar")
     f.add_argument(
         "--resume",

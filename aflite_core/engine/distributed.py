@@ -62,7 +62,7 @@ from .dask_tasks import (
 )
 from .dask_tasks import worker_pid as worker_pid  # re-exported: it lived here
 from .models import LinearFamily
-from .partitions import PartitionPlan, RoundScores, merge_pieces, scoring_pieces
+from .partitions import PartitionPlan, RoundScores, merge_pieces, open_session, scoring_pieces
 from .shards import tree_cover
 from .sklearn_family import SklearnFamily
 
@@ -177,15 +177,23 @@ class DaskBackend:
         self._counter = itertools.count()
 
     # -- Backend protocol --------------------------------------------------------------------------------------
-    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None):
-        """Draw the per-run randomness here (as the local backend does) and ship the data to the workers."""
+    def open(
+        self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None, groups=None
+    ):
+        """Draw the per-run randomness here (as the local backend does) and ship the data to the workers.
+
+        With ``groups`` the driver's session draws blocks of whole groups (they travel to the workers in the
+        layout) and exact-mode plans of whole groups (they travel as every plan does).
+        """
         if not isinstance(family, (LinearFamily, SklearnFamily)):
             raise TypeError(f"backend='dask' supports LinearFamily and SklearnFamily, not {type(family).__name__}.")
         self.family = family
         self.n_partitions = n_partitions
         # the client-side session draws the same blocks as a local run, tracks block sizes and cuts the shards;
         # it never builds Gram matrices (the workers do, each for its own shards)
-        self.local = family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng)
+        self.local = open_session(
+            family, X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng, groups=groups
+        )
         self.mode = getattr(self.local, "mode", "exact")
         self.rows_per_block = int(getattr(self.local, "rows_per_block", 1))
         self.codes = codes

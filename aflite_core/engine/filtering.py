@@ -25,10 +25,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
-from ._inputs import _check_device, predictability_inputs
+from ._inputs import _check_device, check_groups, group_summary, predictability_inputs
 from ._parallel import engine_threads
 from .loop import select_rows
-from .partitions import score_round
+from .partitions import open_session, score_round
 from .registry import resolve_model
 from .result import AFLiteResult, RoundProgress, StepProgress
 from .run_constants import HISTORY_COLUMNS, STRATEGIES  # noqa: F401  (re-exported: importable from here as before)
@@ -136,6 +136,7 @@ def aflite(
     precision: str = "float32",
     max_device_bytes: int | None = None,
     null_permutations: int = 0,
+    groups: ArrayLike | None = None,
 ) -> AFLiteResult:
     """Filter the rows a model family finds predictable from Φ(X), round by round (AFLite, Algorithm 1).
 
@@ -220,10 +221,16 @@ def aflite(
         0.00, 0.01, …, 1.00 (``result.null_counts``; with an evaluation set also ``result.eval_null_counts``):
         how many rows chance alone would put above τ (:mod:`aflite_core.engine.null`). Costs about K + 1 times
         the fits; never changes what the run removes (its own random stream). Not on the Dask backend.
-
-    Returns
-    -------
-    AFLiteResult
+    groups : array-like of shape (n_samples,), optional
+        A group label per row (any hashable: a premise, a source document, a duplicate cluster). Every
+        partition's training part is then made of whole groups, so no model predicts a row whose group it
+        trained on (e.g. an NLI hypothesis whose sibling hypotheses of the same premise it saw). In exact-subset
+        mode each training part is a random set of whole groups whose size is the closest to t a prefix of a
+        random order of the groups gets (within half the size of the group at the boundary); the fast linear
+        family's persistent blocks are whole groups laid end to end in a random order, so a training part is
+        within half a block (or half a group, when groups exceed blocks) of t. ``None`` (default) partitions
+        rows freely, with the same bits as before groups existed. Recorded in ``result.params["groups"]``
+        (count, largest group, a hash of the labels). Every backend (local, Dask, torch) keeps groups together.
         Kept mask, round of removal, per-round scores and history, stop reason and provenance.
 
     Notes
@@ -280,6 +287,7 @@ def aflite(
         precision=precision,
         max_device_bytes=max_device_bytes,
         null_permutations=null_permutations,
+        groups=groups,
     )
     return execute_run(run, resume=resume)
 
@@ -309,12 +317,15 @@ def plan_run(
     precision: str = "float32",
     max_device_bytes: int | None = None,
     null_permutations: int = 0,
+    groups: ArrayLike | None = None,
+    groups_source: str | None = None,
     func: str = "aflite",
 ):
     """Validate every argument of :func:`aflite` and return the run, not yet started.
 
     Nothing is computed or written: callers that must prepare something only for valid arguments (the CLI
-    creates its run directory) do it between this and :func:`execute_run`.
+    creates its run directory) do it between this and :func:`execute_run`. ``groups_source`` names where
+    ``groups`` came from (a table column such as ``"premise"``); it is recorded in ``params["groups"]``.
 
     Returns
     -------
@@ -361,6 +372,14 @@ def plan_run(
     check_null_backend(run_backend, n_null, func)
     if n_null:
         extra["null_permutations"] = n_null
+    group_codes = check_groups(groups, func, n_rows=r["X"].shape[0])
+    if group_codes is not None:
+        if not _takes_groups(run_backend):
+            raise ValueError(
+                f"The 'groups' parameter of {func} needs a backend that keeps groups together (local, Dask or a "
+                f"torch device); {type(run_backend).__name__} does not, so pass groups=None."
+            )
+        extra["groups"] = group_summary(group_codes, groups_source)
     config = RunConfig(
         target_size=r["n_target"],
         train_size=r["t"],
@@ -388,7 +407,16 @@ def plan_run(
         extra_state={"params": extra},
         null_permutations=n_null,
         null_round=round_null if n_null else None,
+        groups=group_codes,
     )
+
+
+def _takes_groups(backend: Any) -> bool:
+    """Whether a backend's ``open`` takes ``groups=`` (the local, Dask and torch backends do)."""
+    import inspect
+
+    open_ = getattr(backend, "open", None)
+    return open_ is not None and "groups" in inspect.signature(open_).parameters
 
 
 def execute_run(run: Any, *, resume: bool = False) -> AFLiteResult:
@@ -433,6 +461,7 @@ def predictability(
     device: str = "cpu",
     precision: str = "float32",
     max_device_bytes: int | None = None,
+    groups: ArrayLike | None = None,
 ) -> NDArray[np.float32]:
     """Score every row's out-of-sample predictability once, without removing anything (an audit).
 
@@ -458,6 +487,8 @@ def predictability(
         Threads (``None``: every available core); the result does not depend on it (see :func:`aflite`).
     device, precision, max_device_bytes
         Where the models run (see :func:`aflite`).
+    groups : array-like of shape (n_samples,), optional
+        A group label per row: training parts are made of whole groups (see :func:`aflite`); None: rows.
 
     Returns
     -------
@@ -488,8 +519,10 @@ def predictability(
         device=device,
         precision=precision,
         max_device_bytes=max_device_bytes,
+        groups=groups,
     )
     Xv, labels, t, m, family = a["X"], a["labels"], a["t"], a["m"], a["family"]
+    grouped = {} if a["groups"] is None else {"groups": a["groups"]}
     n_threads, torch_device = a["n_threads"], a["torch_device"]
     rng = np.random.default_rng(a["seed"])
     if torch_device is not None:
@@ -497,13 +530,15 @@ def predictability(
 
         backend = TorchBackend(torch_device, precision, max_device_bytes)
         with engine_threads(n_threads):
-            backend.open(Xv, labels.codes, labels.n_classes, family, train_size=t, n_partitions=m, rng=rng)
+            backend.open(Xv, labels.codes, labels.n_classes, family, train_size=t, n_partitions=m, rng=rng, **grouped)
             rows = np.arange(Xv.shape[0])
             rs = backend.score(rows, backend.draw_plan(rows, rng), rng, None, 1)
             backend.close()
         return rs.predictability
     with engine_threads(n_threads):
-        session = family.session(Xv, labels.codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng)
+        session = open_session(
+            family, Xv, labels.codes, labels.n_classes, train_size=t, n_partitions=m, rng=rng, groups=a["groups"]
+        )
         rows = np.arange(Xv.shape[0])
         plan = session.draw_plan(rows, rng)
         rs = score_round(session, Xv, labels.codes, rows, plan, rng)

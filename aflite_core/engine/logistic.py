@@ -148,10 +148,19 @@ class LogisticFamily(LinearFamily):
         return "ridge" if ridge_is_enough and work > self.max_work else "logistic"
 
     def session(
-        self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng, layout: dict | None = None
+        self,
+        X,
+        codes,
+        n_classes: int,
+        *,
+        train_size: int,
+        n_partitions: int,
+        rng,
+        layout: dict | None = None,
+        groups: NDArray[np.int32] | None = None,
     ) -> _LogisticSession:
-        """Bind the family to one run's data (draws the persistent blocks from ``rng``)."""
-        return _LogisticSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
+        """Bind the family to one run's data (draws the persistent blocks from ``rng``; ``groups``: whole groups)."""
+        return _LogisticSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout, groups=groups)
 
 
 class _LogisticSession(_LinearSession):
@@ -167,13 +176,14 @@ class _LogisticSession(_LinearSession):
         n_partitions: int,
         rng,
         layout: dict | None = None,
+        groups: NDArray[np.int32] | None = None,
     ) -> None:
         self.solver = family.solver(n_partitions, train_size, X.shape[1], n_classes)
         self.K = 1 if n_classes == 2 else n_classes
         # a cluster worker gets no row list in blocks mode: it knows the current set from the removals
         self.present = np.ones(X.shape[0], dtype=bool)
         self._memo_base: str | None = None
-        super().__init__(family, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
+        super().__init__(family, X, codes, n_classes, train_size, n_partitions, rng, layout=layout, groups=groups)
 
     # -- set-up -------------------------------------------------------------------------------------
     @property

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from .._utils import hash_array, hash_labels, versions
 from ._parallel import engine_threads
 from .checkpoint import read_checkpoint, write_checkpoint
-from .partitions import PartitionPlan, RoundInterrupted, RoundScores, score_round
+from .partitions import PartitionPlan, RoundInterrupted, RoundScores, open_session, score_round
 from .result import AFLiteResult, RoundProgress, StepProgress
 from .run_constants import HISTORY_COLUMNS
 
@@ -92,11 +92,26 @@ class Backend(Protocol):
 class LocalBackend:
     """Run every round in this process (the default)."""
 
-    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None) -> None:
-        """Create the family's session (its per-run randomness comes from ``rng`` first)."""
+    def open(
+        self,
+        X,
+        codes,
+        n_classes,
+        family,
+        *,
+        train_size,
+        n_partitions,
+        rng,
+        eval_X=None,
+        eval_codes=None,
+        groups=None,
+    ) -> None:
+        """Create the family's session (its per-run randomness comes from ``rng`` first; ``groups``: whole groups)."""
         self.X, self.codes = X, codes
         self.eval_X, self.eval_codes = eval_X, eval_codes
-        self.session = family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng)
+        self.session = open_session(
+            family, X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng, groups=groups
+        )
         prepare = getattr(self.session, "prepare", None)
         if prepare is not None:
             prepare()
@@ -169,6 +184,8 @@ class Run:
     #: ``null_round(run, rows, plan, eval_rows, round_no) -> (train, eval)``: the round's null (given by
     #: :func:`aflite_core.aflite` as :func:`aflite_core.engine.null.round_null` when ``null_permutations`` > 0)
     null_round: Callable | None = None
+    #: group code per row (int32) or None: partitions' training parts are then made of whole groups
+    groups: NDArray[np.int32] | None = None
 
     def __post_init__(self) -> None:
         N = self.X.shape[0]
@@ -204,6 +221,8 @@ class Run:
             "eval_x_sha256": hash_array(self.eval_X) if self.has_eval else None,
             "eval_y_sha256": hash_labels(self.eval_codes, self.classes) if self.has_eval else None,
         }
+        if self.groups is not None:  # only when grouped: an ungrouped run's fingerprint stays as it was
+            self.hashes["groups_sha256"] = hash_array(np.asarray(self.groups, dtype=np.int32))
 
     # -- the current sets ----------------------------------------------------------------------------------
     @property
@@ -225,6 +244,7 @@ class Run:
                 f"The 'null_permutations' parameter of aflite is {self.null_permutations}, but the Dask backend "
                 "does not compute the null; run it with the local backend (backend=None) or with null_permutations=0."
             )
+        grouped = {} if self.groups is None else {"groups": self.groups}
         self.backend.open(
             self.X,
             self.codes,
@@ -235,6 +255,7 @@ class Run:
             rng=self.rng,
             eval_X=self.eval_X,
             eval_codes=self.eval_codes,
+            **grouped,
         )
 
     def execute(self) -> AFLiteResult:

@@ -40,7 +40,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._parallel import background, map_ordered
-from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, draw_block_plan, exact_plan, report_step
+from .partitions import (
+    PREDICT_CHUNK_BYTES,
+    PartitionPlan,
+    draw_block_plan,
+    exact_plan,
+    group_blocks,
+    grouped_exact_plan,
+    report_step,
+)
 from .ridge_solve import ridge_system, solve_ridge
 
 # re-exported: the sharded machinery lived here before
@@ -144,10 +152,22 @@ class LinearFamily:
         return {"family": "linear", "class": "aflite_core.models.LinearFamily", "params": params}
 
     def session(
-        self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng, layout: dict | None = None
+        self,
+        X,
+        codes,
+        n_classes: int,
+        *,
+        train_size: int,
+        n_partitions: int,
+        rng,
+        layout: dict | None = None,
+        groups: NDArray[np.int32] | None = None,
     ) -> _LinearSession:
-        """Bind the family to one run's data (draws the persistent blocks from ``rng``, or takes ``layout``)."""
-        return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout)
+        """Bind the family to one run's data (draws the persistent blocks from ``rng``, or takes ``layout``).
+
+        ``groups``: a group code per row; blocks and training parts are then made of whole groups.
+        """
+        return _LinearSession(self, X, codes, n_classes, train_size, n_partitions, rng, layout=layout, groups=groups)
 
 
 @dataclass
@@ -199,8 +219,10 @@ class _LinearSession(ShardedGrams):
         n_partitions: int,
         rng,
         layout: dict | None = None,
+        groups: NDArray[np.int32] | None = None,
     ) -> None:
         self.family = family
+        self.groups = groups
         self.X = X
         self.codes = codes
         self.n_classes = n_classes
@@ -226,9 +248,13 @@ class _LinearSession(ShardedGrams):
         self.mode, self.rows_per_block = self._choose_mode(n)
         if self.mode == "blocks":
             n_blocks = math.ceil(n / self.rows_per_block)
-            perm = rng.permutation(n)
-            block_of_row = np.empty(n, dtype=np.int32)
-            block_of_row[perm] = (np.arange(n, dtype=np.int64) * n_blocks) // n
+            if groups is not None:  # whole groups per block (fewer blocks when groups are large)
+                block_of_row = group_blocks(groups, n_blocks, rng)
+                n_blocks = int(block_of_row.max()) + 1
+            else:
+                perm = rng.permutation(n)
+                block_of_row = np.empty(n, dtype=np.int32)
+                block_of_row[perm] = (np.arange(n, dtype=np.int64) * n_blocks) // n
             self.block_of_row = block_of_row
             self.block_sizes = np.bincount(block_of_row, minlength=n_blocks).astype(np.int64)
         self._init_shards()
@@ -304,8 +330,10 @@ class _LinearSession(ShardedGrams):
         return max(256, PREDICT_CHUNK_BYTES // (4 * width))
 
     def draw_plan(self, rows: NDArray[np.intp], rng) -> PartitionPlan:
-        """Random unions of the persistent blocks (blocks mode) or exact random subsets."""
+        """Random unions of the persistent blocks (blocks mode) or exact random subsets (of whole groups)."""
         if self.mode == "exact":
+            if self.groups is not None:
+                return grouped_exact_plan(self.groups[rows], self.n_partitions, self.train_size, rng)
             return exact_plan(len(rows), self.n_partitions, self.train_size, rng)
         return draw_block_plan(self.block_sizes, self.block_of_row[rows], self.n_partitions, self.train_size, rng)
 

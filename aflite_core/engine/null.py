@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike, NDArray
 from .. import _validation as v
 from ._inputs import predictability_inputs
 from ._parallel import engine_threads
-from .partitions import RoundScores, score_round
+from .partitions import RoundScores, open_session, score_round
 
 __all__ = [
     "TAU_GRID",
@@ -235,6 +235,7 @@ def null_predictability(
     device: str = "cpu",
     precision: str = "float32",
     max_device_bytes: int | None = None,
+    groups: ArrayLike | None = None,
 ) -> NDArray[np.float32]:
     """Predictability under shuffled labels: what p(i) chance alone gives, with the same models and partitions.
 
@@ -251,8 +252,9 @@ def null_predictability(
         As for :func:`~aflite_core.engine.filtering.predictability`.
     n_permutations : int, default=5
         Label permutations scored (each costs one ``predictability``).
-    n_partitions, train_size, model, random_state, n_threads, device, precision, max_device_bytes
-        As for :func:`~aflite_core.engine.filtering.predictability` (the same seed gives the same partitions).
+    n_partitions, train_size, model, random_state, n_threads, device, precision, max_device_bytes, groups
+        As for :func:`~aflite_core.engine.filtering.predictability` (the same seed and groups give the same
+        partitions: with ``groups`` every training part is made of whole groups).
 
     Returns
     -------
@@ -287,8 +289,10 @@ def null_predictability(
         device=device,
         precision=precision,
         max_device_bytes=max_device_bytes,
+        groups=groups,
     )
     Xv, codes, C = a["X"], a["labels"].codes, a["labels"].n_classes
+    grouped = {} if a["groups"] is None else {"groups": a["groups"]}
     rng = np.random.default_rng(a["seed"])  # the draws predictability makes: blocks, then partitions
     rows = np.arange(Xv.shape[0])
     out = np.empty((K, Xv.shape[0]), dtype=np.float32)
@@ -297,12 +301,14 @@ def null_predictability(
             from .torch_backend import TorchBackend
 
             backend = TorchBackend(a["torch_device"], precision, max_device_bytes)
-            backend.open(Xv, codes, C, a["family"], train_size=a["t"], n_partitions=a["m"], rng=rng)
+            backend.open(Xv, codes, C, a["family"], train_size=a["t"], n_partitions=a["m"], rng=rng, **grouped)
             session = backend.session
             plan = backend.draw_plan(rows, rng)
         else:
             backend = None
-            session = a["family"].session(Xv, codes, C, train_size=a["t"], n_partitions=a["m"], rng=rng)
+            session = open_session(
+                a["family"], Xv, codes, C, train_size=a["t"], n_partitions=a["m"], rng=rng, groups=a["groups"]
+            )
             plan = session.draw_plan(rows, rng)
         try:
             scored = permuted_scores(session, Xv, codes, rows, plan, K, null_rng(a["seed"], 1), precision=precision)

@@ -7,6 +7,8 @@ Algorithm 1 (Le Bras et al., 2020, lines 5-11) trains m models per round, each o
   *blocks*; a partition's training part is a union of randomly chosen blocks. With blocks of one row this is
   exactly the paper's uniformly random subset of size t; with larger blocks (the fast linear family) the
   training part is a random union of blocks whose size is within half a block of t.
+* with ``groups`` (one label per row, :func:`group_blocks` and :func:`grouped_exact_plan`) every training part
+  is a union of *whole groups*, so no partition trains on a row whose group it also predicts;
 * :func:`score_round` - the one unit every backend runs: fit the m partition models, predict every row of S
   (and every evaluation row) with them, and count, per row, the correct out-of-sample predictions. Its inputs
   are index arrays and its outputs are small count arrays, so a distributed backend can run it per partition
@@ -33,7 +35,10 @@ __all__ = [
     "RoundScores",
     "draw_block_plan",
     "exact_plan",
+    "group_blocks",
+    "grouped_exact_plan",
     "merge_pieces",
+    "open_session",
     "report_step",
     "run_pieces",
     "score_round",
@@ -140,6 +145,90 @@ def exact_plan(n_rows: int, n_partitions: int, train_size: int, rng) -> Partitio
     for j in range(n_partitions):
         membership[j, rng.permutation(n_rows)[:train_size]] = True
     return PartitionPlan(block_of=np.arange(n_rows, dtype=np.int32), membership=membership)
+
+
+def grouped_exact_plan(group_of: NDArray[np.int32], n_partitions: int, train_size: int, rng) -> PartitionPlan:
+    """Exact-subset mode with groups: each training part is a random set of whole groups of about t rows.
+
+    For each partition the groups present in S are put in a random order and the prefix whose total size is
+    closest to ``train_size`` is taken (:func:`draw_block_plan` with one block per group: at least one group,
+    never all of them). t is therefore met within half the size of the group at the boundary. The plan is
+    expanded to rows (``block_of`` is the identity, as :func:`exact_plan` gives), so every family that takes
+    exact plans takes it unchanged.
+
+    Parameters
+    ----------
+    group_of : ndarray of int, shape (n_S,)
+        Group code of each position of S (any integers; only equality matters).
+    n_partitions, train_size : int
+        m and t.
+    rng : numpy.random.Generator
+        The run's generator.
+
+    Returns
+    -------
+    PartitionPlan
+    """
+    _, local = np.unique(np.asarray(group_of), return_inverse=True)
+    local = local.astype(np.int32).ravel()
+    sizes = np.bincount(local).astype(np.int64)
+    by_group = draw_block_plan(sizes, local, n_partitions, train_size, rng)
+    membership = np.ascontiguousarray(by_group.membership[:, local])
+    return PartitionPlan(block_of=np.arange(len(local), dtype=np.int32), membership=membership)
+
+
+def open_session(family, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng, groups=None, **kw):
+    """``family.session(...)``, with ``groups=`` passed only when given (families without groups stay as they were).
+
+    Raises
+    ------
+    ValueError
+        When ``groups`` is given and the family's session takes no groups (one sentence).
+    """
+    if groups is not None:
+        import inspect
+
+        if "groups" not in inspect.signature(family.session).parameters:
+            raise ValueError(
+                f"The model family {type(family).__name__} cannot keep groups together (its session takes no "
+                "'groups'); use model='linear', 'ridge' or a scikit-learn classifier, or pass groups=None."
+            )
+        kw["groups"] = groups
+    return family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng, **kw)
+
+
+def group_blocks(group_of_row: NDArray[np.int32], n_blocks: int, rng) -> NDArray[np.int32]:
+    """The persistent blocks of a run with groups: whole groups, in a random order, cut into ``n_blocks`` runs.
+
+    Groups are shuffled and laid end to end; a group goes to the block its first row would fall in with
+    ``n_blocks`` equal cuts of the rows, so blocks are as even as whole groups allow (a group larger than a
+    block makes its block larger; block ids are renumbered so none is empty).
+
+    Parameters
+    ----------
+    group_of_row : ndarray of int, shape (n_rows,)
+        Group code of every row of the run (0 .. n_groups - 1).
+    n_blocks : int
+        Blocks wanted.
+    rng : numpy.random.Generator
+        The run's generator.
+
+    Returns
+    -------
+    ndarray of int32, shape (n_rows,)
+        Block id of every row (0 .. n_blocks' - 1, n_blocks' <= n_blocks).
+    """
+    codes = np.asarray(group_of_row, dtype=np.int64)
+    n = len(codes)
+    sizes = np.bincount(codes)
+    order = rng.permutation(len(sizes))
+    start = np.zeros(len(sizes), dtype=np.int64)
+    start[order] = np.concatenate([[0], np.cumsum(sizes[order])[:-1]])
+    block_of_group = (start * n_blocks) // max(n, 1)
+    _, dense = np.unique(block_of_group[sizes > 0], return_inverse=True)
+    out = np.zeros(len(sizes), dtype=np.int64)
+    out[sizes > 0] = dense.ravel()
+    return out[codes].astype(np.int32)
 
 
 @dataclass

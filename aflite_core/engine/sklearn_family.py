@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, exact_plan, report_step
+from .partitions import PREDICT_CHUNK_BYTES, PartitionPlan, exact_plan, grouped_exact_plan, report_step
 
 __all__ = ["SklearnFamily"]
 
@@ -57,9 +57,11 @@ class SklearnFamily:
         cls = type(self.estimator)
         return {"family": "sklearn", "class": f"{cls.__module__}.{cls.__qualname__}", "params": params}
 
-    def session(self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng) -> _SklearnSession:
-        """Bind the family to one run's data."""
-        return _SklearnSession(self, X, codes, n_classes, train_size, n_partitions)
+    def session(
+        self, X, codes, n_classes: int, *, train_size: int, n_partitions: int, rng, groups=None
+    ) -> _SklearnSession:
+        """Bind the family to one run's data (``groups``: training parts of whole groups)."""
+        return _SklearnSession(self, X, codes, n_classes, train_size, n_partitions, groups=groups)
 
 
 @dataclass
@@ -71,12 +73,15 @@ class _SklearnSession:
     train_size: int
     n_partitions: int
     mode: str = "exact"
+    groups: NDArray[np.int32] | None = None
 
     @property
     def predict_chunk_rows(self) -> int:
         return max(8192, 16 * PREDICT_CHUNK_BYTES // (4 * self.X.shape[1]))  # fewer, larger predict calls
 
     def draw_plan(self, rows, rng) -> PartitionPlan:
+        if self.groups is not None:
+            return grouped_exact_plan(self.groups[rows], self.n_partitions, self.train_size, rng)
         return exact_plan(len(rows), self.n_partitions, self.train_size, rng)
 
     def fit(self, rows, plan: PartitionPlan, partitions: Sequence[int], rng) -> list:

@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .loop import LocalBackend
-from .partitions import PartitionPlan, RoundScores, report_step
+from .partitions import PartitionPlan, RoundScores, open_session, report_step
 
 __all__ = ["DEVICES", "PRECISIONS", "TorchBackend", "TorchSession", "check_device", "check_family", "torch_context"]
 
@@ -182,11 +182,14 @@ class TorchSession:
         device: str,
         max_device_bytes: int | None = None,
         eval_X=None,
+        groups=None,
     ) -> None:
         import torch
 
         self.torch = torch
-        self.base = family.session(X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng)
+        self.base = open_session(
+            family, X, codes, n_classes, train_size=train_size, n_partitions=n_partitions, rng=rng, groups=groups
+        )
         self.family = family
         self.X, self.codes, self.eval_X = X, codes, eval_X
         self.n_classes, self.train_size, self.n_partitions = n_classes, train_size, n_partitions
@@ -554,8 +557,10 @@ class TorchBackend(LocalBackend):
         """The ``device`` as the user names it (``"torch:cpu"``, ``"cuda:0"`` …)."""
         return "torch:cpu" if self.device == "cpu" else self.device
 
-    def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None) -> None:
-        """Create the torch session (the family's own draws from ``rng`` first) and its Gram statistics."""
+    def open(
+        self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None, groups=None
+    ) -> None:
+        """Create the torch session (the family's own draws from ``rng`` first; ``groups``: whole groups)."""
         check_family(family, "aflite")
         self.X, self.codes = X, codes
         self.eval_X, self.eval_codes = eval_X, eval_codes
@@ -571,6 +576,7 @@ class TorchBackend(LocalBackend):
                 device=self.device,
                 max_device_bytes=self.max_device_bytes,
                 eval_X=eval_X,
+                groups=groups,
             )
             self.session.prepare()
         self.mode = self.session.mode
