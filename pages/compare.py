@@ -2,6 +2,7 @@ import streamlit as st
 
 from aflite_app import state, ui
 from aflite_app.charts import compare as charts
+from aflite_app.charts.theme import MISSING
 from aflite_app.compute import compare as compute
 from aflite_app.state import COMPARE_PAGE
 
@@ -94,9 +95,9 @@ if len(diff.by_round):
 else:
     g2.info("Neither run removed a row.")
 ui.caption(
-    "Left: per class, the rows removed by both runs (vermillion), by A only (purple) and by B only (green); J is "
-    "the Jaccard of the class's removed sets. Right: per run and round, the rows it removed then, split by what "
-    "the other run did with them (removed too: vermillion; kept: blue)."
+    "First chart: per class, the rows removed by both runs (vermillion), by A only (purple) and by B only (green); "
+    "J is the Jaccard of the class's removed sets. Second chart: per run and round, the rows it removed then, "
+    "split by what the other run did with them (removed too: vermillion; kept: blue)."
 )
 
 st.subheader("Words whose removal share differs")
@@ -115,7 +116,24 @@ else:
     )
     if len(sig):
         st.plotly_chart(charts.word_shares_chart(diff.words), width="stretch", key="compare-words-chart")
-        st.dataframe(sig, hide_index=True, width="stretch", key="compare-words-table")
+        st.dataframe(
+            sig,
+            hide_index=True,
+            width="stretch",
+            key="compare-words-table",
+            column_config={
+                "token": "word",
+                "count": st.column_config.NumberColumn("rows with it", format="%d"),
+                "removed_a": st.column_config.NumberColumn("removed by A", format="%d"),
+                "removed_b": st.column_config.NumberColumn("removed by B", format="%d"),
+                "share_a": st.column_config.NumberColumn("share A", format="percent"),
+                "share_b": st.column_config.NumberColumn("share B", format="percent"),
+                "a_only": st.column_config.NumberColumn("A only", format="%d"),
+                "b_only": st.column_config.NumberColumn("B only", format="%d"),
+                "z": st.column_config.NumberColumn("z", format="%.2f"),
+                "p_value": st.column_config.NumberColumn("p (one-sided)", format="%.1e"),
+            },
+        )
         ui.caption(
             f"{len(sig):,} significant words: each run's share of the rows containing the word that it removed "
             f"(purple circle: A, green diamond: B); z > 0 when A removed more of them. The test: {test}."
@@ -140,6 +158,19 @@ picked = st.dataframe(
     on_select="rerun",
     selection_mode="multi-row",
     key="compare-rows",
+    placeholder=MISSING,
+    column_config={
+        "id": st.column_config.TextColumn("id", pinned=True),
+        "text": st.column_config.TextColumn("text", width="medium"),
+        "label": "class",
+        "status_a": "A",
+        "round_a": st.column_config.NumberColumn("round A", help="The round run A removed the row in."),
+        "p_a": st.column_config.NumberColumn("p A", format="%.2f", help="p at removal (kept: in the last round)."),
+        "status_b": "B",
+        "round_b": st.column_config.NumberColumn("round B", help="The round run B removed the row in."),
+        "p_b": st.column_config.NumberColumn("p B", format="%.2f", help="p at removal (kept: in the last round)."),
+        "group": "difference",
+    },
 )
 # Inspect shows the Filter page's run on the sidebar's dataset: rows link there when that run is A or B
 target = next((w for w, c in (("a", a), ("b", b)) if c.kind == "filter"), None)

@@ -72,6 +72,7 @@ def test_two_runs_below_the_run_root_are_compared(app_test, root):
     assert set(words.loc[words["z"] > 0, "token"]) == {"a", "man", "runs"}
     rows = at.dataframe(key="compare-rows").value
     assert len(rows) == 60 and set(rows["group"]) == {"removed by A only", "removed by B only"}
+    assert set(rows["text"]) == {"nobody sleeps", "a man runs"}  # the recorded table's text, beside each row
     # not the Filter page's run: Inspect cannot show these rows, and the page says how it could
     assert not [b for b in at.button if b.key == "compare-inspect"]
     assert any("Inspect shows the Filter page's run" in c.value for c in at.caption)

@@ -50,7 +50,7 @@ def class_groups_chart(by_class: pd.DataFrame, names: tuple[str, str] = ("A", "B
             hoverinfo="skip",
         )
     )
-    fig.update_layout(barmode="stack", bargap=0.3)
+    fig.update_layout(barmode="stack", bargap=0.3, legend_traceorder="normal")
     fig.update_xaxes(title_text="class", type="category")
     top = float(tops.max()) if len(tops) else 1.0
     fig.update_yaxes(title_text="rows removed", rangemode="tozero", range=[0, max(top, 1.0) * 1.18])
@@ -86,7 +86,7 @@ def round_groups_chart(by_round: pd.DataFrame, names: tuple[str, str] = ("A", "B
             hovertemplate="run %{x[0]}, round %{x[1]}: %{y:,} rows the other run kept<extra></extra>",
         )
     )
-    fig.update_layout(barmode="stack", bargap=0.2)
+    fig.update_layout(barmode="stack", bargap=0.2, legend_traceorder="normal")
     fig.update_xaxes(title_text="run · round it removed the rows in")
     fig.update_yaxes(title_text="rows removed", rangemode="tozero")
     return style(fig, height=340, title=title)

@@ -168,7 +168,11 @@ def _compare(a: RunChoice, b: RunChoice, stamps: tuple, *, _session: SessionData
     table = table_a
     diff = diff_runs(run_a, run_b, table=table)
     if table is None and table_b is not None:  # B's texts, in A's row order
-        diff = diff_runs(run_a, run_b, table=table_b.iloc[diff.rows["row_b"].to_numpy()].reset_index(drop=True))
+        table = table_b.iloc[diff.rows["row_b"].to_numpy()].reset_index(drop=True)
+        diff = diff_runs(run_a, run_b, table=table)
+    column = None if diff.words is None else diff.words.attrs.get("text_column")
+    if column is not None and column in table.columns:  # the rows table shows the text the words came from
+        diff.rows.insert(2, "text", table[column].astype("string").to_numpy())
     return diff
 
 

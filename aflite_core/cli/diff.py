@@ -71,9 +71,9 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         at = diff.words.attrs
         sig = diff.significant_words
         out.write(
-            f"\nWords of column '{at['text_column']}' whose removal share differs (McNemar z over the rows removed "
-            f"by one run only, Bonferroni over {at['n_tests']:,} tests, |z| > {at['z_critical']:.3f}, alpha "
-            f"{at['alpha']:g}): {len(sig):,}\n"
+            f"\nWords of column '{at['text_column']}' whose removal share differs (z-test of the word's rows removed "
+            f"by one run only against the share of all such rows A removed, p0 = {at['p0']:.3f}; Bonferroni over "
+            f"{at['n_tests']:,} tests, |z| > {at['z_critical']:.3f}, alpha {at['alpha']:g}): {len(sig):,}\n"
         )
         if len(sig):
             out.write(sig.to_string(index=False, float_format=lambda x: f"{x:.3f}") + "\n")
@@ -111,7 +111,7 @@ def add_cli(subparsers: Any, name: str = "diff") -> None:
         help="what differs between two runs over the same rows (rows, classes, rounds, words)",
         description="Compare two run directories over the same rows, matched by id: rows removed by both, by "
         "one only (by class and by round), the Jaccard of the removed sets and, with a recorded table, "
-        "the words whose removal share differs (McNemar z-test, Bonferroni-corrected).",
+        "the words whose removal share differs (a z-test against the runs' overall difference, Bonferroni).",
     )
     p.add_argument("run_a", metavar="RUN_A", help="run directory A (filter --out)")
     p.add_argument("run_b", metavar="RUN_B", help="run directory B, over the same rows")
