@@ -109,7 +109,8 @@ DYN_PAGE = "dyn-page"
 # Predictability (issue 27, the null): "null_request" - the FilterSpec (null_permutations = K) the "Compute the
 # null" button asked for last; "null_run" - BackgroundRun: this session's wait for that run
 PRED_PAGE = "pred-page"
-# Compare runs (issue 28): "a" / "b" - the ident of the run chosen as A / B (kept while another page is open)
+# Compare runs (issue 28): "a" / "b" - the ident of the run chosen as A / B (kept while another page is open);
+# "job" - BackgroundRun: the comparison (its Outcome: the RunDiff, stopped, or why the runs cannot be compared)
 COMPARE_PAGE = "compare-page"
 
 

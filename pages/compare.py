@@ -62,8 +62,26 @@ if a == b:
     st.info("Run A and run B are the same run: choose another run for B.")
     st.stop()
 
-with ui.errors():  # runs over other rows: one sentence
-    diff = compute.compare_runs(a, b, session=session_data)
+request = compute.compare_request(a, b, session=session_data)
+diff = compute.stored_compare(request)
+if diff is None:  # matched and tested in the background: progress, Stop, and the page waits for it
+    outcome = ui.run_in_background(
+        (COMPARE_PAGE, "job"),
+        request,
+        lambda r: compute.prepare_compare(r, session=session_data),
+        compute.describe_compare(request),
+        stop_key="compare-stop",
+        stop_help="Stop comparing; choose the runs again to start over.",
+        stopping="Stopping…",
+    )
+    if not outcome.ok:  # runs over other rows: one sentence
+        if outcome.error:
+            st.error(ui.message(outcome.error))
+        else:
+            st.info("Stopped before the runs were compared; choose the runs again to start over.")
+        page.pop("job", None)
+        st.stop()
+    diff = outcome.value
 
 s = diff.summary()
 m1, m2, m3, m4, m5 = st.columns(5)

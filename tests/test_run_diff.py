@@ -166,6 +166,18 @@ def test_a_recorded_table_in_run_directories_gives_the_words(tmp_path):
     assert d.words.attrs["text_column"] == "hypothesis"
 
 
+def test_progress_reports_the_texts_tested_and_changes_nothing():
+    y = [0, 1] * 15
+    texts = ["nobody sleeps" if i % 2 == 0 else "a man runs" for i in range(30)]
+    a = record([1 if i % 2 == 0 else -1 for i in range(30)], y)
+    b = record([1 if i % 4 == 1 else -1 for i in range(30)], y)
+    seen = []
+    with_progress = diff_runs(a, b, table=texts, min_count=2, progress=lambda d, t: seen.append((d, t)))
+    plain = diff_runs(a, b, table=texts, min_count=2)
+    assert seen[0] == (0, 30) and seen[-1] == (30, 30)
+    pd.testing.assert_frame_equal(with_progress.words, plain.words)
+
+
 # -- properties ------------------------------------------------------------------------------------------------------
 @st.composite
 def run_pairs(draw):

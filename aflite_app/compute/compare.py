@@ -5,11 +5,13 @@ result store holds for the same dataset (``"stored"``: each τ, seed or paramete
 a run directory opened on the Data page (``"rundir"``, this session's) or any run directory below the run root
 (``"root"``, :mod:`aflite_app.run_root`: chosen from the listing, never a typed path; read with
 :meth:`AFLiteResult.load`, which checks it in full, and its recorded table). The diff itself is
-:func:`aflite_core.measures.run_diff.diff_runs`, memoised by the two choices.
+:func:`aflite_core.measures.run_diff.diff_runs`, run as a background job (progress, Stop; queued as heavy above
+the interactive size) and stored by the two choices (:class:`CompareRequest`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +21,7 @@ from aflite_core import AFLiteResult, load_run_table
 from aflite_core.data import budget
 from aflite_core.measures.run_diff import RunDiff, diff_runs
 
+from ..jobs import Outcome, as_outcome, heavy, remaining_text, stoppable
 from ..run_root import inside_root, list_run_directories, run_root
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
@@ -28,13 +31,19 @@ from .runs import _result_store, result
 
 __all__ = [
     "GROUP_LABELS",
+    "CompareProgress",
+    "CompareRequest",
     "RunChoice",
     "choice_label",
+    "compare_request",
     "compare_runs",
+    "describe_compare",
     "inspect_rows",
     "load_choice",
+    "prepare_compare",
     "rows_view",
     "run_choices",
+    "stored_compare",
 ]
 
 #: what the page calls each group of rows (``RunDiff.rows["group"]``)
@@ -161,19 +170,22 @@ def load_choice(choice: RunChoice, *, session: SessionData = NO_SESSION) -> tupl
     return _load_root(_root_stamp(choice.key), choice.key)
 
 
-@_stores.memo("compare_diffs", 16, spinner="Comparing the runs…")
-def _compare(a: RunChoice, b: RunChoice, stamps: tuple, *, _session: SessionData = NO_SESSION) -> RunDiff:
-    run_a, table_a = load_choice(a, session=_session)
-    run_b, table_b = load_choice(b, session=_session)
-    table = table_a
-    diff = diff_runs(run_a, run_b, table=table)
-    if table is None and table_b is not None:  # B's texts, in A's row order
-        table = table_b.iloc[diff.rows["row_b"].to_numpy()].reset_index(drop=True)
-        diff = diff_runs(run_a, run_b, table=table)
-    column = None if diff.words is None else diff.words.attrs.get("text_column")
-    if column is not None and column in table.columns:  # the rows table shows the text the words came from
-        diff.rows.insert(2, "text", table[column].astype("string").to_numpy())
-    return diff
+@dataclass(frozen=True)
+class CompareRequest:
+    """Two runs to compare and what tells their versions apart (:func:`compare_request`): the job's and store's key."""
+
+    a: RunChoice
+    b: RunChoice
+    stamps: tuple
+
+
+@dataclass(frozen=True)
+class CompareProgress:
+    """Where a comparison is: ``done`` of ``total`` texts tokenised for the words' test."""
+
+    done: int
+    total: int
+    what: str
 
 
 def _stamp(choice: RunChoice, *, session: SessionData = NO_SESSION) -> tuple | None:
@@ -187,16 +199,95 @@ def _stamp(choice: RunChoice, *, session: SessionData = NO_SESSION) -> tuple | N
     return None
 
 
+def compare_request(a: RunChoice, b: RunChoice, *, session: SessionData = NO_SESSION) -> CompareRequest:
+    """The request comparing run A with run B (a run below the run root that changed is another request)."""
+    return CompareRequest(a, b, tuple(_stamp(c, session=session) for c in (a, b)))
+
+
+def _diff_store() -> _stores.Store:
+    """Finished comparisons, by :class:`CompareRequest`."""
+    return _stores.store("compare_diffs", 16)
+
+
+def stored_compare(request: CompareRequest) -> RunDiff | None:
+    """The comparison of ``request`` when it is computed already (no computation), else None."""
+    return _diff_store().recall(request)
+
+
+def _compute(request: CompareRequest, report: Callable, *, session: SessionData = NO_SESSION) -> RunDiff:
+    """The diff, with B's texts in A's row order when only B has them; the rows table gets the text column."""
+    run_a, table_a = load_choice(request.a, session=session)
+    run_b, table_b = load_choice(request.b, session=session)
+
+    def progress(done: int, total: int) -> None:
+        report(CompareProgress(done, total, f"Testing the words of {total:,} texts"))
+
+    table = table_a
+    if table is None and table_b is not None:  # B's texts, in A's row order (the rows matched first)
+        order = diff_runs(run_a, run_b).rows["row_b"].to_numpy()
+        table = table_b.iloc[order].reset_index(drop=True)
+    diff = diff_runs(run_a, run_b, table=table, progress=progress)
+    column = None if diff.words is None else diff.words.attrs.get("text_column")
+    if column is not None and column in table.columns:  # the rows table shows the text the words came from
+        diff.rows.insert(2, "text", table[column].astype("string").to_numpy())
+    return diff
+
+
 def compare_runs(a: RunChoice, b: RunChoice, *, session: SessionData = NO_SESSION) -> RunDiff:
-    """The diff of run A and run B (:func:`aflite_core.measures.run_diff.diff_runs`), memoised.
+    """The diff of run A and run B (:func:`aflite_core.measures.run_diff.diff_runs`), computed in this thread.
 
     Raises
     ------
     ValueError
         One sentence when the runs are not over the same rows, or a run cannot be read.
     """
-    stamps = tuple(_stamp(c, session=session) for c in (a, b))
-    return _compare(a, b, stamps, _session=session)
+    request = compare_request(a, b, session=session)
+    hit = stored_compare(request)
+    if hit is None:
+        hit = _compute(request, lambda p: None, session=session)
+        _diff_store().keep(request, hit)
+    return hit
+
+
+def prepare_compare(request: CompareRequest, *, session: SessionData = NO_SESSION) -> Callable[[Callable], Outcome]:
+    """The job :func:`aflite_app.jobs.run_in_background` runs for ``request`` (the runs read in the page's thread).
+
+    It reports :class:`CompareProgress` every 10,000 texts of the words' test and stops there when asked; above
+    the interactive size (``_stores.MAX_INTERACTIVE_ROWS`` rows) it waits its turn in the server's queue of heavy
+    jobs. The finished diff goes to the store (:func:`stored_compare`). Gives ``Outcome(value=diff)``,
+    ``Outcome(stopped=True)``, or the error in one sentence (runs over other rows).
+    """
+    run_a, _ = load_choice(request.a, session=session)  # a closed or damaged run: one sentence, at once
+    store = _diff_store()
+
+    def job(callback: Callable) -> RunDiff:
+        hit = store.recall(request)
+        if hit is not None:
+            return hit
+        out = _compute(request, stoppable(callback), session=session)
+        store.keep(request, out)
+        return out
+
+    n_rows = run_a.n_rows
+    big = n_rows > _stores.MAX_INTERACTIVE_ROWS
+    queued = heavy(job, f"a comparison of two runs of {n_rows:,} rows") if big else job
+
+    def target(callback: Callable) -> Outcome:
+        return as_outcome(lambda: queued(callback), "Comparing the runs")
+
+    return target
+
+
+def describe_compare(request: CompareRequest) -> Callable:
+    """The progress text of a comparison: texts tokenised, elapsed seconds and time left."""
+
+    def describe(p: CompareProgress | None, elapsed: float, step: object = None) -> tuple[float, str]:
+        if p is None:
+            return 0.0, f"Matching the rows of the two runs… {elapsed:.0f} s"
+        fraction = min(1.0, p.done / max(p.total, 1))
+        return fraction, f"{p.what} · {elapsed:.0f} s{remaining_text(elapsed, fraction)}"
+
+    return describe
 
 
 def rows_view(diff: RunDiff, group: str, limit: int) -> tuple[pd.DataFrame, int]:

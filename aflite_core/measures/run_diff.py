@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 
 from .. import _validation as v
 from ..engine.result import AFLiteResult
-from .artifact_statistics import _check_alpha, _check_tokenizer, _critical_z, _tokens_of, _z
+from .artifact_statistics import _check_alpha, _check_progress, _check_tokenizer, _critical_z, _tokens_of, _z
 
 __all__ = ["GROUPS", "ROW_COLUMNS", "WORD_COLUMNS", "RunDiff", "diff_runs", "text_column_of"]
 
@@ -168,9 +168,9 @@ def _plain(value: Any) -> Any:
 
 # == matching the rows =================================================================================================
 def _labels_of(result: AFLiteResult) -> NDArray:
-    out = np.empty(result.n_rows, dtype=object)
-    out[:] = [str(result.classes[int(c)]) for c in result.y]
-    return out
+    names = np.empty(len(result.classes), dtype=object)
+    names[:] = [str(c) for c in result.classes]
+    return names[np.asarray(result.y, dtype=np.int64)]
 
 
 def _match(a: AFLiteResult, b: AFLiteResult, names: tuple[str, str]) -> NDArray[np.int64]:
@@ -212,20 +212,13 @@ def _match(a: AFLiteResult, b: AFLiteResult, names: tuple[str, str]) -> NDArray[
 
 
 def _status_columns(result: AFLiteResult, order: NDArray | None) -> tuple[NDArray, pd.array, NDArray]:
+    """Per row (in ``order``): removed or not, the round it was removed in (<NA> when kept), its p."""
     idx = slice(None) if order is None else order
     kept = np.asarray(result.kept)[idx]
-    rounds = pd.array(np.where(kept, -1, np.asarray(result.removed_round)[idx]), dtype="Int64")
+    rounds = pd.array(np.where(kept, 0, np.asarray(result.removed_round)[idx]), dtype="Int64")
     rounds[kept] = pd.NA
     p = np.where(kept, np.asarray(result.last_score)[idx], np.asarray(result.removal_score)[idx]).astype(np.float64)
-    return np.where(kept, "kept", "removed").astype(object), rounds, p
-
-
-def _groups(removed_a: NDArray, removed_b: NDArray) -> NDArray:
-    out = np.full(len(removed_a), "neither", dtype=object)
-    out[removed_a & removed_b] = "both"
-    out[removed_a & ~removed_b] = "a_only"
-    out[~removed_a & removed_b] = "b_only"
-    return out
+    return ~kept, rounds, p
 
 
 def _jaccard(removed_a: NDArray, removed_b: NDArray) -> float:
@@ -292,9 +285,10 @@ def _word_test(
     min_count: int,
     alpha: float,
     tokenizer: Callable[[str], Iterable[str]],
+    progress: Callable[[int, int], Any] | None = None,
 ) -> pd.DataFrame:
     """The z-test of every word's removal share (module docstring), Bonferroni over the words tested."""
-    vocab, rows, ids = _tokens_of(docs, tokenizer, True, _FUNC)
+    vocab, rows, ids = _tokens_of(docs, tokenizer, True, _FUNC, progress)
     V = len(vocab)
     count = np.bincount(ids, minlength=V)
     ra, rb = removed_a[rows], removed_b[rows]
@@ -387,6 +381,7 @@ def diff_runs(
     alpha: float = 0.01,
     tokenizer: Callable[[str], Iterable[str]] | None = None,
     names: tuple[str, str] = ("A", "B"),
+    progress: Callable[[int, int], Any] | None = None,
 ) -> RunDiff:
     """Compare two runs over the same rows, matched by id (see the module docstring for the words' test).
 
@@ -410,6 +405,10 @@ def diff_runs(
         (each word counted once per text).
     names : (str, str)
         What messages and tables call the runs.
+    progress : callable, optional
+        ``progress(done, total)``: texts tokenised for the words' test, as in
+        :func:`aflite_core.measures.artifact_statistics.artifact_statistics` (an exception raised in it stops the
+        comparison). The result is the same with or without it.
 
     Returns
     -------
@@ -442,6 +441,7 @@ def diff_runs(
     mc = v.check_int(min_count, "min_count", _FUNC, low=1)
     al = _check_alpha(alpha, _FUNC)
     tok = _check_tokenizer(tokenizer, _FUNC)
+    report = _check_progress(progress, _FUNC)
     ra_, table_a = _loaded(a, names[0])
     rb_, table_b = _loaded(b, names[1])
     where = _match(ra_, rb_, names)
@@ -450,33 +450,40 @@ def diff_runs(
     elif table is None and table_b is not None:
         table = table_b.iloc[where].reset_index(drop=True)
         table.attrs.update(table_b.attrs)
-    status_a, round_a, p_a = _status_columns(ra_, None)
-    status_b, round_b, p_b = _status_columns(rb_, where)
-    removed_a, removed_b = status_a == "removed", status_b == "removed"
+    removed_a, round_a, p_a = _status_columns(ra_, None)
+    removed_b, round_b, p_b = _status_columns(rb_, where)
     labels = _labels_of(ra_)
+    classes = [str(c) for c in ra_.classes]
+    status = ["kept", "removed"]
+    # categorical text columns built from their codes: 550,000 rows in a fraction of a second
+    label_column = (
+        pd.Categorical.from_codes(np.asarray(ra_.y, dtype=np.int64), categories=classes)
+        if len(set(classes)) == len(classes)
+        else labels
+    )
+    group_codes = np.where(removed_a, np.where(removed_b, 0, 1), np.where(removed_b, 2, 3))  # the order of GROUPS
     rows = pd.DataFrame(
         {
             "id": np.arange(ra_.n_rows) if ra_.ids is None else ra_.ids,
-            "label": labels,
-            "status_a": status_a,
+            "label": label_column,
+            "status_a": pd.Categorical.from_codes(removed_a.astype(np.int8), categories=status),
             "round_a": round_a,
             "p_a": p_a,
-            "status_b": status_b,
+            "status_b": pd.Categorical.from_codes(removed_b.astype(np.int8), categories=status),
             "round_b": round_b,
             "p_b": p_b,
-            "group": _groups(removed_a, removed_b),
+            "group": pd.Categorical.from_codes(group_codes, categories=list(GROUPS)),
             "row_a": np.arange(ra_.n_rows, dtype=np.int64),
             "row_b": where,
         },
         columns=list(ROW_COLUMNS),
     )
-    classes = [str(c) for c in ra_.classes]
     rounds_a = np.where(removed_a, np.asarray(ra_.removed_round), 0)
     rounds_b = np.where(removed_b, np.asarray(rb_.removed_round)[where], 0)
     docs, col = _texts(table, text_column, ra_.n_rows)
     words = None
     if docs is not None:
-        words = _word_test(docs, removed_a, removed_b, min_count=mc, alpha=al, tokenizer=tok)
+        words = _word_test(docs, removed_a, removed_b, min_count=mc, alpha=al, tokenizer=tok, progress=report)
         words.attrs["text_column"] = col
     return RunDiff(
         rows=rows,
