@@ -126,6 +126,6 @@ def word_shares_chart(words: pd.DataFrame, names: tuple[str, str] = ("A", "B"), 
             line=dict(color="#BBBBBB", width=2),
             layer="below",
         )
-    fig.update_xaxes(title_text="share of the rows containing the word that the run removed", tickformat=".0%")
+    fig.update_xaxes(title_text="share of the word's rows removed", tickformat=".0%")
     fig.update_yaxes(type="category")
     return style(fig, height=max(240, 36 * len(part) + 120), title=title)
