@@ -130,7 +130,7 @@ else:
     test = (
         f"z-test of each word's rows removed by one run only against the share of all such rows A removed "
         f"(p0 = {at['p0']:.2f}), Bonferroni over {at['n_tests']:,} tests: |z| > {at['z_critical']:.2f} at α = "
-        f"{at['alpha']:g}; words with at least {at['min_count']} such rows in column '{at['text_column']}'"
+        f"{at['alpha']:g}; words with at least {at['min_count']} such rows in column '{ui.md(at['text_column'])}'"
     )
     if len(sig):
         st.plotly_chart(charts.word_shares_chart(diff.words), width="stretch", key="compare-words-chart")

@@ -38,6 +38,9 @@ def root(tmp_path, monkeypatch):
     )
     record([1 if i % 4 == 1 else -1 for i in range(80)], y).save(root / "seed1")
     record([-1] * 10, y[:10]).save(root / "small")
+    record([-1] * 80, y).save(root / "damaged")
+    meta = (root / "damaged" / "result.json").read_bytes()
+    (root / "damaged" / "result.json").write_bytes(meta[: len(meta) // 2])
     return root
 
 
@@ -138,3 +141,10 @@ def test_inspect_offers_the_dataset_with_its_manifest(app_test, root):
         data = pd.read_parquet(io.BytesIO(zf.read("aflite-export/data/train-00000-of-00001.parquet")))
     assert len(data) == run.n_kept and (data["aflite_status"] == "kept").all()
     assert np.array_equal(data["aflite_id"].to_numpy(), np.asarray(run.ids)[run.kept])
+
+
+def test_a_damaged_run_is_refused_naming_it_below_the_run_root(app_test, root, tmp_path):
+    at = _choose(_choose(app_test(page=PAGE), "a", "seed0"), "b", "damaged")
+    assert len(at.error) == 1 and not at.exception
+    text = at.error[0].value.replace("\\", "")
+    assert text.startswith("'damaged' holds an incomplete or damaged AFLite run") and str(tmp_path) not in text

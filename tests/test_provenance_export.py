@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import datasets
@@ -138,3 +139,29 @@ def test_the_null_counts_are_exported_when_the_run_has_them(planted, tmp_path):
     null = pd.read_parquet(out / "null_counts.parquet")
     assert len(null) == run.n_rounds * len(run.classes)
     assert aflite_arguments(manifest)["null_permutations"] == 2
+
+
+def test_the_apps_download_unzips_to_a_folder_datasets_loads(tmp_path):
+    import zipfile
+
+    from aflite_app import exports
+    from aflite_core import dataset_from_table
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(["c", "e"], 60)
+    frame = pd.DataFrame({"label": y, "text": [f"row {i} says {lab}" for i, lab in enumerate(y)]})
+    X = rng.normal(size=(120, 6)).astype(np.float32)
+    X[y == "c", 0] += 3.0
+    data = dataset_from_table(frame, label_column="label", text_columns=["text"], features=X, name="text")
+    run = aflite(X, data.y, target_size=80, train_size=40, slice_size=10, tau=0.6, n_partitions=8, random_state=0)
+    blob = exports.provenance_zip_bytes(run, data, "table")
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        zf.extractall(tmp_path)
+    folder = tmp_path / exports.EXPORT_FOLDER
+    train = _load(folder, tmp_path)["train"]
+    assert train.num_rows == run.n_kept and train["text"][0] == frame["text"][np.flatnonzero(run.kept)[0]]
+    manifest = read_manifest(folder)
+    assert manifest["representation"]["name"] == "table" and manifest["representation"]["dataset"] == "text"
+    half = dataset_from_table(frame.iloc[30:90], label_column="label")
+    with pytest.raises(ValueError, match="The run has 120 rows but the dataset has 60"):
+        exports.provenance_zip_bytes(run, half, None)
