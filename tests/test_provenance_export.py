@@ -162,6 +162,6 @@ def test_the_apps_download_unzips_to_a_folder_datasets_loads(tmp_path):
     assert train.num_rows == run.n_kept and train["text"][0] == frame["text"][np.flatnonzero(run.kept)[0]]
     manifest = read_manifest(folder)
     assert manifest["representation"]["name"] == "table" and manifest["representation"]["dataset"] == "text"
-    half = dataset_from_table(frame.iloc[30:90], label_column="label")
+    half = dataset_from_table(frame.iloc[30:90], label_column="label", features=X[30:90])
     with pytest.raises(ValueError, match="The run has 120 rows but the dataset has 60"):
         exports.provenance_zip_bytes(run, half, None)
