@@ -73,7 +73,8 @@ class RunChoice:
 
 def _spec_text(spec: FilterSpec) -> str:
     k = "1 (greedy)" if spec.strategy == "greedy" else str(spec.slice_size)
-    return f"τ = {spec.tau:g}, k = {k}, m = {spec.n_partitions}, seed {spec.seed}, {spec.model}"
+    rep = spec.dataset.representation or "default representation"
+    return f"τ = {spec.tau:g}, k = {k}, m = {spec.n_partitions}, seed {spec.seed}, {spec.model}, {rep}"
 
 
 def choice_label(choice: RunChoice, names: dict[str, str] | None = None) -> str:
