@@ -165,3 +165,30 @@ def test_the_apps_download_unzips_to_a_folder_datasets_loads(tmp_path):
     half = dataset_from_table(frame.iloc[30:90], label_column="label", features=X[30:90])
     with pytest.raises(ValueError, match="The run has 120 rows but the dataset has 60"):
         exports.provenance_zip_bytes(run, half, None)
+
+
+def test_an_export_waits_for_the_folders_other_writer_and_refuses_after_the_timeout(digits_run, tmp_path):
+    import threading
+
+    from aflite_core._folder_lock import FolderBusyError, folder_lock
+
+    _, _, run = digits_run
+    out = tmp_path / "busy"
+    held, release = threading.Event(), threading.Event()
+
+    def other_writer():  # another thread (a save, an export) holds the folder
+        with folder_lock(out):
+            held.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=other_writer)
+    thread.start()
+    try:
+        assert held.wait(30)
+        with pytest.raises(FolderBusyError):
+            export_dataset(run, out, lock_timeout=0.2)
+        assert not out.exists()
+    finally:
+        release.set()
+        thread.join(30)
+    assert export_dataset(run, out).is_dir()  # once it is free
