@@ -34,6 +34,7 @@ PAGES = {
         st.Page("pages/predictability.py", title="Predictability", url_path="predictability"),
         st.Page("pages/embedding.py", title="Embedding map", url_path="embedding"),
         st.Page("pages/inspect.py", title="Inspect", url_path="inspect"),
+        st.Page("pages/compare.py", title="Compare runs", url_path="compare"),
         st.Page("pages/baselines.py", title="Baselines", url_path="baselines"),
     ],
     "Compare methods": [

@@ -39,7 +39,8 @@ REPRESENTATION = "representation"  # str or None
 UPLOADS = "uploads"  # dict: key -> Dataset (this session's uploads and opened run directories)
 RUN_DIRS = "run_dirs"  # dict: key -> {"spec": FilterSpec, "result": AFLiteResult} of opened CLI runs
 RUN = "background_run"  # BackgroundRun of the Filter page
-# dict {"round": int | None, "class": str | None, "status": "removed" | "stayed"}: a chart bar clicked, for Inspect
+# dict {"round": int | None, "class": str | None, "status": "removed" | "stayed"}: a chart bar clicked, for Inspect;
+# or {"rows": [row positions], "what": str}: rows picked on the Compare runs page (open_rows_in_inspect)
 INSPECT_FILTER = "inspect-filter"
 LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
 # dict (aflite_app.links, through link_state): "applied" - the URL's view was applied to this session (once, at
@@ -110,6 +111,9 @@ DYN_PAGE = "dyn-page"
 # Predictability (issue 27, the null): "null_request" - the FilterSpec (null_permutations = K) the "Compute the
 # null" button asked for last; "null_run" - BackgroundRun: this session's wait for that run
 PRED_PAGE = "pred-page"
+# Compare runs (issue 28): "a" / "b" - the ident of the run chosen as A / B (kept while another page is open);
+# "job" - BackgroundRun: the comparison (its Outcome: the RunDiff, stopped, or why the runs cannot be compared)
+COMPARE_PAGE = "compare-page"
 
 
 def page_state(session: MutableMapping, page: str) -> dict:
@@ -278,3 +282,13 @@ def open_in_inspect(session: Any, round_no: int | None, class_name: str | None, 
         "class": class_name,
         "status": "stayed" if status == "stayed" else "removed",
     }
+
+
+def open_rows_in_inspect(session: Any, rows: list[int], what: str) -> None:
+    """Ask the Inspect page to show these rows (positions) of the Filter page's run, e.g. picked on Compare runs.
+
+    ``what`` names them in Inspect's notice ("12 rows removed by A only"). Inspect shows the Filter run, not an
+    opened zip, while the filter holds.
+    """
+    session[INSPECT_FILTER] = {"round": None, "class": None, "rows": [int(r) for r in rows], "what": str(what)}
+    session[INSPECT_WHICH] = "filter"

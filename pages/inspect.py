@@ -160,8 +160,8 @@ if tab_rows.open is not False:  # drawn only while open
         if link_text is not None:
             l1, l2 = st.columns([4, 1], vertical_alignment="center")
             l1.info(
-                f"Showing only the **{ui.message(link_text)}**: the bar you clicked on the Filter or Predictability "
-                "page. The filters below narrow it further."
+                f"Showing only the **{ui.message(link_text)}**: {compute.link_origin(link)}. The filters below "
+                "narrow it further."
             )
             l2.button("✕ Show all rows", key="inspect-clear-link", on_click=_clear_link, help="Remove this filter.")
         text_cols = [c for c in compute.text_display_columns(data) if c in table.columns]
@@ -685,6 +685,17 @@ if tab_io.open is not False:  # drawn only while open
         ui.caption(
             "Added columns: aflite_id, aflite_label (class), aflite_status, aflite_removed_round, and the "
             "predictability in round 1, at removal and in the last round scored."
+        )
+        st.download_button(  # issue 28: the kept rows as a dataset datasets.load_dataset reads, with its manifest
+            "Dataset + manifest · zip",
+            lambda: compute.provenance_zip_bytes(result, data, representation),
+            file_name=f"{stem}-dataset.zip",
+            mime="application/zip",
+            on_click="ignore",
+            key="inspect-dl-provenance",
+            help="The kept rows as Parquet with a dataset card (README.md) that Hugging Face datasets.load_dataset "
+            "reads once unzipped, and manifest.json: parameters, seed, representation, package and code versions, "
+            "every row's round, p and status (aflite_rows.parquet) and the run record.",
         )
         st.divider()
         st.markdown("**Open a saved run**")

@@ -101,7 +101,13 @@ def test_renders_after_a_filter_run_and_the_filters_change_the_rows(app_test):
 
     # downloads, artifacts (digits: pixel maps), classes: each in its tab, drawn once the tab is open
     labels = [d.label for d in _open_tab(at, "Download / open a run").download_button]
-    assert labels == ["Kept rows · CSV", "Kept rows · Parquet", "Removed rows · CSV", "Run record · zip"]
+    assert labels == [
+        "Kept rows · CSV",
+        "Kept rows · Parquet",
+        "Removed rows · CSV",
+        "Run record · zip",
+        "Dataset + manifest · zip",  # issue 28: the provenance export
+    ]
     figs = plotly_figures(_open_tab(at, "What the removed rows share"))
     assert sum(t.get("type") == "heatmap" for f in figs for t in f["data"]) == 3
     assert any("log-odds" in c.value or "AUC" in c.value for c in at.caption)

@@ -50,6 +50,7 @@ PAGES = [
     "pages/predictability.py",
     "pages/embedding.py",
     "pages/inspect.py",
+    "pages/compare.py",
     "pages/baselines.py",
     "pages/evaluation_sets.py",
     "pages/dynamics.py",

@@ -84,6 +84,7 @@ __all__ = [
     "inspect_stability",
     "inspect_table",
     "inspect_token_artifacts",
+    "link_origin",
     "link_rows",
     "missing_stability_runs",
     "open_run_archive",
@@ -91,6 +92,7 @@ __all__ = [
     "prepare_artifacts",
     "prepare_stability",
     "prepare_words",
+    "provenance_zip_bytes",
     "run_stability",
     "run_zip_bytes",
     "running_jobs_text",
@@ -498,10 +500,13 @@ def link_rows(table: pd.DataFrame, link: dict | None) -> pd.DataFrame:
     ``link`` is ``{"round": int or None, "class": str or None, "status": "removed" or "stayed"}``
     (:data:`aflite_app.state.INSPECT_FILTER`): a round keeps the rows removed in that round, or with status
     "stayed" the rows scored in that round and not removed in it (kept, or removed later); a class keeps the rows
-    of that class; None (or a missing key) keeps everything.
+    of that class; None (or a missing key) keeps everything. ``{"rows": [positions], "what": str}`` (rows picked
+    on the Compare runs page) keeps those rows.
     """
     rnd, cls, stayed = _link_parts(link)
     mask = np.ones(len(table), dtype=bool)
+    if isinstance(link, dict) and link.get("rows") is not None:  # rows picked on Compare runs, by position
+        mask &= table["row"].isin([int(r) for r in link["rows"]]).to_numpy()
     if rnd is not None:
         removed_in = pd.to_numeric(table["round"], errors="coerce")
         hit = (removed_in.isna() | (removed_in > rnd)) if stayed else (removed_in == rnd)
@@ -511,8 +516,17 @@ def link_rows(table: pd.DataFrame, link: dict | None) -> pd.DataFrame:
     return table.loc[mask]
 
 
+def link_origin(link: dict | None) -> str:
+    """Where the link filter came from, for Inspect's notice."""
+    if isinstance(link, dict) and link.get("rows") is not None:
+        return "the rows you picked on the Compare runs page"
+    return "the bar you clicked on the Filter or Predictability page"
+
+
 def describe_link(link: dict | None) -> str | None:
     """The link filter in words ("rows removed in round 3 of class 'cat'"), None when there is none."""
+    if isinstance(link, dict) and link.get("rows") is not None:
+        return str(link.get("what") or f"{len(link['rows']):,} rows picked on Compare runs")
     rnd, cls, stayed = _link_parts(link)
     if rnd is None and cls is None:
         return None
@@ -535,6 +549,13 @@ def download_bytes(result: AFLiteResult, data: Dataset, which: str = "kept", fmt
     if fmt == "parquet":
         return inspect_tables.parquet_bytes(frame)
     raise ValueError(f"The 'fmt' parameter must be 'csv' or 'parquet'. Got {fmt!r} instead.")
+
+
+def provenance_zip_bytes(result: AFLiteResult, data: Dataset, representation: str | None) -> bytes:
+    """The kept rows with their dataset card and manifest, zipped (:func:`aflite_app.exports.provenance_zip_bytes`)."""
+    from .. import exports
+
+    return exports.provenance_zip_bytes(result, data, representation)
 
 
 def run_zip_bytes(result: AFLiteResult) -> bytes:
