@@ -281,13 +281,43 @@ if val is not None:
         "binomial intervals. Hatched: a logistic regression on the partial input alone"
         + (" (the paper finds it near chance on the hard level)." if val.params["partial_input"] else ".")
     )
+    # issue 27: the levels beside levels that need no training dynamics, of the same sizes
+    st.markdown("**Against one-shot confidence and chance**")
+    pairs = charts.level_control_pairs(getattr(val, "level_controls", None))
+    if not pairs:
+        st.caption("This validation has no control levels; press the button again to compute them.")
+    else:
+        findings = compute.dynamics_findings(val)
+        with st.container(border=True):
+            st.markdown(
+                "**What the dynamics add over one-shot confidence**  \n"
+                + "\n".join(f"- {ui.message(line)}" for line in findings)
+            )
+        labels = {p: charts.MODEL_INPUT_LABELS.get(p, f"{p[0]} ({p[1]} input)") for p in pairs}
+        pick = st.selectbox("Model", pairs, format_func=labels.get, key="dyn-val-control-model")
+        st.plotly_chart(charts.level_controls_chart(val.level_controls, *pick), width="stretch", key="dyn-val-controls")
+        n_seeds = len(val.params["seeds"])
+        ui.caption(
+            f"The same held-out predictions of {ui.md(labels[pick])}, scored on four kinds of levels of exactly the "
+            "GMM levels' sizes: the training-dynamics levels (blue); one logistic regression's probability of the "
+            "gold label, fitted once on the characterised rows (in-sample, orange) or by 5-fold cross-fitting "
+            "(out-of-fold, vermillion): no training dynamics at all; and random levels (grey), flat up to chance. "
+            f"Whiskers: the spread (sd) over {n_seeds} seed{'s' if n_seeds != 1 else ''}, each re-drawing the split, "
+            "the recordings and the subsets. Levels that add something over one-shot confidence fall more "
+            "steeply than it from easy to hard."
+        )
+        st.dataframe(
+            charts.level_controls_gaps(val.level_controls), hide_index=True, width="stretch", key="dyn-val-gaps"
+        )
+        ui.caption("Easy − hard accuracy of every model on each kind of levels: mean ± sd over the seeds.")
     st.plotly_chart(charts.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
     st.dataframe(charts.fraction_table(val.fractions), hide_index=True, width="stretch")
     ui.caption(
         f"A logistic regression trained on 10-50 % of the {val.params['n_train']:,} training rows, chosen by "
         "GMM level (ours after Cosma et al.: a level first, random order within it), by Data Maps' ambiguous region "
         "(the most variable rows, Swayamdipta et al.), by an AUM band around the median (Pleiss et al.'s AUM, "
-        f"Cosma et al.'s band) or at random; mean of {len(val.params['seeds'])} seeds (whiskers: spread), tested on "
+        f"Cosma et al.'s band), by one-shot confidence levels (the control: no dynamics) or at random; mean ± sd of "
+        f"{len(val.params['seeds'])} seeds (whiskers: spread), tested on "
         "the characterised rows. Dashed: trained on all training rows. `python -m aflite_core dynamics ... "
         "--validate` prints the same tables."
     )

@@ -31,6 +31,7 @@ from aflite_core.dynamics import (
     record_dynamics,
 )
 from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_epoch_files
+from aflite_core.dynamics.level_controls import validation_findings
 from aflite_core.dynamics.validation import VALIDATION_STAGES, LevelValidation, ValidationStep, validate_levels
 from aflite_core.measures.spurious import compare_classes, paper_table, spurious_measures
 
@@ -61,6 +62,7 @@ __all__ = [
     "describe_validation",
     "dynamics_estimate",
     "dynamics_examples",
+    "dynamics_findings",
     "dynamics_frame",
     "dynamics_levels",
     "dynamics_record",
@@ -595,3 +597,14 @@ def describe_validation(_progress, elapsed: float, step: ValidationStep | None =
     return step.fraction, (
         f"{where}{detail} ({step.done:,} of {step.total:,}) · {elapsed:.0f} s{remaining_text(elapsed, step.fraction)}"
     )
+
+
+def dynamics_findings(validation: LevelValidation) -> list[str]:
+    """What the training-dynamics levels add over their controls, in sentences computed from the validation.
+
+    :func:`aflite_core.dynamics.level_controls.validation_findings` of the validation's ``level_controls`` and
+    ``fractions`` (the numbers the page shows): the easy − hard gap of every kind of levels per model, whether
+    the dynamics beat one-shot out-of-fold confidence by more than the seeds' spread, the random levels' flatness
+    and the fraction experiment against the confidence selections.
+    """
+    return validation_findings(getattr(validation, "level_controls", None), validation.fractions)
