@@ -43,7 +43,7 @@ from ..jobs import shared_jobs as _shared_jobs
 from ..run_archive import human_bytes
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
-from .datasets import class_names, dataset, is_partial_input, partial_input_choices
+from .datasets import class_names, dataset, is_partial_input, pair_full_input, partial_input_choices
 from .runs import run_filter
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "dynamics_examples",
     "dynamics_findings",
     "dynamics_frame",
+    "dynamics_full_input",
     "dynamics_levels",
     "dynamics_record",
     "dynamics_spurious_measures",
@@ -608,3 +609,15 @@ def dynamics_findings(validation: LevelValidation) -> list[str]:
     and the fraction experiment against the confidence selections.
     """
     return validation_findings(getattr(validation, "level_controls", None), validation.fractions)
+
+
+def dynamics_full_input(dspec: DatasetSpec, data: Dataset) -> DatasetSpec:
+    """The dataset spec whose representation the dynamics take as the full input.
+
+    The sidebar's (``dspec``), except on a premise/hypothesis pair whose sidebar representation is a partial input
+    (AFLite run on the hypothesis alone): then the pair's own view (:func:`pair_full_input`), so the full-input
+    model sees the whole example and the hypothesis stays the partial input, never the other way round.
+    """
+    used = dspec.representation or data.default_representation
+    full = pair_full_input(data, used)
+    return dspec if full == dspec.representation else DatasetSpec(dspec.key, full)
