@@ -117,3 +117,12 @@ def replace_models(study, names: dict[str, str]):
         accuracies=study.accuracies.assign(model=study.accuracies["model"].replace(names)),
         same_representation=study.same_representation.assign(model=study.same_representation["model"].replace(names)),
     )
+
+
+def test_reading_says_tied_pairs_beside_the_swapped_ones(study):
+    from aflite_core.evalsets import study_reading
+
+    corr = study.rank_correlation.set_index("adversary")
+    assert int(corr.loc["mid", "tied_pairs"]) == 1 and float(corr.loc["mid", "kendall"]) < 1
+    text = " ".join(study_reading(study, "mid"))
+    assert "of the 6 pairs of models swap order and 1 is tied (a tie lowers the coefficient too)" in text

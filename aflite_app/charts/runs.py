@@ -354,7 +354,10 @@ def predictability_histogram(
     x_title = "predictability p(i) (share of correct out-of-sample predictions)" if cols == 1 else "predictability p(i)"
     for c in range(1, cols + 1):
         fig.update_xaxes(title_text=x_title, row=rows, col=c)
-    return style(fig, height=max(320, 230 * rows), title=title or f"Round {rnd}: predictability by class (τ = {tau:g})")
+    fig = style(fig, height=max(320, 230 * rows), title=title or f"Round {rnd}: predictability by class (τ = {tau:g})")
+    if null_round is not None:  # a third legend entry wraps to a second line on a phone: room for it above the panels
+        fig.update_layout(margin=dict(t=fig.layout.margin.t + 22))
+    return fig
 
 
 def predictability_small_multiples(
