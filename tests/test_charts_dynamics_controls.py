@@ -21,19 +21,19 @@ def test_level_controls_chart_one_bar_per_kind_with_the_seeds_spread(val):
         ("logistic", "partial"),
     ]
     fig = cd.level_controls_chart(val.level_controls, "knn", "full")
-    assert [t.name for t in fig.data] == [
+    assert [t.name for t in fig.data[:4]] == [
         "training-dynamics levels (GMM)",
         "control: one-shot confidence, in-sample",
         "control: one-shot confidence, out-of-fold",
         "control: random levels",
     ]
     table = val.level_controls
-    for trace, kind in zip(fig.data, cd.LEVEL_KIND_STYLE):
+    for trace, kind in zip(fig.data[:4], cd.LEVEL_KIND_STYLE):
         rows = table[(table["levels"] == kind) & (table["model"] == "knn")].set_index("level")
         assert list(trace.x) == ["easy", "ambiguous", "hard"]
         assert list(trace.y) == pytest.approx(rows.loc[list(trace.x), "accuracy"].tolist())
         assert list(trace.error_y.array) == pytest.approx(rows.loc[list(trace.x), "accuracy_std"].tolist())
-    assert any("all rows:" in (a.text or "") for a in fig.layout.annotations)
+    assert fig.data[-1].name.startswith("all rows: ") and fig.data[-1].line.dash == "dash"
     with pytest.raises(ValueError, match="no model 'mlp'"):
         cd.level_controls_chart(table, "mlp")
 

@@ -133,7 +133,7 @@ def kendall_null_chart(study: AdversaryStudy, *, title: str | None = None) -> go
         "kendall_null_high",
         "kendall_percentile",
         "kendall_p_vs_random",
-        x_title="Kendall's coefficient with the unfiltered ranking (1 = same order)",
+        x_title="Kendall's coefficient (1 = same order)",
         height=max(300, 150 + 46 * len(rows)),
         title=title,
     )
@@ -158,7 +158,7 @@ def drop_null_chart(study: AdversaryStudy, adversary: str, *, title: str | None 
         "null_high",
         "percentile",
         "p_vs_random",
-        x_title="accuracy drop: full set − selected rows (0-1)",
+        x_title="accuracy drop (full − selected)",
         height=max(300, 150 + 40 * len(rows)),
         title=title,
     )
@@ -216,9 +216,10 @@ def controls_findings(study: AdversaryStudy) -> list[str]:
             lo, hi = round(float(pct.min())), round(float(pct.max()))
             where = f"percentile {lo}" if lo == hi else f"percentiles {lo}-{hi}"
             rest = f"; the other {len(sub) - hits} {within} chance" if hits < len(sub) else ""
+            at_depth = "as run" if depth == DEPTHS[0] else f"at {depth}"
             parts.append(
-                f"{depth}, {hits} of {len(sub)} adversar{'ies' if len(sub) != 1 else 'y'} {beyond} random subsets of "
-                f"the same size do (p < {ALPHA:g}){rest} (observed values at {where} of the null)"
+                f"{at_depth}, {hits} of {len(sub)} adversar{'ies' if len(sub) != 1 else 'y'} {beyond} random "
+                f"subsets of the same size do (p < {ALPHA:g}){rest} (observed values at {where} of the null)"
             )
         if parts:
             out.append(f"By {what}: " + "; ".join(parts) + ".")
