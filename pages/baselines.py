@@ -140,8 +140,9 @@ if reading:
     st.markdown("\n".join(f"- {line}" for line in reading))
 
 view_labels = {
-    "full input": f"full input: Φ = '{ui.plotly_text(full)}'",
-    "partial input": f"partial input: '{ui.plotly_text(options.partial)}'",
+    # two short lines: the two panels' titles side by side never run into each other on a phone
+    "full input": f"full input<br>Φ = '{ui.plotly_text(full)}'",
+    "partial input": f"partial input<br>'{ui.plotly_text(options.partial)}'",
 }
 fig = charts.accuracy_chart(acc, model_labels=compute.BASELINE_MODELS, view_labels=view_labels)
 st.plotly_chart(fig, width="stretch", key="bl-accuracy")
