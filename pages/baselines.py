@@ -19,8 +19,12 @@ st.caption(
 spec, result, data = ui.current_run("this page compares that run's kept rows with equal-size baselines")
 
 used = spec.dataset.representation or data.default_representation
-partials = compute.partial_input_choices(data, used)
-default_partial = compute.default_partial_input(data, used)
+# AFLite run on one side of a premise/hypothesis pair: the pair's own view is the full input, the run's the partial
+full = compute.pair_full_input(data, used)
+partials = compute.partial_input_choices(data, full)
+if full != used:
+    partials = [used, *[r for r in partials if r != used]]
+default_partial = used if full != used else compute.default_partial_input(data, used)
 
 c1, c2 = st.columns([3, 2])
 models = c1.multiselect(
@@ -65,6 +69,7 @@ if not models:
 options = compute.BaselineOptions(
     models=tuple(m for m in compute.BASELINE_MODELS if m in models),
     partial=None if partial == none_label else partial,
+    full=None if full == used else full,
     n_splits=int(n_splits),
     max_train_rows=int(cap),
     seed=int(seed),
@@ -74,7 +79,7 @@ if report is None:
     estimate = compute.baseline_estimate(
         data.n_rows,
         options,
-        data.representation(used).shape[1],
+        data.representation(full).shape[1],
         None if options.partial is None else data.representation(options.partial).shape[1],
         n_kept=int(result.n_kept),
         train_size=int(result.params["train_size"]),
@@ -135,8 +140,9 @@ if reading:
     st.markdown("\n".join(f"- {line}" for line in reading))
 
 view_labels = {
-    "full input": f"full input: Φ = '{ui.plotly_text(used)}'",
-    "partial input": f"partial input: '{ui.plotly_text(options.partial)}'",
+    # two short lines: the two panels' titles side by side never run into each other on a phone
+    "full input": f"full input<br>Φ = '{ui.plotly_text(full)}'",
+    "partial input": f"partial input<br>'{ui.plotly_text(options.partial)}'",
 }
 fig = charts.accuracy_chart(acc, model_labels=compute.BASELINE_MODELS, view_labels=view_labels)
 st.plotly_chart(fig, width="stretch", key="bl-accuracy")
@@ -156,11 +162,21 @@ ui.caption(
         f"({ui.md(partial_label)})."
         if options.partial
         else (
-            " This dataset has no partial input (no premise/hypothesis text pair); pick a second representation "
+            " No partial input is chosen: pick one above (e.g. the hypothesis alone) to compare it."
+            if data.pair is not None and partials
+            else " This premise/hypothesis pair has no other representation to use as the partial input."
+            if data.pair is not None
+            else " This dataset has no partial input (no premise/hypothesis text pair); pick a second representation "
             "above to compare one."
             if partials
             else " This dataset has no partial input (no text pair) and only one representation."
         )
+    )
+    + (
+        f" AFLite ran on '{ui.md(used)}', one side of the pair only: the full input here is the pair's own view "
+        f"'{ui.md(full)}', and the run's representation is the partial input."
+        if full != used
+        else ""
     )
 )
 

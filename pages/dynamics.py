@@ -23,6 +23,9 @@ st.caption(
 
 dspec, data = ui.current_dataset()
 key = dspec.key
+# the full input: the sidebar's representation, or the pair's own view when the sidebar's is the hypothesis alone
+full_spec = compute.dynamics_full_input(dspec, data)
+swapped = full_spec != dspec
 class_names = compute.class_names(data)
 
 # -- where the dynamics come from ----------------------------------------------------------------------------
@@ -32,13 +35,15 @@ source = st.radio(
 )
 seed = 0
 if source == "record":
-    partials = compute.partial_input_choices(data, dspec.representation)
+    partials = compute.partial_input_choices(data, full_spec.representation)
+    if swapped:  # the sidebar's partial view first: it is what AFLite ran on
+        partials = [dspec.representation, *[r for r in partials if r != dspec.representation]]
     natural = [r for r in partials if compute.is_partial_input(data, r)]
     c1, c2, c3 = st.columns([3, 1, 1])
     partial = c1.selectbox(
         "Partial input (a second model sees only this)",
         [*partials, NONE],
-        key=f"dyn-partial-{key}-{dspec.representation}",
+        key=f"dyn-partial-{key}-{full_spec.representation}",
         format_func=lambda r: (
             "none: full input only (four features)"
             if r == NONE
@@ -55,7 +60,7 @@ if source == "record":
             "Seed", 0, 2**31 - 1, 0, key="dyn-seed", help="Initial weights, shuffles and the Gaussian mixture."
         )
     )
-    full_desc = data.representation_descriptions.get(dspec.representation, dspec.representation)
+    full_desc = data.representation_descriptions.get(full_spec.representation, full_spec.representation)
     if partial == NONE:
         note = (
             "Only the full input is recorded, so the levels use its four features."
@@ -68,6 +73,13 @@ if source == "record":
             f"Partial input '{ui.md(partial)}' is a natural one (part of each example, such as the hypothesis of a "
             "premise/hypothesis pair): rows its model learns easily carry cues that need no reasoning."
         )
+    elif data.pair is not None:
+        note = (
+            f"'{ui.md(partial)}' is not one side of the premise/hypothesis pair"
+            + (f" (the hypothesis alone is {', '.join(repr(ui.md(r)) for r in natural)})" if natural else "")
+            + ", so read the partial_ features as how easily a model on a second view learns a row, not as an "
+            "annotation artifact."
+        )
     else:
         note = (
             f"'{ui.md(data.name)}' has no natural partial input (it is not a premise/hypothesis pair), so "
@@ -75,13 +87,20 @@ if source == "record":
             "simply a second, weaker view of the same rows: read the partial_ features as how easily a weaker "
             "model learns a row, not as an annotation artifact."
         )
+    full_text = (
+        f"Full input: '{ui.md(full_spec.representation)}' ({ui.md(full_desc)}), the whole premise/hypothesis pair: the "
+        f"sidebar's representation '{ui.md(dspec.representation)}' is one side of it only, so it is offered as the "
+        "partial input instead."
+        if swapped
+        else f"Full input: the sidebar's representation '{ui.md(dspec.representation)}' ({ui.md(full_desc)})."
+    )
     st.caption(
-        f"Full input: the sidebar's representation '{ui.md(dspec.representation)}' ({ui.md(full_desc)}). {note} "
+        f"{full_text} {note} "
         "A softmax "
         "model is trained with Adam (batch 32, learning rate 0.01 decaying to 0) on all rows, in-sample, as "
         "the paper does on the test set."
     )
-    spec = compute.DynamicsSpec(dspec, None if partial == NONE else partial, int(epochs), seed)
+    spec = compute.DynamicsSpec(full_spec, None if partial == NONE else partial, int(epochs), seed)
 else:
     st.caption(
         "allenai/cartography writes one file per epoch, dynamics_epoch_0.jsonl, dynamics_epoch_1.jsonl, …, "
@@ -231,11 +250,17 @@ st.markdown(
     "rows chosen by level should match the full data better than Data Maps' or AUM's selections (its Tables 5/6). "
     "This check splits the rows in two"
     + (" (every premise on one side)" if data.pair is not None else "")
-    + ", records new training dynamics on each half (the sidebar's representation"
+    + ", records new training dynamics on each half (the full input"
+    + (f" '{ui.md(full_spec.representation)}'" if source == "record" else "")
     + (f" and the partial input '{ui.md(spec.partial)}'" if source == "record" and spec.partial else "")
     + "), and tests both."
 )
-vspec = ValidationSpec(dspec, spec.partial if source == "record" else None, int(spec.epochs or 5), seed)
+vspec = ValidationSpec(
+    full_spec if source == "record" else dspec,
+    spec.partial if source == "record" else None,
+    int(spec.epochs or 5),
+    seed,
+)
 
 
 def _ask_validation(asked: ValidationSpec) -> None:
@@ -249,7 +274,7 @@ def _ask_validation(asked: ValidationSpec) -> None:
 st.button("Validate the levels on held-out rows", key="dyn-validate", on_click=_ask_validation, args=(vspec,))
 asked = _page().get("validate_request")
 val = None
-if asked is None or asked.dataset != dspec:
+if asked is None or asked.dataset != vspec.dataset:
     st.caption(
         "Not computed yet: it records dynamics twice and trains about 100 small models (seconds on the digits, "
         "tens of seconds on a few thousand sentence pairs)."
@@ -281,13 +306,43 @@ if val is not None:
         "binomial intervals. Hatched: a logistic regression on the partial input alone"
         + (" (the paper finds it near chance on the hard level)." if val.params["partial_input"] else ".")
     )
+    # issue 27: the levels beside levels that need no training dynamics, of the same sizes
+    st.markdown("**Against one-shot confidence and chance**")
+    pairs = charts.level_control_pairs(getattr(val, "level_controls", None))
+    if not pairs:
+        st.caption("This validation has no control levels; press the button again to compute them.")
+    else:
+        findings = compute.dynamics_findings(val)
+        with st.container(border=True):
+            st.markdown(
+                "**What the dynamics add over one-shot confidence**  \n"
+                + "\n".join(f"- {ui.message(line)}" for line in findings)
+            )
+        labels = {p: charts.MODEL_INPUT_LABELS.get(p, f"{p[0]} ({p[1]} input)") for p in pairs}
+        pick = st.selectbox("Model", pairs, format_func=labels.get, key="dyn-val-control-model")
+        st.plotly_chart(charts.level_controls_chart(val.level_controls, *pick), width="stretch", key="dyn-val-controls")
+        n_seeds = len(val.params["seeds"])
+        ui.caption(
+            f"The same held-out predictions of {ui.md(labels[pick])}, scored on four kinds of levels of exactly the "
+            "GMM levels' sizes: the training-dynamics levels (blue); one logistic regression's probability of the "
+            "gold label, fitted once on the characterised rows (in-sample, orange) or by 5-fold cross-fitting "
+            "(out-of-fold, vermillion): no training dynamics at all; and random levels (grey), flat up to chance. "
+            f"Whiskers: the spread (sd) over {n_seeds} seed{'s' if n_seeds != 1 else ''}, each re-drawing the split, "
+            "the recordings and the subsets. Levels that add something over one-shot confidence fall more "
+            "steeply than it from easy to hard."
+        )
+        st.dataframe(
+            charts.level_controls_gaps(val.level_controls), hide_index=True, width="stretch", key="dyn-val-gaps"
+        )
+        ui.caption("Easy − hard accuracy of every model on each kind of levels: mean ± sd over the seeds.")
     st.plotly_chart(charts.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
     st.dataframe(charts.fraction_table(val.fractions), hide_index=True, width="stretch")
     ui.caption(
         f"A logistic regression trained on 10-50 % of the {val.params['n_train']:,} training rows, chosen by "
         "GMM level (ours after Cosma et al.: a level first, random order within it), by Data Maps' ambiguous region "
         "(the most variable rows, Swayamdipta et al.), by an AUM band around the median (Pleiss et al.'s AUM, "
-        f"Cosma et al.'s band) or at random; mean of {len(val.params['seeds'])} seeds (whiskers: spread), tested on "
+        f"Cosma et al.'s band), by one-shot confidence levels (the control: no dynamics) or at random; mean ± sd of "
+        f"{len(val.params['seeds'])} seeds (whiskers: spread), tested on "
         "the characterised rows. Dashed: trained on all training rows. `python -m aflite_core dynamics ... "
         "--validate` prints the same tables."
     )

@@ -4,6 +4,7 @@ import streamlit as st
 
 from aflite_app import ui
 from aflite_app.charts import evalsets as charts
+from aflite_app.charts import evalsets_controls as controls
 from aflite_app.charts import evalsets_rankings as rankings
 from aflite_app.compute import evalsets as compute
 from aflite_app.state import EVALSETS_PAGE, EVALSETS_RUN, MODEL_FAMILIES, page_state
@@ -318,11 +319,13 @@ spec = compute.EvalStudySpec(
 )
 if submitted:
     shown[setspec] = spec
-spec = shown.get(setspec)
+asked, spec = spec, shown.get(setspec)
 if spec is None:
+    with ui.errors():
+        hint = compute.evalsets_wait_hint(setup, asked)
     st.info(
         "Choose the adversaries, the evaluated models and the parameters, then press **Run study** "
-        "(the defaults take a few seconds on the digits)."
+        f"(these settings take {ui.message(hint)})."
     )
     st.stop()
 
@@ -445,24 +448,78 @@ with tab2:
 
 st.subheader("Ranking of the evaluated models")
 rank_sets = ["none", *[a for a in study.adversaries if a in study.accuracy_matrix.columns]]
-for i, (col, which) in enumerate(zip(st.columns(len(rank_sets)), rank_sets)):
-    col.plotly_chart(
-        rankings.ranking_list_chart(study, which),
-        width="stretch",
-        key=f"es-rank-list-{i}",
-        config={"displayModeBar": False},
-    )
+per_row = 3  # at most three lists side by side: every name and number stays inside its column at 1,500 px
+for start in range(0, len(rank_sets), per_row):
+    row_sets = rank_sets[start : start + per_row]
+    for i, (col, which) in enumerate(zip(st.columns(per_row), row_sets), start=start):
+        col.plotly_chart(
+            rankings.ranking_list_chart(study, which),
+            width="stretch",
+            key=f"es-rank-list-{i}",
+            config={"displayModeBar": False},
+        )
 ui.caption(
     "Figure 3 · On each evaluation set (the full set, then the adversaries weakest to strongest) the evaluated "
     "models sorted from worst (top) to best (bottom), as the paper draws it; each model keeps its colour, and the "
     "adversary's backbone is outlined. Under each name, our addition (the paper gives no coefficient): Kendall's "
     "coefficient between that order and the full set's (1 = same order, 0 = unrelated, −1 = reversed) and how "
-    "many of the pairs of models swap order (ties counted apart)."
+    "many of the pairs of models swap order; a tied pair also lowers the coefficient, so it can sit below 1 with "
+    "no pair swapped."
 )
 with st.expander("Follow each model across the lists (a wide screen helps)"):
     st.plotly_chart(rankings.ranking_chart(study), width="stretch", key="es-ranking")
 with st.expander("The sorted lists as a table"):
     st.dataframe(rankings.ranking_lists(study), width="stretch")
+
+st.subheader("Against chance: random evaluation subsets of the same size")
+if study.controls is None or not len(study.controls):
+    st.caption(
+        "No random-subset controls for this study (it was stopped before its runs finished); press Run study to "
+        "run it completely."
+    )
+else:
+    n_min = study.params.get("equal_depth_rows", {})
+    with st.container(border=True):
+        st.markdown(
+            "**What chance alone does**  \n"
+            + "\n".join(f"- {ui.message(line)}" for line in controls.controls_findings(study))
+        )
+    st.plotly_chart(controls.kendall_null_chart(study), width="stretch", key="es-null-kendall")
+    ui.caption(
+        "Kendall's coefficient between each adversary's ranking and the unfiltered one (diamonds) beside the same "
+        "coefficient on random evaluation subsets of the same size (grey: median and 5-95 % of "
+        f"{int(study.controls['n_subsets'].max()):,} subsets; the evaluated models' answers re-used, nothing "
+        "refitted). A diamond left of its grey bar reshuffles the models more than chance does. Equal depth cuts "
+        "every adversary to its least predictable rows, as many as the smallest adversary kept"
+        + (f" ({', '.join(f'{n:,}' for n in n_min.values())} rows per seed)" if n_min else "")
+        + ", so a stronger adversary is not credited for simply leaving fewer rows."
+    )
+    drop_advs = list(dict.fromkeys(study.drop_controls["adversary"])) if len(study.drop_controls) else []
+    if drop_advs:
+        which = st.selectbox("Accuracy drops of the evaluated models with", drop_advs, key="es-null-drop-adv")
+        st.plotly_chart(controls.drop_null_chart(study, which), width="stretch", key="es-null-drops")
+        ui.caption(
+            f"Each evaluated model's accuracy drop on the rows '{ui.md(which)}' selected (full set minus selected "
+            "rows, diamonds) beside its drop on random subsets of the same size (grey: median and 5-95 %). A "
+            "diamond right of its grey bar is a drop larger than chance gives."
+        )
+    st.dataframe(
+        controls.controls_table(study),
+        hide_index=True,
+        width="stretch",
+        key="es-null-table",
+        column_config={
+            c: st.column_config.NumberColumn(format="%.3f")
+            for c in ("Kendall", "Kendall p vs random", "mean drop", "mean drop p vs random")
+        }
+        | {c: st.column_config.NumberColumn(format="%.0f") for c in ("Kendall percentile", "mean drop percentile")},
+    )
+    ui.caption(
+        "Per adversary, as run and at equal depth: the observed value, the null's 5-95 % range, the observed "
+        "value's percentile in the null and its one-sided p-value against random subsets (Kendall: share of "
+        "subsets at most as high; drop: share at least as large). `python -m aflite_core eval-filter` prints the "
+        "same controls."
+    )
 
 st.subheader("Filtering with your own backbone")
 st.plotly_chart(rankings.same_representation_chart(study), width="stretch", key="es-same")
@@ -515,6 +572,9 @@ else:
 with st.expander("All tables"):
     st.markdown("Kendall's coefficient per adversary (against the unfiltered ranking) and its pairs")
     st.dataframe(study.rank_correlation, hide_index=True, width="stretch")
+    if len(study.drop_controls):
+        st.markdown("Accuracy drop of every evaluated model beside random subsets of the same size")
+        st.dataframe(study.drop_controls, hide_index=True, width="stretch")
     st.markdown("Strength per adversary (its backbone on the full evaluation set) and round 1")
     st.dataframe(study.strength, hide_index=True, width="stretch")
     st.markdown("Accuracy with 95 % binomial intervals and the spread over seeds")

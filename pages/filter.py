@@ -149,6 +149,9 @@ ui.caption(
     "early once fewer than k rows reach τ."
 )
 
+with ui.errors():  # issue 27: the null beside the removed rows (computed on the Predictability page)
+    ui.caption(compute.removed_null_sentence(result, compute.null_result(spec, session=ui.session_data())))
+
 impact = compute.class_impact(result)
 if impact["warning"].any():
     for msg in impact.loc[impact["warning"], "message"]:

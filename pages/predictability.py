@@ -37,30 +37,13 @@ c1.metric("Rows scored", f"{int(row['n_scored']):,}")
 c2.metric("Reached τ", f"{int(row['n_qualified']):,}")
 c3.metric("Removed this round", f"{int(row['n_removed']):,}")
 c4.metric("Mean p (R estimate)", f"{row['mean_predictability']:.3f}")
-with ui.errors():
-    clicked = st.plotly_chart(
-        charts.predictability_histogram(result, rnd),
-        width="stretch",
-        key="pred-hist",
-        on_select="rerun",
-        selection_mode="points",
-    )
-target_rows = charts.clicked_round_and_class(clicked.selection.points if clicked else [], result, "histogram", rnd)
-if target_rows is not None:  # a bar was clicked: show that round's rows of that class on the Inspect page
-    state.open_in_inspect(st.session_state, *target_rows)
-    st.switch_page("pages/inspect.py")
-ui.caption(
-    f"Round {rnd}: how many rows (y) had each predictability (x), one panel per class (click a bar to see that "
-    f"class's rows of this round on Inspect). Vermillion bars are the "
-    f"rows removed in this round (the top k with p ≥ τ); blue bars stayed. The dashed line is τ = "
-    f"{result.params['tau']:g}. Rows right of τ that stayed were not needed to fill the slice."
-)
-
-st.subheader("Chance: the null for predictability")
 mine = ui.session_data()
 page = state.page_state(st.session_state, state.PRED_PAGE)
 with ui.errors():
     nulled = runs.null_result(spec, session=mine)
+hist_slot = st.container()  # the histogram, drawn once the null below is known (it draws the null too)
+
+st.subheader("Chance: the null for predictability")
 if nulled is None:
     control = st.empty()  # the K input and its button, cleared once the null is there
     with control.container():
@@ -144,10 +127,43 @@ if nulled is not None and nulled.null_counts is not None and rnd <= len(nulled.n
 elif nulled is not None:
     st.info("This run's null has no score for this round; pick an earlier round.")
 
+has_null = nulled is not None and nulled.null_counts is not None
+with hist_slot:
+    with ui.errors():
+        clicked = st.plotly_chart(
+            charts.predictability_histogram(result, rnd, null=nulled if has_null else None),
+            width="stretch",
+            key="pred-hist",
+            on_select="rerun",
+            selection_mode="points",
+        )
+    target_rows = charts.clicked_round_and_class(clicked.selection.points if clicked else [], result, "histogram", rnd)
+    if target_rows is not None:  # a bar was clicked: show that round's rows of that class on the Inspect page
+        state.open_in_inspect(st.session_state, *target_rows)
+        st.switch_page("pages/inspect.py")
+    ui.caption(
+        f"Round {rnd}: how many rows (y) had each predictability (x), one panel per class (click a bar to see that "
+        f"class's rows of this round on Inspect). Vermillion bars are the "
+        f"rows removed in this round (the top k with p ≥ τ); blue bars stayed. The dashed line is τ = "
+        f"{result.params['tau']:g}. Rows right of τ that stayed were not needed to fill the slice. "
+        + (
+            f"The dotted step is the null: the mean rows per bin under shuffled labels "
+            f"({int(nulled.params.get('null_permutations', 0))} permutations, the same models and partitions); "
+            "bars well above it right of τ are rows Φ makes predictable, not chance."
+            if has_null
+            else "Compute the null below to draw, over the bars, how many rows shuffled labels would put in each bin."
+        )
+    )
+
 st.subheader("All rounds")
 with ui.errors():
-    st.plotly_chart(charts.predictability_small_multiples(result), width="stretch", key="pred-multiples")
+    st.plotly_chart(
+        charts.predictability_small_multiples(result, null=nulled if has_null else None),
+        width="stretch",
+        key="pred-multiples",
+    )
 ui.caption(
     "One histogram per round (all classes together). As biased rows leave, the mass moves left of τ; "
     "the run stops when fewer than k rows remain right of it."
+    + (" Dotted: the null, the mean rows per bin under shuffled labels." if has_null else "")
 )

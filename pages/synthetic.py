@@ -211,6 +211,51 @@ notes = compute.circles_notes(exp)
 if notes:
     st.markdown("**Reading the accuracies**  \n" + "\n".join(f"- {line}" for line in notes))
 
+
+def _seed_counts(spec, entry: str, label: str, key: str, unit: str) -> None:
+    """The narrative counted over seeds, computed on request in the background (issue 27)."""
+    mine = page_state(st.session_state, SYN_PAGE)
+    counts = compute.stored_seed_counts(spec)
+    if counts is None:
+        if st.button(label, key=key):
+            mine[f"{entry}_request"] = spec
+        if mine.get(f"{entry}_request") != spec:
+            return
+        job = ui.run_in_background(
+            (SYN_PAGE, f"{entry}_run"),
+            spec,
+            compute.prepare_seed_counts,
+            compute.describe_seed_counts,
+            stop_key=f"{key}-stop",
+            stop_help="Stop counting after the current seed (nothing partial is kept)",
+            stopping="Stopping after the current seed…",
+            block=False,
+        )
+        if job is None:
+            return
+        if not job.ok:
+            st.warning("Stopped before every seed was counted; nothing partial was kept." if job.stopped else job.error)
+            mine.pop(f"{entry}_request", None)
+            mine.pop(f"{entry}_run", None)
+            return
+        counts = job.value
+    with st.container(border=True):
+        st.markdown(
+            f"**Over {compute.SEED_COUNT_SEEDS} {unit}** (computed in {counts.seconds:.0f} s)  \n"
+            + "\n".join(f"- {ui.message(line)}" for line in counts.narrative)
+        )
+
+
+# issue 27: the notes above are one seed's; the counts over seeds on request
+ui.caption(compute.one_seed_note(int(seed)))
+_seed_counts(
+    compute.SeedCountsSpec(run),
+    "seed_counts",
+    f"Count over {compute.SEED_COUNT_SEEDS} seeds (a new dataset and AFLite run per seed, in the background)",
+    "syn-seed-counts",
+    "seeds",
+)
+
 with st.expander("Figure 2 summary table"):
     st.dataframe(charts.summary_frame(exp.table), hide_index=True, width="stretch")
     st.caption(
@@ -411,6 +456,15 @@ if st.toggle("Compute the exact comparison (about a second)", key="syn-optimum-o
     ui.caption(
         "Exact bias reached at the target size (lower = less predictable); strategy C: mean of 20 seeds, best to "
         f"worst in brackets. {studies.optimum_text(opt)} `python -m aflite_core optimum` prints the table."
+    )
+    # issue 27: one generated instance
+    ui.caption(compute.one_seed_note(0, "this comparison and its sentence", "generated instances"))
+    _seed_counts(
+        compute.OptimumCountsSpec(),
+        "optimum_counts",
+        f"Count over {compute.SEED_COUNT_SEEDS} generated instances (in the background)",
+        "syn-optimum-counts",
+        "generated instances",
     )
     with st.expander("The table"):
         st.dataframe(opt, hide_index=True, width="stretch")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import plotly_figures
 
@@ -290,6 +292,20 @@ def test_validation_on_held_out_rows(app_test):
     table = next(d.value for d in at.dataframe if "selection (who defined it)" in d.value.columns)
     assert any("Swayamdipta" in s for s in table["selection (who defined it)"])
     assert any("Cosma" in s for s in table["selection (who defined it)"])
+    # issue 27: the levels beside one-shot confidence (in-sample, out-of-fold) and random levels, mean ± sd
+    assert any("dyn-val-controls" in k for k in figs)
+    controls = next(json.loads(el.proto.spec) for k, el in figs.items() if "dyn-val-controls" in k)
+    assert [t["name"] for t in controls["data"][:4]] == [
+        "training-dynamics levels (GMM)",
+        "control: one-shot confidence, in-sample",
+        "control: one-shot confidence, out-of-fold",
+        "control: random levels",
+    ]
+    added = next(m.value for m in at.markdown if m.value.startswith("**What the dynamics add over one-shot"))
+    assert "one-shot out-of-fold confidence levels" in added and "Random levels of the same sizes" in added
+    gaps = next(d.value for d in at.dataframe if "control: random levels" in d.value.columns)
+    assert gaps["control: random levels"].str.contains(" ± ").all()
+    assert table["20%"].str.contains(" ± ").any()  # 5 seeds: every cell with its spread
 
 
 def test_a_stopped_recording_says_so_stores_nothing_and_record_again_starts_over(app_test, monkeypatch):

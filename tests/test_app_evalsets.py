@@ -158,6 +158,14 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     assert "Mean accuracy of the 7 evaluated models" in reading and "**mlp** — " in reading
     assert "**pixels** — pixels removes" not in reading and "Removes " in reading  # no repeated name
     assert any("no annotator labels" in c.value for c in at.caption)
+    # issue 27: the controls beside the result - Kendall's coefficient and the drops against random subsets
+    null = _by_key(at, "es-null-kendall")
+    assert null is not None and len(null["layout"]["yaxis"]["ticktext"]) == 8  # 4 adversaries × 2 depths
+    assert [t["name"] for t in null["data"][1:]] == ["filtered rows (as run)", "filtered rows (equal depth)"]
+    drops = _by_key(at, "es-null-drops")
+    assert drops is not None and len(drops["layout"]["yaxis"]["ticktext"]) == 2 * 7  # 7 evaluated models × 2 depths
+    chance = next(m.value for m in at.markdown if m.value.startswith("**What chance alone does**"))
+    assert "random subsets of the same size" in chance and "1,000 random evaluation subsets" in chance
 
     # a different adversary list: a new study, and the charts follow
     adv = at.multiselect(key=adv.key)
@@ -200,6 +208,9 @@ def test_text_pair_upload_with_annotator_labels_shows_agreement(app_test):
     assert set(adv.value) == {"tfidf", "tfidf_hypothesis"}
     sources = next(m for m in at.multiselect if m.label.startswith("Annotator-label sources"))
     assert sources.value == ["random_subset"]
+    # issue 29 item 8: the pre-run hint is about this data, not "a few seconds on the digits"
+    hint = next(i.value for i in at.info if "Run study" in i.value)
+    assert "digits" not in hint and "2 adversaries × 1 seed on" in hint and "training rows" in hint
     _run_study(at)
     agreement = _figure_with(at, "annotator agreement with the gold label")
     assert agreement is not None

@@ -23,6 +23,12 @@ def _texts(at) -> str:
     return " ".join(m.value for m in at.markdown)
 
 
+def _chart(at, key: str) -> dict:
+    import json
+
+    return next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if str(el.proto.id).endswith(key))
+
+
 def _compute_button(at):
     return next((b for b in at.button if b.label.startswith(COMPUTE)), None)
 
@@ -69,10 +75,14 @@ def test_the_null_is_a_heavy_job_whatever_the_size():
 
 def test_compute_the_null_then_suggest_and_set_tau(app_test):
     at = app_test(page="pages/filter.py")
+    # the Filter page says how to compute the null while there is none
+    assert any("'Compute the null' on the Predictability page" in c.value for c in at.caption)
     at.switch_page("pages/predictability.py").run()
     assert not at.exception, at.exception
     spec = at.session_state[LAST]
     assert "Under shuffled labels" not in _texts(at)  # no null yet: the control instead
+    hist = _chart(at, "pred-hist")
+    assert "under shuffled labels (mean)" not in [t.get("name") for t in hist["data"]]
     k_input = at.number_input(key="pred-null-k")
     assert (k_input.min, k_input.max, k_input.value) == (1, 50, 5)  # K outside 1..50 cannot be entered
     k_input.set_value(2).run()
@@ -93,6 +103,22 @@ def test_compute_the_null_then_suggest_and_set_tau(app_test):
     # the per-class table: the null per class sums to the sentence's count
     table = next(d.value for d in at.dataframe if "by chance (null)" in d.value.columns)
     assert table["by chance (null)"].sum() == pytest.approx(nulled.null_at(None, 1), abs=0.1 * len(table))
+    # the null drawn on the histogram itself: one dotted step per class panel after the bars, one legend entry
+    hist = _chart(at, "pred-hist")
+    steps = [t for t in hist["data"] if t.get("name") == "under shuffled labels (mean)"]
+    n_classes = len(nulled.classes)
+    assert len(steps) == n_classes and [t.get("showlegend") for t in steps].count(True) == 1
+    assert all(t.get("name") != "under shuffled labels (mean)" for t in hist["data"][: 2 * n_classes])
+    assert any("The dotted step is the null" in c.value for c in at.caption)
+    multiples = _chart(at, "pred-multiples")
+    assert any(t.get("name") == "under shuffled labels (mean)" for t in multiples["data"])
+    # and on the Filter page: how many of the removed rows chance would bring to τ
+    at.switch_page("pages/filter.py").run()
+    assert not at.exception, at.exception
+    line = next(c.value for c in at.caption if "removed rows" in c.value and "shuffled labels" in c.value)
+    assert line.startswith("Under shuffled labels (2 permutations), about ")
+    at.switch_page("pages/predictability.py").run()
+    assert not at.exception, at.exception
     # the suggestion at the default 10 %
     suggestion = suggest_tau(nulled, 0.10, 1)
     text = _texts(at)

@@ -11,7 +11,9 @@ use the app's blue and vermillion (:mod:`aflite_app.charts.theme`).
 
 The validation charts take :class:`aflite_core.dynamics.validation.LevelValidation` tables instead:
 :func:`level_accuracy_chart` (accuracy per level of models trained on other rows) and :func:`fraction_chart` /
-:func:`fraction_table` (training on a fraction chosen by level, by Data Maps, by an AUM band or at random).
+:func:`fraction_table` (training on a fraction chosen by level, by Data Maps, by an AUM band or at random), and
+the levels beside their controls (issue 27): :func:`level_controls_chart` and :func:`level_controls_gaps`
+(one-shot confidence in-sample and out-of-fold, random levels of the same sizes; mean ± sd over the seeds).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ __all__ = [
     "fraction_chart",
     "fraction_table",
     "level_accuracy_chart",
+    "level_control_pairs",
+    "level_controls_chart",
+    "level_controls_gaps",
     "level_counts",
     "level_crosstab",
     "spurious_display",
@@ -466,6 +471,98 @@ def level_accuracy_chart(table: pd.DataFrame, *, height: int = 400) -> go.Figure
     return style(fig, height=height)
 
 
+#: the difficulty levels beside their controls (issue 27): how each kind of levels is drawn
+LEVEL_KIND_STYLE = {
+    "training dynamics (GMM)": ("#0072B2", ""),
+    "confidence, in-sample": ("#E69F00", ""),
+    "confidence, out-of-fold": ("#D55E00", "x"),
+    "random": ("#999999", "."),
+}
+#: the kinds' legend names
+LEVEL_KIND_LABELS = {
+    "training dynamics (GMM)": "training-dynamics levels (GMM)",
+    "confidence, in-sample": "control: one-shot confidence, in-sample",
+    "confidence, out-of-fold": "control: one-shot confidence, out-of-fold",
+    "random": "control: random levels",
+}
+
+
+def level_control_pairs(table: pd.DataFrame) -> list[tuple[str, str]]:
+    """The (model, input) pairs of ``LevelValidation.level_controls``, in its order."""
+    if table is None or not len(table):
+        return []
+    return list(dict.fromkeys(zip(table["model"].astype(str), table["input"].astype(str))))
+
+
+def level_controls_chart(table: pd.DataFrame, model: str, input_: str = "full", *, height: int = 420) -> go.Figure:
+    """One model's held-out accuracy per level: the training-dynamics levels beside their controls (issue 27).
+
+    ``table`` is ``LevelValidation.level_controls``. x: the levels easy → hard; one bar per kind of levels (the
+    GMM levels, one logistic regression's gold-label probability in-sample and out-of-fold, random levels; all
+    of the GMM levels' sizes); whiskers: the spread (sd) over the seeds; the dashed line is the model's accuracy
+    on all characterised rows. Levels that add something over one-shot confidence fall more steeply than it.
+    """
+    if table is None or not len(table):
+        raise ValueError("This validation has no control levels; press 'Validate the levels' again to compute them.")
+    sub = table[(table["model"].astype(str) == model) & (table["input"].astype(str) == input_)]
+    if not len(sub):
+        raise ValueError(f"The validation has no model {model!r} on the {input_} input.")
+    fig = go.Figure()
+    n_seeds = int(sub["n_seeds"].max()) if "n_seeds" in sub else 1
+    for kind in [k for k in LEVEL_KIND_STYLE if k in set(sub["levels"])]:
+        rows = sub[sub["levels"] == kind].set_index("level").reindex(list(LEVELS))
+        colour, pattern = LEVEL_KIND_STYLE[kind]
+        name = LEVEL_KIND_LABELS[kind]
+        fig.add_trace(
+            go.Bar(
+                x=list(LEVELS),
+                y=rows["accuracy"].to_numpy(dtype=float),
+                name=name,
+                marker=dict(color=colour, pattern_shape=pattern),
+                error_y=dict(
+                    type="data", array=np.nan_to_num(rows["accuracy_std"].to_numpy(dtype=float)), thickness=1.2
+                ),
+                customdata=np.column_stack([rows["accuracy_std"], rows["n"]]),
+                hovertemplate=f"{name}<br>%{{x}}: accuracy %{{y:.3f}} ± %{{customdata[0]:.3f}} (sd over {n_seeds} "
+                "seeds) on %{customdata[1]:.0f} rows<extra></extra>",
+            )
+        )
+    every = sub[sub["level"] == "all"]["accuracy"]
+    if len(every):
+        line = dict(color="#000000", dash="dash", width=1.2)
+        fig.add_hline(y=float(every.mean()), line=line)
+        # its value in the legend, not as a label on the line: bars near 1 would hide it
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=line, name=f"all rows: {every.mean():.3f}"))
+    fig.update_layout(barmode="group", bargap=0.2)
+    fig.update_xaxes(title_text="level (same sizes for every kind)")
+    fig.update_yaxes(title_text="held-out accuracy (0-1)", range=[0, 1.03])
+    style(fig, height=height)
+    fig.update_layout(margin=dict(t=90), legend=dict(font=dict(size=12)))
+    return fig
+
+
+def level_controls_gaps(table: pd.DataFrame) -> pd.DataFrame:
+    """Easy − hard accuracy of every model and kind of levels, as ``mean ± sd`` over the seeds (a display table).
+
+    One row per model and input, one column per kind (the training-dynamics levels first, then the controls).
+    """
+    kinds = [k for k in LEVEL_KIND_STYLE if table is not None and len(table) and k in set(table["levels"])]
+    rows = []
+    for model, inp in level_control_pairs(table):
+        row = {"model": MODEL_INPUT_LABELS.get((model, inp), f"{model} ({inp} input)")}
+        for kind in kinds:
+            sub = table[(table["levels"] == kind) & (table["model"] == model) & (table["input"] == inp)]
+            acc = sub.set_index("level")
+            if "easy" in acc.index and "hard" in acc.index:
+                gap = float(acc.loc["easy", "accuracy"] - acc.loc["hard", "accuracy"])
+                sd = float(np.hypot(acc.loc["easy", "accuracy_std"], acc.loc["hard", "accuracy_std"]))
+                row[LEVEL_KIND_LABELS[kind]] = f"{gap:+.3f} ± {sd:.3f}"
+            else:
+                row[LEVEL_KIND_LABELS[kind]] = ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def fraction_chart(table: pd.DataFrame, *, model: str | None = None, height: int = 420) -> go.Figure:
     """Accuracy of a model trained on a fraction of the rows, by how the fraction was chosen (Tables 5/6).
 
@@ -508,10 +605,29 @@ def fraction_chart(table: pd.DataFrame, *, model: str | None = None, height: int
 
 
 def fraction_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The fraction experiment as a display table: one row per selection, one column per fraction."""
+    """The fraction experiment as a display table: one row per selection, one column per fraction.
+
+    Each cell is the mean accuracy over the seeds, with ``± sd`` (the spread over the seeds that re-drew the
+    split, the recordings and the subsets) when there is more than one seed.
+    """
     wide = table.pivot_table(index="selection", columns="fraction", values="accuracy", sort=False)
-    wide = wide[sorted(wide.columns)]
-    wide = wide.apply(lambda col: col.map(lambda x: "" if pd.isna(x) else f"{x:.3f}"))
+    cols = sorted(wide.columns)
+    wide = wide[cols]
+    if "accuracy_std" in table.columns and int(table.get("n_seeds", pd.Series([1])).max()) > 1:
+        sd = table.pivot_table(index="selection", columns="fraction", values="accuracy_std", sort=False)
+        sd = sd.reindex(index=wide.index, columns=cols)
+        wide = pd.DataFrame(
+            {
+                c: [
+                    "" if pd.isna(m) else f"{m:.3f}" if pd.isna(e) else f"{m:.3f} ± {e:.3f}"
+                    for m, e in zip(wide[c], sd[c])
+                ]
+                for c in cols
+            },
+            index=wide.index,
+        )
+    else:
+        wide = wide.apply(lambda col: col.map(lambda x: "" if pd.isna(x) else f"{x:.3f}"))
     wide.columns = [f"{c:.0%}" for c in wide.columns]
     out = wide.reset_index()
     out.insert(0, "selection (who defined it)", out.pop("selection").map(lambda s: SELECTION_LABELS.get(s, s)))

@@ -157,6 +157,10 @@ def _intervals(study: AdversaryStudy, models: list[str], cols: list[str]):
     return grid("ci_low"), grid("ci_high"), grid("n_rows"), grid("seed_std")
 
 
+#: the heatmap's cell text size in px (the accuracy and its ± on two lines)
+HEATMAP_FONT_SIZE = 13
+
+
 def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.Figure:
     """Figure 7: accuracy of every evaluated model (columns) on each adversary's selected rows (rows).
 
@@ -171,7 +175,8 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
     chance = float(study.params.get("chance", 0.0))
     lo, hi, n_rows, sd = _intervals(study, models, cols)
     text = [
-        [_cell_text(v) + ("" if not np.isfinite(v) else f"<br><sub>±{(h - lw) / 2:.2f}</sub>") for v, lw, h in zip(*r)]
+        # "±" at the cell's own font size on a second line (a <sub> was too small to read on a projector or a phone)
+        [_cell_text(v) + ("" if not np.isfinite(v) else f"<br>±{(h - lw) / 2:.2f}") for v, lw, h in zip(*r)]
         for r in zip(Z, lo, hi)
     ]
     custom = np.dstack([lo, hi, n_rows, sd])
@@ -182,6 +187,7 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
             y=ylab,
             text=text,
             texttemplate="%{text}",
+            textfont=dict(size=HEATMAP_FONT_SIZE),
             colorscale="Blues",
             reversescale=True,
             zmin=min(chance, float(np.nanmin(Z)) if np.isfinite(Z).any() else chance),

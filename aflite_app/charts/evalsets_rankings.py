@@ -46,9 +46,7 @@ def _kendall_label(corr: pd.DataFrame | None, a: str) -> str:
     row = corr.loc[a]
     text = f"Kendall's coefficient<br>(ours): {float(row['kendall']):.2f}"
     if "discordant_pairs" in corr.columns:
-        text += f"<br>{int(row['discordant_pairs'])} of {int(row['n_pairs'])} pairs<br>swap order"
-        if int(row.get("tied_pairs", 0)):
-            text += f",<br>{int(row['tied_pairs'])} tied"
+        text += "<br>" + _pairs_text(row, "<br>")
     return text
 
 
@@ -59,9 +57,22 @@ def _kendall_line(corr: pd.DataFrame | None, a: str) -> str:
     row = corr.loc[a]
     text = f"Kendall's coefficient (ours) {float(row['kendall']):.2f}"
     if "discordant_pairs" in corr.columns:
-        text += f"<br>{int(row['discordant_pairs'])} of {int(row['n_pairs'])} pairs swap order"
-        if int(row.get("tied_pairs", 0)):
-            text += f", {int(row['tied_pairs'])} tied"
+        text += "<br>" + _pairs_text(row)
+    return text
+
+
+def _pairs_text(row: pd.Series, sep: str = " ") -> str:
+    """How many pairs of models swap order and how many tie, said so that a coefficient below 1 with no swap reads.
+
+    E.g. "0 of 15 pairs swap order; 1 pair tied (a tie lowers the coefficient)".
+    """
+    swapped, n_pairs = int(row["discordant_pairs"]), int(row["n_pairs"])
+    tied = int(row.get("tied_pairs", 0) or 0)
+    text = f"{swapped} of {n_pairs} pairs{sep}swap order"
+    if tied:
+        text += f";{sep}{tied} pair{'s' if tied != 1 else ''} tied"
+        if swapped == 0:
+            text += f"{sep}(a tie lowers the coefficient)"
     return text
 
 
@@ -162,7 +173,7 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
         zeroline=False,
     )
     fig.update_yaxes(
-        range=[n + 0.6, -0.8],
+        range=[n + 1.3, -0.8],  # room under the last row for the Kendall notes (up to six short lines)
         tickmode="array",
         tickvals=list(range(n)),
         ticktext=[f"{i + 1}" for i in range(n)],
@@ -173,6 +184,21 @@ def ranking_chart(study: AdversaryStudy, *, title: str | None = None) -> go.Figu
     style(fig, height=max(320, 150 + 58 * n), title=title)
     fig.update_layout(margin=dict(l=60, r=30, t=80 if not title else 110, b=20))
     return fig
+
+
+#: the longest model name a sorted list writes on one line; a longer one breaks after its family ("logistic:")
+LIST_LINE_CHARS = 22
+
+
+def _list_name(model: str) -> str:
+    """A model's name for a sorted list: escaped, and broken after ``family:`` (then every 22 characters) if long."""
+    if len(model) <= LIST_LINE_CHARS:
+        return plotly_text(model)
+    family, sep, rep = model.partition(":")
+    parts = [family + sep] if sep else []
+    rest = rep if sep else model
+    parts += [rest[i : i + LIST_LINE_CHARS] for i in range(0, len(rest), LIST_LINE_CHARS)]
+    return "<br>".join(plotly_text(p) for p in parts)
 
 
 def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: int | None = None) -> go.Figure:
@@ -195,15 +221,19 @@ def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: in
     title = NONE_LABEL if evaluation_set == NONE else evaluation_set
     sub = "the order to compare with" if evaluation_set == NONE else _kendall_line(corr, evaluation_set)
     fig = go.Figure()
+    wrapped = any(len(m) > LIST_LINE_CHARS for m in order)
     for i, m in enumerate(order):
         a = float(acc[m])
         ring = (evaluation_set, m) in ringed
+        number = f"{a:.2f}" if np.isfinite(a) else MISSING
         fig.add_trace(
             go.Scatter(
                 x=[0],
                 y=[i],
                 mode="markers+text",
-                text=[f"{plotly_text(m)}  {a:.2f}" if np.isfinite(a) else f"{plotly_text(m)}  {MISSING}"],
+                # the accuracy first, then the name on lines short enough for a narrow column (never cut off)
+                text=[f"<b>{number}</b>  {_list_name(m)}"],
+                customdata=[number],
                 textposition="middle right",
                 textfont=dict(size=12),
                 marker=dict(
@@ -214,13 +244,13 @@ def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: in
                 ),
                 name=m,
                 showlegend=False,
-                hovertemplate=f"<b>{plotly_text(m)}</b> on {plotly_text(title)}<br>accuracy %{{text}}<br>"
+                hovertemplate=f"<b>{plotly_text(m)}</b> on {plotly_text(title)}<br>accuracy %{{customdata[0]}}<br>"
                 f"{i + 1} from the worst" + ("<br>the adversary's backbone" if ring else "") + "<extra></extra>",
                 cliponaxis=False,
             )
         )
     n = len(order)
-    fig.update_xaxes(visible=False, range=[-0.15, 1.6])
+    fig.update_xaxes(visible=False, range=[-0.12, 1.0])
     fig.update_yaxes(
         range=[n - 0.4, -0.6],
         tickmode="array",
@@ -229,7 +259,7 @@ def ranking_list_chart(study: AdversaryStudy, evaluation_set: str, *, height: in
         showgrid=False,
         zeroline=False,
     )
-    style(fig, height=height or 125 + 30 * n)
+    style(fig, height=height or 125 + (44 if wrapped else 30) * n)
     fig.update_layout(
         title=dict(text=f"<b>{plotly_text(title)}</b><br><sub>{sub}</sub>", x=0, xanchor="left", font_size=14),
         margin=dict(l=30, r=10, t=90, b=10),

@@ -22,6 +22,7 @@ __all__ = [
     "class_counts_chart",
     "clicked_round_and_class",
     "histogram_edges",
+    "null_bin_counts",
     "predictability_histogram",
     "predictability_small_multiples",
     "removal_chart",
@@ -205,6 +206,51 @@ def round_counts(result: AFLiteResult, rnd: int) -> np.ndarray:
     return rounds_counts(result, range(rnd, rnd + 1))[0]
 
 
+#: the null's trace: a dark dotted step over the bars (one colour for every class; not a class colour)
+NULL_LINE = dict(color="#222222", dash="dot", width=2)
+NULL_NAME = "under shuffled labels (mean)"
+
+
+def null_bin_counts(null_counts: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Mean rows per histogram bin under shuffled labels, from a round's null counts on the 0.01 grid.
+
+    Parameters
+    ----------
+    null_counts : ndarray of shape (..., 101)
+        Mean rows whose null p reaches τ = 0.00, 0.01, …, 1.00 (``AFLiteResult.null_counts[round - 1]``, per
+        class or summed).
+    edges : ndarray of shape (n_bins + 1,)
+        :func:`histogram_edges`.
+
+    Returns
+    -------
+    ndarray of shape (..., n_bins)
+        Rows with null p in [a, b) for each bin, each edge rounded up to the grid (the null is recorded on
+        the 0.01 grid only, so a row within 0.01 below an edge may count in the next bin; the rows at p ≥ τ
+        for a τ on the grid - the sum right of τ - are exact).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> counts = np.linspace(10, 0, 101)  # 10 rows at p >= 0, none at p >= 1
+    >>> null_bin_counts(counts, np.array([-0.25, 0.25, 0.75, 1.25])).round(2).tolist()
+    [2.5, 5.0, 2.5]
+    """
+    counts = np.asarray(null_counts, dtype=np.float64)
+    grid = np.clip(np.ceil(np.round(np.asarray(edges, dtype=np.float64) * 100, 6)).astype(np.int64), 0, 101)
+    padded = np.concatenate([counts, np.zeros((*counts.shape[:-1], 1))], axis=-1)  # index 101: p ≥ 1.01, none
+    at = padded[..., grid]
+    return at[..., :-1] - at[..., 1:]
+
+
+def _null_of_round(null: AFLiteResult | None, rnd: int) -> np.ndarray | None:
+    """The null counts of round ``rnd`` (classes, 101), or None (no null, or none for that round)."""
+    counts = None if null is None else getattr(null, "null_counts", None)
+    if counts is None or not 1 <= rnd <= len(counts):
+        return None
+    return np.asarray(counts[rnd - 1], dtype=np.float64)
+
+
 def _tau_lines(fig: go.Figure, tau: float, panels: list[int]) -> None:
     """A dashed line at τ across each subplot of ``panels`` (1-based, row by row).
 
@@ -228,13 +274,19 @@ def _tau_lines(fig: go.Figure, tau: float, panels: list[int]) -> None:
     fig.update_layout(shapes=list(fig.layout.shapes or ()) + shapes)
 
 
-def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | None = None) -> go.Figure:
+def predictability_histogram(
+    result: AFLiteResult, rnd: int, *, title: str | None = None, null: AFLiteResult | None = None
+) -> go.Figure:
     """Histogram of the predictability p(i) of the rows scored in round ``rnd``, one panel per class.
 
     Rows removed in that round are drawn in the removed colour, the others in the kept colour; τ is a
     dashed line. Only rows still in the set at that round were scored. The bars are counted on the server
     (:func:`round_counts`): per class and colour one bar trace of O(bins) numbers, whatever the run's size; the
     traces come per class as (stayed, removed), which :func:`clicked_round_and_class` relies on.
+
+    ``null``: the same run with a null (``null_counts``, :func:`aflite_app.compute.runs.null_result`); each
+    panel then also draws the mean rows per bin under shuffled labels as a dotted step (:func:`null_bin_counts`),
+    after every bar trace so that a click still names a bar.
     """
     counts = round_counts(result, rnd)
     edges = histogram_edges(result)
@@ -272,6 +324,27 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
                 col=c,
             )
         fig.update_yaxes(title_text="rows" if c == 1 else None, row=r, col=c)
+    null_round = _null_of_round(null, rnd)
+    if null_round is not None:
+        k = int(null.params.get("null_permutations", 0))
+        per_bin = null_bin_counts(null_round, edges)
+        for i, name in enumerate(classes):
+            fig.add_trace(
+                go.Scatter(
+                    x=centres,
+                    y=per_bin[i],
+                    mode="lines",
+                    line=dict(shape="hvh", **NULL_LINE),
+                    name=NULL_NAME,
+                    legendgroup="null",
+                    showlegend=i == 0,
+                    customdata=bin_text,
+                    hovertemplate=f"{plotly_text(name)}<br>p in %{{customdata}}<br>%{{y:.1f}} rows under shuffled "
+                    f"labels (mean of {k})<extra></extra>",
+                ),
+                row=i // cols + 1,
+                col=i % cols + 1,
+            )
     tau = float(result.params["tau"])
     _tau_lines(fig, tau, list(range(1, n_panels + 1)))
     fig.update_layout(barmode="stack", bargap=0)
@@ -281,11 +354,20 @@ def predictability_histogram(result: AFLiteResult, rnd: int, *, title: str | Non
     x_title = "predictability p(i) (share of correct out-of-sample predictions)" if cols == 1 else "predictability p(i)"
     for c in range(1, cols + 1):
         fig.update_xaxes(title_text=x_title, row=rows, col=c)
-    return style(fig, height=max(320, 230 * rows), title=title or f"Round {rnd}: predictability by class (τ = {tau:g})")
+    fig = style(fig, height=max(320, 230 * rows), title=title or f"Round {rnd}: predictability by class (τ = {tau:g})")
+    if null_round is not None:  # a third legend entry wraps to a second line on a phone: room for it above the panels
+        fig.update_layout(margin=dict(t=fig.layout.margin.t + 22))
+    return fig
 
 
-def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48) -> go.Figure:
-    """One small histogram per round (all classes together), removed rows highlighted, τ dashed."""
+def predictability_small_multiples(
+    result: AFLiteResult, *, max_rounds: int = 48, null: AFLiteResult | None = None
+) -> go.Figure:
+    """One small histogram per round (all classes together), removed rows highlighted, τ dashed.
+
+    ``null``: the same run with a null; every round it covers also draws the mean rows per bin under shuffled
+    labels (all classes together) as a dotted step.
+    """
     if result.scores is None:
         raise ValueError("Per-round scores are not kept for strategy='greedy'; choose 'slice' or 'sample'.")
     n = min(result.n_rounds, max_rounds)
@@ -324,6 +406,24 @@ def predictability_small_multiples(result: AFLiteResult, *, max_rounds: int = 48
                 col=col,
             )
         top = max(top, int(counts.sum(axis=0).max()))
+        null_round = _null_of_round(null, r)
+        if null_round is not None:
+            per_bin = null_bin_counts(null_round.sum(axis=0), edges)
+            fig.add_trace(
+                go.Scatter(
+                    x=centres,
+                    y=per_bin,
+                    mode="lines",
+                    line=dict(shape="hvh", **NULL_LINE),
+                    name=NULL_NAME,
+                    legendgroup="null",
+                    showlegend=r == 1,
+                    hovertemplate=f"round {r}: %{{y:.1f}} rows at p≈%{{x:.2f}} under shuffled labels<extra></extra>",
+                ),
+                row=row,
+                col=col,
+            )
+            top = max(top, float(per_bin.max()))
     _tau_lines(fig, tau, list(range(1, n + 1)))
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_yaxes(range=[0, top * 1.05])  # explicit: Plotly's autorange over matched stacked panels can clip

@@ -27,7 +27,7 @@ from aflite_core.measures import baselines as core_baselines
 from .. import settings
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
-from .datasets import dataset, default_partial_input, partial_input_choices
+from .datasets import dataset, default_partial_input, pair_full_input, partial_input_choices
 from .runs import run_filter
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "baseline_estimate",
     "baselines",
     "default_partial_input",
+    "pair_full_input",
     "partial_input_choices",
     "stored_baselines",
 ]
@@ -58,6 +59,10 @@ class BaselineOptions:
 
     models: tuple[str, ...] = BASELINE_DEFAULT_MODELS
     partial: str | None = None  # a second representation scored as the partial input
+    # the representation scored as the full input (None: the run's Φ); a pair's own view when AFLite ran on the
+    # hypothesis alone (:func:`aflite_app.compute.datasets.pair_full_input`); the one-shot filter and the bias
+    # are always on the run's Φ
+    full: str | None = None
     n_splits: int = 5
     max_train_rows: int = 2000
     seed: int = 0
@@ -292,6 +297,11 @@ def baselines(
         raise ValueError(f"Unknown model families {unknown}; choose among {list(BASELINE_MODELS)}.")
     start = time.perf_counter()
     data = dataset(spec.dataset, session=session)
+    if options.full is not None and options.full not in data.representations:
+        raise ValueError(
+            f"Dataset '{data.name}' has no representation {options.full!r} to use as the full input; available: "
+            f"{list(data.representations)}."
+        )
     if options.partial is not None and options.partial not in data.representations:
         raise ValueError(
             f"Dataset '{data.name}' has no representation {options.partial!r} to use as the partial "
@@ -299,6 +309,7 @@ def baselines(
         )
     d_full = int(data.representation(spec.dataset.representation).shape[1])
     d_partial = int(data.representation(options.partial).shape[1]) if options.partial else None
+    d_view = int(data.representation(options.full).shape[1]) if options.full else d_full  # the full view's CV
     m = int(spec.n_partitions) if spec.model == "linear" else min(int(spec.n_partitions), 16)
     tracker = None
     if progress is not None:
@@ -312,13 +323,13 @@ def baselines(
         rest = sum(
             tracker.cv_seconds(model, int(mask.sum()), d)
             for mask in masks.values()
-            for d in (d_full, d_partial)
+            for d in (d_view, d_partial)
             if d
             for model in options.models
         ) + sum(tracker.bias_seconds(int(mask.sum()), t, m, d_full) for mask in masks.values())
         tracker(first, "Subsets drawn", total=first + rest)
     groups, grouped_by = _baseline_groups(data)
-    views = {"full input": spec.dataset.representation}
+    views = {"full input": options.full or spec.dataset.representation}
     if options.partial:
         views["partial input"] = options.partial
     rows = []

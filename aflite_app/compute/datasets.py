@@ -64,6 +64,8 @@ __all__ = [
     "is_partial_input",
     "nli_local_folder",
     "nli_unavailable",
+    "pair_full_input",
+    "partial_first_last",
     "partial_input_choices",
     "prepare_duplicates",
     "prepare_nli_fetch",
@@ -159,9 +161,66 @@ def class_names(data: Dataset) -> list[str]:
 
 
 def is_partial_input(data: Dataset, rep: str) -> bool:
-    """A partial-input view: described so (TF-IDF of the hypothesis alone), or named after the hypothesis."""
+    """A partial-input view: described so (TF-IDF of the hypothesis alone), or named after one side of a pair.
+
+    A name with a word starting ``hyp`` (``embedding_hypothesis``, ``hyp_minilm``) or ``prem`` (``prem_minilm``,
+    ``premise_tfidf``): one sentence of a premise/hypothesis pair, as an uploaded .npy file's name says it.
+    """
     desc = data.representation_descriptions.get(rep, "").lower()
-    return desc.startswith("partial input") or re.search(r"(^|[^a-z])hyp", rep.lower()) is not None
+    return desc.startswith("partial input") or re.search(r"(^|[^a-z])(hyp|prem)", rep.lower()) is not None
+
+
+def pair_full_input(data: Dataset, used: str | None) -> str:
+    """The representation a page takes as the *full* input when ``used`` (the sidebar's, the run's) is given.
+
+    ``used`` itself, except on a premise/hypothesis pair when ``used`` is a partial input (AFLite run on the
+    hypothesis alone, say): then the pair's own view, the full representation that shares most of ``used``'s name
+    (``embedding_hypothesis`` -> ``embedding``, ``hyp_minilm`` -> ``pair_minilm``), first in order on a tie; ``used``
+    when the dataset has no full representation.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from aflite_core.data.datasets import Dataset
+    >>> X = np.zeros((4, 2), np.float32)
+    >>> frame = pd.DataFrame({"premise": list("abcd"), "hypothesis": list("efgh"), "label": list("xyxy")})
+    >>> data = Dataset(name="t", frame=frame, label_column="label", classes=("x", "y"), y=np.array([0, 1, 0, 1]),
+    ...                ids=np.arange(4), representations={"hyp_minilm": X, "tfidf": X, "pair_minilm": X},
+    ...                pair=("premise", "hypothesis"))
+    >>> pair_full_input(data, "hyp_minilm"), pair_full_input(data, "tfidf")
+    ('pair_minilm', 'tfidf')
+    """
+    used = used or data.default_representation
+    if data.pair is None or not is_partial_input(data, used):
+        return used
+    full = [r for r in data.representations if not is_partial_input(data, r)]
+    if not full:
+        return used
+
+    def run(a: str, b: str) -> int:  # characters shared from the start
+        return next((i for i, (x, z) in enumerate(zip(a, b)) if x != z), min(len(a), len(b)))
+
+    def shared(rep: str) -> int:
+        a, b = used.lower(), rep.lower()
+        return run(a, b) + run(a[::-1], b[::-1])
+
+    return max(full, key=lambda r: (shared(r), -full.index(r)))
+
+
+def partial_first_last(data: Dataset) -> Dataset:
+    """``data`` with, on a premise/hypothesis pair, its full representations before the partial ones (else as is).
+
+    The first representation is the default one (the sidebar's): an upload whose .npy files sort the hypothesis
+    first (``snli.hyp_minilm.npy`` before ``snli.pair_minilm.npy``) would otherwise filter, record dynamics and
+    score baselines on the hypothesis alone as if it were the whole example.
+    """
+    if data.pair is None:
+        return data
+    reps = list(data.representations)
+    ordered = sorted(reps, key=lambda r: is_partial_input(data, r))
+    if ordered == reps or is_partial_input(data, ordered[0]):
+        return data
+    return dataclasses.replace(data, representations={r: data.representations[r] for r in ordered})
 
 
 def partial_input_choices(data: Dataset, used: str | None) -> list[str]:

@@ -31,6 +31,7 @@ from aflite_core.dynamics import (
     record_dynamics,
 )
 from aflite_core.dynamics.align import align_dynamics, parse_class_order, read_epoch_files
+from aflite_core.dynamics.level_controls import validation_findings
 from aflite_core.dynamics.validation import VALIDATION_STAGES, LevelValidation, ValidationStep, validate_levels
 from aflite_core.measures.spurious import compare_classes, paper_table, spurious_measures
 
@@ -42,7 +43,7 @@ from ..jobs import shared_jobs as _shared_jobs
 from ..run_archive import human_bytes
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
-from .datasets import class_names, dataset, is_partial_input, partial_input_choices
+from .datasets import class_names, dataset, is_partial_input, pair_full_input, partial_input_choices
 from .runs import run_filter
 
 __all__ = [
@@ -61,7 +62,9 @@ __all__ = [
     "describe_validation",
     "dynamics_estimate",
     "dynamics_examples",
+    "dynamics_findings",
     "dynamics_frame",
+    "dynamics_full_input",
     "dynamics_levels",
     "dynamics_record",
     "dynamics_spurious_measures",
@@ -595,3 +598,26 @@ def describe_validation(_progress, elapsed: float, step: ValidationStep | None =
     return step.fraction, (
         f"{where}{detail} ({step.done:,} of {step.total:,}) · {elapsed:.0f} s{remaining_text(elapsed, step.fraction)}"
     )
+
+
+def dynamics_findings(validation: LevelValidation) -> list[str]:
+    """What the training-dynamics levels add over their controls, in sentences computed from the validation.
+
+    :func:`aflite_core.dynamics.level_controls.validation_findings` of the validation's ``level_controls`` and
+    ``fractions`` (the numbers the page shows): the easy − hard gap of every kind of levels per model, whether
+    the dynamics beat one-shot out-of-fold confidence by more than the seeds' spread, the random levels' flatness
+    and the fraction experiment against the confidence selections.
+    """
+    return validation_findings(getattr(validation, "level_controls", None), validation.fractions)
+
+
+def dynamics_full_input(dspec: DatasetSpec, data: Dataset) -> DatasetSpec:
+    """The dataset spec whose representation the dynamics take as the full input.
+
+    The sidebar's (``dspec``), except on a premise/hypothesis pair whose sidebar representation is a partial input
+    (AFLite run on the hypothesis alone): then the pair's own view (:func:`pair_full_input`), so the full-input
+    model sees the whole example and the hypothesis stays the partial input, never the other way round.
+    """
+    used = dspec.representation or data.default_representation
+    full = pair_full_input(data, used)
+    return dspec if full == dspec.representation else DatasetSpec(dspec.key, full)

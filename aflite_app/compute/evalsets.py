@@ -77,8 +77,10 @@ __all__ = [
     "evalsets_setup",
     "evalsets_setup_is_slow",
     "evalsets_source_counts",
+    "evalsets_study_seconds",
     "evalsets_upload",
     "evalsets_uploaded",
+    "evalsets_wait_hint",
     "prepare_evalsets_setup",
     "prepare_evalsets_study",
     "run_evalsets_study",
@@ -366,3 +368,54 @@ def evalsets_reading(study) -> tuple[list[str], dict[str, list[str]]]:
     ran = set(study.runs["adversary"]) if len(study.runs) else set()  # a stopped study lacks the later ones
     per = {a: study_reading(study, a, named=False) for a in study.adversaries if a in ran}
     return study_overview(study), per
+
+
+def evalsets_study_seconds(setup, spec: EvalStudySpec) -> float:
+    """Roughly how long the AFLite runs of ``spec`` take here: one run per adversary and seed (the server's rates).
+
+    Each chosen adversary is priced by :func:`aflite_core.engine.estimates.estimate_seconds` on its own number of
+    features (the ensemble as one more run on the widest); the evaluated models' fits are not included.
+    """
+    from aflite_core.engine.estimates import estimate_seconds
+
+    n_train = len(setup.train_y)
+    n_classes = len(set(map(str, setup.train_y)))
+    widths = [int(np.shape(setup.train_X[a])[1]) for a in spec.adversaries if a in setup.train_X]
+    if spec.ensemble and widths:
+        widths.append(max(widths))
+    one = [
+        estimate_seconds(
+            "aflite",
+            calibrated=False,
+            n_rows=n_train,
+            target_size=int(spec.target_size),
+            slice_size=int(spec.slice_size),
+            train_size=int(spec.train_size),
+            n_partitions=int(spec.n_partitions),
+            n_features=d,
+            n_classes=n_classes,
+        )
+        for d in widths
+    ]
+    return float(sum(one) * max(int(spec.n_seeds), 1))
+
+
+def evalsets_wait_hint(setup, spec: EvalStudySpec) -> str:
+    """The pre-run hint of the study: how long these settings take on this data (not a fixed "a few seconds").
+
+    E.g. "about 40 s for 4 adversaries × 1 seed on 1,050 training rows, plus training the evaluated models".
+    """
+    seconds = evalsets_study_seconds(setup, spec)
+    n_adv = len(spec.adversaries) + (1 if spec.ensemble else 0)
+    n_seeds = int(spec.n_seeds)
+    when = (
+        "a few seconds"
+        if seconds < 5
+        else f"about {seconds:.0f} s"
+        if seconds < 90
+        else f"about {seconds / 60:.0f} min"
+    )
+    return (
+        f"{when} for {n_adv} adversar{'ies' if n_adv != 1 else 'y'} × {n_seeds} seed{'s' if n_seeds != 1 else ''} "
+        f"on {len(setup.train_y):,} training rows, plus training the evaluated models"
+    )

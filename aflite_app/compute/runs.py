@@ -63,6 +63,7 @@ __all__ = [
     "null_summary",
     "prepare_null",
     "prepare_run",
+    "removed_null_sentence",
     "result",
     "run_filter",
     "run_groups",
@@ -522,6 +523,33 @@ def null_by_class(result: AFLiteResult, rnd: int) -> pd.DataFrame:
             f"rows at p ≥ {tau:.2f}": observed.astype(int),
             "by chance (null)": np.round(result.null_counts[rnd - 1, :, col], 1),
         }
+    )
+
+
+def removed_null_sentence(result: AFLiteResult, nulled: AFLiteResult | None) -> str:
+    """The Filter page's line on chance: how many of the run's removed rows shuffled labels would bring to τ.
+
+    With a null (``nulled``, the same run with ``null_counts``): per round, the null's mean count at p ≥ τ, capped
+    at the rows that round removed (AFLite removes at most that many), summed over the rounds the null covers.
+    Without one: how to compute it.
+    """
+    counts = None if nulled is None else nulled.null_counts
+    tau = float(result.params["tau"])
+    if counts is None or not len(counts):
+        return (
+            f"How many of these {result.n_removed:,} removed rows would reach τ = {tau:.2f} by chance alone? Press "
+            "'Compute the null' on the Predictability page (label permutations, in the background); this line then "
+            "says it."
+        )
+    removed = result.history["n_removed"].to_numpy()
+    rounds = min(len(counts), len(removed))
+    chance = sum(min(float(nulled.null_at(tau, r)), float(removed[r - 1])) for r in range(1, rounds + 1))
+    k = int(nulled.params.get("null_permutations", 0))
+    share = f" ({100 * chance / result.n_removed:.0f} %)" if result.n_removed else ""
+    return (
+        f"Under shuffled labels ({k} permutation{'s' if k != 1 else ''}), about {chance:,.0f} of the "
+        f"{result.n_removed:,} removed rows{share} would reach τ = {tau:.2f}: per round, the null's mean count at "
+        "p ≥ τ, at most the rows that round removed."
     )
 
 

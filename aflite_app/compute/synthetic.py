@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,9 +31,15 @@ import streamlit as st
 from aflite_core.data import planted_bias as synthetic
 from aflite_core.experiments import figure2 as synthetic_experiment
 from aflite_core.experiments import ood, optimum
+from aflite_core.experiments.seed_counts import (
+    optimum_narrative,
+    optimum_summary,
+    synthetic_narrative,
+    synthetic_summary,
+)
 
 from .. import settings
-from ..jobs import start_daemon
+from ..jobs import Outcome, remaining_text, start_daemon
 from . import _stores
 
 __all__ = [
@@ -40,9 +47,13 @@ __all__ = [
     "CIRCLES_MAX_LEVELS",
     "CIRCLES_OOD_SEEDS",
     "CIRCLES_TAU_FLOOR",
+    "SEED_COUNT_SEEDS",
     "CirclesOODSpec",
     "CirclesRunSpec",
     "CirclesSpec",
+    "OptimumCountsSpec",
+    "SeedCounts",
+    "SeedCountsSpec",
     "circles_before",
     "circles_curve",
     "circles_datasets",
@@ -53,7 +64,11 @@ __all__ = [
     "circles_optimum",
     "circles_original_figure",
     "circles_round",
+    "describe_seed_counts",
+    "one_seed_note",
     "parse_separations",
+    "prepare_seed_counts",
+    "stored_seed_counts",
 ]
 
 #: AFLite seeds of the page's out-of-distribution test (every seed: its own AFLite run, random subset, models)
@@ -435,3 +450,118 @@ def circles_ood(spec: CirclesOODSpec, progress: Callable[[float, str], Any] | No
 def circles_optimum(seed: int = 0, slice_size: int = 2) -> pd.DataFrame:
     """AFOptimum against AFLite's strategies on the tiny teaching cases (``optimum.compare_with_optimum``)."""
     return optimum.compare_with_optimum(slice_size=slice_size, random_state=seed).table
+
+
+# -- the narratives over seeds (issue 27): the notes above describe one seed; these count over many, on request ----
+#: seeds (Figure 2) and generated instances (AFOptimum) the cross-seed counts use: the page's seed and the next ones
+SEED_COUNT_SEEDS = 10
+
+
+@dataclass(frozen=True)
+class SeedCountsSpec:
+    """Figure 2's narrative over ``n_seeds`` seeds: the page's data and AFLite parameters, seeds ``seed`` onwards."""
+
+    run: CirclesRunSpec
+    n_seeds: int = SEED_COUNT_SEEDS
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """The seeds counted over: the page's own first."""
+        return tuple(range(self.run.data.seed, self.run.data.seed + int(self.n_seeds)))
+
+
+@dataclass(frozen=True)
+class OptimumCountsSpec:
+    """AFOptimum's narrative over ``n_instances`` generated instances (seeds ``seed`` onwards)."""
+
+    seed: int = 0
+    slice_size: int = 2
+    n_instances: int = SEED_COUNT_SEEDS
+
+
+@dataclass(frozen=True)
+class SeedCounts:
+    """The tables of every seed (``table``, with a ``seed`` or ``instance`` column), their summary and sentences."""
+
+    table: pd.DataFrame
+    summary: pd.DataFrame
+    narrative: tuple[str, ...]
+    seconds: float
+
+
+def stored_seed_counts(spec: SeedCountsSpec | OptimumCountsSpec) -> SeedCounts | None:
+    """The counts of ``spec`` when computed already (no computation), else None."""
+    return _circles_store().recall(("seed_counts", spec))
+
+
+def prepare_seed_counts(spec: SeedCountsSpec | OptimumCountsSpec) -> Callable[[Callable], Any]:
+    """A background job counting the page's narrative over seeds (Figure 2) or generated instances (AFOptimum).
+
+    ``target(reporter)`` runs one seed (instance) after another - Figure 2: new datasets and a new AFLite run per
+    seed, :func:`aflite_core.experiments.figure2.synthetic_experiment`; AFOptimum:
+    :func:`aflite_core.experiments.optimum.compare_with_optimum` - reporting ``(done, total)`` after each; a False
+    from the reporter stops it between two seeds and gives ``Outcome(stopped=True)``. The finished counts
+    (:func:`aflite_core.experiments.seed_counts`' summary and narrative) are kept in the page's store.
+    """
+    key = ("seed_counts", spec)
+
+    def target(reporter: Callable) -> Outcome:
+        hit = _circles_store().recall(key)
+        if hit is not None:
+            return Outcome(hit)
+        start, parts = time.perf_counter(), []
+        if isinstance(spec, SeedCountsSpec):
+            seeds = spec.seeds
+            for i, s in enumerate(seeds):
+                if reporter((i, len(seeds))) is False:
+                    return Outcome(stopped=True)
+                run = replace(spec.run, data=replace(spec.run.data, seed=s))
+                exp = synthetic_experiment.synthetic_experiment(
+                    list(circles_datasets(run.data)),
+                    **_aflite_args(run),
+                    n_splits=run.n_splits,
+                    random_state=s,
+                    n_threads=1,
+                )
+                parts.append(exp.table.assign(seed=s))
+            long = pd.concat(parts, ignore_index=True)
+            summary, narrative = synthetic_summary(long), synthetic_narrative(long)
+        else:
+            for i in range(int(spec.n_instances)):
+                if reporter((i, int(spec.n_instances))) is False:
+                    return Outcome(stopped=True)
+                cmp = optimum.compare_with_optimum(slice_size=spec.slice_size, random_state=spec.seed + i)
+                parts.append(cmp.table.assign(instance=i))
+            long = pd.concat(parts, ignore_index=True)
+            summary, narrative = optimum_summary(long), optimum_narrative(long)
+        reporter((len(parts), len(parts)))
+        counts = SeedCounts(long, summary, tuple(narrative), time.perf_counter() - start)
+        _circles_store().keep(key, counts)
+        return Outcome(counts)
+
+    return target
+
+
+def describe_seed_counts(progress: Any, elapsed: float, _step: Any = None) -> tuple[float, str]:
+    """The progress of a cross-seed count: ``(fraction, text)`` with the elapsed time and the time left."""
+    if progress is None:
+        return 0.0, f"Starting the first seed · {elapsed:.0f} s"
+    done, total = progress
+    fraction = done / max(total, 1)
+    return fraction, f"Seed {done + 1 if done < total else total} of {total} · {elapsed:.0f} s" + remaining_text(
+        elapsed, fraction
+    )
+
+
+def one_seed_note(seed: int, what: str = "these notes", unit: str = "seeds") -> str:
+    """The sentence that says a note describes one run: the seed, and where the counts over seeds are.
+
+    Examples
+    --------
+    >>> one_seed_note(3)[:60]
+    'These notes describe the run shown: one seed (seed 3). A sen'
+    """
+    return (
+        f"{what[:1].upper() + what[1:]} describe the run shown: one seed (seed {seed}). A sentence that holds here "
+        f"may not hold at another seed: press 'Count over {SEED_COUNT_SEEDS} {unit}' for how many it holds on."
+    )

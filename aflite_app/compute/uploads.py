@@ -27,6 +27,7 @@ from aflite_core.data.readers import read_table
 from aflite_core.data.user_tables import _read_npy, guess_id_column, load_table_dataset
 
 from . import _stores
+from .datasets import partial_first_last
 from .upload_sentences import EmbedSpec, _view_description
 
 __all__ = [
@@ -316,6 +317,7 @@ def _load_upload(
             data = data.with_representation(
                 "tfidf_partial", X, f"partial input: TF-IDF + SVD of {cols} alone ({X.shape[1]}-d)"
             )
+        data = partial_first_last(data)  # a pair's default view is the whole pair, never the hypothesis alone
         if data.n_classes < 2:  # pragma: no cover - the loader refuses one class already
             raise ValueError(f"'{name}' has only one class; AFLite needs at least 2.")
         small = data.class_counts()

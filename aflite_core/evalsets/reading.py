@@ -103,6 +103,9 @@ def _model_sentences(study: StudyNumbers, a: str, corr: pd.DataFrame | None, sub
         if "discordant_pairs" in corr.columns:
             d, total = int(corr.loc[a, "discordant_pairs"]), int(corr.loc[a, "n_pairs"])
             pairs = f"; {d} of the {total} pairs of models swap order"
+            tied = int(corr.loc[a, "tied_pairs"]) if "tied_pairs" in corr.columns else 0
+            if tied:  # a tie lowers the coefficient too: without it "0.84 … 0 pairs swap" reads as a contradiction
+                pairs += f" and {tied} {'is' if tied == 1 else 'are'} tied (a tie lowers the coefficient too)"
         if k >= 1 - 1e-12:
             out.append(f"The ranking of the models is unchanged (Kendall's coefficient {k:.2f}).")
         else:
