@@ -15,6 +15,7 @@ encoded here without extra dependencies) or the dataset's text columns.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -28,15 +29,23 @@ from aflite_core.measures.projection import points_in_box, points_in_polygon
 from .images import png_bytes, png_data_uri
 
 __all__ = [
+    "MAX_LASSO_VERTICES",
+    "MAX_LINKED_POINTS",
     "MapSelection",
+    "Shape",
     "after_event",
     "class_counts",
     "cleared",
+    "decode_shapes",
+    "encode_shapes",
     "for_figure",
+    "geometry_of",
     "png_bytes",
     "png_data_uri",
     "redrawn",
+    "restored",
     "rows_in_geometry",
+    "rows_in_shapes",
     "selected_rows",
     "selection_table",
     "thumbnail",
@@ -132,6 +141,142 @@ def _numbers(values: Any) -> NDArray[np.float64] | None:
     return out if out.ndim == 1 and np.isfinite(out).all() else None
 
 
+#: a lasso keeps at most this many vertices (evenly spaced along the drawn outline): the selection's link stays short
+MAX_LASSO_VERTICES = 48
+#: shapes of one selection kept at most (boxes and lassos drawn with Shift)
+MAX_SHAPES = 4
+#: rows clicked one by one that a link carries at most (a larger click selection is not put in the URL)
+MAX_LINKED_POINTS = 50
+#: significant digits of a selection's coordinates (map units; the map spans a few units to a few tens)
+_DIGITS = 4
+
+#: one box or lasso: ``("box", (x0, x1), (y0, y1))`` or ``("lasso", xs, ys)`` in map coordinates
+Shape = tuple[str, tuple[float, ...], tuple[float, ...]]
+
+
+def _rounded(value: float) -> float:
+    """``value`` to :data:`_DIGITS` significant digits, exactly as its link text reads back (no exponent)."""
+    return float(np.format_float_positional(float(value), precision=_DIGITS, unique=True, fractional=False, trim="-"))
+
+
+def _text(value: float) -> str:
+    return np.format_float_positional(float(value), precision=_DIGITS, unique=True, fractional=False, trim="-")
+
+
+def _shape(kind: str, sx: NDArray[np.float64], sy: NDArray[np.float64]) -> Shape | None:
+    """A box or lasso as kept and linked: coordinates rounded, a lasso thinned to MAX_LASSO_VERTICES vertices."""
+    if kind == "box":
+        if len(sx) != 2 or len(sy) != 2:
+            return None
+        return ("box", tuple(_rounded(v) for v in sorted(sx)), tuple(_rounded(v) for v in sorted(sy)))
+    if len(sx) >= 2 and sx[0] == sx[-1] and sy[0] == sy[-1]:
+        sx, sy = sx[:-1], sy[:-1]
+    if len(sx) < 3 or len(sx) != len(sy):
+        return None
+    if len(sx) > MAX_LASSO_VERTICES:
+        keep = np.unique(np.linspace(0, len(sx) - 1, MAX_LASSO_VERTICES).round().astype(np.intp))
+        sx, sy = sx[keep], sy[keep]
+    return ("lasso", tuple(_rounded(v) for v in sx), tuple(_rounded(v) for v in sy))
+
+
+def geometry_of(event: Any) -> tuple[Shape, ...] | None:
+    """The boxes and lassos of a Plotly chart event, as kept and linked (None when it holds none).
+
+    Coordinates are rounded to 4 significant digits and a lasso keeps at most :data:`MAX_LASSO_VERTICES`
+    vertices (evenly spaced along its outline), at most :data:`MAX_SHAPES` shapes: the rows selected in the
+    session are the rows of exactly this geometry, so a link that carries it selects the same rows.
+
+    Examples
+    --------
+    >>> geometry_of({"selection": {"box": [{"x": [2.000001, -1], "y": [0, 1]}], "lasso": []}})
+    (('box', (-1.0, 2.0), (0.0, 1.0)),)
+    >>> geometry_of({"selection": {"points": [{"customdata": 1}]}}) is None
+    True
+    """
+    selection = _get(event, "selection")
+    if selection is None and (_get(event, "box") is not None or _get(event, "lasso") is not None):
+        selection = event
+    shapes: list[Shape] = []
+    for kind in ("box", "lasso"):
+        drawn = _get(selection, kind) or []
+        if isinstance(drawn, (str, bytes, Mapping)) or not isinstance(drawn, Iterable):
+            continue
+        for item in drawn:
+            sx, sy = _numbers(_get(item, "x")), _numbers(_get(item, "y"))
+            if sx is None or sy is None or len(sx) != len(sy) or len(sx) < 2:
+                continue
+            shape = _shape(kind, sx, sy)
+            if shape is not None and len(shapes) < MAX_SHAPES:
+                shapes.append(shape)
+    return tuple(shapes) or None
+
+
+def rows_in_shapes(shapes: Iterable[Shape], xy: NDArray) -> list[int]:
+    """Row positions inside any of the shapes (their union), evaluated over every row of ``xy``, sorted.
+
+    Uses :func:`aflite_core.measures.projection.points_in_box` and
+    :func:`~aflite_core.measures.projection.points_in_polygon` (vectorised over all rows).
+    """
+    inside = np.zeros(len(xy), dtype=bool)
+    for kind, sx, sy in shapes:
+        inside |= points_in_box(xy, sx, sy) if kind == "box" else points_in_polygon(xy, sx, sy)
+    return np.flatnonzero(inside).tolist()
+
+
+def encode_shapes(shapes: Iterable[Shape]) -> str:
+    """A selection's shapes as link text: ``b<x0>_<x1>_<y0>_<y1>`` per box, ``l<x>_<y>_<x>_<y>…`` per lasso.
+
+    Only characters a URL never escapes (letters, digits, ``-``, ``.``, ``_``).
+
+    Examples
+    --------
+    >>> encode_shapes([("box", (-1.0, 2.5), (0.0, 1.0)), ("lasso", (0.0, 1.0, 1.0), (0.0, 0.0, 1.0))])
+    'b-1_2.5_0_1l0_0_1_0_1_1'
+    """
+    parts = []
+    for kind, sx, sy in shapes:
+        if kind == "box":
+            numbers = [sx[0], sx[1], sy[0], sy[1]]
+        else:
+            numbers = [v for pair in zip(sx, sy) for v in pair]
+        parts.append(("b" if kind == "box" else "l") + "_".join(_text(v) for v in numbers))
+    return "".join(parts)
+
+
+def decode_shapes(text: str) -> tuple[Shape, ...]:
+    """The shapes of :func:`encode_shapes`' text; ValueError (one sentence) for text that is not such shapes.
+
+    At most :data:`MAX_SHAPES` shapes and :data:`MAX_LASSO_VERTICES` vertices per lasso are read; every number
+    goes through :func:`aflite_core._validation.bounded_float` (finite, at most 20 characters).
+
+    Examples
+    --------
+    >>> decode_shapes("b-1_2.5_0_1")
+    (('box', (-1.0, 2.5), (0.0, 1.0)),)
+    """
+    from aflite_core._validation import bounded_float
+
+    text = str(text)
+    limit = MAX_SHAPES * (2 * MAX_LASSO_VERTICES * 21 + 1)
+    if not text or len(text) > limit or text[0] not in "bl":
+        raise ValueError("The link's map selection is not a box or lasso this page can read.")
+    shapes: list[Shape] = []
+    for kind, body in re.findall(r"([bl])([^bl]*)", text)[:MAX_SHAPES]:
+        numbers = [bounded_float(t, -1e12, 1e12, what="A coordinate of the link's selection") for t in body.split("_")]
+        xs, ys = np.asarray(numbers[0::2]), np.asarray(numbers[1::2])
+        if kind == "b":
+            if len(numbers) != 4:
+                raise ValueError("The link's map selection has a box without exactly four numbers.")
+            xs, ys = np.asarray(numbers[:2]), np.asarray(numbers[2:])
+        elif len(numbers) % 2:
+            raise ValueError("The link's map selection has a lasso with an odd count of numbers.")
+        shape = _shape("box" if kind == "b" else "lasso", xs, ys)
+        if shape is None:
+            raise ValueError("The link's map selection has a lasso of fewer than three points.")
+        shapes.append(shape)
+    return tuple(shapes)
+
+
 def rows_in_geometry(event: Any, xy: NDArray | None) -> list[int] | None:
     """Row positions inside the boxes and lassos of a Plotly chart event, evaluated over every row of ``xy``.
 
@@ -145,8 +290,9 @@ def rows_in_geometry(event: Any, xy: NDArray | None) -> list[int] | None:
     Returns
     -------
     list of int or None
-        The rows inside any of the event's boxes or lassos (their union), sorted; None when the event holds no
-        usable geometry (a click, an empty or malformed selection) or ``xy`` is None.
+        The rows inside any of the event's boxes or lassos (their union, as :func:`geometry_of` keeps them),
+        sorted; None when the event holds no usable geometry (a click, an empty or malformed selection) or
+        ``xy`` is None.
 
     Examples
     --------
@@ -160,26 +306,8 @@ def rows_in_geometry(event: Any, xy: NDArray | None) -> list[int] | None:
     """
     if xy is None:
         return None
-    selection = _get(event, "selection")
-    if selection is None and (_get(event, "box") is not None or _get(event, "lasso") is not None):
-        selection = event
-    inside: NDArray[np.bool_] | None = None
-    for kind in ("box", "lasso"):
-        shapes = _get(selection, kind) or []
-        if isinstance(shapes, (str, bytes, Mapping)) or not isinstance(shapes, Iterable):
-            continue
-        for shape in shapes:
-            sx, sy = _numbers(_get(shape, "x")), _numbers(_get(shape, "y"))
-            if sx is None or sy is None or len(sx) != len(sy) or len(sx) < 2:
-                continue
-            if kind == "box":
-                if len(sx) != 2:
-                    continue
-                mask = points_in_box(xy, sx, sy)
-            else:
-                mask = points_in_polygon(xy, sx, sy)
-            inside = mask if inside is None else inside | mask
-    return None if inside is None else np.flatnonzero(inside).tolist()
+    shapes = geometry_of(event)
+    return None if shapes is None else rows_in_shapes(shapes, xy)
 
 
 @dataclass(frozen=True)
@@ -202,6 +330,12 @@ class MapSelection:
         True when ``rows`` were selected on the current figure (the chart itself holds that selection).
     revision : int
         Bumped by :func:`cleared`; the page puts it in the figure, so clearing makes a new chart.
+    shapes : tuple of Shape
+        The boxes and lassos that selected ``rows`` (as :func:`geometry_of` keeps them), for the link.
+    drawn_on : str or None
+        The projection ("PCA", "UMAP") those shapes were drawn on.
+    clicked : tuple of int
+        Rows clicked one by one (no geometry), for the link.
     """
 
     signature: Hashable = None
@@ -209,6 +343,9 @@ class MapSelection:
     baked: tuple[int, ...] = ()
     touched: bool = False
     revision: int = 0
+    shapes: tuple[Shape, ...] = ()
+    drawn_on: str | None = None
+    clicked: tuple[int, ...] = ()
 
 
 def for_figure(state: MapSelection | None, signature: Hashable) -> MapSelection:
@@ -224,12 +361,17 @@ def for_figure(state: MapSelection | None, signature: Hashable) -> MapSelection:
     if state is None:
         return MapSelection(signature)
     if state.signature != signature:
-        return MapSelection(signature, state.rows, state.rows, False, state.revision)
+        return replace(state, signature=signature, baked=state.rows, touched=False)
     return state
 
 
 def after_event(
-    state: MapSelection | None, event: Any, *, n_rows: int | None = None, xy: NDArray | None = None
+    state: MapSelection | None,
+    event: Any,
+    *,
+    n_rows: int | None = None,
+    xy: NDArray | None = None,
+    drawn_on: str | None = None,
 ) -> MapSelection:
     """The state after the chart reported a selection (``on_select`` callback).
 
@@ -243,18 +385,45 @@ def after_event(
     earlier figure (seen when the figure is redrawn) and is ignored.
     """
     state = state if state is not None else MapSelection()
-    inside = rows_in_geometry(event, xy)
-    if inside is not None:
-        clicked = selected_rows(event, n_rows=n_rows)
+    shapes = geometry_of(event) if xy is not None else None
+    clicked = tuple(selected_rows(event, n_rows=n_rows))
+    if shapes is not None:
+        inside = rows_in_shapes(shapes, xy)
         rows = tuple(sorted(set(inside).union(clicked))) if clicked else tuple(inside)
         rows = tuple(r for r in rows if n_rows is None or r < n_rows)
     else:
-        rows = tuple(selected_rows(event, n_rows=n_rows))
+        rows = clicked
     if rows:
-        return replace(state, rows=rows, touched=True)
+        return replace(state, rows=rows, touched=True, shapes=shapes or (), drawn_on=drawn_on, clicked=clicked)
     if state.touched:
-        return replace(state, rows=(), touched=False)
+        return replace(state, rows=(), touched=False, shapes=(), drawn_on=None, clicked=())
     return state
+
+
+def restored(
+    state: MapSelection | None,
+    shapes: Iterable[Shape],
+    clicked: Iterable[int],
+    *,
+    xy: NDArray,
+    drawn_on: str | None,
+) -> MapSelection:
+    """The selection a link carried, evaluated over every row of ``xy`` (the projection it was drawn on).
+
+    The rows are drawn as selected (``baked``), as for a selection carried over to a new figure.
+
+    Examples
+    --------
+    >>> xy = np.array([[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
+    >>> restored(None, [("box", (-1.0, 2.0), (-1.0, 2.0))], [2], xy=xy, drawn_on="PCA").rows
+    (0, 1, 2)
+    """
+    state = state if state is not None else MapSelection()
+    shapes = tuple(shapes)
+    n = len(xy)
+    points = tuple(sorted({int(r) for r in clicked if 0 <= int(r) < n}))
+    rows = tuple(sorted(set(rows_in_shapes(shapes, xy)).union(points)))
+    return replace(state, rows=rows, baked=rows, touched=False, shapes=shapes, drawn_on=drawn_on, clicked=points)
 
 
 def redrawn(state: MapSelection | None) -> MapSelection:
