@@ -24,11 +24,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from aflite_core._validation import MAX_NUMBER_CHARS, bounded_float
 from aflite_core.measures.projection import points_in_box, points_in_polygon
 
 from .images import png_bytes, png_data_uri
 
 __all__ = [
+    "COMPACT_FORMS",
     "MAX_LASSO_VERTICES",
     "MAX_LINKED_POINTS",
     "MapSelection",
@@ -36,6 +38,7 @@ __all__ = [
     "after_event",
     "class_counts",
     "cleared",
+    "compact",
     "decode_shapes",
     "encode_shapes",
     "for_figure",
@@ -142,54 +145,71 @@ def _numbers(values: Any) -> NDArray[np.float64] | None:
 
 
 #: a lasso keeps at most this many vertices (evenly spaced along the drawn outline): the selection's link stays short
-MAX_LASSO_VERTICES = 48
+MAX_LASSO_VERTICES = 256
+#: the compact forms a selection's link tries first, shortest first: (vertices per lasso at most, significant digits);
+#: the first that selects exactly the rows of the drawn geometry is kept (else the drawn one, full precision)
+COMPACT_FORMS = ((48, 4), (96, 5), (192, 6))
 #: shapes of one selection kept at most (boxes and lassos drawn with Shift)
 MAX_SHAPES = 4
 #: rows clicked one by one that a link carries at most (a larger click selection is not put in the URL)
 MAX_LINKED_POINTS = 50
-#: significant digits of a selection's coordinates (map units; the map spans a few units to a few tens)
-_DIGITS = 4
 
 #: one box or lasso: ``("box", (x0, x1), (y0, y1))`` or ``("lasso", xs, ys)`` in map coordinates
 Shape = tuple[str, tuple[float, ...], tuple[float, ...]]
 
 
-def _rounded(value: float) -> float:
-    """``value`` to :data:`_DIGITS` significant digits, exactly as its link text reads back (no exponent)."""
-    return float(np.format_float_positional(float(value), precision=_DIGITS, unique=True, fractional=False, trim="-"))
+def _text(value: float, digits: int | None = None) -> str:
+    """``value`` as link text: ``digits`` significant digits (None: every digit it needs), never an exponent.
+
+    At most 20 characters (what a link's number may have, :data:`aflite_core._validation.MAX_NUMBER_CHARS`): a
+    value that needs more (tiny or huge) gets fewer digits.
+    """
+    text = np.format_float_positional(float(value), precision=digits, unique=True, fractional=False, trim="-")
+    digits = 17 if digits is None else digits
+    while len(text) > MAX_NUMBER_CHARS and digits > 1:
+        digits -= 1
+        text = np.format_float_positional(float(value), precision=digits, unique=True, fractional=False, trim="-")
+    return text
 
 
-def _text(value: float) -> str:
-    return np.format_float_positional(float(value), precision=_DIGITS, unique=True, fractional=False, trim="-")
+def _rounded(value: float, digits: int | None = None) -> float:
+    """``value`` exactly as its link text (:func:`_text`) reads back."""
+    return float(_text(value, digits))
 
 
-def _shape(kind: str, sx: NDArray[np.float64], sy: NDArray[np.float64]) -> Shape | None:
-    """A box or lasso as kept and linked: coordinates rounded, a lasso thinned to MAX_LASSO_VERTICES vertices."""
+def _shape(
+    kind: str,
+    sx: NDArray[np.float64],
+    sy: NDArray[np.float64],
+    max_vertices: int = MAX_LASSO_VERTICES,
+    digits: int | None = None,
+) -> Shape | None:
+    """A box or lasso as kept and linked: coordinates to ``digits`` digits, a lasso thinned to ``max_vertices``."""
+    sx, sy = np.asarray(sx, dtype=np.float64), np.asarray(sy, dtype=np.float64)
     if kind == "box":
         if len(sx) != 2 or len(sy) != 2:
             return None
-        return ("box", tuple(_rounded(v) for v in sorted(sx)), tuple(_rounded(v) for v in sorted(sy)))
+        return ("box", tuple(_rounded(v, digits) for v in sorted(sx)), tuple(_rounded(v, digits) for v in sorted(sy)))
     if len(sx) >= 2 and sx[0] == sx[-1] and sy[0] == sy[-1]:
         sx, sy = sx[:-1], sy[:-1]
     if len(sx) < 3 or len(sx) != len(sy):
         return None
-    if len(sx) > MAX_LASSO_VERTICES:
-        keep = np.unique(np.linspace(0, len(sx) - 1, MAX_LASSO_VERTICES).round().astype(np.intp))
+    if len(sx) > max_vertices:
+        keep = np.unique(np.linspace(0, len(sx) - 1, max_vertices).round().astype(np.intp))
         sx, sy = sx[keep], sy[keep]
-    return ("lasso", tuple(_rounded(v) for v in sx), tuple(_rounded(v) for v in sy))
+    return ("lasso", tuple(_rounded(v, digits) for v in sx), tuple(_rounded(v, digits) for v in sy))
 
 
 def geometry_of(event: Any) -> tuple[Shape, ...] | None:
-    """The boxes and lassos of a Plotly chart event, as kept and linked (None when it holds none).
+    """The boxes and lassos of a Plotly chart event as drawn (None when it holds none).
 
-    Coordinates are rounded to 4 significant digits and a lasso keeps at most :data:`MAX_LASSO_VERTICES`
-    vertices (evenly spaced along its outline), at most :data:`MAX_SHAPES` shapes: the rows selected in the
-    session are the rows of exactly this geometry, so a link that carries it selects the same rows.
+    At most :data:`MAX_SHAPES` shapes; a lasso of more than :data:`MAX_LASSO_VERTICES` vertices is thinned to that
+    many (evenly spaced along its outline). :func:`compact` then finds the shortest form a link can carry.
 
     Examples
     --------
-    >>> geometry_of({"selection": {"box": [{"x": [2.000001, -1], "y": [0, 1]}], "lasso": []}})
-    (('box', (-1.0, 2.0), (0.0, 1.0)),)
+    >>> geometry_of({"selection": {"box": [{"x": [2.5, -1], "y": [0, 1]}], "lasso": []}})
+    (('box', (-1.0, 2.5), (0.0, 1.0)),)
     >>> geometry_of({"selection": {"points": [{"customdata": 1}]}}) is None
     True
     """
@@ -209,6 +229,31 @@ def geometry_of(event: Any) -> tuple[Shape, ...] | None:
             if shape is not None and len(shapes) < MAX_SHAPES:
                 shapes.append(shape)
     return tuple(shapes) or None
+
+
+def compact(shapes: Iterable[Shape], xy: NDArray) -> tuple[Shape, ...]:
+    """The shortest form of ``shapes`` that selects exactly the same rows of ``xy``, for the link.
+
+    Tries each of :data:`COMPACT_FORMS` (a lasso thinned to 48 vertices with 4 significant digits, then 96 with 5,
+    192 with 6)
+    and keeps the first whose rows equal those of ``shapes``; otherwise ``shapes`` themselves (every digit). The
+    rows selected in the session are those of the form kept, so a link that carries it selects the same rows.
+
+    Examples
+    --------
+    >>> xy = np.array([[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
+    >>> compact([("box", (-1.0000001, 2.0000001), (-1.0, 2.0))], xy)
+    (('box', (-1.0, 2.0), (-1.0, 2.0)),)
+    >>> compact([("box", (0.0, 0.99999), (0.0, 1.0))], xy)  # 4 digits would take row 1 in: kept as drawn
+    (('box', (0.0, 0.99999), (0.0, 1.0)),)
+    """
+    shapes = tuple(shapes)
+    rows = rows_in_shapes(shapes, xy)
+    for max_vertices, digits in COMPACT_FORMS:
+        form = tuple(_shape(kind, np.asarray(sx), np.asarray(sy), max_vertices, digits) for kind, sx, sy in shapes)
+        if all(f is not None for f in form) and rows_in_shapes(form, xy) == rows:
+            return form
+    return shapes
 
 
 def rows_in_shapes(shapes: Iterable[Shape], xy: NDArray) -> list[int]:
@@ -239,7 +284,7 @@ def encode_shapes(shapes: Iterable[Shape]) -> str:
             numbers = [sx[0], sx[1], sy[0], sy[1]]
         else:
             numbers = [v for pair in zip(sx, sy) for v in pair]
-        parts.append(("b" if kind == "box" else "l") + "_".join(_text(v) for v in numbers))
+        parts.append(("b" if kind == "box" else "l") + "_".join(_text(v) for v in numbers))  # exact: no rounding
     return "".join(parts)
 
 
@@ -254,10 +299,8 @@ def decode_shapes(text: str) -> tuple[Shape, ...]:
     >>> decode_shapes("b-1_2.5_0_1")
     (('box', (-1.0, 2.5), (0.0, 1.0)),)
     """
-    from aflite_core._validation import bounded_float
-
     text = str(text)
-    limit = MAX_SHAPES * (2 * MAX_LASSO_VERTICES * 21 + 1)
+    limit = MAX_SHAPES * (2 * MAX_LASSO_VERTICES * 21 + 1)  # every number at most 20 characters and a separator
     if not text or len(text) > limit or text[0] not in "bl":
         raise ValueError("The link's map selection is not a box or lasso this page can read.")
     shapes: list[Shape] = []
@@ -388,6 +431,7 @@ def after_event(
     shapes = geometry_of(event) if xy is not None else None
     clicked = tuple(selected_rows(event, n_rows=n_rows))
     if shapes is not None:
+        shapes = compact(shapes, xy)
         inside = rows_in_shapes(shapes, xy)
         rows = tuple(sorted(set(inside).union(clicked))) if clicked else tuple(inside)
         rows = tuple(r for r in rows if n_rows is None or r < n_rows)

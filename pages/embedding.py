@@ -233,8 +233,10 @@ ui.caption(
     f"Shown: {shown} of the representation Φ ({ui.md(rep_text)}), placed so that rows with similar Φ are close. "
     f"{drawn}; {colour_text}. Drag a lasso or a box (in the chart's toolbar) to select rows: the selection is "
     "evaluated over every row of the run, drawn or not, and listed below; double-click the map to clear it. "
-    "A selection stays when you change the colouring or the projection, and the page's link carries it (its box "
-    f"or lasso, a lasso thinned to at most {compute.MAX_LASSO_VERTICES} points, and the projection it was drawn on)."
+    "A selection stays when you change the colouring or the projection, and the page's link carries it: its box "
+    "or lasso (in the shortest form that selects the same rows: a lasso thinned to 48 points and rounded to 4 "
+    f"digits where that changes no row, at most {compute.MAX_LASSO_VERTICES} points) and the projection it was drawn "
+    "on."
 )
 if proj.fitted_on_sample:
     fitted = (

@@ -302,7 +302,10 @@ def test_a_map_selection_round_trips_as_its_geometry():
     key = "emb-map-circles-features-selection"
     session = {**_filter_session(), key: sel}
     params = links.view_params(session, None, "embedding")
-    assert params["sel_on"] == "PCA" and len(params["sel"]) < 1_000  # a short URL
+    assert params["sel_on"] == "PCA" and len(params["sel"]) < 4_000  # at most 192 vertices of 6 digits here
+    coarse = {"selection": {"lasso": [{"x": [0.0123456, 2.5, 1.0], "y": [0.0, 0.1, 2.0]}]}}  # few rows on the edge
+    short = after_event(MapSelection(), coarse, n_rows=len(xy), xy=xy, drawn_on="PCA")
+    assert short.shapes == (("lasso", (0.01235, 2.5, 1.0), (0.0, 0.1, 2.0)),)  # 4 digits: the same rows
     fresh: dict = {}
     links.apply_url(fresh, params, None, bundled_dataset, "embedding")
     pending = links.pending_selection(fresh)
