@@ -49,7 +49,7 @@ LEVEL_COLOURS = ("#009E73", "#E69F00", "#CC79A7")
 #: characters per line of a map title (at 390 px a longer line runs off the chart)
 TITLE_CHARS = 40
 #: pixels at the top of the map kept free for the chart's toolbar (Plotly's mode bar): the title starts below it
-TOOLBAR_BAND = 30
+TOOLBAR_BAND = 48
 
 #: above this many points the map uses WebGL (Scattergl)
 WEBGL_POINTS = 5000
