@@ -401,7 +401,7 @@ def _dynamics_ready(dspec: DatasetSpec, dynamics: DynamicsSpec | None) -> bool:
     return dynamics is not None and dynamics.dataset.key == dspec.key and stored_dynamics(dynamics) is not None
 
 
-def _stability_ready(spec: FilterSpec, n_seeds: int | None, session: SessionData) -> bool:
+def _stability_ready(spec: FilterSpec, n_seeds: int | None, *, session: SessionData = NO_SESSION) -> bool:
     return bool(n_seeds) and n_seeds >= 2 and not missing_stability_runs(spec, int(n_seeds), session=session)
 
 
@@ -424,7 +424,7 @@ def colour_modes(
         out.append("word")
     if _dynamics_ready(spec.dataset, dynamics):
         out.append("difficulty")
-    if _stability_ready(spec, stability_seeds, session):
+    if _stability_ready(spec, stability_seeds, session=session):
         out.append("stability")
     return out
 
@@ -512,7 +512,7 @@ def map_field(
             categories=DIFFICULTY_LEVELS,
             value_name="difficulty level",
         )
-    if not _stability_ready(spec, stability_seeds, session):
+    if not _stability_ready(spec, stability_seeds, session=session):
         raise ValueError(
             "Stability across seeds is not computed for this run: compute it in Inspect's 'Stability across seeds' "
             "tab first."
