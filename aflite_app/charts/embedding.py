@@ -44,6 +44,8 @@ _OUTCOME_MODES = ("status", "round", "class")
 NUMBER_SCALE = "Viridis"
 #: a word's rows (with it: orange; without it: light grey)
 WORD_COLOURS = ("#C8C8C8", "#E69F00")
+#: a 0/1 field's share per cell: none light grey, any at all light orange, all dark orange (rare words stand out)
+SHARE_SCALE = [[0.0, "#E3E3E3"], [0.001, "#FCD9A0"], [0.5, "#E69F00"], [1.0, "#8A4500"]]
 #: difficulty levels easy, ambiguous, hard (Okabe-Ito green, yellow-orange, reddish purple); no level: grey
 LEVEL_COLOURS = ("#009E73", "#E69F00", "#CC79A7")
 #: characters per line of a map title (at 390 px a longer line runs off the chart)
@@ -520,7 +522,7 @@ def embedding_field_density(
             go.Heatmap(
                 z=np.where(n_valued > 0, grid.mean, np.nan).astype(np.float32),
                 customdata=np.dstack([total, n_valued]).astype(np.int32),
-                colorscale=NUMBER_SCALE,
+                colorscale=SHARE_SCALE if share else NUMBER_SCALE,
                 zmin=0,
                 zmax=1,
                 colorbar=dict(
