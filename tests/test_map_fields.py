@@ -160,6 +160,6 @@ def test_the_map_title_starts_below_the_toolbar_and_is_wrapped():
     lines = fig.layout.title.text.split("<br>")
     assert all(len(line) <= charts.TITLE_CHARS for line in lines) and " ".join(lines) == title
     top_px = (1 - fig.layout.title.y) * 600
-    assert fig.layout.title.yref == "container" and top_px >= charts.TOOLBAR_BAND
+    assert fig.layout.title.yref == "container" and top_px == pytest.approx(charts.TOOLBAR_BAND)
     legend_px = (1 - fig.layout.legend.y) * 600
     assert legend_px >= top_px + 20 * len(lines) and fig.layout.margin.t > legend_px
