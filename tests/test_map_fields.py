@@ -163,3 +163,32 @@ def test_the_map_title_starts_below_the_toolbar_and_is_wrapped():
     assert fig.layout.title.yref == "container" and top_px == pytest.approx(charts.TOOLBAR_BAND)
     legend_px = (1 - fig.layout.legend.y) * 600
     assert legend_px >= top_px + 20 * len(lines) and fig.layout.margin.t > legend_px
+
+
+def test_difficulty_and_stability_colour_the_map_once_computed_elsewhere():
+    """Training dynamics recorded on the same dataset (its page's request) and Inspect's stability seeds: the map
+    offers both and colours each row by its level / by the share of seeds that removed it."""
+    from aflite_app.compute import dynamics, inspect
+
+    spec = FilterSpec(DatasetSpec("circles", "features"), target_size=500, train_size=250, slice_size=50, tau=0.6)
+    dyn = dynamics.DynamicsSpec(spec.dataset, None, epochs=2, seed=0)
+    dynamics.dynamics_record(dyn)
+    inspect.run_stability(spec, 2)
+    modes = compute.colour_modes(spec, dynamics=dyn, stability_seeds=2)
+    assert {"difficulty", "stability"} <= set(modes)
+    level = compute.map_field(spec, "difficulty", dynamics=dyn)
+    levels = dynamics.dynamics_levels(dyn, dynamics.LevelSpec()).levels.astype(str).to_numpy()
+    assert level.kind == "category" and level.categories == ("easy", "ambiguous", "hard")
+    assert [level.categories[int(c)] for c in level.values] == list(levels)
+    view = compute.embedding_view(spec.dataset, "PCA")
+    fig = charts.embedding_field_scatter(compute.map_layer(spec, view, "difficulty", field=level).frame, level)
+    assert [t.name.split(" (")[0] for t in fig.data] == [n for n in level.categories if (levels == n).any()]
+    dense = compute.map_layer(spec, view, "difficulty", max_points=10, bins=8, field=level)
+    assert dense.grid.counts.sum() == 1_000 and dense.codes[-1] == "none"
+    charts.embedding_field_density(dense)
+    stable = compute.map_field(spec, "stability", stability_seeds=2)
+    frame, _, _ = inspect.inspect_stability(spec, 2)
+    np.testing.assert_array_equal(stable.values, frame["removal_frequency"].to_numpy(dtype=float))
+    assert set(np.unique(stable.values)) <= {0.0, 0.5, 1.0}
+    other = dynamics.DynamicsSpec(DatasetSpec("digits", "mlp"), None, epochs=2, seed=0)
+    assert "difficulty" not in compute.colour_modes(spec, dynamics=other)  # another dataset's rows: not offered
