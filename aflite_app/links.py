@@ -283,7 +283,9 @@ def apply_url(
     if view.params:
         if data is None:
             key = session.get(DATASET, "digits")
-            data = (session.get(UPLOADS) or {}).get(key) or (dataset_of(key) if key in BUNDLED else None)
+            data = (session.get(UPLOADS) or {}).get(key)
+            if data is None and key in BUNDLED:
+                data = dataset_of(key)
         for part in view.params:
             texts = {name: str(params[name]) for name in part.names if params.get(name) is not None}
             if texts:

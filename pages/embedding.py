@@ -77,7 +77,9 @@ if colour in compute.FIELD_MODES:
         st.info(ui.message(str(exc)))
 drawn_colour = colour if colour not in compute.FIELD_MODES or field is not None else "status"
 
-if method == "UMAP" and view.umap_status == "running":
+# a link's selection drawn on UMAP waits for it too (the page switches to it by itself)
+waits_for_umap = (links.pending_selection(st.session_state) or {}).get("on") == "UMAP"
+if (method == "UMAP" or waits_for_umap) and view.umap_status == "running":
 
     @st.fragment(run_every=1.0)
     def umap_progress() -> None:
