@@ -148,7 +148,7 @@ def _numbers(values: Any) -> NDArray[np.float64] | None:
 MAX_LASSO_VERTICES = 256
 #: the compact forms a selection's link tries first, shortest first: (vertices per lasso at most, significant digits);
 #: the first that selects exactly the rows of the drawn geometry is kept (else the drawn one, full precision)
-COMPACT_FORMS = ((48, 4), (96, 5), (192, 6))
+COMPACT_FORMS = ((48, 4), (96, 5), (192, 6), (MAX_LASSO_VERTICES, 8))
 #: shapes of one selection kept at most (boxes and lassos drawn with Shift)
 MAX_SHAPES = 4
 #: rows clicked one by one that a link carries at most (a larger click selection is not put in the URL)
@@ -235,7 +235,7 @@ def compact(shapes: Iterable[Shape], xy: NDArray) -> tuple[Shape, ...]:
     """The shortest form of ``shapes`` that selects exactly the same rows of ``xy``, for the link.
 
     Tries each of :data:`COMPACT_FORMS` (a lasso thinned to 48 vertices with 4 significant digits, then 96 with 5,
-    192 with 6)
+    192 with 6, every vertex with 8)
     and keeps the first whose rows equal those of ``shapes``; otherwise ``shapes`` themselves (every digit). The
     rows selected in the session are those of the form kept, so a link that carries it selects the same rows.
 
