@@ -20,8 +20,6 @@ st.set_page_config(page_title="AFLite Studio", page_icon="🧹", layout="wide")
 # import), in a background thread
 synthetic_compute.start_warm_up()
 state.init_session(st.session_state)
-# a shared link or a reload: the URL's view (dataset, representation, Filter parameters) applies once
-notice = links.apply_url(st.session_state, st.query_params, ui.upload_vault(), bundled_dataset)
 
 PAGES = {
     "AFLite Studio": [
@@ -43,12 +41,16 @@ PAGES = {
     ],
 }
 nav = st.navigation(PAGES)
+# a shared link or a reload: the URL's view applies once - the dataset, representation and Filter parameters, and the
+# opened page's own view (Inspect's filters, the map's selection, the Synthetic page's τ and k: links.PAGE_VIEWS)
+notice = links.apply_url(st.session_state, st.query_params, ui.upload_vault(), bundled_dataset, nav.url_path)
 ui.sidebar()
 if notice:
     st.warning(notice)
 dspec, data = ui.current_dataset()  # the Filter parameters of this dataset belong to the view from the start
 state.init_filter_widgets(st.session_state, dspec.key, filter_defaults(data.n_rows, data.n_classes))
-view = links.view_params(st.session_state, ui.upload_vault())  # the address bar always holds the current view
+# the address bar always holds the current view of this page: its own state, plus the dataset and run it shows
+view = links.view_params(st.session_state, ui.upload_vault(), nav.url_path, data)
 if st.query_params.to_dict() != view:
     st.query_params.from_dict(view)
 unlinked = links.unlinked_upload(st.session_state, ui.upload_vault())  # a reload would lose it: say so

@@ -15,6 +15,7 @@ encoded here without extra dependencies) or the dataset's text columns.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,20 +24,31 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from aflite_core._validation import MAX_NUMBER_CHARS, bounded_float
 from aflite_core.measures.projection import points_in_box, points_in_polygon
 
 from .images import png_bytes, png_data_uri
 
 __all__ = [
+    "COMPACT_FORMS",
+    "MAX_LASSO_VERTICES",
+    "MAX_LINKED_POINTS",
     "MapSelection",
+    "Shape",
     "after_event",
     "class_counts",
     "cleared",
+    "compact",
+    "decode_shapes",
+    "encode_shapes",
     "for_figure",
+    "geometry_of",
     "png_bytes",
     "png_data_uri",
     "redrawn",
+    "restored",
     "rows_in_geometry",
+    "rows_in_shapes",
     "selected_rows",
     "selection_table",
     "thumbnail",
@@ -132,6 +144,182 @@ def _numbers(values: Any) -> NDArray[np.float64] | None:
     return out if out.ndim == 1 and np.isfinite(out).all() else None
 
 
+#: a lasso keeps at most this many vertices (evenly spaced along the drawn outline): the selection's link stays short
+MAX_LASSO_VERTICES = 256
+#: the compact forms a selection's link tries first, shortest first: (vertices per lasso at most, significant digits);
+#: the first that selects exactly the rows of the drawn geometry is kept (else the drawn one, full precision)
+COMPACT_FORMS = ((48, 4), (96, 5), (192, 6), (MAX_LASSO_VERTICES, 8))
+#: shapes of one selection kept at most (boxes and lassos drawn with Shift)
+MAX_SHAPES = 4
+#: rows clicked one by one that a link carries at most (a larger click selection is not put in the URL)
+MAX_LINKED_POINTS = 50
+
+#: one box or lasso: ``("box", (x0, x1), (y0, y1))`` or ``("lasso", xs, ys)`` in map coordinates
+Shape = tuple[str, tuple[float, ...], tuple[float, ...]]
+
+
+def _text(value: float, digits: int | None = None) -> str:
+    """``value`` as link text: ``digits`` significant digits (None: every digit it needs), never an exponent.
+
+    At most 20 characters (what a link's number may have, :data:`aflite_core._validation.MAX_NUMBER_CHARS`): a
+    value that needs more (tiny or huge) gets fewer digits.
+    """
+    text = np.format_float_positional(float(value), precision=digits, unique=True, fractional=False, trim="-")
+    digits = 17 if digits is None else digits
+    while len(text) > MAX_NUMBER_CHARS and digits > 1:
+        digits -= 1
+        text = np.format_float_positional(float(value), precision=digits, unique=True, fractional=False, trim="-")
+    return text
+
+
+def _rounded(value: float, digits: int | None = None) -> float:
+    """``value`` exactly as its link text (:func:`_text`) reads back."""
+    return float(_text(value, digits))
+
+
+def _shape(
+    kind: str,
+    sx: NDArray[np.float64],
+    sy: NDArray[np.float64],
+    max_vertices: int = MAX_LASSO_VERTICES,
+    digits: int | None = None,
+) -> Shape | None:
+    """A box or lasso as kept and linked: coordinates to ``digits`` digits, a lasso thinned to ``max_vertices``."""
+    sx, sy = np.asarray(sx, dtype=np.float64), np.asarray(sy, dtype=np.float64)
+    if kind == "box":
+        if len(sx) != 2 or len(sy) != 2:
+            return None
+        return ("box", tuple(_rounded(v, digits) for v in sorted(sx)), tuple(_rounded(v, digits) for v in sorted(sy)))
+    if len(sx) >= 2 and sx[0] == sx[-1] and sy[0] == sy[-1]:
+        sx, sy = sx[:-1], sy[:-1]
+    if len(sx) < 3 or len(sx) != len(sy):
+        return None
+    if len(sx) > max_vertices:
+        keep = np.unique(np.linspace(0, len(sx) - 1, max_vertices).round().astype(np.intp))
+        sx, sy = sx[keep], sy[keep]
+    return ("lasso", tuple(_rounded(v, digits) for v in sx), tuple(_rounded(v, digits) for v in sy))
+
+
+def geometry_of(event: Any) -> tuple[Shape, ...] | None:
+    """The boxes and lassos of a Plotly chart event as drawn (None when it holds none).
+
+    At most :data:`MAX_SHAPES` shapes; a lasso of more than :data:`MAX_LASSO_VERTICES` vertices is thinned to that
+    many (evenly spaced along its outline). :func:`compact` then finds the shortest form a link can carry.
+
+    Examples
+    --------
+    >>> geometry_of({"selection": {"box": [{"x": [2.5, -1], "y": [0, 1]}], "lasso": []}})
+    (('box', (-1.0, 2.5), (0.0, 1.0)),)
+    >>> geometry_of({"selection": {"points": [{"customdata": 1}]}}) is None
+    True
+    """
+    selection = _get(event, "selection")
+    if selection is None and (_get(event, "box") is not None or _get(event, "lasso") is not None):
+        selection = event
+    shapes: list[Shape] = []
+    for kind in ("box", "lasso"):
+        drawn = _get(selection, kind) or []
+        if isinstance(drawn, (str, bytes, Mapping)) or not isinstance(drawn, Iterable):
+            continue
+        for item in drawn:
+            sx, sy = _numbers(_get(item, "x")), _numbers(_get(item, "y"))
+            if sx is None or sy is None or len(sx) != len(sy) or len(sx) < 2:
+                continue
+            shape = _shape(kind, sx, sy)
+            if shape is not None and len(shapes) < MAX_SHAPES:
+                shapes.append(shape)
+    return tuple(shapes) or None
+
+
+def compact(shapes: Iterable[Shape], xy: NDArray) -> tuple[Shape, ...]:
+    """The shortest form of ``shapes`` that selects exactly the same rows of ``xy``, for the link.
+
+    Tries each of :data:`COMPACT_FORMS` (a lasso thinned to 48 vertices with 4 significant digits, then 96 with 5,
+    192 with 6, every vertex with 8)
+    and keeps the first whose rows equal those of ``shapes``; otherwise ``shapes`` themselves (every digit). The
+    rows selected in the session are those of the form kept, so a link that carries it selects the same rows.
+
+    Examples
+    --------
+    >>> xy = np.array([[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
+    >>> compact([("box", (-1.0000001, 2.0000001), (-1.0, 2.0))], xy)
+    (('box', (-1.0, 2.0), (-1.0, 2.0)),)
+    >>> compact([("box", (0.0, 0.99999), (0.0, 1.0))], xy)  # 4 digits would take row 1 in: kept as drawn
+    (('box', (0.0, 0.99999), (0.0, 1.0)),)
+    """
+    shapes = tuple(shapes)
+    rows = rows_in_shapes(shapes, xy)
+    for max_vertices, digits in COMPACT_FORMS:
+        form = tuple(_shape(kind, np.asarray(sx), np.asarray(sy), max_vertices, digits) for kind, sx, sy in shapes)
+        if all(f is not None for f in form) and rows_in_shapes(form, xy) == rows:
+            return form
+    return shapes
+
+
+def rows_in_shapes(shapes: Iterable[Shape], xy: NDArray) -> list[int]:
+    """Row positions inside any of the shapes (their union), evaluated over every row of ``xy``, sorted.
+
+    Uses :func:`aflite_core.measures.projection.points_in_box` and
+    :func:`~aflite_core.measures.projection.points_in_polygon` (vectorised over all rows).
+    """
+    inside = np.zeros(len(xy), dtype=bool)
+    for kind, sx, sy in shapes:
+        inside |= points_in_box(xy, sx, sy) if kind == "box" else points_in_polygon(xy, sx, sy)
+    return np.flatnonzero(inside).tolist()
+
+
+def encode_shapes(shapes: Iterable[Shape]) -> str:
+    """A selection's shapes as link text: ``b<x0>_<x1>_<y0>_<y1>`` per box, ``l<x>_<y>_<x>_<y>…`` per lasso.
+
+    Only characters a URL never escapes (letters, digits, ``-``, ``.``, ``_``).
+
+    Examples
+    --------
+    >>> encode_shapes([("box", (-1.0, 2.5), (0.0, 1.0)), ("lasso", (0.0, 1.0, 1.0), (0.0, 0.0, 1.0))])
+    'b-1_2.5_0_1l0_0_1_0_1_1'
+    """
+    parts = []
+    for kind, sx, sy in shapes:
+        if kind == "box":
+            numbers = [sx[0], sx[1], sy[0], sy[1]]
+        else:
+            numbers = [v for pair in zip(sx, sy) for v in pair]
+        parts.append(("b" if kind == "box" else "l") + "_".join(_text(v) for v in numbers))  # exact: no rounding
+    return "".join(parts)
+
+
+def decode_shapes(text: str) -> tuple[Shape, ...]:
+    """The shapes of :func:`encode_shapes`' text; ValueError (one sentence) for text that is not such shapes.
+
+    At most :data:`MAX_SHAPES` shapes and :data:`MAX_LASSO_VERTICES` vertices per lasso are read; every number
+    goes through :func:`aflite_core._validation.bounded_float` (finite, at most 20 characters).
+
+    Examples
+    --------
+    >>> decode_shapes("b-1_2.5_0_1")
+    (('box', (-1.0, 2.5), (0.0, 1.0)),)
+    """
+    text = str(text)
+    limit = MAX_SHAPES * (2 * MAX_LASSO_VERTICES * 21 + 1)  # every number at most 20 characters and a separator
+    if not text or len(text) > limit or text[0] not in "bl":
+        raise ValueError("The link's map selection is not a box or lasso this page can read.")
+    shapes: list[Shape] = []
+    for kind, body in re.findall(r"([bl])([^bl]*)", text)[:MAX_SHAPES]:
+        numbers = [bounded_float(t, -1e12, 1e12, what="A coordinate of the link's selection") for t in body.split("_")]
+        xs, ys = np.asarray(numbers[0::2]), np.asarray(numbers[1::2])
+        if kind == "b":
+            if len(numbers) != 4:
+                raise ValueError("The link's map selection has a box without exactly four numbers.")
+            xs, ys = np.asarray(numbers[:2]), np.asarray(numbers[2:])
+        elif len(numbers) % 2:
+            raise ValueError("The link's map selection has a lasso with an odd count of numbers.")
+        shape = _shape("box" if kind == "b" else "lasso", xs, ys)
+        if shape is None:
+            raise ValueError("The link's map selection has a lasso of fewer than three points.")
+        shapes.append(shape)
+    return tuple(shapes)
+
+
 def rows_in_geometry(event: Any, xy: NDArray | None) -> list[int] | None:
     """Row positions inside the boxes and lassos of a Plotly chart event, evaluated over every row of ``xy``.
 
@@ -145,8 +333,9 @@ def rows_in_geometry(event: Any, xy: NDArray | None) -> list[int] | None:
     Returns
     -------
     list of int or None
-        The rows inside any of the event's boxes or lassos (their union), sorted; None when the event holds no
-        usable geometry (a click, an empty or malformed selection) or ``xy`` is None.
+        The rows inside any of the event's boxes or lassos (their union, as :func:`geometry_of` keeps them),
+        sorted; None when the event holds no usable geometry (a click, an empty or malformed selection) or
+        ``xy`` is None.
 
     Examples
     --------
@@ -160,26 +349,8 @@ def rows_in_geometry(event: Any, xy: NDArray | None) -> list[int] | None:
     """
     if xy is None:
         return None
-    selection = _get(event, "selection")
-    if selection is None and (_get(event, "box") is not None or _get(event, "lasso") is not None):
-        selection = event
-    inside: NDArray[np.bool_] | None = None
-    for kind in ("box", "lasso"):
-        shapes = _get(selection, kind) or []
-        if isinstance(shapes, (str, bytes, Mapping)) or not isinstance(shapes, Iterable):
-            continue
-        for shape in shapes:
-            sx, sy = _numbers(_get(shape, "x")), _numbers(_get(shape, "y"))
-            if sx is None or sy is None or len(sx) != len(sy) or len(sx) < 2:
-                continue
-            if kind == "box":
-                if len(sx) != 2:
-                    continue
-                mask = points_in_box(xy, sx, sy)
-            else:
-                mask = points_in_polygon(xy, sx, sy)
-            inside = mask if inside is None else inside | mask
-    return None if inside is None else np.flatnonzero(inside).tolist()
+    shapes = geometry_of(event)
+    return None if shapes is None else rows_in_shapes(shapes, xy)
 
 
 @dataclass(frozen=True)
@@ -202,6 +373,12 @@ class MapSelection:
         True when ``rows`` were selected on the current figure (the chart itself holds that selection).
     revision : int
         Bumped by :func:`cleared`; the page puts it in the figure, so clearing makes a new chart.
+    shapes : tuple of Shape
+        The boxes and lassos that selected ``rows`` (as :func:`geometry_of` keeps them), for the link.
+    drawn_on : str or None
+        The projection ("PCA", "UMAP") those shapes were drawn on.
+    clicked : tuple of int
+        Rows clicked one by one (no geometry), for the link.
     """
 
     signature: Hashable = None
@@ -209,6 +386,9 @@ class MapSelection:
     baked: tuple[int, ...] = ()
     touched: bool = False
     revision: int = 0
+    shapes: tuple[Shape, ...] = ()
+    drawn_on: str | None = None
+    clicked: tuple[int, ...] = ()
 
 
 def for_figure(state: MapSelection | None, signature: Hashable) -> MapSelection:
@@ -224,12 +404,17 @@ def for_figure(state: MapSelection | None, signature: Hashable) -> MapSelection:
     if state is None:
         return MapSelection(signature)
     if state.signature != signature:
-        return MapSelection(signature, state.rows, state.rows, False, state.revision)
+        return replace(state, signature=signature, baked=state.rows, touched=False)
     return state
 
 
 def after_event(
-    state: MapSelection | None, event: Any, *, n_rows: int | None = None, xy: NDArray | None = None
+    state: MapSelection | None,
+    event: Any,
+    *,
+    n_rows: int | None = None,
+    xy: NDArray | None = None,
+    drawn_on: str | None = None,
 ) -> MapSelection:
     """The state after the chart reported a selection (``on_select`` callback).
 
@@ -243,18 +428,46 @@ def after_event(
     earlier figure (seen when the figure is redrawn) and is ignored.
     """
     state = state if state is not None else MapSelection()
-    inside = rows_in_geometry(event, xy)
-    if inside is not None:
-        clicked = selected_rows(event, n_rows=n_rows)
+    shapes = geometry_of(event) if xy is not None else None
+    clicked = tuple(selected_rows(event, n_rows=n_rows))
+    if shapes is not None:
+        shapes = compact(shapes, xy)
+        inside = rows_in_shapes(shapes, xy)
         rows = tuple(sorted(set(inside).union(clicked))) if clicked else tuple(inside)
         rows = tuple(r for r in rows if n_rows is None or r < n_rows)
     else:
-        rows = tuple(selected_rows(event, n_rows=n_rows))
+        rows = clicked
     if rows:
-        return replace(state, rows=rows, touched=True)
+        return replace(state, rows=rows, touched=True, shapes=shapes or (), drawn_on=drawn_on, clicked=clicked)
     if state.touched:
-        return replace(state, rows=(), touched=False)
+        return replace(state, rows=(), touched=False, shapes=(), drawn_on=None, clicked=())
     return state
+
+
+def restored(
+    state: MapSelection | None,
+    shapes: Iterable[Shape],
+    clicked: Iterable[int],
+    *,
+    xy: NDArray,
+    drawn_on: str | None,
+) -> MapSelection:
+    """The selection a link carried, evaluated over every row of ``xy`` (the projection it was drawn on).
+
+    The rows are drawn as selected (``baked``), as for a selection carried over to a new figure.
+
+    Examples
+    --------
+    >>> xy = np.array([[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]])
+    >>> restored(None, [("box", (-1.0, 2.0), (-1.0, 2.0))], [2], xy=xy, drawn_on="PCA").rows
+    (0, 1, 2)
+    """
+    state = state if state is not None else MapSelection()
+    shapes = tuple(shapes)
+    n = len(xy)
+    points = tuple(sorted({int(r) for r in clicked if 0 <= int(r) < n}))
+    rows = tuple(sorted(set(rows_in_shapes(shapes, xy)).union(points)))
+    return replace(state, rows=rows, baked=rows, touched=False, shapes=shapes, drawn_on=drawn_on, clicked=points)
 
 
 def redrawn(state: MapSelection | None) -> MapSelection:

@@ -1,10 +1,16 @@
 import streamlit as st
 
-from aflite_app import ui
+from aflite_app import links, ui
 from aflite_app.charts import embedding as charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import embedding as compute
-from aflite_app.state import embedding_map_key, embedding_selection_key
+from aflite_app.state import (
+    DYN_PAGE,
+    INSPECT_N_SEEDS,
+    embedding_map_key,
+    embedding_selection_key,
+    page_state,
+)
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 session_data = ui.session_data()  # this session's uploads and opened runs: every compute call gets them
@@ -21,10 +27,31 @@ rep = spec.dataset.representation or data.default_representation
 rep_text = data.representation_descriptions.get(rep, rep)
 
 # -- the map -------------------------------------------------------------------------------------------------
+# colourings by a per-row field that another page computed: Training dynamics of these rows, Inspect's stability
+dynamics = page_state(st.session_state, DYN_PAGE).get("record_request")
+stability_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
+modes = compute.colour_modes(spec, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data)
+if st.session_state.get(links.EMB_COLOUR) not in modes:  # e.g. a link's colouring this session cannot offer
+    st.session_state.pop(links.EMB_COLOUR, None)
 c1, c2 = st.columns([3, 2])
-colour = c1.radio(
-    "Colour by", list(charts.COLOUR_MODES), format_func=charts.COLOUR_MODES.get, horizontal=True, key="emb-colour"
+colour = c1.selectbox(
+    "Colour by",
+    modes,
+    format_func=charts.COLOUR_MODES.get,
+    key=links.EMB_COLOUR,
+    help="Kept / removed, the round a row was removed in, its class, its predictability (last round scored, or in "
+    "the round it was removed), a word's presence in its text, its difficulty level from Training dynamics (once "
+    "recorded there for this dataset) or how often other seeds removed it (once computed in Inspect).",
 )
+word = ""
+if colour == "word":
+    word = c1.text_input(
+        "Word",
+        key=links.EMB_WORD,
+        max_chars=compute.MAX_WORD_CHARS,
+        placeholder="e.g. sleeping",
+        help="Whole word, any case, looked for in " + ui.md(", ".join(compute.word_columns(data))) + ".",
+    )
 method = c2.radio(
     "Projection",
     ["UMAP", "PCA"],
@@ -40,8 +67,19 @@ zoom_key = f"{map_key}-zoom"
 with ui.errors():
     view = compute.embedding_view(spec.dataset, method, session=session_data)
 proj = view.projection
+field = None
+if colour in compute.FIELD_MODES:
+    try:
+        field = compute.map_field(
+            spec, colour, word=word, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data
+        )
+    except ValueError as exc:  # e.g. no word typed yet: say what to do, colour by kept / removed meanwhile
+        st.info(ui.message(str(exc)))
+drawn_colour = colour if colour not in compute.FIELD_MODES or field is not None else "status"
 
-if method == "UMAP" and view.umap_status == "running":
+# a link's selection drawn on UMAP waits for it too (the page switches to it by itself)
+waits_for_umap = (links.pending_selection(st.session_state) or {}).get("on") == "UMAP"
+if (method == "UMAP" or waits_for_umap) and view.umap_status == "running":
 
     @st.fragment(run_every=1.0)
     def umap_progress() -> None:
@@ -60,27 +98,60 @@ elif method == "UMAP" and view.umap_status in ("failed", "off"):
     st.warning(f"{view.message} Showing PCA instead.")
 
 # the selection survives a new colouring, projection or run (Streamlit resets a chart whose figure changes)
-sel = compute.for_figure(st.session_state.get(sel_key), (repr(spec), colour, proj.method))
+sel = compute.for_figure(
+    st.session_state.get(sel_key), (repr(spec), drawn_colour, None if field is None else field.key, proj.method)
+)
+# a link's selection: its box / lasso evaluated over every row of the projection it was drawn on (once it is ready)
+pending = links.pending_selection(st.session_state)
+if pending is not None:
+    drawn_on = pending["on"]
+    on_view = view if drawn_on == proj.method else compute.embedding_view(spec.dataset, drawn_on, session=session_data)
+    if on_view.projection.method == drawn_on:
+        sel = compute.restored(sel, pending["shapes"], pending["points"], xy=on_view.projection.xy, drawn_on=drawn_on)
+        links.drop_pending_selection(st.session_state)
+    elif on_view.umap_status in ("failed", "off"):
+        st.warning("This link's map selection was drawn on UMAP, which this server cannot compute; it is not shown.")
+        links.drop_pending_selection(st.session_state)
+    else:
+        st.caption("This link's map selection was drawn on UMAP: it is selected once UMAP is ready.")
 st.session_state[sel_key] = sel
 # the view: every row, or the box the user zoomed to (map coordinates of this projection)
 zoom = st.session_state.get(zoom_key)
 extent = zoom[1] if zoom and zoom[0] == (repr(spec.dataset), proj.method) else None
 
 with ui.errors():
-    layer = compute.map_layer(spec, view, colour, extent, session=session_data)
+    layer = compute.map_layer(spec, view, drawn_colour, extent, field=field, session=session_data)
 
 
 def _on_select() -> None:
     st.session_state[sel_key] = compute.after_event(
-        st.session_state.get(sel_key), st.session_state.get(map_key), n_rows=data.n_rows, xy=proj.xy
+        st.session_state.get(sel_key),
+        st.session_state.get(map_key),
+        n_rows=data.n_rows,
+        xy=proj.xy,
+        drawn_on=proj.method,
     )
 
 
 title = f"{proj.method} of Φ = {ui.plotly_text(rep_text)}"
-if layer.kind == "points":
+if layer.field is not None and layer.kind == "points":
+    fig = charts.embedding_field_scatter(
+        layer.frame,
+        layer.field,
+        axis_titles=proj.axis_titles,
+        selected=sel.baked,
+        revision=sel.revision,
+        title=title,
+        extent=extent,
+    )
+elif layer.field is not None:
+    fig = charts.embedding_field_density(
+        layer, axis_titles=proj.axis_titles, revision=sel.revision, title=title, extent=extent
+    )
+elif layer.kind == "points":
     fig = charts.embedding_scatter(
         layer.frame,
-        colour,
+        drawn_colour,
         classes=names,
         n_rounds=result.n_rounds,
         axis_titles=proj.axis_titles,
@@ -92,7 +163,7 @@ if layer.kind == "points":
 else:
     fig = charts.embedding_density(
         layer.grid,
-        colour,
+        drawn_colour,
         codes=layer.codes,
         classes=names,
         n_rounds=result.n_rounds,
@@ -126,13 +197,27 @@ z3.caption(f"Showing {in_view}.")
 shown = proj.method
 if method == "UMAP" and proj.method == "PCA":
     shown += " (UMAP not ready yet)" if view.umap_status == "running" else " (UMAP unavailable)"
-if layer.kind == "points":
+if layer.field is not None and layer.kind == "points":
+    colour_text = f"a point's colour is {ui.md(layer.field.meaning)}"
+    drawn = "Each point is one row"
+elif layer.field is not None:
+    how = {"number": "the mean, over the cell's rows that have one, of", "share": "the share of the cell's rows by"}
+    colour_text = (
+        f"a cell's colour is {how.get(layer.field.kind, 'the most common value among its rows of')} "
+        f"{ui.md(layer.field.meaning)}"
+    )
+    drawn = (
+        f"{layer.n_in_view:,} rows are more than the {compute.EMBED_MAX_ROWS:,} the map draws as points, so each "
+        f"cell of this {compute.MAP_BINS} × {compute.MAP_BINS} density image stands for the rows at that place "
+        "(hover a cell for its rows); zoom to a selection to see the rows as points"
+    )
+elif layer.kind == "points":
     colour_text = {
         "status": "blue rows were kept, vermillion rows removed",
         "round": "removed rows are coloured by the round they left in (dark = early, the most predictable first); "
         "kept rows are blue",
         "class": "one colour per class; hover a point for whether it was kept",
-    }[colour]
+    }[drawn_colour]
     drawn = "Each point is one row"
 else:
     colour_text = {
@@ -140,7 +225,7 @@ else:
         "round": "cells with removed rows are coloured by the mean round they left in (dark = early); cells with "
         "only kept rows are blue",
         "class": "a cell's colour is its most common class",
-    }[colour]
+    }[drawn_colour]
     drawn = (
         f"{layer.n_in_view:,} rows are more than the {compute.EMBED_MAX_ROWS:,} the map draws as points, so each "
         f"cell of this {compute.MAP_BINS} × {compute.MAP_BINS} density image counts the rows at that place (hover "
@@ -150,7 +235,10 @@ ui.caption(
     f"Shown: {shown} of the representation Φ ({ui.md(rep_text)}), placed so that rows with similar Φ are close. "
     f"{drawn}; {colour_text}. Drag a lasso or a box (in the chart's toolbar) to select rows: the selection is "
     "evaluated over every row of the run, drawn or not, and listed below; double-click the map to clear it. "
-    "A selection stays when you change the colouring or the projection."
+    "A selection stays when you change the colouring or the projection, and the page's link carries it: its box "
+    "or lasso (in the shortest form that selects the same rows: a lasso thinned to 48 points and rounded to 4 "
+    f"digits where that changes no row, at most {compute.MAX_LASSO_VERTICES} points) and the projection it was drawn "
+    "on."
 )
 if proj.fitted_on_sample:
     fitted = (

@@ -76,11 +76,11 @@ def test_map_after_a_filter_run(app_test, umap_gate):
     assert any("Nothing selected" in i.value for i in at.info)
 
     # the colour control changes the figure; moving it never re-runs AFLite
-    at.radio(key="emb-colour").set_value("class").run()
+    at.selectbox(key="emb-colour").set_value("class").run()
     assert not at.exception
     fig = _map(at)
     assert len(fig["data"]) == 10 and _n_points(fig) == n_rows
-    at.radio(key="emb-colour").set_value("round").run()
+    at.selectbox(key="emb-colour").set_value("round").run()
     fig = _map(at)
     assert "colorbar" in fig["data"][1]["marker"] and _n_points(fig) == n_rows
 
@@ -134,7 +134,7 @@ def test_fifty_rows_with_strategy_greedy(app_test, monkeypatch):
     assert not at.exception, at.exception
     assert _n_points(_map(at)) == 50
     assert any("UMAP is turned off" in w.value for w in at.warning)
-    at.radio(key="emb-colour").set_value("round").run()
+    at.selectbox(key="emb-colour").set_value("round").run()
     assert not at.exception
     assert at.session_state["last_result_spec"].strategy == "greedy"
     assert sorted(at.dataframe[-1].value.index) == ["no", "no vs others", "yes", "yes vs others"]
@@ -151,7 +151,7 @@ def test_fifty_rows_with_nothing_removed(app_test, monkeypatch):
     assert _n_points(_map(at)) == 50
     assert [t["name"].split(" (")[0] for t in _map(at)["data"]] == ["kept", "removed"]
     assert any("no rows of class" in i.value for i in at.info)
-    at.radio(key="emb-colour").set_value("round").run()
+    at.selectbox(key="emb-colour").set_value("round").run()
     assert not at.exception
 
 

@@ -375,3 +375,179 @@ def test_an_upload_survives_a_reload_and_a_wrong_token_says_so(server, fresh):
     assert options and not any("small_nli" in o for o in options)
     wrong.keyboard.press("Escape")
     shot(wrong, "3d_wrong_token")
+
+
+# -- 5. issue 28: Inspect's filters and search, and a map selection, restore the same rows in a fresh browser --------
+def _upload_nli(page) -> str:
+    """Upload the NLI-like table on the Data page and filter it (defaults); returns the dataset's link value."""
+    from playwright.sync_api import expect
+
+    page.goto(server_url(page) + "/data")
+    settle(page)
+    page.get_by_role("tab", name="Upload your own").click()
+    page.locator('[data-testid="stFileUploader"]', has_text="Table (CSV").locator("input[type=file]").set_input_files(
+        {"name": "small_nli.csv", "mimeType": "text/csv", "buffer": _nli_like_csv()}
+    )
+    use = page.get_by_role("button", name="Use this dataset")
+    expect(use).to_be_visible()
+    settle(page)
+    use.click()
+    expect(page.get_by_role("tabpanel", name="Upload your own").get_by_text("In use")).to_be_visible()
+    settle(page)
+    page.wait_for_url(re.compile(r"[?&]dataset=upload(%3A|:)"))
+    page.get_by_role("link", name="Filter it now").click()
+    filter_chart(page, 0.75)
+    return query(page)["dataset"]
+
+
+#: every row of the page's first table shows ``arg`` (the grid has redrawn for a search)
+TABLE_ALL_HAVE = """w => { const rows = [...document.querySelectorAll('[data-testid="stDataFrame"] table tbody tr')];
+    return rows.length > 0 && rows.every(tr => tr.innerText.includes(w)); }"""
+
+
+def server_url(page) -> str:
+    parts = urllib.parse.urlsplit(page.url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def nav(page, name: str, path: str) -> None:
+    page.locator(f'{SIDEBAR} [data-testid="stSidebarNav"] a', has_text=name).click()
+    page.wait_for_url(re.compile(rf"/{path}(\?|$)"))
+
+
+def ids_shown(page) -> list[tuple]:
+    """The rows a table shows, each as its cells' texts (its id where the table shows one)."""
+    return [(r["id"],) if "id" in r else tuple(r.values()) for r in table_rows(page)]
+
+
+def selected_ids(page) -> list[str]:
+    """The ids the map's table of selected rows lists (the grid with an "id" column, not the per-class counts)."""
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('[data-testid="stDataFrame"] table')].some(g =>
+        [...g.querySelectorAll('thead th')].some(th => th.innerText.trim() === 'id')
+        && g.querySelectorAll('tbody tr').length > 0)"""
+    )
+    return page.evaluate(
+        """() => { const g = [...document.querySelectorAll('[data-testid="stDataFrame"] table')].find(g =>
+        [...g.querySelectorAll('thead th')].some(th => th.innerText.trim() === 'id'));
+        const head = [...g.querySelectorAll('thead th')].map(th => th.innerText.trim());
+        const j = head.indexOf('id');
+        return [...g.querySelectorAll('tbody tr')].map(tr => tr.querySelectorAll('td')[j].innerText.trim()); }"""
+    )
+
+
+def selected_count(page) -> int:
+    from playwright.sync_api import expect
+
+    count = page.get_by_text(re.compile(r"^[\d,]+ rows selected"))
+    expect(count).to_be_visible()
+    return int(count.inner_text().split()[0].replace(",", ""))
+
+
+def draw_lasso(page) -> None:
+    """Drag a lasso over the middle of the map, as a user does (the figure starts in lasso mode)."""
+    plot = page.locator("[data-testid=stPlotlyChart]").first
+    plot.scroll_into_view_if_needed()
+    plot.hover()
+    box = plot.locator(".nsewdrag").first.bounding_box()
+    cx, cy = box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5
+    w, h = box["width"] * 0.3, box["height"] * 0.3
+    page.mouse.move(cx - w, cy - h)
+    page.mouse.down()
+    for x, y in ((cx + w, cy - h * 0.6), (cx + w * 0.8, cy + h), (cx - w, cy + h * 0.7), (cx - w, cy - h)):
+        page.mouse.move(x, y, steps=12)
+    page.mouse.up()
+
+
+def test_a_link_with_inspect_filters_search_and_a_map_selection_restores_the_same_rows(server, fresh):
+    from playwright.sync_api import expect
+
+    page = fresh()
+    page.goto(server + "/")
+    settle(page)
+    _upload_nli(page)
+
+    # Inspect: kept rows of two classes whose text has "today" - the link follows every change
+    nav(page, "Inspect", "inspect")
+    expect(page.get_by_text("rows match the filters")).to_be_visible()
+    settle(page)
+    page.locator(f'{MAIN} [data-testid="stSelectbox"]', has_text="Status").locator("input").click()
+    page.get_by_role("option", name="kept rows").click()
+    settle(page)
+    page.locator(f'{MAIN} [data-testid="stMultiSelect"]', has_text="Classes").locator("input").click()
+    page.get_by_role("option", name="neutral").click()
+    page.keyboard.press("Escape")
+    settle(page)
+    search = page.locator(f'{MAIN} [data-testid="stTextInput"]', has_text="Search the text").locator("input")
+    search.fill("today")
+    search.press("Enter")
+    settle(page)
+    page.wait_for_url(re.compile(r"[?&]q=today(&|$)"))  # set as the script run starts: wait for its end too
+    settle(page)
+    link = query(page)
+    assert link["status"] == "kept" and link["q"] == "today" and link["cls"] in {"0", "1", "2"}
+    page.wait_for_function(TABLE_ALL_HAVE, arg="today")  # the grid redraws after the caption
+    caption, ids = matching(page), ids_shown(page)
+    assert ids and not caption.startswith("120 of") and all(r[1] == "kept" and r[0] == "neutral" for r in ids)
+    shot(page, "5a_inspect_filters_before_link")
+
+    shared = fresh()  # a colleague opens the link: the same rows
+    shared.goto(page.url)
+    expect(shared.get_by_text("rows match the filters")).to_be_visible()
+    settle(shared)
+    no_traceback(shared)
+    shared.wait_for_function(TABLE_ALL_HAVE, arg="today")
+    assert matching(shared) == caption and ids_shown(shared) == ids
+    assert query(shared) == link
+    shot(shared, "5b_inspect_filters_from_link")
+
+    # the Embedding map: a lasso; its link carries the geometry, re-evaluated on the server in a fresh browser
+    nav(page, "Embedding map", "embedding")
+    expect(page.get_by_text("Nothing selected yet")).to_be_visible()
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length > 50")
+    settle(page)
+    assert not {"status", "q", "cls"} & set(query(page))  # Inspect's state is not in the map's link
+    draw_lasso(page)
+    n_selected = selected_count(page)
+    assert n_selected > 0
+    settle(page)
+    page.wait_for_url(re.compile(r"[?&]sel=l"))
+    map_link = query(page)
+    assert map_link["sel_on"] == "PCA" and len(page.url) < 4_000
+    chosen = selected_ids(page)
+    shot(page, "5c_map_selection_before_link")
+
+    shared = fresh()
+    shared.goto(page.url)
+    expect(shared.get_by_text(re.compile(r"^[\d,]+ rows selected"))).to_be_visible()
+    settle(shared)
+    no_traceback(shared)
+    assert selected_count(shared) == n_selected and selected_ids(shared) == chosen
+    assert query(shared) == map_link
+    shot(shared, "5d_map_selection_from_link")
+
+    # the map coloured by predictability and by a word, through links, at 1,500 and 390 px
+    for width in (1500, 390):
+        for name, extra in (("p", {"colour": "p_last"}), ("word", {"colour": "word", "word": "today"})):
+            view = fresh()
+            view.set_viewport_size({"width": width, "height": 1100})
+            view.goto(f"{server}/embedding?{urllib.parse.urlencode({**map_link, **extra})}")
+            expect(view.get_by_text(re.compile(r"^[\d,]+ rows selected"))).to_be_visible()
+            view.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .scatterlayer .point').length")
+            settle(view)
+            no_traceback(view)
+            title = view.locator(".js-plotly-plot .gtitle").first.bounding_box()
+            bar = view.locator(".js-plotly-plot .modebar").first.bounding_box()
+            plot = view.locator(".js-plotly-plot").first.bounding_box()
+            assert title["x"] >= plot["x"] - 1 and title["x"] + title["width"] <= plot["x"] + plot["width"] + 1
+            if bar is not None and bar["height"] > 0:  # the toolbar (shown on hover) never covers the title
+                assert bar["y"] + bar["height"] <= title["y"] + 1 or bar["x"] >= title["x"] + title["width"]
+            if name == "word":
+                legend = view.locator(".js-plotly-plot").first.locator(".legendtext", has_text="with 'today'")
+                expect(legend).to_have_count(1)
+            else:
+                colorbar = view.locator(".js-plotly-plot").first.locator(".colorbar")
+                expect(colorbar).to_have_count(1)
+                expect(colorbar).to_contain_text("p, last")
+            view.locator(".js-plotly-plot").first.hover()
+            shot(view, f"5e_map_{name}_{width}px", view.locator(".js-plotly-plot").first)

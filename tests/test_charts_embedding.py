@@ -34,7 +34,7 @@ def _rows(fig) -> list[int]:
     return [int(r) for t in fig.data for r in np.asarray(t.customdata).ravel()]
 
 
-@pytest.mark.parametrize("colour", list(COLOUR_MODES))
+@pytest.mark.parametrize("colour", [c for c in COLOUR_MODES if c in ("status", "round", "class")])
 def test_scatter_has_every_row_once_with_its_id_in_customdata(colour):
     frame = _frame()
     fig = embedding_scatter(frame, colour, classes=["cat", "dog", "emu"], n_rounds=3)

@@ -5,11 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aflite_app import links
 from aflite_app.compute import uploads
 from aflite_app.compute.datasets import bundled_dataset
 from aflite_app.state import DATASET, REPRESENTATION, TAU, UPLOADS, filter_key
+
+#: every parameter name a page's view uses, and the pages with a view of their own
+_ALL_NAMES = {name for view in links.PAGE_VIEWS.values() for part in view.params for name in part.names}
+_PAGES = sorted(name for name, view in links.PAGE_VIEWS.items() if view.params)
 
 
 def _upload():
@@ -202,3 +208,173 @@ def test_inspect_forgets_a_bar_of_an_earlier_run(app_test):
     at.slider(key=TAU).set_value(0.7).run()  # another run: its round 4 holds other rows
     at.switch_page("pages/inspect.py").run()
     assert not at.exception and not any("bar you clicked" in i.value for i in at.info)
+
+
+# -- issue 28: each page's own view in its link (links.PAGE_VIEWS) --------------------------------------------------
+def _filter_session() -> dict:
+    return {
+        DATASET: "circles",
+        REPRESENTATION: "features",
+        TAU: 0.6,
+        filter_key("k", "circles"): 40,
+        filter_key("target", "circles"): 300,
+    }
+
+
+def test_each_page_link_carries_only_its_own_state():
+    """The Synthetic page's link has its τ and k and no dataset or Filter parameter; Inspect's has its filters and
+    search plus the dataset and run; the Filter page's has none of Inspect's or the Synthetic page's state."""
+    data = bundled_dataset("circles")
+    session = {
+        **_filter_session(),
+        "syn-tau": 0.82,
+        "syn-n": 1000,
+        "syn-k-1000": 30,
+        "inspect-status": "removed",
+        "inspect-classes": ["1"],
+        "inspect-rounds-6": (2, 4),
+        "inspect-query": "sleeping",
+    }
+    syn = links.view_params(session, None, "synthetic", data)
+    assert syn == {"tau": "0.82", "n": "1000", "k": "30"}  # no dataset, no Filter digits settings
+    inspect = links.view_params(session, None, "inspect", data)
+    assert inspect["dataset"] == "circles" and inspect["tau"] == "0.6" and inspect["k"] == "40"
+    assert {k: inspect[k] for k in ("status", "cls", "rounds", "q")} == {
+        "status": "removed",
+        "cls": "1",
+        "rounds": "2_4_6",
+        "q": "sleeping",
+    }
+    filt = links.view_params(session, None, "filter", data)
+    assert filt == links.view_params(session) and filt["n"] == "300"
+    assert not {"status", "cls", "rounds", "q"} & set(filt)
+
+
+def test_page_views_round_trip_through_a_fresh_session():
+    data = bundled_dataset("circles")
+    session = {
+        **_filter_session(),
+        "inspect-status": "kept",
+        "inspect-classes": ["0", "1"],
+        "inspect-query": "ring gap",
+        "inspect-rounds-9": (3, 7),
+    }
+    params = links.view_params(session, None, "inspect", data)
+    fresh: dict = {}
+    assert links.apply_url(fresh, params, None, bundled_dataset, "inspect") is None
+    for key in ("inspect-status", "inspect-classes", "inspect-query", "inspect-rounds-9", TAU):
+        assert fresh[key] == session[key], key
+    assert links.view_params(fresh, None, "inspect", data) == params
+
+    syn = {"syn-tau": 0.9, "syn-n": 600, "syn-k-600": 25, "syn-seed": 3, "syn-bias": 0.5, "syn-seps": "1.0, 0.5"}
+    params = links.view_params(syn, None, "synthetic")
+    fresh = {}
+    assert links.apply_url(fresh, params, None, bundled_dataset, "synthetic") is None
+    assert {k: fresh[k] for k in syn} == syn and DATASET not in fresh  # the Synthetic page sets no dataset
+
+
+def test_the_registry_agrees_with_the_pages_constants():
+    from aflite_app.charts.embedding import COLOUR_MODES
+    from aflite_app.compute.synthetic import CIRCLES_LIVE_FOLDS, CIRCLES_TAU_FLOOR
+
+    assert links.SYN_TAU_FLOOR == CIRCLES_TAU_FLOOR and links.SYN_FOLDS == CIRCLES_LIVE_FOLDS
+    assert links.EMB_COLOURS == tuple(COLOUR_MODES)
+    from conftest import ROOT
+
+    inspect_src = (ROOT / "pages" / "inspect.py").read_text()
+    for key in (links.INSPECT_STATUS, links.INSPECT_CLASSES, links.INSPECT_QUERY, links.INSPECT_ROUNDS):
+        assert f'"{key}' in inspect_src, key  # the widget keys the link sets are the page's
+    synthetic_src = (ROOT / "pages" / "synthetic.py").read_text()
+    assert all(f'"{k}"' in synthetic_src for k in ("syn-tau", "syn-n", "syn-m", "syn-seed", "syn-seps"))
+    assert 'f"syn-k-{n}"' in synthetic_src
+
+
+def test_a_map_selection_round_trips_as_its_geometry():
+    from aflite_app.selection import MapSelection, after_event
+
+    rng = np.random.default_rng(0)
+    xy = rng.normal(size=(5_000, 2)) * 3
+    theta = np.linspace(0, 2 * np.pi, 400, endpoint=False)  # a lasso as the browser sends it: hundreds of points
+    lasso = {"x": (1 + 2 * np.cos(theta)).tolist(), "y": (2 * np.sin(theta)).tolist()}
+    event = {"selection": {"points": [], "box": [{"x": [-4.123456, -2.0], "y": [-1, 1.5]}], "lasso": [lasso]}}
+    sel = after_event(MapSelection(), event, n_rows=len(xy), xy=xy, drawn_on="PCA")
+    assert len(sel.shapes) == 2 and len(sel.shapes[1][1]) <= links.selection.MAX_LASSO_VERTICES
+    key = "emb-map-circles-features-selection"
+    session = {**_filter_session(), key: sel}
+    params = links.view_params(session, None, "embedding")
+    assert params["sel_on"] == "PCA" and len(params["sel"]) < 4_000  # at most 192 vertices of 6 digits here
+    coarse = {"selection": {"lasso": [{"x": [0.0123456, 2.5, 1.0], "y": [0.0, 0.1, 2.0]}]}}  # few rows on the edge
+    short = after_event(MapSelection(), coarse, n_rows=len(xy), xy=xy, drawn_on="PCA")
+    assert short.shapes == (("lasso", (0.01235, 2.5, 1.0), (0.0, 0.1, 2.0)),)  # 4 digits: the same rows
+    fresh: dict = {}
+    links.apply_url(fresh, params, None, bundled_dataset, "embedding")
+    pending = links.pending_selection(fresh)
+    again = links.selection.restored(None, pending["shapes"], pending["points"], xy=xy, drawn_on=pending["on"])
+    assert again.rows == sel.rows and len(sel.rows) > 100  # exactly the same rows, evaluated over every row
+    assert links.view_params(fresh, None, "embedding") == params  # still in the URL until the map evaluates it
+
+
+_texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=60) | st.sampled_from(
+    ["", "nan", "inf", "-1e309", "1" * 5_000, "9" * 30, "-5", "0.5", "b1_2_3_4", "l0_0_1", "2_1_3", "x"]
+)
+
+
+@settings(deadline=None)
+@given(params=st.dictionaries(st.sampled_from(sorted(_ALL_NAMES)), _texts, max_size=8), page=st.sampled_from(_PAGES))
+def test_hand_edited_page_values_are_clamped_or_ignored_never_raised(params, page):
+    """Any text in any parameter of any page: applying it never raises, every value set is one its widget allows,
+    and the URL written back from that session is one the app reads again the same way."""
+    session: dict = {}
+    message = links.apply_url(session, {"dataset": "circles", **params}, None, bundled_dataset, page)
+    assert message is None or message.count(". ") == 0
+    if "syn-tau" in session:
+        assert links.SYN_TAU_FLOOR <= session["syn-tau"] <= 1
+    n = session.get("syn-n", 2000)
+    assert 200 <= n <= 6000
+    if f"syn-k-{n}" in session:
+        assert max(1, n // 50) <= session[f"syn-k-{n}"] <= max(2, n // 4)
+    for key in ("syn-bias", "syn-flip", "syn-t", "syn-target", "syn-m", "syn-folds", "syn-seed"):
+        if key in session:
+            assert isinstance(session[key], (int, float)) and np.isfinite(session[key])
+    assert session.get("inspect-status", "all") in ("all", "removed", "kept")
+    assert set(session.get("inspect-classes", [])) <= {"0", "1"}
+    for key, value in session.items():
+        if key.startswith("inspect-rounds-"):
+            n_rounds = int(key.rsplit("-", 1)[1])
+            assert 1 <= value[0] <= value[1] <= n_rounds
+    assert len(session.get("inspect-query", "")) <= links.MAX_QUERY_CHARS
+    assert session.get("emb-colour", "status") in links.EMB_COLOURS
+    pending = links.pending_selection(session)
+    if pending is not None:
+        for _kind, xs, ys in pending["shapes"]:
+            assert np.isfinite(xs).all() and np.isfinite(ys).all() and len(xs) <= links.selection.MAX_LASSO_VERTICES
+        assert all(0 <= r < 1000 for r in pending["points"])
+    written = links.view_params(session, None, page, bundled_dataset("circles"))
+    again: dict = {}
+    links.apply_url(again, written, None, bundled_dataset, page)
+    assert links.view_params(again, None, page, bundled_dataset("circles")) == written
+
+
+def test_the_synthetic_page_link_carries_tau_and_k_and_not_the_filter_parameters(app_test):
+    """AppTest: after a visit to the Filter page (digits), the Synthetic page's link holds its own τ and k only;
+    opening that link in a new session sets the sliders."""
+    from conftest import ROOT
+    from streamlit.testing.v1 import AppTest
+
+    at = app_test(page="pages/filter.py")
+    assert "n" in dict(at.query_params)  # the Filter page's link has its digits settings
+    at.switch_page("pages/synthetic.py").run()
+    at.slider(key="syn-tau").set_value(0.85).run()
+    k_key = next(s.key for s in at.slider if str(s.key).startswith("syn-k-"))
+    at.slider(key=k_key).set_value(60).run()
+    assert not at.exception
+    link = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert link == {"tau": "0.85", "k": "60"}, link
+    other = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    other.query_params.update({**link, "n": "99999999", "m": "nan"})  # and two hand-edited values
+    other.switch_page("pages/synthetic.py").run()
+    assert not other.exception
+    assert other.slider(key="syn-tau").value == 0.85
+    assert other.number_input(key="syn-n").value == 6000  # clamped
+    assert other.slider(key="syn-k-6000").value == 120  # k clamped to the slider of 6,000 points: [120, 1500]
+    assert any("m" in w.value for w in other.warning)  # the page says which value it ignored

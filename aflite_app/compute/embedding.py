@@ -17,6 +17,7 @@ would grow as rows²). The selection's state machine is :mod:`aflite_app.selecti
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,9 @@ from aflite_core.measures.geometry import knn_distance_table, knn_table_wide, si
 from aflite_core.measures.projection import (
     PCA_FIT_ROWS,
     DensityGrid,
+    ValueGrid,
     density_grid,
+    density_values,
     pca_2d_all,
     points_in_box,
     sample_rows,
@@ -37,26 +40,43 @@ from aflite_core.measures.projection import (
     umap_2d_all,
 )
 
-from .. import selection, settings
+from .. import inspect_tables, selection, settings
 from ..jobs import BackgroundRun, heavy, remaining_text
-from ..selection import MapSelection, after_event, class_counts, cleared, for_figure, redrawn, thumbnails
+from ..selection import (
+    MAX_LASSO_VERTICES,
+    MapSelection,
+    after_event,
+    class_counts,
+    cleared,
+    for_figure,
+    redrawn,
+    restored,
+    thumbnails,
+)
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import class_names, dataset
+from .dynamics import DynamicsSpec, LevelSpec, dynamics_levels, stored_dynamics
+from .inspect import inspect_stability, missing_stability_runs
 from .runs import run_filter
 
 __all__ = [
     "EMBED_KNN_KS",
     "EMBED_MAX_ROWS",
     "EMBED_SEED",
+    "FIELD_MODES",
     "MAP_BINS",
+    "MAX_LASSO_VERTICES",
+    "MAX_WORD_CHARS",
     "EmbeddingView",
+    "MapField",
     "MapLayer",
     "MapSelection",
     "Projection",
     "after_event",
     "class_names",
     "cleared",
+    "colour_modes",
     "describe_umap",
     "embedding_frame",
     "embedding_knn",
@@ -65,12 +85,16 @@ __all__ = [
     "embedding_similarity",
     "embedding_view",
     "for_figure",
+    "map_field",
     "map_layer",
     "redrawn",
+    "restored",
     "rows_in_view",
     "selection_extent",
     "thumbnails",
     "umap_estimate",
+    "word_columns",
+    "word_rows",
 ]
 
 #: rows the map draws as points at most (more in view: a density image); rows above which UMAP is fitted on a
@@ -307,12 +331,212 @@ def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200, offset: int =
     return table, counts
 
 
+#: the map's colourings by a per-row field (beyond kept / removed, round removed and class): key -> label
+FIELD_MODES = {
+    "p_last": "predictability (last round)",
+    "p_removal": "predictability at removal",
+    "word": "a word's presence",
+    "difficulty": "difficulty level (Training dynamics)",
+    "stability": "stability across seeds",
+}
+#: characters of a typed word at most
+MAX_WORD_CHARS = 50
+#: the difficulty levels, in order
+DIFFICULTY_LEVELS = ("easy", "ambiguous", "hard")
+
+
+@dataclass(frozen=True, eq=False)
+class MapField:
+    """A per-row field the map is coloured by (one of :data:`FIELD_MODES`).
+
+    ``values`` has one number per row: a float (NaN: the row has none) for ``kind`` "number" (a cell shows the
+    mean) and "share" (0/1: a cell shows the share of its rows with a 1), or a category code for ``kind``
+    "category" (``categories`` names them; a cell shows the most common one). ``title`` heads the colour bar or
+    legend; ``meaning`` says in words what a point's and a cell's colour mean; ``key`` identifies the field (memo key).
+    """
+
+    values: np.ndarray
+    kind: str
+    title: str
+    meaning: str
+    key: tuple
+    categories: tuple[str, ...] = ()
+    value_name: str = ""
+
+
+def word_columns(data) -> list[str]:
+    """The text columns a typed word is looked for in (premise / hypothesis first; [] without text)."""
+    frame = getattr(data, "frame", None)
+    if frame is None:
+        return []
+    return [c for c in inspect_tables.text_display_columns(data) if c in frame.columns]
+
+
+def word_rows(data, word: str) -> np.ndarray:
+    """Which rows contain ``word`` in any of :func:`word_columns`: whole words, case-insensitive (bool per row).
+
+    ``word`` may be a phrase ("is sleeping"); it matches where it is not part of a longer word ("sleep" does not
+    match "sleeping"). ValueError (one sentence) without text columns or for an empty or too long word.
+    """
+    columns = word_columns(data)
+    if not columns:
+        raise ValueError("This dataset has no text column, so the map cannot be coloured by a word.")
+    word = " ".join(str(word).split())
+    if not word:
+        raise ValueError("Type a word to colour the map by the rows that contain it.")
+    if len(word) > MAX_WORD_CHARS:
+        raise ValueError(
+            f"The word to colour by has {len(word):,} characters, more than the {MAX_WORD_CHARS} allowed; type a "
+            "shorter one."
+        )
+    pattern = r"(?<!\w)" + r"\s+".join(re.escape(part) for part in word.split(" ")) + r"(?!\w)"
+    hit = np.zeros(data.n_rows, dtype=bool)
+    for col in columns:
+        text = data.frame[col].astype("string").fillna("")
+        hit |= text.str.contains(pattern, case=False, regex=True).to_numpy(dtype=bool)
+    return hit
+
+
+def _dynamics_ready(dspec: DatasetSpec, dynamics: DynamicsSpec | None) -> bool:
+    return dynamics is not None and dynamics.dataset.key == dspec.key and stored_dynamics(dynamics) is not None
+
+
+def _stability_ready(spec: FilterSpec, n_seeds: int | None, *, session: SessionData = NO_SESSION) -> bool:
+    return bool(n_seeds) and n_seeds >= 2 and not missing_stability_runs(spec, int(n_seeds), session=session)
+
+
+def colour_modes(
+    spec: FilterSpec,
+    *,
+    dynamics: DynamicsSpec | None = None,
+    stability_seeds: int | None = None,
+    session: SessionData = NO_SESSION,
+) -> list[str]:
+    """The colourings the map offers for ``spec``'s run (keys; labels: ``aflite_app.charts.embedding.COLOUR_MODES``).
+
+    Always kept / removed, round removed, class and predictability (last round, at removal); a word's presence
+    when the dataset has text; the difficulty level when ``dynamics`` (the Training dynamics page's request) was
+    recorded on the same dataset; stability across seeds when Inspect computed ``stability_seeds`` seeds of this run.
+    """
+    data = dataset(spec.dataset, session=session)
+    out = ["status", "round", "class", "p_last", "p_removal"]
+    if word_columns(data):
+        out.append("word")
+    if _dynamics_ready(spec.dataset, dynamics):
+        out.append("difficulty")
+    if _stability_ready(spec, stability_seeds, session=session):
+        out.append("stability")
+    return out
+
+
+@_stores.memo("map_word_rows", 16)
+def _word_rows(dspec: DatasetSpec, word: str, *, _session: SessionData = NO_SESSION) -> np.ndarray:
+    return word_rows(dataset(dspec, session=_session), word)
+
+
+def map_field(
+    spec: FilterSpec,
+    colour: str,
+    *,
+    word: str = "",
+    dynamics: DynamicsSpec | None = None,
+    stability_seeds: int | None = None,
+    session: SessionData = NO_SESSION,
+) -> MapField | None:
+    """The per-row field behind the colouring ``colour`` (None for kept / removed, round removed and class).
+
+    Raises ValueError (one sentence) when the field is not available: no text for a word, no Training dynamics
+    of these rows, stability not computed.
+    """
+    if colour not in FIELD_MODES:
+        return None
+    data, result = dataset(spec.dataset, session=session), run_filter(spec, session=session)
+    if colour == "p_last":
+        values = np.asarray(result.last_score, dtype=np.float64)
+        return MapField(
+            values,
+            "number",
+            "p, last<br>round scored",
+            "predictability in the last round the row was scored (the share of out-of-sample models that predicted "
+            "its label; dark = low, yellow = high)",
+            ("p_last",),
+            value_name="p (last round scored)",
+        )
+    if colour == "p_removal":
+        values = np.asarray(result.removal_score, dtype=np.float64)
+        return MapField(
+            values,
+            "number",
+            "p at<br>removal",
+            "predictability in the round the row was removed (dark = low, yellow = high; kept rows have none and "
+            "are grey)",
+            ("p_removal",),
+            value_name="p at removal",
+        )
+    if colour == "word":
+        word = " ".join(str(word).split())
+        if not word:
+            raise ValueError("Type a word to colour the map by the rows that contain it.")
+        hit = _word_rows(spec.dataset, word.lower(), _session=session)
+        cols = ", ".join(word_columns(data))
+        return MapField(
+            hit.astype(np.float64),
+            "share",
+            f"share of rows<br>with '{word}'",
+            f"whether a row contains the word '{word}' (whole word, any case, in {cols}): {int(hit.sum()):,} of "
+            f"{data.n_rows:,} rows do",
+            ("word", word.lower()),
+            categories=(f"without '{word}'", f"with '{word}'"),
+            value_name=f"contains '{word}'",
+        )
+    if colour == "difficulty":
+        if not _dynamics_ready(spec.dataset, dynamics):
+            raise ValueError(
+                "No Training dynamics of these rows in this session: record them on the Training dynamics page first."
+            )
+        levels = dynamics_levels(dynamics, LevelSpec(), session=session).levels
+        if len(levels) == data.n_rows:
+            named = levels.astype(str).to_numpy()
+        else:
+            named = levels.astype(str).reindex(np.asarray(data.ids)).fillna("").to_numpy()
+        codes = np.full(data.n_rows, -1, dtype=np.int64)
+        for i, name in enumerate(DIFFICULTY_LEVELS):
+            codes[named == name] = i
+        return MapField(
+            codes.astype(np.float64),
+            "category",
+            "difficulty<br>level",
+            "the row's difficulty level from its training dynamics (Gaussian mixture, as on the Training dynamics "
+            "page's default)",
+            ("difficulty", dynamics),
+            categories=DIFFICULTY_LEVELS,
+            value_name="difficulty level",
+        )
+    if not _stability_ready(spec, stability_seeds, session=session):
+        raise ValueError(
+            "Stability across seeds is not computed for this run: compute it in Inspect's 'Stability across seeds' "
+            "tab first."
+        )
+    frame, _, _ = inspect_stability(spec, int(stability_seeds), session=session)
+    values = np.asarray(frame["removal_frequency"], dtype=np.float64)
+    return MapField(
+        values,
+        "number",
+        "removed in<br>share of seeds",
+        f"the share of {int(stability_seeds)} AFLite seeds that removed the row (dark = never, yellow = always)",
+        ("stability", int(stability_seeds)),
+        value_name="share of seeds removing it",
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class MapLayer:
-    """What the map draws: ``kind`` "points" (``frame``: one row per point) or "density" (``grid``).
+    """What the map draws: ``kind`` "points" (``frame``: one row per point) or "density" (``grid`` or ``values``).
 
     ``extent`` is the view (x0, x1, y0, y1) or None for every row; ``n_in_view`` the rows inside it; ``codes`` names
-    the grid's categories (class names, "kept"/"removed", or "kept" and the rounds).
+    the grid's categories (class names, "kept"/"removed", "kept" and the rounds, or a field's categories). Coloured
+    by a per-row field (``field``), the points' frame has its value in column ``value`` and a density image of a
+    number or share is ``values`` (the mean per bin).
     """
 
     kind: str
@@ -321,6 +545,8 @@ class MapLayer:
     frame: pd.DataFrame | None = None
     grid: DensityGrid | None = None
     codes: tuple[str, ...] = ()
+    field: MapField | None = None
+    values: ValueGrid | None = None
 
 
 def rows_in_view(proj: Projection, extent: tuple[float, float, float, float] | None) -> np.ndarray:
@@ -352,16 +578,28 @@ def _map_layer(
     extent: tuple[float, float, float, float] | None,
     max_points: int,
     bins: int,
+    field_key: tuple | None,
     _proj: Projection,
     _result: AFLiteResult,
+    _field: MapField | None = None,
     *,
     _session: SessionData = NO_SESSION,
 ) -> MapLayer:
     data = dataset(spec.dataset, session=_session)
     rows = rows_in_view(_proj, extent)
     if len(rows) <= max_points:
-        return MapLayer("points", len(rows), extent, frame=_points_frame(data, _proj, _result, rows))
-    if colour == "class":
+        frame = _points_frame(data, _proj, _result, rows)
+        if _field is not None:
+            frame["value"] = _field.values[rows]
+        return MapLayer("points", len(rows), extent, frame=frame, field=_field)
+    if _field is not None and _field.kind != "category":
+        grid = density_values(_proj.xy, _field.values, bins=bins, extent=extent)
+        return MapLayer("density", len(rows), extent, field=_field, values=grid)
+    if _field is not None:  # categories: the most common per cell; rows without one form a last category
+        k = len(_field.categories)
+        codes = np.where(_field.values >= 0, _field.values, k).astype(np.int64)
+        names = (*_field.categories, "none")
+    elif colour == "class":
         codes, names = np.asarray(data.y), tuple(class_names(data))
     elif colour == "round":
         codes = np.maximum(np.asarray(_result.removed_round), 0)
@@ -370,7 +608,7 @@ def _map_layer(
     else:
         codes, names = (~np.asarray(_result.kept, dtype=bool)).astype(np.int64), ("kept", "removed")
     grid = density_grid(_proj.xy, bins=bins, extent=extent, codes=codes, n_codes=len(names))
-    return MapLayer("density", len(rows), extent, grid=grid, codes=names)
+    return MapLayer("density", len(rows), extent, grid=grid, codes=names, field=_field)
 
 
 def map_layer(
@@ -381,13 +619,16 @@ def map_layer(
     *,
     max_points: int | None = None,
     bins: int = MAP_BINS,
+    field: MapField | None = None,
     session: SessionData = NO_SESSION,
 ) -> MapLayer:
     """What the map draws for the view ``extent`` (None: every row).
 
     At most ``max_points`` (default :data:`EMBED_MAX_ROWS`) rows in view are drawn as points (a frame as
     :func:`embedding_frame`'s, for those rows only); more are binned into a ``bins × bins`` density image of every
-    row in view, one layer per category of ``colour`` (class; kept / removed; kept and the round removed).
+    row in view, one layer per category of ``colour`` (class; kept / removed; kept and the round removed). Coloured
+    by a per-row ``field`` (:func:`map_field`), the points carry its value and the density image holds its mean
+    (a number), its share (0/1) or its most common category per cell (numpy 2-D binning on the server).
     """
     extent = None if extent is None else tuple(float(e) for e in extent)
     return _map_layer(
@@ -397,8 +638,10 @@ def map_layer(
         extent,
         EMBED_MAX_ROWS if max_points is None else int(max_points),
         int(bins),
+        None if field is None else field.key,
         view.projection,
         run_filter(spec, session=session),
+        field,
         _session=session,
     )
 

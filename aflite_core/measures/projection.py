@@ -17,6 +17,7 @@ PCA of every row, axes from a sample   :func:`pca_2d_all` (projected in chunks)
 UMAP fitted on a sample, every row     :func:`umap_2d_all` (``transform`` in chunks, with progress and stop)
 rows inside a lasso / a box            :func:`points_in_polygon` / :func:`points_in_box` (vectorised numpy)
 2-D histogram of the map, per category :func:`density_grid` (O(bins²) numbers, whatever the rows)
+a per-row number's mean per map bin    :func:`density_values` (a 0/1 number: the share of each bin's rows)
 =====================================  ======================================================================
 
 The app's Embedding map shows :func:`pca_2d` first and swaps in :func:`umap_2d` once its fit is done.
@@ -40,7 +41,9 @@ __all__ = [
     "UMAP_INSTALL_HINT",
     "UMAP_MIN_ROWS",
     "DensityGrid",
+    "ValueGrid",
     "density_grid",
+    "density_values",
     "pca_2d",
     "pca_2d_all",
     "points_in_box",
@@ -512,6 +515,16 @@ def density_grid(
         if n and codes_arr.max() >= n_codes:
             raise ValueError(f"The 'codes' parameter of {func} must be below n_codes ({n_codes}).")
         n_codes = max(n_codes, 1)
+    x_edges, y_edges, keep, flat_bin = _bins(xy, bins, extent, func)
+    flat = flat_bin * n_codes + codes_arr[keep]
+    counts = np.bincount(flat, minlength=bins * bins * n_codes).reshape(bins, bins, n_codes)
+    return DensityGrid(counts, x_edges, y_edges, int(keep.sum()))
+
+
+def _bins(
+    xy: NDArray, bins: int, extent: tuple[float, float, float, float] | None, func: str
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.int64]]:
+    """The bin edges of a density image, which rows fall inside it, and each such row's flat bin (y-major)."""
     x, y = np.asarray(xy[:, 0], dtype=np.float64), np.asarray(xy[:, 1], dtype=np.float64)
     if extent is None:
         finite = np.isfinite(x) & np.isfinite(y)
@@ -529,9 +542,84 @@ def density_grid(
     keep = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
     i = np.minimum(((x[keep] - x0) / (x1 - x0) * bins).astype(np.int64), bins - 1)
     j = np.minimum(((y[keep] - y0) / (y1 - y0) * bins).astype(np.int64), bins - 1)
-    flat = (j * bins + i) * n_codes + codes_arr[keep]
-    counts = np.bincount(flat, minlength=bins * bins * n_codes).reshape(bins, bins, n_codes)
-    return DensityGrid(counts, x_edges, y_edges, int(keep.sum()))
+    return x_edges, y_edges, keep, j * bins + i
+
+
+@dataclass(frozen=True, eq=False)
+class ValueGrid:
+    """A per-row number averaged over the bins of a 2-D histogram (see :func:`density_values`).
+
+    ``mean[j, i]`` is the mean value of the rows with a value in the bin (NaN where none has one), ``counts[j, i]``
+    the rows in the bin (with or without a value) and ``n_valued[j, i]`` those with a value; the edges and
+    ``n_rows`` are as in :class:`DensityGrid`.
+    """
+
+    mean: NDArray[np.float64]
+    counts: NDArray[np.int64]
+    n_valued: NDArray[np.int64]
+    x_edges: NDArray[np.float64]
+    y_edges: NDArray[np.float64]
+    n_rows: int
+
+    @property
+    def x_centres(self) -> NDArray[np.float64]:
+        """Centre of each column of bins."""
+        return (self.x_edges[:-1] + self.x_edges[1:]) / 2
+
+    @property
+    def y_centres(self) -> NDArray[np.float64]:
+        """Centre of each row of bins."""
+        return (self.y_edges[:-1] + self.y_edges[1:]) / 2
+
+
+def density_values(
+    xy: ArrayLike,
+    values: ArrayLike,
+    *,
+    bins: int = 200,
+    extent: tuple[float, float, float, float] | None = None,
+) -> ValueGrid:
+    """The mean of a per-row number in each bin of the 2-D histogram of the rows' map positions.
+
+    A 0/1 value gives the share of a bin's rows that have it (e.g. the rows containing a word); NaN values (a
+    row without one, e.g. the predictability at removal of a kept row) are left out of the mean but counted in
+    the bin. O(bins²) numbers whatever the rows; the bins are those of :func:`density_grid`.
+
+    Parameters
+    ----------
+    xy : array-like of shape (n_rows, 2)
+        Map coordinates.
+    values : array-like of float, shape (n_rows,)
+        One number per row (NaN: none).
+    bins, extent
+        As in :func:`density_grid`.
+
+    Returns
+    -------
+    ValueGrid
+
+    Examples
+    --------
+    >>> g = density_values([[0, 0], [1, 1], [1, 1], [1, 1]], [1.0, 0.0, 1.0, float("nan")], bins=2)
+    >>> float(g.mean[1, 1]), g.counts.tolist(), int(g.n_valued[1, 1])
+    (0.5, [[1, 0], [0, 3]], 2)
+    """
+    func = "density_values"
+    xy = _as_xy(xy, func)
+    bins = v.check_int(bins, "bins", func, low=1, high=4096)
+    vals = np.asarray(values, dtype=np.float64).ravel()
+    if len(vals) != len(xy):
+        raise ValueError(f"The 'values' parameter of {func} must hold one number per row of xy.")
+    x_edges, y_edges, keep, flat = _bins(xy, bins, extent, func)
+    kept = vals[keep]
+    valued = ~np.isnan(kept)
+    size = bins * bins
+    counts = np.bincount(flat, minlength=size).reshape(bins, bins)
+    n_valued = np.bincount(flat[valued], minlength=size).reshape(bins, bins)
+    sums = np.bincount(flat[valued], weights=kept[valued], minlength=size).reshape(bins, bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n_valued > 0, sums / np.maximum(n_valued, 1), np.nan)
+    return ValueGrid(mean, counts, n_valued, x_edges, y_edges, int(keep.sum()))
 
 
 def _import_umap() -> Any:
