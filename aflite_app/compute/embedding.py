@@ -40,18 +40,17 @@ from aflite_core.measures.projection import (
     umap_2d_all,
 )
 
-from .. import inspect_tables, selection, settings
+from .. import inspect_tables, settings
 from ..jobs import BackgroundRun, heavy, remaining_text
+from ..map_table import class_counts, selection_table, thumbnails
 from ..selection import (
     MAX_LASSO_VERTICES,
     MapSelection,
     after_event,
-    class_counts,
     cleared,
     for_figure,
     redrawn,
     restored,
-    thumbnails,
 )
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
@@ -322,11 +321,11 @@ def embedding_frame(spec: FilterSpec, view: EmbeddingView, *, session: SessionDa
 def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200, offset: int = 0, session: SessionData = NO_SESSION):
     """The selected rows as a display table (``cap`` rows from ``offset``) and their counts.
 
-    The counts (see :func:`aflite_app.selection.selection_table`) get ``per_class``: the selected, kept and removed
-    rows of each class (:func:`aflite_app.selection.class_counts`).
+    The counts (see :func:`aflite_app.map_table.selection_table`) get ``per_class``: the selected, kept and removed
+    rows of each class (:func:`aflite_app.map_table.class_counts`).
     """
     data, result = dataset(spec.dataset, session=session), run_filter(spec, session=session)
-    table, counts = selection.selection_table(data, result, rows, cap=cap, offset=offset)
+    table, counts = selection_table(data, result, rows, cap=cap, offset=offset)
     counts["per_class"] = class_counts(data, result, rows)
     return table, counts
 
