@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite_core._validation import MAX_NUMBER_CHARS, bounded_float
-from aflite_core.measures.projection import points_in_box, points_in_polygon
+from aflite_core.measures.map_grids import points_in_box, points_in_polygon
 
 __all__ = [
     "COMPACT_FORMS",

@@ -16,7 +16,7 @@ from aflite_app.charts import embedding as charts
 from aflite_app.compute import embedding as compute
 from aflite_app.compute import uploads
 from aflite_app.specs import DatasetSpec, FilterSpec, SessionData
-from aflite_core.measures.projection import density_grid, density_values
+from aflite_core.measures.map_grids import density_grid, density_values
 
 WORDS = ["a", "man", "dog", "is", "sleeping", "sleep", "Sleeping,", "near", "the", "park", "nobody", "asleep"]
 

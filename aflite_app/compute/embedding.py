@@ -27,14 +27,10 @@ import pandas as pd
 
 from aflite_core import AFLiteResult
 from aflite_core.measures.geometry import knn_distance_table, knn_table_wide, similarity_matrices
+from aflite_core.measures.map_grids import DensityGrid, ValueGrid, density_grid, density_values, points_in_box
 from aflite_core.measures.projection import (
     PCA_FIT_ROWS,
-    DensityGrid,
-    ValueGrid,
-    density_grid,
-    density_values,
     pca_2d_all,
-    points_in_box,
     sample_rows,
     umap_2d,
     umap_2d_all,
