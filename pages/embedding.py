@@ -2,6 +2,7 @@ import streamlit as st
 
 from aflite_app import links, ui
 from aflite_app.charts import embedding as charts
+from aflite_app.charts import map_fields
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import embedding as compute
 from aflite_app.state import (
@@ -135,7 +136,7 @@ def _on_select() -> None:
 
 title = f"{proj.method} of Φ = {ui.plotly_text(rep_text)}"
 if layer.field is not None and layer.kind == "points":
-    fig = charts.embedding_field_scatter(
+    fig = map_fields.embedding_field_scatter(
         layer.frame,
         layer.field,
         axis_titles=proj.axis_titles,
@@ -145,7 +146,7 @@ if layer.field is not None and layer.kind == "points":
         extent=extent,
     )
 elif layer.field is not None:
-    fig = charts.embedding_field_density(
+    fig = map_fields.embedding_field_density(
         layer, axis_titles=proj.axis_titles, revision=sel.revision, title=title, extent=extent
     )
 elif layer.kind == "points":

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from aflite_app.charts import embedding as charts
+from aflite_app.charts import map_fields as field_charts
 from aflite_app.compute import embedding as compute
 from aflite_app.compute import uploads
 from aflite_app.specs import DatasetSpec, FilterSpec, SessionData
@@ -61,9 +62,9 @@ def test_a_typed_word_colours_exactly_the_rows_that_contain_it(word):
     # points: the "with" trace holds exactly the rows with the word
     layer = compute.map_layer(spec, view, "word", field=field, session=session)
     assert layer.kind == "points"
-    fig = charts.embedding_field_scatter(layer.frame, field, title="PCA of Φ")
+    fig = field_charts.embedding_field_scatter(layer.frame, field, title="PCA of Φ")
     without, with_ = fig.data
-    assert with_.name.startswith(f"with '{word}'") and with_.marker.color == charts.WORD_COLOURS[1]
+    assert with_.name.startswith(f"with '{word}'") and with_.marker.color == field_charts.WORD_COLOURS[1]
     assert sorted(np.asarray(with_.customdata).tolist()) == np.flatnonzero(expected).tolist()
     assert sorted(np.asarray(without.customdata).tolist()) == np.flatnonzero(~expected).tolist()
     # the density image: each cell's share is the share of its rows with the word
@@ -73,7 +74,7 @@ def test_a_typed_word_colours_exactly_the_rows_that_contain_it(word):
     with np.errstate(invalid="ignore"):
         share = hits[..., 1] / hits.sum(axis=2)
     np.testing.assert_allclose(dense.values.mean, share, equal_nan=True)
-    fig = charts.embedding_field_density(dense, title="PCA of Φ")
+    fig = field_charts.embedding_field_density(dense, title="PCA of Φ")
     assert fig.data[-1].colorbar.title.text == f"share of rows<br>with '{word}'"  # the colour bar says what it means
 
 
@@ -100,7 +101,7 @@ def test_predictability_colours_points_by_value_and_cells_by_their_mean():
         result = compute.run_filter(spec)
         np.testing.assert_array_equal(field.values, np.asarray(getattr(result, attr), dtype=float))
         layer = compute.map_layer(spec, view, mode, field=field)
-        fig = charts.embedding_field_scatter(layer.frame, field, title="PCA")
+        fig = field_charts.embedding_field_scatter(layer.frame, field, title="PCA")
         valued = fig.data[-1]
         assert valued.marker.colorbar.title.text == field.title and valued.marker.cmin == 0 and valued.marker.cmax == 1
         n_none = int(np.isnan(field.values).sum())
@@ -108,7 +109,7 @@ def test_predictability_colours_points_by_value_and_cells_by_their_mean():
         dense = compute.map_layer(spec, view, mode, max_points=10, bins=16, field=field)
         ref = density_values(view.projection.xy, field.values, bins=16)
         np.testing.assert_allclose(dense.values.mean, ref.mean, equal_nan=True)
-        charts.embedding_field_density(dense, title="PCA")
+        field_charts.embedding_field_density(dense, title="PCA")
     assert np.isnan(compute.map_field(spec, "p_removal").values[compute.run_filter(spec).kept]).all()
 
 
@@ -181,11 +182,11 @@ def test_difficulty_and_stability_colour_the_map_once_computed_elsewhere():
     assert level.kind == "category" and level.categories == ("easy", "ambiguous", "hard")
     assert [level.categories[int(c)] for c in level.values] == list(levels)
     view = compute.embedding_view(spec.dataset, "PCA")
-    fig = charts.embedding_field_scatter(compute.map_layer(spec, view, "difficulty", field=level).frame, level)
+    fig = field_charts.embedding_field_scatter(compute.map_layer(spec, view, "difficulty", field=level).frame, level)
     assert [t.name.split(" (")[0] for t in fig.data] == [n for n in level.categories if (levels == n).any()]
     dense = compute.map_layer(spec, view, "difficulty", max_points=10, bins=8, field=level)
     assert dense.grid.counts.sum() == 1_000 and dense.codes[-1] == "none"
-    charts.embedding_field_density(dense)
+    field_charts.embedding_field_density(dense)
     stable = compute.map_field(spec, "stability", stability_seeds=2)
     frame, _, _ = inspect.inspect_stability(spec, 2)
     np.testing.assert_array_equal(stable.values, frame["removal_frequency"].to_numpy(dtype=float))
