@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import links, ui
+from aflite_app import page_views, ui
 from aflite_app.charts import embedding as charts
 from aflite_app.charts import map_fields
 from aflite_app.charts.theme import MISSING
@@ -32,14 +32,14 @@ rep_text = data.representation_descriptions.get(rep, rep)
 dynamics = page_state(st.session_state, DYN_PAGE).get("record_request")
 stability_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
 modes = compute.colour_modes(spec, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data)
-if st.session_state.get(links.EMB_COLOUR) not in modes:  # e.g. a link's colouring this session cannot offer
-    st.session_state.pop(links.EMB_COLOUR, None)
+if st.session_state.get(page_views.EMB_COLOUR) not in modes:  # e.g. a link's colouring this session cannot offer
+    st.session_state.pop(page_views.EMB_COLOUR, None)
 c1, c2 = st.columns([3, 2])
 colour = c1.selectbox(
     "Colour by",
     modes,
     format_func=charts.COLOUR_MODES.get,
-    key=links.EMB_COLOUR,
+    key=page_views.EMB_COLOUR,
     help="Kept / removed, the round a row was removed in, its class, its predictability (last round scored, or in "
     "the round it was removed), a word's presence in its text, its difficulty level from Training dynamics (once "
     "recorded there for this dataset) or how often other seeds removed it (once computed in Inspect).",
@@ -48,7 +48,7 @@ word = ""
 if colour == "word":
     word = c1.text_input(
         "Word",
-        key=links.EMB_WORD,
+        key=page_views.EMB_WORD,
         max_chars=compute.MAX_WORD_CHARS,
         placeholder="e.g. sleeping",
         help="Whole word, any case, looked for in " + ui.md(", ".join(compute.word_columns(data))) + ".",
@@ -79,7 +79,7 @@ if colour in compute.FIELD_MODES:
 drawn_colour = colour if colour not in compute.FIELD_MODES or field is not None else "status"
 
 # a link's selection drawn on UMAP waits for it too (the page switches to it by itself)
-waits_for_umap = (links.pending_selection(st.session_state) or {}).get("on") == "UMAP"
+waits_for_umap = (page_views.pending_selection(st.session_state) or {}).get("on") == "UMAP"
 if (method == "UMAP" or waits_for_umap) and view.umap_status == "running":
 
     @st.fragment(run_every=1.0)
@@ -103,16 +103,16 @@ sel = compute.for_figure(
     st.session_state.get(sel_key), (repr(spec), drawn_colour, None if field is None else field.key, proj.method)
 )
 # a link's selection: its box / lasso evaluated over every row of the projection it was drawn on (once it is ready)
-pending = links.pending_selection(st.session_state)
+pending = page_views.pending_selection(st.session_state)
 if pending is not None:
     drawn_on = pending["on"]
     on_view = view if drawn_on == proj.method else compute.embedding_view(spec.dataset, drawn_on, session=session_data)
     if on_view.projection.method == drawn_on:
         sel = compute.restored(sel, pending["shapes"], pending["points"], xy=on_view.projection.xy, drawn_on=drawn_on)
-        links.drop_pending_selection(st.session_state)
+        page_views.drop_pending_selection(st.session_state)
     elif on_view.umap_status in ("failed", "off"):
         st.warning("This link's map selection was drawn on UMAP, which this server cannot compute; it is not shown.")
-        links.drop_pending_selection(st.session_state)
+        page_views.drop_pending_selection(st.session_state)
     else:
         st.caption("This link's map selection was drawn on UMAP: it is selected once UMAP is ready.")
 st.session_state[sel_key] = sel
