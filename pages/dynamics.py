@@ -4,7 +4,9 @@ from aflite_app import ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.charts import level_checks as checks
 from aflite_app.compute import dynamics as compute
-from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
+from aflite_app.compute import level_checks
+from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES
+from aflite_app.compute.level_checks import ValidationSpec
 from aflite_app.state import DYN_PAGE, page_state
 
 ui.page_guard()
@@ -284,8 +286,8 @@ else:
     checked = ui.run_in_background(
         (DYN_PAGE, "validate_run"),
         asked,
-        lambda s: compute.prepare_validation(s, session=session_data),
-        compute.describe_validation,
+        lambda s: level_checks.prepare_validation(s, session=session_data),
+        level_checks.describe_validation,
         stop_key="dyn-validate-stop",
         stop_help="Stop the validation after the current mini-batch or model fit (nothing partial is kept).",
         stopping="Stopping after the current step…",
@@ -313,7 +315,7 @@ if val is not None:
     if not pairs:
         st.caption("This validation has no control levels; press the button again to compute them.")
     else:
-        findings = compute.dynamics_findings(val)
+        findings = level_checks.dynamics_findings(val)
         with st.container(border=True):
             st.markdown(
                 "**What the dynamics add over one-shot confidence**  \n"

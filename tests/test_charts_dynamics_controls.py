@@ -6,7 +6,7 @@ import pytest
 from test_charts_dynamics import _validation
 
 from aflite_app.charts import level_checks as lc
-from aflite_app.compute import dynamics as compute
+from aflite_app.compute import level_checks as compute
 
 
 @pytest.fixture(scope="module")
