@@ -2,9 +2,11 @@ import streamlit as st
 
 from aflite_app import page_views, ui
 from aflite_app.charts import embedding as charts
-from aflite_app.charts import map_fields
+from aflite_app.charts import map_fields as field_charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import embedding as compute
+from aflite_app.compute import map_fields as fields
+from aflite_app.compute import neighbourhoods
 from aflite_app.state import (
     DYN_PAGE,
     INSPECT_N_SEEDS,
@@ -31,7 +33,7 @@ rep_text = data.representation_descriptions.get(rep, rep)
 # colourings by a per-row field that another page computed: Training dynamics of these rows, Inspect's stability
 dynamics = page_state(st.session_state, DYN_PAGE).get("record_request")
 stability_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
-modes = compute.colour_modes(spec, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data)
+modes = fields.colour_modes(spec, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data)
 if st.session_state.get(page_views.EMB_COLOUR) not in modes:  # e.g. a link's colouring this session cannot offer
     st.session_state.pop(page_views.EMB_COLOUR, None)
 c1, c2 = st.columns([3, 2])
@@ -49,9 +51,9 @@ if colour == "word":
     word = c1.text_input(
         "Word",
         key=page_views.EMB_WORD,
-        max_chars=compute.MAX_WORD_CHARS,
+        max_chars=fields.MAX_WORD_CHARS,
         placeholder="e.g. sleeping",
-        help="Whole word, any case, looked for in " + ui.md(", ".join(compute.word_columns(data))) + ".",
+        help="Whole word, any case, looked for in " + ui.md(", ".join(fields.word_columns(data))) + ".",
     )
 method = c2.radio(
     "Projection",
@@ -69,14 +71,14 @@ with ui.errors():
     view = compute.embedding_view(spec.dataset, method, session=session_data)
 proj = view.projection
 field = None
-if colour in compute.FIELD_MODES:
+if colour in fields.FIELD_MODES:
     try:
-        field = compute.map_field(
+        field = fields.map_field(
             spec, colour, word=word, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data
         )
     except ValueError as exc:  # e.g. no word typed yet: say what to do, colour by kept / removed meanwhile
         st.info(ui.message(str(exc)))
-drawn_colour = colour if colour not in compute.FIELD_MODES or field is not None else "status"
+drawn_colour = colour if colour not in fields.FIELD_MODES or field is not None else "status"
 
 # a link's selection drawn on UMAP waits for it too (the page switches to it by itself)
 waits_for_umap = (page_views.pending_selection(st.session_state) or {}).get("on") == "UMAP"
@@ -136,7 +138,7 @@ def _on_select() -> None:
 
 title = f"{proj.method} of Φ = {ui.plotly_text(rep_text)}"
 if layer.field is not None and layer.kind == "points":
-    fig = map_fields.embedding_field_scatter(
+    fig = field_charts.embedding_field_scatter(
         layer.frame,
         layer.field,
         axis_titles=proj.axis_titles,
@@ -146,7 +148,7 @@ if layer.field is not None and layer.kind == "points":
         extent=extent,
     )
 elif layer.field is not None:
-    fig = map_fields.embedding_field_density(
+    fig = field_charts.embedding_field_density(
         layer, axis_titles=proj.axis_titles, revision=sel.revision, title=title, extent=extent
     )
 elif layer.kind == "points":
@@ -307,7 +309,7 @@ code = s1.selectbox("Class", range(len(names)), format_func=lambda i: names[i], 
 per = s2.slider("Rows sampled per side", 3, 30, 10, key="emb-sim-n")
 seed = s3.number_input("Sample seed", min_value=0, max_value=1_000_000, value=0, step=1, key="emb-sim-seed")
 with ui.errors():
-    out = compute.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data)
+    out = neighbourhoods.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data)
 sim = out["sim"]
 h1, h2 = st.columns([3, 2])
 h1.plotly_chart(
@@ -358,7 +360,7 @@ ui.caption(
 # -- Table 3: kNN distances ----------------------------------------------------------------------------------
 st.subheader("Nearest-neighbour distances before and after filtering")
 with ui.errors():
-    knn = compute.embedding_knn(spec, session=session_data)
+    knn = neighbourhoods.embedding_knn(spec, session=session_data)
 k1, k2 = st.columns(2)
 k1.metric(
     "After vs before",
