@@ -34,6 +34,12 @@ ART_COLUMNS = {
 }
 
 
+def _start_embedding(espec) -> None:
+    """'Start embedding' (and 'Embed again'): ask for this table's embeddings; a finished wait is dropped first."""
+    _forget_finished("embed_run")
+    state.page_state(st.session_state, DATA_PAGE)["embed_request"] = espec
+
+
 def _forget_finished(entry: str) -> None:
     """Widget callback: drop a finished background wait, so asking again starts afresh (e.g. after Stop)."""
     page = state.page_state(st.session_state, DATA_PAGE)
@@ -463,6 +469,7 @@ with upload_tab:
         "representation than TF-IDF: AFLite's models find more of the bias with it.",
     )
     espec = None
+    outlook: dict = {}
     if not emb_status.available:
         st.caption(f"Needs the optional embeddings extra, which is not installed here: `{emb_status.install_command}`")
     elif not views:
@@ -481,11 +488,47 @@ with upload_tab:
             st.caption("Already computed: read from the server's embedding cache, no waiting.")
         else:
             st.caption(
-                f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
-                "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
+                f"{upload_sentences.embedding_time_text(outlook)} for {len(views)} view{'s' * (len(views) > 1)} × "
+                f"{len(frame):,} rows on this machine, in the background with a progress bar once you press Start. "
                 "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
                 "session. " + caps
             )
+
+    # sentence embeddings run only on an explicit Start (issue 29 item 5): their progress and Stop appear right here,
+    # under the Start button (the page stops below them while they run)
+    embedded = None
+    if embed and espec is not None:
+        page = state.page_state(st.session_state, DATA_PAGE)
+        if outlook["refusal"]:
+            st.error(ui.message(outlook["refusal"]))
+            st.stop()
+        if outlook["seconds"] and page.get("embed_request") != espec:
+            st.button(
+                "Start embedding",
+                type="primary",
+                key="up-emb-start",
+                on_click=_start_embedding,
+                args=(espec,),
+                help="Runs in the background with a progress bar and a Stop button; nothing runs before you press it.",
+            )
+        else:  # asked for, or already computed (read from the cache: no wait)
+            emb_outcome = ui.run_in_background(
+                (DATA_PAGE, "embed_run"),
+                espec,
+                lambda s: upload_sentences.prepare_embedding(s, frame),
+                upload_sentences.describe_embedding,
+                stop_key="up-emb-stop",
+                stop_help="Stop embedding after the current chunk (what is finished stays cached).",
+                stopping="Stopping after the current chunk…",
+            )
+            if not emb_outcome.ok:
+                if emb_outcome.stopped:
+                    st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
+                else:
+                    st.error(ui.message(emb_outcome.error))
+                st.button("Embed again", key="up-emb-again", on_click=_start_embedding, args=(espec,))
+                st.stop()
+            embedded = (espec, emb_outcome.value)
 
     numeric = [c for c in guess["numeric"] if c in free]
     f1, f2 = st.columns(2)
@@ -497,11 +540,12 @@ with upload_tab:
     )
     text_features = f2.checkbox(
         "Build TF-IDF features from the text" + (" (+ hypothesis-only partial input)" if pair else ""),
-        value=has_text and not feature_files and not feature_columns and not embed,
+        value=has_text and not feature_files and not feature_columns,
         disabled=not has_text,
-        key=f"up-tfidf-{tag}-{len(feature_files or [])}-{len(feature_columns)}-{int(embed)}",
+        key=f"up-tfidf-{tag}-{len(feature_files or [])}-{len(feature_columns)}",
         help="TF-IDF of each text column, reduced to 128 dimensions by a seeded SVD. Off by default when .npy "
-        "features, numeric columns or embeddings are given.",
+        "features or numeric columns are given. It may be on together with sentence embeddings: each becomes "
+        "its own representation, chosen in the sidebar.",
     )
     partial_columns: list[str] = []
     if has_text and len(text_columns) + (2 if pair else 0) > 1:
@@ -512,25 +556,9 @@ with upload_tab:
             help="A representation that sees only part of the input, for the Baselines page.",
         )
 
-    embedded = None
-    if embed and espec is not None:
-        emb_outcome = ui.run_in_background(
-            (DATA_PAGE, "embed_run"),
-            espec,
-            lambda s: upload_sentences.prepare_embedding(s, frame),
-            upload_sentences.describe_embedding,
-            stop_key="up-emb-stop",
-            stop_help="Stop embedding after the current chunk (what is finished stays cached).",
-            stopping="Stopping after the current chunk…",
-        )
-        if not emb_outcome.ok:
-            if emb_outcome.stopped:
-                st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
-            else:
-                st.error(ui.message(emb_outcome.error))
-            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=("embed_run",))
-            st.stop()
-        embedded = (espec, emb_outcome.value)
+    if embed and embedded is None:  # ticked, not started: the dataset would come without them
+        st.info("Press 'Start embedding' above to add the sentence embeddings, or untick them to use the dataset now.")
+        st.stop()
 
     options = uploads.UploadOptions(
         label_column=label_column,
