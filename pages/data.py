@@ -453,7 +453,15 @@ with upload_tab:
     # sentence embeddings (the optional extra): computed in a background job, cached on disk by content
     emb_status = upload_sentences.embeddings_status()
     views = upload_sentences.embedding_views(pair, tuple(text_columns))
-    embed = st.checkbox(
+    espec = None
+    if emb_status.available and views:
+        espec = upload_sentences.embedding_spec(table_bytes, table_file.name, views)
+    outlook = upload_sentences.embedding_outlook(frame, espec) if espec is not None else {}
+    asked = espec is not None and state.page_state(st.session_state, DATA_PAGE).get("embed_request") == espec
+    # sentence embeddings run only on an explicit Start (issue 29 item 5), on the checkbox's row; their progress and
+    # Stop appear right under it (the page stops below them while they run), within the first screen at 1,500 px
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    embed = row.checkbox(
         "Sentence embeddings (all-MiniLM-L6-v2) of "
         + (
             f"the full pair and of '{ui.md(pair[1])}' alone (the partial input)"
@@ -465,45 +473,17 @@ with upload_tab:
         disabled=not emb_status.available or not views,
         on_change=_forget_finished,
         args=("embed_run",),
+        width="content",
         help="384-d embeddings from a small sentence encoder, computed on this machine (no network). A stronger "
         "representation than TF-IDF: AFLite's models find more of the bias with it.",
     )
-    espec = None
-    outlook: dict = {}
-    if not emb_status.available:
-        st.caption(f"Needs the optional embeddings extra, which is not installed here: `{emb_status.install_command}`")
-    elif not views:
-        st.caption("Choose text columns (or a sentence pair) to embed.")
-    else:
-        espec = upload_sentences.embedding_spec(table_bytes, table_file.name, views)
-        outlook = upload_sentences.embedding_outlook(frame, espec)
-        caps = (
-            f"The model is given each text with its runs of blanks collapsed and cut at "
-            f"{upload_sentences.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
-            f"embeds at most {upload_sentences.EMBED_MAX_CHARS:,} characters."
-        )
-        if outlook["refusal"]:
-            st.warning(ui.message(outlook["refusal"]))
-        elif not outlook["seconds"]:
-            st.caption("Already computed: read from the server's embedding cache, no waiting.")
-        else:
-            st.caption(
-                f"{upload_sentences.embedding_time_text(outlook)} for {len(views)} view{'s' * (len(views) > 1)} × "
-                f"{len(frame):,} rows on this machine, in the background with a progress bar once you press Start. "
-                "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
-                "session. " + caps
-            )
-
-    # sentence embeddings run only on an explicit Start (issue 29 item 5): their progress and Stop appear right here,
-    # under the Start button (the page stops below them while they run)
     embedded = None
     if embed and espec is not None:
-        page = state.page_state(st.session_state, DATA_PAGE)
         if outlook["refusal"]:
             st.error(ui.message(outlook["refusal"]))
             st.stop()
-        if outlook["seconds"] and page.get("embed_request") != espec:
-            st.button(
+        if outlook["seconds"] and not asked:
+            row.button(
                 "Start embedding",
                 type="primary",
                 key="up-emb-start",
@@ -529,6 +509,23 @@ with upload_tab:
                 st.button("Embed again", key="up-emb-again", on_click=_start_embedding, args=(espec,))
                 st.stop()
             embedded = (espec, emb_outcome.value)
+    if not emb_status.available:
+        st.caption(f"Needs the optional embeddings extra, which is not installed here: `{emb_status.install_command}`")
+    elif not views:
+        st.caption("Choose text columns (or a sentence pair) to embed.")
+    elif outlook["refusal"]:
+        st.warning(ui.message(outlook["refusal"]))
+    elif not outlook["seconds"]:
+        st.caption("Already computed: read from the server's embedding cache, no waiting.")
+    elif embedded is None:
+        st.caption(
+            f"{upload_sentences.embedding_time_text(outlook)} for {len(views)} view{'s' * (len(views) > 1)} × "
+            f"{len(frame):,} rows on this machine, in the background with a progress bar once you press Start. "
+            "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
+            f"session. The model is given each text with its runs of blanks collapsed and cut at "
+            f"{upload_sentences.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one "
+            f"job embeds at most {upload_sentences.EMBED_MAX_CHARS:,} characters."
+        )
 
     numeric = [c for c in guess["numeric"] if c in free]
     f1, f2 = st.columns(2)

@@ -9,8 +9,8 @@ ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Filter")
 st.caption(
-    f"AFLite on the sidebar's dataset. τ and k apply as you move them (a run over {compute.CONFIRM_SECONDS:.0f} s "
-    "asks first); the other parameters when you press Run."
+    f"τ and k apply as you move them (a run over {compute.CONFIRM_SECONDS:.0f} s asks first); the other "
+    "parameters when you press Run."
 )
 
 dspec, data = ui.current_dataset()
@@ -70,9 +70,12 @@ with (
     )
     st.form_submit_button("Run", type="primary")
 
-s1, s2 = st.columns(2)
-tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU, persist_state="session")
-k = s2.slider(
+# τ and k side by side at every width (columns would stack them on a phone and push the chart down)
+sliders = st.container(horizontal=True, gap="medium")
+tau = sliders.slider(
+    "τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU, persist_state="session"
+)
+k = sliders.slider(
     "k — rows removed per round at most",
     1,
     max(2, n // 4, st.session_state[filter_key("k", key)]),
@@ -122,7 +125,7 @@ r0, r1 = hist["mean_predictability"].iloc[0], hist["mean_predictability"].iloc[-
 q = hist["n_qualified"] / hist["n_scored"].clip(lower=1)
 # the metrics side by side in a row that wraps (two a line on a phone, not one per line as in columns), so the
 # chart starts within the first screen at 390 px
-with st.container(horizontal=True, gap="medium"):
+with st.container(horizontal=True, gap="small"):  # 2 × 165 px + a small gap fit a phone's 358 px
     st.metric(
         "Rows kept",
         f"{result.n_kept:,}",
