@@ -143,15 +143,16 @@ with st.container(horizontal=True, gap="small"):  # 2 × 165 px + a small gap fi
         width=165,
     )
     st.metric(
-        "Representation bias (mean p)",
+        "Bias R (mean p)",
         f"{r1:.3f}",
-        *compute.change_since_round_1(r1 - r0, ".3f"),
+        help="The representation bias R(Φ, S, M): the mean predictability of the rows scored in the last round.",
+        **compute.change_since_round_1(r1 - r0, ".3f"),
         width=165,
     )
     st.metric(
         "Rows at p ≥ τ (last round)",
         f"{q.iloc[-1]:.0%}",
-        *compute.change_since_round_1(q.iloc[-1] - q.iloc[0], ".0%"),
+        **compute.change_since_round_1(q.iloc[-1] - q.iloc[0], ".0%"),
         width=165,
     )
 

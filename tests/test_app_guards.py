@@ -123,11 +123,16 @@ def test_every_filter_progress_line_has_a_time_left():
 
 
 def test_a_change_that_rounds_to_zero_never_reads_minus_zero():
-    assert runs.change_since_round_1(-0.0031, ".0%") == ("no change since round 1", "off")
-    assert runs.change_since_round_1(-0.0004, ".3f") == ("no change since round 1", "off")
-    assert runs.change_since_round_1(0.0, ".0%") == ("no change since round 1", "off")
-    assert runs.change_since_round_1(-0.026, ".3f") == ("-0.026 since round 1", "inverse")
-    assert runs.change_since_round_1(0.2, ".0%") == ("+20% since round 1", "inverse")
+    off = {"delta": "no change", "delta_color": "off", "delta_arrow": "off"}
+    assert runs.change_since_round_1(-0.0031, ".0%") == off  # it read "-0% since round 1"
+    assert runs.change_since_round_1(-0.0004, ".3f") == off
+    assert runs.change_since_round_1(0.0, ".0%") == off
+    assert runs.change_since_round_1(-0.026, ".3f")["delta"] == "-0.026 since round 1"
+    assert runs.change_since_round_1(0.2, ".0%") == {
+        "delta": "+20% since round 1",
+        "delta_color": "inverse",
+        "delta_arrow": "auto",
+    }
 
 
 def test_the_long_run_estimate_grows_as_k_falls():

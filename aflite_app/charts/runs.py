@@ -44,6 +44,8 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
 
     Three panels on one round axis, one y-axis each (issue 29: no second axis over the bars):
 
+    The legend lists the classes only; each line is labelled at its last point.
+
     * top, "rows removed so far": stacked bars of the rows removed up to and including each round, one colour
       per class (a bar's hover says how many of them that round removed; a click opens that round's rows of
       that class on Inspect). Cumulative, so every bar reads at any k - per-round bars all had the same height,
@@ -64,7 +66,9 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
                 x=so_far.index,
                 y=so_far[name],
                 customdata=by_class[name].to_numpy(),
-                name=f"removed: {name}",
+                name=name,
+                legendgroup="removed",
+                legendgrouptitle_text="removed:" if rank == 0 else None,
                 legendrank=rank,  # classes in their own order, then the lines (stacked bars reverse it otherwise)
                 marker_color=colours[name],
                 hovertemplate="after round %{x}<br>"
@@ -80,7 +84,11 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
             y=hist["size_after"],
             name="rows left",
             legendrank=100,
-            mode="lines+markers",
+            showlegend=False,  # labelled at its last point: the legend holds the classes only (short on a phone)
+            mode="lines+markers+text",
+            text=_last_only(len(hist), "rows left"),
+            textposition="top left",
+            textfont=dict(color=KEPT),
             line=dict(color=KEPT, width=3),
             hovertemplate="after round %{x}: %{y:,} rows left<extra></extra>",
         ),
@@ -95,7 +103,11 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
             customdata=share.to_numpy(),
             name="scored rows at p ≥ τ",
             legendrank=101,
-            mode="lines+markers",
+            showlegend=False,
+            mode="lines+markers+text",
+            text=_last_only(len(hist), "at p ≥ τ"),
+            textposition="bottom left",
+            textfont=dict(color="#666666"),
             line=dict(color=NEUTRAL, width=2, dash="dot"),
             hovertemplate="round %{x}: %{y:,} scored rows reached τ (%{customdata:.1%} of those scored)<extra></extra>",
         ),
@@ -108,6 +120,7 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
             y=hist["mean_predictability"],
             name="mean predictability (R estimate)",
             legendrank=102,
+            showlegend=False,  # the panel's axis names it
             mode="lines+markers",
             line=dict(color=REMOVED, width=2),
             hovertemplate="round %{x}: mean p = %{y:.3f}<extra></extra>",
@@ -144,7 +157,16 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
     fig.update_yaxes(title_text="mean p", row=3, col=1, range=[0, 1.02], dtick=0.25)
     fig.update_xaxes(title_text="round", row=3, col=1, dtick=1 if result.n_rounds <= 30 else None)
     fig = style(fig, height=600, title=title)
-    return fig.update_layout(legend=dict(traceorder="normal"))  # stacked bars would reverse it
+    longest = max((len(str(c)) for c in result.classes), default=1)
+    # entries of one width (the longest class name's): many on a line at any width, a few lines on a phone
+    return fig.update_layout(
+        legend=dict(traceorder="normal", entrywidth=min(7 * longest + 40, 220), entrywidthmode="pixels")
+    )  # (traceorder: stacked bars would reverse it)
+
+
+def _last_only(n: int, label: str) -> list[str]:
+    """A line's text: ``label`` at its last point only (a direct label instead of a legend entry)."""
+    return [""] * (n - 1) + [label] if n else []
 
 
 def _round_scores(result: AFLiteResult, rnd: int) -> tuple[np.ndarray, np.ndarray]:

@@ -249,22 +249,22 @@ def tau_source(run: AFLiteResult) -> str:
     )
 
 
-def change_since_round_1(change: float, fmt: str) -> tuple[str, str]:
-    """A Filter metric's delta and its colour: ``("-0.026 since round 1", "inverse")``.
+def change_since_round_1(change: float, fmt: str) -> dict[str, str]:
+    """A Filter metric's delta, colour and arrow (``st.metric`` keywords) for a change since round 1.
 
-    A change that rounds to zero in ``fmt`` reads "no change since round 1", uncoloured - never "-0%".
+    A change that rounds to zero in ``fmt`` reads "no change", uncoloured and without an arrow - never "-0%".
 
     Examples
     --------
     >>> change_since_round_1(-0.0031, ".0%")
-    ('no change since round 1', 'off')
+    {'delta': 'no change', 'delta_color': 'off', 'delta_arrow': 'off'}
     >>> change_since_round_1(-0.031, ".0%")
-    ('-3% since round 1', 'inverse')
+    {'delta': '-3% since round 1', 'delta_color': 'inverse', 'delta_arrow': 'auto'}
     """
     text = format(change, "+" + fmt)
     if float(change) == 0 or text.lstrip("+-").strip("0.%") == "":
-        return "no change since round 1", "off"
-    return f"{text} since round 1", "inverse"
+        return {"delta": "no change", "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": f"{text} since round 1", "delta_color": "inverse", "delta_arrow": "auto"}
 
 
 def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
