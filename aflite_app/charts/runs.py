@@ -68,7 +68,6 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
                 customdata=by_class[name].to_numpy(),
                 name=name,
                 legendgroup="removed",
-                legendgrouptitle_text="removed:" if rank == 0 else None,
                 legendrank=rank,  # classes in their own order, then the lines (stacked bars reverse it otherwise)
                 marker_color=colours[name],
                 hovertemplate="after round %{x}<br>"
