@@ -206,11 +206,16 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
         return hit
     n_features, n_classes = _shape_of(spec, mine)
     confirm_long_run(spec, n_rows, n_features, n_classes)
-    _show_running(spec)
+
+    def prepare(s: FilterSpec) -> Callable:
+        target = runs.prepare_run(s, session=mine)  # checked here: a refused run never reads "Running"
+        _show_running(s)
+        return target
+
     return run_in_background(
         RUN,
         spec,
-        lambda s: runs.prepare_run(s, session=mine),
+        prepare,
         describe_filter_run(spec, n_rows, n_features, n_classes),
         stop_key="stop-run",
         stop_help="Stop now and keep the rounds completed so far",

@@ -71,6 +71,14 @@ def test_after_stop_the_sidebar_shows_the_partial_run_the_page_shows(app_test, m
     assert {m.label: m.value for m in at.sidebar.metric} == side
 
 
+def test_a_refused_run_never_reads_running_in_the_sidebar(app_test):
+    at = app_test(page="pages/filter.py")
+    next(n for n in at.number_input if n.key.startswith("target-")).set_value(100)
+    next(n for n in at.number_input if n.key.startswith("train-")).set_value(500)  # t must be < n
+    at.button[0].click().run()
+    assert at.error and "Running on the Filter page" not in _sidebar_text(at)
+
+
 def test_after_a_tau_change_the_sidebar_shows_the_new_run(app_test):
     at = app_test(page="pages/filter.py")
     at.slider(key="tau").set_value(0.95).run()  # read off the stored run

@@ -210,3 +210,17 @@ def test_removal_chart_bars_read_with_k_equal_to_one():
     assert heights.tolist() == list(range(1, 21))
     assert heights[0] / heights.max() <= 0.05  # the first bar is a sliver, not the panel's full height
     assert fig.layout.yaxis.tickformat == ",d"  # whole rows on the axis
+
+
+def test_the_toolbar_strip_at_the_top_is_clear_of_the_title_and_the_legend():
+    """Issue 29 item 7: at 390 px Plotly's toolbar (top right, ~25 px high) covered chart titles; every figure now
+    keeps a strip of MODEBAR_BAND pixels at its top free, and its title and legend start below it."""
+    from aflite_app.charts.theme import MODEBAR_BAND
+
+    assert MODEBAR_BAND >= 26  # the toolbar's buttons are 22 px plus their padding
+    for title in ("A long title that reaches the toolbar on a phone", None):
+        fig = style(go.Figure(go.Scatter(x=[0], y=[0], name="a")), height=400, title=title)
+        if title:
+            assert (1 - fig.layout.title.y) * 400 >= MODEBAR_BAND
+        assert (1 - fig.layout.legend.y) * 400 >= MODEBAR_BAND
+        assert fig.layout.margin.t >= MODEBAR_BAND + 30 + (34 if title else 0)
