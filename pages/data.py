@@ -473,7 +473,7 @@ with upload_tab:
         disabled=not emb_status.available or not views,
         on_change=_forget_finished,
         args=("embed_run",),
-        width="content",
+        width="stretch",  # its long label wraps on a phone (a content-width label is cut)
         help="384-d embeddings from a small sentence encoder, computed on this machine (no network). A stronger "
         "representation than TF-IDF: AFLite's models find more of the bias with it.",
     )
