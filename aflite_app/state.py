@@ -201,6 +201,15 @@ def register_run_directory(
     session.setdefault(RUN_DIRS, {})[key] = {"spec": spec, "result": result}
     select_dataset(session, key)
     set_last_run(session, spec)
+    set_filter_widgets(session, spec, key)
+
+
+def set_filter_widgets(session: MutableMapping, spec: FilterSpec, dataset_key: str | None = None) -> None:
+    """Set the Filter page's τ and parameter widgets (of ``dataset_key``, default the spec's dataset) to ``spec``'s.
+
+    An opened run directory starts them at its run's; "Keep the current run" (the confirmation before a long
+    run) puts them back to the current run's.
+    """
     values = (
         spec.target_size,
         spec.train_size,
@@ -210,8 +219,8 @@ def register_run_directory(
         spec.strategy,
         spec.model,
     )
-    for name, value in zip(FILTER_WIDGETS, values):
-        session[filter_key(name, key)] = value
+    for name, value in zip(FILTER_WIDGETS, values, strict=True):
+        session[filter_key(name, dataset_key or spec.dataset.key)] = value
     session[TAU] = spec.tau
 
 

@@ -238,8 +238,9 @@ def confirm_long_run(spec: FilterSpec, n_rows: int, n_features: int | None, n_cl
 
     Moving τ or k (the slider's Home key jumps to k = 1: thousands of rounds) must not start a very long run at
     once. The estimate is :func:`aflite_app.compute.runs.estimate_run_seconds` (the calibrated shape model). The
-    page stops with the estimate, a "Start the run" button and a "Keep the current run" button (which puts τ and k
-    back); the sidebar keeps the current run meanwhile. Nothing is asked for a run already running or agreed to.
+    page stops with the estimate, a "Start the run" button and a "Keep the current run" button (which puts τ, k and
+    the other parameters back); the sidebar keeps the current run meanwhile. Nothing is asked for a run already
+    running or agreed to.
     """
     page = page_state(st.session_state, FILTER_PAGE)
     if page.get("confirmed") == spec or running_filter_spec() == spec:
@@ -270,9 +271,8 @@ def _confirm(spec: FilterSpec) -> None:
 
 
 def _keep_current(spec: FilterSpec) -> None:
-    """Put the Filter page's τ and k back to the current run's (the long run is not started)."""
-    st.session_state[TAU] = spec.tau
-    st.session_state[filter_key("k", spec.dataset.key)] = spec.slice_size
+    """Put the Filter page's τ, k and parameters back to the current run's (the long run is not started)."""
+    state.set_filter_widgets(st.session_state, spec)
 
 
 def restart_run(spec: FilterSpec) -> None:

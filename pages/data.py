@@ -483,14 +483,7 @@ with upload_tab:
             st.error(ui.message(outlook["refusal"]))
             st.stop()
         if outlook["seconds"] and not asked:
-            row.button(
-                "Start embedding",
-                type="primary",
-                key="up-emb-start",
-                on_click=_start_embedding,
-                args=(espec,),
-                help="Runs in the background with a progress bar and a Stop button; nothing runs before you press it.",
-            )
+            row.button("Start embedding", type="primary", key="up-emb-start", on_click=_start_embedding, args=(espec,))
         else:  # asked for, or already computed (read from the cache: no wait)
             emb_outcome = ui.run_in_background(
                 (DATA_PAGE, "embed_run"),
@@ -518,14 +511,7 @@ with upload_tab:
     elif not outlook["seconds"]:
         st.caption("Already computed: read from the server's embedding cache, no waiting.")
     elif embedded is None:
-        st.caption(
-            f"{upload_sentences.embedding_time_text(outlook)} for {len(views)} view{'s' * (len(views) > 1)} × "
-            f"{len(frame):,} rows on this machine, in the background with a progress bar once you press Start. "
-            "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
-            f"session. The model is given each text with its runs of blanks collapsed and cut at "
-            f"{upload_sentences.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one "
-            f"job embeds at most {upload_sentences.EMBED_MAX_CHARS:,} characters."
-        )
+        st.caption(upload_sentences.embedding_caption(outlook, len(views), len(frame)))
 
     numeric = [c for c in guess["numeric"] if c in free]
     f1, f2 = st.columns(2)

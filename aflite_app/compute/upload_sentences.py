@@ -32,6 +32,7 @@ __all__ = [
     "EMBED_TEXT_CHARS",
     "EmbedSpec",
     "describe_embedding",
+    "embedding_caption",
     "embedding_outlook",
     "embedding_spec",
     "embedding_time_text",
@@ -134,6 +135,17 @@ def embedding_outlook(frame: pd.DataFrame, spec: EmbedSpec) -> dict[str, Any]:
         "cached": [view for view, _, _, _ in plan if view not in todo_views],
         "refusal": refusal,
     }
+
+
+def embedding_caption(outlook: dict[str, Any], n_views: int, n_rows: int) -> str:
+    """The Data page's line under the embeddings box before Start: the estimate, the cache, what the model reads."""
+    return (
+        f"{embedding_time_text(outlook)} for {n_views} view{'s' * (n_views > 1)} × {n_rows:,} rows on this machine, in "
+        "the background with a progress bar once you press Start. Cached on disk (the server's embedding cache): the "
+        "same texts are never embedded twice, in any session. The model is given each text with its runs of blanks "
+        f"collapsed and cut at {EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
+        f"embeds at most {EMBED_MAX_CHARS:,} characters."
+    )
 
 
 def embedding_time_text(outlook: dict[str, Any]) -> str:
