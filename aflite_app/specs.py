@@ -83,6 +83,8 @@ class SessionData:
 
     uploads: Mapping[str, Any] = field(default_factory=_empty)  # key -> Dataset: uploads, fetched NLI, opened runs
     run_dirs: Mapping[str, dict] = field(default_factory=_empty)  # key -> {"spec": FilterSpec, "result": ...}
+    #: the Filter page's stopped (partial) run, when it is the current run: FilterSpec -> its AFLiteResult (issue 29)
+    partial: Mapping[Any, Any] = field(default_factory=_empty)
 
 
 #: no session (a test, a script, a background thread): bundled datasets and the server-wide stores only
