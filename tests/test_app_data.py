@@ -189,7 +189,7 @@ def test_data_page_shows_bundled_datasets_and_digit_samples(app_test):
     assert len(grids) == 1
     assert grids[0]["layout"]["meta"]["n_images"] == 120  # 12 per class, 10 classes
     use = [b.key for b in at.button if (b.key or "").startswith("use-")]
-    assert use == ["use-planted", "use-circles"]  # digits is in use
+    assert use == ["use-planted", "use-circles", "use-snli-sample"]  # digits is in use
     assert any(s.value == "In use" for s in at.success)
 
 
