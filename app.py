@@ -27,6 +27,7 @@ PAGES = {
     "AFLite Studio": [
         st.Page("pages/home.py", title="Home", default=True),
         st.Page("pages/synthetic.py", title="Synthetic circles", url_path="synthetic"),
+        st.Page("pages/demo.py", title="Guided demo (10 min)", url_path="demo"),
     ],
     "Filter a dataset": [
         st.Page("pages/data.py", title="Data", url_path="data"),
@@ -42,12 +43,14 @@ PAGES = {
     ],
 }
 nav = st.navigation(PAGES)
+links.apply_page_url(st.session_state, st.query_params, nav.url_path)  # a link's page view (the demo's step), once
 ui.sidebar()
 if notice:
     st.warning(notice)
 dspec, data = ui.current_dataset()  # the Filter parameters of this dataset belong to the view from the start
 state.init_filter_widgets(st.session_state, dspec.key, filter_defaults(data.n_rows, data.n_classes))
 view = links.view_params(st.session_state, ui.upload_vault())  # the address bar always holds the current view
+view |= links.page_view_params(st.session_state, nav.url_path)
 if st.query_params.to_dict() != view:
     st.query_params.from_dict(view)
 unlinked = links.unlinked_upload(st.session_state, ui.upload_vault())  # a reload would lose it: say so

@@ -31,6 +31,7 @@ from . import settings
 from .state import (
     BUNDLED,
     DATASET,
+    DEMO_PAGE,
     FILTER_WIDGETS,
     LINK,
     MODEL_FAMILIES,
@@ -40,11 +41,21 @@ from .state import (
     UPLOADS,
     filter_key,
     link_state,
+    page_state,
     register_upload,
     select_dataset,
 )
 
-__all__ = ["UPLOAD_PREFIX", "UploadVault", "apply_url", "unlinked_upload", "view_params"]
+__all__ = [
+    "DEMO_STEPS",
+    "UPLOAD_PREFIX",
+    "UploadVault",
+    "apply_page_url",
+    "apply_url",
+    "page_view_params",
+    "unlinked_upload",
+    "view_params",
+]
 
 #: the dataset parameter of an upload: ``upload:<token>``
 UPLOAD_PREFIX = "upload:"
@@ -278,3 +289,41 @@ def apply_url(
         except ValueError:
             ignored.append("tau")
     return _ignored_notice(ignored) if ignored else None
+
+
+# -- one page's own view (issue 29: the guided demo's step) -------------------------------------------------------
+#: the guided demo's URL path and its number of steps (``/demo?step=2``)
+DEMO_PATH = "demo"
+DEMO_STEPS = 3
+
+
+def page_view_params(session: Mapping, page: str) -> dict[str, str]:
+    """The URL parameters of one page's own view, added to :func:`view_params` on that page only.
+
+    Today the guided demo's step (``step``, 1-3, from :data:`aflite_app.state.DEMO_PAGE`); any other page has none.
+    """
+    if page != DEMO_PATH:
+        return {}
+    step = (session.get(DEMO_PAGE) or {}).get("step")
+    return {"step": str(int(step))} if step else {}
+
+
+def apply_page_url(session: MutableMapping, params: Mapping[str, str], page: str) -> None:
+    """Apply a link's page view once per session, before the page runs: the demo's ``step``, clamped to 1-3.
+
+    A value that is not a number is ignored (the demo starts at step 1); a later change of the address bar by the
+    app itself (:func:`page_view_params`) is not read back.
+    """
+    if page != DEMO_PATH:
+        return
+    demo = page_state(session, DEMO_PAGE)
+    if demo.get("url_applied"):
+        return
+    demo["url_applied"] = True
+    text = params.get("step")
+    if text is None:
+        return
+    try:
+        demo["step"] = bounded_int(str(text), 1, DEMO_STEPS, what="The link's step", clamp=True)
+    except ValueError:
+        pass

@@ -108,6 +108,10 @@ DYN_PAGE = "dyn-page"
 # Predictability (issue 27, the null): "null_request" - the FilterSpec (null_permutations = K) the "Compute the
 # null" button asked for last; "null_run" - BackgroundRun: this session's wait for that run
 PRED_PAGE = "pred-page"
+# Guided demo (issue 29): "step" - the step shown (1-3; in the URL as ?step=, aflite_app.links.page_view_params);
+# "url_applied" - the link's step was read (once per session); "tau" - step 1's τ; "word" - the "token → label" pair
+# picked in step 2; "row" - which removed row step 3 explains (an index into its candidates)
+DEMO_PAGE = "demo-page"
 
 
 def page_state(session: MutableMapping, page: str) -> dict:

@@ -5,6 +5,7 @@ from aflite_app import ui
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 PAGES = [
+    ("pages/demo.py", "Guided demo (10 min)", "Three steps for a class: a shortcut, real words in SNLI, one row."),
     (
         "pages/synthetic.py",
         "Synthetic circles",
@@ -25,6 +26,14 @@ PAGES = [
 ]
 
 st.title("AFLite Studio")
+with st.container(border=True):
+    start, blurb = st.columns([2, 3], vertical_alignment="center")
+    with start:
+        st.page_link("pages/demo.py", label="**Show me in 10 minutes**", icon="▶️")
+    blurb.markdown(
+        "A guided demo in three steps for a class: a planted shortcut and what AFLite does to it, the words that "
+        "give SNLI's labels away, and one removed row explained."
+    )
 st.markdown(
     "**Find the examples a dataset's spurious biases make easy, remove them, and see what was removed and "
     "why.** AFLite (Le Bras et al., ICML 2020) asks a simple question of every example: *can a weak model "
