@@ -110,7 +110,8 @@ DYN_PAGE = "dyn-page"
 PRED_PAGE = "pred-page"
 # Guided demo (issue 29): "step" - the step shown (1-3; in the URL as ?step=, aflite_app.links.page_view_params);
 # "url_applied" - the link's step was read (once per session); "tau" - step 1's τ; "word" - the "token → label" pair
-# picked in step 2; "row" - which removed row step 3 explains (an index into its candidates)
+# picked in step 2; "row" - which removed row step 3 explains (an index into its candidates); "shown" - the step the
+# page last scrolled to the top for
 DEMO_PAGE = "demo-page"
 
 

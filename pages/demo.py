@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import ui
+from aflite_app import state, ui
 from aflite_app.charts import demo as demo_charts
 from aflite_app.charts import inspect as inspect_charts
 from aflite_app.charts import synthetic as syn_charts
@@ -31,17 +31,29 @@ _page()["step"] = step
 title, action = compute.DEMO_STEPS[step - 1]
 
 st.title("AFLite in 10 minutes")
-st.caption(f"Step {step} of {N_STEPS}: {title} · " + " → ".join(t for t, _ in compute.DEMO_STEPS))
+st.caption(
+    f"Step {step} of {N_STEPS}: "
+    + " → ".join(f"**{t}**" if i == step else t for i, (t, _) in enumerate(compute.DEMO_STEPS, start=1))
+)
 st.progress(step / N_STEPS)
+if _page().get("shown") != step:  # a new step starts at the top of the page (Next was pressed at its bottom)
+    _page()["shown"] = step
+    st.iframe(  # the step in the text: another step's script is a new frame, so it runs again
+        f"<script>/* step {step} */ const toTop = () => {{ const m = window.parent.document.querySelector("
+        "'[data-testid=\"stMain\"]'); if (m) m.scrollTo(0, 0); }; toTop(); setTimeout(toTop, 300); "
+        "setTimeout(toTop, 1000);</script>",
+        height=1,
+    )
 
 
 def _nav(where: str) -> None:
-    """Back / Next (and, at the end, where to go on from here)."""
-    back, fwd = st.columns(2)
-    back.button("← Back", key=f"demo-back-{where}", on_click=_go, args=(step - 1,), disabled=step == 1, width="stretch")
+    """Back / Next side by side, also on a phone (at the top short, at the bottom naming the next step)."""
+    row = st.container(horizontal=True, gap="small")
+    row.button("← Back", key=f"demo-back-{where}", on_click=_go, args=(step - 1,), disabled=step == 1, width="stretch")
+    fwd = row
     if step < N_STEPS:
         fwd.button(
-            f"Next: {compute.DEMO_STEPS[step][0]} →",
+            "Next →" if where == "top" else f"Next: {compute.DEMO_STEPS[step][0]} →",
             key=f"demo-next-{where}",
             on_click=_go,
             args=(step + 1,),
@@ -51,6 +63,8 @@ def _nav(where: str) -> None:
     else:
         fwd.button("Start again", key=f"demo-restart-{where}", on_click=_go, args=(1,), width="stretch")
 
+
+_nav("top")
 
 # -- step 1: the shortcut on the circles -------------------------------------------------------------------------
 if step == 1:
@@ -75,27 +89,38 @@ if step == 1:
         shown = compute.circles_step(tau, lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
         bar.empty()
         row = shown["row"]
-        m1, m2 = st.columns(2)
-        m1.metric(
+        st.plotly_chart(
+            syn_charts.circles_legend(), width="stretch", key="demo-legend", config={"displayModeBar": False}
+        )
+        before, after = st.columns(2)  # side by side on a wide screen, stacked on a phone
+        before.plotly_chart(
+            syn_charts.circles_column(shown["data"], shown["result"], row, part="original", height=500),
+            width="stretch",
+            key="demo-circles-original",
+        )
+        after.plotly_chart(
+            syn_charts.circles_column(shown["data"], shown["result"], row, part="after", webgl=False, height=540),
+            width="stretch",
+            key="demo-circles",
+        )
+        numbers = st.container(horizontal=True, gap="medium")  # side by side, also on a phone
+        numbers.metric(
             "Linear model",
             f"{row['linear_after']:.2f}",
             f"{row['linear_after'] - row['linear_before']:+.2f} from {row['linear_before']:.2f}",
             delta_color="off",
+            width=160,
         )
-        m2.metric(
+        numbers.metric(
             "RBF SVM",
             f"{row['rbf_after']:.2f}",
             f"{row['rbf_after'] - row['rbf_before']:+.2f} from {row['rbf_before']:.2f}",
             delta_color="off",
+            width=160,
         )
-        st.plotly_chart(
-            syn_charts.circles_legend(), width="stretch", key="demo-legend", config={"displayModeBar": False}
-        )
-        fig = syn_charts.circles_column(shown["data"], shown["result"], row, part="both", webgl=False, height=760)
-        st.plotly_chart(fig, width="stretch", key="demo-circles")
     ui.caption(
-        f"{shown['data'].name}: all rows on top, the rows AFLite kept at τ = {tau:g} below; accuracy = held-out "
-        "accuracy of each model on the set shown. The Synthetic circles page has all four datasets."
+        f"{shown['data'].name}: all rows (left) and the rows AFLite kept at τ = {tau:g} (right); the titles give "
+        "each model's held-out accuracy on the set shown. The Synthetic circles page has all four datasets."
     )
 
 # -- step 2: real words in a real NLI sample ----------------------------------------------------------------------
@@ -181,7 +206,18 @@ else:
             "This row's predictability in every round it was scored; vermillion points reached τ (dashed). A row can "
             "reach τ and stay a round: AFLite removes only the k most predictable rows per round."
         )
-    st.page_link("pages/filter.py", label="Go on: filter a dataset yourself on the Filter page", icon="➡️")
+    if st.button(  # the callback picks the SNLI sample (before the sidebar draws); its default run is this one
+        "Open this run on the Filter page",
+        key="demo-filter",
+        icon=":material/arrow_forward:",
+        on_click=state.select_dataset,
+        args=(st.session_state, compute.DEMO_DATASET.key),
+    ):
+        st.switch_page("pages/filter.py")
 
 _nav("bottom")
-st.caption(f"Step {step} of {N_STEPS}. {action} above, then Next. The address bar keeps the step: a reload stays here.")
+st.caption(
+    f"Step {step} of {N_STEPS}. {action} above, then "
+    + ("Next." if step < N_STEPS else "go on to the Filter page, or start again.")
+    + " The address bar keeps the step: a reload stays here."
+)

@@ -28,8 +28,8 @@ PAGES = [
 st.title("AFLite Studio")
 with st.container(border=True):
     start, blurb = st.columns([2, 3], vertical_alignment="center")
-    with start:
-        st.page_link("pages/demo.py", label="**Show me in 10 minutes**", icon="▶️")
+    if start.button("Show me in 10 minutes", key="home-demo", type="primary", icon=":material/play_circle:"):
+        st.switch_page("pages/demo.py")
     blurb.markdown(
         "A guided demo in three steps for a class: a planted shortcut and what AFLite does to it, the words that "
         "give SNLI's labels away, and one removed row explained."

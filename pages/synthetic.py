@@ -157,7 +157,24 @@ with ui.errors():
     bar.empty()
 
 # -- Figure 2 --------------------------------------------------------------------------------------------------
+st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", config={"displayModeBar": False})
+with ui.errors():
+    # two datasets per row (issue 29 item 9: bigger scatters); a phone stacks them
+    per_row = min(2, len(exp.datasets))
+    slots = [col for _ in range(0, len(exp.datasets), per_row) for col in st.columns(per_row)]
+    for i, (col, d) in enumerate(zip(slots, exp.datasets)):
+        # two figures: a τ/k change leaves the original's byte-identical, so the browser keeps it as drawn (WebGL);
+        # the after-panel changes with every run, so it stays SVG (a changed chart is mounted anew: see charts)
+        result, row = exp.results[d.name], exp.table.iloc[i]
+        # the original panel is built once per data and cached in compute (with the builder passed in)
+        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row, charts.circles_column)
+        after = charts.circles_column(d, result, row, part="after", webgl=False)
+        col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
+        col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")
+ui.caption("Each dataset: all rows on top, the rows AFLite kept below, both models' accuracy in the titles.")
 head = compute.circles_headline(exp)
+# the headline numbers under the panels, so that on a phone (where the four stack) the panels start within the
+# first screen (issue 29 item 7)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(
     "Linear accuracy after (mean)",
@@ -186,22 +203,6 @@ m4.metric(
     delta_color="off",
     delta_arrow="off",
 )
-
-st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", config={"displayModeBar": False})
-with ui.errors():
-    # two datasets per row (issue 29 item 9: bigger scatters); a phone stacks them
-    per_row = min(2, len(exp.datasets))
-    slots = [col for _ in range(0, len(exp.datasets), per_row) for col in st.columns(per_row)]
-    for i, (col, d) in enumerate(zip(slots, exp.datasets)):
-        # two figures: a τ/k change leaves the original's byte-identical, so the browser keeps it as drawn (WebGL);
-        # the after-panel changes with every run, so it stays SVG (a changed chart is mounted anew: see charts)
-        result, row = exp.results[d.name], exp.table.iloc[i]
-        # the original panel is built once per data and cached in compute (with the builder passed in)
-        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row, charts.circles_column)
-        after = charts.circles_column(d, result, row, part="after", webgl=False)
-        col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
-        col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")
-ui.caption("Each dataset: all rows on top, the rows AFLite kept below, both models' accuracy in the titles.")
 notes = compute.circles_notes(exp)
 with st.expander("Explain: the panels and the accuracies"):
     ui.caption(

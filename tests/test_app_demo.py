@@ -96,3 +96,23 @@ def test_the_step_parameter_is_read_once_clamped_and_written_back():
     assert links.page_view_params(session, "demo") == {"step": "3"}
     assert links.page_view_params(session, "filter") == {}
     assert compute.parse_step("2") == 2 and compute.parse_step("x") == 1
+
+
+def test_home_starts_the_demo_and_its_end_opens_the_same_run_on_the_filter_page(app_test):
+    from aflite_app.state import DATASET, LAST
+
+    at = app_test(page="pages/home.py")
+    assert not at.exception, at.exception
+    at.button(key="home-demo").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "AFLite in 10 minutes" and _step(at) == 1
+    at.switch_page(PAGE).run()  # AppTest reruns the page it was last switched to (a browser stays on the demo)
+    at.button(key="demo-next-bottom").click().run()
+    at.button(key="demo-next-bottom").click().run()
+    assert _chart(at, "demo-row") is not None
+    at.button(key="demo-filter").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state[DATASET] == "snli-sample"
+    assert at.title[0].value != "AFLite in 10 minutes"  # the Filter page
+    words = compute.words_step()
+    assert at.session_state[LAST] == words["spec"]  # the very run the demo showed

@@ -63,7 +63,7 @@ def row_rounds_chart(
         y=tau,
         line=dict(color=TAU_LINE, dash="dash", width=1.5),
         annotation_text=f"τ = {tau:g}",
-        annotation_position="bottom right",
+        annotation_position="top left",
     )
     top = max(int(x.max()) if len(x) else 1, 1)
     fig.update_xaxes(title_text="AFLite round", tickmode="array", tickvals=x.tolist(), range=[0.5, top + 0.5])

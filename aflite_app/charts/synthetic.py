@@ -199,7 +199,7 @@ def circles_column(
     and the browser does not draw it again. The after-panel alone (``"after"``) carries :func:`kept_meta` in
     ``layout.meta``, so a τ change that keeps the same rows sends it byte-identical too; ``"both"`` carries the
     run's τ and k (:func:`run_meta`) when ``kept`` is an ``AFLiteResult``. Default heights: 640 for
-    both panels, 400 for the original alone, 450 for the after-panel alone (the same plot area). ``webgl``: draw
+    both panels, 460 for the original alone, 510 for the after-panel alone (the same plot area). ``webgl``: draw
     the points with ``Scattergl`` (True), SVG (False) or WebGL above :data:`WEBGL_POINTS` points (None).
     """
     if part not in ("both", "original", "after"):
@@ -227,7 +227,7 @@ def circles_column(
             fig.update_xaxes(showticklabels=False, row=r, col=1)
         fig.update_yaxes(title_text=_AXIS.format(2), row=r, col=1)
     fig.update_annotations(font_size=12)
-    _style(fig, height=height or {"both": 800, "original": 400, "after": 450}[part])
+    _style(fig, height=height or {"both": 860, "original": 460, "after": 510}[part])
     margin = {"both": dict(t=70, b=45), "original": dict(t=70, b=15), "after": dict(t=95, b=45)}[part]
     fig.update_layout(
         showlegend=False,
