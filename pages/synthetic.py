@@ -20,9 +20,8 @@ STEP_SECONDS = 1.2  # the stepper shows the next round after this long while pla
 
 st.title("Synthetic circles")
 st.markdown(
-    "**The paper's Figure 2, live:** each two-class dataset has a *real task* (two rings) and a *shortcut* (bias "
-    "features that give the label away); AFLite should remove the shortcut rows, so the linear model falls while "
-    "the RBF SVM stays."
+    "**The paper's Figure 2, live:** two rings are the *real task*, bias features a *shortcut*; AFLite should "
+    "remove the shortcut, so the linear model falls while the RBF SVM stays."
 )
 with st.expander("Explain: the task, the shortcut and what to watch"):
     st.markdown(
@@ -356,11 +355,13 @@ def round_stepper(exp) -> None:
             curve = compute.circles_curve(run, name)
         st.plotly_chart(studies.accuracy_rounds_chart(curve, rnd), width="stretch", key="syn-curve-chart")
         lines = compute.circles_notes(exp, name, curve)
-        ui.caption(
-            f"{name}: held-out accuracy ({int(run.n_splits)}-fold CV) of the set left after each round; the dotted "
-            "line is the round shown above, the grey band chance ± two binomial standard errors on that many rows. "
-            + " ".join(lines)
-        )
+        ui.caption("Both models on the set left after each round; the grey band is chance.")
+        with st.expander("Explain: reading the accuracy curve"):
+            ui.caption(
+                f"{name}: held-out accuracy ({int(run.n_splits)}-fold CV) of the set left after each round; the "
+                "dotted line is the round shown above, the grey band chance ± two binomial standard errors on that "
+                "many rows. " + " ".join(lines)
+            )
 
 
 round_stepper(exp)
