@@ -1,6 +1,7 @@
 import streamlit as st
 
 from aflite_app import ui
+from aflite_app.state import DEMO_PAGE, page_state
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
@@ -26,9 +27,18 @@ PAGES = [
 ]
 
 st.title("AFLite Studio")
+
+
+def _start_demo() -> None:
+    """The guided demo from its first step."""
+    page_state(st.session_state, DEMO_PAGE)["step"] = 1
+
+
 with st.container(border=True):
-    start, blurb = st.columns([2, 3], vertical_alignment="center")
-    if start.button("Show me in 10 minutes", key="home-demo", type="primary", icon=":material/play_circle:"):
+    start, blurb = st.columns([1, 3], vertical_alignment="center")
+    if start.button(
+        "Show me in 10 minutes", key="home-demo", type="primary", icon=":material/play_circle:", on_click=_start_demo
+    ):
         st.switch_page("pages/demo.py")
     blurb.markdown(
         "A guided demo in three steps for a class: a planted shortcut and what AFLite does to it, the words that "

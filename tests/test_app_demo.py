@@ -101,7 +101,7 @@ def test_the_step_parameter_is_read_once_clamped_and_written_back():
 def test_home_starts_the_demo_and_its_end_opens_the_same_run_on_the_filter_page(app_test):
     from aflite_app.state import DATASET, LAST
 
-    at = app_test(page="pages/home.py")
+    at = app_test(page="pages/home.py", **{DEMO_PAGE: {"step": 3}})  # left at step 3 earlier: starts over
     assert not at.exception, at.exception
     at.button(key="home-demo").click().run()
     assert not at.exception, at.exception
