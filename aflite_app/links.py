@@ -42,6 +42,7 @@ from . import selection, settings
 from .state import (
     BUNDLED,
     DATASET,
+    DEMO_PAGE,
     FILTER_WIDGETS,
     LINK,
     MODEL_FAMILIES,
@@ -53,11 +54,13 @@ from .state import (
     embedding_selection_key,
     filter_key,
     link_state,
+    page_state,
     register_upload,
     select_dataset,
 )
 
 __all__ = [
+    "DEMO_STEPS",
     "PAGE_VIEWS",
     "UPLOAD_PREFIX",
     "PageView",
@@ -667,6 +670,28 @@ SYNTHETIC_VIEW = PageView(
     ),
 )
 
+# -- the guided demo: its step ------------------------------------------------------------------------------------
+#: the guided demo's steps (pages/demo.py; its step lives in the DEMO_PAGE dict, not in a widget)
+DEMO_STEPS = 3
+
+
+def _read_demo_step(session: Mapping, data: Any = None) -> dict[str, str]:
+    step = (session.get(DEMO_PAGE) or {}).get("step")
+    return {"step": str(int(step))} if step and int(step) != 1 else {}
+
+
+def _write_demo_step(session: MutableMapping, texts: Mapping[str, str], data: Any) -> list[str]:
+    try:
+        page_state(session, DEMO_PAGE)["step"] = bounded_int(
+            texts["step"], 1, DEMO_STEPS, what="The link's step", clamp=True
+        )
+    except ValueError:
+        return ["step"]
+    return []
+
+
+DEMO_VIEW = PageView(run=False, params=(ViewParams(("step",), _read_demo_step, _write_demo_step, numbers=("step",)),))
+
 _RUN_ONLY = PageView()
 #: page url_path -> what its link carries ("" is Home); a page not named here carries the dataset and its run
 PAGE_VIEWS: dict[str, PageView] = {
@@ -674,4 +699,5 @@ PAGE_VIEWS: dict[str, PageView] = {
     "synthetic": SYNTHETIC_VIEW,
     "inspect": INSPECT_VIEW,
     "embedding": EMBEDDING_VIEW,
+    "demo": DEMO_VIEW,
 }

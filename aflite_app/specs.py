@@ -21,6 +21,7 @@ BUNDLED = {
     "digits": "Handwritten digits (bundled)",
     "planted": "Synthetic: Gaussian classes + planted bias (2,000 rows)",
     "circles": "Synthetic: concentric circles + bias features (1,000 rows)",
+    "snli-sample": "SNLI sample: 1,496 real sentence pairs (bundled)",
 }
 
 

@@ -35,6 +35,7 @@ PAGES = [
     ("Filter", "filter"),
     ("Home", "home"),
     ("Synthetic circles", "synthetic"),
+    ("Guided demo (10 min)", "demo"),
     ("Data", "data"),
     ("Predictability", "predictability"),
     ("Embedding map", "embedding"),
