@@ -20,7 +20,7 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> Parser:
     """The argument parser of every command (exposed for documentation and tests)."""
-    from . import artifacts, dynamics, embed, eval_filter, filter, ood, optimum, synthetic
+    from . import artifacts, dynamics, embed, eval_filter, explain, filter, ood, optimum, synthetic
 
     parser = Parser(prog="aflite", description="AFLite Studio: adversarial filtering of dataset biases.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -32,6 +32,7 @@ def build_parser() -> Parser:
     ood.add_cli(sub, "ood")
     optimum.add_cli(sub, "optimum")
     embed.add_cli(sub)
+    explain.add_cli(sub)
     for command in sub.choices.values():  # every command reads files under the same memory budget
         command.add_argument(
             "--parse-budget-mb",
