@@ -1,8 +1,8 @@
 """The Inspect page's table columns: Streamlit column configs and orders (no drawing, no compute, no session).
 
-Only ``pages/inspect.py`` uses it: the rows table (:func:`rows_columns`), the table of significant words
-(:func:`shares_columns`, :data:`SHARES_ORDER`) and the table of classes (:func:`class_columns`). Each call
-builds fresh configs, as the page did inline.
+Only ``pages/inspect.py`` and :mod:`aflite_app.inspect_tabs` use it: the rows table (:func:`rows_columns`),
+the table of significant words (:func:`shares_columns`, :data:`SHARES_ORDER`) and the table of classes
+(:func:`class_columns`). Each call builds fresh configs, as the page did inline.
 """
 
 from __future__ import annotations
@@ -84,11 +84,14 @@ def rows_columns(
         narrow = data.pair is not None and col == data.pair[0]
         config[col] = st.column_config.TextColumn(col, width="medium" if narrow else "large")
 
-    # what a user came for first (class, status, round, p), then the texts, then where the row is
+    # the texts first (wrapped, issue 28) and the id, then what the run did (class, status, round, p), then
+    # where the row is
     first = [
         c
         for c in (
             "image",
+            *text_cols,
+            "id",
             "class",
             "status",
             "round",
@@ -97,8 +100,6 @@ def rows_columns(
             "p_last",
             "seed_frequency",
             "p_rounds",
-            *text_cols,
-            "id",
             "row",
         )
         if c in shown_columns

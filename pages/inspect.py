@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import inspect_columns, state, ui
+from aflite_app import inspect_columns, inspect_explain, state, ui
 from aflite_app import inspect_tabs as tabs
 from aflite_app.charts import inspect as charts
 from aflite_app.charts.theme import MISSING
@@ -121,6 +121,9 @@ stab_on = bool(st.session_state.get(INSPECT_STABILITY_ON)) and ref.spec is not N
 n_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
 
 
+inspect_view = tabs.InspectView(ref, result, data, dspec, session_data, representation, which, loaded)
+
+
 # -- rows ----------------------------------------------------------------------------------------------------
 def _clear_link() -> None:
     """Button callback: drop the filter a chart bar set (the table shows every row again)."""
@@ -177,8 +180,9 @@ if tab_rows.open is not False:  # drawn only while open
                 placeholder="word or phrase",
                 help=f"Case-insensitive, in {ui.md(', '.join(text_cols))}.",
             )
+        searched = inspect_explain.search_columns(text_cols, query)  # says which columns the search covers
         view = compute.filter_rows(
-            table, status=status, classes=classes, rounds=rounds, query=query, text_columns=text_cols
+            table, status=status, classes=classes, rounds=rounds, query=query, text_columns=searched
         )
         if link_text is not None:
             view = compute.link_rows(view, link)
@@ -193,19 +197,21 @@ if tab_rows.open is not False:  # drawn only while open
                 if len(view) > MAX_ROWS_SHOWN
                 else "."
             )
-            + " Click a column header to sort."
+            + " Click a column header to sort, a row to explain it below."
         )
         config, first = inspect_columns.rows_columns(data, text_cols, shown.columns, n_seeds)
-        st.dataframe(
-            shown.style.map(charts.status_cell_style, subset=["status"]),
+        picked = st.dataframe(
+            inspect_explain.search_hits(shown.style.map(charts.status_cell_style, subset=["status"]), searched, query),
             hide_index=True,
             width="stretch",
             column_order=first + [c for c in shown.columns if c not in first],
             height=520,
             column_config=config,
-            row_height=36 if "image" in shown.columns else None,
+            row_height=inspect_explain.rows_height(shown.columns, text_cols),
             placeholder=MISSING,
             key="inspect-table",
+            on_select="rerun",
+            selection_mode="single-row",
         )
         ui.caption(
             "One row per example. p is predictability: the share of AFLite's out-of-sample models (trained on "
@@ -216,21 +222,21 @@ if tab_rows.open is not False:  # drawn only while open
                 else "Strategy 'greedy' keeps no per-round scores, only round 1, removal and last."
             )
         )
+        inspect_explain.row_panel(inspect_view, table, shown, picked)
 
 
-view = tabs.InspectView(ref, result, data, dspec, session_data, representation, which, loaded)
 if tab_words.open is not False:  # drawn only while open
     with tab_words:
-        tabs.words_tab(view)
+        tabs.words_tab(inspect_view)
 if tab_art.open is not False:
     with tab_art:
-        tabs.removed_share_tab(view)
+        tabs.removed_share_tab(inspect_view)
 if tab_classes.open is not False:
     with tab_classes:
-        tabs.classes_tab(view)
+        tabs.classes_tab(inspect_view)
 if tab_stab.open is not False:
     with tab_stab:
-        tabs.stability_tab(view)
+        tabs.stability_tab(inspect_view)
 if tab_io.open is not False:
     with tab_io:
-        tabs.downloads_tab(view)
+        tabs.downloads_tab(inspect_view)
