@@ -21,6 +21,7 @@ from aflite_core.measures.explain import RowExplanation
 
 from . import state, ui
 from .charts import inspect as charts
+from .charts.theme import MISSING
 from .compute import inspect as compute
 from .state import INSPECT_PAGE
 
@@ -42,8 +43,8 @@ EXPLAIN_ID_KEY = "inspect-explain-id"
 SEARCH_COLUMNS_KEY = "inspect-query-columns"
 #: background of a cell of the rows table holding the search term
 HIT_BACKGROUND = "background-color: #FFE08A"
-#: rows of the rows table tall enough for about three lines of wrapped text (one line without text)
-TEXT_ROW_HEIGHT = 64
+#: rows of the rows table tall enough for three lines of wrapped text (Streamlit wraps text above 4rem = 64 px)
+TEXT_ROW_HEIGHT = 80
 
 
 def search_columns(text_cols: list[str], query: str) -> list[str]:
@@ -114,8 +115,9 @@ def words_request(view: Any) -> compute.WordsRequest | None:
     choices = compute.artifact_text_choices(view.data)
     if not choices:
         return None
-    source = st.session_state.get(f"inspect-words-source-{view.dspec.key}")
-    source = source if source in choices else next(iter(choices))
+    source = st.session_state.get(f"inspect-words-source-{view.dspec.key}")  # the tab's choice, once made
+    if source not in choices:  # else the hypothesis, where NLI's label-revealing words live
+        source = "hypothesis" if "hypothesis" in choices else next(iter(choices))
     return compute.WordsRequest(
         view.ref,
         source,
@@ -152,10 +154,23 @@ def explanation_panel(ex: RowExplanation) -> None:
             ex.words.rename(columns={"p_hat": "p̂", "count": "n", "for_its_label": "its label"}),
             hide_index=True,
             width="stretch",
+            column_config={
+                "z": st.column_config.NumberColumn("z", format="%.1f", help="The pair's z on all rows."),
+                "p̂": st.column_config.NumberColumn("p̂", format="%.2f", help="Share of its texts with that label."),
+                "n": st.column_config.NumberColumn("n", format="%d", help="Texts containing the token."),
+            },
             key="inspect-explain-words",
         )
+    elif ex.text and ex.words.attrs.get("tested"):
+        st.caption(
+            f"No significant label-revealing word in its {ui.md(ex.words.attrs.get('column', 'text'))} (at the "
+            "settings of the tab 'Label-revealing words', where another text can be chosen)."
+        )
     elif ex.text:
-        st.caption("No significant label-revealing word in its text (at the tab 'Label-revealing words' settings).")
+        st.caption(
+            "Its words are not tested yet: the tab 'Label-revealing words' tests them in the background on a "
+            "dataset this large; they are highlighted here once it is done."
+        )
     c1, c2 = st.columns(2)
     with c1:
         if len(ex.rounds):
@@ -175,12 +190,24 @@ def explanation_panel(ex: RowExplanation) -> None:
             )
     if ex.neighbours is not None and len(ex.neighbours):
         st.markdown("**Its nearest rows in Φ** (cosine similarity over every row; the closest kept and removed)")
+        texts = [c for c in ex.neighbours.columns if c in ex.text]
+        first = ex.words.attrs.get("column")
+        texts = ([first] if first in texts else []) + [c for c in texts if c != first]  # the words' text first
         st.dataframe(
             ex.neighbours.style.map(charts.status_cell_style, subset=["status"]).format(
                 {"similarity": "{:.3f}", "p": "{:.2f}"}
             ),
             hide_index=True,
             width="stretch",
+            column_order=["similarity", "status", "class", *texts, "id", "round", "p", "row"],
+            column_config={
+                "similarity": st.column_config.NumberColumn("similarity", width=80),
+                "status": st.column_config.TextColumn("status", width=80),
+                **{c: st.column_config.TextColumn(c, width="medium") for c in texts},
+            },
+            row_height=TEXT_ROW_HEIGHT if texts else None,
+            height=40 + (TEXT_ROW_HEIGHT if texts else 35) * len(ex.neighbours),  # every neighbour in view
+            placeholder=MISSING,
             key="inspect-explain-neighbours",
         )
     for note in ex.notes:

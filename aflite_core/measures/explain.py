@@ -63,7 +63,8 @@ class RowExplanation:
     words : pandas.DataFrame
         The significant (token, label) pairs among its tokens: ``token``, ``label``, ``z``, ``p_hat``, ``count``
         (texts containing the token) and ``for_its_label`` (the pair's label is the row's), by z, largest first.
-        ``attrs["column"]`` names the text the tokens were read from, ``attrs["z_critical"]`` the threshold.
+        ``attrs["tested"]`` says whether there were statistics to read, ``attrs["column"]`` names the text the
+        tokens were read from, ``attrs["z_critical"]`` the threshold.
     rounds : pandas.DataFrame
         One row per round it was scored: ``round``, ``p``, ``n_predictions``, ``reaches_tau`` (p ≥ τ) and, with a
         null, ``class_rows`` (rows of its class in that round's set), ``null_at_tau`` (mean rows of its class at
@@ -305,7 +306,9 @@ def _load_run(path: Path) -> tuple[AFLiteResult, pd.DataFrame | None, NDArray | 
 def _words(text: dict[str, str], stats: pd.DataFrame | None, column: str | None, label: str) -> pd.DataFrame:
     cols = ["token", "label", "z", "p_hat", "count", "for_its_label"]
     if stats is None or not text:
-        return pd.DataFrame(columns=cols)
+        empty = pd.DataFrame(columns=cols)
+        empty.attrs.update(tested=False)
+        return empty
     source = text[column] if column in text else " ".join(text.values())
     tokens = set(tokenize(source))
     sig = stats[stats["significant"].astype(bool) & stats["token"].isin(tokens)]
@@ -320,7 +323,7 @@ def _words(text: dict[str, str], stats: pd.DataFrame | None, column: str | None,
     )
     out["for_its_label"] = out["label"] == label
     out = out.sort_values(["z", "token"], ascending=[False, True]).reset_index(drop=True)
-    out.attrs.update(column=column if column in text else "text", z_critical=stats.attrs.get("z_critical"))
+    out.attrs.update(tested=True, column=column if column in text else "text", z_critical=stats.attrs.get("z_critical"))
     return out
 
 
