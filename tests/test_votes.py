@@ -199,3 +199,17 @@ def test_resume_keeps_the_votes(digits, tmp_path):
     aflite(X, y, checkpoint=tmp_path / "old", callback=lambda p: p.round < 2, record_votes=False, **kw)
     resumed_old = aflite(X, y, checkpoint=tmp_path / "old", resume=True, **kw)
     assert resumed_old.votes is None and resumed_old.equals(full)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 40])  # one boolean pass per class, and the bincount above 32 classes
+def test_count_votes_counts_only_the_held_out_predictions(n_classes):
+    from aflite_core.engine.partitions import count_votes
+
+    rng = np.random.default_rng(n_classes)
+    preds = rng.integers(0, n_classes, (300, 11)).astype(np.int8)
+    held = rng.random((300, 11)) < 0.5
+    expected = np.zeros((300, n_classes), dtype=np.int64)
+    for i, j in zip(*np.nonzero(held), strict=True):
+        expected[i, preds[i, j]] += 1
+    np.testing.assert_array_equal(count_votes(preds, held, n_classes), expected)
+    np.testing.assert_array_equal(count_votes(preds, None, n_classes).sum(axis=1), np.full(300, 11))
