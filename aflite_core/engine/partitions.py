@@ -202,13 +202,14 @@ def count_votes(preds: NDArray, heldout: NDArray[np.bool_] | None, n_classes: in
     that count - a model votes only on the rows it did not train on (Algorithm 1, lines 8-9).
     """
     n = len(preds)
-    if n_classes <= 32:  # one boolean pass per class: several times faster than a bincount for a few classes
+    if n_classes <= 32:  # one pass per class, the row sums as a matrix-vector product: a few classes fast
         out = np.empty((n, n_classes), dtype=np.int32)
+        ones = np.ones(np.shape(preds)[1], dtype=np.float32)  # float32 counts are exact below 2**24 models
         for c in range(n_classes):
             hit = preds == c
             if heldout is not None:
                 hit &= heldout
-            out[:, c] = hit.sum(axis=1, dtype=np.int32)
+            out[:, c] = hit.astype(np.float32) @ ones
         return out
     flat = np.arange(n, dtype=np.intp)[:, None] * n_classes + np.asarray(preds, dtype=np.intp)
     flat = flat.ravel() if heldout is None else flat[heldout]
