@@ -213,3 +213,23 @@ def test_count_votes_counts_only_the_held_out_predictions(n_classes):
         expected[i, preds[i, j]] += 1
     np.testing.assert_array_equal(count_votes(preds, held, n_classes), expected)
     np.testing.assert_array_equal(count_votes(preds, None, n_classes).sum(axis=1), np.full(300, 11))
+
+
+@pytest.mark.slow
+def test_the_dask_backend_records_no_votes_and_says_so():
+    """Its workers count no votes: the result says "votes not recorded" and equals the local run otherwise."""
+    pytest.importorskip("distributed")
+    from aflite_core.data.planted_bias import make_planted_bias
+    from aflite_core.engine.distributed import local_cluster
+
+    X, y, _ = make_planted_bias(1500, 8, random_state=0)
+    kw = dict(target_size=600, train_size=300, slice_size=150, tau=0.5, random_state=3)
+    cluster, client = local_cluster(1)
+    try:
+        remote = aflite(X, y, backend=client, **kw)
+    finally:
+        client.close()
+        cluster.close()
+    local = aflite(X, y, **kw)
+    assert local.votes is not None and remote.votes is None
+    assert remote.votes_message.startswith("votes not recorded") and remote.equals(local)
