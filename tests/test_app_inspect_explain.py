@@ -3,7 +3,7 @@
 A removed SNLI row typed by its id (what a click in the rows table fills in) is explained: its hypothesis with
 its significant words highlighted and their z, p per round against τ, the held-out models' votes in its removal
 round (the run's recorded votes; tests/test_explain.py checks those against a replay of the round) and its
-nearest kept and removed rows. Skipped without ../shared/data.
+nearest kept and removed rows. The SNLI tests are skipped without ../shared/data.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from conftest import plotly_figures
 
-pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
+pytestmark = pytest.mark.slow
 
 PAGE = "pages/inspect.py"
 
@@ -33,6 +33,7 @@ def _snli_dataset(shared_data, n=1200):
     )
 
 
+@pytest.mark.shared_data
 def test_the_explanation_of_a_removed_snli_row(app_test, shared_data):
     from aflite_app.compute import runs
     from aflite_core.measures.artifact_statistics import artifact_statistics
@@ -78,12 +79,18 @@ def test_the_explanation_of_a_removed_snli_row(app_test, shared_data):
     assert {"kept", "removed"} == set(neighbours["status"]) and len(neighbours) == 10
     assert (neighbours["similarity"].diff().dropna() <= 1e-12).all()
     assert neighbours["hypothesis"].notna().all()
+    # a kept row: its last round's votes, and it says it was kept
+    kept = table[table["status"] == "kept"].iloc[0]
+    at.text_input(key="inspect-explain-id").set_value(kept["id"]).run()
+    assert not at.exception, at.exception
+    assert any(f"Row {kept['id']} (class {kept['class']}) was kept" in m.value for m in at.markdown)
     # an unknown id is said, not raised
     at.text_input(key="inspect-explain-id").set_value("no-such-row").run()
     assert not at.exception
     assert any("No row has the id" in w.value for w in at.warning)
 
 
+@pytest.mark.shared_data
 def test_the_search_covers_the_columns_it_names_and_highlights_its_hits(app_test, shared_data):
     data = _snli_dataset(shared_data)
     at = app_test(page="pages/filter.py", uploads={"upload-snli": data}, dataset_key="upload-snli")
@@ -105,3 +112,19 @@ def test_the_search_covers_the_columns_it_names_and_highlights_its_hits(app_test
     assert any("Searching 'hypothesis' for 'man'" in c.value for c in at.caption)
     styles = str(at.dataframe[0].proto.arrow_data.styler)
     assert "#FFE08A" in styles  # the cells holding the term are highlighted
+
+
+def test_a_greedy_run_explains_its_rows_without_votes(app_test):
+    """Strategy 'greedy' keeps no per-round record: the panel shows round 1 and says the votes were not recorded."""
+    from test_app_inspect import _tiny_text_dataset
+
+    at = app_test(page="pages/filter.py", uploads={"upload-tiny": _tiny_text_dataset()}, dataset_key="upload-tiny")
+    at.selectbox(key="strategy-upload-tiny").set_value("greedy")
+    at.button[0].click().run()  # the form's Run button
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    removed = at.dataframe[0].value.query("status == 'removed'")
+    at.text_input(key="inspect-explain-id").set_value(str(removed["id"].iloc[0])).run()
+    assert not at.exception, at.exception
+    assert any("was removed in round" in m.value for m in at.markdown)
+    assert any(c.value.startswith("Votes not recorded") and "greedy" in c.value for c in at.caption)
