@@ -96,7 +96,8 @@ DATA_PAGE = "data-page"
 # Inspect: "loaded" - {"result", "name", "digest", "dataset"} of the run opened from a zip; "seen" - (file id,
 # error message or None) of the last upload processed; "stability_run" - BackgroundRun: the stability seeds;
 # "artifacts" - BackgroundRun: the job of "What the removed rows share" (its Outcome: the table or stopped);
-# "words" - BackgroundRun: the job of "Label-revealing words" (its Outcome: (statistics, shares) or stopped)
+# "words" - BackgroundRun: the job of "Label-revealing words" (its Outcome: (statistics, shares) or stopped);
+# "explain_picked" - the id of the row last clicked in the rows table (a new click fills the explained row's id)
 INSPECT_PAGE = "inspect-page"
 # Evaluation sets: "shown" - EvalSetSpec -> the EvalStudySpec submitted last for it; "uploaded" - dataset key ->
 # EvalSetSpec of its uploaded evaluation table; "setup_run" - BackgroundRun building a split with sentence
