@@ -40,6 +40,7 @@ PAGES = [
     ("Predictability", "predictability"),
     ("Embedding map", "embedding"),
     ("Inspect", "inspect"),
+    ("Compare runs", "compare"),
     ("Baselines", "baselines"),
     ("Evaluation sets", "evaluation_sets"),
     ("Training dynamics", "dynamics"),
