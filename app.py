@@ -25,6 +25,7 @@ PAGES = {
     "AFLite Studio": [
         st.Page("pages/home.py", title="Home", default=True),
         st.Page("pages/synthetic.py", title="Synthetic circles", url_path="synthetic"),
+        st.Page("pages/demo.py", title="Guided demo (10 min)", url_path="demo"),
     ],
     "Filter a dataset": [
         st.Page("pages/data.py", title="Data", url_path="data"),

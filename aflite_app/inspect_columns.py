@@ -1,8 +1,8 @@
 """The Inspect page's table columns: Streamlit column configs and orders (no drawing, no compute, no session).
 
-Only ``pages/inspect.py`` uses it: the rows table (:func:`rows_columns`), the table of significant words
-(:func:`shares_columns`, :data:`SHARES_ORDER`) and the table of classes (:func:`class_columns`). Each call
-builds fresh configs, as the page did inline.
+Only ``pages/inspect.py`` and :mod:`aflite_app.inspect_tabs` use it: the rows table (:func:`rows_columns`),
+the table of significant words (:func:`shares_columns`, :data:`SHARES_ORDER`) and the table of classes
+(:func:`class_columns`). Each call builds fresh configs, as the page did inline.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def rows_columns(
         "row": st.column_config.NumberColumn(
             "row", help="Position of the row in the dataset (0-based).", format="%d", width="small"
         ),
-        "id": st.column_config.Column("id", help=f"The row's id: {data.meta.get('ids', 'stable')}.", width="small"),
+        "id": st.column_config.Column(
+            "id", help=f"The row's id: {data.meta.get('ids', 'stable')}.", width=130 if text_cols else "small"
+        ),
         "image": st.column_config.ImageColumn("image", width="small"),
         "class": st.column_config.TextColumn("class", help="The row's label.", width="medium"),
         "status": st.column_config.TextColumn(
@@ -80,15 +82,18 @@ def rows_columns(
     for col in data.meta.get("planted_truth", []) or []:
         if col in shown_columns:
             config[col] = st.column_config.CheckboxColumn(col, help="Planted truth of the synthetic data.")
-    for col in text_cols:  # a pair's premise narrower: the hypothesis (where NLI artifacts live) stays in view
-        narrow = data.pair is not None and col == data.pair[0]
+    for col in text_cols:  # first and wrapped: a pair's two texts side by side, the columns after them in view
+        narrow = data.pair is not None
         config[col] = st.column_config.TextColumn(col, width="medium" if narrow else "large")
 
-    # what a user came for first (class, status, round, p), then the texts, then where the row is
+    # the texts first (wrapped, issue 28) and the id, then what the run did (class, status, round, p), then
+    # where the row is
     first = [
         c
         for c in (
             "image",
+            *text_cols,
+            "id",
             "class",
             "status",
             "round",
@@ -97,8 +102,6 @@ def rows_columns(
             "p_last",
             "seed_frequency",
             "p_rounds",
-            *text_cols,
-            "id",
             "row",
         )
         if c in shown_columns

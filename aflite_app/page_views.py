@@ -3,10 +3,11 @@
 A page's ``url_path`` → its :class:`PageView`: whether its link carries the dataset and its run, and its own
 :class:`ViewParams` - Inspect's status, class and round filters and its search; the Embedding map's colouring,
 typed word, projection and selection (its box / lasso geometry and the projection it was drawn on, re-evaluated
-over every row on the server: :mod:`aflite_app.selection`); the Synthetic page's τ, k and advanced settings. A
-value left at its default is left out of the URL; a hand-edited one is clamped to what the widget allows (numbers
-through :func:`~aflite_core._validation.bounded_int` / :func:`~aflite_core._validation.bounded_float`) or
-ignored, never breaking the page. :mod:`aflite_app.links` reads and applies them with the dataset and its run.
+over every row on the server: :mod:`aflite_app.selection`); the Synthetic page's τ, k and advanced settings; the
+guided demo's step. A value left at its default is left out of the URL; a hand-edited one is clamped to what the
+widget allows (numbers through :func:`~aflite_core._validation.bounded_int` /
+:func:`~aflite_core._validation.bounded_float`) or ignored, never breaking the page. :mod:`aflite_app.links` reads
+and applies them with the dataset and its run.
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ from aflite_core._validation import bounded_float, bounded_int
 from . import selection
 from .state import (
     DATASET,
+    DEMO_PAGE,
     LINK,
     REPRESENTATION,
     embedding_map_key,
     embedding_selection_key,
     link_state,
+    page_state,
 )
 
 __all__ = [
+    "DEMO_STEPS",
     "PAGE_VIEWS",
     "PageView",
     "ViewParams",
@@ -359,13 +363,34 @@ SYNTHETIC_VIEW = PageView(
 )
 
 
+# -- the guided demo: its step ------------------------------------------------------------------------------------
+#: the guided demo's steps (pages/demo.py; its step lives in the DEMO_PAGE dict, not in a widget)
+DEMO_STEPS = 3
+
+
+def _read_demo_step(session: Mapping, data: Any = None) -> dict[str, str]:
+    step = (session.get(DEMO_PAGE) or {}).get("step")
+    return {"step": str(int(step))} if step and int(step) != 1 else {}
+
+
+def _write_demo_step(session: MutableMapping, texts: Mapping[str, str], data: Any) -> list[str]:
+    try:
+        page_state(session, DEMO_PAGE)["step"] = bounded_int(
+            texts["step"], 1, DEMO_STEPS, what="The link's step", clamp=True
+        )
+    except ValueError:
+        return ["step"]
+    return []
+
+
+DEMO_VIEW = PageView(run=False, params=(ViewParams(("step",), _read_demo_step, _write_demo_step, numbers=("step",)),))
+
 _RUN_ONLY = PageView()
-
-
 #: page url_path -> what its link carries ("" is Home); a page not named here carries the dataset and its run
 PAGE_VIEWS: dict[str, PageView] = {
     "": _RUN_ONLY,
     "synthetic": SYNTHETIC_VIEW,
     "inspect": INSPECT_VIEW,
     "embedding": EMBEDDING_VIEW,
+    "demo": DEMO_VIEW,
 }

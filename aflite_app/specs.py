@@ -21,6 +21,7 @@ BUNDLED = {
     "digits": "Handwritten digits (bundled)",
     "planted": "Synthetic: Gaussian classes + planted bias (2,000 rows)",
     "circles": "Synthetic: concentric circles + bias features (1,000 rows)",
+    "snli-sample": "SNLI sample: 1,496 real sentence pairs (bundled)",
 }
 
 
@@ -83,6 +84,8 @@ class SessionData:
 
     uploads: Mapping[str, Any] = field(default_factory=_empty)  # key -> Dataset: uploads, fetched NLI, opened runs
     run_dirs: Mapping[str, dict] = field(default_factory=_empty)  # key -> {"spec": FilterSpec, "result": ...}
+    #: the Filter page's stopped (partial) run, when it is the current run: FilterSpec -> its AFLiteResult (issue 29)
+    partial: Mapping[Any, Any] = field(default_factory=_empty)
 
 
 #: no session (a test, a script, a background thread): bundled datasets and the server-wide stores only

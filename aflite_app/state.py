@@ -42,7 +42,7 @@ RUN = "background_run"  # BackgroundRun of the Filter page
 # dict {"round": int | None, "class": str | None, "status": "removed" | "stayed"}: a chart bar clicked, for Inspect;
 # or {"rows": [row positions], "what": str}: rows picked on the Compare runs page (open_rows_in_inspect)
 INSPECT_FILTER = "inspect-filter"
-LAST = "last_result_spec"  # FilterSpec of the result shown last (None after a stopped run)
+LAST = "last_result_spec"  # FilterSpec of the current run: the result shown last (a stopped one too: issue 29)
 # dict (aflite_app.links, through link_state): "applied" - the URL's view was applied to this session (once, at
 # its start); "run" - the dataset whose Filter parameters came with a link (its run shows on every page);
 # "tokens" - upload key -> its token in the server's upload vault
@@ -90,12 +90,14 @@ EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the study
 # asked for last (None: nothing asked yet); "nli_run" / "embed_run" - BackgroundRun: this session's wait for the
 # fetch / for its embedding job; "keep_premise" - bool (default True): Filter runs on an NLI pair dataset keep
 # each premise's rows together (issue 28); "group_duplicates" - set of dataset keys whose Filter runs also keep the
-# duplicate groups the Data page found together; "dup_run" - BackgroundRun: this session's duplicate search
+# duplicate groups the Data page found together; "dup_run" - BackgroundRun: this session's duplicate search;
+# "embed_request" - the EmbedSpec whose 'Start embedding' was pressed (issue 29)
 DATA_PAGE = "data-page"
 # Inspect: "loaded" - {"result", "name", "digest", "dataset"} of the run opened from a zip; "seen" - (file id,
 # error message or None) of the last upload processed; "stability_run" - BackgroundRun: the stability seeds;
 # "artifacts" - BackgroundRun: the job of "What the removed rows share" (its Outcome: the table or stopped);
-# "words" - BackgroundRun: the job of "Label-revealing words" (its Outcome: (statistics, shares) or stopped)
+# "words" - BackgroundRun: the job of "Label-revealing words" (its Outcome: (statistics, shares) or stopped);
+# "explain_picked" - the id of the row last clicked in the rows table (a new click fills the explained row's id)
 INSPECT_PAGE = "inspect-page"
 # Evaluation sets: "shown" - EvalSetSpec -> the EvalStudySpec submitted last for it; "uploaded" - dataset key ->
 # EvalSetSpec of its uploaded evaluation table; "setup_run" - BackgroundRun building a split with sentence
@@ -108,12 +110,21 @@ SYN_PAGE = "syn-page"
 # DynamicsSpec / ValidationSpec the Record / "Validate the levels" button asked for; "record_run" /
 # "validate_run" - BackgroundRun: this session's wait for the recording / the validation
 DYN_PAGE = "dyn-page"
+# Filter (issue 29): "partial" - (FilterSpec, AFLiteResult) of the current run when it was stopped (partial runs
+# are never stored server-wide: this is how the sidebar and the other pages find it); "confirmed" - the FilterSpec
+# whose long run the user agreed to start (the confirmation before a run estimated over CONFIRM_SECONDS)
+FILTER_PAGE = "filter-page"
 # Predictability (issue 27, the null): "null_request" - the FilterSpec (null_permutations = K) the "Compute the
 # null" button asked for last; "null_run" - BackgroundRun: this session's wait for that run
 PRED_PAGE = "pred-page"
 # Compare runs (issue 28): "a" / "b" - the ident of the run chosen as A / B (kept while another page is open);
 # "job" - BackgroundRun: the comparison (its Outcome: the RunDiff, stopped, or why the runs cannot be compared)
 COMPARE_PAGE = "compare-page"
+# Guided demo (issue 29): "step" - the step shown (1-3; in the URL as ?step=, aflite_app.page_views.PAGE_VIEWS);
+# "url_applied" - the link's step was read (once per session); "tau" - step 1's τ; "word" - the "token → label" pair
+# picked in step 2; "row" - which removed row step 3 explains (an index into its candidates); "shown" - the step the
+# page last scrolled to the top for
+DEMO_PAGE = "demo-page"
 
 
 def page_state(session: MutableMapping, page: str) -> dict:
@@ -167,9 +178,12 @@ def init_session(session: MutableMapping) -> None:
 
 
 def session_data() -> SessionData:
-    """The session's uploaded datasets and opened run directories (read-only views; empty outside a session)."""
+    """The session's uploaded datasets, opened run directories and partial current run (read-only views)."""
+    partial = (st.session_state.get(FILTER_PAGE) or {}).get("partial")
     return SessionData(
-        MappingProxyType(st.session_state.get(UPLOADS) or {}), MappingProxyType(st.session_state.get(RUN_DIRS) or {})
+        MappingProxyType(st.session_state.get(UPLOADS) or {}),
+        MappingProxyType(st.session_state.get(RUN_DIRS) or {}),
+        MappingProxyType({partial[0]: partial[1]} if partial else {}),
     )
 
 
@@ -209,6 +223,15 @@ def register_run_directory(
     session.setdefault(RUN_DIRS, {})[key] = {"spec": spec, "result": result}
     select_dataset(session, key)
     set_last_run(session, spec)
+    set_filter_widgets(session, spec, key)
+
+
+def set_filter_widgets(session: MutableMapping, spec: FilterSpec, dataset_key: str | None = None) -> None:
+    """Set the Filter page's τ and parameter widgets (of ``dataset_key``, default the spec's dataset) to ``spec``'s.
+
+    An opened run directory starts them at its run's; "Keep the current run" (the confirmation before a long
+    run) puts them back to the current run's.
+    """
     values = (
         spec.target_size,
         spec.train_size,
@@ -218,8 +241,8 @@ def register_run_directory(
         spec.strategy,
         spec.model,
     )
-    for name, value in zip(FILTER_WIDGETS, values):
-        session[filter_key(name, key)] = value
+    for name, value in zip(FILTER_WIDGETS, values, strict=True):
+        session[filter_key(name, dataset_key or spec.dataset.key)] = value
     session[TAU] = spec.tau
 
 
@@ -247,15 +270,23 @@ def set_filter_tau(session: MutableMapping, tau: float) -> None:
     session[TAU] = round(float(tau), 2)
 
 
-def set_last_run(session: MutableMapping, spec: FilterSpec | None) -> None:
-    """Record the run the Filter page shows (None after a stopped run: no other page shows a partial run).
+def set_last_run(session: MutableMapping, spec: FilterSpec | None, partial: AFLiteResult | None = None) -> None:
+    """Record the current run: the run the Filter page shows, for the sidebar and every other page.
 
+    ``partial``: the stopped run's result when ``spec`` was stopped (a partial run is never stored server-wide, so
+    it is kept here, in the Filter page's dict, until another run is current; :func:`session_data` hands it to
+    the compute layer). None as ``spec``: no current run (a run stopped before its first round finished).
     Another run than before drops the rows a chart bar asked Inspect for (:data:`INSPECT_FILTER`): they were that
     run's round and class, and would narrow another run's table without the user knowing why.
     """
     if session.get(LAST) != spec:
         session.pop(INSPECT_FILTER, None)
     session[LAST] = spec
+    page = session.get(FILTER_PAGE)
+    if partial is not None and spec is not None:
+        page_state(session, FILTER_PAGE)["partial"] = (spec, partial)
+    elif page is not None and (page.get("partial") or (None,))[0] != spec:
+        page.pop("partial", None)  # another run is current: the stopped one is gone
 
 
 def keep_inspect_run(session: MutableMapping, record: dict, file_id: str) -> None:

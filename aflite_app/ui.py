@@ -6,6 +6,7 @@ pages need of the shared compute modules (the sidebar's dataset, the Filter page
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,7 @@ from .jobs import (  # noqa: F401
 from .markup import md, message, plotly_text  # noqa: F401
 from .state import (
     DATASET,
+    FILTER_PAGE,
     FILTER_WIDGETS,
     LAST,
     LINK,
@@ -45,8 +47,13 @@ from .state import (
     FilterSpec,
     SessionData,
     filter_key,
+    page_state,
     set_last_run,
 )
+
+#: the sidebar's "Current run" box of the script run in progress (a script run is one thread): the Filter run's
+#: start writes "Running" into it before the page stops for the progress bar (issue 29: one truth per run)
+_SCRIPT = threading.local()
 
 
 def session_data() -> SessionData:
@@ -96,7 +103,18 @@ def current_run(what: str) -> tuple[FilterSpec, AFLiteResult, Dataset]:
         st.stop()
     with errors():
         mine = session_data()
-        return spec, runs.run_filter(spec, session=mine), datasets.dataset(spec.dataset, session=mine)
+        result = runs.run_filter(spec, session=mine)  # the session's partial current run too: never run again
+        partial_note(result)
+        return spec, result, datasets.dataset(spec.dataset, session=mine)
+
+
+def partial_note(result: AFLiteResult | None) -> None:
+    """Say on a page that the current run it shows is partial (stopped on the Filter page); nothing otherwise."""
+    if result is not None and result.stopped:
+        st.info(
+            f"The current run is partial: it was stopped after round {result.n_rounds} on the Filter page "
+            f"({result.n_removed:,} rows removed, {result.n_kept:,} kept). Run it to the end there for the full run."
+        )
 
 
 def filter_run_spec(what: str) -> FilterSpec | None:
@@ -111,6 +129,7 @@ def filter_run_spec(what: str) -> FilterSpec | None:
     spec = st.session_state.get(LAST)
     dspec = current_dataset_spec()
     if spec is not None and spec.dataset == dspec:
+        partial_note(runs.result(spec, session=session_data()))
         return spec
     if (st.session_state.get(LINK) or {}).get("run") != dspec.key:  # no link named this dataset's run
         return None
@@ -119,12 +138,48 @@ def filter_run_spec(what: str) -> FilterSpec | None:
         return None
     with errors():
         result = filter_result(spec, datasets.dataset(dspec, session=session_data()).n_rows)
-    if result.stopped:
-        st.info(f"That run was stopped before it finished; {what} once it has run on the Filter page.")
+    if result.stopped and result.n_rounds == 0:
+        st.info(f"That run was stopped before its first round finished; {what} once it has run on the Filter page.")
         st.page_link("pages/filter.py", label="Go to Filter")
         st.stop()
-    set_last_run(st.session_state, spec)
+    record_current_run(spec, result)
+    partial_note(result)
     return spec
+
+
+def record_current_run(spec: FilterSpec, result: AFLiteResult) -> None:
+    """Make ``spec`` (its ``result``) the session's one current run: the sidebar and every page read it.
+
+    A stopped run is the current run too, kept as this session's partial run (it is never stored server-wide);
+    one stopped before its first round finished is no run at all.
+    """
+    if result.stopped and result.n_rounds == 0:
+        set_last_run(st.session_state, None)
+    else:
+        set_last_run(st.session_state, spec, result if result.stopped else None)
+
+
+def current_filter_result() -> tuple[FilterSpec, AFLiteResult] | None:
+    """The session's current run and its result (a partial one included), None when there is none.
+
+    The one reader of "the current run" for the sidebar (:func:`run_summary`): the spec the Filter page showed
+    last (:data:`~aflite_app.state.LAST`) looked up by :func:`aflite_app.compute.runs.result`, which finds a stored
+    run, one read off a stored run, or this session's stopped run - the Filter page, Inspect and the other pages
+    read the same.
+    """
+    spec = st.session_state.get(LAST)
+    if spec is None:
+        return None
+    result = runs.result(spec, session=session_data())
+    return None if result is None else (spec, result)
+
+
+def running_filter_spec() -> FilterSpec | None:
+    """The spec of the Filter run this session is computing now (its progress is on the Filter page), else None."""
+    run = st.session_state.get(RUN)
+    if run is None or run.done or not isinstance(run.key, FilterSpec):
+        return None
+    return run.key
 
 
 def _shape_of(spec: FilterSpec, mine: SessionData) -> tuple[int | None, int]:
@@ -149,15 +204,94 @@ def filter_result(spec: FilterSpec, n_rows: int) -> AFLiteResult:
     if hit is not None:
         _stop_unwanted_heavy_run(spec)
         return hit
+    n_features, n_classes = _shape_of(spec, mine)
+    confirm_long_run(spec, n_rows, n_features, n_classes)
+
+    def prepare(s: FilterSpec) -> Callable:
+        target = runs.prepare_run(s, session=mine)  # checked here: a refused run never reads "Running"
+        _show_running(s)
+        return target
+
     return run_in_background(
         RUN,
         spec,
-        lambda s: runs.prepare_run(s, session=mine),
-        describe_filter_run(spec, n_rows, *_shape_of(spec, mine)),
+        prepare,
+        describe_filter_run(spec, n_rows, n_features, n_classes),
         stop_key="stop-run",
         stop_help="Stop now and keep the rounds completed so far",
         stopping="Stopping…",
     )
+
+
+def _duration(seconds: float) -> str:
+    """'about 45 s', 'about 3 min', 'about 1 h 20 min' (rounded as a person would say it)."""
+    if seconds < 90:
+        return f"about {seconds:.0f} s"
+    if seconds < 3600:
+        return f"about {seconds / 60:.0f} min"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"about {hours} h {minutes} min" if minutes else f"about {hours} h"
+
+
+def confirm_long_run(spec: FilterSpec, n_rows: int, n_features: int | None, n_classes: int) -> None:
+    """Ask before a run estimated over :data:`~aflite_app.compute.runs.CONFIRM_SECONDS` starts (issue 29 item 4).
+
+    Moving τ or k (the slider's Home key jumps to k = 1: thousands of rounds) must not start a very long run at
+    once. The estimate is :func:`aflite_app.compute.runs.estimate_run_seconds` (the calibrated shape model). The
+    page stops with the estimate, a "Start the run" button and a "Keep the current run" button (which puts τ, k and
+    the other parameters back); the sidebar keeps the current run meanwhile. Nothing is asked for a run already
+    running or agreed to.
+    """
+    page = page_state(st.session_state, FILTER_PAGE)
+    if page.get("confirmed") == spec or running_filter_spec() == spec:
+        return
+    run = st.session_state.get(RUN)
+    if run is not None and run.key == spec and run.done:  # its outcome is on screen already (e.g. an error)
+        return
+    seconds = runs.estimate_run_seconds(spec, n_rows, n_features or 1, n_classes)
+    if seconds <= runs.CONFIRM_SECONDS:
+        return
+    rounds = runs.run_rounds(spec, n_rows)
+    st.warning(
+        f"This run would take {_duration(seconds)} on this server: up to {rounds:,} rounds of "
+        f"{spec.n_partitions} models to take {n_rows:,} rows down to the target size of {spec.target_size:,}, "
+        f"k = {spec.slice_size:,} row{'s' * (spec.slice_size != 1)} a round (τ may end it sooner). "
+        "Start it, or keep the current run (a larger k runs fewer rounds)."
+    )
+    c1, c2 = st.columns(2)
+    c1.button("Start the run", type="primary", key="confirm-run", on_click=_confirm, args=(spec,))
+    last = st.session_state.get(LAST)
+    if last is not None and last.dataset == spec.dataset:
+        c2.button("Keep the current run", key="keep-run", on_click=_keep_current, args=(last,))
+    st.stop()
+
+
+def _confirm(spec: FilterSpec) -> None:
+    page_state(st.session_state, FILTER_PAGE)["confirmed"] = spec
+
+
+def _keep_current(spec: FilterSpec) -> None:
+    """Put the Filter page's τ, k and parameters back to the current run's (the long run is not started)."""
+    state.set_filter_widgets(st.session_state, spec)
+
+
+def restart_run(spec: FilterSpec) -> None:
+    """'Run it to the end' of a stopped run: forget the partial result, so the page runs ``spec`` again."""
+    page = page_state(st.session_state, FILTER_PAGE)
+    page.pop("partial", None)
+    page["confirmed"] = spec  # asked for explicitly: no second question
+    run = st.session_state.get(RUN)
+    if run is not None and run.done:
+        st.session_state[RUN] = None
+
+
+def _show_running(spec: FilterSpec) -> None:
+    """Write "Running" into this script run's sidebar box before the page stops for the progress bar."""
+    box = getattr(_SCRIPT, "summary_box", None)
+    if box is None:
+        return
+    _SCRIPT.running = spec
+    run_summary(box)
 
 
 def _stop_unwanted_heavy_run(spec: FilterSpec) -> None:
@@ -230,7 +364,8 @@ def describe_filter_run(spec: FilterSpec, n_rows: int, n_features: int | None = 
         elif p is None:
             where = "Round 1 starting · "
         so_far = f"{p.total_removed:,} removed, {p.size:,} rows left · " if p is not None else ""
-        return fraction, f"{where}{so_far}{elapsed:.0f} s{time_left_text(left, elapsed, fraction)}"
+        left_text = time_left_text(left, elapsed, fraction) or (" · time left: estimating…" if fraction < 1 else "")
+        return fraction, f"{where}{so_far}{elapsed:.0f} s{left_text}"
 
     return describe
 
@@ -304,21 +439,36 @@ def sidebar() -> None:
 
 
 def run_summary(box: Any) -> None:
-    """The current run's headline numbers, in a sidebar container (filled after the page ran)."""
-    last = st.session_state.get(LAST)
-    result = runs.result(last, session=session_data()) if last is not None else None
+    """The current run's headline numbers, in a sidebar container (filled after the page ran).
+
+    The one current run (:func:`current_filter_result`), as the Filter page shows it: a stopped run labelled
+    partial; a run in progress as running (its progress is on the Filter page); else "No run yet".
+    """
+    _SCRIPT.summary_box = box
+    running = getattr(_SCRIPT, "running", None) or running_filter_spec()
+    _SCRIPT.running = None
+    current = None if running is not None else current_filter_result()
     with box.container():
         st.markdown("### Current run")
-        if result is None:
-            st.caption("No run yet: open the Filter page.")
-        else:
-            name = dataset_label(last.dataset.key)
+        if running is not None:
             st.caption(
-                f"On {md(name)} · {md(last.dataset.representation)}"
-                f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "
-                f"m = {last.n_partitions}, t = {result.params['train_size']:,}, {last.model}, seed {last.seed}"
+                f"Running on the Filter page: τ = {running.tau:g}, k = {running.slice_size:,} on "
+                f"{md(dataset_label(running.dataset.key))}; its numbers show here once it has a result."
             )
-            c1, c2 = st.columns(2)
-            c1.metric("kept", f"{result.n_kept:,}")
-            c2.metric("removed", f"{result.n_removed:,}")
-            st.caption(result.stop_message)
+            return
+        if current is None:
+            st.caption("No run yet: open the Filter page.")
+            return
+        last, result = current
+        name = dataset_label(last.dataset.key)
+        if result.stopped:
+            st.caption(f":orange[**Partial run**: stopped after round {result.n_rounds}]")
+        st.caption(
+            f"On {md(name)} · {md(last.dataset.representation)}"
+            f" · τ = {last.tau:g}, k = {last.slice_size}, target {result.params['target_size']:,}, "
+            f"m = {last.n_partitions}, t = {result.params['train_size']:,}, {last.model}, seed {last.seed}"
+        )
+        c1, c2 = st.columns(2)
+        c1.metric("kept", f"{result.n_kept:,}")
+        c2.metric("removed", f"{result.n_removed:,}")
+        st.caption(result.stop_message)

@@ -34,6 +34,12 @@ ART_COLUMNS = {
 }
 
 
+def _start_embedding(espec) -> None:
+    """'Start embedding' (and 'Embed again'): ask for this table's embeddings; a finished wait is dropped first."""
+    _forget_finished("embed_run")
+    state.page_state(st.session_state, DATA_PAGE)["embed_request"] = espec
+
+
 def _forget_finished(entry: str) -> None:
     """Widget callback: drop a finished background wait, so asking again starts afresh (e.g. after Stop)."""
     page = state.page_state(st.session_state, DATA_PAGE)
@@ -479,7 +485,15 @@ with upload_tab:
     # sentence embeddings (the optional extra): computed in a background job, cached on disk by content
     emb_status = upload_sentences.embeddings_status()
     views = upload_sentences.embedding_views(pair, tuple(text_columns))
-    embed = st.checkbox(
+    espec = None
+    if emb_status.available and views:
+        espec = upload_sentences.embedding_spec(table_bytes, table_file.name, views)
+    outlook = upload_sentences.embedding_outlook(frame, espec) if espec is not None else {}
+    asked = espec is not None and state.page_state(st.session_state, DATA_PAGE).get("embed_request") == espec
+    # sentence embeddings run only on an explicit Start (issue 29 item 5), on the checkbox's row; their progress and
+    # Stop appear right under it (the page stops below them while they run), within the first screen at 1,500 px
+    row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    embed = row.checkbox(
         "Sentence embeddings (all-MiniLM-L6-v2) of "
         + (
             f"the full pair and of '{ui.md(pair[1])}' alone (the partial input)"
@@ -491,33 +505,45 @@ with upload_tab:
         disabled=not emb_status.available or not views,
         on_change=_forget_finished,
         args=("embed_run",),
+        width="stretch",  # its long label wraps on a phone (a content-width label is cut)
         help="384-d embeddings from a small sentence encoder, computed on this machine (no network). A stronger "
         "representation than TF-IDF: AFLite's models find more of the bias with it.",
     )
-    espec = None
+    embedded = None
+    if embed and espec is not None:
+        if outlook["refusal"]:
+            st.error(ui.message(outlook["refusal"]))
+            st.stop()
+        if outlook["seconds"] and not asked:
+            row.button("Start embedding", type="primary", key="up-emb-start", on_click=_start_embedding, args=(espec,))
+        else:  # asked for, or already computed (read from the cache: no wait)
+            emb_outcome = ui.run_in_background(
+                (DATA_PAGE, "embed_run"),
+                espec,
+                lambda s: upload_sentences.prepare_embedding(s, frame),
+                upload_sentences.describe_embedding,
+                stop_key="up-emb-stop",
+                stop_help="Stop embedding after the current chunk (what is finished stays cached).",
+                stopping="Stopping after the current chunk…",
+            )
+            if not emb_outcome.ok:
+                if emb_outcome.stopped:
+                    st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
+                else:
+                    st.error(ui.message(emb_outcome.error))
+                st.button("Embed again", key="up-emb-again", on_click=_start_embedding, args=(espec,))
+                st.stop()
+            embedded = (espec, emb_outcome.value)
     if not emb_status.available:
         st.caption(f"Needs the optional embeddings extra, which is not installed here: `{emb_status.install_command}`")
     elif not views:
         st.caption("Choose text columns (or a sentence pair) to embed.")
-    else:
-        espec = upload_sentences.embedding_spec(table_bytes, table_file.name, views)
-        outlook = upload_sentences.embedding_outlook(frame, espec)
-        caps = (
-            f"The model is given each text with its runs of blanks collapsed and cut at "
-            f"{upload_sentences.EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
-            f"embeds at most {upload_sentences.EMBED_MAX_CHARS:,} characters."
-        )
-        if outlook["refusal"]:
-            st.warning(ui.message(outlook["refusal"]))
-        elif not outlook["seconds"]:
-            st.caption("Already computed: read from the server's embedding cache, no waiting.")
-        else:
-            st.caption(
-                f"About {outlook['seconds']:.0f} s for {len(views)} view{'s' * (len(views) > 1)} × {len(frame):,} "
-                "rows on this machine (±50 %, loading the model included), in the background with a progress bar. "
-                "Cached on disk (the server's embedding cache): the same texts are never embedded twice, in any "
-                "session. " + caps
-            )
+    elif outlook["refusal"]:
+        st.warning(ui.message(outlook["refusal"]))
+    elif not outlook["seconds"]:
+        st.caption("Already computed: read from the server's embedding cache, no waiting.")
+    elif embedded is None:
+        st.caption(upload_sentences.embedding_caption(outlook, len(views), len(frame)))
 
     numeric = [c for c in guess["numeric"] if c in free]
     f1, f2 = st.columns(2)
@@ -529,11 +555,12 @@ with upload_tab:
     )
     text_features = f2.checkbox(
         "Build TF-IDF features from the text" + (" (+ hypothesis-only partial input)" if pair else ""),
-        value=has_text and not feature_files and not feature_columns and not embed,
+        value=has_text and not feature_files and not feature_columns,
         disabled=not has_text,
-        key=f"up-tfidf-{tag}-{len(feature_files or [])}-{len(feature_columns)}-{int(embed)}",
+        key=f"up-tfidf-{tag}-{len(feature_files or [])}-{len(feature_columns)}",
         help="TF-IDF of each text column, reduced to 128 dimensions by a seeded SVD. Off by default when .npy "
-        "features, numeric columns or embeddings are given.",
+        "features or numeric columns are given. It may be on together with sentence embeddings: each becomes "
+        "its own representation, chosen in the sidebar.",
     )
     partial_columns: list[str] = []
     if has_text and len(text_columns) + (2 if pair else 0) > 1:
@@ -544,25 +571,9 @@ with upload_tab:
             help="A representation that sees only part of the input, for the Baselines page.",
         )
 
-    embedded = None
-    if embed and espec is not None:
-        emb_outcome = ui.run_in_background(
-            (DATA_PAGE, "embed_run"),
-            espec,
-            lambda s: upload_sentences.prepare_embedding(s, frame),
-            upload_sentences.describe_embedding,
-            stop_key="up-emb-stop",
-            stop_help="Stop embedding after the current chunk (what is finished stays cached).",
-            stopping="Stopping after the current chunk…",
-        )
-        if not emb_outcome.ok:
-            if emb_outcome.stopped:
-                st.info("Embedding was stopped; the views finished before it stopped are kept on disk.")
-            else:
-                st.error(ui.message(emb_outcome.error))
-            st.button("Embed again", key="up-emb-again", on_click=_forget_finished, args=("embed_run",))
-            st.stop()
-        embedded = (espec, emb_outcome.value)
+    if embed and embedded is None:  # ticked, not started: the dataset would come without them
+        st.info("Press 'Start embedding' above to add the sentence embeddings, or untick them to use the dataset now.")
+        st.stop()
 
     options = uploads.UploadOptions(
         label_column=label_column,

@@ -9,8 +9,8 @@ ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Filter")
 st.caption(
-    "Run AFLite on the dataset chosen in the sidebar. τ and k apply as you move them (a higher τ than a "
-    "finished run's is read off that run without running AFLite); the other parameters apply when you press Run."
+    f"τ and k apply as you move them (a run over {compute.CONFIRM_SECONDS:.0f} s asks first); the other "
+    "parameters when you press Run."
 )
 
 dspec, data = ui.current_dataset()
@@ -70,9 +70,12 @@ with (
     )
     st.form_submit_button("Run", type="primary")
 
-s1, s2 = st.columns(2)
-tau = s1.slider("τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU, persist_state="session")
-k = s2.slider(
+# τ and k side by side at every width (columns would stack them on a phone and push the chart down)
+sliders = st.container(horizontal=True, gap="medium")
+tau = sliders.slider(
+    "τ — remove only rows with predictability ≥ τ", 0.0, 1.0, step=0.01, key=TAU, persist_state="session"
+)
+k = sliders.slider(
     "k — rows removed per round at most",
     1,
     max(2, n // 4, st.session_state[filter_key("k", key)]),
@@ -99,55 +102,81 @@ spec = FilterSpec(
 
 result = ui.filter_result(spec, n)  # stored, read off a stored run at a lower τ, or run in the background
 
-state.set_last_run(st.session_state, spec if not result.stopped else None)
+ui.record_current_run(spec, result)  # the one current run (a stopped one too): the sidebar and every page read it
 
 if result.stopped and result.n_rounds == 0:
     st.warning(
         "Stopped during round 1, before any round finished: this partial result has nothing removed yet. "
         "Change a parameter or press Run to start again."
     )
+    st.button("Run it to the end", key="restart-run", on_click=ui.restart_run, args=(spec,))
     st.stop()
-if result.stopped:
-    st.warning(f"Stopped after round {result.n_rounds}: this is a partial result. {result.stop_message}")
+if result.stopped:  # one sentence (the engine's stop message said the same again)
+    w1, w2 = st.columns([4, 1], vertical_alignment="center")
+    w1.warning(
+        f"Stopped after round {result.n_rounds}: this is a partial result ({result.n_kept:,} rows left). "
+        "It is the current run in the sidebar and on the other pages until another run replaces it."
+    )
+    w2.button("Run it to the end", key="restart-run", on_click=ui.restart_run, args=(spec,))
 else:
     st.success(result.stop_message)
-ui.caption(compute.tau_source(result))  # read off a stored run (no AFLite run), or a run at this τ
-ui.caption(f"Computed {compute.device_caption(result)}.")  # which device ran it (issue 26)
 
 hist = result.history
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Rows kept", f"{result.n_kept:,}", f"{result.n_kept / n:.0%} of {n:,}", delta_color="off", delta_arrow="off")
-m2.metric(
-    "Rows removed",
-    f"{result.n_removed:,}",
-    f"in {result.n_rounds} round{'s' * (result.n_rounds != 1)}",
-    delta_color="off",
-    delta_arrow="off",
-)
 r0, r1 = hist["mean_predictability"].iloc[0], hist["mean_predictability"].iloc[-1]
-m3.metric("Representation bias (mean p)", f"{r1:.3f}", f"{r1 - r0:+.3f} since round 1", delta_color="inverse")
 q = hist["n_qualified"] / hist["n_scored"].clip(lower=1)
-m4.metric(
-    "Rows at p ≥ τ (last round)",
-    f"{q.iloc[-1]:.0%}",
-    f"{q.iloc[-1] - q.iloc[0]:+.0%} since round 1",
-    delta_color="inverse",
-)
+# the metrics side by side in a row that wraps (two a line on a phone, not one per line as in columns), so the
+# chart starts within the first screen at 390 px
+with st.container(horizontal=True, gap="small"):  # 2 × 165 px + a small gap fit a phone's 358 px
+    st.metric(
+        "Rows kept",
+        f"{result.n_kept:,}",
+        f"{result.n_kept / n:.0%} of {n:,}",
+        delta_color="off",
+        delta_arrow="off",
+        width=165,
+    )
+    st.metric(
+        "Rows removed",
+        f"{result.n_removed:,}",
+        f"in {result.n_rounds} round{'s' * (result.n_rounds != 1)}",
+        delta_color="off",
+        delta_arrow="off",
+        width=165,
+    )
+    st.metric(
+        "Bias R (mean p)",
+        f"{r1:.3f}",
+        help="The representation bias R(Φ, S, M): the mean predictability of the rows scored in the last round.",
+        **compute.change_since_round_1(r1 - r0, ".3f"),
+        width=165,
+    )
+    st.metric(
+        "Rows at p ≥ τ (last round)",
+        f"{q.iloc[-1]:.0%}",
+        **compute.change_since_round_1(q.iloc[-1] - q.iloc[0], ".0%"),
+        width=165,
+    )
 
 clicked = st.plotly_chart(
-    charts.removal_chart(result), width="stretch", key="removal-chart", on_select="rerun", selection_mode="points"
+    charts.removal_chart(result),
+    width="stretch",
+    key="removal-chart",
+    on_select="rerun",
+    selection_mode="points",
+    config=charts.CHART_CONFIG,
 )
 target_rows = charts.clicked_round_and_class(clicked.selection.points if clicked else [], result, "removal")
 if target_rows is not None:  # a bar was clicked: show those rows on the Inspect page
     state.open_in_inspect(st.session_state, *target_rows)
     st.switch_page("pages/inspect.py")
 ui.caption(
-    "Top: rows removed in each round, by class (bars; click one to see those rows on Inspect), and rows left "
-    "after the round (blue line, right axis). "
-    "Bottom: the mean predictability of the rows scored in that round — AFLite's estimate of the representation "
-    "bias R(Φ, S, M) — and the share of them that reached τ. Filtering works when both fall; the run stops "
-    "early once fewer than k rows reach τ."
+    "Top: rows removed so far, by class, after each round (click a bar to see the rows of that class removed in "
+    "that round on Inspect). Middle: rows left after the round, and how many of the rows scored in it reached τ "
+    "(the run stops early once fewer than k do). Bottom: the mean predictability of the rows scored in that "
+    "round - AFLite's estimate of the representation bias R(Φ, S, M) - against τ. Filtering works when it falls."
 )
+ui.caption(compute.tau_source(result))  # read off a stored run (no AFLite run), or a run at this τ
+ui.caption(f"Computed {compute.device_caption(result)}.")  # which device ran it (issue 26)
 
 with ui.errors():  # issue 27: the null beside the removed rows (computed on the Predictability page)
     ui.caption(compute.removed_null_sentence(result, compute.null_result(spec, session=ui.session_data())))

@@ -1,10 +1,12 @@
 import streamlit as st
 
 from aflite_app import ui
+from aflite_app.state import DEMO_PAGE, page_state
 
 ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 PAGES = [
+    ("pages/demo.py", "Guided demo (10 min)", "Three steps for a class: a shortcut, real words in SNLI, one row."),
     (
         "pages/synthetic.py",
         "Synthetic circles",
@@ -25,6 +27,23 @@ PAGES = [
 ]
 
 st.title("AFLite Studio")
+
+
+def _start_demo() -> None:
+    """The guided demo from its first step."""
+    page_state(st.session_state, DEMO_PAGE)["step"] = 1
+
+
+with st.container(border=True):
+    start, blurb = st.columns([1, 3], vertical_alignment="center")
+    if start.button(
+        "Show me in 10 minutes", key="home-demo", type="primary", icon=":material/play_circle:", on_click=_start_demo
+    ):
+        st.switch_page("pages/demo.py")
+    blurb.markdown(
+        "A guided demo in three steps for a class: a planted shortcut and what AFLite does to it, the words that "
+        "give SNLI's labels away, and one removed row explained."
+    )
 st.markdown(
     "**Find the examples a dataset's spurious biases make easy, remove them, and see what was removed and "
     "why.** AFLite (Le Bras et al., ICML 2020) asks a simple question of every example: *can a weak model "

@@ -20,22 +20,27 @@ STEP_SECONDS = 1.2  # the stepper shows the next round after this long while pla
 
 st.title("Synthetic circles")
 st.markdown(
-    "**What this page shows (the paper's Figure 2, live).** Every dataset is a two-class problem with a "
-    "*real task* and a *shortcut*. The real task: class 0 lies on an outer ring, class 1 on an inner ring "
-    "(from left to right the rings get closer, so the task gets harder). A straight line cannot separate two "
-    "rings, an RBF-kernel SVM can. The shortcut: most rows (75 % by default) carry two extra *bias features* "
-    "placed according to the label, so a linear model can read the label off them without looking at the rings at all. "
-    "In the most separated dataset some of those rows also have a *flipped* label (their bias features follow the "
-    "new label, but they sit on the other class's ring)."
+    "**The paper's Figure 2, live:** two rings are the *real task*, bias features a *shortcut*; AFLite should "
+    "remove the shortcut, so the linear model falls while the RBF SVM stays."
 )
-st.markdown(
-    "AFLite scores how easily simple linear models predict each row and removes the easiest. Watch the bottom "
-    "row: the shortcut rows (open circles) and the flipped rows (crosses) disappear, the **linear model's accuracy "
-    "falls** — toward chance (0.5) while the shortcut leaves, and sometimes *below* it when AFLite keeps filtering "
-    "(the notes under the figure say which, from the numbers) — while the **RBF SVM stays high** because the real "
-    "task is still there. Only the two ring coordinates are drawn; AFLite and both models also see the bias "
-    "features. This page builds its own data: the dataset chosen in the sidebar is not used here."
-)
+with st.expander("Explain: the task, the shortcut and what to watch"):
+    st.markdown(
+        "**What this page shows (the paper's Figure 2, live).** Every dataset is a two-class problem with a "
+        "*real task* and a *shortcut*. The real task: class 0 lies on an outer ring, class 1 on an inner ring "
+        "(from left to right the rings get closer, so the task gets harder). A straight line cannot separate two "
+        "rings, an RBF-kernel SVM can. The shortcut: most rows (75 % by default) carry two extra *bias features* "
+        "placed according to the label, so a linear model can read the label off them without looking at the rings "
+        "at all. In the most separated dataset some of those rows also have a *flipped* label (their bias features "
+        "follow the new label, but they sit on the other class's ring)."
+    )
+    st.markdown(
+        "AFLite scores how easily simple linear models predict each row and removes the easiest. Watch the bottom "
+        "row: the shortcut rows (open diamonds) and the flipped rows (crosses) disappear, the **linear model's "
+        "accuracy falls** — toward chance (0.5) while the shortcut leaves, and sometimes *below* it when AFLite keeps "
+        "filtering (the notes under the figure say which, from the numbers) — while the **RBF SVM stays high** "
+        "because the real task is still there. Only the two ring coordinates are drawn; AFLite and both models also "
+        "see the bias features. This page builds its own data: the dataset chosen in the sidebar is not used here."
+    )
 
 # -- parameters --------------------------------------------------------------------------------------------------
 with st.expander("Advanced: points, bias and flip fractions, ring gaps, m, t, n, folds, seed"), st.form("syn-advanced"):
@@ -151,7 +156,24 @@ with ui.errors():
     bar.empty()
 
 # -- Figure 2 --------------------------------------------------------------------------------------------------
+st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", config={"displayModeBar": False})
+with ui.errors():
+    # two datasets per row (issue 29 item 9: bigger scatters); a phone stacks them
+    per_row = min(2, len(exp.datasets))
+    slots = [col for _ in range(0, len(exp.datasets), per_row) for col in st.columns(per_row)]
+    for i, (col, d) in enumerate(zip(slots, exp.datasets)):
+        # two figures: a τ/k change leaves the original's byte-identical, so the browser keeps it as drawn (WebGL);
+        # the after-panel changes with every run, so it stays SVG (a changed chart is mounted anew: see charts)
+        result, row = exp.results[d.name], exp.table.iloc[i]
+        # the original panel is built once per data and cached in compute (with the builder passed in)
+        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row, charts.circles_column)
+        after = charts.circles_column(d, result, row, part="after", webgl=False)
+        col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
+        col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")
+ui.caption("Each dataset: all rows on top, the rows AFLite kept below, both models' accuracy in the titles.")
 head = compute.circles_headline(exp)
+# the headline numbers under the panels, so that on a phone (where the four stack) the panels start within the
+# first screen (issue 29 item 7)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(
     "Linear accuracy after (mean)",
@@ -180,36 +202,24 @@ m4.metric(
     delta_color="off",
     delta_arrow="off",
 )
-
-st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", config={"displayModeBar": False})
-with ui.errors():
-    columns = st.columns(len(exp.datasets))
-    for i, (col, d) in enumerate(zip(columns, exp.datasets)):
-        # two figures: a τ/k change leaves the original's byte-identical, so the browser keeps it as drawn (WebGL);
-        # the after-panel changes with every run, so it stays SVG (a changed chart is mounted anew: see charts)
-        result, row = exp.results[d.name], exp.table.iloc[i]
-        # the original panel is built once per data and cached in compute (with the builder passed in)
-        original = compute.circles_original_figure(run.data, run.n_splits, i, d, row, charts.circles_column)
-        after = charts.circles_column(d, result, row, part="after", webgl=False)
-        col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
-        col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")
-ui.caption(
-    f"One column per dataset. Top: all {n:,} rows; bottom: the rows AFLite kept. Axes: the two ring coordinates "
-    "(the bias features are not drawn). Colour = class (orange: class 0, outer ring; green: class 1, inner ring); "
-    "solid dots = no bias features, open circles = bias "
-    "features (the shortcut), crosses = flipped labels (coloured by their new label, so they sit on the other "
-    "ring). Titles: held-out accuracy of a linear model (logistic regression) and an RBF-kernel SVM, mean of "
-    f"{int(n_splits)}-fold cross-validation on the set shown"
-    + (
-        " (fewer folds than the paper's 5 keep the live view fast; change it under Advanced)"
-        if int(n_splits) < 5
-        else ""
-    )
-    + ", and how many rows carry bias features, before → after."
-)
 notes = compute.circles_notes(exp)
-if notes:
-    st.markdown("**Reading the accuracies**  \n" + "\n".join(f"- {line}" for line in notes))
+with st.expander("Explain: the panels and the accuracies"):
+    ui.caption(
+        f"One pair of panels per dataset. Top: all {n:,} rows; bottom: the rows AFLite kept. Axes: the two ring "
+        "coordinates (the bias features are not drawn). Colour = class (orange: class 0, outer ring; green: class 1, "
+        "inner ring); filled dots = no bias features, open diamonds = bias features (the shortcut), black-outlined "
+        "crosses = flipped labels (coloured by their new label, so they sit on the other ring). Titles: held-out "
+        "accuracy of a linear model (logistic regression) and an RBF-kernel SVM, mean of "
+        f"{int(n_splits)}-fold cross-validation on the set shown"
+        + (
+            " (fewer folds than the paper's 5 keep the live view fast; change it under Advanced)"
+            if int(n_splits) < 5
+            else ""
+        )
+        + ", and how many rows carry bias features, before → after."
+    )
+    if notes:
+        st.markdown("**Reading the accuracies**  \n" + "\n".join(f"- {line}" for line in notes))
 
 
 def _seed_counts(spec, entry: str, label: str, key: str, unit: str) -> None:
@@ -371,13 +381,15 @@ def round_stepper(exp) -> None:
     g1, g2 = st.columns([11, 9])  # side by side on a wide screen, stacked on a phone
     g1.plotly_chart(fig_map, width="stretch", key="syn-stepper")
     g2.plotly_chart(fig_hist, width="stretch", key="syn-stepper-hist")
-    ui.caption(
-        f"Map: {name}, ring coordinates. Vermillion, outlined: the rows removed in round {rnd}; grey: rows removed "
-        "in earlier rounds; class colours: rows still in the set (open circles = bias features, crosses = flipped "
-        "labels). Histogram: how predictable every row still in the set was in this round — the share of linear "
-        "models, not trained on it, that predicted its label correctly. AFLite removes the k most predictable rows "
-        "at or above τ (dashed); hatched bars are rows with bias features. " + result.stop_message
-    )
+    ui.caption(f"Highlighted: the rows removed in round {rnd}; grey: earlier removals; dashed: τ.")
+    with st.expander("Explain: the map and the histogram"):
+        ui.caption(
+            f"Map: {name}, ring coordinates. Vermillion, outlined: the rows removed in round {rnd}; grey: rows "
+            "removed in earlier rounds; class colours: rows still in the set (open diamonds = bias features, crosses "
+            "= flipped labels). Histogram: how predictable every row still in the set was in this round — the share "
+            "of linear models, not trained on it, that predicted its label correctly. AFLite removes the k most "
+            "predictable rows at or above τ (dashed); hatched bars are rows with bias features. " + result.stop_message
+        )
     if st.checkbox(
         "Accuracy over the rounds (linear model and RBF SVM on the set left after each round)",
         key="syn-curve",
@@ -388,25 +400,29 @@ def round_stepper(exp) -> None:
             curve = compute.circles_curve(run, name)
         st.plotly_chart(studies.accuracy_rounds_chart(curve, rnd), width="stretch", key="syn-curve-chart")
         lines = compute.circles_notes(exp, name, curve)
-        ui.caption(
-            f"{name}: held-out accuracy ({int(run.n_splits)}-fold CV) of the set left after each round; the dotted "
-            "line is the round shown above, the grey band chance ± two binomial standard errors on that many rows. "
-            + " ".join(lines)
-        )
+        ui.caption("Both models on the set left after each round; the grey band is chance.")
+        with st.expander("Explain: reading the accuracy curve"):
+            ui.caption(
+                f"{name}: held-out accuracy ({int(run.n_splits)}-fold CV) of the set left after each round; the "
+                "dotted line is the round shown above, the grey band chance ± two binomial standard errors on that "
+                "many rows. " + " ".join(lines)
+            )
 
 
 round_stepper(exp)
 
 # -- out of distribution (ICML §5's claim) ---------------------------------------------------------------------
 st.subheader("Out of distribution: does training on the filtered set generalise better?")
-st.markdown(
-    "The paper's headline (§4.1, §5): models trained on AFLite's rows generalise better *out of distribution* than "
-    "models trained on all rows or on a random subset of the same size. Here each model family is trained on the "
-    "three training sets of every dataset above and tested on fresh rows from the same generator (*in "
-    "distribution*) and on the same rows with the bias features **removed** (pure noise) or **flipped** (pointing "
-    "to the other class). A planted shift like this favours the filtered set almost by construction; "
-    "`python -m aflite_core ood --real` runs the same test from SNLI to MultiNLI (see the README)."
-)
+st.markdown("Train on all rows, on AFLite's rows or on a random subset, and test where the shortcut is gone.")
+with st.expander("Explain: the out-of-distribution test"):
+    st.markdown(
+        "The paper's headline (§4.1, §5): models trained on AFLite's rows generalise better *out of distribution* "
+        "than models trained on all rows or on a random subset of the same size. Here each model family is trained "
+        "on the three training sets of every dataset above and tested on fresh rows from the same generator (*in "
+        "distribution*) and on the same rows with the bias features **removed** (pure noise) or **flipped** "
+        "(pointing to the other class). A planted shift like this favours the filtered set almost by construction; "
+        "`python -m aflite_core ood --real` runs the same test from SNLI to MultiNLI (see the README)."
+    )
 ood_spec = CirclesOODSpec(run)
 if st.button(
     f"Run the out-of-distribution test ({len(CIRCLES_OOD_SEEDS)} AFLite seeds, a few seconds)", key="syn-ood-run"
@@ -431,32 +447,40 @@ else:
     stale = (
         "" if asked == ood_spec else " Computed with other parameters than the ones above; press the button to update."
     )
-    ui.caption(
-        f"Test accuracy ({asked.run.data.n_samples:,} fresh rows per test set; mean over {len(asked.seeds)} AFLite "
-        "seeds, whiskers: spread over "
-        + ("datasets" if chosen is None else "seeds")
-        + f"; dashed: chance). Accuracy lost from in distribution to flipped bias features — {lost} "
-        "(positive = lost). The filtered set's models pay for it in distribution: they no longer use the shortcut "
-        "that the fresh in-distribution rows still carry." + stale
-    )
+    ui.caption("Test accuracy of each training set's models, from in distribution to the bias features flipped.")
+    with st.expander("Explain: reading the out-of-distribution chart"):
+        ui.caption(
+            f"Test accuracy ({asked.run.data.n_samples:,} fresh rows per test set; mean over {len(asked.seeds)} "
+            "AFLite seeds, whiskers: spread over "
+            + ("datasets" if chosen is None else "seeds")
+            + f"; dashed: chance). Accuracy lost from in distribution to flipped bias features — {lost} "
+            "(positive = lost). The filtered set's models pay for it in distribution: they no longer use the "
+            "shortcut that the fresh in-distribution rows still carry. Where two training sets score alike, the "
+            "wide solid line lies under the narrower or dashed one." + stale
+        )
 
 # -- AFOptimum vs AFLite (ICML §2) -------------------------------------------------------------------------------
 st.subheader("AFOptimum vs AFLite on tiny data")
-st.markdown(
-    "AFLite approximates an intractable objective (§2, eq. 1): the subset S of size n with the lowest "
-    "*representation bias* R — how well a model trained on part of S predicts the rest. On a handful of rows "
-    "both can be computed exactly: R as the mean leave-one-out accuracy of a ridge classifier (in closed form, no "
-    "random splits), the optimum by trying every subset, and AFLite's three strategies (A one row per step, B the "
-    "k most predictable per step — AFLite —, C k rows sampled ∝ score) run with the same exact scores."
-)
+st.markdown("On a handful of rows the best possible subset can be found exactly: how close does AFLite get?")
+with st.expander("Explain: AFOptimum and the three strategies"):
+    st.markdown(
+        "AFLite approximates an intractable objective (§2, eq. 1): the subset S of size n with the lowest "
+        "*representation bias* R — how well a model trained on part of S predicts the rest. On a handful of rows "
+        "both can be computed exactly: R as the mean leave-one-out accuracy of a ridge classifier (in closed form, "
+        "no random splits), the optimum by trying every subset, and AFLite's three strategies (A one row per step, "
+        "B the k most predictable per step — AFLite —, C k rows sampled ∝ score) run with the same exact scores."
+    )
 if st.toggle("Compute the exact comparison (about a second)", key="syn-optimum-on"):
     with ui.errors():
         opt = compute.circles_optimum()
     st.plotly_chart(studies.optimum_chart(opt), width="stretch", key="syn-optimum-chart")
-    ui.caption(
-        "Exact bias reached at the target size (lower = less predictable); strategy C: mean of 20 seeds, best to "
-        f"worst in brackets. {studies.optimum_text(opt)} `python -m aflite_core optimum` prints the table."
-    )
+    ui.caption("Every bar names its strategy (A, B, C) and its bias; lower is less biased.")
+    with st.expander("Explain: reading the AFOptimum chart"):
+        ui.caption(
+            "Exact bias reached at the target size (lower = less predictable); strategy C: mean of 20 seeds, best to "
+            f"worst in brackets; a bias of 0 is drawn as a short stub. {studies.optimum_text(opt)} "
+            "`python -m aflite_core optimum` prints the table."
+        )
     # issue 27: one generated instance
     ui.caption(compute.one_seed_note(0, "this comparison and its sentence", "generated instances"))
     _seed_counts(

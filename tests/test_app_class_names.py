@@ -46,9 +46,10 @@ def test_filter_and_predictability_show_each_class_by_name_with_its_own_rows(app
     at.switch_page("pages/filter.py").run()
     assert not at.exception
     removal = plotly_figures(at)[0]
-    bars = {t["name"]: _values(t["y"]).sum() for t in removal["data"] if t.get("type") == "bar"}
-    assert set(bars) == {f"removed: {name}" for name in SIZES}  # names, not 0/1/2
-    assert all(total <= SIZES[name.split(": ")[1]] for name, total in bars.items())
+    # the bars' customdata: the rows of the class removed in each round (their heights count the rows removed so far)
+    bars = {t["name"]: _values(t["customdata"]).sum() for t in removal["data"] if t.get("type") == "bar"}
+    assert set(bars) == set(SIZES)  # names, not 0/1/2
+    assert all(total <= SIZES[name] for name, total in bars.items())
     for warning in at.warning:  # class-impact warnings name the class too
         assert not any(f"Class {i} " in warning.value for i in range(3))
 

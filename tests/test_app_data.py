@@ -182,14 +182,14 @@ def test_guess_columns():
 def test_data_page_shows_bundled_datasets_and_digit_samples(app_test):
     at = app_test(page="pages/data.py")
     assert not at.exception, at.exception
-    assert [s.value for s in at.subheader][:3] == list(BUNDLED.values())
+    assert [s.value for s in at.subheader][: len(BUNDLED)] == list(BUNDLED.values())
     text = " ".join(m.value for m in at.markdown)
     assert "Handwritten digits" in text and "planted" in text.lower()
     grids = [f for f in plotly_figures(at) if f["data"] and f["data"][0]["type"] == "heatmap"]
     assert len(grids) == 1
     assert grids[0]["layout"]["meta"]["n_images"] == 120  # 12 per class, 10 classes
     use = [b.key for b in at.button if (b.key or "").startswith("use-")]
-    assert use == ["use-planted", "use-circles"]  # digits is in use
+    assert use == ["use-planted", "use-circles", "use-snli-sample"]  # digits is in use
     assert any(s.value == "In use" for s in at.success)
 
 
@@ -200,7 +200,11 @@ def test_choosing_a_bundled_dataset_switches_the_sidebar(app_test):
     assert at.session_state[DATASET] == "planted"
     assert at.selectbox(key=DATASET).value == "planted"  # the sidebar
     assert at.selectbox(key=REPRESENTATION).value == "features"
-    assert [b.key for b in at.button if (b.key or "").startswith("use-")] == ["use-digits", "use-circles"]
+    assert [b.key for b in at.button if (b.key or "").startswith("use-")] == [
+        "use-digits",
+        "use-circles",
+        "use-snli-sample",
+    ]
 
 
 def test_upload_through_the_uploader_registers_the_dataset_and_filters_end_to_end(app_test):

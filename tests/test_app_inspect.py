@@ -236,9 +236,9 @@ def test_label_revealing_words_and_which_ones_the_run_removed(app_test):
     # the rows table: the user's ids, and what they came for first
     rows = _rows(at)
     assert rows["id"].str.startswith("pair-").all()
-    order = list(at.dataframe[0].proto.column_order)
-    assert order[:4] == ["class", "status", "round", "p_first"]
-    assert order.index("hypothesis") > order.index("p_last") and order[-2:] == ["id", "row"]
+    order = list(at.dataframe[0].proto.column_order)  # the texts first (wrapped), then the id (issue 28)
+    assert order[:7] == ["premise", "hypothesis", "id", "class", "status", "round", "p_first"]
+    assert order[-1] == "row" and at.dataframe[0].proto.row_height > 64  # Streamlit wraps text above 64 px
     metrics = _metrics(_open_tab(at, "Label-revealing words"))
     n_pairs = int(metrics["Significant pairs (all rows)"])
     assert n_pairs >= 3 and 0 <= int(metrics["No longer significant among kept rows"]) <= n_pairs

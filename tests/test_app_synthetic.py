@@ -342,3 +342,34 @@ def test_warm_up_is_off_when_asked(monkeypatch):
     monkeypatch.setenv("AFLITE_WARM_UP", "0")
     assert compute.start_warm_up() is None
     st.cache_resource.clear()
+
+
+def _visible_texts(node, out: list[str]) -> list[str]:
+    """The Markdown and caption texts of the page that are not inside an expander (what a reader sees at once)."""
+    from streamlit.testing.v1.element_tree import Expander
+
+    if isinstance(node, Expander):
+        return out
+    children = getattr(node, "children", None)
+    if children is not None:
+        for child in children.values():
+            _visible_texts(child, out)
+    elif getattr(node, "type", None) in ("markdown", "caption"):
+        out.append(str(node.value))
+    return out
+
+
+def test_long_texts_sit_behind_explain_expanders(app_test):
+    """Issue 29 item 9: the two paragraphs before the first control and the paragraph-long notes under the figures
+    are behind "Explain" expanders; what stays visible is one short sentence each."""
+    at = app_test(page=PAGE)
+    at.button(key="syn-ood-run").click().run()
+    at.toggle(key="syn-optimum-on").set_value(True).run()
+    at.checkbox(key="syn-curve").check().run()
+    assert not at.exception, at.exception
+    visible = _visible_texts(at.main, [])
+    assert visible and all(len(text) <= 200 for text in visible), [t for t in visible if len(t) > 200]
+    explains = [e for e in at.expander if e.label.startswith("Explain")]
+    assert len(explains) >= 7  # the intro, the panels, the map, the curve, OOD (intro and chart), AFOptimum (2)
+    hidden = " ".join(m.value for e in explains for m in (*e.markdown, *e.caption))
+    assert "What this page shows" in hidden and "Reading the accuracies" in hidden and "Accuracy lost" in hidden

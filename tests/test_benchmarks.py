@@ -61,6 +61,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_run_table.py",
         "bench_scale.py",
         "bench_threads.py",
+        "bench_votes.py",
         "bench_words_progress.py",
         "evalsets_digits.py",
         "snli_annotator_agreement.py",
@@ -138,6 +139,13 @@ def test_bench_adversary():
         assert "engine_jaccard_vs_converged_loop" in rec
     table = [line for line in out.splitlines() if line.startswith("| digits_pca") or line.startswith("| a_isotropic")]
     assert len(table) == 2 and all(line.count("|") == 12 for line in table)
+
+
+def test_bench_votes():
+    """Recording the votes on and off (same run), their bytes in memory and on disk, and one row's explanation."""
+    records = json_lines(run_tiny("bench_votes.py"))
+    assert len(records) == 1 and records[0]["votes_mb"] > 0 and records[0]["explain_row_seconds"] >= 0
+    assert {"seconds_without_votes", "seconds_with_votes", "overhead", "votes_npy_mb"} <= set(records[0])
 
 
 def test_bench_null():

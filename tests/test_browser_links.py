@@ -129,7 +129,8 @@ def trace(page, chart: int, index: int) -> dict:
     """Trace ``index`` of the page's ``chart``-th Plotly chart: its name, x and y as Plotly drew them."""
     return page.evaluate(
         """([c, i]) => { const t = document.querySelectorAll('.js-plotly-plot')[c]._fullData[i];
-        return {name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || [])}; }""",
+        return {name: t.name, x: Array.from(t.x || []), y: Array.from(t.y || []),
+                customdata: Array.from(t.customdata || [])}; }""",
         [chart, index],
     )
 
@@ -162,12 +163,14 @@ def matching(page) -> str:
 
 
 def open_a_filter_bar_in_inspect(page, n_rows: str, bar_trace: int = 0) -> None:
-    """Click the highest bar of one class on the Filter chart; Inspect lists exactly that round's rows of the class."""
+    """Click the bar of the round that removed the most of one class on the Filter chart; Inspect lists exactly that
+    round's rows of the class."""
     from playwright.sync_api import expect
 
-    bars = trace(page, 0, bar_trace)  # one class's "removed" bars, one per round
-    point = int(np.argmax(bars["y"]))
-    rnd, count, cls = int(bars["x"][point]), int(bars["y"][point]), bars["name"].removeprefix("removed: ")
+    bars = trace(page, 0, bar_trace)  # one class's bars, one per round: rows removed so far (issue 29)
+    in_round = bars["customdata"]  # the rows of the class removed in that round
+    point = int(np.argmax(in_round))
+    rnd, count, cls = int(bars["x"][point]), int(in_round[point]), bars["name"].removeprefix("removed: ")
     click_bar(page, 0, bar_trace, point)
     page.wait_for_url(re.compile(r"/inspect\?"))
     link = page.get_by_text("Showing only the")

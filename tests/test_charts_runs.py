@@ -28,14 +28,17 @@ def _values(trace, axis):
 def test_removal_chart_bars_per_class_sum_to_removed(result):
     fig = charts.removal_chart(result)
     bars = [t for t in fig.data if t.type == "bar"]
-    assert [t.name for t in bars] == ["removed: ant", "removed: bee", "removed: cat"]
-    per_round = np.sum([np.asarray(t.y) for t in bars], axis=0)
+    assert [t.name for t in bars] == ["ant", "bee", "cat"]  # the classes (the axis says "rows removed so far")
+    # the bars count the rows removed so far (issue 29): each round's step is that round's removals
+    so_far = np.sum([np.asarray(t.y) for t in bars], axis=0)
+    assert so_far.tolist() == np.cumsum(result.history["n_removed"]).tolist()
+    per_round = np.sum([np.asarray(t.customdata) for t in bars], axis=0)
     assert per_round.tolist() == result.history["n_removed"].tolist()
     size = next(t for t in fig.data if t.name == "rows left")
     assert list(size.y) == result.history["size_after"].tolist()
     assert size.line.color == KEPT
-    assert fig.layout.yaxis.title.text == "rows removed"
-    assert fig.layout.xaxis2.title.text == "round"
+    assert fig.layout.yaxis.title.text.startswith("rows removed")
+    assert fig.layout.xaxis3.title.text == "round"  # the bottom panel's
     assert any("τ = 0.6" in (a.text or "") for a in fig.layout.annotations)
 
 
@@ -96,12 +99,12 @@ def test_removal_chart_round_ticks_on_the_rows_left_axis_and_legend_in_class_ord
     assert fig.layout.legend.traceorder == "normal"
     ranked = sorted((t.legendrank, t.name) for t in fig.data)
     assert [name for _, name in ranked] == [
-        "removed: a",
-        "removed: b",
-        "removed: c",
+        "a",
+        "b",
+        "c",
         "rows left",
+        "scored rows at p ≥ τ",
         "mean predictability (R estimate)",
-        "share of scored rows with p ≥ τ",
     ]
 
 
@@ -171,3 +174,53 @@ def test_every_panel_has_its_dashed_tau_line(result):
         assert {s.x0 for s in shapes} == {s.x1 for s in shapes} == {0.6} and {s.line.dash for s in shapes} == {"dash"}
         assert [s.xref for s in shapes] == ["x"] + [f"x{k}" for k in range(2, n_panels + 1)]
         assert [s.yref for s in shapes] == ["y domain"] + [f"y{k} domain" for k in range(2, n_panels + 1)]
+
+
+def _panel_of(fig, trace) -> str:
+    return trace.yaxis or "y"
+
+
+def test_removal_chart_has_one_y_axis_per_panel_and_tau_on_the_predictability_axis(result):
+    """Issue 29 item 6: rows left drew on a right axis over the removed-row bars (it read as ~70 against the bars'
+    axis), and τ was a line on a "share (0-1)" axis beside counts. Now each panel has one y-axis and one unit."""
+    fig = charts.removal_chart(result)
+    assert not any(axis.overlaying for axis in fig.select_yaxes())  # no second axis drawn over a panel
+    panels = {}
+    for trace in fig.data:
+        panels.setdefault(_panel_of(fig, trace), set()).add("bar" if trace.type == "bar" else trace.name)
+    assert panels == {
+        "y": {"bar"},
+        "y2": {"rows left", "scored rows at p ≥ τ"},  # both counts of rows
+        "y3": {"mean predictability (R estimate)"},
+    }
+    (tau_line,) = [s for s in fig.layout.shapes if s.type == "line"]
+    assert tau_line.yref.startswith("y3") and tau_line.y0 == pytest.approx(0.6)
+    assert fig.layout.yaxis3.title.text == "mean p" and "share" not in fig.layout.yaxis3.title.text
+    assert fig.layout.yaxis2.title.text == "rows"
+
+
+def test_removal_chart_bars_read_with_k_equal_to_one():
+    """With k = 1 every per-round bar was one row high and filled the panel; the bars now grow with the rows removed
+    so far, so the last bar is the tallest and the first one is a small share of it."""
+    X, y, _ = make_planted_bias(160, 4, n_classes=2, random_state=0)
+    res = aflite(X, np.array(["no", "yes"])[y], target_size=140, train_size=40, slice_size=1, tau=0.0, random_state=0)
+    assert res.n_rounds == 20
+    fig = charts.removal_chart(res)
+    heights = np.sum([np.asarray(t.y) for t in fig.data if t.type == "bar"], axis=0)
+    assert heights.tolist() == list(range(1, 21))
+    assert heights[0] / heights.max() <= 0.05  # the first bar is a sliver, not the panel's full height
+    assert fig.layout.yaxis.tickformat == ",d"  # whole rows on the axis
+
+
+def test_the_toolbar_strip_at_the_top_is_clear_of_the_title_and_the_legend():
+    """Issue 29 item 7: at 390 px Plotly's toolbar (top right, ~25 px high) covered chart titles; every figure now
+    keeps a strip of MODEBAR_BAND pixels at its top free, and its title and legend start below it."""
+    from aflite_app.charts.theme import MODEBAR_BAND
+
+    assert MODEBAR_BAND >= 26  # the toolbar's buttons are 22 px plus their padding
+    for title in ("A long title that reaches the toolbar on a phone", None):
+        fig = style(go.Figure(go.Scatter(x=[0], y=[0], name="a")), height=400, title=title)
+        if title:
+            assert (1 - fig.layout.title.y) * 400 >= MODEBAR_BAND
+        assert (1 - fig.layout.legend.y) * 400 >= MODEBAR_BAND
+        assert fig.layout.margin.t >= MODEBAR_BAND + 30 + (34 if title else 0)

@@ -423,3 +423,71 @@ def test_page_figures_use_fixed_margins_and_the_white_template(big):
 
     fast, slow = charts._style(go.Figure(), height=300), style(go.Figure(), height=300)
     assert fast.to_plotly_json() == slow.to_plotly_json() and fast.layout.template == slow.layout.template
+
+
+# -- issue 29: legends inside the figure, no trace hidden under another, distinct markers, every bar labelled -----
+@pytest.fixture(scope="module")
+def ood_table():
+    from aflite_core.experiments.ood import ood_experiment
+
+    return ood_experiment(paper_circles(400, separations=(1.0, 0.4)), seeds=(0, 1), n_test=300).table
+
+
+def test_ood_chart_legend_is_inside_the_figure(ood_table):
+    for model in (None, "logistic"):
+        fig = studies.ood_chart(ood_table, model=model)
+        legend = fig.layout.legend
+        assert legend.yref == "container" and 0.0 <= legend.y <= 1.0 and legend.yanchor == "top"
+        # the top margin holds up to three legend rows and the panel title (it was cut off below a 400-px figure)
+        assert fig.layout.margin.t >= studies.OOD_TOP_MARGIN >= 3 * 22 + 30
+        assert fig.layout.height >= fig.layout.margin.t + fig.layout.margin.b + 200  # a plot area remains
+        assert sum(bool(t.showlegend) for t in fig.data) == 3
+
+
+def test_ood_chart_lines_that_coincide_stay_visible(ood_table):
+    """The linear panel's all-rows line (black) used to lie hidden under the random subset's (pink): same width,
+    both solid, same markers. Now every training set differs in marker, and a line drawn later is narrower than
+    every line under it or dashed, so the one below shows around it."""
+    fig = studies.ood_chart(ood_table, model="logistic")
+    looks = [(t.line.width, t.line.dash, t.marker.symbol) for t in fig.data]
+    assert len({symbol for _, _, symbol in looks}) == len(looks)
+    for later in range(1, len(looks)):
+        for earlier in range(later):
+            assert looks[later][0] < looks[earlier][0] or looks[later][1] != looks[earlier][1]
+    # the legend keeps its reading order (all rows, AFLite, random) whatever the drawing order
+    ranked = sorted(fig.data, key=lambda t: t.legendrank)
+    assert [t.name for t in ranked] == list(studies.TRAIN_SET_LABELS.values())
+
+
+def test_scatter_kinds_have_three_distinct_shapes_and_bigger_markers(exp):
+    shapes = {s.replace("-open", "") for s in charts.SYMBOLS.values()}
+    assert len(shapes) == 3  # not a filled and an open circle: three shapes
+    d = exp.datasets[0]
+    fig = charts.circles_column(d, exp.results[d.name], exp.table.iloc[0], part="after")
+    sizes = {t.name.split(" · ")[1]: t.marker.size for t in fig.data}
+    assert min(sizes.values()) >= 5 and sizes["flipped label"] > sizes["bias features"] > sizes["no bias features"]
+    flipped = next(t for t in fig.data if t.name.endswith("flipped label"))
+    assert flipped.marker.line.color != flipped.marker.color  # outlined in black
+    assert fig.layout.height >= 450 and charts.circles_column(d, d.y >= 0, exp.table.iloc[0], part="original")
+    legend = charts.circles_legend()
+    assert len({t.marker.symbol for t in legend.data}) == 3 and all(t.marker.size >= 10 for t in legend.data)
+
+
+def test_every_optimum_bar_has_a_label_naming_its_strategy_and_a_zero_shows_a_bar():
+    from aflite_core.experiments.optimum import compare_with_optimum
+
+    table = compare_with_optimum(n_seeds=3).table.copy()
+    table.loc[table.index[0], ["bias_aflite", "bias_aflite_min", "bias_aflite_max"]] = 0.0  # a zero result
+    fig = studies.optimum_chart(table)
+    bars = [t for t in fig.data if t.type == "bar"]
+    assert len(bars) == len(fig.data) == 5
+    for t in bars:
+        assert t.text is not None and len(t.text) == len(t.y)
+        short = t.text[0].split(" ")[0]
+        assert short in {"all", "A", "B", "C", "optimum"} and all(str(x).startswith(short) for x in t.text)
+        assert all(x > 0 for x in t.x)  # every bar has a length, a zero too (a stub)
+    zero_strategy = table.loc[table.index[0], "strategy"]
+    zero = next(t for t in bars if t.name.endswith(studies.STRATEGY_LABELS[zero_strategy]))
+    row = list(zero.y).index(table.loc[table.index[0], "case"])
+    assert zero.text[row].startswith(f"{studies.OPTIMUM_BAR_NAMES[zero_strategy]} 0.00")
+    assert zero.x[row] == studies.ZERO_BAR and zero.customdata[row][3] == 0.0

@@ -55,6 +55,7 @@ PAGES = [
     "pages/evaluation_sets.py",
     "pages/dynamics.py",
     "pages/synthetic.py",
+    "pages/demo.py",
 ]
 
 

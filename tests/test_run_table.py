@@ -40,7 +40,7 @@ def test_a_shuffled_table_with_extra_rows_is_recorded_in_the_runs_row_order(smal
     assert json.loads(capsys.readouterr().out)["table"].endswith("table.parquet")
     result = AFLiteResult.load(out)
     meta = json.loads((out / "result.json").read_text())
-    assert meta["format_version"] == 4 and "table.parquet" in meta["files"]
+    assert meta["format_version"] == 5 and "table.parquet" in meta["files"]  # 5: the run records its votes too
     assert run_table_info(out) == {
         "rows": 300,
         "columns": ["doc", "text", "source"],
@@ -132,8 +132,8 @@ def test_a_damaged_table_is_refused_and_old_records_still_load(small_files, tmp_
             read(out)
     with pytest.raises(ValueError, match=r"it has no result\.json"):
         load_run_table(tmp_path)
-    old = result.save(tmp_path / "plain")  # saved without a table: format 3, as before
-    assert json.loads((old / "result.json").read_text())["format_version"] == 3
+    old = result.save(tmp_path / "plain")  # saved without a table: format 5 for its votes (3 without them)
+    assert json.loads((old / "result.json").read_text())["format_version"] == 5
     assert load_run_table(old) is None and run_table_info(old) is None
     assert AFLiteResult.load(old).equals(result)
 

@@ -59,10 +59,11 @@ def test_every_session_key_is_distinct():
 
 def test_the_session_keys_are_few_and_each_page_keeps_its_own_entries_in_one_dict():
     """Issue 23 item 4: 27 keys (38 before), 28 with the Predictability page's own dict (issue 27's null), 29 with
-    the Compare runs page's (issue 28); what one page alone keeps between reruns lives in its page dict, declared
-    here with the others."""
+    the Compare runs page's (issue 28), 30 with the Filter page's (issue 29: its partial current run and the
+    confirmed long run), 31 with the guided demo's (issue 29); what one page alone keeps between reruns lives in its
+    page dict, declared here with the others."""
     keys = {value for name, value in vars(state).items() if name.isupper() and isinstance(value, str)}
-    assert len(keys) <= 29, sorted(keys)
+    assert len(keys) <= 31, sorted(keys)
     session: dict = {}
     page = state.page_state(session, state.DYN_PAGE)
     page["record_request"] = "spec"
@@ -182,6 +183,28 @@ def test_set_last_run():
     assert session[LAST] == _spec()
     state.set_last_run(session, None)  # a stopped run is shown by no other page
     assert session[LAST] is None
+
+
+def test_a_stopped_run_is_the_current_run_until_another_one_is(monkeypatch):
+    """Issue 29 item 1: after Stop the sidebar said "No run yet" beside a page showing the partial run. The partial
+    run is now the session's current run: kept in the Filter page's dict and handed to the compute layer, whose
+    one look-up (runs.result) answers it, until another run is current."""
+    from aflite_app.compute import runs
+
+    session: dict = {}
+    spec, partial = _spec(), object()
+    state.set_last_run(session, spec, partial)
+    assert session[LAST] == spec and session[state.FILTER_PAGE]["partial"] == (spec, partial)
+    monkeypatch.setattr(st, "session_state", session)
+    mine = state.session_data()
+    assert dict(mine.partial) == {spec: partial}
+    assert runs.result(spec, session=mine) is partial  # the page, the sidebar and Inspect read this
+    assert runs.result(spec) is None  # another session never sees it
+    state.set_last_run(session, spec)  # the same run shown again (a rerun): still partial
+    assert session[state.FILTER_PAGE]["partial"] == (spec, partial)
+    other = spec.with_(tau=0.9)
+    state.set_last_run(session, other)  # another run is current: the stopped one is gone
+    assert "partial" not in session[state.FILTER_PAGE] and not state.session_data().partial
 
 
 def test_inspect_run_kept_and_forgotten():

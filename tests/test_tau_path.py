@@ -18,7 +18,8 @@ from aflite_core.engine.tau_path import narrow_to_tau
 def assert_same_run(narrowed, direct) -> None:
     """Every field a user or the app reads, except the creation time and the per-round wall time."""
     assert narrowed.params == direct.params
-    for name in ("kept", "removed_round", "scores", "n_predictions", "first_score", "last_score", "removal_score"):
+    names = ("kept", "removed_round", "scores", "n_predictions", "first_score", "last_score", "removal_score", "votes")
+    for name in names:  # the votes too: narrowing keeps the votes of the rounds it keeps
         a, b = getattr(narrowed, name), getattr(direct, name)
         assert a.dtype == b.dtype and a.shape == b.shape, name
         assert np.array_equal(a, b, equal_nan=True), name

@@ -157,3 +157,19 @@ def test_cli_device_option(tmp_path, capsys):
     bad = ["filter", *args[:-2], "--device", "cuda:x", "--target-size", "500", "--slice-size", "100"]
     assert main([*bad, "--out", str(tmp_path / "r2")]) != 0
     assert "cuda:N" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_records_the_votes_it_counts(device):
+    """The device path counts the votes itself (per class, held-out models only): they add up to its prediction
+    counts, their gold share is its p, and round 1 (same partitions) matches the numpy engine's votes."""
+    X, y, _ = _data(3000, 12, 4)
+    kw = dict(target_size=800, train_size=600, slice_size=150, random_state=0)
+    ref, got = aflite(X, y, **kw), aflite(X, y, device=device, **kw)
+    assert got.votes is not None and got.votes.dtype == np.int16 and got.votes.shape == (got.n_rounds, 3000, 4)
+    np.testing.assert_array_equal(got.votes.sum(axis=2), got.n_predictions.astype(np.int64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = (got.votes[:, np.arange(3000), y] / got.n_predictions.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(p, got.scores)
+    assert np.mean(np.all(ref.votes[0] == got.votes[0], axis=1)) >= 0.999
+    assert aflite(X, y, device=device, record_votes=False, **kw).votes is None

@@ -30,6 +30,7 @@ __all__ = [
     "WEBGL_POINTS",
     "kept_meta",
     "kind_of_rows",
+    "marker_style",
     "panel_titles",
     "run_meta",
 ]
@@ -38,10 +39,15 @@ __all__ = [
 CLASS_NAMES = ("class 0 (outer ring)", "class 1 (inner ring)")
 #: planted-truth kinds of a row, in drawing order
 KINDS = ("unbiased", "biased", "flipped")
-#: marker symbol of every kind: plain rows solid, rows with bias features open, flipped labels as crosses
-SYMBOLS = {"unbiased": "circle", "biased": "circle-open", "flipped": "x"}
+#: marker symbol of every kind, three shapes told apart at a glance (issue 29 item 9): plain rows filled dots,
+#: rows with bias features open diamonds, flipped labels crosses outlined in black
+SYMBOLS = {"unbiased": "circle", "biased": "diamond-open", "flipped": "x"}
 KIND_LABELS = {"unbiased": "no bias features", "biased": "bias features", "flipped": "flipped label"}
-_SIZES = {"unbiased": 4, "biased": 5, "flipped": 6}
+_SIZES = {"unbiased": 5, "biased": 7, "flipped": 9}
+#: the outline of a marker of every kind: (colour, width); None: the class colour
+_OUTLINES = {"unbiased": (None, 0.5), "biased": (None, 1.6), "flipped": ("#1A1A1A", 1.0)}
+#: the opacity of a marker of every kind: plain rows recede, the shortcut and the flips stand out
+_OPACITY = {"unbiased": 0.55, "biased": 0.9, "flipped": 1.0}
 #: plotting window of the ring coordinates (the outer ring has radius ≤ 1.5 plus noise)
 _LIM = 2.1
 _AXIS = "ring coordinate {} (unitless)"
@@ -142,13 +148,7 @@ def _scatter_points(
                     name=f"{name} · {KIND_LABELS[k]}",
                     legendgroup=f"{code}-{k}",
                     showlegend=showlegend,
-                    marker=dict(
-                        color=colours[name],
-                        symbol=SYMBOLS[k],
-                        size=_SIZES[k],
-                        opacity=0.75 if k == "unbiased" else 0.9,
-                        line=dict(width=1, color=colours[name]),
-                    ),
+                    marker=marker_style(k, colours[name]),
                     hovertemplate=(
                         f"{panel}<br>row %{{customdata}}<br>{name}<br>{KIND_LABELS[k]}"
                         "<br>(%{x:.2f}, %{y:.2f})<extra></extra>"
@@ -158,6 +158,18 @@ def _scatter_points(
                 row=row,
                 col=col,
             )
+
+
+def marker_style(kind: str, colour: str, *, scale: float = 1.0) -> dict[str, Any]:
+    """The marker of a row of planted ``kind`` in its class ``colour``: shape, size, outline and opacity."""
+    line_colour, width = _OUTLINES[kind]
+    return dict(
+        color=colour,
+        symbol=SYMBOLS[kind],
+        size=_SIZES[kind] * scale,
+        opacity=_OPACITY[kind],
+        line=dict(width=width * (1.5 if scale > 1 else 1.0), color=line_colour or colour),
+    )
 
 
 def _kept_mask(data: BiasedCircles, kept: NDArray[np.bool_] | AFLiteResult) -> NDArray[np.bool_]:

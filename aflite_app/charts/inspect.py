@@ -20,9 +20,11 @@ __all__ = [
     "artifact_shares_chart",
     "artifact_statistics_chart",
     "class_status_chart",
+    "explanation_rounds_chart",
     "pixel_artifact_chart",
     "stability_chart",
     "status_cell_style",
+    "votes_chart",
 ]
 
 
@@ -303,3 +305,52 @@ def artifact_shares_chart(
     fig.update_yaxes(title_text=None, type="category")
     fig.update_layout(meta={"n_pairs": len(part)})
     return style(fig, height=max(260, 26 * len(part) + 130), title=title)
+
+
+def explanation_rounds_chart(rounds: pd.DataFrame, tau: float, *, title: str | None = None) -> go.Figure:
+    """One row's p in every round it was scored against τ (the explanation panel).
+
+    ``rounds`` is :class:`aflite_core.measures.explain.RowExplanation`'s ``rounds`` (``round``, ``p``,
+    ``n_predictions``, ``reaches_tau``); points at or above τ are vermillion.
+    """
+    fig = go.Figure()
+    x = rounds["round"].to_numpy()
+    at = rounds["reaches_tau"].to_numpy(dtype=bool)
+    fig.add_trace(
+        go.Scatter(
+            x=[int(r) for r in x],  # plain lists: a few rounds, readable in the figure's JSON
+            y=[float(p) for p in rounds["p"]],
+            mode="lines+markers",
+            name="p",
+            line=dict(color=NEUTRAL),
+            marker=dict(size=10, color=[REMOVED if a else KEPT for a in at]),
+            customdata=rounds["n_predictions"].astype("float").to_numpy(),
+            hovertemplate="round %{x}: p = %{y:.3f} (%{customdata:.0f} held-out models)<extra></extra>",
+            showlegend=False,
+        )
+    )
+    fig.add_hline(y=tau, line=dict(color=TAU_LINE, dash="dash", width=1), annotation_text=f"τ = {tau:g}")
+    fig.update_xaxes(
+        title_text="round", tickmode="array", tickvals=x, range=[0.5, max(float(x.max()), 1) + 0.5] if len(x) else None
+    )
+    fig.update_yaxes(title_text="predictability p", range=[-0.03, 1.05])
+    return style(fig, height=260, title=title)
+
+
+def votes_chart(votes: pd.DataFrame, round_no: int, *, title: str | None = None) -> go.Figure:
+    """The held-out models' votes per class in one round (the row's own class vermillion, the others grey)."""
+    names = [str(c) for c in votes["class"]]
+    fig = go.Figure(
+        go.Bar(
+            x=[int(v) for v in votes["votes"]],
+            y=names,
+            orientation="h",
+            marker_color=[REMOVED if is_label else NEUTRAL for is_label in votes["is_label"]],
+            text=[f"{v:,} ({s:.0%})" for v, s in zip(votes["votes"], votes["share"])],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:,} votes<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text=f"held-out models' votes in round {round_no}", rangemode="tozero")
+    fig.update_yaxes(type="category", autorange="reversed")
+    return style(fig, height=90 + 28 * len(names), title=title)

@@ -1,7 +1,7 @@
 """Chart builders of one AFLite run (Filter and Predictability pages): an ``AFLiteResult`` in, a figure out.
 
 Every figure has axis titles with units, class names rather than codes, and the same two colours for kept
-(blue) and removed (vermillion).
+(blue) and removed (vermillion); one y-axis per panel.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from plotly.subplots import make_subplots
 
 from aflite_core import AFLiteResult
 
-from .theme import KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, nice_step, plotly_text, style
+from .theme import CHART_CONFIG, KEPT, NEUTRAL, REMOVED, TAU_LINE, class_colour_map, nice_step, plotly_text, style
 
 __all__ = [
+    "CHART_CONFIG",
     "class_counts_chart",
     "clicked_round_and_class",
     "histogram_edges",
@@ -40,36 +41,42 @@ def _removed_per_round_by_class(result: AFLiteResult) -> pd.DataFrame:
 
 
 def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figure:
-    """Rows removed per round split by class, the remaining size, and the representation bias per round.
+    """Rows removed so far by class, the rows left and those at p ≥ τ, and the representation bias, per round.
 
-    Top: stacked bars of rows removed in each round, one colour per class, with the size of the set after
-    the round as a line (right axis). Bottom: mean predictability of the scored rows (the estimate of the
-    representation bias R(Φ, S, M), eq. 5) and the share of scored rows that reached τ, with τ dashed.
+    Three panels on one round axis, one y-axis each (issue 29: no second axis over the bars):
+
+    The legend lists the classes only; each line is labelled at its last point.
+
+    * top, "rows removed so far": stacked bars of the rows removed up to and including each round, one colour
+      per class (a bar's hover says how many of them that round removed; a click opens that round's rows of
+      that class on Inspect). Cumulative, so every bar reads at any k - per-round bars all had the same height,
+      k, which at k = 1 filled the panel;
+    * middle, "rows": the rows left after the round (blue) and the rows scored in it that reached τ (grey dots),
+      both counts of rows - the run stops early once fewer than k reach τ;
+    * bottom, "mean p": the mean predictability of the scored rows (the estimate of the representation bias
+      R(Φ, S, M), eq. 5) with τ dashed - τ is a predictability, so it is drawn on this predictability axis.
     """
     hist = result.history
     by_class = _removed_per_round_by_class(result)
+    so_far = by_class.cumsum()
     colours = class_colour_map(result.classes)
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.08,
-        row_heights=[0.6, 0.4],
-        specs=[[{"secondary_y": True}], [{"secondary_y": False}]],
-    )
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.5, 0.22, 0.28])
     for rank, name in enumerate(by_class.columns):
         fig.add_trace(
             go.Bar(
-                x=by_class.index,
-                y=by_class[name],
-                name=f"removed: {name}",
+                x=so_far.index,
+                y=so_far[name],
+                customdata=by_class[name].to_numpy(),
+                name=name,
+                legendgroup="removed",
                 legendrank=rank,  # classes in their own order, then the lines (stacked bars reverse it otherwise)
                 marker_color=colours[name],
-                hovertemplate="round %{x}<br>" + plotly_text(name) + ": %{y:,} rows removed<extra></extra>",
+                hovertemplate="after round %{x}<br>"
+                + plotly_text(name)
+                + ": %{y:,} rows removed so far (%{customdata:,} in this round)<extra></extra>",
             ),
             row=1,
             col=1,
-            secondary_y=False,
         )
     fig.add_trace(
         go.Scatter(
@@ -77,23 +84,13 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
             y=hist["size_after"],
             name="rows left",
             legendrank=100,
-            mode="lines+markers",
+            showlegend=False,  # labelled at its last point: the legend holds the classes only (short on a phone)
+            mode="lines+markers+text",
+            text=_last_only(len(hist), "rows left"),
+            textposition="top left",
+            textfont=dict(color=KEPT),
             line=dict(color=KEPT, width=3),
             hovertemplate="after round %{x}: %{y:,} rows left<extra></extra>",
-        ),
-        row=1,
-        col=1,
-        secondary_y=True,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=hist["round"],
-            y=hist["mean_predictability"],
-            name="mean predictability (R estimate)",
-            legendrank=101,
-            mode="lines+markers",
-            line=dict(color=REMOVED, width=2),
-            hovertemplate="round %{x}: mean p = %{y:.3f}<extra></extra>",
         ),
         row=2,
         col=1,
@@ -102,45 +99,74 @@ def removal_chart(result: AFLiteResult, *, title: str | None = None) -> go.Figur
     fig.add_trace(
         go.Scatter(
             x=hist["round"],
-            y=share,
-            name="share of scored rows with p ≥ τ",
-            legendrank=102,
-            mode="lines+markers",
+            y=hist["n_qualified"],
+            customdata=share.to_numpy(),
+            name="scored rows at p ≥ τ",
+            legendrank=101,
+            showlegend=False,
+            mode="lines+markers+text",
+            text=_last_only(len(hist), "at p ≥ τ"),
+            textposition="bottom left",
+            textfont=dict(color="#666666"),
             line=dict(color=NEUTRAL, width=2, dash="dot"),
-            hovertemplate="round %{x}: %{y:.1%} of scored rows reached τ<extra></extra>",
+            hovertemplate="round %{x}: %{y:,} scored rows reached τ (%{customdata:.1%} of those scored)<extra></extra>",
         ),
         row=2,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=hist["round"],
+            y=hist["mean_predictability"],
+            name="mean predictability (R estimate)",
+            legendrank=102,
+            showlegend=False,  # the panel's axis names it
+            mode="lines+markers",
+            line=dict(color=REMOVED, width=2),
+            hovertemplate="round %{x}: mean p = %{y:.3f}<extra></extra>",
+        ),
+        row=3,
         col=1,
     )
     tau = float(result.params["tau"])
     fig.add_hline(
         y=tau,
         line=dict(color=TAU_LINE, dash="dash", width=1),
-        row=2,
+        row=3,
         col=1,
         annotation_text=f"τ = {tau:g}",
         annotation_position="top left",
     )
     fig.update_layout(barmode="stack", bargap=0.15)
-    fig.update_yaxes(title_text="rows removed", row=1, col=1, secondary_y=False, rangemode="tozero")
-    top = float(hist["size_after"].max()) if len(hist) else 1.0
-    step = nice_step(top, 4)  # round ticks (100, 200 …), not the primary axis' tick count forced onto this one
+    removed = float(so_far.sum(axis=1).max()) if len(so_far) else 0.0
+    fig.update_yaxes(title_text="rows removed<br>so far", row=1, col=1, rangemode="tozero", tickformat=",d")
+    if removed < 5:  # a few rows: whole-row ticks, not 0.5 steps
+        fig.update_yaxes(row=1, col=1, dtick=1, range=[0, max(removed, 1) * 1.1])
+    top = float(max(hist["size_after"].max(), hist["n_qualified"].max())) if len(hist) else 1.0
+    step = nice_step(top, 3)  # round ticks (100, 200 …) on this panel's own axis
     fig.update_yaxes(
-        title_text="rows left",
-        row=1,
+        title_text="rows",
+        row=2,
         col=1,
-        secondary_y=True,
         range=[0, step * math.ceil(top * 1.05 / step)],
         tickmode="linear",
         tick0=0,
         dtick=step,
         tickformat=",d",
-        showgrid=False,
     )
-    fig.update_yaxes(title_text="share (0-1)", row=2, col=1, range=[0, 1.02])
-    fig.update_xaxes(title_text="round", row=2, col=1, dtick=1 if result.n_rounds <= 30 else None)
-    fig = style(fig, height=560, title=title)
-    return fig.update_layout(legend=dict(traceorder="normal"))  # stacked bars would reverse it
+    fig.update_yaxes(title_text="mean p", row=3, col=1, range=[0, 1.02], dtick=0.25)
+    fig.update_xaxes(title_text="round", row=3, col=1, dtick=1 if result.n_rounds <= 30 else None)
+    fig = style(fig, height=600, title=title)
+    longest = max((len(str(c)) for c in result.classes), default=1)
+    # entries of one width (the longest class name's): many on a line at any width, a few lines on a phone
+    return fig.update_layout(
+        legend=dict(traceorder="normal", entrywidth=min(7 * longest + 40, 220), entrywidthmode="pixels")
+    )  # (traceorder: stacked bars would reverse it)
+
+
+def _last_only(n: int, label: str) -> list[str]:
+    """A line's text: ``label`` at its last point only (a direct label instead of a legend entry)."""
+    return [""] * (n - 1) + [label] if n else []
 
 
 def _round_scores(result: AFLiteResult, rnd: int) -> tuple[np.ndarray, np.ndarray]:

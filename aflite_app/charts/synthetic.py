@@ -60,6 +60,7 @@ from .circles import (
     _unvalidated,
     kept_meta,
     kind_of_rows,
+    marker_style,
     panel_titles,
     run_meta,
 )
@@ -198,7 +199,7 @@ def circles_column(
     and the browser does not draw it again. The after-panel alone (``"after"``) carries :func:`kept_meta` in
     ``layout.meta``, so a τ change that keeps the same rows sends it byte-identical too; ``"both"`` carries the
     run's τ and k (:func:`run_meta`) when ``kept`` is an ``AFLiteResult``. Default heights: 640 for
-    both panels, 300 for the original alone, 350 for the after-panel alone (the same plot area). ``webgl``: draw
+    both panels, 460 for the original alone, 510 for the after-panel alone (the same plot area). ``webgl``: draw
     the points with ``Scattergl`` (True), SVG (False) or WebGL above :data:`WEBGL_POINTS` points (None).
     """
     if part not in ("both", "original", "after"):
@@ -226,7 +227,7 @@ def circles_column(
             fig.update_xaxes(showticklabels=False, row=r, col=1)
         fig.update_yaxes(title_text=_AXIS.format(2), row=r, col=1)
     fig.update_annotations(font_size=12)
-    _style(fig, height=height or {"both": 640, "original": 300, "after": 350}[part])
+    _style(fig, height=height or {"both": 860, "original": 460, "after": 510}[part])
     margin = {"both": dict(t=70, b=45), "original": dict(t=70, b=15), "after": dict(t=95, b=45)}[part]
     fig.update_layout(
         showlegend=False,
@@ -238,7 +239,7 @@ def circles_column(
     return _no_automargin(fig)
 
 
-def circles_legend(*, height: int = 80) -> go.Figure:
+def circles_legend(*, height: int = 90) -> go.Figure:
     """The legend of :func:`circles_column` alone: colour = class, symbol = planted kind.
 
     Short entries ("class 0 · bias features"), so that a phone-width screen wraps them into a few rows within the
@@ -256,9 +257,7 @@ def circles_legend(*, height: int = 80) -> go.Figure:
                     y=[None],
                     mode="markers",
                     name=f"class {code} · {short[k]}",
-                    marker=dict(
-                        color=colours[name], symbol=SYMBOLS[k], size=9, line=dict(width=1.5, color=colours[name])
-                    ),
+                    marker=marker_style(k, colours[name], scale=2.0) | {"opacity": 1.0},
                     hoverinfo="skip",
                 )
             )
@@ -267,7 +266,7 @@ def circles_legend(*, height: int = 80) -> go.Figure:
     _style(fig, height=height)
     fig.update_layout(
         legend=dict(
-            orientation="h", yanchor="top", y=1.0, xanchor="left", x=0, font_size=11, maxheight=400, tracegroupgap=0
+            orientation="h", yanchor="top", y=1.0, xanchor="left", x=0, font_size=13, maxheight=400, tracegroupgap=0
         ),
         margin=dict(l=0, r=0, t=0, b=0),
         plot_bgcolor="rgba(0,0,0,0)",

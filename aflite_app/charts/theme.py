@@ -13,11 +13,13 @@ from aflite_core._format import MISSING, fmt_num, fmt_pct
 from ..markup import plotly_text
 
 __all__ = [
+    "CHART_CONFIG",
     "CLASS_COLOURS",
     "FONT",
     "KEPT",
     "KEPT_REMOVED",
     "MISSING",
+    "MODEBAR_BAND",
     "NEUTRAL",
     "REMOVED",
     "TAU_LINE",
@@ -52,6 +54,16 @@ CLASS_COLOURS = [
 ]
 TAU_LINE = "#000000"
 FONT = "Source Sans Pro, sans-serif"
+#: pixels at the top of every figure kept free for Plotly's toolbar (the modebar, drawn over the top-right corner
+#: when the pointer is on the chart): the title and the legend start below it, so at 390 px the toolbar never
+#: covers a title (issue 29 item 7)
+MODEBAR_BAND = 30
+#: ``st.plotly_chart(config=...)`` of the pages that pass one: no Plotly logo, and only the buttons a reader uses
+#: (zoom, pan, reset, download), so the toolbar is narrow on a phone
+CHART_CONFIG = {
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["lasso2d", "select2d", "autoScale2d", "hoverClosestCartesian", "hoverCompareCartesian"],
+}
 
 
 def class_colour_map(classes) -> dict[str, str]:
@@ -70,7 +82,8 @@ def style(fig: go.Figure, *, height: int | None = None, title: str | None = None
     """The common look: white background, readable font, the title on top and the legend in a row below it.
 
     Title and legend are placed in pixels from the top of the figure (container coordinates), each in its own
-    band of the top margin, so a long legend never overprints the title or the panels' own titles.
+    band of the top margin, so a long legend never overprints the title or the panels' own titles; both sit
+    below :data:`MODEBAR_BAND`, the toolbar's strip, so the toolbar never covers them at any width.
     """
     h = height or fig.layout.height or 450
     title_band = 34 if title else 0
@@ -78,11 +91,11 @@ def style(fig: go.Figure, *, height: int | None = None, title: str | None = None
     fig.update_layout(
         template="plotly_white",
         font=dict(family=FONT, size=13),
-        margin=dict(l=60, r=30, t=title_band + legend_band + 14, b=50),
+        margin=dict(l=60, r=30, t=MODEBAR_BAND + title_band + legend_band + 14, b=50),
         legend=dict(
             orientation="h",
             yref="container",
-            y=1 - (title_band + 6) / h,
+            y=1 - (MODEBAR_BAND + title_band + 6) / h,
             yanchor="top",
             xanchor="left",
             x=0,
@@ -91,7 +104,9 @@ def style(fig: go.Figure, *, height: int | None = None, title: str | None = None
         height=h,
     )
     if title:
-        fig.update_layout(title=dict(text=title, x=0, xanchor="left", yref="container", y=1 - 8 / h, yanchor="top"))
+        fig.update_layout(
+            title=dict(text=title, x=0, xanchor="left", yref="container", y=1 - (MODEBAR_BAND + 4) / h, yanchor="top")
+        )
     return data_as_text(fig)
 
 

@@ -79,6 +79,10 @@ def bundled_dataset(key: str) -> Dataset:
     """A bundled dataset by key (see :data:`aflite_app.specs.BUNDLED`)."""
     if key == "digits":
         return load_digits_dataset()
+    if key == "snli-sample":
+        from aflite_core.data.bundled_snli import load_nli_sample
+
+        return load_nli_sample()
     if key == "planted":
         X, y, biased = synthetic.make_planted_bias(2000, 16, class_sep=0.3, bias_fraction=0.25, random_state=0)
         return _synthetic_dataset(

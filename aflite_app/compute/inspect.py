@@ -23,6 +23,7 @@ from aflite_core._utils import hash_array
 from aflite_core.data.datasets import Dataset
 from aflite_core.engine.result import RoundProgress, StepProgress
 from aflite_core.measures.artifact_statistics import artifact_shares
+from aflite_core.measures.explain import RowExplanation, explain_row
 from aflite_core.measures.removed_artifacts import feature_artifacts, token_artifacts
 from aflite_core.measures.stability import class_impact, stability_from_results
 
@@ -74,10 +75,12 @@ __all__ = [
     "describe_stability",
     "describe_words",
     "download_bytes",
+    "explanation_row",
     "feature_sources",
     "filter_rows",
     "finished_stability_specs",
     "inspect_class_impact",
+    "inspect_explanation",
     "inspect_feature_artifacts",
     "inspect_representation",
     "inspect_result",
@@ -731,3 +734,58 @@ def _inspect_stability(
     summary["mean_jaccard"] = report.mean_jaccard
     summary["seeds"] = [s.seed for s in specs]
     return frame, summary, inspect_tables.stability_counts(frame, current.kept, len(specs))
+
+
+# -- the explanation of one row (the rows tab's panel) --------------------------------------------------------
+def explanation_row(table: pd.DataFrame, typed: str) -> int | None:
+    """The position of the row whose id (as text) is ``typed`` in Inspect's rows table; None when none is."""
+    typed = str(typed).strip()
+    if not typed:
+        return None
+    hits = np.flatnonzero(table["id"].astype(str).to_numpy() == typed)
+    return int(table["row"].iloc[hits[0]]) if len(hits) else None
+
+
+@_stores.memo("inspect_explanation", 32, spinner="Explaining the row…")
+def _inspect_explanation(
+    ref: InspectRef, position: int, representation: str | None, words: WordsRequest | None, _result, _data, _stats
+) -> RowExplanation:
+    text_cols = [c for c in text_display_columns(_data) if c in _data.frame.columns]
+    features = _data.representations.get(representation) if representation else None
+    key = _result.ids[position] if _result.ids is not None else position
+    return explain_row(
+        _result,
+        key,
+        table=_data.frame[text_cols] if text_cols else None,
+        features=features,
+        artifact_stats=_stats,
+        text_columns=text_cols,
+        words_column=words.source if words is not None and words.source in text_cols else None,
+    )
+
+
+def inspect_explanation(
+    ref: InspectRef,
+    result: AFLiteResult,
+    position: int,
+    representation: str | None,
+    words: WordsRequest | None = None,
+    *,
+    session: SessionData = NO_SESSION,
+) -> RowExplanation:
+    """Why row ``position`` was removed or kept (the core's ``explain_row``), memoised per run and row.
+
+    Its words are those of ``words`` (the tab "Label-revealing words"'s request): its stored statistics, or
+    computed now up to the interactive size (above it, the tab's background job computes them and the
+    explanation shows them once it is done). The neighbours are searched in the run's ``representation``
+    (none when it is unknown, e.g. a run opened from a file made on other features).
+    """
+    data = dataset(ref.dataset, session=session)
+    stats = None
+    if words is not None:
+        done = stored_words(words)
+        if done is None and data.n_rows <= _stores.MAX_INTERACTIVE_ROWS:
+            done = words_now(words, result, session=session)
+        stats = None if done is None else done[0]
+    shown = words if stats is not None else None  # the key says whether the words were there
+    return _inspect_explanation(ref, int(position), representation, shown, result, data, stats)

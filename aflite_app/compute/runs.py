@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import AFLiteResult
+from aflite_core.engine import estimates
 from aflite_core.engine.filtering import execute_run, plan_run
 from aflite_core.engine.null import chance_table, grid_counts, suggest_tau
 from aflite_core.engine.result import round_half
@@ -39,6 +40,7 @@ from . import _stores
 from .datasets import dataset, stored_duplicates
 
 __all__ = [
+    "CONFIRM_SECONDS",
     "DEFAULT_NULL_PERMUTATIONS",
     "GPU_FAMILIES",
     "MAX_NULL_PERMUTATIONS",
@@ -47,12 +49,14 @@ __all__ = [
     "app_device",
     "available_memory_bytes",
     "can_narrow",
+    "change_since_round_1",
     "check_form",
     "check_memory",
     "check_null_permutations",
     "class_impact",
     "cuda_available",
     "device_caption",
+    "estimate_run_seconds",
     "filter_defaults",
     "gpu_name",
     "groups_choice",
@@ -68,6 +72,7 @@ __all__ = [
     "run_filter",
     "run_groups",
     "run_memory_bytes",
+    "run_rounds",
     "stored_result",
     "suggested_tau",
     "tau_source",
@@ -163,14 +168,19 @@ def result(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> AFLiteResu
     The one source of truth for "the current run" (the Filter page, the sidebar, Inspect). A run read off
     another carries ``provenance["narrowed_from_tau"]`` (:func:`narrowed_from`) and equals a direct run at
     ``spec.tau`` in every field but the creation time and the per-round seconds (:mod:`aflite_core.engine.tau_path`).
-    None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, a stopped run); the
-    caller runs it (:func:`prepare_run` stores the finished run). ``session``: the page's session data (its
+    The session's stopped (partial) current run is its own answer too (:attr:`SessionData.partial`), so every page
+    reads the one current run, partial or not (issue 29).
+    None: nothing stored covers ``spec`` (another strategy, a stored run only above its τ, another session's stopped
+    run); the caller runs it (:func:`prepare_run` stores the finished run). ``session``: the page's session data (its
     opened run directories and uploads; compute never reads the session itself).
     """
     run_dirs = session.run_dirs
     hit = _stored(spec, run_dirs)
     if hit is not None:
         return hit
+    partial = session.partial.get(spec)  # the session's stopped current run (issue 29): never stored, never narrowed
+    if partial is not None:
+        return partial
     base = _narrowing_base(spec, run_dirs)
     if base is None:
         return None
@@ -242,6 +252,24 @@ def tau_source(run: AFLiteResult) -> str:
     )
 
 
+def change_since_round_1(change: float, fmt: str) -> dict[str, str]:
+    """A Filter metric's delta, colour and arrow (``st.metric`` keywords) for a change since round 1.
+
+    A change that rounds to zero in ``fmt`` reads "no change", uncoloured and without an arrow - never "-0%".
+
+    Examples
+    --------
+    >>> change_since_round_1(-0.0031, ".0%")
+    {'delta': 'no change', 'delta_color': 'off', 'delta_arrow': 'off'}
+    >>> change_since_round_1(-0.031, ".0%")
+    {'delta': '-3% since round 1', 'delta_color': 'inverse', 'delta_arrow': 'auto'}
+    """
+    text = format(change, "+" + fmt)
+    if float(change) == 0 or text.lstrip("+-").strip("0.%") == "":
+        return {"delta": "no change", "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": f"{text} since round 1", "delta_color": "inverse", "delta_arrow": "auto"}
+
+
 def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
     """Starting values of the Filter form for a dataset of ``n_rows`` rows."""
     target = max(n_classes + 2, round(0.5 * n_rows))
@@ -252,6 +280,40 @@ def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
         "n_partitions": 64,
         "slice_size": int(max(1, round(0.05 * n_rows))),
     }
+
+
+#: a Filter run estimated above this many seconds waits for the user's "Start the run" (issue 29 item 4)
+CONFIRM_SECONDS = 30.0
+
+
+def run_rounds(spec: FilterSpec, n_rows: int) -> int:
+    """Rounds a run of ``spec`` takes at most: to the target size, k rows a round (1 for the greedy strategy)."""
+    k = 1 if spec.strategy == "greedy" else max(1, int(spec.slice_size))
+    return max(0, -(-(int(n_rows) - int(spec.target_size)) // k))
+
+
+def estimate_run_seconds(spec: FilterSpec, n_rows: int, n_features: int, n_classes: int = 3) -> float:
+    """Seconds an AFLite run of ``spec`` takes on this server at most (to the target size; τ may end it sooner).
+
+    :func:`aflite_core.engine.estimates.estimate_seconds` (``"aflite"``): the default family's shape model at this
+    server's rates - the reference machine's first (no measuring), then, for a run that may be long (over a
+    third of :data:`CONFIRM_SECONDS`), the rates this process measures once (:func:`~aflite_core.engine.estimates.
+    calibrate`, about a second). The other families are priced as the default one (a floor: scikit-learn's fits are
+    slower). The greedy strategy removes one row a round.
+    """
+    shape = dict(
+        n_rows=int(n_rows),
+        target_size=int(spec.target_size),
+        slice_size=1 if spec.strategy == "greedy" else max(1, int(spec.slice_size)),
+        train_size=int(spec.train_size),
+        n_partitions=int(spec.n_partitions),
+        n_features=max(1, int(n_features)),
+        n_classes=max(2, int(n_classes)),
+    )
+    seconds = estimates.estimate_seconds("aflite", calibrated=False, **shape)
+    if seconds > CONFIRM_SECONDS / 3:
+        seconds = estimates.estimate_seconds("aflite", calibrated=True, **shape)
+    return seconds
 
 
 #: an in-app run's peak memory over its features' float32 bytes (the engine's blocks, predictions and copies;

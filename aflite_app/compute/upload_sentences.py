@@ -32,8 +32,10 @@ __all__ = [
     "EMBED_TEXT_CHARS",
     "EmbedSpec",
     "describe_embedding",
+    "embedding_caption",
     "embedding_outlook",
     "embedding_spec",
+    "embedding_time_text",
     "embedding_views",
     "embeddings_status",
     "prepare_embedding",
@@ -129,9 +131,35 @@ def embedding_outlook(frame: pd.DataFrame, spec: EmbedSpec) -> dict[str, Any]:
     )
     return {
         "seconds": seconds,
+        "load_seconds": seconds - sum(secs for _, secs, _ in todo),  # loading the model (0: loaded, or no work)
         "cached": [view for view, _, _, _ in plan if view not in todo_views],
         "refusal": refusal,
     }
+
+
+def embedding_caption(outlook: dict[str, Any], n_views: int, n_rows: int) -> str:
+    """The Data page's line under the embeddings box before Start: the estimate, the cache, what the model reads."""
+    return (
+        f"{embedding_time_text(outlook)} for {n_views} view{'s' * (n_views > 1)} × {n_rows:,} rows on this machine, in "
+        "the background with a progress bar once you press Start. Cached on disk (the server's embedding cache): the "
+        "same texts are never embedded twice, in any session. The model is given each text with its runs of blanks "
+        f"collapsed and cut at {EMBED_TEXT_CHARS:,} characters (it reads only the first 256 word pieces), and one job "
+        f"embeds at most {EMBED_MAX_CHARS:,} characters."
+    )
+
+
+def embedding_time_text(outlook: dict[str, Any]) -> str:
+    """The Data page's estimate: "About 12 s (±50 %; 9 s of it loading the model, once per server)".
+
+    Issue 29: a 2-row file read "About 0 s … loading the model included" while the model's load alone takes ~9 s;
+    the load is now named only when it is still to come, and a job under a second says so.
+    """
+    seconds, load = float(outlook["seconds"]), float(outlook.get("load_seconds", 0.0))
+    if load > 0:
+        return f"About {seconds:.0f} s (±50 %; {load:.0f} s of it loading the model, once per server)"
+    if seconds < 1:
+        return "About 1 s or less (the model is already loaded)"
+    return f"About {seconds:.0f} s (±50 %; the model is already loaded)"
 
 
 class _SharedModel:
@@ -232,5 +260,7 @@ def describe_embedding(
     Takes (and ignores) the step argument :func:`aflite_app.jobs.run_in_background` passes to every describe.
     """
     if progress is None:
-        return 0.0, f"Starting: loading the sentence model (about 9 s the first time)… {elapsed:.0f} s"
+        if _sentence_model().loaded:
+            return 0.0, f"Starting… {elapsed:.0f} s"
+        return 0.0, f"Starting: loading the sentence model (about 9 s, once per server)… {elapsed:.0f} s"
     return min(progress.fraction, 1.0), f"{progress.message} · {elapsed:.0f} s so far"

@@ -20,7 +20,7 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> Parser:
     """The argument parser of every command (exposed for documentation and tests)."""
-    from . import artifacts, diff, dynamics, embed, eval_filter, export, filter, ood, optimum, synthetic
+    from . import artifacts, diff, dynamics, embed, eval_filter, explain, export, filter, ood, optimum, synthetic
 
     parser = Parser(prog="aflite", description="AFLite Studio: adversarial filtering of dataset biases.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
@@ -34,6 +34,7 @@ def build_parser() -> Parser:
     embed.add_cli(sub)
     diff.add_cli(sub, "diff")
     export.add_cli(sub, "export")
+    explain.add_cli(sub)
     for command in sub.choices.values():  # every command reads files under the same memory budget
         command.add_argument(
             "--parse-budget-mb",

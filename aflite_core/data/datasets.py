@@ -3,7 +3,8 @@
 :class:`Dataset` holds a table (all original columns), integer label codes with class names, stable ids,
 display fields (text columns, a premise/hypothesis pair, images) and named float32 representations. Where
 datasets come from: :mod:`aflite_core.data.digits` (the bundled digits), :mod:`aflite_core.data.user_tables` (the user's
-own table) and :mod:`aflite_core.data.nli` (SNLI / MultiNLI).
+own table), :mod:`aflite_core.data.nli` (SNLI / MultiNLI) and :mod:`aflite_core.data.bundled_snli` (the bundled SNLI
+sample).
 """
 
 from __future__ import annotations

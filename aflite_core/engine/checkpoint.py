@@ -1,8 +1,9 @@
 """Checkpoints of a running AFLite filter: written after every round, checked in full before a resume.
 
 A checkpoint folder holds, per completed round r, ``round_<r>.npz`` (that round's score and prediction-count
-rows, when the run keeps them) and one ``state.npz`` with everything else: the per-row arrays and, as JSON in
-its ``meta`` array, the round number, history, random-generator state and a fingerprint of the data and
+rows, when the run keeps them, and its per-class vote counts ``votes`` (N, C) when it records them) and one
+``state.npz`` with everything else: the per-row arrays and, as JSON in its ``meta`` array, the round number,
+history, random-generator state and a fingerprint of the data and
 parameters. Each file is written to a temporary name, fsynced and renamed (:mod:`aflite_core._durable`);
 ``state.npz`` is written last, in one piece, so it always describes one round completely. Every round file
 carries its round number and the run's fingerprint digest, so a resume never mixes rounds or runs.
@@ -117,6 +118,8 @@ def write_checkpoint(run: Any) -> None:
         }
         if run.has_eval:
             arrays["eval_scores"] = run.eval_score_rows[-1]
+        if getattr(run, "record_votes", False) and run.vote_rows:
+            arrays["votes"] = run.vote_rows[-1]
         _durable.write_file(d / f"round_{run.round:05d}.npz", _npz_bytes(arrays))
     meta = {
         "format": CHECKPOINT_FORMAT,
@@ -154,6 +157,8 @@ class Checkpoint:
     score_rows: list[NDArray]
     count_rows: list[NDArray]
     eval_score_rows: list[NDArray]
+    #: per round, the (N, C) vote counts; None when asked for none or a round file holds none (an older writer)
+    vote_rows: list[NDArray] | None = None
 
 
 class _Refuse(ValueError):
@@ -187,8 +192,12 @@ def read_checkpoint(
     keep_matrix: bool,
     count_dtype: np.dtype,
     fingerprint: dict,
+    vote_shape: tuple[int, Any] | None = None,
 ) -> Checkpoint:
     """Read and check the checkpoint in ``directory`` for a run on ``n_rows`` rows with ``fingerprint``.
+
+    ``vote_shape``: (classes, dtype) of the votes the run records, or None; the votes are read back when every
+    round file holds them (checked against its prediction counts), else ``vote_rows`` is None.
 
     Raises
     ------
@@ -199,13 +208,19 @@ def read_checkpoint(
     if not has_checkpoint(d):
         raise ValueError(f"'{d}' has no checkpoint to resume from.")
     try:
-        return _read(d, n_rows, n_eval, keep_matrix, np.dtype(count_dtype), fingerprint)
+        return _read(d, n_rows, n_eval, keep_matrix, np.dtype(count_dtype), fingerprint, vote_shape)
     except _Refuse as exc:
         raise _damaged(d, str(exc)) from None
 
 
 def _read(
-    d: Path, n_rows: int, n_eval: int | None, keep_matrix: bool, count_dtype: np.dtype, fingerprint: dict
+    d: Path,
+    n_rows: int,
+    n_eval: int | None,
+    keep_matrix: bool,
+    count_dtype: np.dtype,
+    fingerprint: dict,
+    vote_shape: tuple[int, Any] | None = None,
 ) -> Checkpoint:
     legacy = not _has_meta(d / STATE_FILE)  # format 1 kept the metadata in state.json
     arrays = _load_npz(d / STATE_FILE, "state.npz")
@@ -270,6 +285,7 @@ def _read(
         _check_removals(arrays["eval_removed_round"], history, rounds, "eval_removed", None)
     # the per-round score rows, 1..rounds (files of later rounds are leftovers of an interrupted write)
     score_rows, count_rows, eval_rows = [], [], []
+    vote_rows: list[NDArray] | None = [] if vote_shape is not None and keep_matrix else None
     if keep_matrix:
         for r in range(1, rounds + 1):
             z = _load_npz(d / f"round_{r:05d}.npz", f"the file of round {r}")
@@ -288,6 +304,7 @@ def _read(
                 raise _Refuse(f"the scores of round {r} disagree with its history")
             score_rows.append(z["scores"])
             count_rows.append(z["counts"])
+            vote_rows = _votes_of_round(z, r, n_rows, vote_shape, vote_rows)
             if n_eval is not None:
                 eval_rows.append(z["eval_scores"])
     return Checkpoint(
@@ -302,7 +319,21 @@ def _read(
         score_rows=score_rows,
         count_rows=count_rows,
         eval_score_rows=eval_rows,
+        vote_rows=vote_rows,
     )
+
+
+def _votes_of_round(z: dict, r: int, n_rows: int, vote_shape, vote_rows: list | None) -> list | None:
+    """Add round ``r``'s votes to ``vote_rows`` (checked); None from the first round file without votes."""
+    if vote_rows is None or "votes" not in z:
+        return None
+    votes = z["votes"]
+    if votes.dtype != np.dtype(vote_shape[1]) or votes.shape != (n_rows, vote_shape[0]):
+        raise _Refuse(f"the file of round {r} lacks a proper 'votes' array")
+    if not np.array_equal(votes.sum(axis=1, dtype=np.int64), z["counts"].astype(np.int64)):
+        raise _Refuse(f"the votes of round {r} disagree with its prediction counts")
+    vote_rows.append(votes)
+    return vote_rows
 
 
 def _has_meta(path: Path) -> bool:

@@ -124,6 +124,8 @@ class LocalBackend:
 
     #: ``on_step(phase, done, total)`` inside a round (set by the run; see :func:`aflite_core.aflite`)
     on_step: Callable[[str, int, int], bool | None] | None = None
+    #: count each row's held-out predictions per class too (set by the run: ``aflite(record_votes=...)``)
+    record_votes: bool = False
 
     def score(self, rows, plan, rng, eval_rows, round_no) -> RoundScores:
         """One round with :func:`aflite_core.engine.partitions.score_round`."""
@@ -138,6 +140,7 @@ class LocalBackend:
             eval_X=self.eval_X,
             eval_codes=self.eval_codes,
             eval_rows=eval_rows,
+            votes=self.record_votes,
         )
 
     def remove(self, rows, round_no) -> None:
@@ -186,6 +189,9 @@ class Run:
     null_round: Callable | None = None
     #: group code per row (int32) or None: partitions' training parts are then made of whole groups
     groups: NDArray[np.int32] | None = None
+    #: record, per round, row and class, the held-out predictions that went to each class (``AFLiteResult.votes``;
+    #: only with a per-round score matrix, and only on backends that count them - not the Dask backend)
+    record_votes: bool = True
 
     def __post_init__(self) -> None:
         N = self.X.shape[0]
@@ -193,6 +199,11 @@ class Run:
         self.backend = self.backend or LocalBackend()
         self.keep_matrix = cfg.strategy != "greedy"
         self.count_dtype = np.uint16 if cfg.n_partitions < 2**16 else np.int32
+        self.record_votes = bool(self.record_votes) and self.keep_matrix
+        self.vote_dtype = np.int16 if cfg.n_partitions < 2**15 else np.int32
+        self.vote_rows: list[NDArray] = []
+        if self.record_votes:
+            self.backend.record_votes = True
         self.has_eval = self.eval_X is not None
         n_eval = len(self.eval_X) if self.has_eval else 0
         self.n_eval = n_eval
@@ -322,6 +333,8 @@ class Run:
             cnt = np.zeros(N, dtype=self.count_dtype)
             cnt[S] = rs.n_predictions
             self.count_rows.append(cnt)
+        if self.record_votes:
+            self._record_votes(S, rs.votes)
         eval_gone = np.empty(0, dtype=np.intp)
         if self.has_eval:
             pe = (rs.eval_correct / cfg.n_partitions).astype(np.float32)
@@ -386,6 +399,15 @@ class Run:
                 if self.checkpoint_dir is not None:
                     self.write_checkpoint()
         return S
+
+    def _record_votes(self, S: NDArray[np.intp], votes: NDArray | None) -> None:
+        """Keep this round's per-class vote counts of the rows of S (zero for rows no longer in the set)."""
+        if votes is None:  # the backend did not count them (e.g. Dask): the run records no votes
+            self.record_votes, self.vote_rows = False, []
+            return
+        row = np.zeros((self.X.shape[0], len(self.classes)), dtype=self.vote_dtype)
+        row[S] = votes
+        self.vote_rows.append(row)
 
     # -- the result ----------------------------------------------------------------------------------------
     def params(self) -> dict[str, Any]:
@@ -458,7 +480,16 @@ class Run:
             eval_ids=self.eval_ids,
             null_counts=self._null_mean(self.null_rows),
             eval_null_counts=self._null_mean(self.eval_null_rows) if self.has_eval else None,
+            votes=self._votes(),
         )
+
+    def _votes(self) -> NDArray | None:
+        """The recorded votes, shape (rounds, N, C), or None when the run records none."""
+        if not self.record_votes:
+            return None
+        if not self.vote_rows:
+            return np.zeros((0, self.X.shape[0], len(self.classes)), dtype=self.vote_dtype)
+        return np.stack(self.vote_rows)
 
     def _null_mean(self, rows: list[NDArray]) -> NDArray[np.float64] | None:
         """Mean null counts per round, class and τ (None when the run computes no null)."""
@@ -502,6 +533,7 @@ class Run:
             keep_matrix=self.keep_matrix,
             count_dtype=self.count_dtype,
             fingerprint=self.fingerprint(),
+            vote_shape=(len(self.classes), self.vote_dtype) if self.record_votes else None,
         )
         _check_same_device(self.extra_state, cp.extra, checkpoint_dir)
         self._restore_null(cp.extra, cp.round, checkpoint_dir)
@@ -516,6 +548,9 @@ class Run:
         for name, values in cp.arrays.items():
             setattr(self, name, values.copy())
         self.score_rows, self.count_rows, self.eval_score_rows = cp.score_rows, cp.count_rows, cp.eval_score_rows
+        if self.record_votes and cp.vote_rows is None:  # written without votes: the resumed run records none
+            self.record_votes, self.backend.record_votes = False, False
+        self.vote_rows = cp.vote_rows or [] if self.record_votes else []
         self.history = list(cp.history)
         self.stop_reason = cp.stop_reason
         self.extra_state = cp.extra

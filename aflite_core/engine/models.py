@@ -395,12 +395,15 @@ class _LinearSession(ShardedGrams):
         Predicting each block only with the models that held it out is about half the work of predicting
         every row with every model.
         """
+        return self.block_predictions(fitted, block_rows, models) == self.codes[block_rows][:, None]
+
+    def block_predictions(self, fitted: _LinearWeights, block_rows: NDArray[np.intp], models: NDArray[np.intp]):
+        """Class codes (rows × models) the models that held a block out predict for that block's rows."""
         W, b = fitted.select(models)
         scores = self.X[block_rows] @ W
         scores += b
         C = fitted.n_classes
-        preds = _predict_codes(scores.reshape(len(block_rows), C - 1, len(models)), C)
-        return preds == self.codes[block_rows][:, None]
+        return _predict_codes(scores.reshape(len(block_rows), C - 1, len(models)), C)
 
     def forget(self, rows: NDArray[np.intp]) -> None:
         """Bookkeeping of removed rows that every process holding the session keeps (block sizes)."""

@@ -33,6 +33,7 @@ __all__ = [
     "PartitionPlan",
     "RoundInterrupted",
     "RoundScores",
+    "count_votes",
     "draw_block_plan",
     "exact_plan",
     "group_blocks",
@@ -245,6 +246,9 @@ class RoundScores:
     """Per partition model: number of its held-out rows."""
     eval_correct: NDArray[np.int32] | None = None
     """Per remaining evaluation row: correct predictions among all m models."""
+    votes: NDArray[np.int32] | None = None
+    """Per position of S and class, shape (n_S, C): held-out predictions that went to that class (their sum over
+    classes is ``n_predictions``, their gold-class column ``correct``); None when the round did not count them."""
 
     @property
     def predictability(self) -> NDArray[np.float32]:
@@ -280,6 +284,27 @@ class FamilySession(Protocol):
         """Rows per prediction call."""
 
 
+def count_votes(preds: NDArray, heldout: NDArray[np.bool_] | None, n_classes: int) -> NDArray[np.int32]:
+    """Per row, the held-out predictions that went to each class: shape (rows, ``n_classes``).
+
+    ``preds`` holds class codes (rows, models); ``heldout`` (same shape, or None for all) marks the predictions
+    that count - a model votes only on the rows it did not train on (Algorithm 1, lines 8-9).
+    """
+    n = len(preds)
+    if n_classes <= 32:  # one pass per class, the row sums as a matrix-vector product: a few classes fast
+        out = np.empty((n, n_classes), dtype=np.int32)
+        ones = np.ones(np.shape(preds)[1], dtype=np.float32)  # float32 counts are exact below 2**24 models
+        for c in range(n_classes):
+            hit = preds == c
+            if heldout is not None:
+                hit &= heldout
+            out[:, c] = hit.astype(np.float32) @ ones
+        return out
+    flat = np.arange(n, dtype=np.intp)[:, None] * n_classes + np.asarray(preds, dtype=np.intp)
+    flat = flat.ravel() if heldout is None else flat[heldout]
+    return np.bincount(flat, minlength=n * n_classes).reshape(n, n_classes).astype(np.int32)
+
+
 def _count(preds, codes_chunk, heldout, out_correct, out_n, model_correct, model_total) -> None:
     right = (preds == codes_chunk[:, None]) & heldout
     out_correct += right.sum(axis=1, dtype=np.int32)
@@ -295,9 +320,18 @@ def _count(preds, codes_chunk, heldout, out_correct, out_n, model_correct, model
 
 
 def scoring_pieces(
-    session: FamilySession, rows: NDArray[np.intp], plan: PartitionPlan, eval_rows: NDArray[np.intp] | None
+    session: FamilySession,
+    rows: NDArray[np.intp],
+    plan: PartitionPlan,
+    eval_rows: NDArray[np.intp] | None,
+    *,
+    votes: bool = False,
 ) -> list[dict]:
-    """The pieces of one round's scoring, in a fixed order (see the comment above)."""
+    """The pieces of one round's scoring, in a fixed order (see the comment above).
+
+    ``votes=True`` asks each row piece to count its held-out predictions per class as well (a session without
+    ``n_classes`` counts none).
+    """
     pieces: list[dict] = []
     n = len(rows)
     n_blocks = plan.membership.shape[1]
@@ -321,6 +355,9 @@ def scoring_pieces(
                     "heldout": plan.heldout(sl),
                 }
             )
+    if votes and getattr(session, "n_classes", None):
+        for piece in pieces:
+            piece["votes"] = int(session.n_classes)
     if eval_rows is not None:
         step = max(1, session.predict_chunk_rows)
         for start in range(0, len(eval_rows), step):
@@ -351,10 +388,18 @@ def run_pieces(
 def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, eval_X, eval_codes) -> dict:
     """Counts of one scoring piece (see :func:`scoring_pieces`)."""
     kind = piece["kind"]
+    n_classes = piece.get("votes")
     if kind == "block":
-        right = session.score_block(fitted, piece["rows"], piece["models"])
+        votes = None
+        if n_classes and hasattr(session, "block_predictions"):
+            preds = session.block_predictions(fitted, piece["rows"], piece["models"])
+            right = preds == codes[piece["rows"]][:, None]
+            votes = count_votes(preds, None, n_classes)
+        else:
+            right = session.score_block(fitted, piece["rows"], piece["models"])
         return {
             "kind": kind,
+            "votes": votes,
             "positions": piece["positions"],
             "models": piece["models"],
             "correct": right.sum(axis=1, dtype=np.int32),
@@ -372,6 +417,7 @@ def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, 
         _count(preds, codes[r], heldout, c, nn, mc, mt)
         return {
             "kind": kind,
+            "votes": count_votes(preds, heldout, n_classes) if n_classes else None,
             "positions": piece["positions"],
             "correct": c,
             "n_pred": nn,
@@ -394,7 +440,12 @@ def merge_pieces(results: list[dict], n_rows: int, n_partitions: int, n_eval: in
     model_correct = np.zeros(n_partitions, dtype=np.int64)
     model_total = np.zeros(n_partitions, dtype=np.int64)
     eval_correct = None if n_eval is None else np.zeros(n_eval, dtype=np.int32)
+    row_results = [res for res in results if res["kind"] != "eval"]
+    with_votes = bool(row_results) and all(res.get("votes") is not None for res in row_results)
+    votes = np.zeros((n_rows, row_results[0]["votes"].shape[1]), np.int32) if with_votes else None
     for res in results:
+        if with_votes and res["kind"] != "eval":
+            votes[res["positions"]] += res["votes"]
         if res["kind"] == "eval":
             eval_correct[res["start"] : res["start"] + len(res["eval_correct"])] = res["eval_correct"]
         elif res["kind"] == "block":
@@ -407,7 +458,7 @@ def merge_pieces(results: list[dict], n_rows: int, n_partitions: int, n_eval: in
             n_pred[res["positions"]] += res["n_pred"]
             model_correct += res["model_correct"]
             model_total += res["model_total"]
-    return RoundScores(correct, n_pred, model_correct, model_total, eval_correct)
+    return RoundScores(correct, n_pred, model_correct, model_total, eval_correct, votes)
 
 
 def score_round(
@@ -422,6 +473,7 @@ def score_round(
     eval_codes: NDArray[np.int32] | None = None,
     eval_rows: NDArray[np.intp] | None = None,
     on_step: Callable[[str, int, int], bool | None] | None = None,
+    votes: bool = False,
 ) -> RoundScores:
     """Fit the m partition models of a round and count each row's correct out-of-sample predictions.
 
@@ -446,6 +498,9 @@ def score_round(
     on_step : callable, optional
         ``on_step(phase, done, total)`` after every group of partition fits and every prediction piece;
         returning ``False`` abandons the round by raising :class:`RoundInterrupted`.
+    votes : bool, default=False
+        Also count, per row and class, the held-out predictions that went to that class
+        (:attr:`RoundScores.votes`).
 
     Returns
     -------
@@ -457,7 +512,7 @@ def score_round(
         report_step(session, "fit", 0, m)
         fitted = session.fit(rows, plan, range(m), rng)
         with_eval = eval_X is not None and eval_rows is not None
-        pieces = scoring_pieces(session, rows, plan, eval_rows if with_eval else None)
+        pieces = scoring_pieces(session, rows, plan, eval_rows if with_eval else None, votes=votes)
         results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes)
     finally:
         session.on_step = None

@@ -146,6 +146,13 @@ class AFLiteResult:
         null was computed (``null_message`` says so), e.g. a run saved by an older version.
     eval_null_counts : ndarray of float64, shape (rounds, n_classes, 101), or None
         The same for the remaining evaluation rows (by their own label), with an evaluation set.
+    votes : ndarray of int16 (int32 if m ≥ 32768), shape (rounds, N, n_classes), or None
+        The m models' votes: in each round, for every row, how many of the models that held it out predicted
+        each class (zero where not scored or already removed). Counted while the round ran, never derived from
+        the scores: ``votes.sum(axis=2) == n_predictions`` and ``votes[r, i, y[i]] / n_predictions[r, i]`` is
+        ``scores[r, i]``. About 2 bytes × rounds × N × classes (135 MB at 550,000 rows, 41 rounds, 3 classes).
+        None: not recorded (``votes_message`` says why): ``aflite(record_votes=False)``, ``strategy="greedy"``,
+        the Dask backend, or a run saved by an older version.
     """
 
     params: dict
@@ -172,6 +179,7 @@ class AFLiteResult:
     eval_ids: NDArray | None = None
     null_counts: NDArray[np.float64] | None = None
     eval_null_counts: NDArray[np.float64] | None = None
+    votes: NDArray | None = None
 
     # -- summaries ----------------------------------------------------------------------------------------
     @property
@@ -276,6 +284,21 @@ class AFLiteResult:
             f"observed {observed:,} (chance share {share})"
         )
 
+    @property
+    def votes_message(self) -> str:
+        """One line on the recorded votes: what they are, or that (and why) the run did not record them."""
+        if self.votes is not None:
+            return (
+                f"votes recorded: {self.votes.shape[0]:,} rounds × {self.votes.shape[1]:,} rows × "
+                f"{self.votes.shape[2]} classes ({self.votes.nbytes / 2**20:,.1f} MiB)"
+            )
+        why = (
+            "strategy 'greedy' keeps no per-round record"
+            if self.params.get("strategy") == "greedy"
+            else ("run with record_votes=True on the local or torch backend, or saved by a version before run format 5")
+        )
+        return f"votes not recorded ({why})"
+
     def __repr__(self) -> str:
         return (
             f"AFLiteResult(kept={self.n_kept}/{self.n_rows}, rounds={self.n_rounds}, "
@@ -348,6 +371,9 @@ class AFLiteResult:
         null : bool, default=False
             Also compare the null (``null_counts``, ``eval_null_counts`` and ``params["null_permutations"]``).
             By default a run with a null equals the same run without one: the null changes no decision.
+
+        The recorded ``votes`` are compared when both runs recorded them (a run without them, e.g. on the Dask
+        backend, equals the same run with them: recording changes no decision).
         """
         arrays = [
             "y", "kept", "removed_round", "scores", "n_predictions", "first_score", "last_score", "removal_score",
@@ -361,6 +387,9 @@ class AFLiteResult:
             if a is not None and not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=a.dtype.kind == "f"):
                 return False
             if a is not None and np.asarray(a).dtype != np.asarray(b).dtype:
+                return False
+        if self.votes is not None and other.votes is not None:  # compared where both runs recorded them
+            if self.votes.dtype != other.votes.dtype or not np.array_equal(self.votes, other.votes):
                 return False
         if null:
             arrays_null = ("null_counts", "eval_null_counts")

@@ -10,10 +10,12 @@ importable from where they were defined before (``loop.HISTORY_COLUMNS``, ``filt
 
 from __future__ import annotations
 
-__all__ = ["HISTORY_COLUMNS", "STOP_REASONS", "STRATEGIES", "TABLE_FILE"]
+__all__ = ["HISTORY_COLUMNS", "STOP_REASONS", "STRATEGIES", "TABLE_FILE", "VOTES_FILE"]
 
 #: the file name of a run's recorded table (the user's rows, :mod:`~aflite_core.engine.run_table`) in its directory
 TABLE_FILE = "table.parquet"
+#: the file name of a run's recorded votes (``AFLiteResult.votes``, one ``.npy`` array) in its directory
+VOTES_FILE = "votes.npy"
 
 #: one row of a run's history per round, in this order (the saved ``history.parquet`` and the checkpoints too)
 HISTORY_COLUMNS = [

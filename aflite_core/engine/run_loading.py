@@ -8,6 +8,8 @@ round numbers and that the per-row removals agree with the per-round history. An
 
 A run's recorded table (``table.parquet``, format version 4) is checked on load too (its size and SHA-256,
 streamed: it is not parsed or held), and read by :func:`aflite_core.engine.run_table.load_run_table`.
+
+Recorded votes (``votes.npy``, format 5) are checked the same way, then read by :mod:`~aflite_core.engine.run_votes`.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from .._validation import shown, shown_list
 from ..data import budget
 from ..data.parquet_reads import read_parquet_checked
 from ..data.preflight import json_bound
-from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE
+from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE, VOTES_FILE
 from .run_record import FORMAT, FORMAT_VERSION, NULL_TAU_COLUMNS, ROW_COLUMNS, _canonical, _sha
+from .run_votes import VotesError, read_votes, votes_meta_of
 
 __all__ = ["MAX_META_BYTES", "RunRecordError", "load_run"]
 
@@ -251,7 +254,7 @@ def load_run(
     src = Path(directory)
     try:
         return _load(src, result_type, max_rows, expected_rows)
-    except _Bad as exc:
+    except (_Bad, VotesError) as exc:
         raise RunRecordError(f"'{src}' holds an incomplete or damaged AFLite run: {exc}.", str(exc)) from None
     except (RunRecordError, budget.MemoryBudgetError):  # the budget's own sentence, as every reader says it
         raise
@@ -276,6 +279,7 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
     ids = _ids(rows.frame, head.ids_meta)
     eval_kw = _read_eval(src, head, history) if head.n_eval is not None else {}
     eval_kw.update(_read_nulls(src, head))
+    votes = None if head.votes_meta is None else read_votes(src / VOTES_FILE, head.votes_meta, counts)
     result = result_type(
         params=head.params,
         classes=tuple(head.classes),
@@ -291,6 +295,7 @@ def _load(src: Path, result_type: type, max_rows: int | None, expected_rows: int
         stop_reason=head.stop_reason,
         provenance=_need(head.meta, "provenance", dict, optional=True) or {},
         ids=ids,
+        votes=votes,
         **eval_kw,
     )
     _ = result.stop_message  # the parameters it needs are there and format
@@ -315,6 +320,7 @@ class _Header:
     ids_meta: dict | None
     eval_ids_meta: dict | None
     null_k: int | None
+    votes_meta: dict | None = None
 
 
 def _read_meta(src: Path) -> tuple[dict, int, dict | None]:
@@ -405,6 +411,7 @@ def _read_header(src: Path, max_rows: int | None, expected_rows: int | None) -> 
     if null_k is not None and params.get("null_permutations") != null_k:
         raise _Bad("its null's number of permutations disagrees with its parameters")
     return _Header(
+        votes_meta=votes_meta_of(meta, version, n_rounds, n_rows, len(classes), has_scores),
         meta=meta,
         version=version,
         manifest=manifest,
@@ -433,10 +440,13 @@ def _check_file_list(src: Path, head: _Header) -> None:
     if has_table:
         names.append(TABLE_FILE)
         _table_meta(head.meta, head.n_rows)
+    names += [VOTES_FILE] if head.votes_meta is not None else []
     if head.manifest is not None and sorted(head.manifest) != sorted(names):
         raise _Bad("its manifest does not list the files of a run")
     if has_table:
         _check_streamed(src, TABLE_FILE, head.manifest)
+    for name in [VOTES_FILE] if head.votes_meta is not None else []:
+        _check_streamed(src, name, head.manifest)
 
 
 def _read_history(src: Path, head: _Header) -> pd.DataFrame:

@@ -7,7 +7,11 @@ with an evaluation set, ``eval_rows.parquet`` / ``eval_scores.parquet``; a run w
 per round and class, the columns ``round``, ``class`` and ``ge_0.00`` … ``ge_1.00`` (mean null count at
 p ≥ τ). A run with a recorded table (format 4 on: the user's texts and metadata, one row per run row,
 :mod:`aflite_core.engine.run_table`) adds ``table.parquet``, described by ``result.json``'s ``"table"`` entry.
-Never pickle. Records of formats 1 and 2 have no null and load with ``null_counts`` None.
+A run with recorded votes (format 5 on: ``AFLiteResult.votes``, per round, row and class, the held-out
+predictions that went to that class) adds ``votes.npy``: one plain ``.npy`` array (rounds, N, classes) of int16
+(int32 from m = 32,768), described by ``result.json``'s ``"votes"`` entry and loaded memory-mapped.
+Never pickle. Records of formats 1 and 2 have no null and load with ``null_counts`` None; records before
+format 5 have no votes and load with ``votes`` None ("votes not recorded").
 
 **Saving** builds the complete run in a hidden sibling folder and swaps it in (:mod:`aflite_core._durable`):
 a reader sees the old run, no run for a moment, or the new one, never a mix. Two saves into one folder (other
@@ -37,7 +41,8 @@ from .. import _durable
 from .._folder_lock import folder_lock
 from .._utils import json_default
 from .._validation import shown_list
-from .run_constants import TABLE_FILE
+from .run_constants import TABLE_FILE, VOTES_FILE
+from .run_votes import npy_bytes
 
 __all__ = [
     "FORMAT",
@@ -53,7 +58,10 @@ __all__ = [
 FORMAT = "aflite-studio-run"
 #: 3: the null (``null_counts.parquet``, ``eval_null_counts.parquet``, ``null_permutations`` in result.json)
 #: 4: the recorded table (``table.parquet``, ``table`` in result.json; absent or null without one)
-FORMAT_VERSION = 4
+#: 5: the recorded votes (``votes.npy``, ``votes`` in result.json: its shape and dtype)
+FORMAT_VERSION = 5
+#: a run without recorded votes is written as format 4 (with a table) or 3, so older readers keep reading it
+_VERSION_WITHOUT_VOTES = 4
 #: a run without a recorded table is written as format 3, so that readers of format 3 keep reading it
 _VERSION_WITHOUT_TABLE = 3
 #: files a saved run may consist of
@@ -67,6 +75,7 @@ RUN_FILES = (
     "null_counts.parquet",
     "eval_null_counts.parquet",
     TABLE_FILE,
+    VOTES_FILE,
 )
 #: the columns of a null file after ``round`` and ``class``: one per τ of the 0.01 grid
 NULL_TAU_COLUMNS = tuple(f"ge_{i / 100:.2f}" for i in range(101))
@@ -233,10 +242,17 @@ def encode_run(result: Any, table: tuple[bytes, dict] | None = None) -> dict[str
             files["eval_null_counts.parquet"] = _parquet_bytes(_null_frame(result.eval_null_counts))
     if table is not None:
         files[TABLE_FILE] = table[0]
+    votes = getattr(result, "votes", None)
+    if votes is not None:
+        files[VOTES_FILE] = npy_bytes(votes)
     classes, classes_lossy = _encode_values(result.classes)
     meta = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION if table is not None else _VERSION_WITHOUT_TABLE,
+        "format_version": FORMAT_VERSION
+        if votes is not None
+        else _VERSION_WITHOUT_VOTES
+        if table is not None
+        else _VERSION_WITHOUT_TABLE,
         "params": result.params,
         "classes": classes,
         "classes_are_repr": classes_lossy,
@@ -253,6 +269,7 @@ def encode_run(result: Any, table: tuple[bytes, dict] | None = None) -> dict[str
         if result.null_counts is not None
         else None,
         **({"table": table[1]} if table is not None else {}),
+        **({"votes": {"shape": list(votes.shape), "dtype": str(votes.dtype)}} if votes is not None else {}),
         "files": {name: {"bytes": len(data), "sha256": _sha(data)} for name, data in sorted(files.items())},
     }
     meta = json.loads(json.dumps(meta, default=json_default))  # what a reader will see, byte for byte

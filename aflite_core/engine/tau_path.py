@@ -43,7 +43,8 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
         ``provenance["narrowed_from_tau"]`` records the τ of the run it was read off. Its ``scores`` and
         ``n_predictions`` are read-only views of ``result``'s (the first rounds), so narrowing costs no copy of
         the score matrix. Its null (``null_counts``, recorded per round on the τ grid and independent of τ) is
-        that of the rounds it keeps, equal to a direct run's.
+        that of the rounds it keeps, equal to a direct run's; so are its recorded ``votes`` (the rounds it keeps:
+        the rounds up to the stop score the same rows with the same models, a read-only view too).
 
     Raises
     ------
@@ -133,6 +134,7 @@ def narrow_to_tau(result: AFLiteResult, tau: float) -> AFLiteResult:
         provenance=provenance,
         ids=result.ids,
         null_counts=None if result.null_counts is None else _read_only(result.null_counts[:stop_round]),
+        votes=None if result.votes is None else _read_only(result.votes[:stop_round]),
     )
 
 

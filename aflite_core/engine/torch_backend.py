@@ -474,9 +474,9 @@ class TorchSession:
         return self.torch.where(best > 0, idx + 1, self.torch.zeros_like(idx))
 
     def score_round(
-        self, rows: NDArray[np.intp], plan: PartitionPlan, rng, *, eval_rows=None, eval_codes=None, on_step=None
+        self, rows, plan: PartitionPlan, rng, *, eval_rows=None, eval_codes=None, on_step=None, votes: bool = False
     ) -> RoundScores:
-        """Fit the m models and count correct out-of-sample predictions (as :func:`~.partitions.score_round`)."""
+        """Fit the m models, count correct out-of-sample predictions (and votes per class): as ``score_round``."""
         torch = self.torch
         m = plan.n_partitions
         self.on_step = on_step
@@ -494,6 +494,7 @@ class TorchSession:
             n_pred = torch.zeros(n, dtype=torch.int32, device=self.device)
             model_correct = torch.zeros(m, dtype=torch.int64, device=self.device)
             model_total = torch.zeros(m, dtype=torch.int64, device=self.device)
+            vote = torch.zeros((n, self.n_classes), dtype=torch.int32, device=self.device) if votes else None
             step = self._chunk_rows()
             index = self._index(rows)
             n_eval = 0 if eval_rows is None else len(eval_rows)
@@ -509,6 +510,8 @@ class TorchSession:
                 right = (preds == self.codes_dev[index[sl]][:, None]) & held
                 correct[sl] = right.sum(dim=1, dtype=torch.int32)
                 n_pred[sl] = held.sum(dim=1, dtype=torch.int32)
+                for c in range(self.n_classes) if vote is not None else ():
+                    vote[sl, c] = ((preds == c) & held).sum(dim=1, dtype=torch.int32)
                 model_correct += right.sum(dim=0)
                 model_total += held.sum(dim=0)
             eval_correct = None
@@ -527,13 +530,8 @@ class TorchSession:
             report_step(self, "predict", total_steps, total_steps)
         finally:
             self.on_step = None
-        return RoundScores(
-            correct.cpu().numpy(),
-            n_pred.cpu().numpy(),
-            model_correct.cpu().numpy(),
-            model_total.cpu().numpy(),
-            eval_correct,
-        )
+        counts = [t.cpu().numpy() for t in (correct, n_pred, model_correct, model_total)]
+        return RoundScores(*counts, eval_correct, None if vote is None else vote.cpu().numpy())
 
 
 class TorchBackend(LocalBackend):
@@ -592,6 +590,7 @@ class TorchBackend(LocalBackend):
                 eval_rows=eval_rows if self.eval_X is not None else None,
                 eval_codes=self.eval_codes,
                 on_step=self.on_step,
+                votes=self.record_votes,
             )
 
     def remove(self, rows, round_no) -> None:

@@ -1,0 +1,75 @@
+"""Charts of the guided demo page that no other page draws (pure; no Streamlit): one row's predictability per round.
+
+The demo's other figures come from the pages they introduce (:mod:`aflite_app.charts.synthetic`,
+:func:`aflite_app.charts.inspect.artifact_shares_chart`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .theme import KEPT, REMOVED, TAU_LINE, style
+
+__all__ = ["row_rounds_chart"]
+
+
+def row_rounds_chart(
+    rounds: Sequence[int], scores: Sequence[float], tau: float, removed_round: int, *, height: int = 320
+) -> go.Figure:
+    """One row's predictability p(i) in every round it was scored, against τ; the round that removed it marked.
+
+    ``rounds`` (1, 2, …) and ``scores`` (the share of that round's models, not trained on the row, that predicted its
+    label) come from :func:`aflite_app.compute.demo.explain_row`. Points at or above τ are vermillion (the row
+    qualified for removal), below it blue; the removal round is a larger diamond labelled "removed". A row can
+    qualify and still stay a round: AFLite removes only the k most predictable rows of a round.
+    """
+    x = np.asarray(list(rounds), dtype=int)
+    p = np.asarray(list(scores), dtype=float)
+    above = p >= tau
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=p,
+            mode="lines+markers+text",
+            name="predictability p(i)",
+            line=dict(color="#555555", width=2),
+            marker=dict(color=np.where(above, REMOVED, KEPT).tolist(), size=11, line=dict(width=1, color="#333")),
+            text=[f"{v:.2f}" for v in p],
+            textposition="top center",
+            cliponaxis=False,
+            hovertemplate="round %{x}: p = %{y:.2f}<extra></extra>",
+        )
+    )
+    if removed_round > 0 and removed_round in set(x.tolist()):
+        i = int(np.flatnonzero(x == removed_round)[0])
+        fig.add_trace(
+            go.Scatter(
+                x=[removed_round],
+                y=[p[i]],
+                mode="markers+text",
+                name=f"removed in round {removed_round}",
+                marker=dict(color=REMOVED, size=20, symbol="diamond-open", line=dict(width=3, color=REMOVED)),
+                text=["removed"],
+                textposition="bottom center",
+                cliponaxis=False,
+                hoverinfo="skip",
+            )
+        )
+    fig.add_hline(
+        y=tau,
+        line=dict(color=TAU_LINE, dash="dash", width=1.5),
+        annotation_text=f"τ = {tau:g}",
+        annotation_position="top left",
+    )
+    top = max(int(x.max()) if len(x) else 1, 1)
+    fig.update_xaxes(title_text="AFLite round", tickmode="array", tickvals=x.tolist(), range=[0.5, top + 0.5])
+    fig.update_yaxes(title_text="predictability p(i) (0-1)", range=[0, 1.12])
+    style(fig, height=height)
+    fig.update_layout(
+        meta={"removed_round": int(removed_round), "tau": float(tau)},
+    )
+    return fig
