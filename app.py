@@ -43,7 +43,7 @@ PAGES = {
 }
 nav = st.navigation(PAGES)
 # a shared link or a reload: the URL's view applies once - the dataset, representation and Filter parameters, and the
-# opened page's own view (Inspect's filters, the map's selection, the Synthetic page's τ and k: links.PAGE_VIEWS)
+# opened page's own view (Inspect's filters, the map's selection, the Synthetic page's τ and k: page_views.PAGE_VIEWS)
 notice = links.apply_url(st.session_state, st.query_params, ui.upload_vault(), bundled_dataset, nav.url_path)
 ui.sidebar()
 if notice:

@@ -120,7 +120,7 @@ PRED_PAGE = "pred-page"
 # Compare runs (issue 28): "a" / "b" - the ident of the run chosen as A / B (kept while another page is open);
 # "job" - BackgroundRun: the comparison (its Outcome: the RunDiff, stopped, or why the runs cannot be compared)
 COMPARE_PAGE = "compare-page"
-# Guided demo (issue 29): "step" - the step shown (1-3; in the URL as ?step=, aflite_app.links.PAGE_VIEWS);
+# Guided demo (issue 29): "step" - the step shown (1-3; in the URL as ?step=, aflite_app.page_views.PAGE_VIEWS);
 # "url_applied" - the link's step was read (once per session); "tau" - step 1's τ; "word" - the "token → label" pair
 # picked in step 2; "row" - which removed row step 3 explains (an index into its candidates); "shown" - the step the
 # page last scrolled to the top for

@@ -73,9 +73,11 @@ def lasso_polygon(xy: np.ndarray, vertices: int = 300) -> tuple[np.ndarray, np.n
 
 def time_layer(features: Path, run_dir: Path) -> tuple[dict, np.ndarray]:
     from aflite_app.charts.embedding import embedding_density
-    from aflite_app.selection import class_counts, rows_in_geometry
+    from aflite_app.map_table import class_counts
+    from aflite_app.selection import rows_in_geometry
     from aflite_core import AFLiteResult
-    from aflite_core.measures.projection import PCA_FIT_ROWS, density_grid, pca_2d_all
+    from aflite_core.measures.map_grids import density_grid
+    from aflite_core.measures.projection import PCA_FIT_ROWS, pca_2d_all
 
     out = {}
     X = np.load(features, mmap_mode="r")

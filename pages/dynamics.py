@@ -2,8 +2,11 @@ import streamlit as st
 
 from aflite_app import ui
 from aflite_app.charts import dynamics as charts
+from aflite_app.charts import level_checks as checks
 from aflite_app.compute import dynamics as compute
-from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES, ValidationSpec
+from aflite_app.compute import level_checks
+from aflite_app.compute.dynamics import DYN_LEVEL_SOURCES
+from aflite_app.compute.level_checks import ValidationSpec
 from aflite_app.state import DYN_PAGE, page_state
 
 ui.page_guard()
@@ -283,8 +286,8 @@ else:
     checked = ui.run_in_background(
         (DYN_PAGE, "validate_run"),
         asked,
-        lambda s: compute.prepare_validation(s, session=session_data),
-        compute.describe_validation,
+        lambda s: level_checks.prepare_validation(s, session=session_data),
+        level_checks.describe_validation,
         stop_key="dyn-validate-stop",
         stop_help="Stop the validation after the current mini-batch or model fit (nothing partial is kept).",
         stopping="Stopping after the current step…",
@@ -298,8 +301,8 @@ else:
             st.error(ui.message(checked.error))
         st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=("validate_run",))
 if val is not None:
-    st.markdown(f"**{charts.validation_sentence(val.level_accuracy, val.fractions)}**")
-    st.plotly_chart(charts.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
+    st.markdown(f"**{checks.validation_sentence(val.level_accuracy, val.fractions)}**")
+    st.plotly_chart(checks.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
     ui.caption(
         f"Accuracy on the {val.params['n_eval']:,} characterised rows, by their GMM level (Cosma et al.), of models "
         f"trained on the other {val.params['n_train']:,} rows — which played no part in these levels; whiskers: 95 % "
@@ -308,19 +311,19 @@ if val is not None:
     )
     # issue 27: the levels beside levels that need no training dynamics, of the same sizes
     st.markdown("**Against one-shot confidence and chance**")
-    pairs = charts.level_control_pairs(getattr(val, "level_controls", None))
+    pairs = checks.level_control_pairs(getattr(val, "level_controls", None))
     if not pairs:
         st.caption("This validation has no control levels; press the button again to compute them.")
     else:
-        findings = compute.dynamics_findings(val)
+        findings = level_checks.dynamics_findings(val)
         with st.container(border=True):
             st.markdown(
                 "**What the dynamics add over one-shot confidence**  \n"
                 + "\n".join(f"- {ui.message(line)}" for line in findings)
             )
-        labels = {p: charts.MODEL_INPUT_LABELS.get(p, f"{p[0]} ({p[1]} input)") for p in pairs}
+        labels = {p: checks.MODEL_INPUT_LABELS.get(p, f"{p[0]} ({p[1]} input)") for p in pairs}
         pick = st.selectbox("Model", pairs, format_func=labels.get, key="dyn-val-control-model")
-        st.plotly_chart(charts.level_controls_chart(val.level_controls, *pick), width="stretch", key="dyn-val-controls")
+        st.plotly_chart(checks.level_controls_chart(val.level_controls, *pick), width="stretch", key="dyn-val-controls")
         n_seeds = len(val.params["seeds"])
         ui.caption(
             f"The same held-out predictions of {ui.md(labels[pick])}, scored on four kinds of levels of exactly the "
@@ -332,11 +335,11 @@ if val is not None:
             "steeply than it from easy to hard."
         )
         st.dataframe(
-            charts.level_controls_gaps(val.level_controls), hide_index=True, width="stretch", key="dyn-val-gaps"
+            checks.level_controls_gaps(val.level_controls), hide_index=True, width="stretch", key="dyn-val-gaps"
         )
         ui.caption("Easy − hard accuracy of every model on each kind of levels: mean ± sd over the seeds.")
-    st.plotly_chart(charts.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
-    st.dataframe(charts.fraction_table(val.fractions), hide_index=True, width="stretch")
+    st.plotly_chart(checks.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
+    st.dataframe(checks.fraction_table(val.fractions), hide_index=True, width="stretch")
     ui.caption(
         f"A logistic regression trained on 10-50 % of the {val.params['n_train']:,} training rows, chosen by "
         "GMM level (ours after Cosma et al.: a level first, random order within it), by Data Maps' ambiguous region "

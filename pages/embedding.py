@@ -1,9 +1,12 @@
 import streamlit as st
 
-from aflite_app import links, ui
+from aflite_app import page_views, ui
 from aflite_app.charts import embedding as charts
+from aflite_app.charts import map_fields as field_charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import embedding as compute
+from aflite_app.compute import map_fields as fields
+from aflite_app.compute import neighbourhoods
 from aflite_app.state import (
     DYN_PAGE,
     INSPECT_N_SEEDS,
@@ -30,15 +33,15 @@ rep_text = data.representation_descriptions.get(rep, rep)
 # colourings by a per-row field that another page computed: Training dynamics of these rows, Inspect's stability
 dynamics = page_state(st.session_state, DYN_PAGE).get("record_request")
 stability_seeds = int(st.session_state.get(INSPECT_N_SEEDS, 5))
-modes = compute.colour_modes(spec, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data)
-if st.session_state.get(links.EMB_COLOUR) not in modes:  # e.g. a link's colouring this session cannot offer
-    st.session_state.pop(links.EMB_COLOUR, None)
+modes = fields.colour_modes(spec, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data)
+if st.session_state.get(page_views.EMB_COLOUR) not in modes:  # e.g. a link's colouring this session cannot offer
+    st.session_state.pop(page_views.EMB_COLOUR, None)
 c1, c2 = st.columns([3, 2])
 colour = c1.selectbox(
     "Colour by",
     modes,
     format_func=charts.COLOUR_MODES.get,
-    key=links.EMB_COLOUR,
+    key=page_views.EMB_COLOUR,
     help="Kept / removed, the round a row was removed in, its class, its predictability (last round scored, or in "
     "the round it was removed), a word's presence in its text, its difficulty level from Training dynamics (once "
     "recorded there for this dataset) or how often other seeds removed it (once computed in Inspect).",
@@ -47,10 +50,10 @@ word = ""
 if colour == "word":
     word = c1.text_input(
         "Word",
-        key=links.EMB_WORD,
-        max_chars=compute.MAX_WORD_CHARS,
+        key=page_views.EMB_WORD,
+        max_chars=fields.MAX_WORD_CHARS,
         placeholder="e.g. sleeping",
-        help="Whole word, any case, looked for in " + ui.md(", ".join(compute.word_columns(data))) + ".",
+        help="Whole word, any case, looked for in " + ui.md(", ".join(fields.word_columns(data))) + ".",
     )
 method = c2.radio(
     "Projection",
@@ -68,17 +71,17 @@ with ui.errors():
     view = compute.embedding_view(spec.dataset, method, session=session_data)
 proj = view.projection
 field = None
-if colour in compute.FIELD_MODES:
+if colour in fields.FIELD_MODES:
     try:
-        field = compute.map_field(
+        field = fields.map_field(
             spec, colour, word=word, dynamics=dynamics, stability_seeds=stability_seeds, session=session_data
         )
     except ValueError as exc:  # e.g. no word typed yet: say what to do, colour by kept / removed meanwhile
         st.info(ui.message(str(exc)))
-drawn_colour = colour if colour not in compute.FIELD_MODES or field is not None else "status"
+drawn_colour = colour if colour not in fields.FIELD_MODES or field is not None else "status"
 
 # a link's selection drawn on UMAP waits for it too (the page switches to it by itself)
-waits_for_umap = (links.pending_selection(st.session_state) or {}).get("on") == "UMAP"
+waits_for_umap = (page_views.pending_selection(st.session_state) or {}).get("on") == "UMAP"
 if (method == "UMAP" or waits_for_umap) and view.umap_status == "running":
 
     @st.fragment(run_every=1.0)
@@ -102,16 +105,16 @@ sel = compute.for_figure(
     st.session_state.get(sel_key), (repr(spec), drawn_colour, None if field is None else field.key, proj.method)
 )
 # a link's selection: its box / lasso evaluated over every row of the projection it was drawn on (once it is ready)
-pending = links.pending_selection(st.session_state)
+pending = page_views.pending_selection(st.session_state)
 if pending is not None:
     drawn_on = pending["on"]
     on_view = view if drawn_on == proj.method else compute.embedding_view(spec.dataset, drawn_on, session=session_data)
     if on_view.projection.method == drawn_on:
         sel = compute.restored(sel, pending["shapes"], pending["points"], xy=on_view.projection.xy, drawn_on=drawn_on)
-        links.drop_pending_selection(st.session_state)
+        page_views.drop_pending_selection(st.session_state)
     elif on_view.umap_status in ("failed", "off"):
         st.warning("This link's map selection was drawn on UMAP, which this server cannot compute; it is not shown.")
-        links.drop_pending_selection(st.session_state)
+        page_views.drop_pending_selection(st.session_state)
     else:
         st.caption("This link's map selection was drawn on UMAP: it is selected once UMAP is ready.")
 st.session_state[sel_key] = sel
@@ -135,7 +138,7 @@ def _on_select() -> None:
 
 title = f"{proj.method} of Φ = {ui.plotly_text(rep_text)}"
 if layer.field is not None and layer.kind == "points":
-    fig = charts.embedding_field_scatter(
+    fig = field_charts.embedding_field_scatter(
         layer.frame,
         layer.field,
         axis_titles=proj.axis_titles,
@@ -145,7 +148,7 @@ if layer.field is not None and layer.kind == "points":
         extent=extent,
     )
 elif layer.field is not None:
-    fig = charts.embedding_field_density(
+    fig = field_charts.embedding_field_density(
         layer, axis_titles=proj.axis_titles, revision=sel.revision, title=title, extent=extent
     )
 elif layer.kind == "points":
@@ -306,7 +309,7 @@ code = s1.selectbox("Class", range(len(names)), format_func=lambda i: names[i], 
 per = s2.slider("Rows sampled per side", 3, 30, 10, key="emb-sim-n")
 seed = s3.number_input("Sample seed", min_value=0, max_value=1_000_000, value=0, step=1, key="emb-sim-seed")
 with ui.errors():
-    out = compute.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data)
+    out = neighbourhoods.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data)
 sim = out["sim"]
 h1, h2 = st.columns([3, 2])
 h1.plotly_chart(
@@ -357,7 +360,7 @@ ui.caption(
 # -- Table 3: kNN distances ----------------------------------------------------------------------------------
 st.subheader("Nearest-neighbour distances before and after filtering")
 with ui.errors():
-    knn = compute.embedding_knn(spec, session=session_data)
+    knn = neighbourhoods.embedding_knn(spec, session=session_data)
 k1, k2 = st.columns(2)
 k1.metric(
     "After vs before",

@@ -333,7 +333,7 @@ def test_a_stopped_recording_says_so_stores_nothing_and_record_again_starts_over
 
 
 def test_a_stopped_validation_says_so_and_the_page_goes_on(app_test, monkeypatch):
-    from aflite_app.compute import dynamics as compute
+    from aflite_app.compute import level_checks as compute
     from aflite_core.dynamics import TrainingInterrupted
 
     real, calls = compute.validate_levels, []

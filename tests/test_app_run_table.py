@@ -117,7 +117,7 @@ def test_the_exports_of_a_run_with_its_table_hold_the_tables_columns(root, tmp_p
     assert csv.set_index("doc").loc["doc-0017", "score"] == 8.5
     kept = pd.read_parquet(io.BytesIO(inspect_compute.download_bytes(result, data, "kept", "parquet")))
     assert len(kept) == result.n_kept and kept["text"].str.startswith("**bold").all()
-    from aflite_app.selection import selection_table
+    from aflite_app.map_table import selection_table
 
     under_map, _ = selection_table(data, result, [17, 3])  # the map's table of selected rows: the same columns
     assert {"text", "topic"} <= set(under_map.columns) and _text(17) in under_map["text"].tolist()

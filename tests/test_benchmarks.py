@@ -68,7 +68,10 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "snli_groups.py",
         "soak_app.py",
     }
-    modules = {"reference.py"}  # imported by bench_core and bench_adversary, run through them
+    modules = {
+        "reference.py",
+        "scale_model.py",
+    }  # imported by bench_core / bench_adversary and bench_scale, run through them
     others = {"bench_hardware.py"}  # another change adds it with a test of its own (tests/test_bench_hardware.py)
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts - modules - others <= tested, (

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from aflite_app.charts import dynamics as cd
+from aflite_app.charts import level_checks as lc
 from aflite_app.charts.theme import KEPT, REMOVED
 
 
@@ -189,20 +190,18 @@ def _validation():
 
 
 def test_level_accuracy_and_fraction_charts():
-    from aflite_app.charts import dynamics as cd
-
     val = _validation()
-    fig = cd.level_accuracy_chart(val.level_accuracy)
+    fig = lc.level_accuracy_chart(val.level_accuracy)
     assert [t.name for t in fig.data] == ["logistic regression", "kNN", "logistic regression, partial input only"]
     assert [x.split(" (")[0] for x in fig.data[0].x] == ["easy", "ambiguous", "hard", "all"]
     assert fig.data[2].marker.pattern.shape == "/" and fig.data[0].error_y.array is not None
-    frac = cd.fraction_chart(val.fractions)
+    frac = lc.fraction_chart(val.fractions)
     assert len(frac.data) == 9 and all(list(t.x) == [20.0, 40.0] for t in frac.data)  # 6 selections + 3 controls
     assert any("all training rows" in (a.text or "") for a in frac.layout.annotations)
-    table = cd.fraction_table(val.fractions)
+    table = lc.fraction_table(val.fractions)
     assert list(table.columns) == ["selection (who defined it)", "20%", "40%", "100%"]
     assert "Data Maps: most variable (Swayamdipta et al.)" in set(table["selection (who defined it)"])
-    sentence = cd.validation_sentence(val.level_accuracy, val.fractions)
+    sentence = lc.validation_sentence(val.level_accuracy, val.fractions)
     assert "easy to ambiguous to hard" in sentence and "fractions" in sentence
 
 
@@ -214,7 +213,7 @@ def test_feature_distributions_one_measure():
 
 def test_every_selection_of_the_fraction_experiment_has_a_label_and_a_style():
     """The controls (one-shot confidence levels) are drawn as named, styled lines, not as unnamed grey ones."""
-    from aflite_app.charts.dynamics import SELECTION_LABELS, SELECTION_STYLE
+    from aflite_app.charts.level_checks import SELECTION_LABELS, SELECTION_STYLE
     from aflite_core.dynamics import fractions
 
     names = set(fractions.SELECTIONS) | set(fractions.CONTROL_SELECTIONS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from test_charts_dynamics import _validation
 
-from aflite_app.charts import dynamics as cd
-from aflite_app.compute import dynamics as compute
+from aflite_app.charts import level_checks as lc
+from aflite_app.compute import level_checks as compute
 
 
 @pytest.fixture(scope="module")
@@ -15,12 +15,12 @@ def val():
 
 
 def test_level_controls_chart_one_bar_per_kind_with_the_seeds_spread(val):
-    assert cd.level_control_pairs(val.level_controls) == [
+    assert lc.level_control_pairs(val.level_controls) == [
         ("logistic", "full"),
         ("knn", "full"),
         ("logistic", "partial"),
     ]
-    fig = cd.level_controls_chart(val.level_controls, "knn", "full")
+    fig = lc.level_controls_chart(val.level_controls, "knn", "full")
     assert [t.name for t in fig.data[:4]] == [
         "training-dynamics levels (GMM)",
         "control: one-shot confidence, in-sample",
@@ -28,18 +28,18 @@ def test_level_controls_chart_one_bar_per_kind_with_the_seeds_spread(val):
         "control: random levels",
     ]
     table = val.level_controls
-    for trace, kind in zip(fig.data[:4], cd.LEVEL_KIND_STYLE):
+    for trace, kind in zip(fig.data[:4], lc.LEVEL_KIND_STYLE):
         rows = table[(table["levels"] == kind) & (table["model"] == "knn")].set_index("level")
         assert list(trace.x) == ["easy", "ambiguous", "hard"]
         assert list(trace.y) == pytest.approx(rows.loc[list(trace.x), "accuracy"].tolist())
         assert list(trace.error_y.array) == pytest.approx(rows.loc[list(trace.x), "accuracy_std"].tolist())
     assert fig.data[-1].name.startswith("all rows: ") and fig.data[-1].line.dash == "dash"
     with pytest.raises(ValueError, match="no model 'mlp'"):
-        cd.level_controls_chart(table, "mlp")
+        lc.level_controls_chart(table, "mlp")
 
 
 def test_gaps_table_and_findings_are_the_shown_numbers(val):
-    gaps = cd.level_controls_gaps(val.level_controls)
+    gaps = lc.level_controls_gaps(val.level_controls)
     assert list(gaps["model"]) == ["logistic regression", "kNN", "logistic regression, partial input only"]
     t = val.level_controls
     sub = t[(t["levels"] == "confidence, out-of-fold") & (t["model"] == "logistic") & (t["input"] == "full")]
@@ -53,7 +53,7 @@ def test_gaps_table_and_findings_are_the_shown_numbers(val):
 
 
 def test_fraction_table_cells_carry_the_seeds_spread(val):
-    table = cd.fraction_table(val.fractions)
+    table = lc.fraction_table(val.fractions)
     cells = table["20%"].tolist()
     assert all(" ± " in c for c in cells if c)
     assert any(s.startswith("control: one-shot confidence") for s in table["selection (who defined it)"])

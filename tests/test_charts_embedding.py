@@ -155,7 +155,7 @@ def test_heatmap_without_removed_rows_has_one_block():
 
 # -- the density image of every row -------------------------------------------------------------------------------
 def _grid(n: int, n_codes: int, seed: int = 0):
-    from aflite_core.measures.projection import density_grid
+    from aflite_core.measures.map_grids import density_grid
 
     rng = np.random.default_rng(seed)
     return density_grid(rng.normal(size=(n, 2)), bins=80, codes=rng.integers(0, n_codes, n), n_codes=n_codes)

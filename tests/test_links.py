@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aflite_app import links
+from aflite_app import links, page_views, selection
 from aflite_app.compute import uploads
 from aflite_app.compute.datasets import bundled_dataset
 from aflite_app.state import DATASET, REPRESENTATION, TAU, UPLOADS, filter_key
 
 #: every parameter name a page's view uses, and the pages with a view of their own
-_ALL_NAMES = {name for view in links.PAGE_VIEWS.values() for part in view.params for name in part.names}
-_PAGES = sorted(name for name, view in links.PAGE_VIEWS.items() if view.params)
+_ALL_NAMES = {name for view in page_views.PAGE_VIEWS.values() for part in view.params for name in part.names}
+_PAGES = sorted(name for name, view in page_views.PAGE_VIEWS.items() if view.params)
 
 
 def _upload():
@@ -210,7 +210,7 @@ def test_inspect_forgets_a_bar_of_an_earlier_run(app_test):
     assert not at.exception and not any("bar you clicked" in i.value for i in at.info)
 
 
-# -- issue 28: each page's own view in its link (links.PAGE_VIEWS) --------------------------------------------------
+# -- issue 28: each page's own view in its link (page_views.PAGE_VIEWS) --------------------------------------------
 def _filter_session() -> dict:
     return {
         DATASET: "circles",
@@ -277,12 +277,17 @@ def test_the_registry_agrees_with_the_pages_constants():
     from aflite_app.charts.embedding import COLOUR_MODES
     from aflite_app.compute.synthetic import CIRCLES_LIVE_FOLDS, CIRCLES_TAU_FLOOR
 
-    assert links.SYN_TAU_FLOOR == CIRCLES_TAU_FLOOR and links.SYN_FOLDS == CIRCLES_LIVE_FOLDS
-    assert links.EMB_COLOURS == tuple(COLOUR_MODES)
+    assert page_views.SYN_TAU_FLOOR == CIRCLES_TAU_FLOOR and page_views.SYN_FOLDS == CIRCLES_LIVE_FOLDS
+    assert page_views.EMB_COLOURS == tuple(COLOUR_MODES)
     from conftest import ROOT
 
     inspect_src = (ROOT / "pages" / "inspect.py").read_text()
-    for key in (links.INSPECT_STATUS, links.INSPECT_CLASSES, links.INSPECT_QUERY, links.INSPECT_ROUNDS):
+    for key in (
+        page_views.INSPECT_STATUS,
+        page_views.INSPECT_CLASSES,
+        page_views.INSPECT_QUERY,
+        page_views.INSPECT_ROUNDS,
+    ):
         assert f'"{key}' in inspect_src, key  # the widget keys the link sets are the page's
     synthetic_src = (ROOT / "pages" / "synthetic.py").read_text()
     assert all(f'"{k}"' in synthetic_src for k in ("syn-tau", "syn-n", "syn-m", "syn-seed", "syn-seps"))
@@ -298,7 +303,7 @@ def test_a_map_selection_round_trips_as_its_geometry():
     lasso = {"x": (1 + 2 * np.cos(theta)).tolist(), "y": (2 * np.sin(theta)).tolist()}
     event = {"selection": {"points": [], "box": [{"x": [-4.123456, -2.0], "y": [-1, 1.5]}], "lasso": [lasso]}}
     sel = after_event(MapSelection(), event, n_rows=len(xy), xy=xy, drawn_on="PCA")
-    assert len(sel.shapes) == 2 and len(sel.shapes[1][1]) <= links.selection.MAX_LASSO_VERTICES
+    assert len(sel.shapes) == 2 and len(sel.shapes[1][1]) <= selection.MAX_LASSO_VERTICES
     key = "emb-map-circles-features-selection"
     session = {**_filter_session(), key: sel}
     params = links.view_params(session, None, "embedding")
@@ -308,8 +313,8 @@ def test_a_map_selection_round_trips_as_its_geometry():
     assert short.shapes == (("lasso", (0.01235, 2.5, 1.0), (0.0, 0.1, 2.0)),)  # 4 digits: the same rows
     fresh: dict = {}
     links.apply_url(fresh, params, None, bundled_dataset, "embedding")
-    pending = links.pending_selection(fresh)
-    again = links.selection.restored(None, pending["shapes"], pending["points"], xy=xy, drawn_on=pending["on"])
+    pending = page_views.pending_selection(fresh)
+    again = selection.restored(None, pending["shapes"], pending["points"], xy=xy, drawn_on=pending["on"])
     assert again.rows == sel.rows and len(sel.rows) > 100  # exactly the same rows, evaluated over every row
     assert links.view_params(fresh, None, "embedding") == params  # still in the URL until the map evaluates it
 
@@ -328,7 +333,7 @@ def test_hand_edited_page_values_are_clamped_or_ignored_never_raised(params, pag
     message = links.apply_url(session, {"dataset": "circles", **params}, None, bundled_dataset, page)
     assert message is None or message.count(". ") == 0
     if "syn-tau" in session:
-        assert links.SYN_TAU_FLOOR <= session["syn-tau"] <= 1
+        assert page_views.SYN_TAU_FLOOR <= session["syn-tau"] <= 1
     n = session.get("syn-n", 2000)
     assert 200 <= n <= 6000
     if f"syn-k-{n}" in session:
@@ -342,12 +347,12 @@ def test_hand_edited_page_values_are_clamped_or_ignored_never_raised(params, pag
         if key.startswith("inspect-rounds-"):
             n_rounds = int(key.rsplit("-", 1)[1])
             assert 1 <= value[0] <= value[1] <= n_rounds
-    assert len(session.get("inspect-query", "")) <= links.MAX_QUERY_CHARS
-    assert session.get("emb-colour", "status") in links.EMB_COLOURS
-    pending = links.pending_selection(session)
+    assert len(session.get("inspect-query", "")) <= page_views.MAX_QUERY_CHARS
+    assert session.get("emb-colour", "status") in page_views.EMB_COLOURS
+    pending = page_views.pending_selection(session)
     if pending is not None:
         for _kind, xs, ys in pending["shapes"]:
-            assert np.isfinite(xs).all() and np.isfinite(ys).all() and len(xs) <= links.selection.MAX_LASSO_VERTICES
+            assert np.isfinite(xs).all() and np.isfinite(ys).all() and len(xs) <= selection.MAX_LASSO_VERTICES
         assert all(0 <= r < 1000 for r in pending["points"])
     written = links.view_params(session, None, page, bundled_dataset("circles"))
     again: dict = {}

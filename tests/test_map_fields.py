@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 
 from aflite_app.charts import embedding as charts
+from aflite_app.charts import map_fields as field_charts
 from aflite_app.compute import embedding as compute
+from aflite_app.compute import map_fields as fields
 from aflite_app.compute import uploads
 from aflite_app.specs import DatasetSpec, FilterSpec, SessionData
-from aflite_core.measures.projection import density_grid, density_values
+from aflite_core.measures.map_grids import density_grid, density_values
 
 WORDS = ["a", "man", "dog", "is", "sleeping", "sleep", "Sleeping,", "near", "the", "park", "nobody", "asleep"]
 
@@ -54,16 +56,16 @@ def test_a_typed_word_colours_exactly_the_rows_that_contain_it(word):
     session = SessionData(uploads={key: data}, run_dirs={})
     spec = FilterSpec(DatasetSpec(key, None), target_size=150, train_size=60, slice_size=20, tau=0.6, n_partitions=8)
     expected = _contains(texts, word)
-    field = compute.map_field(spec, "word", word=word, session=session)
+    field = fields.map_field(spec, "word", word=word, session=session)
     assert field.kind == "share" and np.array_equal(field.values > 0, expected)
     assert f"{int(expected.sum()):,} of {len(texts):,} rows" in field.meaning
     view = compute.embedding_view(spec.dataset, "PCA", session=session)
     # points: the "with" trace holds exactly the rows with the word
     layer = compute.map_layer(spec, view, "word", field=field, session=session)
     assert layer.kind == "points"
-    fig = charts.embedding_field_scatter(layer.frame, field, title="PCA of Φ")
+    fig = field_charts.embedding_field_scatter(layer.frame, field, title="PCA of Φ")
     without, with_ = fig.data
-    assert with_.name.startswith(f"with '{word}'") and with_.marker.color == charts.WORD_COLOURS[1]
+    assert with_.name.startswith(f"with '{word}'") and with_.marker.color == field_charts.WORD_COLOURS[1]
     assert sorted(np.asarray(with_.customdata).tolist()) == np.flatnonzero(expected).tolist()
     assert sorted(np.asarray(without.customdata).tolist()) == np.flatnonzero(~expected).tolist()
     # the density image: each cell's share is the share of its rows with the word
@@ -73,34 +75,34 @@ def test_a_typed_word_colours_exactly_the_rows_that_contain_it(word):
     with np.errstate(invalid="ignore"):
         share = hits[..., 1] / hits.sum(axis=2)
     np.testing.assert_allclose(dense.values.mean, share, equal_nan=True)
-    fig = charts.embedding_field_density(dense, title="PCA of Φ")
+    fig = field_charts.embedding_field_density(dense, title="PCA of Φ")
     assert fig.data[-1].colorbar.title.text == f"share of rows<br>with '{word}'"  # the colour bar says what it means
 
 
 def test_a_word_is_refused_in_one_sentence_without_text_or_when_empty():
     spec = FilterSpec(DatasetSpec("circles", "features"), target_size=500, train_size=250, slice_size=50, tau=0.6)
-    assert "word" not in compute.colour_modes(spec)
+    assert "word" not in fields.colour_modes(spec)
     with pytest.raises(ValueError, match=r"^This dataset has no text column"):
-        compute.map_field(spec, "word", word="x")
+        fields.map_field(spec, "word", word="x")
     key, data, _ = _nli()
     session = SessionData(uploads={key: data}, run_dirs={})
     spec = FilterSpec(DatasetSpec(key, None), target_size=150, train_size=60, slice_size=20, tau=0.6, n_partitions=8)
-    assert "word" in compute.colour_modes(spec, session=session)
+    assert "word" in fields.colour_modes(spec, session=session)
     with pytest.raises(ValueError, match=r"^Type a word"):
-        compute.map_field(spec, "word", word="  ", session=session)
+        fields.map_field(spec, "word", word="  ", session=session)
     with pytest.raises(ValueError, match=r"more than the 50 allowed"):
-        compute.word_rows(data, "x" * 51)
+        fields.word_rows(data, "x" * 51)
 
 
 def test_predictability_colours_points_by_value_and_cells_by_their_mean():
     spec = FilterSpec(DatasetSpec("circles", "features"), target_size=500, train_size=250, slice_size=50, tau=0.6)
     view = compute.embedding_view(spec.dataset, "PCA")
     for mode, attr in (("p_last", "last_score"), ("p_removal", "removal_score")):
-        field = compute.map_field(spec, mode)
+        field = fields.map_field(spec, mode)
         result = compute.run_filter(spec)
         np.testing.assert_array_equal(field.values, np.asarray(getattr(result, attr), dtype=float))
         layer = compute.map_layer(spec, view, mode, field=field)
-        fig = charts.embedding_field_scatter(layer.frame, field, title="PCA")
+        fig = field_charts.embedding_field_scatter(layer.frame, field, title="PCA")
         valued = fig.data[-1]
         assert valued.marker.colorbar.title.text == field.title and valued.marker.cmin == 0 and valued.marker.cmax == 1
         n_none = int(np.isnan(field.values).sum())
@@ -108,8 +110,8 @@ def test_predictability_colours_points_by_value_and_cells_by_their_mean():
         dense = compute.map_layer(spec, view, mode, max_points=10, bins=16, field=field)
         ref = density_values(view.projection.xy, field.values, bins=16)
         np.testing.assert_allclose(dense.values.mean, ref.mean, equal_nan=True)
-        charts.embedding_field_density(dense, title="PCA")
-    assert np.isnan(compute.map_field(spec, "p_removal").values[compute.run_filter(spec).kept]).all()
+        field_charts.embedding_field_density(dense, title="PCA")
+    assert np.isnan(fields.map_field(spec, "p_removal").values[compute.run_filter(spec).kept]).all()
 
 
 def test_density_values_is_the_mean_per_cell_of_a_brute_force_count():
@@ -135,12 +137,12 @@ def test_density_values_is_the_mean_per_cell_of_a_brute_force_count():
 
 def test_difficulty_and_stability_are_offered_only_once_computed():
     spec = FilterSpec(DatasetSpec("circles", "features"), target_size=500, train_size=250, slice_size=50, tau=0.6)
-    modes = compute.colour_modes(spec, dynamics=None, stability_seeds=5)
+    modes = fields.colour_modes(spec, dynamics=None, stability_seeds=5)
     assert "difficulty" not in modes and "stability" not in modes
     with pytest.raises(ValueError, match=r"^No Training dynamics of these rows"):
-        compute.map_field(spec, "difficulty")
+        fields.map_field(spec, "difficulty")
     with pytest.raises(ValueError, match=r"^Stability across seeds is not computed"):
-        compute.map_field(spec, "stability", stability_seeds=5)
+        fields.map_field(spec, "stability", stability_seeds=5)
 
 
 def test_the_map_title_starts_below_the_toolbar_and_is_wrapped():
@@ -174,21 +176,21 @@ def test_difficulty_and_stability_colour_the_map_once_computed_elsewhere():
     dyn = dynamics.DynamicsSpec(spec.dataset, None, epochs=2, seed=0)
     dynamics.dynamics_record(dyn)
     inspect.run_stability(spec, 2)
-    modes = compute.colour_modes(spec, dynamics=dyn, stability_seeds=2)
+    modes = fields.colour_modes(spec, dynamics=dyn, stability_seeds=2)
     assert {"difficulty", "stability"} <= set(modes)
-    level = compute.map_field(spec, "difficulty", dynamics=dyn)
+    level = fields.map_field(spec, "difficulty", dynamics=dyn)
     levels = dynamics.dynamics_levels(dyn, dynamics.LevelSpec()).levels.astype(str).to_numpy()
     assert level.kind == "category" and level.categories == ("easy", "ambiguous", "hard")
     assert [level.categories[int(c)] for c in level.values] == list(levels)
     view = compute.embedding_view(spec.dataset, "PCA")
-    fig = charts.embedding_field_scatter(compute.map_layer(spec, view, "difficulty", field=level).frame, level)
+    fig = field_charts.embedding_field_scatter(compute.map_layer(spec, view, "difficulty", field=level).frame, level)
     assert [t.name.split(" (")[0] for t in fig.data] == [n for n in level.categories if (levels == n).any()]
     dense = compute.map_layer(spec, view, "difficulty", max_points=10, bins=8, field=level)
     assert dense.grid.counts.sum() == 1_000 and dense.codes[-1] == "none"
-    charts.embedding_field_density(dense)
-    stable = compute.map_field(spec, "stability", stability_seeds=2)
+    field_charts.embedding_field_density(dense)
+    stable = fields.map_field(spec, "stability", stability_seeds=2)
     frame, _, _ = inspect.inspect_stability(spec, 2)
     np.testing.assert_array_equal(stable.values, frame["removal_frequency"].to_numpy(dtype=float))
     assert set(np.unique(stable.values)) <= {0.0, 0.5, 1.0}
     other = dynamics.DynamicsSpec(DatasetSpec("digits", "mlp"), None, epochs=2, seed=0)
-    assert "difficulty" not in compute.colour_modes(spec, dynamics=other)  # another dataset's rows: not offered
+    assert "difficulty" not in fields.colour_modes(spec, dynamics=other)  # another dataset's rows: not offered

@@ -7,13 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aflite_core.measures.map_grids import density_grid, points_in_box, points_in_polygon
 from aflite_core.measures.projection import (
     UMAP_MIN_ROWS,
-    density_grid,
     pca_2d,
     pca_2d_all,
-    points_in_box,
-    points_in_polygon,
     sample_rows,
     umap_2d,
     umap_2d_all,

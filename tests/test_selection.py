@@ -10,17 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from aflite_app.images import png_bytes, png_data_uri
+from aflite_app.map_table import selection_table, thumbnail, thumbnails
 from aflite_app.selection import (
     MapSelection,
     after_event,
     cleared,
     for_figure,
-    png_bytes,
-    png_data_uri,
     selected_rows,
-    selection_table,
-    thumbnail,
-    thumbnails,
 )
 from aflite_core import aflite
 from aflite_core.data.datasets import Dataset

@@ -21,6 +21,7 @@ from aflite_app import jobs as app_jobs
 from aflite_app.compute import dynamics as dyn
 from aflite_app.compute import embedding as emb
 from aflite_app.compute import inspect as insp
+from aflite_app.compute import level_checks as checks
 from aflite_app.compute import runs, upload_sentences
 from aflite_app.jobs import BackgroundRun
 from aflite_app.state import DatasetSpec, FilterSpec
@@ -199,36 +200,36 @@ def gated_validation(monkeypatch):
                 raise TrainingInterrupted
         return "validated"
 
-    monkeypatch.setattr(dyn, "validate_levels", fake)
+    monkeypatch.setattr(checks, "validate_levels", fake)
     return gate
 
 
 def test_validation_stops_within_one_more_step_and_is_not_stored(gated_validation):
-    gate, spec = gated_validation, dyn.ValidationSpec(DIGITS, None, 2, 0)
-    run = BackgroundRun(spec, dyn.prepare_validation(spec)).start()
+    gate, spec = gated_validation, checks.ValidationSpec(DIGITS, None, 2, 0)
+    run = BackgroundRun(spec, checks.prepare_validation(spec)).start()
     gate.run_until(4)
     assert _stop_and_count(run, gate, ("validation", spec), stop=run.stop) <= 1
-    assert run.result.stopped and dyn.stored_validation(spec) is None
-    fraction, text = dyn.describe_validation(None, 10.0, ValidationStep("training on fractions", 15, 30, "random"))
+    assert run.result.stopped and checks.stored_validation(spec) is None
+    fraction, text = checks.describe_validation(None, 10.0, ValidationStep("training on fractions", 15, 30, "random"))
     assert 0.45 < fraction < 1 and "Step 4 of 4" in text and "s left" in text
 
 
 def test_validation_whose_session_is_gone_is_cancelled_and_one_request_runs_once(gated_validation):
-    gate, spec = gated_validation, dyn.ValidationSpec(DIGITS, None, 2, 1)
+    gate, spec = gated_validation, checks.ValidationSpec(DIGITS, None, 2, 1)
     alive = threading.Event()
     alive.set()
-    run = BackgroundRun(spec, dyn.prepare_validation(spec), alive=alive.is_set).start()
+    run = BackgroundRun(spec, checks.prepare_validation(spec), alive=alive.is_set).start()
     gate.run_until(2)
     assert _stop_and_count(run, gate, ("validation", spec), stop=alive.clear) <= 1
     assert run.cancelled and run.result.stopped
 
-    spec2 = dyn.ValidationSpec(DIGITS, None, 2, 2)
-    runs2 = [BackgroundRun(spec2, dyn.prepare_validation(spec2)).start() for _ in range(2)]
+    spec2 = checks.ValidationSpec(DIGITS, None, 2, 2)
+    runs2 = [BackgroundRun(spec2, checks.prepare_validation(spec2)).start() for _ in range(2)]
     _wait(lambda: app_jobs.shared_jobs()._followers.get(("validation", spec2)) == 2)
     gate.release(1000)
     assert all(r.wait(60) and r.result.value == "validated" for r in runs2)
     assert gated_validation.calls == 2  # one for the cancelled request, one for the request asked twice
-    assert dyn.stored_validation(spec2) == "validated"
+    assert checks.stored_validation(spec2) == "validated"
 
 
 def test_the_real_validation_stops_where_its_callback_refused():

@@ -10,82 +10,65 @@ background thread started once per DatasetSpec (a store entry holding the Backgr
 What the map draws is a :class:`MapLayer` (:func:`map_layer`): the rows in view as points once there are at most
 :data:`EMBED_MAX_ROWS` of them, else a density image (a 2-D histogram per category: O(bins²) numbers whatever the rows).
 A box or lasso is evaluated over every row from its geometry (:func:`aflite_app.selection.rows_in_geometry`).
-The Figure 1 similarity matrices and the Table 3 kNN distances are small tables (memoised by FilterSpec + view
-parameters); Table 3 uses a seeded sample of :data:`EMBED_MAX_ROWS` rows (brute-force neighbours over every row
-would grow as rows²). The selection's state machine is :mod:`aflite_app.selection`, re-exported here for the page.
+The colourings by a per-row field are :mod:`aflite_app.compute.map_fields`; the Figure 1 similarity matrices and
+the Table 3 kNN distances :mod:`aflite_app.compute.neighbourhoods`. The selection's state machine is
+:mod:`aflite_app.selection`, re-exported here for the page.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from aflite_core import AFLiteResult
-from aflite_core.measures.geometry import knn_distance_table, knn_table_wide, similarity_matrices
+from aflite_core.measures.map_grids import DensityGrid, ValueGrid, density_grid, density_values, points_in_box
 from aflite_core.measures.projection import (
     PCA_FIT_ROWS,
-    DensityGrid,
-    ValueGrid,
-    density_grid,
-    density_values,
     pca_2d_all,
-    points_in_box,
     sample_rows,
     umap_2d,
     umap_2d_all,
 )
 
-from .. import inspect_tables, selection, settings
+from .. import settings
 from ..jobs import BackgroundRun, heavy, remaining_text
+from ..map_table import class_counts, selection_table, thumbnails
 from ..selection import (
     MAX_LASSO_VERTICES,
     MapSelection,
     after_event,
-    class_counts,
     cleared,
     for_figure,
     redrawn,
     restored,
-    thumbnails,
 )
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import class_names, dataset
-from .dynamics import DynamicsSpec, LevelSpec, dynamics_levels, stored_dynamics
-from .inspect import inspect_stability, missing_stability_runs
+from .map_fields import MapField
 from .runs import run_filter
 
 __all__ = [
-    "EMBED_KNN_KS",
     "EMBED_MAX_ROWS",
     "EMBED_SEED",
-    "FIELD_MODES",
     "MAP_BINS",
     "MAX_LASSO_VERTICES",
-    "MAX_WORD_CHARS",
     "EmbeddingView",
-    "MapField",
     "MapLayer",
     "MapSelection",
     "Projection",
     "after_event",
     "class_names",
     "cleared",
-    "colour_modes",
     "describe_umap",
     "embedding_frame",
-    "embedding_knn",
     "embedding_rows",
     "embedding_selection",
-    "embedding_similarity",
     "embedding_view",
     "for_figure",
-    "map_field",
     "map_layer",
     "redrawn",
     "restored",
@@ -93,8 +76,6 @@ __all__ = [
     "selection_extent",
     "thumbnails",
     "umap_estimate",
-    "word_columns",
-    "word_rows",
 ]
 
 #: rows the map draws as points at most (more in view: a density image); rows above which UMAP is fitted on a
@@ -117,9 +98,6 @@ _UMAP_TRANSFORM = 3.2e-4
 #: the paths fitted once in this process (their code is compiled)
 _umap_compiled: set[str] = set()
 _umap_compiled_lock = threading.Lock()
-
-#: neighbour counts of the kNN-distance table (the ICLR version's Table 3)
-EMBED_KNN_KS = (1, 5, 10, 50)
 
 
 @dataclass(frozen=True, eq=False)
@@ -322,211 +300,13 @@ def embedding_frame(spec: FilterSpec, view: EmbeddingView, *, session: SessionDa
 def embedding_selection(spec: FilterSpec, rows, *, cap: int = 200, offset: int = 0, session: SessionData = NO_SESSION):
     """The selected rows as a display table (``cap`` rows from ``offset``) and their counts.
 
-    The counts (see :func:`aflite_app.selection.selection_table`) get ``per_class``: the selected, kept and removed
-    rows of each class (:func:`aflite_app.selection.class_counts`).
+    The counts (see :func:`aflite_app.map_table.selection_table`) get ``per_class``: the selected, kept and removed
+    rows of each class (:func:`aflite_app.map_table.class_counts`).
     """
     data, result = dataset(spec.dataset, session=session), run_filter(spec, session=session)
-    table, counts = selection.selection_table(data, result, rows, cap=cap, offset=offset)
+    table, counts = selection_table(data, result, rows, cap=cap, offset=offset)
     counts["per_class"] = class_counts(data, result, rows)
     return table, counts
-
-
-#: the map's colourings by a per-row field (beyond kept / removed, round removed and class): key -> label
-FIELD_MODES = {
-    "p_last": "predictability (last round)",
-    "p_removal": "predictability at removal",
-    "word": "a word's presence",
-    "difficulty": "difficulty level (Training dynamics)",
-    "stability": "stability across seeds",
-}
-#: characters of a typed word at most
-MAX_WORD_CHARS = 50
-#: the difficulty levels, in order
-DIFFICULTY_LEVELS = ("easy", "ambiguous", "hard")
-
-
-@dataclass(frozen=True, eq=False)
-class MapField:
-    """A per-row field the map is coloured by (one of :data:`FIELD_MODES`).
-
-    ``values`` has one number per row: a float (NaN: the row has none) for ``kind`` "number" (a cell shows the
-    mean) and "share" (0/1: a cell shows the share of its rows with a 1), or a category code for ``kind``
-    "category" (``categories`` names them; a cell shows the most common one). ``title`` heads the colour bar or
-    legend; ``meaning`` says in words what a point's and a cell's colour mean; ``key`` identifies the field (memo key).
-    """
-
-    values: np.ndarray
-    kind: str
-    title: str
-    meaning: str
-    key: tuple
-    categories: tuple[str, ...] = ()
-    value_name: str = ""
-
-
-def word_columns(data) -> list[str]:
-    """The text columns a typed word is looked for in (premise / hypothesis first; [] without text)."""
-    frame = getattr(data, "frame", None)
-    if frame is None:
-        return []
-    return [c for c in inspect_tables.text_display_columns(data) if c in frame.columns]
-
-
-def word_rows(data, word: str) -> np.ndarray:
-    """Which rows contain ``word`` in any of :func:`word_columns`: whole words, case-insensitive (bool per row).
-
-    ``word`` may be a phrase ("is sleeping"); it matches where it is not part of a longer word ("sleep" does not
-    match "sleeping"). ValueError (one sentence) without text columns or for an empty or too long word.
-    """
-    columns = word_columns(data)
-    if not columns:
-        raise ValueError("This dataset has no text column, so the map cannot be coloured by a word.")
-    word = " ".join(str(word).split())
-    if not word:
-        raise ValueError("Type a word to colour the map by the rows that contain it.")
-    if len(word) > MAX_WORD_CHARS:
-        raise ValueError(
-            f"The word to colour by has {len(word):,} characters, more than the {MAX_WORD_CHARS} allowed; type a "
-            "shorter one."
-        )
-    pattern = r"(?<!\w)" + r"\s+".join(re.escape(part) for part in word.split(" ")) + r"(?!\w)"
-    hit = np.zeros(data.n_rows, dtype=bool)
-    for col in columns:
-        text = data.frame[col].astype("string").fillna("")
-        hit |= text.str.contains(pattern, case=False, regex=True).to_numpy(dtype=bool)
-    return hit
-
-
-def _dynamics_ready(dspec: DatasetSpec, dynamics: DynamicsSpec | None) -> bool:
-    return dynamics is not None and dynamics.dataset.key == dspec.key and stored_dynamics(dynamics) is not None
-
-
-def _stability_ready(spec: FilterSpec, n_seeds: int | None, *, session: SessionData = NO_SESSION) -> bool:
-    return bool(n_seeds) and n_seeds >= 2 and not missing_stability_runs(spec, int(n_seeds), session=session)
-
-
-def colour_modes(
-    spec: FilterSpec,
-    *,
-    dynamics: DynamicsSpec | None = None,
-    stability_seeds: int | None = None,
-    session: SessionData = NO_SESSION,
-) -> list[str]:
-    """The colourings the map offers for ``spec``'s run (keys; labels: ``aflite_app.charts.embedding.COLOUR_MODES``).
-
-    Always kept / removed, round removed, class and predictability (last round, at removal); a word's presence
-    when the dataset has text; the difficulty level when ``dynamics`` (the Training dynamics page's request) was
-    recorded on the same dataset; stability across seeds when Inspect computed ``stability_seeds`` seeds of this run.
-    """
-    data = dataset(spec.dataset, session=session)
-    out = ["status", "round", "class", "p_last", "p_removal"]
-    if word_columns(data):
-        out.append("word")
-    if _dynamics_ready(spec.dataset, dynamics):
-        out.append("difficulty")
-    if _stability_ready(spec, stability_seeds, session=session):
-        out.append("stability")
-    return out
-
-
-@_stores.memo("map_word_rows", 16)
-def _word_rows(dspec: DatasetSpec, word: str, *, _session: SessionData = NO_SESSION) -> np.ndarray:
-    return word_rows(dataset(dspec, session=_session), word)
-
-
-def map_field(
-    spec: FilterSpec,
-    colour: str,
-    *,
-    word: str = "",
-    dynamics: DynamicsSpec | None = None,
-    stability_seeds: int | None = None,
-    session: SessionData = NO_SESSION,
-) -> MapField | None:
-    """The per-row field behind the colouring ``colour`` (None for kept / removed, round removed and class).
-
-    Raises ValueError (one sentence) when the field is not available: no text for a word, no Training dynamics
-    of these rows, stability not computed.
-    """
-    if colour not in FIELD_MODES:
-        return None
-    data, result = dataset(spec.dataset, session=session), run_filter(spec, session=session)
-    if colour == "p_last":
-        values = np.asarray(result.last_score, dtype=np.float64)
-        return MapField(
-            values,
-            "number",
-            "p, last<br>round scored",
-            "predictability in the last round the row was scored (the share of out-of-sample models that predicted "
-            "its label; dark = low, yellow = high)",
-            ("p_last",),
-            value_name="p (last round scored)",
-        )
-    if colour == "p_removal":
-        values = np.asarray(result.removal_score, dtype=np.float64)
-        return MapField(
-            values,
-            "number",
-            "p at<br>removal",
-            "predictability in the round the row was removed (dark = low, yellow = high; kept rows have none and "
-            "are grey)",
-            ("p_removal",),
-            value_name="p at removal",
-        )
-    if colour == "word":
-        word = " ".join(str(word).split())
-        if not word:
-            raise ValueError("Type a word to colour the map by the rows that contain it.")
-        hit = _word_rows(spec.dataset, word.lower(), _session=session)
-        cols = ", ".join(word_columns(data))
-        return MapField(
-            hit.astype(np.float64),
-            "share",
-            f"share of rows<br>with '{word}'",
-            f"whether a row contains the word '{word}' (whole word, any case, in {cols}): {int(hit.sum()):,} of "
-            f"{data.n_rows:,} rows do",
-            ("word", word.lower()),
-            categories=(f"without '{word}'", f"with '{word}'"),
-            value_name=f"contains '{word}'",
-        )
-    if colour == "difficulty":
-        if not _dynamics_ready(spec.dataset, dynamics):
-            raise ValueError(
-                "No Training dynamics of these rows in this session: record them on the Training dynamics page first."
-            )
-        levels = dynamics_levels(dynamics, LevelSpec(), session=session).levels
-        if len(levels) == data.n_rows:
-            named = levels.astype(str).to_numpy()
-        else:
-            named = levels.astype(str).reindex(np.asarray(data.ids)).fillna("").to_numpy()
-        codes = np.full(data.n_rows, -1, dtype=np.int64)
-        for i, name in enumerate(DIFFICULTY_LEVELS):
-            codes[named == name] = i
-        return MapField(
-            codes.astype(np.float64),
-            "category",
-            "difficulty<br>level",
-            "the row's difficulty level from its training dynamics (Gaussian mixture, as on the Training dynamics "
-            "page's default)",
-            ("difficulty", dynamics),
-            categories=DIFFICULTY_LEVELS,
-            value_name="difficulty level",
-        )
-    if not _stability_ready(spec, stability_seeds, session=session):
-        raise ValueError(
-            "Stability across seeds is not computed for this run: compute it in Inspect's 'Stability across seeds' "
-            "tab first."
-        )
-    frame, _, _ = inspect_stability(spec, int(stability_seeds), session=session)
-    values = np.asarray(frame["removal_frequency"], dtype=np.float64)
-    return MapField(
-        values,
-        "number",
-        "removed in<br>share of seeds",
-        f"the share of {int(stability_seeds)} AFLite seeds that removed the row (dark = never, yellow = always)",
-        ("stability", int(stability_seeds)),
-        value_name="share of seeds removing it",
-    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -644,87 +424,3 @@ def map_layer(
         field,
         _session=session,
     )
-
-
-@_stores.memo("embedding_similarity", 64, spinner="Computing cosine similarities…")
-def _embedding_similarity(
-    spec: FilterSpec,
-    label_code: int,
-    n_per_group: int,
-    seed: int,
-    _result: AFLiteResult,
-    *,
-    _session: SessionData = NO_SESSION,
-):
-    data = dataset(spec.dataset, session=_session)
-    X = data.representation(spec.dataset.representation)
-    sim = similarity_matrices(
-        X, data.y, _result.kept, n_per_group=n_per_group, classes=[label_code], random_state=seed
-    )[0]
-    in_class = data.y == label_code
-    return {
-        "sim": sim,
-        "n_retained": int((in_class & _result.kept).sum()),
-        "n_removed": int((in_class & ~_result.kept).sum()),
-    }
-
-
-def embedding_similarity(
-    spec: FilterSpec,
-    label_code: int,
-    *,
-    n_per_group: int = 10,
-    seed: int = EMBED_SEED,
-    session: SessionData = NO_SESSION,
-) -> dict[str, Any]:
-    """Figure 1 for one class: a seeded sample's similarity matrix and the class's retained / removed counts.
-
-    Returns ``sim`` (a :class:`aflite_core.measures.geometry.ClassSimilarity`), ``n_retained`` and ``n_removed``.
-    """
-    return _embedding_similarity(
-        spec, int(label_code), int(n_per_group), int(seed), run_filter(spec, session=session), _session=session
-    )
-
-
-@_stores.memo("embedding_knn", 16, spinner="Computing nearest-neighbour distances…")
-def _embedding_knn(spec: FilterSpec, _result: AFLiteResult, *, _session: SessionData = NO_SESSION) -> dict[str, Any]:
-    data = dataset(spec.dataset, session=_session)
-    X = data.representation(spec.dataset.representation)
-    rows = embedding_rows(data.n_rows)
-    long = knn_distance_table(
-        X[rows], data.y[rows], _result.kept[rows], ks=EMBED_KNN_KS, control=True, random_state=spec.seed, n_threads=1
-    )
-    names = class_names(data)
-    long["row"] = [
-        names[c] + (" vs others" if comp == "other classes" else "")
-        for c, comp in zip(long["label"], long["comparison"])
-    ]
-    wide = knn_table_wide(long)
-
-    def change(stage: str) -> float:
-        if stage not in wide.columns.get_level_values(0):
-            return float("nan")
-        ratio = (wide["after"] / wide[stage]).to_numpy(dtype=float)
-        return float(np.nanmean(ratio) - 1) if np.isfinite(ratio).any() else float("nan")
-
-    after_vs_before, after_vs_random = change("before"), change("random")
-    wide.columns = [f"{stage} · {top}" for stage, top in wide.columns]
-    wide.index.name = "held-out rows of"
-    return {
-        "table": wide,
-        "n_rows": len(rows),
-        "sampled": len(rows) < data.n_rows,
-        "after_vs_before": after_vs_before,
-        "after_vs_random": after_vs_random,
-        "n_heldout": int(long.loc[long["stage"] == "before"].groupby("label")["n_heldout"].first().sum()),
-    }
-
-
-def embedding_knn(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> dict[str, Any]:
-    """Table 3 (ICLR version): kNN cosine distances before / after AFLite / random control, one row per class.
-
-    Returns ``table`` (rows: class names, then "<class> vs others"; columns "<stage> · Top<k>"), ``n_rows``
-    (rows used), ``sampled``, ``n_heldout`` (query rows), and the mean relative change of the distances
-    after AFLite vs before and vs the random control (``after_vs_before``, ``after_vs_random``).
-    """
-    return _embedding_knn(spec, run_filter(spec, session=session), _session=session)
