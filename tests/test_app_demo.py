@@ -82,7 +82,7 @@ def test_a_link_opens_its_step(app_test):
 
 
 def test_the_step_parameter_is_read_once_clamped_and_written_back():
-    """The demo's step travels through the app's one link registry (links.PAGE_VIEWS), like every page's view."""
+    """The demo's step travels through the app's one link registry (page_views.PAGE_VIEWS), like every page's view."""
     from aflite_app.compute.datasets import bundled_dataset
 
     session: dict = {}
