@@ -15,6 +15,7 @@ Measured and not adopted (benchmarks/README.md section 5): no page calls it yet;
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -82,6 +83,7 @@ def plotly_chart(
     width: str = "stretch",
     use_container_width: bool | None = None,
     config: Mapping[str, Any] | None = None,
+    container: Any = None,
 ) -> _Selection | None:
     """Draw ``figure`` once (one ``Plotly.react`` per change) and return its selection like ``st.plotly_chart``.
 
@@ -103,6 +105,9 @@ def plotly_chart(
         Accepted for ``st.plotly_chart`` compatibility: True means ``width="stretch"``.
     config : mapping, optional
         plotly.js config (``displayModeBar`` ...).
+    container : streamlit container, optional
+        Where to draw (a column, ``st.sidebar`` ...): ``plotly_chart(fig, key=..., container=col)`` stands for
+        ``col.plotly_chart(fig, key=...)``. Default: the current one.
 
     Returns
     -------
@@ -116,24 +121,37 @@ def plotly_chart(
     modes = _modes(selection_mode) if selecting else []
     if use_container_width is not None:
         width = "stretch" if use_container_width else "content"
-    state_key = f"{key}::raw"
+    state_key, drawn_key, owner_key = f"{key}::raw", f"{key}::drawn", f"{key}::selected-on"
+    spec = figure.to_json(validate=False, engine="json")
+    digest = hashlib.blake2b(spec.encode("utf-8"), digest_size=16).hexdigest()
 
     def _changed() -> None:
+        # the user selected on the figure the previous run drew
+        st.session_state[owner_key] = st.session_state.get(drawn_key)
         st.session_state[key] = _Selection(_as_event(_selection_of(st.session_state.get(state_key))))
         if callable(on_select):
             on_select()
 
     data = {
-        "spec": figure.to_json(validate=False, engine="json"),
+        "spec": spec,
         "config": json.dumps(dict(config or {})),
         "modes": modes,
         "src": _asset_url(),
     }
     kwargs: dict[str, Any] = {"on_selection_change": _changed} if selecting else {}
-    result = _component()(key=state_key, data=data, width=width, height="content", **kwargs)
+    mount = _component()
+    if container is None:
+        result = mount(key=state_key, data=data, width=width, height="content", **kwargs)
+    else:
+        with container:
+            result = mount(key=state_key, data=data, width=width, height="content", **kwargs)
     if not selecting:
         return None
-    event = _Selection(_as_event(_selection_of(result)))
+    st.session_state[drawn_key] = digest
+    # st.plotly_chart mounts a changed figure afresh, with no selection: a selection made on an earlier figure
+    # is not this figure's (the browser drops its marks too, since the new layout has no selections)
+    own = st.session_state.get(owner_key) == digest
+    event = _Selection(_as_event(_selection_of(result) if own else None))
     st.session_state[key] = event
     return event
 

@@ -70,10 +70,15 @@ export default function (component) {
   const { data, parentElement, setStateValue } = component;
   let gd = parentElement.querySelector("div.aflite-plot");
   if (!gd) {
+    // the same test id and class as st.plotly_chart's element, so that tests and benchmarks find either
+    const box = document.createElement("div");
+    box.className = "stPlotlyChart";
+    box.setAttribute("data-testid", "stPlotlyChart");
     gd = document.createElement("div");
     gd.className = "aflite-plot";
     gd.style.width = "100%";
-    parentElement.appendChild(gd);
+    box.appendChild(gd);
+    parentElement.appendChild(box);
   }
   const token = data.spec + "\u0000" + data.config;
   if (gd.__afliteToken === token) return () => shared.plotly && shared.plotly.then((P) => P.purge(gd));
@@ -99,7 +104,11 @@ export default function (component) {
     Plotly.react(gd, fig.data || [], layout, config);
     if (selecting && !gd.__afliteWired) {
       gd.__afliteWired = true;
-      const send = (ev) => gd.__afliteSend("selection", selectionOf(ev));
+      // every user event is a new value (seq), so that the same selection made again on a new figure counts
+      const send = (ev) => {
+        shared.seq = (shared.seq || 0) + 1;
+        gd.__afliteSend("selection", Object.assign(selectionOf(ev), { seq: shared.seq }));
+      };
       gd.on("plotly_selected", (ev) => {
         if (ev) send(ev);
       });
