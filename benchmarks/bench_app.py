@@ -360,10 +360,11 @@ def synthetic_changes(
             expected(*guess)  # the direct runs for the value the key press will set, before the clock starts
             page.wait_for_timeout(300)  # and the machine quiet again
         m0, l0 = meters.read(), load1()
-        # a figure drawn again (mounted afresh or re-plotted) has a new _fullLayout: mark the current ones
+        # a figure drawn again (mounted afresh, or re-plotted in the same graph div) has a new _fullLayout or
+        # more plotly_afterplot events: mark the current ones
         t0 = page.evaluate(
             "() => { document.querySelectorAll('.js-plotly-plot').forEach(p => { if (p._fullLayout) "
-            "p._fullLayout.__bench = 1; }); return performance.now(); }"
+            "p._fullLayout.__bench = 1; p.__benchDraws = p.__afterplotCount || 0; }); return performance.now(); }"
         )
         afterplots0 = page.evaluate("() => window.__afterplots")
         page.keyboard.press("ArrowLeft")
@@ -374,7 +375,7 @@ def synthetic_changes(
         ms = synthetic_wait(page, tau_now, None if legacy else k_now, n_tagged, t0, legacy, kept)
         redrawn, points = page.evaluate(
             "(() => { const r = [...document.querySelectorAll('.js-plotly-plot')]"
-            ".filter(p => !(p._fullLayout && p._fullLayout.__bench));"
+            ".filter(p => !(p._fullLayout && p._fullLayout.__bench) || (p.__afterplotCount || 0) > p.__benchDraws);"
             " return [r.length, r.reduce((s, p) => s + (p._fullData || []).filter(t => t.type === 'scatter')"
             ".reduce((a, t) => a + (t._length || 0), 0), 0)]; })()"
         )

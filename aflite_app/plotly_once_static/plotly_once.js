@@ -4,18 +4,24 @@
 const shared = (window.__afliteOnce = window.__afliteOnce || {});
 
 function loadPlotly(src) {
-  // plotly.min.js is a UMD bundle: run it with a CommonJS-like `module` so that it does not touch window
+  // a classic <script>: Chromium parses a large script off the main thread and caches its code. plotly.min.js
+  // is a UMD bundle that, without a module system, sets self.moduleName (plotly.py's build) or self.Plotly.
   if (!shared.plotly) {
-    shared.plotly = fetch(src)
-      .then((r) => {
-        if (!r.ok) throw new Error("plotly.js could not be loaded (" + r.status + ")");
-        return r.text();
-      })
-      .then((text) => {
-        const m = { exports: {} };
-        new Function("module", "exports", text)(m, m.exports);
-        return m.exports;
-      });
+    shared.plotly = new Promise((resolve, reject) => {
+      const before = window.moduleName;
+      const tag = document.createElement("script");
+      tag.src = src;
+      tag.async = true;
+      tag.onload = () => {
+        const lib = window.moduleName !== before ? window.moduleName : window.Plotly;
+        if (before === undefined) delete window.moduleName;
+        else window.moduleName = before;
+        if (lib && typeof lib.react === "function") resolve(lib);
+        else reject(new Error("plotly.js did not load"));
+      };
+      tag.onerror = () => reject(new Error("plotly.js could not be loaded"));
+      document.head.appendChild(tag);
+    });
     shared.plotly.catch(() => {
       shared.plotly = null; // a later figure tries again
     });
