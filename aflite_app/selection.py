@@ -1,10 +1,11 @@
 """Selections on the Embedding map, as pure functions (no Streamlit): an event or a linked geometry -> row positions.
 
-``st.plotly_chart(..., on_select="rerun")`` returns ``{"selection": {"points": [...], "point_indices": [...],
-"box": [...], "lasso": [...]}}``. ``point_indices`` are per trace (one trace per colour), so they do not index
-the data; the map puts each point's row position in ``customdata`` and :func:`selected_rows` reads it back
-from ``points`` (a click). A box or lasso also arrives as its geometry, in data coordinates, even on a figure with
-no points at all (checked in Chromium against Streamlit 1.67 on a heatmap-only figure):
+``st.plotly_chart(..., on_select="rerun")`` and ``aflite_app.plotly_once.plotly_chart`` (the map's chart, drawn
+once per change) return ``{"selection": {"points": [...], "point_indices": [...], "box": [...], "lasso": [...]}}``.
+``point_indices`` are per trace (one trace per colour), so they do not index the data; the map puts each point's
+row position in ``customdata`` and :func:`selected_rows` reads it back from ``points`` (a click). A box or lasso
+also arrives as its geometry, in data coordinates, even on a figure with no points at all (checked in Chromium
+against Streamlit 1.67 on a heatmap-only figure):
 ``"box": [{"xref": "x", "yref": "y", "x": [x0, x1], "y": [y0, y1]}]`` and
 ``"lasso": [{"xref": "x", "yref": "y", "x": [...], "y": [...]}]`` (the closed polygon's vertices);
 :func:`rows_in_geometry` evaluates that geometry over every row's map coordinates, so a selection on the density

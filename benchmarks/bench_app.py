@@ -73,6 +73,25 @@ OBSERVER_JS = """
   window.__plotMut = 0; window.__plotFrame = 0; window.__glLost = 0;
   // Chromium keeps 16 WebGL contexts per page and silently drops the oldest beyond that: count the drops
   document.addEventListener('webglcontextlost', () => { window.__glLost++; }, true);
+  // count plotly_afterplot events (each is one full draw of a figure): plotly.js's Events.init sets gd.emit and
+  // then adds a passive 'wheel' listener to the graph div; wrap that gd.emit (any plotly.js bundle, Streamlit's
+  // own or the one aflite_app/plotly_once.py loads)
+  window.__afterplots = 0;
+  const addListener = EventTarget.prototype.addEventListener;
+  EventTarget.prototype.addEventListener = function (type, fn, opts) {
+    if (type === 'wheel' && typeof this.emit === 'function' && !this.__benchEmit) {
+      const emit = this.emit;
+      this.__benchEmit = true;
+      this.emit = function (ev, data) {
+        if (ev === 'plotly_afterplot') {
+          window.__afterplots++;
+          this.__afterplotCount = (this.__afterplotCount || 0) + 1;
+        }
+        return emit.call(this, ev, data);
+      };
+    }
+    return addListener.call(this, type, fn, opts);
+  };
   const install = () => {
     new MutationObserver((records) => {
       // cheap: a plot's drawing comes in thousands of records; look at a sample (first, last, every 64th)
@@ -341,11 +360,13 @@ def synthetic_changes(
             expected(*guess)  # the direct runs for the value the key press will set, before the clock starts
             page.wait_for_timeout(300)  # and the machine quiet again
         m0, l0 = meters.read(), load1()
-        # a figure drawn again (mounted afresh or re-plotted) has a new _fullLayout: mark the current ones
+        # a figure drawn again (mounted afresh, or re-plotted in the same graph div) has a new _fullLayout or
+        # more plotly_afterplot events: mark the current ones
         t0 = page.evaluate(
             "() => { document.querySelectorAll('.js-plotly-plot').forEach(p => { if (p._fullLayout) "
-            "p._fullLayout.__bench = 1; }); return performance.now(); }"
+            "p._fullLayout.__bench = 1; p.__benchDraws = p.__afterplotCount || 0; }); return performance.now(); }"
         )
+        afterplots0 = page.evaluate("() => window.__afterplots")
         page.keyboard.press("ArrowLeft")
         page.wait_for_timeout(20)
         tau_now = float(slider_thumb(page, "τ — remove only rows").input_value())
@@ -354,14 +375,17 @@ def synthetic_changes(
         ms = synthetic_wait(page, tau_now, None if legacy else k_now, n_tagged, t0, legacy, kept)
         redrawn, points = page.evaluate(
             "(() => { const r = [...document.querySelectorAll('.js-plotly-plot')]"
-            ".filter(p => !(p._fullLayout && p._fullLayout.__bench));"
+            ".filter(p => !(p._fullLayout && p._fullLayout.__bench) || (p.__afterplotCount || 0) > p.__benchDraws);"
             " return [r.length, r.reduce((s, p) => s + (p._fullData || []).filter(t => t.type === 'scatter')"
             ".reduce((a, t) => a + (t._length || 0), 0), 0)]; })()"
         )
+        afterplots = page.evaluate("() => window.__afterplots") - afterplots0
         rows.append(
             {
                 "wall_s": ms / 1000,
                 "plots_redrawn": redrawn,
+                "afterplots": afterplots,
+                "afterplots_per_redrawn": afterplots / redrawn if redrawn else 0.0,
                 "svg_points_redrawn": points,
                 **Meters.delta(m0, meters.read()),
                 "load1": (l0 + load1()) / 2,
@@ -472,12 +496,14 @@ def main() -> None:
                     "wall_s": first_ms / 1000,
                     **Meters.delta(m0, meters.read()),
                     "load1": (l0 + load1()) / 2,
+                    "afterplots": page.evaluate("window.__afterplots"),
                     **state,
                 }
                 print(
                     f"Synthetic page first render (load {report['synthetic_first']['load1']:.1f}): "
                     f"{first_ms / 1000:.2f} s to every panel drawn; {state['plots']} figures, {state['tagged']} "
-                    f"tagged with τ/k{' (legacy detector)' if legacy else ''}"
+                    f"tagged with τ/k{' (legacy detector)' if legacy else ''}; "
+                    f"{report['synthetic_first']['afterplots']} plotly_afterplot events"
                 )
                 report["webgl"] = webgl_pixels(page)
                 for w in report["webgl"]:

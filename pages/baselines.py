@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import ui
+from aflite_app import plotly_once, ui
 from aflite_app.charts import baselines as charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import baselines as compute
@@ -145,7 +145,7 @@ view_labels = {
     "partial input": f"partial input<br>'{ui.plotly_text(options.partial)}'",
 }
 fig = charts.accuracy_chart(acc, model_labels=compute.BASELINE_MODELS, view_labels=view_labels)
-st.plotly_chart(fig, width="stretch", key="bl-accuracy")
+plotly_once.plotly_chart(fig, width="stretch", key="bl-accuracy")
 groups_text = (
     f" Folds keep every '{ui.md(report.grouped_by)}' on one side (a premise never trains and tests)."
     if report.grouped_by
@@ -195,7 +195,7 @@ ui.caption(
 )
 
 st.subheader("Representation bias of each subset")
-st.plotly_chart(charts.bias_chart(bias), width="stretch", key="bl-bias")
+plotly_once.plotly_chart(charts.bias_chart(bias), width="stretch", key="bl-bias")
 ui.caption(
     f"How predictable each subset is from Φ = '{ui.md(used)}' for AFLite's own model family "
     f"({MODEL_FAMILIES.get(report.bias_model, report.bias_model)}): one AFLite scoring phase "

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import state, ui
+from aflite_app import plotly_once, state, ui
 from aflite_app.charts import compare as charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import compare as compute
@@ -107,9 +107,13 @@ elif s["changed_round"]:
 
 st.subheader("By class and by round")
 g1, g2 = st.columns(2)
-g1.plotly_chart(charts.class_groups_chart(diff.by_class), width="stretch", key="compare-class-chart")
+plotly_once.plotly_chart(
+    charts.class_groups_chart(diff.by_class), width="stretch", key="compare-class-chart", container=g1
+)
 if len(diff.by_round):
-    g2.plotly_chart(charts.round_groups_chart(diff.by_round), width="stretch", key="compare-round-chart")
+    plotly_once.plotly_chart(
+        charts.round_groups_chart(diff.by_round), width="stretch", key="compare-round-chart", container=g2
+    )
 else:
     g2.info("Neither run removed a row.")
 ui.caption(
@@ -133,7 +137,7 @@ else:
         f"{at['alpha']:g}; words with at least {at['min_count']} such rows in column '{ui.md(at['text_column'])}'"
     )
     if len(sig):
-        st.plotly_chart(charts.word_shares_chart(diff.words), width="stretch", key="compare-words-chart")
+        plotly_once.plotly_chart(charts.word_shares_chart(diff.words), width="stretch", key="compare-words-chart")
         st.dataframe(
             sig,
             hide_index=True,

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import ui
+from aflite_app import plotly_once, ui
 from aflite_app.charts import dynamics as charts
 from aflite_app.charts import level_checks as checks
 from aflite_app.compute import dynamics as compute
@@ -235,7 +235,7 @@ cols[3].metric(
     delta_arrow="off",
 )
 
-st.plotly_chart(charts.data_map(frame), width="stretch", key="dyn-map")
+plotly_once.plotly_chart(charts.data_map(frame), width="stretch", key="dyn-map")
 ui.caption(
     "The data map: each point is a row; up = the model gave its gold class a high probability on average "
     "(confidence), right = that probability changed a lot across epochs (variability). Colour = difficulty "
@@ -302,7 +302,7 @@ else:
         st.button("Validate again", key="dyn-validate-again", on_click=_forget, args=("validate_run",))
 if val is not None:
     st.markdown(f"**{checks.validation_sentence(val.level_accuracy, val.fractions)}**")
-    st.plotly_chart(checks.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
+    plotly_once.plotly_chart(checks.level_accuracy_chart(val.level_accuracy), width="stretch", key="dyn-val-levels")
     ui.caption(
         f"Accuracy on the {val.params['n_eval']:,} characterised rows, by their GMM level (Cosma et al.), of models "
         f"trained on the other {val.params['n_train']:,} rows — which played no part in these levels; whiskers: 95 % "
@@ -323,7 +323,9 @@ if val is not None:
             )
         labels = {p: checks.MODEL_INPUT_LABELS.get(p, f"{p[0]} ({p[1]} input)") for p in pairs}
         pick = st.selectbox("Model", pairs, format_func=labels.get, key="dyn-val-control-model")
-        st.plotly_chart(checks.level_controls_chart(val.level_controls, *pick), width="stretch", key="dyn-val-controls")
+        plotly_once.plotly_chart(
+            checks.level_controls_chart(val.level_controls, *pick), width="stretch", key="dyn-val-controls"
+        )
         n_seeds = len(val.params["seeds"])
         ui.caption(
             f"The same held-out predictions of {ui.md(labels[pick])}, scored on four kinds of levels of exactly the "
@@ -338,7 +340,7 @@ if val is not None:
             checks.level_controls_gaps(val.level_controls), hide_index=True, width="stretch", key="dyn-val-gaps"
         )
         ui.caption("Easy − hard accuracy of every model on each kind of levels: mean ± sd over the seeds.")
-    st.plotly_chart(checks.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
+    plotly_once.plotly_chart(checks.fraction_chart(val.fractions), width="stretch", key="dyn-val-fractions")
     st.dataframe(checks.fraction_table(val.fractions), hide_index=True, width="stretch")
     ui.caption(
         f"A logistic regression trained on 10-50 % of the {val.params['n_train']:,} training rows, chosen by "
@@ -367,7 +369,7 @@ else:
     table = charts.level_crosstab(vs["level"], vs["kept"])
     st.markdown(f"**{charts.crosstab_sentence(table)}**")
     x1, x2 = st.columns([1, 1])
-    x1.plotly_chart(charts.crosstab_chart(table), width="stretch", key="dyn-crosstab")
+    plotly_once.plotly_chart(charts.crosstab_chart(table), width="stretch", key="dyn-crosstab", container=x1)
     x2.dataframe(
         charts.crosstab_display(table),
         hide_index=True,
@@ -407,7 +409,9 @@ st.subheader("Features per level")
 measure_cols = [m for m in charts.MEASURE_LABELS if m in frame.columns]
 for i, (col, measure) in enumerate(zip(st.columns(len(measure_cols)), measure_cols)):
     key = "dyn-features" if i == 0 else f"dyn-features-{measure}"
-    col.plotly_chart(charts.feature_distributions(frame, measure=measure), width="stretch", key=key)
+    plotly_once.plotly_chart(
+        charts.feature_distributions(frame, measure=measure), width="stretch", key=key, container=col
+    )
 ui.caption(
     "Distribution of each training-dynamics feature within each level (green easy, orange ambiguous, purple hard; "
     "box: quartiles and median, whiskers: "
@@ -417,7 +421,7 @@ ui.caption(
 
 st.subheader("Classes per level")
 scale = st.radio("Bar height", ["rows", "share of the level"], horizontal=True, key="dyn-class-scale")
-st.plotly_chart(
+plotly_once.plotly_chart(
     charts.class_counts_chart(frame, data.classes, share=scale != "rows"), width="stretch", key="dyn-classes"
 )
 ui.caption(

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import page_views, ui
+from aflite_app import page_views, plotly_once, ui
 from aflite_app.charts import embedding as charts
 from aflite_app.charts import map_fields as field_charts
 from aflite_app.charts.theme import MISSING
@@ -175,7 +175,9 @@ else:
         title=title,
         extent=extent,
     )
-st.plotly_chart(fig, key=map_key, on_select=_on_select, selection_mode=("points", "box", "lasso"), width="stretch")
+plotly_once.plotly_chart(
+    fig, key=map_key, on_select=_on_select, selection_mode=("points", "box", "lasso"), width="stretch"
+)
 
 z1, z2, z3 = st.columns([2, 2, 3])
 selected_now = [r for r in st.session_state[sel_key].rows if r < data.n_rows]

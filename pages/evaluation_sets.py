@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from aflite_app import ui
+from aflite_app import plotly_once, ui
 from aflite_app.charts import evalsets as charts
 from aflite_app.charts import evalsets_controls as controls
 from aflite_app.charts import evalsets_rankings as rankings
@@ -400,7 +400,7 @@ if overview or per_adversary:
         st.markdown("**Reading**  \n" + "\n".join(lines))
 
 st.subheader("Adversary strength and round 1")
-st.plotly_chart(rankings.strength_chart(study), width="stretch", key="es-strength")
+plotly_once.plotly_chart(rankings.strength_chart(study), width="stretch", key="es-strength")
 st.dataframe(
     rankings.strength_table(study),
     hide_index=True,
@@ -420,7 +420,7 @@ ui.caption(
     "adversaries remove more; the paper's claim is that the points climb from left to right."
 )
 
-st.plotly_chart(charts.category_chart(study), width="stretch", key="es-categories")
+plotly_once.plotly_chart(charts.category_chart(study), width="stretch", key="es-categories")
 ui.caption(
     f"Figure 1 · What AFLite did to the {study.params['n_eval']:,} evaluation rows with each adversary (mean over "
     f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}): removed in the first round (dark), removed in a later "
@@ -431,7 +431,7 @@ ui.caption(
 st.subheader("Accuracy of the evaluated models")
 tab1, tab2 = st.tabs(["Heatmap (Figure 7)", "Lines (Figure 2)"])
 with tab1:
-    st.plotly_chart(charts.accuracy_heatmap(study), width="stretch", key="es-heatmap")
+    plotly_once.plotly_chart(charts.accuracy_heatmap(study), width="stretch", key="es-heatmap")
     ui.caption(
         "Accuracy of each evaluated model (columns, weakest to strongest on the full set) on the full evaluation set "
         "(top row) and on the rows each adversary selected (mean over seeds); ± is half the width of a 95 % binomial "
@@ -439,7 +439,7 @@ with tab1:
         "leave ±0.1 or more. Darker is lower. Outlined cells: the adversary's backbone, or a model on its very Φ."
     )
 with tab2:
-    st.plotly_chart(charts.accuracy_lines(study), width="stretch", key="es-lines")
+    plotly_once.plotly_chart(charts.accuracy_lines(study), width="stretch", key="es-lines")
     ui.caption(
         "The same numbers as lines: x = evaluated model (weakest to strongest on the full set), one line per "
         "adversary plus the full set (black), whiskers the 95 % binomial interval on the selected rows; the dashed "
@@ -452,11 +452,12 @@ per_row = 3  # at most three lists side by side: every name and number stays ins
 for start in range(0, len(rank_sets), per_row):
     row_sets = rank_sets[start : start + per_row]
     for i, (col, which) in enumerate(zip(st.columns(per_row), row_sets), start=start):
-        col.plotly_chart(
+        plotly_once.plotly_chart(
             rankings.ranking_list_chart(study, which),
             width="stretch",
             key=f"es-rank-list-{i}",
             config={"displayModeBar": False},
+            container=col,
         )
 ui.caption(
     "Figure 3 · On each evaluation set (the full set, then the adversaries weakest to strongest) the evaluated "
@@ -467,7 +468,7 @@ ui.caption(
     "no pair swapped."
 )
 with st.expander("Follow each model across the lists (a wide screen helps)"):
-    st.plotly_chart(rankings.ranking_chart(study), width="stretch", key="es-ranking")
+    plotly_once.plotly_chart(rankings.ranking_chart(study), width="stretch", key="es-ranking")
 with st.expander("The sorted lists as a table"):
     st.dataframe(rankings.ranking_lists(study), width="stretch")
 
@@ -484,7 +485,7 @@ else:
             "**What chance alone does**  \n"
             + "\n".join(f"- {ui.message(line)}" for line in controls.controls_findings(study))
         )
-    st.plotly_chart(controls.kendall_null_chart(study), width="stretch", key="es-null-kendall")
+    plotly_once.plotly_chart(controls.kendall_null_chart(study), width="stretch", key="es-null-kendall")
     ui.caption(
         "Kendall's coefficient between each adversary's ranking and the unfiltered one (diamonds) beside the same "
         "coefficient on random evaluation subsets of the same size (grey: median and 5-95 % of "
@@ -497,7 +498,7 @@ else:
     drop_advs = list(dict.fromkeys(study.drop_controls["adversary"])) if len(study.drop_controls) else []
     if drop_advs:
         which = st.selectbox("Accuracy drops of the evaluated models with", drop_advs, key="es-null-drop-adv")
-        st.plotly_chart(controls.drop_null_chart(study, which), width="stretch", key="es-null-drops")
+        plotly_once.plotly_chart(controls.drop_null_chart(study, which), width="stretch", key="es-null-drops")
         ui.caption(
             f"Each evaluated model's accuracy drop on the rows '{ui.md(which)}' selected (full set minus selected "
             "rows, diamonds) beside its drop on random subsets of the same size (grey: median and 5-95 %). A "
@@ -522,7 +523,7 @@ else:
     )
 
 st.subheader("Filtering with your own backbone")
-st.plotly_chart(rankings.same_representation_chart(study), width="stretch", key="es-same")
+plotly_once.plotly_chart(rankings.same_representation_chart(study), width="stretch", key="es-same")
 ui.caption(
     "Figure 4 · Orange: each adversary's backbone, trained separately on the training rows (the paper's comparison: "
     "separately fine-tuned models sharing a pretrained model). Light: models trained on the adversary's very Φ — "
@@ -555,7 +556,7 @@ if study.agreement is None:
     )
 else:
     info = study.agreement.info
-    st.plotly_chart(charts.agreement_chart(study), width="stretch", key="es-agreement")
+    plotly_once.plotly_chart(charts.agreement_chart(study), width="stretch", key="es-agreement")
     used = (
         f"{info['n_used']:,} of the {info['n_eval']:,} evaluation rows used: "
         f"{info['n_without_labels']:,} have no annotator labels"

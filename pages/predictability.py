@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import state, ui
+from aflite_app import plotly_once, state, ui
 from aflite_app.charts import runs as charts
 from aflite_app.compute import runs
 
@@ -130,7 +130,7 @@ elif nulled is not None:
 has_null = nulled is not None and nulled.null_counts is not None
 with hist_slot:
     with ui.errors():
-        clicked = st.plotly_chart(
+        clicked = plotly_once.plotly_chart(
             charts.predictability_histogram(result, rnd, null=nulled if has_null else None),
             width="stretch",
             key="pred-hist",
@@ -157,7 +157,7 @@ with hist_slot:
 
 st.subheader("All rounds")
 with ui.errors():
-    st.plotly_chart(
+    plotly_once.plotly_chart(
         charts.predictability_small_multiples(result, null=nulled if has_null else None),
         width="stretch",
         key="pred-multiples",

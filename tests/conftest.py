@@ -92,10 +92,12 @@ def app_test(monkeypatch):
 
 
 def plotly_figures(at) -> list[dict]:
-    """The Plotly figure specs an AppTest rendered (decoded JSON)."""
+    """The Plotly figure specs an AppTest rendered (decoded JSON): ``st.plotly_chart``'s and ``plotly_once``'s."""
     import json
 
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    from plotly_figures import plotly_elements
+
+    return [json.loads(el.proto.spec) for el in plotly_elements(at)]
 
 
 #: a small `filter` run (300 rows, a few rounds): the arguments after --features/--labels

@@ -7,6 +7,7 @@ import base64
 import numpy as np
 import pytest
 from conftest import plotly_figures
+from plotly_figures import plotly_elements  # tests/ is on sys.path when pytest collects this file
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +31,7 @@ def test_without_a_run_the_page_points_to_the_filter_page(app_test):
     at = app_test(page="pages/baselines.py")
     assert not at.exception
     assert any("Filter page first" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert not plotly_elements(at)
 
 
 def test_baselines_after_a_filter_run_and_model_choice(app_test):
@@ -60,7 +61,7 @@ def test_baselines_after_a_filter_run_and_model_choice(app_test):
     partial = next(s for s in at.selectbox if s.key.startswith("bl-partial-"))
     partial.set_value("pixels").run()
     assert not at.exception, at.exception
-    if not at.get("plotly_chart"):  # estimated above the few seconds the page computes without asking
+    if not plotly_elements(at):  # estimated above the few seconds the page computes without asking
         at.button(key="bl-compute").click().run()
         assert not at.exception, at.exception
     assert len(_bars(_accuracy_figure(at))) == 8
@@ -74,7 +75,7 @@ def test_slow_families_wait_for_the_compute_button(app_test):
     assert not at.exception, at.exception
     assert [b for b in at.button if b.key == "bl-compute"]
     assert any("roughly" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert not plotly_elements(at)
 
 
 def _small_upload(seed: int = 0):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from conftest import plotly_figures
+from plotly_figures import plotly_elements  # tests/ is on sys.path when pytest collects this file
 
 pytestmark = pytest.mark.slow
 
@@ -282,10 +283,10 @@ def test_count_metrics_have_no_arrows_and_methods_are_attributed(app_test):
 
 def test_validation_on_held_out_rows(app_test):
     at = app_test(page=PAGE)
-    assert not any("dyn-val-levels" in str(el.proto.id) for el in at.get("plotly_chart"))  # on request only
+    assert not any("dyn-val-levels" in str(el.proto.id) for el in plotly_elements(at))  # on request only
     at.button(key="dyn-validate").click().run()
     assert not at.exception, at.exception
-    figs = {str(el.proto.id): el for el in at.get("plotly_chart")}
+    figs = {str(el.proto.id): el for el in plotly_elements(at)}
     assert any("dyn-val-levels" in k for k in figs) and any("dyn-val-fractions" in k for k in figs)
     text = " ".join(m.value for m in at.markdown)
     assert "independently trained model" in text and "fractions" in text
@@ -324,7 +325,7 @@ def test_a_stopped_recording_says_so_stores_nothing_and_record_again_starts_over
     at = app_test(page=PAGE)
     assert not at.exception, at.exception
     assert any("recording was stopped before it finished" in w.value for w in at.warning)
-    assert not at.metric and not at.get("plotly_chart")  # no levels from a partial recording
+    assert not at.metric and not plotly_elements(at)  # no levels from a partial recording
     at.button(key="dyn-record-again").click().run()
     assert not at.exception, at.exception
     assert not at.warning and len(calls) == 2
@@ -350,8 +351,8 @@ def test_a_stopped_validation_says_so_and_the_page_goes_on(app_test, monkeypatch
     assert not at.exception, at.exception
     assert any("validation was stopped" in w.value for w in at.warning)
     assert "Levels vs AFLite" in [h.value for h in at.subheader]  # the rest of the page is drawn
-    assert not any("dyn-val-levels" in str(el.proto.id) for el in at.get("plotly_chart"))
+    assert not any("dyn-val-levels" in str(el.proto.id) for el in plotly_elements(at))
     at.button(key="dyn-validate").click().run()  # asking again starts over
     assert not at.exception, at.exception
     assert not at.warning and len(calls) == 2
-    assert any("dyn-val-levels" in str(el.proto.id) for el in at.get("plotly_chart"))
+    assert any("dyn-val-levels" in str(el.proto.id) for el in plotly_elements(at))

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 from conftest import plotly_figures
+from plotly_figures import plotly_elements  # tests/ is on sys.path when pytest collects this file
 
 from aflite_app.compute import datasets
 from aflite_app.compute import embedding as compute
@@ -53,7 +54,7 @@ def test_without_a_run_the_page_points_to_filter(app_test):
     at = app_test(page="pages/embedding.py")
     assert not at.exception
     assert any("Filter page first" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert not plotly_elements(at)
 
 
 def test_map_after_a_filter_run(app_test, umap_gate):

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import plotly_figures
+from plotly_figures import plotly_elements  # tests/ is on sys.path when pytest collects this file
 
 pytestmark = pytest.mark.slow
 
@@ -47,13 +48,13 @@ def _figure_with(at, text: str) -> dict | None:
 def _by_key(at, key: str) -> dict | None:
     import json
 
-    return next((json.loads(el.proto.spec) for el in at.get("plotly_chart") if str(el.proto.id).endswith(key)), None)
+    return next((json.loads(el.proto.spec) for el in plotly_elements(at) if str(el.proto.id).endswith(key)), None)
 
 
 def _rank_lists(at) -> list[dict]:
     import json
 
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart") if "es-rank-list-" in str(el.proto.id)]
+    return [json.loads(el.proto.spec) for el in plotly_elements(at) if "es-rank-list-" in str(el.proto.id)]
 
 
 def _kendall_titles(fig: dict) -> list[str]:
@@ -123,7 +124,7 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     at = app_test(page=PAGE)
     assert not at.exception, at.exception
     assert any("Run study" in i.value for i in at.info)
-    assert not at.get("plotly_chart")
+    assert not plotly_elements(at)
     adv = at.multiselect(key=next(m.key for m in at.multiselect if m.label.startswith("Adversaries")))
     # weakest first by a strength measured without AFLite (issue #14): each backbone's accuracy on the 432
     # evaluation rows, mlp_small 0.935 < pca 0.965 < pixels 0.970 < mlp 0.977 (the last three within each other's

@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import pytest
 from conftest import plotly_figures
+from plotly_figures import plotly_elements  # tests/ is on sys.path when pytest collects this file
 
 from aflite_core import AFLiteResult
 from aflite_core.cli import main
@@ -162,13 +163,13 @@ def test_predictability_sends_counts_not_scores(opened, big_root):
     assert not at.exception, at.exception
     run = AFLiteResult.load(big_root / RELATIVE)
     edges = charts.histogram_edges(run)
-    specs = [el.proto.spec for el in at.get("plotly_chart")]
+    specs = [el.proto.spec for el in plotly_elements(at)]
     assert len(specs) == 2
     # O(bins) numbers, not O(rows): 100,000 float32 scores alone would be ~530 kB of base64
     assert all(len(spec) < 60_000 for spec in specs), [len(s) for s in specs]
 
     def check(rnd: int) -> None:
-        hist = json.loads(at.get("plotly_chart")[0].proto.spec)
+        hist = json.loads(plotly_elements(at)[0].proto.spec)
         assert hist["layout"]["title"]["text"].startswith(f"Round {rnd}:")
         p = run.scores[rnd - 1]
         scored, gone = ~np.isnan(p), run.removed_round == rnd

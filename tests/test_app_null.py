@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from plotly_figures import plotly_elements  # tests/ is on sys.path when pytest collects this file
 
 from aflite_app.compute import runs
 from aflite_app.specs import FilterSpec
@@ -26,7 +27,7 @@ def _texts(at) -> str:
 def _chart(at, key: str) -> dict:
     import json
 
-    return next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if str(el.proto.id).endswith(key))
+    return next(json.loads(el.proto.spec) for el in plotly_elements(at) if str(el.proto.id).endswith(key))
 
 
 def _compute_button(at):

@@ -57,6 +57,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_inspect_scale.py",
         "bench_estimates.py",
         "bench_null.py",
+        "bench_plotly_once.py",
         "bench_app_tau.py",
         "bench_run_table.py",
         "bench_scale.py",
@@ -262,6 +263,19 @@ def test_bench_app(tmp_path):
     assert figures["home"]["cold_s"] > 0 and figures["filter_tau"]["n"] == 1 and figures["synthetic_tau"]["n"] == 1
     assert figures["compute_digits_s"]["median"] > 0
     assert figures["webgl"] and all("pixels_painted_by_webgl" in w for w in figures["webgl"])
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_bench_plotly_once(tmp_path):
+    """The three ways of drawing the same figures, one change each; st.plotly_chart draws each twice, ours once."""
+    _require_browser()
+    report = tmp_path / "once.json"
+    out = run_tiny("bench_plotly_once.py", "--json", str(report), timeout=240)
+    runs = {r["mode"]: r for r in json.loads(report.read_text())["runs"]}
+    assert set(runs) == {"streamlit", "none", "once"} and "per change" in out
+    assert runs["once"]["first"]["afterplots_per_figure"] == [1] * 6 and runs["once"]["changes"][0]["afterplots"] == 6
+    assert all(r["changes"][0]["cdp_TaskDuration"] > 0 for r in runs.values())
 
 
 @pytest.mark.browser

@@ -57,14 +57,17 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def served_app(*, env: dict[str, str] | None = None, log: Path | None = None, timeout: float = 60) -> Iterator[str]:
+def served_app(
+    *, env: dict[str, str] | None = None, log: Path | None = None, timeout: float = 60, app: Path | None = None
+) -> Iterator[str]:
     """``streamlit run app.py`` on a free port of 127.0.0.1 (``env`` on top of this environment); yields its URL
-    once it answers its health check, and always terminates it. Every browser test module serves the app this way.
+    once it answers its health check, and always terminates it. Every browser test module serves the app this way
+    (``app``: another script, served from this checkout's folder with its settings).
     """
     port = _free_port()
     full_env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
     full_env.update(env or {})
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app or ROOT / "app.py"), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1",
            "--browser.gatherUsageStats", "false"]  # fmt: skip
     with contextlib.ExitStack() as stack:

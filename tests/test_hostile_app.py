@@ -163,9 +163,14 @@ def problems(at, forbidden_paths, where="") -> list[tuple]:
         bare = ESCAPED.sub("\x00", text)  # what Markdown reads unescaped
         if markdown and (any(raw in bare for raw in RAW) or HEADING.search(bare)):
             found.append((where, kind, path, "raw Markdown", text))
+        figure = None
         if kind == "plotly_chart" and path[-1] == "spec":  # Plotly draws <b>, <i>, <a> in the texts it shows
+            figure = json.loads(text)
+        elif kind == "bidi_component" and path[-1] == "json":  # aflite_app.plotly_once: the figure in its data
+            figure = json.loads(json.loads(text).get("spec") or "{}")
+        if figure is not None:
             for tag in ("<b>dog", "<i>x"):
-                places = _html_at(json.loads(text), tag)
+                places = _html_at(figure, tag)
                 if places:
                     found.append((where, kind, path, "raw HTML in a figure", tag, places[:4]))
     return found
