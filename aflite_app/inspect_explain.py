@@ -19,7 +19,7 @@ import streamlit as st
 from aflite_core.measures.artifact_statistics import tokenize
 from aflite_core.measures.explain import RowExplanation
 
-from . import state, ui
+from . import plotly_once, state, ui
 from .charts import inspect as charts
 from .charts.theme import MISSING
 from .compute import inspect as compute
@@ -174,7 +174,7 @@ def explanation_panel(ex: RowExplanation) -> None:
     c1, c2 = st.columns(2)
     with c1:
         if len(ex.rounds):
-            st.plotly_chart(
+            plotly_once.plotly_chart(
                 charts.explanation_rounds_chart(ex.rounds, ex.tau), width="stretch", key="inspect-explain-rounds"
             )
         null = _null_text(ex)
@@ -182,7 +182,9 @@ def explanation_panel(ex: RowExplanation) -> None:
             st.caption(ui.message(null))
     with c2:
         if ex.votes is not None:
-            st.plotly_chart(charts.votes_chart(ex.votes, ex.votes_round), width="stretch", key="inspect-explain-votes")
+            plotly_once.plotly_chart(
+                charts.votes_chart(ex.votes, ex.votes_round), width="stretch", key="inspect-explain-votes"
+            )
             n = int(ex.votes["votes"].sum())
             ui.caption(
                 f"What the {n} models that held it out in round {ex.votes_round} predicted, as the run counted "

@@ -16,7 +16,7 @@ import streamlit as st
 from aflite_core import AFLiteResult
 from aflite_core.data.datasets import Dataset
 
-from . import inspect_columns, state, ui
+from . import inspect_columns, plotly_once, state, ui
 from .charts import inspect as charts
 from .compute import inspect as compute
 from .specs import DatasetSpec, SessionData
@@ -135,7 +135,7 @@ def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stop
 def _draw_words(v: InspectView, word_stats, shares) -> None:
     """The statistics chart on all rows, and whether this run removed the significant pairs (``shares``)."""
     st.caption(compute.artifact_summary(word_stats))
-    st.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
+    plotly_once.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
     ui.caption(
         "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
         "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
@@ -162,7 +162,7 @@ def _draw_words(v: InspectView, word_stats, shares) -> None:
             help="z computed on the kept rows alone is at most the same threshold z*.",
         )
         s3.metric("Rows the run removed", f"{removed_share:.0%}", help="Compare each token's share removed.")
-        st.plotly_chart(
+        plotly_once.plotly_chart(
             charts.artifact_shares_chart(shares, z_critical=shares.attrs["z_critical"]),
             width="stretch",
             key="inspect-shares-chart",
@@ -297,14 +297,16 @@ def removed_share_tab(v: InspectView) -> None:
     label = slot.selectbox("Class", present, key=f"inspect-art-class-{v.dspec.key}", persist_state="page")
     cls = ui.md(label)  # in the captions
     if kind == "feature" and grid is not None:
-        st.plotly_chart(charts.pixel_artifact_chart(art, label, grid), width="stretch", key="inspect-pixel-chart")
+        plotly_once.plotly_chart(
+            charts.pixel_artifact_chart(art, label, grid), width="stretch", key="inspect-pixel-chart"
+        )
         ui.caption(
             f"Class {cls}: the average image of the rows AFLite kept (left) and removed (middle), and for "
             "each pixel the AUC of telling a removed row from a kept one by that pixel alone (right; 0.5 = "
             "no difference). Vermillion pixels are inked more among removed rows, blue ones among kept "
             "rows: the pixel patterns that made rows easy for AFLite's models."
         )
-    st.plotly_chart(
+    plotly_once.plotly_chart(
         charts.artifact_chart(art, label, kind=kind, max_bars=10 if grid else 15),
         width="stretch",
         key="inspect-art-chart",
@@ -338,7 +340,7 @@ def classes_tab(v: InspectView) -> None:
         impact = compute.inspect_class_impact(v.ref, v.result, session=v.session)
     for msg in impact.loc[impact["warning"], "message"]:
         st.warning(ui.message(msg) + " The filtered set may be too small in this class to train or evaluate on.")
-    st.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
+    plotly_once.plotly_chart(charts.class_status_chart(impact), width="stretch", key="inspect-class-chart")
     ui.caption(
         "Rows per class before filtering (whole bar), split into kept (blue) and removed (vermillion); the "
         "number above each bar is the share of the class removed. '!' marks a flagged class: it lost most of "
@@ -460,7 +462,7 @@ def stability_tab(v: InspectView) -> None:
                 f"{summary['mean_jaccard']:.2f}",
                 help="Overlap of two seeds' removed sets (1 = identical), averaged over pairs of seeds.",
             )
-            st.plotly_chart(
+            plotly_once.plotly_chart(
                 charts.stability_chart(counts, summary["n_runs"]), width="stretch", key="inspect-stab-chart"
             )
             ui.caption(

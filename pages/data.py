@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import state, ui
+from aflite_app import plotly_once, state, ui
 from aflite_app.charts import data as charts
 from aflite_app.compute import datasets, rundirs, upload_sentences, uploads
 from aflite_app.state import BUNDLED, DATA_PAGE, DATASET, RUN_DIR, RUN_DIRS, RUN_FEATURES_FILE, RUN_LABELS_FILE, UPLOADS
@@ -111,7 +111,7 @@ with bundled_tab:
             )
             st.dataframe(datasets.representation_table(data), hide_index=True, width="stretch")
             if data.images is not None:
-                st.plotly_chart(
+                plotly_once.plotly_chart(
                     charts.sample_grid(data.images, data.y, data.classes, per_class=12),
                     width="stretch",
                     key=f"grid-{key}",
@@ -276,7 +276,7 @@ with art_tab:
                 f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
                 + ui.message(datasets.artifact_summary(art_stats))
             )
-            st.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
+            plotly_once.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
             ui.caption(
                 "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
                 "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
@@ -620,7 +620,7 @@ with upload_tab:
     ui.caption("The first 20 rows, every column as read from the file.")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(charts.class_count_chart(data.class_counts()), width="stretch", key="up-classes")
+        plotly_once.plotly_chart(charts.class_count_chart(data.class_counts()), width="stretch", key="up-classes")
         ui.caption(f"Rows per class in '{ui.md(label_column)}'. AFLite needs at least 2 rows in every class.")
     with right:
         st.dataframe(datasets.representation_table(data), hide_index=True, width="stretch")

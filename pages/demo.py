@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import state, ui
+from aflite_app import plotly_once, state, ui
 from aflite_app.charts import demo as demo_charts
 from aflite_app.charts import inspect as inspect_charts
 from aflite_app.charts import synthetic as syn_charts
@@ -89,19 +89,21 @@ if step == 1:
         shown = compute.circles_step(tau, lambda f, t: bar.progress(min(max(f, 0.0), 1.0), text=t))
         bar.empty()
         row = shown["row"]
-        st.plotly_chart(
+        plotly_once.plotly_chart(
             syn_charts.circles_legend(), width="stretch", key="demo-legend", config={"displayModeBar": False}
         )
         before, after = st.columns(2)  # side by side on a wide screen, stacked on a phone
-        before.plotly_chart(
+        plotly_once.plotly_chart(
             syn_charts.circles_column(shown["data"], shown["result"], row, part="original", height=500),
             width="stretch",
             key="demo-circles-original",
+            container=before,
         )
-        after.plotly_chart(
+        plotly_once.plotly_chart(
             syn_charts.circles_column(shown["data"], shown["result"], row, part="after", webgl=False, height=540),
             width="stretch",
             key="demo-circles",
+            container=after,
         )
         numbers = st.container(horizontal=True, gap="medium")  # side by side, also on a phone
         numbers.metric(
@@ -153,7 +155,7 @@ elif step == 2:
                 + (" (no longer significant)." if w["z_kept"] <= words["z_critical"] else " (still significant).")
             )
             fig = inspect_charts.artifact_shares_chart(shares, z_critical=words["z_critical"])
-            st.plotly_chart(fig, width="stretch", key="demo-words")
+            plotly_once.plotly_chart(fig, width="stretch", key="demo-words")
             ui.caption(
                 "Each significant (word → label) pair: the share of kept rows (blue) and of removed rows "
                 "(vermillion) whose hypothesis contains the word. A word far more common among removed rows is "
@@ -201,7 +203,7 @@ else:
             f"**Try it:** show another removed row ({index + 1} of {len(rows)})", key="demo-another", on_click=_next_row
         )
         fig = demo_charts.row_rounds_chart(why["rounds"], scores, why["tau"], why["removed_round"])
-        st.plotly_chart(fig, width="stretch", key="demo-row")
+        plotly_once.plotly_chart(fig, width="stretch", key="demo-row")
         ui.caption(
             "This row's predictability in every round it was scored; vermillion points reached τ (dashed). A row can "
             "reach τ and stay a round: AFLite removes only the k most predictable rows per round."

@@ -314,10 +314,11 @@ with ui.errors():
     out = neighbourhoods.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data)
 sim = out["sim"]
 h1, h2 = st.columns([3, 2])
-h1.plotly_chart(
+plotly_once.plotly_chart(
     charts.similarity_heatmap(sim, class_name=names[code], ids=data.ids, height=480),
     width="stretch",
     key="emb-sim-heatmap",
+    container=h1,
 )
 
 

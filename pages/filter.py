@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import state, ui
+from aflite_app import plotly_once, state, ui
 from aflite_app.charts import runs as charts
 from aflite_app.compute import runs as compute
 from aflite_app.state import MODEL_FAMILIES, STRATEGY_LABELS, TAU, FilterSpec, filter_key
@@ -157,7 +157,7 @@ with st.container(horizontal=True, gap="small"):  # 2 × 165 px + a small gap fi
         width=165,
     )
 
-clicked = st.plotly_chart(
+clicked = plotly_once.plotly_chart(
     charts.removal_chart(result),
     width="stretch",
     key="removal-chart",

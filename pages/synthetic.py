@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import ui
+from aflite_app import plotly_once, ui
 from aflite_app.charts import synthetic as charts
 from aflite_app.charts import synthetic_studies as studies
 from aflite_app.charts.theme import fmt_pct
@@ -156,7 +156,7 @@ with ui.errors():
     bar.empty()
 
 # -- Figure 2 --------------------------------------------------------------------------------------------------
-st.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", config={"displayModeBar": False})
+plotly_once.plotly_chart(charts.circles_legend(), width="stretch", key="syn-legend", config={"displayModeBar": False})
 with ui.errors():
     # two datasets per row (issue 29 item 9: bigger scatters); a phone stacks them
     per_row = min(2, len(exp.datasets))
@@ -168,8 +168,8 @@ with ui.errors():
         # the original panel is built once per data and cached in compute (with the builder passed in)
         original = compute.circles_original_figure(run.data, run.n_splits, i, d, row, charts.circles_column)
         after = charts.circles_column(d, result, row, part="after", webgl=False)
-        col.plotly_chart(original, width="stretch", key=f"syn-orig-{i}")
-        col.plotly_chart(after, width="stretch", key=f"syn-col-{i}")
+        plotly_once.plotly_chart(original, width="stretch", key=f"syn-orig-{i}", container=col)
+        plotly_once.plotly_chart(after, width="stretch", key=f"syn-col-{i}", container=col)
 ui.caption("Each dataset: all rows on top, the rows AFLite kept below, both models' accuracy in the titles.")
 head = compute.circles_headline(exp)
 # the headline numbers under the panels, so that on a phone (where the four stack) the panels start within the
@@ -379,8 +379,8 @@ def round_stepper(exp) -> None:
         fig_map = charts.round_stepper(data, result, rnd, panel="map", webgl=False)  # redrawn every step: SVG
         fig_hist = charts.round_stepper(data, result, rnd, panel="histogram")
     g1, g2 = st.columns([11, 9])  # side by side on a wide screen, stacked on a phone
-    g1.plotly_chart(fig_map, width="stretch", key="syn-stepper")
-    g2.plotly_chart(fig_hist, width="stretch", key="syn-stepper-hist")
+    plotly_once.plotly_chart(fig_map, width="stretch", key="syn-stepper", container=g1)
+    plotly_once.plotly_chart(fig_hist, width="stretch", key="syn-stepper-hist", container=g2)
     ui.caption(f"Highlighted: the rows removed in round {rnd}; grey: earlier removals; dashed: τ.")
     with st.expander("Explain: the map and the histogram"):
         ui.caption(
@@ -398,7 +398,7 @@ def round_stepper(exp) -> None:
     ):
         with ui.errors():
             curve = compute.circles_curve(run, name)
-        st.plotly_chart(studies.accuracy_rounds_chart(curve, rnd), width="stretch", key="syn-curve-chart")
+        plotly_once.plotly_chart(studies.accuracy_rounds_chart(curve, rnd), width="stretch", key="syn-curve-chart")
         lines = compute.circles_notes(exp, name, curve)
         ui.caption("Both models on the set left after each round; the grey band is chance.")
         with st.expander("Explain: reading the accuracy curve"):
@@ -442,7 +442,9 @@ else:
     model_cols = st.columns(len(asked.models))  # one figure per model family: a narrow screen stacks them
     for i, (col, fam) in enumerate(zip(model_cols, asked.models)):
         key = "syn-ood-chart" if i == 0 else f"syn-ood-chart-{fam}"
-        col.plotly_chart(studies.ood_chart(ood_result.table, chosen, model=fam), width="stretch", key=key)
+        plotly_once.plotly_chart(
+            studies.ood_chart(ood_result.table, chosen, model=fam), width="stretch", key=key, container=col
+        )
     lost = studies.ood_loss_text(ood_result, chosen)
     stale = (
         "" if asked == ood_spec else " Computed with other parameters than the ones above; press the button to update."
@@ -473,7 +475,7 @@ with st.expander("Explain: AFOptimum and the three strategies"):
 if st.toggle("Compute the exact comparison (about a second)", key="syn-optimum-on"):
     with ui.errors():
         opt = compute.circles_optimum()
-    st.plotly_chart(studies.optimum_chart(opt), width="stretch", key="syn-optimum-chart")
+    plotly_once.plotly_chart(studies.optimum_chart(opt), width="stretch", key="syn-optimum-chart")
     ui.caption("Every bar names its strategy (A, B, C) and its bias; lower is less biased.")
     with st.expander("Explain: reading the AFOptimum chart"):
         ui.caption(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from plotly_figures import plotly_elements
 
 from aflite_app import links
 from aflite_app.compute import demo as compute
@@ -16,7 +17,7 @@ PAGE = "pages/demo.py"
 
 
 def _chart(at, key: str) -> dict | None:
-    for el in at.get("plotly_chart"):
+    for el in plotly_elements(at):
         if key in str(el.proto.id):
             return json.loads(el.proto.spec)
     return None

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from plotly_figures import plotly_elements
 
 from aflite_core import AFLiteResult
 from aflite_core.cli import main
@@ -311,7 +312,7 @@ def test_the_data_pages_token_statistics_of_a_large_run_wait_for_the_button(app_
     at = _open_on_page(app_test(page="pages/data.py"), "news")
     assert not at.exception, at.exception
     assert any("starts when you ask" in i.value for i in at.info)
-    assert not calls and not any(c.key == "data-art-chart" for c in at.get("plotly_chart"))
+    assert not calls and not any(c.key == "data-art-chart" for c in plotly_elements(at))
     next(b for b in at.button if b.label == "Test the tokens").click().run()
     assert not at.exception, at.exception
     assert calls and any("(token, label) pairs are significant" in m.value for m in at.markdown)

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from conftest import plotly_figures
+from plotly_figures import plotly_elements
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +20,7 @@ def _metrics(at) -> dict[str, str]:
 
 
 def _charts(at, key: str) -> list[dict]:
-    return [json.loads(el.proto.spec) for el in at.get("plotly_chart") if key in str(el.proto.id)]
+    return [json.loads(el.proto.spec) for el in plotly_elements(at) if key in str(el.proto.id)]
 
 
 def _columns(at) -> list[dict]:
@@ -90,7 +91,7 @@ def test_tau_change_redraws_every_run_panel_and_sends_the_originals_unchanged(ap
     """After a τ change every panel is there: the originals byte-identical (WebGL: drawn once), every figure of
     the run (after-panels, the stepper's map and histogram) carrying the new τ and drawn in SVG, all points kept."""
     at = app_test(page=PAGE)
-    originals = [el.proto.spec for el in at.get("plotly_chart") if "syn-orig-" in str(el.proto.id)]
+    originals = [el.proto.spec for el in plotly_elements(at) if "syn-orig-" in str(el.proto.id)]
     assert len(originals) == 4
     for fig in _originals(at):
         assert {t["type"] for t in fig["data"]} == {"scattergl"} and _n_points(fig) == 2000
@@ -98,7 +99,7 @@ def test_tau_change_redraws_every_run_panel_and_sends_the_originals_unchanged(ap
 
     at.slider(key="syn-tau").set_value(0.7).run()
     assert not at.exception, at.exception
-    assert [el.proto.spec for el in at.get("plotly_chart") if "syn-orig-" in str(el.proto.id)] == originals
+    assert [el.proto.spec for el in plotly_elements(at) if "syn-orig-" in str(el.proto.id)] == originals
     run_figs = _columns(at) + _charts(at, "syn-stepper")  # "syn-stepper" matches the map and the histogram
     assert len(run_figs) == 6
     stepper_map = _stepper(at)
@@ -218,10 +219,10 @@ def test_circles_datasets_match_paper_circles_and_apply_the_bias_fraction():
 
 def test_accuracy_over_rounds_is_computed_on_request(app_test):
     at = app_test(page=PAGE)
-    assert not any("syn-curve-chart" in str(el.proto.id) for el in at.get("plotly_chart"))  # not on the τ/k path
+    assert not any("syn-curve-chart" in str(el.proto.id) for el in plotly_elements(at))  # not on the τ/k path
     at.checkbox(key="syn-curve").check().run()
     assert not at.exception, at.exception
-    chart = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-curve-chart" in str(el.proto.id))
+    chart = next(json.loads(el.proto.spec) for el in plotly_elements(at) if "syn-curve-chart" in str(el.proto.id))
     assert {t.get("name") for t in chart["data"]} >= {"linear model", "RBF SVM", "chance ± 2 standard errors"}
     assert any(c.value.startswith("separation 1 (flipped labels): held-out accuracy") for c in at.caption)
     at.slider(key="syn-round").set_value(2).run()  # the curve follows the stepper's round
@@ -230,11 +231,11 @@ def test_accuracy_over_rounds_is_computed_on_request(app_test):
 
 def test_out_of_distribution_section_runs_on_request(app_test):
     at = app_test(page=PAGE)
-    assert not any("syn-ood-chart" in str(el.proto.id) for el in at.get("plotly_chart"))
+    assert not any("syn-ood-chart" in str(el.proto.id) for el in plotly_elements(at))
     assert any(c.value.startswith("Not computed yet") for c in at.caption)
     at.button(key="syn-ood-run").click().run()
     assert not at.exception, at.exception
-    chart = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-ood-chart" in str(el.proto.id))
+    chart = next(json.loads(el.proto.spec) for el in plotly_elements(at) if "syn-ood-chart" in str(el.proto.id))
     names = {t.get("name") for t in chart["data"]}
     assert names == {"all training rows", "AFLite's kept rows", "random subset, same size"}
     assert any("Accuracy lost from in distribution to flipped bias features" in c.value for c in at.caption)
@@ -246,10 +247,10 @@ def test_out_of_distribution_section_runs_on_request(app_test):
 
 def test_optimum_section_on_request(app_test):
     at = app_test(page=PAGE)
-    assert not any("syn-optimum-chart" in str(el.proto.id) for el in at.get("plotly_chart"))
+    assert not any("syn-optimum-chart" in str(el.proto.id) for el in plotly_elements(at))
     at.toggle(key="syn-optimum-on").set_value(True).run()
     assert not at.exception, at.exception
-    chart = next(json.loads(el.proto.spec) for el in at.get("plotly_chart") if "syn-optimum-chart" in str(el.proto.id))
+    chart = next(json.loads(el.proto.spec) for el in plotly_elements(at) if "syn-optimum-chart" in str(el.proto.id))
     assert "AFOptimum (exhaustive search)" in {t.get("name") for t in chart["data"]}
     assert any("Closest on average" in c.value for c in at.caption)
 
