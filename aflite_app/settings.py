@@ -184,7 +184,7 @@ class Settings:
     heavy_jobs : int
         ``AFLITE_HEAVY_JOBS``: heavy jobs (an AFLite run above the interactive size, UMAP, a stability report,
         Baselines, sentence embeddings) the server runs at once; the others wait in one server-wide queue, shown
-        their place in it (:class:`aflite_app.jobs.HeavyQueue`). A positive whole number. Default 1.
+        their place in it (:class:`aflite_app.admission.HeavyQueue`). A positive whole number. Default 1.
     max_interactive_rows : int
         Rows an upload may have (above it the app refuses and names the command-line equivalent), and the size
         above which an AFLite run is a heavy job that waits its turn in the queue (``_stores.MAX_INTERACTIVE_ROWS``;

@@ -24,7 +24,8 @@ from aflite_core.data.embeddings import load_sentence_model
 from aflite_core.data.features import _texts_of
 
 from .. import settings
-from ..jobs import Outcome, as_outcome, heavy, shared_jobs, stoppable
+from ..admission import heavy
+from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
 from . import _stores
 
 __all__ = [
