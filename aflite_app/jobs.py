@@ -40,6 +40,8 @@ from typing import Any
 
 import streamlit as st
 
+from aflite_core import _child_process
+
 from . import settings
 from .admission import HeavyJob, Ticket, session_alive
 from .markup import message
@@ -155,6 +157,7 @@ class BackgroundRun:
                     )
                 self.ticket = None
                 self.started = time.perf_counter()  # its time (and time left) counts from its turn, not the wait
+            _child_process.set_enabled(settings.load().child_processes)  # a long fit: a child process Stop ends
             self.result = self.target(_Reporter(self._callback, self._step))
         except BaseException as exc:  # surfaced to the page as st.error
             self.error = exc
