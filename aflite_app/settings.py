@@ -193,7 +193,8 @@ class Settings:
         their place in it (:class:`aflite_app.admission.HeavyQueue`). A positive whole number. Default 1.
     child_processes : bool
         ``AFLITE_CHILD_PROCESSES``: a background job's long library call that cannot be interrupted (one MLP or
-        logistic fit, a Gaussian mixture of the training-dynamics validation) runs in a child process that Stop
+        logistic fit, a Gaussian mixture of the training-dynamics validation, a chunk of 512 texts of sentence
+        embeddings, whose model a child process then loads once and keeps) runs in a child process that Stop
         ends within a second (:mod:`aflite_core._child_process`); off, it runs in the server's process and Stop
         waits for it to end. Turn it off where the host forbids starting processes. Default True.
     max_interactive_rows : int

@@ -24,10 +24,21 @@ import multiprocessing
 import pickle
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENABLED", "MIN_CELLS", "POLL_S", "ChildProcessFailed", "ChildStopped", "run_stoppable", "set_enabled"]
+__all__ = [
+    "ENABLED",
+    "MIN_CELLS",
+    "POLL_S",
+    "ChildProcessFailed",
+    "ChildStopped",
+    "NoChildProcess",
+    "Worker",
+    "run_stoppable",
+    "set_enabled",
+]
 
 #: run stoppable calls in a child process (False: always in this process; the app's ``AFLITE_CHILD_PROCESSES``)
 ENABLED: bool = True
@@ -53,6 +64,10 @@ _CONTEXT_LOCK = threading.Lock()
 
 class ChildStopped(Exception):
     """``stop()`` answered True while the call ran in its child process: the child was terminated."""
+
+
+class NoChildProcess(RuntimeError):
+    """No child process can be started here (e.g. the host forbids new processes): run the work in this one."""
 
 
 class ChildProcessFailed(ValueError):
@@ -117,29 +132,46 @@ def _receive(conn: Any) -> Any:
     return pickle.loads(head, buffers=buffers)
 
 
-def _child_main(conn: Any) -> None:
-    """The child's side: receive the call, run it under the parent's thread limits, send the outcome."""
-    try:
-        func, args, kwargs, limits = _receive(conn)
-    except BaseException:  # the parent is gone or sent nothing: nothing to answer
-        return
+def _outcome(func: Callable[..., Any], args: tuple, kwargs: dict, limits: dict[str, int]) -> tuple[bool, Any]:
+    """``(True, value)`` of ``func(*args, **kwargs)`` under ``limits``, or ``(False, exception)`` (picklable)."""
     try:
         if limits:
             from threadpoolctl import threadpool_limits
 
             with threadpool_limits(limits=limits):
-                value = func(*args, **kwargs)
-        else:
-            value = func(*args, **kwargs)
-        outcome = (True, value)
+                return True, func(*args, **kwargs)
+        return True, func(*args, **kwargs)
     except BaseException as exc:  # raised again in the parent
         try:
             pickle.dumps(exc)
-            outcome = (False, exc)
+            return False, exc
         except Exception:
-            outcome = (False, RuntimeError(f"{type(exc).__name__}: {exc}"))
+            return False, RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _child_main(conn: Any, serve: bool = False) -> None:
+    """The child's side: receive a call, run it under the parent's thread limits, send the outcome.
+
+    With ``serve`` (a :class:`Worker`) the first call's value is kept as the state, and every later call is
+    ``func(state, *args, **kwargs)``, until the parent closes the pipe.
+    """
+    state: Any = None
+    first = True
     try:
-        _send(conn, outcome)
+        while True:
+            try:
+                func, args, kwargs, limits = _receive(conn)
+            except BaseException:  # the parent is gone (or closed the pipe): nothing more to answer
+                return
+            if serve and not first:
+                args = (state, *args)
+            ok, value = _outcome(func, args, kwargs, limits)
+            if serve and first:
+                state, value = value, None  # the state stays here; the parent learns it is ready
+            first = False
+            _send(conn, (ok, value))
+            if not serve or not ok:
+                return
     except (BrokenPipeError, OSError):
         return
     finally:
@@ -213,66 +245,164 @@ def run_stoppable(
     """
     if stop is None or not ENABLED or (cells is not None and cells < MIN_CELLS):
         return func(*args, **kwargs)
-    ctx = _context()
-    parent, child = ctx.Pipe(duplex=True)
-    proc = ctx.Process(target=_child_main, args=(child,), name="aflite-stoppable", daemon=True)
-    payload = (func, args, kwargs, _thread_limits())
-    lock = threading.Lock()
-    started, cancelled = threading.Event(), threading.Event()
-    unstarted: list[BaseException] = []
+    child = _Child(what, serve=False)
+    try:
+        return child.ask(func, args, kwargs, stop)
+    except _NotStarted:  # no child process here: the call runs in this process, as without a stop callback
+        return func(*args, **kwargs)
+    finally:
+        child.close()
 
-    def launch() -> None:
+
+class _NotStarted(Exception):
+    """The child process could not be started (e.g. the host forbids new processes)."""
+
+
+class _Child:
+    """One child process and its pipe: started in a thread with its first call; answers asked with ``stop()``."""
+
+    def __init__(self, what: str, serve: bool) -> None:
+        ctx = _context()
+        self.what = what
+        self.parent, self._child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_child_main, args=(self._child, serve), name="aflite-stoppable", daemon=True)
+        self._lock = threading.Lock()
+        self._started, self._closed = threading.Event(), threading.Event()
+        self._unstarted: list[BaseException] = []
+        self._launched = False
+
+    def _launch(self, payload: tuple) -> None:
         """Start the child, then send it the call - in a thread, so stop() is asked from the first moment.
 
         The first child of a process waits for the fork server to start (seconds: it imports scikit-learn once),
         and a large argument fills the pipe until the child has read it.
         """
         try:
-            proc.start()
+            self.proc.start()
         except BaseException as exc:  # e.g. the host forbids new processes
-            unstarted.append(exc)
+            self._unstarted.append(exc)
             return
         finally:
-            child.close()
-        with lock:
-            if cancelled.is_set():  # stopped while it started
-                _end(proc)
+            self._child.close()
+        with self._lock:
+            if self._closed.is_set():  # stopped while it started
+                _end(self.proc)
                 return
-            started.set()
+            self._started.set()
+        self._send(payload)
+
+    def _send(self, payload: tuple) -> None:
         try:
-            _send(parent, payload)
-        except BaseException:  # the child died before it read everything: reported by the loop below
+            _send(self.parent, payload)
+        except BaseException:  # the child died before it read everything: reported by the wait in ask()
             return
 
-    launcher = threading.Thread(target=launch, name="aflite-stoppable-start", daemon=True)
-    launcher.start()
-    try:
+    def ask(self, func: Callable[..., Any], args: tuple, kwargs: dict, stop: Callable[[], bool]) -> Any:
+        """Send ``func(*args, **kwargs)`` and wait for its answer, asking ``stop()`` every :data:`POLL_S` s."""
+        payload = (func, args, kwargs, _thread_limits())
+        if not self._launched:
+            self._launched = True
+            threading.Thread(target=self._launch, args=(payload,), name="aflite-stoppable-start", daemon=True).start()
+        else:
+            threading.Thread(target=self._send, args=(payload,), name="aflite-stoppable-send", daemon=True).start()
+        proc, parent = self.proc, self.parent
         while True:
-            if started.is_set() and parent.poll(POLL_S):
+            if self._started.is_set() and parent.poll(POLL_S):
                 try:
                     ok, value = _receive(parent)
                 except (EOFError, OSError):
                     proc.join(1.0)
-                    raise _failed(what, proc.exitcode) from None
-                proc.join(POLL_S)  # it ends by itself once it has answered
+                    raise _failed(self.what, proc.exitcode) from None
                 if ok:
                     return value
                 raise value
-            if not started.is_set():
-                if unstarted:  # no child process here: the call runs in this process, as without a stop callback
-                    return func(*args, **kwargs)
-                launcher.join(POLL_S)
+            if not self._started.is_set():
+                if self._unstarted:
+                    raise _NotStarted from self._unstarted[0]
+                time.sleep(POLL_S)
             if stop():
-                raise ChildStopped(f"{what} was stopped.")
-            if started.is_set() and not proc.is_alive() and not parent.poll(0):
+                raise ChildStopped(f"{self.what} was stopped.")
+            if self._started.is_set() and not proc.is_alive() and not parent.poll(0):
                 proc.join(0.1)
-                raise _failed(what, proc.exitcode)
-    finally:
-        with lock:
-            cancelled.set()
-            if started.is_set():
-                _end(proc)
-        parent.close()
+                raise _failed(self.what, proc.exitcode)
+
+    @property
+    def usable(self) -> bool:
+        """True while the child runs (or is starting) and was not closed."""
+        return (
+            not self._closed.is_set() and not self._unstarted and (not self._started.is_set() or self.proc.is_alive())
+        )
+
+    def close(self) -> None:
+        """End the child (terminated if it still runs) and close the pipe."""
+        with self._lock:
+            self._closed.set()
+            if self._started.is_set():
+                _end(self.proc)
+        self.parent.close()
+
+
+class Worker:
+    """A child process that keeps a state across calls (a loaded model), and that a stop ends.
+
+    ``Worker(setup, *setup_args, what=...)``: the first :meth:`call` starts the child, which computes
+    ``state = setup(*setup_args)`` once (e.g. loads a model); each call then runs ``func(state, *args, **kwargs)``
+    there. A stop (or a crash) ends the child; the next call starts a fresh one (and computes the state again).
+    Calls take turns (one lock).
+
+    Parameters
+    ----------
+    setup : callable
+        A module-level function; its arguments must pickle (its value stays in the child).
+    *setup_args
+        Its arguments.
+    what : str
+        Names the work in the one-sentence error of a child that crashed.
+    """
+
+    def __init__(self, setup: Callable[..., Any], *setup_args: Any, what: str = "the computation") -> None:
+        self.setup, self.setup_args, self.what = setup, setup_args, what
+        self._lock = threading.Lock()
+        self._child: _Child | None = None
+        self._ready = False
+
+    @property
+    def ready(self) -> bool:
+        """True while its child runs with its state computed (e.g. the model loaded): the next call starts at once."""
+        child = self._child
+        return self._ready and child is not None and child.usable
+
+    def call(self, func: Callable[..., Any], *args: Any, stop: Callable[[], bool], **kwargs: Any) -> Any:
+        """``func(state, *args, **kwargs)`` in the child, ``stop()`` asked every :data:`POLL_S` s.
+
+        As in :func:`run_stoppable`: True terminates the child (:class:`ChildStopped`). Raises
+        :class:`NoChildProcess` when no child process can be started here (the caller runs the work itself).
+        """
+        with self._lock:
+            try:
+                if self._child is None or not self._child.usable:
+                    if self._child is not None:
+                        self._child.close()
+                    self._ready = False
+                    self._child = _Child(self.what, serve=True)
+                    self._child.ask(self.setup, self.setup_args, {}, stop)
+                    self._ready = True
+                return self._child.ask(func, args, kwargs, stop)
+            except _NotStarted as exc:
+                self._child, self._ready = None, False
+                raise NoChildProcess("No child process can be started here.") from exc
+            except BaseException:
+                if self._child is not None:  # stopped, crashed or failed: the next call starts afresh
+                    self._child.close()
+                    self._child, self._ready = None, False
+                raise
+
+    def close(self) -> None:
+        """End the child (the next call starts a fresh one)."""
+        with self._lock:
+            if self._child is not None:
+                self._child.close()
+                self._child, self._ready = None, False
 
 
 def _end(proc: Any) -> None:

