@@ -25,6 +25,7 @@ variable                     field                              default
 ``AFLITE_PARSES_BUDGET_MB``  :attr:`Settings.parses_budget_mb`  4096 (MB)
 ``AFLITE_DEVICE``            :attr:`Settings.device`            ``auto`` (``cpu`` or ``cuda``)
 ``AFLITE_HEAVY_JOBS``        :attr:`Settings.heavy_jobs`        1 (heavy jobs running at once, server-wide)
+``AFLITE_CHILD_PROCESSES``   :attr:`Settings.child_processes`   on (a long fit runs in a child process Stop ends)
 ===========================  =================================  =============================================
 
 How a value is read (one rule for all): unset or empty means the default. A switch is off for ``0``, ``false``,
@@ -62,6 +63,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 __all__ = [
+    "CHILD_PROCESSES_ENV",
     "DATA_ROOTS_ENV",
     "DEVICES",
     "DEVICE_ENV",
@@ -115,6 +117,9 @@ DEVICE_ENV = "AFLITE_DEVICE"
 DEVICES = ("auto", "cpu", "cuda")
 #: heavy jobs (a large AFLite run, UMAP, stability, embeddings) the server runs at once; the others queue
 HEAVY_JOBS_ENV = "AFLITE_HEAVY_JOBS"
+#: whether a long fit or clustering of a background job may run in a child process that Stop ends (off: in the
+#: server's process, where it cannot be interrupted; for hosts that forbid starting processes)
+CHILD_PROCESSES_ENV = "AFLITE_CHILD_PROCESSES"
 
 #: field of :class:`Settings` -> the environment variable that sets it
 ENV_VARS = {
@@ -131,6 +136,7 @@ ENV_VARS = {
     "parses_budget_mb": PARSES_BUDGET_MB_ENV,
     "device": DEVICE_ENV,
     "heavy_jobs": HEAVY_JOBS_ENV,
+    "child_processes": CHILD_PROCESSES_ENV,
 }
 
 _OFF = ("0", "false", "no", "off")
@@ -184,7 +190,13 @@ class Settings:
     heavy_jobs : int
         ``AFLITE_HEAVY_JOBS``: heavy jobs (an AFLite run above the interactive size, UMAP, a stability report,
         Baselines, sentence embeddings) the server runs at once; the others wait in one server-wide queue, shown
-        their place in it (:class:`aflite_app.jobs.HeavyQueue`). A positive whole number. Default 1.
+        their place in it (:class:`aflite_app.admission.HeavyQueue`). A positive whole number. Default 1.
+    child_processes : bool
+        ``AFLITE_CHILD_PROCESSES``: a background job's long library call that cannot be interrupted (one MLP or
+        logistic fit, a Gaussian mixture of the training-dynamics validation, a chunk of 512 texts of sentence
+        embeddings, whose model a child process then loads once and keeps) runs in a child process that Stop
+        ends within a second (:mod:`aflite_core._child_process`); off, it runs in the server's process and Stop
+        waits for it to end. Turn it off where the host forbids starting processes. Default True.
     max_interactive_rows : int
         Rows an upload may have (above it the app refuses and names the command-line equivalent), and the size
         above which an AFLite run is a heavy job that waits its turn in the queue (``_stores.MAX_INTERACTIVE_ROWS``;
@@ -271,6 +283,7 @@ class Settings:
     parses_budget_mb: float = 4096.0
     device: str = "auto"
     heavy_jobs: int = 1
+    child_processes: bool = True
     # -- limits of interactive work ----------------------------------------------------------------------------
     max_interactive_rows: int = 60_000
     max_upload_columns: int = 10_000
@@ -430,6 +443,7 @@ def load(environ: Mapping[str, str] | None = None, **overrides) -> Settings:
         parses_budget_mb=_number(env, PARSES_BUDGET_MB_ENV, d.parses_budget_mb),
         device=_choice(env, DEVICE_ENV, d.device, DEVICES),
         heavy_jobs=_count(env, HEAVY_JOBS_ENV, d.heavy_jobs),
+        child_processes=_switch(env, CHILD_PROCESSES_ENV, d.child_processes),
     )
     return replace(out, **overrides) if overrides else out
 

@@ -17,19 +17,11 @@ from aflite_core.data.datasets import Dataset
 from aflite_core.engine import estimates
 
 from . import links, state
-from .compute import datasets, runs
 
-# the background-job module: pages call these through ui (ui.run_in_background, ui.errors, ui.heavy_turn, …)
-from .jobs import (  # noqa: F401
-    HeavyJob,
-    errors,
-    heavy_turn,
-    remaining_text,
-    run_in_background,
-    session_alive,
-    sync_wait,
-    time_left_text,
-)
+# the background-job modules (admission, jobs): pages call these through ui (ui.run_in_background, ui.heavy_turn, …)
+from .admission import HeavyJob, heavy_turn, session_alive  # noqa: F401
+from .compute import datasets, runs
+from .jobs import errors, remaining_text, run_in_background, sync_wait, time_left_text  # noqa: F401
 
 # the one escape helper: user text (names, labels, ids) in Markdown goes through ui.md, messages through
 # ui.message, in a Plotly text through ui.plotly_text
@@ -298,7 +290,7 @@ def _stop_unwanted_heavy_run(spec: FilterSpec) -> None:
     """Stop this session's heavy Filter run (waiting or running) once the page shows another run without it.
 
     τ moved back up onto a stored run while a large rerun (a lower τ, another k) was queued or running: nobody
-    waits for it any more, and it would hold the server's heavy-job slot (:func:`aflite_app.jobs.heavy`).
+    waits for it any more, and it would hold the server's heavy-job slot (:func:`aflite_app.admission.heavy`).
     """
     run = st.session_state.get(RUN)
     if run is not None and not run.done and run.key != spec and isinstance(run.target, HeavyJob):

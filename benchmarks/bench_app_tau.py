@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         assert cli(["filter", *features, *run_args]) == 0
         _record("CLI run", time.perf_counter() - t)
 
-        from aflite_app import jobs
+        from aflite_app import admission, jobs
         from aflite_app.charts import runs as charts
         from aflite_app.compute import rundirs, runs
         from aflite_app.specs import SessionData
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         target = runs.prepare_run(below, session=session)
         rows.append(
-            _record("τ below: check and plan", time.perf_counter() - t, heavy=isinstance(target, jobs.HeavyJob))
+            _record("τ below: check and plan", time.perf_counter() - t, heavy=isinstance(target, admission.HeavyJob))
         )
         describe = describe_filter_run(below, n)
         t = time.perf_counter()

@@ -4,7 +4,7 @@
   opens runs): τ up and back is read off the stored run (a spy on the engine sees no AFLite run) and equals a
   direct run; a τ below it starts a background run, no row limit in the way (the 60,000-row refusal that named
   the CLI is gone); a run the machine has no memory for is refused with advice that works.
-* Admission control (:class:`aflite_app.jobs.HeavyQueue`): a second heavy job waits, shows its place ("next in
+* Admission control (:class:`aflite_app.admission.HeavyQueue`): a second heavy job waits, shows its place ("next in
   line, behind a UMAP projection"), is taken out of the line by Stop, and a closed session's queued job is
   dropped; ``AFLITE_HEAVY_JOBS`` runs more at once; light jobs never wait.
 """
@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from aflite_app import jobs
+from aflite_app import admission, jobs
 from aflite_app.jobs import BackgroundRun, Stopped
 
 N_ROWS = 100_000
@@ -61,15 +61,15 @@ class Gated:
 # -- the queue --------------------------------------------------------------------------------------------------
 def test_a_second_heavy_job_waits_shows_its_place_and_stop_takes_it_out():
     first, second, third = Gated(), Gated(), Gated()
-    umap = BackgroundRun("umap", jobs.heavy(first, "a UMAP projection")).start()
+    umap = BackgroundRun("umap", admission.heavy(first, "a UMAP projection")).start()
     assert first.started.wait(10) and umap.waiting is None
-    waiting = BackgroundRun("run", jobs.heavy(second, "an AFLite run on 100,000 rows")).start()
+    waiting = BackgroundRun("run", admission.heavy(second, "an AFLite run on 100,000 rows")).start()
     _wait(lambda: waiting.waiting is not None)
     assert waiting.waiting.startswith("Waiting: next in line, behind a UMAP projection")
-    later = BackgroundRun("stability", jobs.heavy(third, "a stability report (3 seeds)")).start()
+    later = BackgroundRun("stability", admission.heavy(third, "a stability report (3 seeds)")).start()
     _wait(lambda: later.waiting is not None)
     assert "2nd in line, behind a UMAP projection and 1 more waiting" in later.waiting
-    assert jobs.heavy_queue().waiting() == ["an AFLite run on 100,000 rows", "a stability report (3 seeds)"]
+    assert admission.heavy_queue().waiting() == ["an AFLite run on 100,000 rows", "a stability report (3 seeds)"]
     assert jobs.running_jobs() == 1  # queued jobs use no core (app_threads divides the cores by the running)
 
     waiting.stop()  # the page's Stop button: out of the line, never run
@@ -85,21 +85,21 @@ def test_a_second_heavy_job_waits_shows_its_place_and_stop_takes_it_out():
     third.gate.set()
     assert later.wait(10) and later.result == "done" and second.calls == 0
     assert later.elapsed < 0.5  # its time (and the page's time left) counts from its turn, not from the wait
-    assert jobs.heavy_queue().running() == [] and jobs.heavy_queue().waiting() == []
+    assert admission.heavy_queue().running() == [] and admission.heavy_queue().waiting() == []
 
 
 def test_a_closed_sessions_queued_job_is_dropped():
     first, second, third = Gated(), Gated(), Gated()
-    running = BackgroundRun("a", jobs.heavy(first, "a UMAP projection")).start()
+    running = BackgroundRun("a", admission.heavy(first, "a UMAP projection")).start()
     assert first.started.wait(10)
     alive = threading.Event()
     alive.set()
-    queued = BackgroundRun("b", jobs.heavy(second, "a stability report"), alive=alive.is_set).start()
-    after = BackgroundRun("c", jobs.heavy(third, "sentence embeddings of 9 rows")).start()
-    _wait(lambda: jobs.heavy_queue().waiting() == ["a stability report", "sentence embeddings of 9 rows"])
+    queued = BackgroundRun("b", admission.heavy(second, "a stability report"), alive=alive.is_set).start()
+    after = BackgroundRun("c", admission.heavy(third, "sentence embeddings of 9 rows")).start()
+    _wait(lambda: admission.heavy_queue().waiting() == ["a stability report", "sentence embeddings of 9 rows"])
     alive.clear()  # its browser tab closed: dropped from the line within a poll, before it ever ran
     assert queued.wait(5) and queued.cancelled and isinstance(queued.error, Stopped)
-    assert jobs.heavy_queue().waiting() == ["sentence embeddings of 9 rows"]
+    assert admission.heavy_queue().waiting() == ["sentence embeddings of 9 rows"]
     first.gate.set()
     assert third.started.wait(10) and second.calls == 0
     third.gate.set()
@@ -109,9 +109,9 @@ def test_a_closed_sessions_queued_job_is_dropped():
 def test_a_followed_shared_job_shows_its_place_to_every_follower():
     """Stability and embeddings are shared jobs: each session's BackgroundRun follows one queued job."""
     first, shared = Gated(), Gated()
-    running = BackgroundRun("umap", jobs.heavy(first, "a UMAP projection")).start()
+    running = BackgroundRun("umap", admission.heavy(first, "a UMAP projection")).start()
     assert first.started.wait(10)
-    job = jobs.heavy(shared, "a stability report (2 seeds)")
+    job = admission.heavy(shared, "a stability report (2 seeds)")
     registry = jobs.shared_jobs()
 
     def target(callback):
@@ -120,11 +120,11 @@ def test_a_followed_shared_job_shows_its_place_to_every_follower():
     followers = [BackgroundRun("report", target).start() for _ in range(2)]
     _wait(lambda: all(f.waiting is not None for f in followers))
     assert all("next in line, behind a UMAP projection" in f.waiting for f in followers)
-    assert jobs.heavy_queue().waiting() == ["a stability report (2 seeds)"]  # one job for both sessions
+    assert admission.heavy_queue().waiting() == ["a stability report (2 seeds)"]  # one job for both sessions
     for follower in followers:  # both stop: nobody follows the job any more, so it leaves the line
         follower.stop()
         assert follower.wait(10) and follower.result.stopped
-    _wait(lambda: jobs.heavy_queue().waiting() == [])
+    _wait(lambda: admission.heavy_queue().waiting() == [])
     first.gate.set()
     assert running.wait(10) and shared.calls == 0
 
@@ -133,9 +133,9 @@ def test_heavy_jobs_setting_runs_more_at_once(monkeypatch):
     from aflite_app import settings
 
     monkeypatch.setenv(settings.HEAVY_JOBS_ENV, "2")
-    assert settings.load().heavy_jobs == 2 and jobs.heavy_queue().slots == 2
+    assert settings.load().heavy_jobs == 2 and admission.heavy_queue().slots == 2
     a, b, c = Gated(), Gated(), Gated()
-    runs_ = [BackgroundRun(i, jobs.heavy(g, f"job {i}")).start() for i, g in enumerate((a, b, c))]
+    runs_ = [BackgroundRun(i, admission.heavy(g, f"job {i}")).start() for i, g in enumerate((a, b, c))]
     assert a.started.wait(10) and b.started.wait(10)
     _wait(lambda: runs_[2].waiting is not None)
     assert "2 heavy jobs run at a time" in runs_[2].waiting
@@ -157,10 +157,10 @@ def test_only_runs_above_the_interactive_size_are_heavy(monkeypatch):
     from aflite_app.state import DatasetSpec, FilterSpec
 
     spec = FilterSpec(DatasetSpec("digits", "mlp"), target_size=900, train_size=300, slice_size=200, tau=0.6)
-    assert not isinstance(runs.prepare_run(spec), jobs.HeavyJob)  # the digits' 1,438 rows: light, never queued
+    assert not isinstance(runs.prepare_run(spec), admission.HeavyJob)  # the digits' 1,438 rows: light, never queued
     monkeypatch.setattr(_stores, "MAX_INTERACTIVE_ROWS", 1_000)
     job = runs.prepare_run(spec)
-    assert isinstance(job, jobs.HeavyJob) and job.what == "an AFLite run on 1,438 rows"
+    assert isinstance(job, admission.HeavyJob) and job.what == "an AFLite run on 1,438 rows"
 
 
 def test_a_run_another_session_finished_while_this_one_waited_is_not_run_again(monkeypatch):
@@ -263,9 +263,9 @@ def test_tau_up_and_back_on_an_opened_run_of_100000_rows_is_read_off_and_below_r
 
     calls = _spy_runs(monkeypatch)
     entered = []
-    real_enter = jobs.HeavyQueue.enter
+    real_enter = admission.HeavyQueue.enter
     monkeypatch.setattr(
-        jobs.HeavyQueue, "enter", lambda self, what, *a: entered.append(what) or real_enter(self, what, *a)
+        admission.HeavyQueue, "enter", lambda self, what, *a: entered.append(what) or real_enter(self, what, *a)
     )
     at = _open_big(app_test, big_run, monkeypatch)
     key = at.session_state[DATASET]
@@ -306,25 +306,25 @@ def test_a_k_change_on_an_opened_run_waits_in_the_queue_and_stop_cancels_it(app_
     calls = _spy_runs(monkeypatch)
     at = _open_big(app_test, big_run, monkeypatch)
     monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.3")
-    holder = jobs.heavy_queue().enter("a UMAP projection")  # another session's heavy job holds the one slot
+    holder = admission.heavy_queue().enter("a UMAP projection")  # another session's heavy job holds the one slot
     assert holder.admitted
     key = at.session_state["dataset_key"]
     at.slider(key=filter_key("k", key)).set_value(4000).run()
     assert not at.exception, at.exception
     progress = " ".join(p.proto.text for p in at.get("progress"))
     assert "Waiting: next in line, behind a UMAP projection" in progress, progress
-    assert jobs.heavy_queue().waiting() == [f"an AFLite run on {N_ROWS:,} rows"]
+    assert admission.heavy_queue().waiting() == [f"an AFLite run on {N_ROWS:,} rows"]
     next(b for b in at.button if b.label == "Stop").click().run()  # the existing Stop button leaves the line
     assert not at.exception, at.exception
     assert any("Stopped before it started" in w.value for w in at.warning) and not at.error
-    assert jobs.heavy_queue().waiting() == [] and calls == []
+    assert admission.heavy_queue().waiting() == [] and calls == []
     # asked again, then k moved back to the opened run's: the page shows the opened run, and the queued rerun
     # nobody waits for any more leaves the line
     at.slider(key=filter_key("k", key)).set_value(3000).run()
-    assert jobs.heavy_queue().waiting() == [f"an AFLite run on {N_ROWS:,} rows"]
+    assert admission.heavy_queue().waiting() == [f"an AFLite run on {N_ROWS:,} rows"]
     at.slider(key=filter_key("k", key)).set_value(5000).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    _wait(lambda: jobs.heavy_queue().waiting() == [])
+    _wait(lambda: admission.heavy_queue().waiting() == [])
     assert calls == [] and {m.label: m.value for m in at.metric}["Rows kept"] == "50,000"
     holder.leave()
 
@@ -333,12 +333,12 @@ def test_a_k_change_on_an_opened_run_waits_in_the_queue_and_stop_cancels_it(app_
 @pytest.mark.slow
 def test_baselines_wait_their_turn_in_the_page_and_then_compute(app_test, monkeypatch):
     seen = []
-    real = jobs.Ticket.describe
-    monkeypatch.setattr(jobs.Ticket, "describe", lambda self: seen.append(real(self)) or seen[-1])
+    real = admission.Ticket.describe
+    monkeypatch.setattr(admission.Ticket, "describe", lambda self: seen.append(real(self)) or seen[-1])
     at = app_test(page="pages/filter.py")
     assert not at.exception, at.exception
     at.session_state["bl-models"], at.session_state["bl-folds"] = ["logistic"], 2  # a quick comparison
-    holder = jobs.heavy_queue().enter("a UMAP projection")  # the one slot is taken
+    holder = admission.heavy_queue().enter("a UMAP projection")  # the one slot is taken
     timer = threading.Timer(1.5, holder.leave)  # the UMAP ends while the page waits
     timer.start()
     at.switch_page("pages/baselines.py").run()
@@ -346,7 +346,7 @@ def test_baselines_wait_their_turn_in_the_page_and_then_compute(app_test, monkey
     assert not at.exception, at.exception
     assert any(s and s.startswith("Waiting: next in line, behind a UMAP projection") for s in seen), seen
     assert {m.label for m in at.metric} >= {"Full data", "AFLite kept"}  # computed once its turn came
-    assert jobs.heavy_queue().running() == [] and jobs.heavy_queue().waiting() == []
+    assert admission.heavy_queue().running() == [] and admission.heavy_queue().waiting() == []
 
 
 @pytest.mark.slow
@@ -360,4 +360,4 @@ def test_a_stop_while_baselines_wait_is_said_and_nothing_runs(app_test, monkeypa
     at.switch_page("pages/baselines.py").run()
     assert not at.exception, at.exception
     assert any("waited for its turn and did not run" in i.value for i in at.info)
-    assert jobs.heavy_queue().waiting() == []
+    assert admission.heavy_queue().waiting() == []

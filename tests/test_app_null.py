@@ -63,7 +63,7 @@ def test_permutations_outside_1_to_50_are_refused_in_one_sentence(k):
 
 
 def test_the_null_is_a_heavy_job_whatever_the_size():
-    from aflite_app.jobs import HeavyJob
+    from aflite_app.admission import HeavyJob
     from aflite_app.specs import DatasetSpec
 
     spec = FilterSpec(DatasetSpec("digits", "mlp"), 900, 450, 90, 0.75, null_permutations=2)

@@ -9,7 +9,7 @@
 * :func:`check_rows` / :func:`too_many_rows` - the one row guard of uploads and fetches: above
   :data:`MAX_INTERACTIVE_ROWS` the app refuses them and names the command-line equivalent (an AFLite run of an
   opened run directory has no row limit: above it, it is a heavy job that waits its turn,
-  :func:`aflite_app.jobs.heavy`);
+  :func:`aflite_app.admission.heavy`);
 * :func:`upload_limit_bytes` and :data:`MAX_UPLOAD_COLUMNS` - what an uploaded file may hold;
 * :func:`apply_parse_budgets` - the memory budgets of every read (:mod:`aflite_core.data.budget`), from settings.
 

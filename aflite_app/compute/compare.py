@@ -21,7 +21,8 @@ from aflite_core import AFLiteResult, load_run_table
 from aflite_core.data import budget
 from aflite_core.measures.run_diff import RunDiff, diff_runs
 
-from ..jobs import Outcome, as_outcome, heavy, remaining_text, stoppable
+from ..admission import heavy
+from ..jobs import Outcome, as_outcome, remaining_text, stoppable
 from ..run_root import inside_root, list_run_directories, run_root
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores

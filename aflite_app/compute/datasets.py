@@ -36,7 +36,8 @@ from aflite_core.measures.artifact_statistics import artifact_statistics as _art
 from aflite_core.measures.artifact_statistics import tokenize
 
 from .. import settings
-from ..jobs import Outcome, as_outcome, heavy, shared_jobs, stoppable
+from ..admission import heavy
+from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
 from ..specs import BUNDLED, NO_SESSION, DatasetSpec, SessionData
 from . import _stores
 

@@ -34,7 +34,8 @@ from aflite_core.measures.projection import (
 )
 
 from .. import settings
-from ..jobs import BackgroundRun, heavy, remaining_text
+from ..admission import heavy
+from ..jobs import BackgroundRun, remaining_text
 from ..map_table import class_counts, selection_table, thumbnails
 from ..selection import (
     MAX_LASSO_VERTICES,
@@ -228,7 +229,7 @@ def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
             _umap_compiled.add(_umap_path(len(rows)))
         return Projection("UMAP", np.arange(n_rows), xy, n_rows, titles, fit_rows=len(rows))
 
-    # a heavy job: it waits its turn in the server's queue (aflite_app.jobs.heavy), its place shown on the page
+    # a heavy job: it waits its turn in the server's queue (aflite_app.admission.heavy), its place shown on the page
     job = BackgroundRun(dspec, heavy(target, "a UMAP projection")).start()
     return job, umap_estimate(len(rows), n_total=n_rows)  # the estimate as it starts
 

@@ -28,6 +28,7 @@ from aflite_core.measures.removed_artifacts import feature_artifacts, token_arti
 from aflite_core.measures.stability import class_impact, stability_from_results
 
 from .. import images, inspect_tables, run_archive, settings
+from ..admission import heavy
 from ..inspect_tables import (
     artifact_texts,
     feature_sources,
@@ -37,7 +38,7 @@ from ..inspect_tables import (
     with_round_lists,
     with_stability,
 )
-from ..jobs import Outcome, Stopped, as_outcome, heavy, remaining_text, shared_jobs, stoppable
+from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs, stoppable
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import (

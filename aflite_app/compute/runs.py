@@ -12,7 +12,7 @@ call :func:`run_filter` (the same look-up, else a run in their thread).
 Any size the machine can hold is run (issue 25): no row limit here (uploads keep theirs, on the upload path), a
 run refused only when :func:`check_memory` finds too little memory free, and a run above the interactive size
 (``_stores.MAX_INTERACTIVE_ROWS``) is a heavy job that waits its turn in the server's queue
-(:func:`aflite_app.jobs.heavy`).
+(:func:`aflite_app.admission.heavy`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from aflite_core.engine.tau_path import narrow_to_tau
 from aflite_core.measures.stability import class_impact as _class_impact
 
 from .. import settings
-from ..jobs import app_threads, heavy
+from ..admission import heavy
+from ..jobs import app_threads
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
 from .datasets import dataset, stored_duplicates
@@ -536,7 +537,7 @@ def check_null_permutations(k: int) -> int:
 def prepare_null(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> Callable[[Callable], AFLiteResult]:
     """The run of ``spec`` (``spec.null_permutations`` = K ≥ 1) as a heavy background job: it waits its turn.
 
-    It costs about K + 1 times the run's fits, so it always queues (:func:`aflite_app.jobs.heavy`), whatever the
+    It costs about K + 1 times the run's fits, so it always queues (:func:`aflite_app.admission.heavy`), whatever the
     dataset's size. The finished run is stored under ``spec`` (:func:`null_result` finds it).
     """
     k = check_null_permutations(spec.null_permutations)

@@ -19,12 +19,14 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from aflite_core.data import embed_worker
 from aflite_core.data import embeddings as _embeddings
 from aflite_core.data.embeddings import load_sentence_model
 from aflite_core.data.features import _texts_of
 
 from .. import settings
-from ..jobs import Outcome, as_outcome, heavy, shared_jobs, stoppable
+from ..admission import heavy
+from ..jobs import Outcome, as_outcome, shared_jobs, stoppable
 from . import _stores
 
 __all__ = [
@@ -174,8 +176,8 @@ class _SharedModel:
         self._model: Any = None
 
     @property
-    def loaded(self) -> bool:
-        return self._model is not None
+    def loaded(self) -> bool:  # here, or in the embedding child process that keeps it (AFLITE_CHILD_PROCESSES)
+        return self._model is not None or embed_worker.model_ready()
 
     @property
     def max_seq_length(self) -> int:  # the word pieces the model reads of a text (embed_texts cuts texts by it)
@@ -228,15 +230,24 @@ def prepare_embedding(spec: EmbedSpec, frame: pd.DataFrame) -> Callable[[Callabl
         raise ValueError(refusal)
 
     def job(callback: Callable) -> dict[str, NDArray]:
+        # with child processes allowed, the chunks run in the embedding child that keeps the model and that Stop
+        # ends at once (the last progress is re-sent to ask whether to stop); else in this process, chunk by chunk
+        child, last, report = settings.load().child_processes, [None], stoppable(callback)
+
+        def progress(p: Any) -> None:
+            last[0] = p
+            report(p)
+
         out = _embeddings.embed_views(
             frame,
             {view: cols for view, cols in spec.views},
-            model=model,
+            model=None if child else model,
             model_id=spec.model_id,
             cache_dir=cache_dir,
             join=_JOIN,
-            progress=stoppable(callback),
+            progress=progress,
             max_chars=EMBED_MAX_CHARS,
+            stop=(lambda: not callback(last[0])) if child else None,
         )
         store.keep(spec, out)
         return out

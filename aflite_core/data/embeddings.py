@@ -41,6 +41,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from .. import _validation as v
+from . import embed_worker
 from .embed_cache import CACHE_DIR_ENV, _read_entry, _write_entry, default_cache_dir, embedding_cache_key
 from .embed_status import (
     CHARS_PER_PIECE,
@@ -233,6 +234,7 @@ def embed_views(
     n_threads: int | None = 1,
     progress: Callable[[EmbeddingProgress], Any] | None = None,
     max_chars: int = MAX_EMBED_CHARS,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, NDArray[np.float32]]:
     """Sentence embeddings of named views of a table, each read from or written to the disk cache.
 
@@ -269,6 +271,8 @@ def embed_views(
         chunk of ``8 * batch_size`` texts and at the end; its return value is ignored.
     max_chars : int, default=MAX_EMBED_CHARS
         The most characters the views still to embed may hold after :func:`model_texts` (100 million).
+    stop : callable, optional
+        Passed to :func:`embed_texts`: with the packaged model, loaded and run in a child process a stop ends.
 
     Returns
     -------
@@ -349,7 +353,8 @@ def embed_views(
         loaded = model
         if model is None or isinstance(model, str | os.PathLike):
             report("load_model", "", estimate_embedding_seconds([t for p in pending for t in prepared[p]]))
-            loaded = load_sentence_model(None if model is None else str(model), device=device)
+            if not embed_worker.in_child(model, stop):  # else the child process loads it (once per server)
+                loaded = load_sentence_model(None if model is None else str(model), device=device)
         t_embed = time.perf_counter()
         pieces_done = 0.0
         for name in pending:
@@ -381,6 +386,7 @@ def embed_views(
                 n_threads=n_threads,
                 progress=on_chunk,
                 max_chars=max_chars,
+                stop=stop,
             )
             out[name] = E
             if use_cache:
@@ -454,6 +460,7 @@ def embed_texts(
     n_threads: int | None = 1,
     progress: Callable[[int, int], Any] | None = None,
     max_chars: int = MAX_EMBED_CHARS,
+    stop: Callable[[], bool] | None = None,
 ) -> NDArray[np.float32]:
     """Sentence embeddings of texts (default: all-MiniLM-L6-v2, 384-d, rows of unit length).
 
@@ -478,6 +485,10 @@ def embed_texts(
         value is ignored. Without it the texts go to the model in one call.
     max_chars : int, default=MAX_EMBED_CHARS
         The most characters the texts may hold after :func:`model_texts` (100 million).
+    stop : callable, optional
+        ``stop() -> bool`` (or raising to stop), with the packaged model (``model=None``): the chunks go to a
+        child process that loaded it once and keeps it, and a stop ends it at once
+        (:mod:`aflite_core.data.embed_worker`; the same embeddings).
 
     Returns
     -------
@@ -512,7 +523,8 @@ def embed_texts(
     refusal = embed_chars_refusal(sum(len(t) for t in given), max_chars=max_chars, cut=cut)
     if refusal is not None:
         raise ValueError(refusal)
-    if model is None:
+    child = embed_worker.in_child(model, stop)
+    if model is None and not child:
         model = load_sentence_model(None, device=device)
     try:
         import torch
@@ -522,21 +534,22 @@ def embed_texts(
     if torch is not None and n_threads is not None:
         torch.set_num_threads(n_threads)
     try:
-        if progress is None:
+        if progress is None and not child:
             E = model.encode(given, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
         else:
             chunk = 8 * batch_size
             parts = []
             total = len(given)
             for start in range(0, total, chunk):
-                part = model.encode(
-                    given[start : start + chunk],
-                    batch_size=batch_size,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
+                piece = given[start : start + chunk]
+                if child:  # the same chunks, in the child that a stop ends
+                    kw = {"loader": load_sentence_model, "device": device, "n_threads": n_threads, "stop": stop}
+                    part = embed_worker.encode_chunk(piece, batch_size=batch_size, **kw)
+                else:
+                    part = model.encode(piece, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
                 parts.append(np.asarray(part, dtype=np.float32))
-                progress(min(start + chunk, total), total)
+                if progress is not None:
+                    progress(min(start + chunk, total), total)
             E = np.concatenate(parts, axis=0)
     finally:
         if torch is not None:

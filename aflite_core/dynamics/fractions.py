@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._utils import blas_threads
 from .._validation import check_features, check_labels, check_random_state, param_error
-from .heldout import fit_predict
+from .heldout import _asks, fit_predict
 from .levels import DifficultyLevels
 from .trainer import TrainingInterrupted
 
@@ -147,7 +147,8 @@ def fraction_experiment(
     family, the model is trained on the selected rows of ``X_train`` and scored on ``X_test``; every seed redraws
     the order within a level, the ties and the random subset (and seeds the model). The full training part is the
     reference. ``callback(step, n_steps, what)``, if given, is called after every step (the reference or one fraction
-    and selection of a seed); returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
+    and selection of a seed), and while a fit runs (the steps done so far; the fit runs in a child process that a
+    stop ends at once); returning ``False`` stops with :class:`~aflite_core.dynamics.TrainingInterrupted`.
 
     Returns
     -------
@@ -164,22 +165,43 @@ def fraction_experiment(
     bad = [s for s in selections if s not in SELECTIONS and s not in CONTROL_SELECTIONS]
     if bad:
         raise param_error("selections", func, f"names among {[*SELECTIONS, *CONTROL_SELECTIONS]}", list(selections))
+    total = len(seeds) * (len(fractions) * len(selections) + 1)
+    step = 0
+
+    def asking(done: int, what: str) -> Callable[[], None] | None:
+        """The stop check during one fit (it runs in a child process a stop ends): the callback, ``done`` so far."""
+        if callback is None:
+            return None
+
+        def check() -> None:
+            if callback(done, total, what) is False:
+                raise TrainingInterrupted
+
+        return check
+
     conf = None
     if any(sel.startswith("confidence_") for sel in selections):
         from .level_controls import control_levels
 
         counts = {k: int(v) for k, v in train_levels.counts().items()}
         seed0 = int(seeds[0]) if len(seeds) else 0
-        conf = control_levels(Xtr, enc.codes, counts, seed=seed0, kinds=("confidence, in-sample",), n_threads=n_threads)
-        conf = conf["confidence, in-sample"]
+        check = asking(0, "confidence levels")
+        conf = control_levels(
+            Xtr,
+            enc.codes,
+            counts,
+            seed=seed0,
+            kinds=("confidence, in-sample",),
+            n_threads=n_threads,
+            stop=None if check is None else _asks(check),
+        )["confidence, in-sample"]
     rows = []
-    total = len(seeds) * (len(fractions) * len(selections) + 1)
-    step = 0
     with blas_threads(n_threads):
         for seed in seeds:
             rng = np.random.default_rng(seed)
             for fam in models:
-                pred = fit_predict(fam, Xtr, enc.codes, Xte, int(rng.integers(0, 2**31 - 1)))
+                what = f"all rows, seed {seed}"
+                pred = fit_predict(fam, Xtr, enc.codes, Xte, int(rng.integers(0, 2**31 - 1)), asking(step, what))
                 rows.append(("all rows", 1.0, fam, float(np.mean(pred == yte)), Xtr.shape[0], seed))
             step += 1
             if callback is not None and callback(step, total, f"all rows, seed {seed}") is False:
@@ -190,7 +212,9 @@ def fraction_experiment(
                         sel, frac, levels=train_levels, y=enc.codes, random_state=rng, confidence_levels=conf
                     )
                     for fam in models:
-                        pred = fit_predict(fam, Xtr[mask], enc.codes[mask], Xte, int(rng.integers(0, 2**31 - 1)))
+                        seed_m = int(rng.integers(0, 2**31 - 1))
+                        between = asking(step, f"{sel} at {frac:.0%}, seed {seed}")
+                        pred = fit_predict(fam, Xtr[mask], enc.codes[mask], Xte, seed_m, between)
                         rows.append((sel, float(frac), fam, float(np.mean(pred == yte)), int(mask.sum()), seed))
                     step += 1
                     if callback is not None and callback(step, total, f"{sel} at {frac:.0%}, seed {seed}") is False:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from .._child_process import run_stoppable
 from .._utils import blas_threads
 from .._validation import check_features, check_labels, check_random_state, param_error
 from .levels import LEVELS, DifficultyLevels
@@ -33,22 +35,46 @@ LEVEL_VALIDATION_MODELS: tuple[str, ...] = ("logistic", "knn", "mlp")
 _PREDICT_BLOCK_WORK = 2 * 10**9
 
 
+#: families whose fit only keeps the rows (nothing to interrupt): fitted here even when a stop is asked for
+_FITS_AT_ONCE = frozenset({"knn"})
+
+
+def _fitted(est: Any, X: NDArray, y: NDArray) -> Any:
+    """``est`` fitted on ``(X, y)``, convergence warnings silenced (module level: it runs in a child process too)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(X, y)
+
+
+def _asks(between: Callable[[], None]) -> Callable[[], bool]:
+    """A ``stop()`` for :func:`~aflite_core._child_process.run_stoppable` from a check that raises to stop."""
+
+    def stop() -> bool:
+        between()
+        return False
+
+    return stop
+
+
 def fit_predict(
     family: str, Xtr: NDArray, ytr: NDArray, Xte: NDArray, seed: int, between: Callable[[], None] | None = None
 ) -> NDArray:
     """Train a fresh, seeded ``family`` classifier on ``(Xtr, ytr)`` and predict ``Xte``.
 
-    ``between()`` is called between blocks of predictions (a caller's stop check; the blocks give exactly the
-    one-call result).
+    ``between()`` is a caller's stop check (it raises to stop): called between blocks of predictions (the blocks
+    give exactly the one-call result), and while the fit runs - in a child process
+    (:func:`aflite_core._child_process.run_stoppable`, the same seeded fit, bit-identical) that a stop ends at
+    once, as one fit of an MLP cannot be interrupted otherwise. Without ``between`` the fit runs here.
     """
-    from sklearn.exceptions import ConvergenceWarning
-
     from ..engine.registry import make_classifier
 
     est = make_classifier(family, random_state=seed, n_train=len(ytr))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        est.fit(Xtr, ytr)
+    if between is None or family in _FITS_AT_ONCE:
+        est = _fitted(est, Xtr, ytr)
+    else:
+        est = run_stoppable(_fitted, est, Xtr, ytr, stop=_asks(between), what=f"the {family} fit", cells=Xtr.size)
     block = max(64, _PREDICT_BLOCK_WORK // max(1, Xtr.shape[0] * Xtr.shape[1]))
     if between is None or len(Xte) <= block:
         return np.asarray(est.predict(Xte))
@@ -172,8 +198,8 @@ def level_correctness(
         if callback is not None and callback(len(runs), n_fits, fam) is False:
             raise TrainingInterrupted
 
-    def predicting(fam: str) -> Callable[[], None] | None:  # a stop is honoured between prediction blocks too
-        return None if callback is None else (lambda: fitted(f"{fam}: predicting"))
+    def predicting(fam: str) -> Callable[[], None] | None:  # a stop is honoured during the fit and predictions too
+        return None if callback is None else (lambda: fitted(f"{fam}: fitting and predicting"))
 
     with blas_threads(n_threads):
         for fam in models:

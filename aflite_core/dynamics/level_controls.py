@@ -17,12 +17,13 @@ What the dynamics add is what the GMM levels do beyond the confidence levels.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from .._child_process import run_stoppable
 from .._utils import blas_threads
 from .levels import LEVELS
 
@@ -68,7 +69,13 @@ def levels_of_sizes(score: NDArray[np.float64], counts: Mapping[str, int], rng: 
 
 
 def confidence_scores(
-    X: NDArray, codes: NDArray[np.intp], *, out_of_fold: bool, seed: int, n_threads: int | None = 1
+    X: NDArray,
+    codes: NDArray[np.intp],
+    *,
+    out_of_fold: bool,
+    seed: int,
+    n_threads: int | None = 1,
+    stop: Callable[[], bool] | None = None,
 ) -> NDArray[np.float64]:
     """One ``LogisticRegression``'s probability of each row's gold label (in-sample, or from 5-fold cross-fitting).
 
@@ -85,24 +92,37 @@ def confidence_scores(
         The folds' shuffle and the model's seed.
     n_threads : int or None, default=1
         BLAS threads.
+    stop : callable, optional
+        ``stop() -> bool`` (or raising to stop): the fits then run in a child process that a stop ends at once
+        (:func:`aflite_core._child_process.run_stoppable`; the same result). Without it they run here.
 
     Returns
     -------
     ndarray of shape (n,)
         In [0, 1]; higher means more confident in the gold label.
     """
+    codes = np.asarray(codes)
+    if out_of_fold and int(min(5, np.bincount(codes).min())) < 2:
+        raise ValueError("Out-of-fold confidence needs at least 2 rows of every class.")
+    kind = "out-of-fold" if out_of_fold else "in-sample"
+    with blas_threads(n_threads):
+        cells = np.asarray(X).size * (5 if out_of_fold else 1)
+        return run_stoppable(
+            _gold_proba, X, codes, out_of_fold, seed, stop=stop, what=f"the {kind} logistic fit", cells=cells
+        )
+
+
+def _gold_proba(X: NDArray, codes: NDArray[np.intp], out_of_fold: bool, seed: int) -> NDArray[np.float64]:
+    """:func:`confidence_scores`' fits (module level: it runs in a child process when a stop is asked for)."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-    codes = np.asarray(codes)
     est = LogisticRegression(max_iter=1000, random_state=seed)
-    with blas_threads(n_threads), warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if out_of_fold:
             n_splits = int(min(5, np.bincount(codes).min()))
-            if n_splits < 2:
-                raise ValueError("Out-of-fold confidence needs at least 2 rows of every class.")
             cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
             proba = cross_val_predict(est, X, codes, cv=cv, method="predict_proba")
         else:
@@ -118,8 +138,11 @@ def control_levels(
     seed: int,
     kinds: tuple[str, ...] = CONTROL_KINDS,
     n_threads: int | None = 1,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, NDArray]:
     """Every control's levels of the rows, of the sizes ``counts`` (the GMM levels' counts), by kind.
+
+    ``stop`` is passed to :func:`confidence_scores` (its fits then run in a child process a stop ends).
 
     Examples
     --------
@@ -142,6 +165,7 @@ def control_levels(
                 out_of_fold=kind.endswith("out-of-fold"),
                 seed=int(rng.integers(0, 2**31 - 1)),
                 n_threads=n_threads,
+                stop=stop,
             )
         else:
             raise ValueError(f"Unknown control {kind!r}; the controls are {list(CONTROL_KINDS)}.")

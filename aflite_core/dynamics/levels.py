@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from .._child_process import run_stoppable
 from .._utils import blas_threads
 from .._validation import check_int, check_open_fraction, check_random_state, param_error
 from .measures import _KNOWN_COLUMNS, DynamicsRecord, TrainingDynamics
@@ -112,6 +113,11 @@ def _measure_frame(data: Any, func: str, required: Sequence[str], columns: Seque
     return out.astype(np.float64)
 
 
+def _fit_mixture(gmm: Any, X: NDArray) -> tuple[Any, NDArray]:
+    """The fitted mixture and each row's component (module level: it runs in a child process when stoppable)."""
+    return gmm, gmm.fit(X).predict(X)
+
+
 def difficulty_levels(
     data: DynamicsRecord | TrainingDynamics | pd.DataFrame,
     *,
@@ -120,6 +126,7 @@ def difficulty_levels(
     covariance_type: str = "full",
     random_state: int | np.random.Generator | None = None,
     n_threads: int | None = 1,
+    stop: Callable[[], bool] | None = None,
 ) -> DifficultyLevels:
     """Cluster examples into easy / ambiguous / hard with a 3-component Gaussian mixture (the paper's method).
 
@@ -144,6 +151,10 @@ def difficulty_levels(
     n_threads : int or None, default=1
         BLAS/OpenMP threads during the fit (``None`` leaves the library default). On a busy 2-core machine two
         threads made the fit several times slower.
+    stop : callable, optional
+        ``stop() -> bool`` (or raising to stop): the mixture is then fitted in a child process that a stop ends
+        at once (:func:`aflite_core._child_process.run_stoppable`; the same levels), and True raises
+        :class:`aflite_core._child_process.ChildStopped`. Without it, here.
 
     Returns
     -------
@@ -182,7 +193,10 @@ def difficulty_levels(
         n_components=len(LEVELS), covariance_type=covariance_type, n_init=n_init, random_state=seed % 2**32
     )
     with blas_threads(n_threads):
-        component = gmm.fit(standardised).predict(standardised)
+        cells = standardised.size * n_init
+        gmm, component = run_stoppable(
+            _fit_mixture, gmm, standardised, stop=stop, what="the Gaussian mixture", cells=cells
+        )
     conf = frame["confidence"].to_numpy()
     conf_col = list(frame.columns).index("confidence")
     mean_conf = np.array(

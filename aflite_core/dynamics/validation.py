@@ -50,7 +50,7 @@ from .fractions import CONTROL_SELECTIONS, SELECTIONS, fraction_experiment
 from .heldout import LEVEL_VALIDATION_MODELS, level_correctness, score_levels
 from .level_controls import DYNAMICS_KIND, control_levels
 from .levels import DifficultyLevels, difficulty_levels
-from .trainer import TrainingStep
+from .trainer import TrainingInterrupted, TrainingStep
 
 __all__ = ["VALIDATION_STAGES", "LevelValidation", "ValidationStep", "validate_levels"]
 
@@ -222,7 +222,9 @@ def validate_levels(
         ``callback(step, n_steps, what)`` during the fraction experiment.
     on_step : callable, optional
         ``on_step(ValidationStep)`` after every mini-batch of the two recordings and every model fit of both
-        checks; returning ``False`` abandons the validation there.
+        checks, and ten times a second or more while a fit or a mixture runs (each such call then runs in a child
+        process that a stop ends at once, :mod:`aflite_core._child_process`); returning ``False`` abandons the
+        validation there.
 
     Returns
     -------
@@ -352,7 +354,7 @@ def _one_seed(
     """One repetition of the validation: split, record, levels, both checks and the controls' levels."""
     from .trainer import record_dynamics
 
-    recording, fitting = _recording(on_step, repeat), _fitting(on_step, repeat)
+    recording, fitting, waiting = _recording(on_step, repeat), _fitting(on_step, repeat), _waiting(on_step, repeat)
     s_split, s_dyn_eval, s_dyn_train, s_gmm, s_models, s_controls = (
         int(s) for s in np.random.default_rng(seq).integers(0, 2**31 - 1, size=6)
     )
@@ -366,7 +368,8 @@ def _one_seed(
         n_threads=n_threads,
         on_step=recording("record held-out rows"),
     )
-    lv_ev = difficulty_levels(rec_ev, random_state=s_gmm, n_threads=n_threads)
+    stop = waiting("record held-out rows", "difficulty levels (Gaussian mixture)")
+    lv_ev = difficulty_levels(rec_ev, random_state=s_gmm, n_threads=n_threads, stop=stop)
     runs = level_correctness(
         Xv[tr],
         labels[tr],
@@ -385,7 +388,10 @@ def _one_seed(
     parts = [levels_table.assign(levels=DYNAMICS_KIND)]
     if controls:
         counts = {k: int(v) for k, v in lv_ev.counts().items()}
-        for kind, lv in control_levels(Xv[ev], codes[ev], counts, seed=s_controls, n_threads=n_threads).items():
+        stop = waiting("accuracy per level", "control levels (logistic regressions)")
+        for kind, lv in control_levels(
+            Xv[ev], codes[ev], counts, seed=s_controls, n_threads=n_threads, stop=stop
+        ).items():
             parts.append(score_levels(runs, lv).assign(levels=kind))
     rec_tr = record_dynamics(
         Xv[tr],
@@ -396,7 +402,8 @@ def _one_seed(
         n_threads=n_threads,
         on_step=recording("record training rows"),
     )
-    lv_tr = difficulty_levels(rec_tr, random_state=s_gmm, n_threads=n_threads)
+    stop = waiting("record training rows", "difficulty levels (Gaussian mixture)")
+    lv_tr = difficulty_levels(rec_tr, random_state=s_gmm, n_threads=n_threads, stop=stop)
     frac = fraction_experiment(
         lv_tr,
         Xv[tr],
@@ -491,6 +498,26 @@ def _fitting(on_step: Callable[[ValidationStep], bool | None] | None, repeat: tu
         return report
 
     return fitting
+
+
+def _waiting(on_step: Callable[[ValidationStep], bool | None] | None, repeat: tuple[int, int] = (0, 1)) -> Callable:
+    """``waiting(stage, detail)``: the ``stop()`` of a call run in a child process (a mixture, the controls' fits).
+
+    Asked while the call runs, it reports the end of ``stage``; None without ``on_step`` (the call runs here).
+    """
+
+    def waiting(stage: str, detail: str) -> Callable[[], bool] | None:
+        if on_step is None:
+            return None
+
+        def stop() -> bool:
+            if on_step(ValidationStep(stage, 1, 1, detail, *repeat)) is False:
+                raise TrainingInterrupted  # as a stop anywhere else in the validation
+            return False
+
+        return stop
+
+    return waiting
 
 
 def _split_rows(
