@@ -19,6 +19,7 @@ and a Markdown table, with the machine's load average.
 
     python benchmarks/bench_estimates.py          # AFLite 20k×32, 100k×64, 200k×256 (ridge); Baselines 10k-200k
     python benchmarks/bench_estimates.py --tiny   # toy sizes: a few seconds
+    python benchmarks/bench_estimates.py --jobs embedding   # only the embedding rows (the model load apart)
 """
 
 from __future__ import annotations
@@ -124,7 +125,9 @@ def bench_embedding(rows: list) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true", help="toy sizes (a few seconds)")
+    parser.add_argument("--jobs", default="aflite,baselines,embedding", help="comma list of the jobs to time")
     args = parser.parse_args(argv)
+    jobs = set(args.jobs.split(","))
     sizes = TINY if args.tiny else SIZES
     m = 8 if args.tiny else 64
     start = time.perf_counter()
@@ -134,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     rows: list[dict] = []
-    for n, d in sizes["aflite"]:
+    for n, d in sizes["aflite"] if "aflite" in jobs else []:
         bench_aflite(rows, n, d, m)
-    for n, d in sizes["baselines"]:
+    for n, d in sizes["baselines"] if "baselines" in jobs else []:
         bench_baselines(rows, n, d, m)
-    if not args.tiny:
+    if not args.tiny and "embedding" in jobs:
         try:
             bench_embedding(rows)
         except Exception as exc:  # an optional extra that fails to load: say so, keep the table

@@ -267,7 +267,11 @@ def _pieces(texts: Sequence[str], max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH) 
 
 
 def estimate_embedding_seconds(
-    texts: Sequence[str], *, model_loaded: bool = False, max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH
+    texts: Sequence[str],
+    *,
+    model_loaded: bool = False,
+    max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH,
+    model_load_seconds: float | None = None,
 ) -> float:
     """A rough duration of embedding ``texts`` with all-MiniLM-L6-v2 on the CPU, before starting.
 
@@ -286,6 +290,10 @@ def estimate_embedding_seconds(
         The model is already in memory.
     max_seq_length : int, default=256
         The word pieces the model reads of a text (all-MiniLM-L6-v2: 256).
+    model_load_seconds : float, optional
+        Seconds to load the model when not ``model_loaded`` (default about 9 s, the figure on a busy machine:
+        this function knows nothing of the machine; :func:`aflite_core.engine.estimates.estimate_seconds`
+        passes the reference machine's figure and scales it by the speed its calibration measured).
 
     Returns
     -------
@@ -300,7 +308,8 @@ def estimate_embedding_seconds(
     cut = CHARS_PER_PIECE * max_seq_length
     chars = sum(min(len(t), cut) for t in texts)
     seconds = _pieces(texts, max_seq_length) / _PIECES_PER_SECOND + chars / _CHARS_PER_SECOND
-    return seconds + (0.0 if model_loaded else _MODEL_LOAD_SECONDS)
+    load = _MODEL_LOAD_SECONDS if model_load_seconds is None else float(model_load_seconds)
+    return seconds + (0.0 if model_loaded else load)
 
 
 @dataclass(frozen=True)
