@@ -124,6 +124,19 @@ def test_bench_core(tmp_path):
     assert [json.loads(line) for line in (tmp_path / "core.jsonl").read_text().splitlines()] == records
 
 
+def test_bench_core_repeats():
+    """--repeats N (issue 27): every setting N times from scratch, then min / median / max with the load of each."""
+    out = run_tiny(
+        "bench_core.py", "--settings", "a", "--data", "isotropic", "--reference-seeds", "1", "--repeats", "2"
+    )
+    records = json_lines(out)
+    assert [(r["setting"], r["data"]) for r in records] == [("a", "isotropic")] * 2
+    assert all(r["engine_cpu_seconds"] > 0 and r["reference_cpu_seconds"] > 0 for r in records)
+    assert "spread over 2 runs of each setting" in out
+    row = next(line for line in out.splitlines() if line.startswith("| (a) | isotropic | 2 |"))
+    assert row.count(" / ") >= 10 and "→" in row  # min / median / max of five figures, the load of each run
+
+
 def test_bench_adversary():
     """Both tiny rows, the loop against the engine, the converged loop; the markdown table."""
     out = run_tiny("bench_adversary.py")
