@@ -5,7 +5,7 @@ Usage::
     python benchmarks/bench_app_scale.py                         # A (200,000 × 384) and B (550,000 × 384)
     python benchmarks/bench_app_scale.py --rows 550000 --work /tmp/aflite-scale --screenshots /tmp/shots
     python benchmarks/bench_app_scale.py --build-only --work /tmp/aflite-scale   # write the runs, measure nothing
-    python benchmarks/bench_app_scale.py --tiny                  # 3,000 × 16, two pages: checks that it runs
+    python benchmarks/bench_app_scale.py --tiny     # 3,000 × 16, Data, Filter, Inspect: checks that it runs
 
 Issue 25's benchmark. For each size it builds seeded planted-bias features (3 classes, 25 % of rows with a planted
 label-revealing shift: :func:`aflite_core.data.planted_bias.make_planted_bias`) and a table of synthetic texts (one
