@@ -352,12 +352,12 @@ def spread(records: list[dict]) -> list[str]:
         else:
             engine = mmm([r["engine_seconds"] for r in recs], ".2f")
             ref = mmm([r["reference_seconds"] for r in recs], ".1f")
-            speed = mmm([r["speedup"] for r in recs], ".0f") + " ×"
+            speed = mmm([r["speedup"] for r in recs], ".1f") + " ×"
             cpu = " | ".join(
                 (
                     mmm([r["engine_cpu_seconds"] for r in recs], ".2f"),
                     mmm([r["reference_cpu_seconds"] for r in recs], ".1f"),
-                    mmm([r["speedup_cpu"] for r in recs], ".0f") + " ×",
+                    mmm([r["speedup_cpu"] for r in recs], ".1f") + " ×",
                 )
             )
         lines.append(f"| ({name}) | {data or '-'} | {len(recs)} | {engine} | {ref} | {speed} | {cpu} | {loads} |")
