@@ -437,6 +437,8 @@ def drive(b: Bench, n: int, *, tiny: bool, settle_s: float, job_timeout_s: float
         lambda: page.get_by_role("button", name="Open run").click(),
         _visible(b, page.get_by_test_id("stSidebar").get_by_text(re.compile(rf"^{n:,} rows · "))),
     )
+    # the Data page draws the opened run's summary after the sidebar's row count: wait for its last line
+    page.get_by_text("This is the dataset and run every page shows now.").first.wait_for(timeout=b.timeout)
     b.settled()
     b.shot("data", narrow=True)
     b.set_base()
