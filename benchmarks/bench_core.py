@@ -6,9 +6,13 @@ Usage::
     python benchmarks/bench_core.py --settings b --data anisotropic
     python benchmarks/bench_core.py --settings c    # the SNLI-shaped run (needs ~6 GB RAM, ~3 GB disk)
     python benchmarks/bench_core.py --tiny          # every code path on toy sizes in seconds (tests/test_benchmarks.py)
+    python benchmarks/bench_core.py --settings b --data isotropic --reference-seeds 1 --reference-max-iter 100 \
+        --repeats 3                                 # min / median / max over 3 runs, with the load of each
 
 Prints one block per setting and a JSON line per measurement (``--json-out FILE`` appends them). Figures go
-into benchmarks/README.md by hand, from one run; nothing here asserts a time.
+into benchmarks/README.md by hand; nothing here asserts a time. ``--repeats N`` runs every setting N times and
+ends with a summary: min / median / max of the engine's and the reference's seconds and of the speed-up, with
+the 1-minute load average at the start and the end of each run (issue 27: no speed figure without its spread).
 
 Settings (Le Bras et al. 2020 symbols: m partitions, t training rows, k slice, τ threshold, n target):
 
@@ -83,29 +87,35 @@ def bench_vs_reference(
 
     from aflite_core import aflite
     from aflite_core.data.planted_bias import make_planted_bias
+    from aflite_core.engine.logistic import _MEMO
 
     s = (settings or SETTINGS)[name]
     X, y, biased = make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA[data], random_state=0)
     kw = dict(target_size=s["target"], n_partitions=s["m"], train_size=s["t"], slice_size=s["k"], tau=s["tau"])
+    load_start = round(os.getloadavg()[0], 2)
     print(f"   load average {os.getloadavg()}", flush=True)
     print(
         f"\n== ({name}) {data}: N={s['n']:,} d={s['d']} C={s['classes']} m={s['m']} t={s['t']:,} "
         f"k={s['k']:,} tau={s['tau']} target={s['target']:,}",
         flush=True,
     )
-    engine = {}
+    engine, engine_cpu, ref_cpu = {}, {}, {}  # CPU seconds of this process: what load does not inflate much
     w = min(2000, s["n"])  # warm-up rows (2,000 at the real settings)
     for seed in (0, 1):
         aflite(X[:w], y[:w], target_size=w // 2, train_size=w * 3 // 20, slice_size=w // 20, random_state=seed)
-        t0 = time.perf_counter()
+        _MEMO.clear()  # no fit memoised by an earlier run in this process (--repeats): every run fits from scratch
+        t0, c0 = time.perf_counter(), time.process_time()
         res = aflite(X, y, **kw, random_state=seed, n_threads=threads)
         engine[seed] = (res, time.perf_counter() - t0)
+        engine_cpu[seed] = time.process_time() - c0
     ref = {}
     with threadpool_limits(threads):
         for seed in range(ref_seeds):
+            c0 = time.process_time()
             kept, rounds, secs, removed_round, qualified, qsets = reference_aflite(
                 X, y, **kw, random_state=seed, max_iter=max_iter
             )
+            ref_cpu[seed] = time.process_time() - c0
             ref[seed] = (kept, rounds, secs, removed_round, qualified, qsets)
             print(f"   reference seed {seed}: {secs:8.1f} s, {rounds} rounds, kept {kept.sum():,}", flush=True)
     fast, fast_s = engine[0]
@@ -126,6 +136,9 @@ def bench_vs_reference(
         "reference_rounds": ref_rounds,
         "reference_kept": int(ref_kept.sum()),
         "speedup": round(ref_s / fast_s, 1),
+        "engine_cpu_seconds": round(engine_cpu[0], 3),
+        "reference_cpu_seconds": round(ref_cpu[0], 2),
+        "speedup_cpu": round(ref_cpu[0] / max(engine_cpu[0], 1e-9), 1),
         "jaccard_removed_engine_vs_ref": round(jaccard(~fast.kept, ~ref_kept), 3),
         "jaccard_kept_engine_vs_ref": round(jaccard(fast.kept, ref_kept), 3),
         "jaccard_removed_engine_seed0_vs_seed1": round(jaccard(~fast.kept, ~engine[1][0].kept), 3),
@@ -149,6 +162,7 @@ def bench_vs_reference(
         "rows_per_block": fast.params["rows_per_block"],
         "engine_family": fast.params["model"]["class"],
         "engine_solver": _solver(fast),
+        "load_average_at_start": load_start,
         "load_average_at_end": [round(v, 2) for v in os.getloadavg()],
     }
     if ref_seeds > 1:
@@ -177,6 +191,7 @@ def bench_vs_reference(
         flush=True,
     )
     emit(rec, json_out)
+    return rec
 
 
 def _solver(res) -> str:
@@ -262,7 +277,7 @@ print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=r
 """
 
 
-def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None, tiny: bool = False) -> None:
+def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None, tiny: bool = False) -> dict:
     if tiny and workdir is None:  # nothing worth keeping: written and removed within the run
         with tempfile.TemporaryDirectory(prefix="aflite-bench-tiny-") as tmp:
             return bench_snli_shaped(json_out, threads, tmp, tiny)
@@ -292,6 +307,7 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None, t
         tau=s["tau"],
         threads=threads,
     )
+    load_start = round(os.getloadavg()[0], 2)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ.copy())
     sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
@@ -301,6 +317,7 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None, t
         setting="c",
         threads=threads,
         peak_over_x=round(rec["peak_rss"] / rec["x_bytes"], 2),
+        load_average_at_start=load_start,
         load_average_at_end=[round(v, 2) for v in os.getloadavg()],
     )
     print(
@@ -310,6 +327,41 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None, t
         flush=True,
     )
     emit(rec, json_out)
+    return rec
+
+
+def spread(records: list[dict]) -> list[str]:
+    """Markdown rows: min / median / max over the repeats of each setting, with the load of every run."""
+    groups: dict[tuple, list[dict]] = {}
+    for rec in records:
+        groups.setdefault((rec["setting"], rec.get("data", "")), []).append(rec)
+
+    def mmm(values: list[float], fmt: str) -> str:
+        return " / ".join(format(v, fmt) for v in (min(values), float(np.median(values)), max(values)))
+
+    lines = [
+        "| setting | data | runs | engine s (min / median / max) | reference s | speed-up (wall) | engine CPU-s | "
+        "reference CPU-s | speed-up (CPU) | load at start → end |",
+        "| --- | --- | ---: | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for (name, data), recs in groups.items():
+        loads = ", ".join(f"{r['load_average_at_start']:.1f} → {r['load_average_at_end'][0]:.1f}" for r in recs)
+        if name == "c":
+            engine, ref, speed = mmm([r["seconds"] for r in recs], ".1f"), "-", "-"
+            cpu = "- | - | -"
+        else:
+            engine = mmm([r["engine_seconds"] for r in recs], ".2f")
+            ref = mmm([r["reference_seconds"] for r in recs], ".1f")
+            speed = mmm([r["speedup"] for r in recs], ".1f") + " ×"
+            cpu = " | ".join(
+                (
+                    mmm([r["engine_cpu_seconds"] for r in recs], ".2f"),
+                    mmm([r["reference_cpu_seconds"] for r in recs], ".1f"),
+                    mmm([r["speedup_cpu"] for r in recs], ".1f") + " ×",
+                )
+            )
+        lines.append(f"| ({name}) | {data or '-'} | {len(recs)} | {engine} | {ref} | {speed} | {cpu} | {loads} |")
+    return lines
 
 
 def main() -> None:
@@ -325,6 +377,7 @@ def main() -> None:
         help="L-BFGS cap of the reference's LogisticRegression (default 1000: converge; --tiny: sklearn's 100)",
     )
     ap.add_argument("--json-out", default=None)
+    ap.add_argument("--repeats", type=int, default=1, help="run every setting N times; print min / median / max")
     ap.add_argument("--workdir", default=None, help="where (c) writes its 2 GB feature file (reused if present)")
     ap.add_argument(
         "--tiny",
@@ -340,14 +393,29 @@ def main() -> None:
         f"maxrss unit check {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}",
         flush=True,
     )
-    for name in args.settings.split(","):
-        if name in ("a", "b"):
-            for data in args.data.split(","):
-                bench_vs_reference(
-                    name, data, args.reference_seeds, args.json_out, args.threads, args.reference_max_iter, settings
-                )
-        elif name == "c":
-            bench_snli_shaped(args.json_out, args.threads, args.workdir, args.tiny)
+    records = []
+    for repeat in range(max(args.repeats, 1)):
+        if args.repeats > 1:
+            print(f"\n#### run {repeat + 1} of {args.repeats}", flush=True)
+        for name in args.settings.split(","):
+            if name in ("a", "b"):
+                for data in args.data.split(","):
+                    records.append(
+                        bench_vs_reference(
+                            name,
+                            data,
+                            args.reference_seeds,
+                            args.json_out,
+                            args.threads,
+                            args.reference_max_iter,
+                            settings,
+                        )
+                    )
+            elif name == "c":
+                records.append(bench_snli_shaped(args.json_out, args.threads, args.workdir, args.tiny))
+    if args.repeats > 1:
+        print(f"\nspread over {args.repeats} runs of each setting; {os.cpu_count()} cores, numpy {np.__version__}")
+        print("\n".join(spread(records)))
 
 
 if __name__ == "__main__":

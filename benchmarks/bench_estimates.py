@@ -19,6 +19,8 @@ and a Markdown table, with the machine's load average.
 
     python benchmarks/bench_estimates.py          # AFLite 20k×32, 100k×64, 200k×256 (ridge); Baselines 10k-200k
     python benchmarks/bench_estimates.py --tiny   # toy sizes: a few seconds
+    python benchmarks/bench_estimates.py --jobs embedding   # only the embedding rows
+    python benchmarks/bench_estimates.py --recalibrate      # calibrate again just before each job (a loaded machine)
 """
 
 from __future__ import annotations
@@ -46,6 +48,17 @@ SIZES = {
 TINY = {"aflite": [(3_000, 8), (6_000, 8), (12_000, 8)], "baselines": [(1_500, 8), (3_000, 8), (6_000, 8)]}
 
 
+#: ``--recalibrate``: :func:`_estimate` measures the rates again before each job
+_RECALIBRATE = False
+
+
+def _estimate(kind: str, **shape) -> float:
+    """The estimate before the job starts (after a fresh calibration with ``--recalibrate``)."""
+    if _RECALIBRATE:
+        estimates.calibrate(force=True)
+    return estimates.estimate_seconds(kind, **shape)
+
+
 def _data(n: int, d: int, seed: int):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 3, n)
@@ -62,6 +75,8 @@ def _record(rows: list, job: str, n: int, d: int, estimate: float, actual: float
         "estimate_s": round(estimate, 3),
         "actual_s": round(actual, 3),
         "ratio": round(estimate / max(actual, 1e-9), 2),
+        "speed": round(float(estimates.calibrate()["speed"]), 3),  # the calibration the estimate used
+        "load1": round(os.getloadavg()[0], 2),
     }
     rows.append(rec)
     print(json.dumps(rec), flush=True)
@@ -70,7 +85,7 @@ def _record(rows: list, job: str, n: int, d: int, estimate: float, actual: float
 def bench_aflite(rows: list, n: int, d: int, m: int) -> None:
     X, y = _data(n, d, seed=n)
     shape = {"target_size": n // 3, "train_size": n // 10, "slice_size": max(n // 50, 1), "n_partitions": m}
-    estimate = estimates.estimate_seconds("aflite", n_rows=n, n_features=d, **shape)
+    estimate = _estimate("aflite", n_rows=n, n_features=d, **shape)
     start = time.perf_counter()
     aflite(X, y, tau=0.0, random_state=0, n_threads=1, **shape)
     _record(rows, "aflite", n, d, estimate, time.perf_counter() - start)
@@ -80,7 +95,7 @@ def bench_baselines(rows: list, n: int, d: int, m: int) -> None:
     """The Baselines page's calls (aflite_app/compute/baselines.py) on a random third as the kept rows."""
     X, y = _data(n, d, seed=n + 1)
     n_kept, t, models = n // 3, n // 10, ("logistic", "knn")
-    estimate = estimates.estimate_seconds(
+    estimate = _estimate(
         "baselines", n_rows=n, n_kept=n_kept, train_size=t, n_features=d, models=models, n_partitions=m
     )
     start = time.perf_counter()
@@ -115,7 +130,7 @@ def bench_embedding(rows: list) -> None:
     rng = np.random.default_rng(0)
     for n in (500, 1000, 2000):
         texts = [" ".join(rng.choice(words, size=int(rng.integers(5, 25)))) for _ in range(n)]
-        estimate = estimates.estimate_seconds("embedding", texts=texts, model_loaded=n > 500)
+        estimate = _estimate("embedding", texts=texts, model_loaded=n > 500)
         start = time.perf_counter()
         embed_texts(texts)
         _record(rows, "embedding", n, 384, estimate, time.perf_counter() - start)
@@ -124,7 +139,17 @@ def bench_embedding(rows: list) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true", help="toy sizes (a few seconds)")
+    parser.add_argument("--jobs", default="aflite,baselines,embedding", help="comma list of the jobs to time")
+    parser.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="calibrate again just before each job (on a machine whose load swings, the speed of the moment)",
+    )
     args = parser.parse_args(argv)
+    if args.recalibrate:
+        global _RECALIBRATE
+        _RECALIBRATE = True
+    jobs = set(args.jobs.split(","))
     sizes = TINY if args.tiny else SIZES
     m = 8 if args.tiny else 64
     start = time.perf_counter()
@@ -134,22 +159,25 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     rows: list[dict] = []
-    for n, d in sizes["aflite"]:
+    for n, d in sizes["aflite"] if "aflite" in jobs else []:
         bench_aflite(rows, n, d, m)
-    for n, d in sizes["baselines"]:
+    for n, d in sizes["baselines"] if "baselines" in jobs else []:
         bench_baselines(rows, n, d, m)
-    if not args.tiny:
+    if not args.tiny and "embedding" in jobs:
         try:
             bench_embedding(rows)
         except Exception as exc:  # an optional extra that fails to load: say so, keep the table
             print(f"embedding: skipped ({type(exc).__name__})", flush=True)
     load = os.getloadavg()
     print(f"\nload average (1, 5, 15 min): {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {os.cpu_count()} CPUs\n")
-    print("| job | rows × d | estimate (s) | actual (s) | estimate / actual |")
-    print("|---|---|---|---|---|")
+    print("| job | rows × d | estimate (s) | actual (s) | estimate / actual | calibrated speed | load |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         size = f"{r['rows']:,} × {r['dim']}"
-        print(f"| {r['job']} | {size} | {r['estimate_s']:.2f} | {r['actual_s']:.2f} | {r['ratio']:.2f} |")
+        print(
+            f"| {r['job']} | {size} | {r['estimate_s']:.2f} | {r['actual_s']:.2f} | {r['ratio']:.2f} | "
+            f"{r['speed']:.2f} | {r['load1']:.1f} |"
+        )
     inside = sum(0.5 <= r["ratio"] <= 2.0 for r in rows)
     print(f"\nwithin 2×: {inside} of {len(rows)}")
     return 0

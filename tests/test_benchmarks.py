@@ -51,6 +51,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
     tested = {
         "bench_adversary.py",
         "bench_app.py",
+        "bench_app_scale.py",
         "bench_core.py",
         "bench_duplicates.py",
         "bench_embedding_map.py",
@@ -130,6 +131,19 @@ def test_bench_core(tmp_path):
     assert [json.loads(line) for line in (tmp_path / "core.jsonl").read_text().splitlines()] == records
 
 
+def test_bench_core_repeats():
+    """--repeats N (issue 27): every setting N times from scratch, then min / median / max with the load of each."""
+    out = run_tiny(
+        "bench_core.py", "--settings", "a", "--data", "isotropic", "--reference-seeds", "1", "--repeats", "2"
+    )
+    records = json_lines(out)
+    assert [(r["setting"], r["data"]) for r in records] == [("a", "isotropic")] * 2
+    assert all(r["engine_cpu_seconds"] > 0 and r["reference_cpu_seconds"] > 0 for r in records)
+    assert "spread over 2 runs of each setting" in out
+    row = next(line for line in out.splitlines() if line.startswith("| (a) | isotropic | 2 |"))
+    assert row.count(" / ") >= 10 and "→" in row  # min / median / max of five figures, the load of each run
+
+
 def test_bench_adversary():
     """Both tiny rows, the loop against the engine, the converged loop; the markdown table."""
     out = run_tiny("bench_adversary.py")
@@ -175,6 +189,7 @@ def test_bench_estimates():
     jobs = [(r["job"], r["rows"]) for r in records[1:]]
     assert [j for j, _ in jobs] == ["aflite"] * 3 + ["baselines"] * 3
     assert all(r["estimate_s"] > 0 and r["actual_s"] > 0 and r["ratio"] > 0 for r in records[1:])
+    assert all(r["speed"] > 0 and r["load1"] >= 0 for r in records[1:])  # the calibration each estimate used
     assert "| job | rows × d | estimate (s) | actual (s) | estimate / actual |" in out
     assert "load average" in out and "within 2×:" in out
 
@@ -276,6 +291,30 @@ def test_bench_plotly_once(tmp_path):
     assert set(runs) == {"streamlit", "none", "once"} and "per change" in out
     assert runs["once"]["first"]["afterplots_per_figure"] == [1] * 6 and runs["once"]["changes"][0]["afterplots"] == 6
     assert all(r["changes"][0]["cdp_TaskDuration"] > 0 for r in runs.values())
+
+
+def test_bench_app_scale(tmp_path):
+    """Issue 25's app benchmark at 3,000 × 16: a CLI run with its table opened in Chromium, Filter and Inspect timed."""
+    _require_browser()
+    report = tmp_path / "scale.json"
+    shots = tmp_path / "shots"
+    out = run_tiny("bench_app_scale.py", "--json", str(report), "--screenshots", str(shots), timeout=240)
+    records = json.loads(report.read_text())
+    steps = [(r["page"], r["what"]) for r in records]
+    assert steps[:4] == [
+        ("Data", "page"),
+        ("Data", "open the run"),
+        ("Filter", "page"),
+        ("Filter", "τ step up (0.75 → 0.76)"),
+    ]
+    assert ("Inspect", "page (rows table)") in steps and ("Inspect", "search 'nobody'") in steps
+    for rec in records:
+        assert rec["wall_s"] == rec["wall_s"] and rec["wall_s"] > 0, rec  # every step reached (NaN: not reached)
+        assert rec["server_cpu_s"] >= 0 and rec["load1"] >= 0
+    search = next(r for r in records if r["what"] == "search 'nobody'")
+    assert re.match(r"^[\d,]+ of 3,000 rows match", search["note"])  # the recorded table's text was searched
+    assert "| run | page | step | wall s | server CPU-s |" in out and "| tiny | Inspect | " in out
+    assert sorted(p.name for p in shots.glob("*.png"))[:2] == ["tiny-data-1500.png", "tiny-data-390.png"]
 
 
 @pytest.mark.browser

@@ -88,6 +88,26 @@ def test_the_shape_model_grows_with_the_work():
         estimates.estimate_seconds("nope", calibrated=False)
 
 
+def test_the_calibrated_embedding_estimate_loads_the_model_in_the_reference_time_scaled_by_the_speed(monkeypatch):
+    """Issue 25: the model's load was estimated at 9 s on every machine (measured 4.6 s at speed 1.07, 36 s at 0.11).
+
+    The calibrated estimate charges the reference machine's load (5 s) divided by the measured speed; the
+    uncalibrated word-piece model keeps its busy-machine figure (9 s).
+    """
+    from aflite_core.data.embed_status import estimate_embedding_seconds
+
+    texts = ["a man is sleeping on the couch"] * 500
+    for speed in (1.0, 0.1):
+        monkeypatch.setattr(estimates, "rates", lambda speed=speed: {**estimates._REFERENCE, "speed": speed})
+        cold = estimates.estimate_seconds("embedding", calibrated=False, texts=texts, model_loaded=False)
+        warm = estimates.estimate_seconds("embedding", calibrated=False, texts=texts, model_loaded=True)
+        assert cold - warm == pytest.approx(5.0 / speed)
+        assert warm == pytest.approx(estimate_embedding_seconds(texts, model_loaded=True) / speed)
+    assert estimate_embedding_seconds(texts) - estimate_embedding_seconds(texts, model_loaded=True) == pytest.approx(
+        9.0
+    )
+
+
 def test_running_estimate_converges_to_the_measured_rate_never_negative_and_zero_at_the_end():
     total, true_rate = 1000.0, 0.02  # the prior says 0.005 s a unit: 4× too fast
     job = estimates.RunningEstimate(total=total, prior_seconds_per_unit=0.005)

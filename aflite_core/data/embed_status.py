@@ -37,13 +37,25 @@ __all__ = [
     "model_texts",
 ]
 
-#: all-MiniLM-L6-v2 with one torch thread embedded about 2,300-3,700 word pieces per second on two busy cores
-#: (hypotheses: 210-340 texts/s at ~11 pieces; SNLI pairs: 90-126 /s at ~27; MultiNLI pairs: ~73 /s at ~39) and
-#: 6,100-6,400 on two quieter ones (1,000 SNLI pairs in 5.0 s, 1,000 hypotheses in 1.9 s; issue 24)
-_PIECES_PER_SECOND = 4000.0
+#: all-MiniLM-L6-v2 with one torch thread embedded 4,000-5,100 word pieces per second (counted by its tokenizer)
+#: on this project's 2-core machine at load 1.3-1.9 (issue 25: 2,000 SNLI hypotheses at ~11 pieces in 4.4 s,
+#: 1,000 SNLI pairs at ~28 in 6.0 s, 1,000 MultiNLI pairs at ~40 in 9.9 s, 64 texts of 256 pieces in 3.8 s);
+#: 2,300-3,700 on two busy cores and 6,100-6,400 on two quiet ones (issue 24)
+_PIECES_PER_SECOND = 4700.0
+#: word pieces per word or punctuation mark of English text (a BERT tokenizer splits off every punctuation mark,
+#: and a rare word into several pieces): 1.00-1.03 measured on the SNLI and MultiNLI samples
+_PIECES_PER_TOKEN = 1.05
 #: its fast tokenizer reads about 1.3 million characters per second (one 5 MB text: 3.9 s)
 _CHARS_PER_SECOND = 1_000_000.0
+#: loading the model in a fresh process, importing torch and sentence-transformers included: 4.6 s measured with
+#: the files in the page cache at load 1.7, about 9 s on a busy machine or a cold cache (files read from disk,
+#: which the calibration of :mod:`aflite_core.engine.estimates` does not measure): the busy figure is kept
 _MODEL_LOAD_SECONDS = 9.0
+#: the punctuation marks a BERT tokenizer splits off as pieces of their own
+_PUNCT = re.compile(r"[^\w\s]")
+#: the pair separator :func:`~aflite_core.data.embeddings.embed_views` joins a premise and a hypothesis with: one
+#: piece for the tokenizer, three marks and a word for :data:`_PUNCT`
+_SEP = "[SEP]"
 #: the word pieces all-MiniLM-L6-v2 (the packaged default model) reads of a text: its ``max_seq_length``
 DEFAULT_MAX_SEQ_LENGTH = 256
 #: assumed for a model object that does not say its ``max_seq_length`` (the most a BERT-style encoder reads)
@@ -233,26 +245,42 @@ def embed_chars_refusal(
 
 
 def _pieces(texts: Sequence[str], max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH) -> float:
-    """Rough word pieces the model reads of texts: 1.3 per word plus [CLS] and [SEP], at most ``max_seq_length``.
+    """Rough word pieces the model reads of texts, at most ``max_seq_length`` each.
 
-    Only the first :data:`CHARS_PER_PIECE` × ``max_seq_length`` characters of a text are looked at (the rest
-    is cut before the model).
+    :data:`_PIECES_PER_TOKEN` per word or punctuation mark (the units a BERT tokenizer splits a text into before
+    its word pieces; a ``[SEP]`` counts as one) plus [CLS] and [SEP]. Only the first :data:`CHARS_PER_PIECE` ×
+    ``max_seq_length`` characters of a text are looked at (the rest is cut before the model). It once counted
+    1.3 pieces a word and no punctuation: 1.27× the tokenizer's count on short plain words, 0.9× on SNLI pairs.
+
+    Examples
+    --------
+    >>> _pieces(["A man sleeps.", "A man sleeps"]) - _pieces(["A man sleeps"]) * 2
+    1.05
     """
     cut = CHARS_PER_PIECE * max_seq_length
-    return float(sum(min(1.3 * len(t[:cut].split()) + 2.0, max_seq_length) for t in texts))
+    total = 0.0
+    for text in texts:
+        t = text[:cut]
+        tokens = len(t.split()) + len(_PUNCT.findall(t)) - 3 * t.count(_SEP)
+        total += min(_PIECES_PER_TOKEN * tokens + 2.0, max_seq_length)
+    return total
 
 
 def estimate_embedding_seconds(
-    texts: Sequence[str], *, model_loaded: bool = False, max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH
+    texts: Sequence[str],
+    *,
+    model_loaded: bool = False,
+    max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH,
+    model_load_seconds: float | None = None,
 ) -> float:
     """A rough duration of embedding ``texts`` with all-MiniLM-L6-v2 on the CPU, before starting.
 
-    The word pieces the model reads (1.3 per word, at most ``max_seq_length`` per text: it drops the rest) at
-    about 4,000 per second with one torch thread, plus the characters its tokenizer reads (each text cut as
-    :func:`model_texts` does) at about a million per second, plus about 9 s to load the model unless
-    ``model_loaded``. Measured at 2,300-6,400 word pieces per second on two cores, busy or not: treat it as a
-    range of ±50%. (It once counted every word of a text: four texts of 5 MB, a 25 s job, were estimated at
-    1,881 s.)
+    The word pieces the model reads (about one per word or punctuation mark, at most ``max_seq_length`` per
+    text: it drops the rest) at about 4,700 per second with one torch thread, plus the characters its tokenizer
+    reads (each text cut as :func:`model_texts` does) at about a million per second, plus about 9 s to load the
+    model unless ``model_loaded``. Measured at 2,300-6,400 word pieces per second on two cores, busy or not:
+    treat it as a range of ±50%. (It once counted every word of a text: four texts of 5 MB, a 25 s job, were
+    estimated at 1,881 s; then 1.3 pieces a word at 4,000 a second: 1.5-1.8× the time on a loaded model.)
 
     Parameters
     ----------
@@ -262,6 +290,10 @@ def estimate_embedding_seconds(
         The model is already in memory.
     max_seq_length : int, default=256
         The word pieces the model reads of a text (all-MiniLM-L6-v2: 256).
+    model_load_seconds : float, optional
+        Seconds to load the model when not ``model_loaded`` (default about 9 s, the figure on a busy machine:
+        this function knows nothing of the machine; :func:`aflite_core.engine.estimates.estimate_seconds`
+        passes the reference machine's figure and scales it by the speed its calibration measured).
 
     Returns
     -------
@@ -271,12 +303,13 @@ def estimate_embedding_seconds(
     Examples
     --------
     >>> round(estimate_embedding_seconds(["a man is sleeping"] * 1000, model_loaded=True), 1)
-    1.8
+    1.3
     """
     cut = CHARS_PER_PIECE * max_seq_length
     chars = sum(min(len(t), cut) for t in texts)
     seconds = _pieces(texts, max_seq_length) / _PIECES_PER_SECOND + chars / _CHARS_PER_SECOND
-    return seconds + (0.0 if model_loaded else _MODEL_LOAD_SECONDS)
+    load = _MODEL_LOAD_SECONDS if model_load_seconds is None else float(model_load_seconds)
+    return seconds + (0.0 if model_loaded else load)
 
 
 @dataclass(frozen=True)

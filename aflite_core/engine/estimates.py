@@ -88,6 +88,10 @@ _FOLD_SECONDS = 0.003
 #: the seconds an AFLite call pays once on the reference machine (its first round's one-off costs besides the
 #: process's first compilations: 0.02-0.1 s measured)
 _WARMUP_SECONDS = 0.05
+#: loading all-MiniLM-L6-v2 in a fresh process (torch and sentence-transformers imported, files in the page cache) on
+#: the reference machine: 4.6 s measured where the calibration gave speed 1.07; 36 s at load 15 where it gave 0.11
+#: (issue 25; the uncalibrated :func:`~aflite_core.data.embed_status.estimate_embedding_seconds` assumes ~9 s)
+_MODEL_LOAD_REFERENCE = 5.0
 #: UMAP (n_neighbors 15, 2-D): seconds per n·log₂ n on the reference machine (issue 25: 41-85 s at 550,000 rows)
 _UMAP_RATE = 6.0e-6
 #: an MLP fit (64 units, up to 200 epochs) costs about this many logistic units per row × feature (the digits:
@@ -518,7 +522,12 @@ def estimate_seconds(kind: str, *, calibrated: bool = True, **shape) -> float:
         from ..data.embed_status import estimate_embedding_seconds
 
         seconds = (
-            estimate_embedding_seconds(shape["texts"], model_loaded=bool(shape.get("model_loaded"))) / rate["speed"]
+            estimate_embedding_seconds(
+                shape["texts"],
+                model_loaded=bool(shape.get("model_loaded")),
+                model_load_seconds=_MODEL_LOAD_REFERENCE,
+            )
+            / rate["speed"]
         )
     else:
         raise ValueError(f"Unknown estimate kind {kind!r}; choose among aflite, baselines, stability, umap, embedding.")
