@@ -4,7 +4,8 @@
 module              holds
 =================== ==============================================================================================
 ``filtering``       the public entry points :func:`aflite` and :func:`predictability`: argument checks, the run plan
-``loop``            the loop of Algorithm 1 as a resumable :class:`Run` over a backend (:class:`LocalBackend`)
+``loop``            the loop of Algorithm 1 as a resumable :class:`Run` over a backend
+``local_backend``   the :class:`Backend` protocol and :class:`LocalBackend` (a round's work in this process)
 ``partitions``      the m random partitions of a round and the scoring unit every backend runs
 ``models``          the batched ridge family (:class:`LinearFamily`) and scikit-learn families
 ``shards``          the ridge family's block Gram matrices, cut into shards and summed along a fixed tree

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .loop import LocalBackend
+from .local_backend import LocalBackend
 from .partitions import PartitionPlan, RoundScores, open_session, report_step
 
 __all__ = ["DEVICES", "PRECISIONS", "TorchBackend", "TorchSession", "check_device", "check_family", "torch_context"]
