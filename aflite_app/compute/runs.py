@@ -94,7 +94,7 @@ def _narrowed_store() -> _stores.Store:
     return _stores.store("narrowed_store", NARROWED_STORE_SIZE)
 
 
-#: model families with a torch session (:func:`aflite_core.engine.torch_backend.check_family`): the default family
+#: model families with a torch session (:func:`aflite_core.engine.torch_devices.check_family`): the default family
 GPU_FAMILIES = ("linear", "ridge")
 
 

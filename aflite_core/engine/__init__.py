@@ -13,6 +13,7 @@ module              holds
 ``_inputs``         the argument checks :func:`predictability` and the null share
 ``_parallel``       the engine's thread pool with single-threaded BLAS (same bits at any thread count)
 ``torch_backend``   the default family on a PyTorch device (a GPU, or torch's CPU device for CI)
+``torch_devices``   the checks of ``device`` and ``precision``, and the precision context a torch run computes in
 ``torch_logistic``  the L-BFGS fit of ``logistic`` ported to PyTorch
 ``distributed``     the Dask backend (whole shards per worker; bit-identical to the local backend)
 ``checkpoint``      per-round checkpoints and their checks
