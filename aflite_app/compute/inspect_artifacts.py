@@ -20,7 +20,8 @@ from aflite_core.measures.artifact_statistics import artifact_shares
 from aflite_core.measures.removed_artifacts import feature_artifacts, token_artifacts
 
 from .. import inspect_tables, settings
-from ..jobs import Outcome, as_outcome, heavy, remaining_text, shared_jobs, stoppable
+from ..admission import heavy
+from ..jobs import Outcome, as_outcome, remaining_text, shared_jobs, stoppable
 from ..specs import NO_SESSION, SessionData
 from . import _stores
 from .datasets import artifact_source_texts, dataset, word_statistics

@@ -17,7 +17,8 @@ from aflite_core.engine.result import RoundProgress, StepProgress
 from aflite_core.measures.stability import stability_from_results
 
 from .. import inspect_tables, settings
-from ..jobs import Outcome, Stopped, as_outcome, heavy, remaining_text, shared_jobs
+from ..admission import heavy
+from ..jobs import Outcome, Stopped, as_outcome, remaining_text, shared_jobs
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
 from .datasets import dataset
