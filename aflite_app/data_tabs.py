@@ -58,6 +58,21 @@ def groups_panel(session_data: SessionData) -> None:
         page["keep_premise"] = keep
         if keep:
             ui.caption(line)
+    asked = page.setdefault("dup_asked", set())
+    run = page.get("dup_run")
+    if (
+        datasets.duplicates_on_request(gdata)
+        and gspec.key not in asked
+        and (run is None or run.key != gspec)
+        and datasets.stored_duplicates(gspec) is None
+    ):  # above the interactive size the search is a heavy job: it starts when asked, never by opening the page
+        if st.button(
+            f"Look for duplicate rows ({gdata.n_rows:,} rows; a background job that waits its turn)",
+            key="data-dup-start",
+        ):
+            asked.add(gspec.key)
+            st.rerun()
+        return
     found = ui.run_in_background(
         (DATA_PAGE, "dup_run"),
         gspec,
