@@ -57,6 +57,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_embedding_map.py",
         "bench_inspect_scale.py",
         "bench_estimates.py",
+        "bench_gpu_extras.py",
         "bench_null.py",
         "bench_plotly_once.py",
         "bench_app_tau.py",
@@ -161,6 +162,17 @@ def test_bench_votes():
     records = json_lines(run_tiny("bench_votes.py"))
     assert len(records) == 1 and records[0]["votes_mb"] > 0 and records[0]["explain_row_seconds"] >= 0
     assert {"seconds_without_votes", "seconds_with_votes", "overhead", "votes_npy_mb"} <= set(records[0])
+
+
+def test_bench_gpu_extras():
+    """The GPU slot's script on torch's CPU device: votes change no removal, the null neither, groups run, embed."""
+    out = run_tiny("bench_gpu_extras.py", "--device", "torch:cpu", timeout=240)
+    rec = {r["section"]: r for r in json_lines(out) if "section" in r}  # (embed prints its own JSON line)
+    assert set(rec) == {"machine", "votes", "null", "groups", "embed"}, out
+    assert rec["votes"]["same_removals"] and rec["votes"]["votes_MiB"] is not None
+    assert rec["null"]["same_removals"] and rec["null"]["null_recorded"]
+    assert rec["groups"]["removed_groups"] > 0 and 0 < rec["groups"]["jaccard"] <= 1
+    assert rec["embed"]["pairs"] == 40 and rec["embed"]["min_cosine_vs_cpu"] > 0.999
 
 
 def test_bench_null():
