@@ -271,8 +271,9 @@ def test_snli_groups(shared_data):
 
 
 def test_snli_annotator_agreement(shared_data):
-    out = run_tiny("snli_annotator_agreement.py", "--shared", str(shared_data))
+    out = run_tiny("snli_annotator_agreement.py", "--shared", str(shared_data), "--per-seed")
     assert "seeds (0,)," in out and "evaluation rows with random_subset labels" in out
+    assert "over 1 seeds run alone (mean, sd, min-max of the per-seed figures):" in out
     lines = out.splitlines()
     assert any("removed in round 1" in line and "selected" in line for line in lines)
     assert {line.split()[0] for line in lines if line.split()} >= {"none", "pair", "hypothesis"}
