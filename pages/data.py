@@ -22,7 +22,11 @@ def _start_embedding(espec) -> None:
 
 
 current = st.session_state.get(DATASET)
-data_tabs.groups_panel(session_data)
+# the groups panel lives in a container of its own: what it shows comes and goes (a duplicate search's progress, its
+# finding, the premise checkbox of a pair dataset), and an element more or less above the tabs would redraw them on
+# the first tab - the user, e.g. just after 'Use this dataset' in 'Upload your own', would lose the tab they are on
+with st.container():
+    data_tabs.groups_panel(session_data)
 bundled_tab, nli_tab, upload_tab, run_tab, art_tab = st.tabs(
     ["Bundled datasets", "SNLI / MultiNLI by name", "Upload your own", "Open a run directory", "Label-revealing words"]
 )

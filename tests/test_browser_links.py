@@ -249,7 +249,7 @@ def test_a_reload_and_a_shared_link_keep_the_dataset_tau_and_run(server, fresh):
         page.keyboard.press("ArrowLeft")
     filter_chart(page, 0.7)
     no_traceback(page)
-    seen = {label: metric(page, label) for label in ("Rows kept", "Rows removed", "Representation bias")}
+    seen = {label: metric(page, label) for label in ("Rows kept", "Rows removed", "Bias R (mean p)")}
     page.wait_for_url(re.compile(r"[?&]tau=0\.7(&|$)"))  # the address bar follows the run (it can lag the chart)
     params = query(page)
     assert params["dataset"] == "circles" and params["tau"] == "0.7"
@@ -490,8 +490,10 @@ def test_a_link_with_inspect_filters_search_and_a_map_selection_restores_the_sam
     link = query(page)
     assert link["status"] == "kept" and link["q"] == "today" and link["cls"] in {"0", "1", "2"}
     page.wait_for_function(TABLE_ALL_HAVE, arg="today")  # the grid redraws after the caption
-    caption, ids = matching(page), ids_shown(page)
-    assert ids and not caption.startswith("120 of") and all(r[1] == "kept" and r[0] == "neutral" for r in ids)
+    caption, ids, rows = matching(page), ids_shown(page), table_rows(page)
+    assert ids and not caption.startswith("120 of")
+    # by column name: the table shows the text first and the id beside it (Inspect's explanation panel)
+    assert rows and all(r["class"] == "neutral" and r["status"] == "kept" for r in rows)
     shot(page, "5a_inspect_filters_before_link")
 
     shared = fresh()  # a colleague opens the link: the same rows
