@@ -393,6 +393,8 @@ def test_the_shared_model_is_loaded_once_and_left_out_of_garbage_collection(monk
             return np.zeros((len(texts), 2), dtype=np.float32)
 
     monkeypatch.setattr(upload_sentences, "load_sentence_model", lambda: loads.append(1) or StandIn())
+    # this process's copy only: an embedding child left by an earlier test may hold the real model (it counts too)
+    monkeypatch.setattr(upload_sentences.embed_worker, "model_ready", lambda: False)
     model = upload_sentences._SharedModel()
     assert not model.loaded
     try:
