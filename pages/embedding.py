@@ -106,9 +106,7 @@ if (method == "UMAP" or waits_for_umap) and view.umap_status in ("running", "sto
             "Stop",
             key="emb-umap-stop",
             help="Stop computing UMAP now (the map stays on PCA; it can be started again)",
-            on_click=compute.stop_umap,
-            args=(spec.dataset,),
-            kwargs={"session": session_data},
+            on_click=lambda: compute.stop_umap(spec.dataset, session=session_data),
         )
 elif method == "UMAP" and view.umap_status == "stopped":
     st.info("UMAP was stopped; showing PCA instead.")
@@ -116,9 +114,7 @@ elif method == "UMAP" and view.umap_status == "stopped":
         "Compute UMAP",
         key="emb-umap-restart",
         help="Start computing UMAP again, in the background",
-        on_click=compute.restart_umap,
-        args=(spec.dataset,),
-        kwargs={"session": session_data},
+        on_click=lambda: compute.restart_umap(spec.dataset, session=session_data),
     )
 # the selection survives a new colouring, projection or run (Streamlit resets a chart whose figure changes)
 sel = compute.for_figure(
