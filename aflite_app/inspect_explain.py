@@ -2,9 +2,9 @@
 
 The row is the one selected in the rows table (a click on its row) or typed by its id. The panel draws the core's
 :class:`~aflite_core.measures.explain.RowExplanation` (computed and memoised by
-:func:`aflite_app.compute.inspect.inspect_explanation`): the row's text in full with its label-revealing words
-highlighted and their z, its p per round against τ, the null of its class, the held-out models' votes in its
-removal round, and its nearest kept and removed rows in Φ. Every user text goes through
+:func:`aflite_app.compute.inspect_explanation.inspect_explanation`): the row's text in full with its
+label-revealing words highlighted and their z, its p per round against τ, the null of its class, the held-out
+models' votes in its removal round, and its nearest kept and removed rows in Φ. Every user text goes through
 :mod:`aflite_app.markup` (``ui.md``) before it is Markdown.
 """
 
@@ -23,6 +23,7 @@ from . import plotly_once, state, ui
 from .charts import inspect as charts
 from .charts.theme import MISSING
 from .compute import inspect as compute
+from .compute import inspect_artifacts, inspect_explanation
 from .state import INSPECT_PAGE
 
 __all__ = [
@@ -110,7 +111,7 @@ def highlighted(text: str, words: pd.DataFrame) -> str:
     return "".join(out)
 
 
-def words_request(view: Any) -> compute.WordsRequest | None:
+def words_request(view: Any) -> inspect_artifacts.WordsRequest | None:
     """The tab "Label-revealing words"'s current request (its source and settings), or None without text."""
     choices = compute.artifact_text_choices(view.data)
     if not choices:
@@ -118,7 +119,7 @@ def words_request(view: Any) -> compute.WordsRequest | None:
     source = st.session_state.get(f"inspect-words-source-{view.dspec.key}")  # the tab's choice, once made
     if source not in choices:  # else the hypothesis, where NLI's label-revealing words live
         source = "hypothesis" if "hypothesis" in choices else next(iter(choices))
-    return compute.WordsRequest(
+    return inspect_artifacts.WordsRequest(
         view.ref,
         source,
         min_count=int(st.session_state.get("inspect-words-min", 10)),
@@ -239,12 +240,12 @@ def row_panel(view: Any, table: pd.DataFrame, shown: pd.DataFrame, selection: An
     if not str(typed).strip():
         st.caption("Select a row in the table (click it) or type its id to see why AFLite removed or kept it.")
         return
-    position = compute.explanation_row(table, typed)
+    position = inspect_explanation.explanation_row(table, typed)
     if position is None:
         st.warning(f"No row has the id '{ui.md(typed)}'; ids are in the table's 'id' column.")
         return
     with ui.errors():
-        ex = compute.inspect_explanation(
+        ex = inspect_explanation.inspect_explanation(
             view.ref,
             view.result,
             position,

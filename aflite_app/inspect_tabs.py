@@ -19,6 +19,7 @@ from aflite_core.data.datasets import Dataset
 from . import inspect_columns, plotly_once, state, ui
 from .charts import inspect as charts
 from .compute import inspect as compute
+from .compute import inspect_artifacts, inspect_stability
 from .specs import DatasetSpec, SessionData
 from .state import INSPECT_N_SEEDS, INSPECT_PAGE, INSPECT_STABILITY_ON, INSPECT_UPLOAD
 
@@ -82,14 +83,14 @@ def open_run_panel(data_label: str, session: SessionData) -> None:
 
 
 # -- label-revealing words (Gardner et al.) and whether this run removed them -----------------------------------
-def _words_result(v: InspectView, request: compute.WordsRequest):
+def _words_result(v: InspectView, request: inspect_artifacts.WordsRequest):
     """The request's (statistics, shares): stored, or computed in the background (progress and Stop); None meanwhile."""
     return _tab_job(
         "words",
         request,
-        compute.stored_words,
-        lambda r: compute.prepare_words(r, v.result, session=v.session),
-        compute.describe_words,
+        inspect_artifacts.stored_words,
+        lambda r: inspect_artifacts.prepare_words(r, v.result, session=v.session),
+        inspect_artifacts.describe_words,
         keys=("inspect-words-stop", "inspect-words-again"),
         stop_help="Stop testing the tokens; open this tab again to start over.",
         stopped="Stopped before the tokens were tested.",
@@ -222,21 +223,21 @@ def words_tab(v: InspectView) -> None:
             "Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha", persist_state="page"
         )
         words = _words_result(
-            v, compute.WordsRequest(v.ref, word_source, min_count=int(word_min), alpha=float(word_alpha))
+            v, inspect_artifacts.WordsRequest(v.ref, word_source, min_count=int(word_min), alpha=float(word_alpha))
         )
         if words is not None:
             _draw_words(v, *words)
 
 
 # -- artifacts -----------------------------------------------------------------------------------------------
-def _artifact_table(v: InspectView, request: compute.ArtifactRequest):
+def _artifact_table(v: InspectView, request: inspect_artifacts.ArtifactRequest):
     """The request's table: stored, or computed in the background (progress and Stop); None while it runs."""
     return _tab_job(
         "artifacts",
         request,
-        compute.stored_artifacts,
-        lambda r: compute.prepare_artifacts(r, v.result, session=v.session),
-        compute.describe_artifacts,
+        inspect_artifacts.stored_artifacts,
+        lambda r: inspect_artifacts.prepare_artifacts(r, v.result, session=v.session),
+        inspect_artifacts.describe_artifacts,
         keys=("inspect-art-stop", "inspect-art-again"),
         stop_help="Stop comparing the removed and kept rows; open this tab again to start over.",
         stopped="Stopped before the comparison was done.",
@@ -252,7 +253,7 @@ def removed_share_tab(v: InspectView) -> None:
     grid = None
     if texts is not None:
         min_count = 5 if v.data.n_rows >= 500 else 2
-        request = compute.ArtifactRequest(v.ref, "token", top_k=15, min_count=min_count)
+        request = inspect_artifacts.ArtifactRequest(v.ref, "token", top_k=15, min_count=min_count)
         kind, where = "token", ui.message(texts[1])
         st.markdown(
             f"**Removed vs kept rows, within each class (log-odds test).** Tokens in {where} whose share among "
@@ -278,8 +279,12 @@ def removed_share_tab(v: InspectView) -> None:
             help="This dataset has no text; compare its numeric features instead.",
         )
         grid = compute.pixel_grid(v.data, source)
-        request = compute.ArtifactRequest(
-            v.ref, "feature", source, top_k=grid[0] * grid[1] if grid else 10, max_rows=compute.ARTIFACT_SAMPLE_ROWS
+        request = inspect_artifacts.ArtifactRequest(
+            v.ref,
+            "feature",
+            source,
+            top_k=grid[0] * grid[1] if grid else 10,
+            max_rows=inspect_artifacts.ARTIFACT_SAMPLE_ROWS,
         )
         kind, where = "feature", sources[source]
     art = _artifact_table(v, request)
@@ -326,7 +331,7 @@ def removed_share_tab(v: InspectView) -> None:
             "bars are higher among removed rows, blue bars higher among kept rows. Compared within the "
             "class, so features that merely separate classes do not show up."
         )
-        sampled = compute.artifact_sample_text(art)
+        sampled = inspect_artifacts.artifact_sample_text(art)
         if sampled:
             st.caption(ui.message(sampled))
     with st.expander("Full table (all classes)"):
@@ -371,14 +376,14 @@ def stability_tab(v: InspectView) -> None:
         n_seeds = c1.number_input(
             "Seeds",
             min_value=2,
-            max_value=compute.MAX_STABILITY_SEEDS,
+            max_value=inspect_stability.MAX_STABILITY_SEEDS,
             value=5,
             step=1,
             key=INSPECT_N_SEEDS,
             persist_state="page",  # kept while another tab is open: the rows table reads it
             help="This run's seed and the next ones.",
         )
-        missing = compute.missing_stability_runs(v.ref.spec, int(n_seeds), session=v.session)
+        missing = inspect_stability.missing_stability_runs(v.ref.spec, int(n_seeds), session=v.session)
         cost = (
             f"{len(missing)} more AFLite run{'s' * (len(missing) != 1)} (about as long as the Filter run each)"
             if missing
@@ -391,12 +396,12 @@ def stability_tab(v: InspectView) -> None:
         )
         only_finished = False
         if stab_on and missing:
-            request = compute.StabilityRequest(v.ref.spec, int(n_seeds))
+            request = inspect_stability.StabilityRequest(v.ref.spec, int(n_seeds))
             outcome = ui.run_in_background(
                 (INSPECT_PAGE, "stability_run"),
                 request,
-                lambda s: compute.prepare_stability(s, session=v.session),
-                compute.describe_stability(request, session=v.session),
+                lambda s: inspect_stability.prepare_stability(s, session=v.session),
+                inspect_stability.describe_stability(request, session=v.session),
                 stop_key="inspect-stab-stop",
                 stop_help="Stop after the current step; the seeds finished so far are kept.",
                 stopping="Stopping after the current step…",
@@ -409,7 +414,7 @@ def stability_tab(v: InspectView) -> None:
             else:
                 if outcome.error:
                     st.error(ui.message(outcome.error))
-                finished = compute.finished_stability_specs(v.ref.spec, int(n_seeds), session=v.session)
+                finished = inspect_stability.finished_stability_specs(v.ref.spec, int(n_seeds), session=v.session)
                 if not outcome.error:
                     st.warning(
                         f"Stopped: {len(finished)} of {int(n_seeds)} seeds finished (the seed in progress was "
@@ -430,7 +435,7 @@ def stability_tab(v: InspectView) -> None:
                 stab_on, only_finished = len(finished) >= 2, True
         if stab_on:
             with ui.errors():
-                _freq, summary, counts = compute.inspect_stability(
+                _freq, summary, counts = inspect_stability.inspect_stability(
                     v.ref.spec, int(n_seeds), only_finished, session=v.session
                 )
             if only_finished:

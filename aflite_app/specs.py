@@ -38,7 +38,7 @@ class FilterSpec:
     """Every AFLite parameter of a run on the app's current data (hashable, so it keys the result store).
 
     ``device`` is where the run goes (``"cpu"``: the numpy engine; ``"cuda"``: the torch backend on a GPU, see
-    :func:`aflite_app.compute.runs.app_device`): runs on different devices are different store entries.
+    :func:`aflite_app.compute.run_devices.app_device`): runs on different devices are different store entries.
     """
 
     dataset: DatasetSpec

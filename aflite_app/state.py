@@ -91,6 +91,7 @@ EVALSETS_RUN = "evalsets_run"  # BackgroundRun of the study
 # fetch / for its embedding job; "keep_premise" - bool (default True): Filter runs on an NLI pair dataset keep
 # each premise's rows together (issue 28); "group_duplicates" - set of dataset keys whose Filter runs also keep the
 # duplicate groups the Data page found together; "dup_run" - BackgroundRun: this session's duplicate search;
+# "dup_asked" - set of dataset keys whose duplicate search was asked for (above the interactive size it waits for that);
 # "embed_request" - the EmbedSpec whose 'Start embedding' was pressed (issue 29)
 DATA_PAGE = "data-page"
 # Inspect: "loaded" - {"result", "name", "digest", "dataset"} of the run opened from a zip; "seen" - (file id,

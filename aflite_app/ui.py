@@ -20,7 +20,7 @@ from . import links, state
 
 # the background-job modules (admission, jobs): pages call these through ui (ui.run_in_background, ui.heavy_turn, …)
 from .admission import HeavyJob, heavy_turn, session_alive  # noqa: F401
-from .compute import datasets, runs
+from .compute import datasets, run_costs, run_devices, runs
 from .jobs import errors, remaining_text, run_in_background, sync_wait, time_left_text  # noqa: F401
 
 # the one escape helper: user text (names, labels, ids) in Markdown goes through ui.md, messages through
@@ -226,10 +226,10 @@ def _duration(seconds: float) -> str:
 
 
 def confirm_long_run(spec: FilterSpec, n_rows: int, n_features: int | None, n_classes: int) -> None:
-    """Ask before a run estimated over :data:`~aflite_app.compute.runs.CONFIRM_SECONDS` starts (issue 29 item 4).
+    """Ask before a run estimated over :data:`~aflite_app.compute.run_costs.CONFIRM_SECONDS` starts (issue 29 item 4).
 
     Moving τ or k (the slider's Home key jumps to k = 1: thousands of rounds) must not start a very long run at
-    once. The estimate is :func:`aflite_app.compute.runs.estimate_run_seconds` (the calibrated shape model). The
+    once. The estimate is :func:`aflite_app.compute.run_costs.estimate_run_seconds` (the calibrated shape model). The
     page stops with the estimate, a "Start the run" button and a "Keep the current run" button (which puts τ, k and
     the other parameters back); the sidebar keeps the current run meanwhile. Nothing is asked for a run already
     running or agreed to.
@@ -240,10 +240,10 @@ def confirm_long_run(spec: FilterSpec, n_rows: int, n_features: int | None, n_cl
     run = st.session_state.get(RUN)
     if run is not None and run.key == spec and run.done:  # its outcome is on screen already (e.g. an error)
         return
-    seconds = runs.estimate_run_seconds(spec, n_rows, n_features or 1, n_classes)
-    if seconds <= runs.CONFIRM_SECONDS:
+    seconds = run_costs.estimate_run_seconds(spec, n_rows, n_features or 1, n_classes)
+    if seconds <= run_costs.CONFIRM_SECONDS:
         return
-    rounds = runs.run_rounds(spec, n_rows)
+    rounds = run_costs.run_rounds(spec, n_rows)
     st.warning(
         f"This run would take {_duration(seconds)} on this server: up to {rounds:,} rounds of "
         f"{spec.n_partitions} models to take {n_rows:,} rows down to the target size of {spec.target_size:,}, "
@@ -312,7 +312,7 @@ def filter_spec_from_widgets(dspec: DatasetSpec) -> FilterSpec | None:
         strategy=str(values["strategy"]),
         model=str(values["model"]),
         seed=int(values["seed"]),
-        device=runs.app_device(str(values["model"])),
+        device=run_devices.app_device(str(values["model"])),
         groups=runs.groups_choice(
             datasets.dataset(dspec, session=session_data()), **state.group_options(st.session_state, dspec.key)
         ),

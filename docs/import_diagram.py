@@ -10,7 +10,8 @@ about twenty boxes:
   the modules of one page (the table of docs/ARCHITECTURE.md says which is which);
 * every other module of ``aflite_app`` (ui, state, specs, jobs, settings, …) and ``app.py`` is a box of its own.
 * a module split off another by job shares that module's box (:data:`DRAWN_TOGETHER`: ``selection + map_table``,
-  ``links + page_views``), so that splitting a module does not grow the drawing.
+  ``links + page_views``, ``jobs + admission``, and ``aflite_app.data_tabs`` in ``pages/``, the page it was split
+  off), so that splitting a module does not grow the drawing.
 
 Usage::
 
@@ -38,6 +39,8 @@ DRAWN_TOGETHER = {
     for box_name, modules in {
         "aflite_app.selection + map_table": ("aflite_app.selection", "aflite_app.map_table"),
         "aflite_app.links + page_views": ("aflite_app.links", "aflite_app.page_views"),
+        "aflite_app.jobs + admission": ("aflite_app.jobs", "aflite_app.admission"),
+        "pages": ("aflite_app.data_tabs",),  # the Data page's tabs, moved out of pages/data.py
     }.items()
     for module in modules
 }

@@ -2,6 +2,7 @@ import streamlit as st
 
 from aflite_app import plotly_once, state, ui
 from aflite_app.charts import runs as charts
+from aflite_app.compute import run_costs, run_devices
 from aflite_app.compute import runs as compute
 from aflite_app.state import MODEL_FAMILIES, STRATEGY_LABELS, TAU, FilterSpec, filter_key
 
@@ -9,7 +10,7 @@ ui.page_guard()  # a direct link on a fresh server runs inside the app
 
 st.title("Filter")
 st.caption(
-    f"τ and k apply as you move them (a run over {compute.CONFIRM_SECONDS:.0f} s asks first); the other "
+    f"τ and k apply as you move them (a run over {run_costs.CONFIRM_SECONDS:.0f} s asks first); the other "
     "parameters when you press Run."
 )
 
@@ -95,7 +96,7 @@ spec = FilterSpec(
     strategy=strategy,
     model=model,
     seed=int(seed),
-    device=compute.app_device(model),  # a present GPU runs the default family; the store keeps runs by device
+    device=run_devices.app_device(model),  # a present GPU runs the default family; the store keeps runs by device
     groups=compute.groups_choice(data, **state.group_options(st.session_state, key)),  # Data page's choice (issue 28)
 )
 
@@ -176,7 +177,7 @@ ui.caption(
     "round - AFLite's estimate of the representation bias R(Φ, S, M) - against τ. Filtering works when it falls."
 )
 ui.caption(compute.tau_source(result))  # read off a stored run (no AFLite run), or a run at this τ
-ui.caption(f"Computed {compute.device_caption(result)}.")  # which device ran it (issue 26)
+ui.caption(f"Computed {run_devices.device_caption(result)}.")  # which device ran it (issue 26)
 
 with ui.errors():  # issue 27: the null beside the removed rows (computed on the Predictability page)
     ui.caption(compute.removed_null_sentence(result, compute.null_result(spec, session=ui.session_data())))

@@ -16,7 +16,8 @@ PAGES = [
     ("pages/filter.py", "Filter", "Run AFLite on the chosen data; move τ and k and see what is removed."),
     ("pages/predictability.py", "Predictability", "Each row's score p(i), round by round and class by class."),
     ("pages/embedding.py", "Embedding map", "Where the removed rows lie in the representation, and how similar."),
-    ("pages/inspect.py", "Inspect", "The instances themselves: filter, read, compare seeds, download."),
+    ("pages/inspect.py", "Inspect", "The instances themselves: filter, read, why each was removed, download."),
+    ("pages/compare.py", "Compare runs", "Two runs of the same rows: which rows, classes and words differ."),
     ("pages/baselines.py", "Baselines", "Is AFLite better than a random subset or a one-shot filter?"),
     (
         "pages/evaluation_sets.py",

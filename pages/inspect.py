@@ -5,6 +5,7 @@ from aflite_app import inspect_tabs as tabs
 from aflite_app.charts import inspect as charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import inspect as compute
+from aflite_app.compute import inspect_stability
 from aflite_app.state import (
     INSPECT_FILTER,
     INSPECT_N_SEEDS,
@@ -186,8 +187,8 @@ if tab_rows.open is not False:  # drawn only while open
         )
         if link_text is not None:
             view = compute.link_rows(view, link)
-        if stab_on and not compute.missing_stability_runs(ref.spec, n_seeds, session=session_data):
-            freq, _, _ = compute.inspect_stability(ref.spec, n_seeds, session=session_data)
+        if stab_on and not inspect_stability.missing_stability_runs(ref.spec, n_seeds, session=session_data):
+            freq, _, _ = inspect_stability.inspect_stability(ref.spec, n_seeds, session=session_data)
             view = compute.with_stability(view, freq)
         shown = compute.with_round_lists(view.head(MAX_ROWS_SHOWN), result)  # per-round p for these rows only
         st.caption(

@@ -310,7 +310,9 @@ def test_upload_embed_filter_and_see_which_artifacts_were_removed(app_test, monk
     at.button(key="use-upload").click().run()
     assert not at.exception, at.exception
     data = at.session_state[UPLOADS][at.session_state[DATASET]]
-    assert list(data.representations)[:2] == ["embedding", "embedding_hypothesis"]
+    reps = list(data.representations)  # the pair's embedding is the default; TF-IDF stays ticked (issue 29 item 5)
+    assert reps[0] == "embedding" and {"embedding_hypothesis", "tfidf", "tfidf_hypothesis"} <= set(reps)
+    assert reps.index("embedding_hypothesis") > reps.index("tfidf")  # full inputs before the partial ones
     assert data.representation("embedding").shape == (150, 384)
     assert datasets.default_partial_input(data, "embedding") == "embedding_hypothesis"
     assert len(list((tmp_path / "cache" / "embeddings").glob("*.npy"))) == 2  # on disk for the next session

@@ -10,13 +10,13 @@ from dataclasses import replace
 import pytest
 
 from aflite_app import jobs, settings
-from aflite_app.compute import runs
+from aflite_app.compute import run_devices, runs
 
 
 @pytest.fixture
 def no_device_env(monkeypatch):
     monkeypatch.delenv(settings.DEVICE_ENV, raising=False)
-    detect = runs.cuda_available  # the cached detector (tests below replace it)
+    detect = run_devices.cuda_available  # the cached detector (tests below replace it)
     detect.cache_clear()
     yield monkeypatch
     detect.cache_clear()
@@ -31,23 +31,23 @@ def test_the_device_setting_is_read_and_checked(no_device_env):
 
 
 def test_auto_uses_a_present_gpu_for_the_default_family_only(no_device_env):
-    no_device_env.setattr(runs, "cuda_available", lambda: True)
-    assert runs.app_device("linear") == "cuda"
-    assert runs.app_device("ridge") == "cuda"
-    assert runs.app_device("knn") == "cpu"  # no torch session for it: always the CPU
+    no_device_env.setattr(run_devices, "cuda_available", lambda: True)
+    assert run_devices.app_device("linear") == "cuda"
+    assert run_devices.app_device("ridge") == "cuda"
+    assert run_devices.app_device("knn") == "cpu"  # no torch session for it: always the CPU
     no_device_env.setenv(settings.DEVICE_ENV, "cpu")
-    assert runs.app_device("linear") == "cpu"
-    no_device_env.setattr(runs, "cuda_available", lambda: False)
+    assert run_devices.app_device("linear") == "cpu"
+    no_device_env.setattr(run_devices, "cuda_available", lambda: False)
     no_device_env.setenv(settings.DEVICE_ENV, "auto")
-    assert runs.app_device("linear") == "cpu"
+    assert run_devices.app_device("linear") == "cpu"
 
 
 def test_without_torch_the_app_runs_on_the_cpu(no_device_env):
     real = importlib.util.find_spec
     no_device_env.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
-    runs.cuda_available.cache_clear()
-    assert runs.cuda_available() is False
-    assert runs.app_device("linear") == "cpu"
+    run_devices.cuda_available.cache_clear()
+    assert run_devices.cuda_available() is False
+    assert run_devices.app_device("linear") == "cpu"
 
 
 def test_threads_are_the_cores_divided_by_the_running_jobs(monkeypatch):
@@ -66,10 +66,10 @@ def test_device_caption_names_the_gpu_or_the_cpu_threads(monkeypatch):
 
     X, y, _ = make_planted_bias(300, 6, random_state=0)
     res = aflite(X, y, target_size=200, train_size=80, slice_size=30, n_partitions=8, tau=0.7, n_threads=2)
-    assert runs.device_caption(res) == "on the CPU, 2 threads"
-    monkeypatch.setattr(runs, "gpu_name", lambda device: "NVIDIA H200")
+    assert run_devices.device_caption(res) == "on the CPU, 2 threads"
+    monkeypatch.setattr(run_devices, "gpu_name", lambda device: "NVIDIA H200")
     on_gpu = replace(res, params={**res.params, "device": "cuda:0"})
-    assert runs.device_caption(on_gpu) == "on NVIDIA H200 (cuda)"
+    assert run_devices.device_caption(on_gpu) == "on NVIDIA H200 (cuda)"
 
 
 def _pretend_gpu(monkeypatch):
@@ -86,8 +86,8 @@ def _pretend_gpu(monkeypatch):
         res = real_execute(run)
         return replace(res, params={**res.params, "device": "cuda:0"}) if seen[-1] == "cuda" else res
 
-    monkeypatch.setattr(runs, "cuda_available", lambda: True)
-    monkeypatch.setattr(runs, "gpu_name", lambda device: "NVIDIA H200")
+    monkeypatch.setattr(run_devices, "cuda_available", lambda: True)
+    monkeypatch.setattr(run_devices, "gpu_name", lambda device: "NVIDIA H200")
     monkeypatch.setattr(runs, "plan_run", plan)
     monkeypatch.setattr(runs, "execute_run", execute)
     return seen
@@ -112,7 +112,7 @@ def test_the_filter_page_runs_on_a_present_gpu_and_says_so(app_test, monkeypatch
 
 
 def test_the_filter_page_on_the_cpu_names_its_threads(app_test, monkeypatch):
-    monkeypatch.setattr(runs, "cuda_available", lambda: False)
+    monkeypatch.setattr(run_devices, "cuda_available", lambda: False)
     at = app_test(page="pages/filter.py")
     assert not at.exception, at.exception
     from aflite_app.state import LAST

@@ -74,6 +74,24 @@ def test_the_duplicates_job_warns_in_one_line_and_groups_them_in_the_run(app_tes
     assert "duplicates" in runs.stored_result(spec).params["groups"]["source"]
 
 
+def test_above_the_interactive_size_the_duplicate_search_waits_to_be_asked(app_test, monkeypatch):
+    """Opening a large dataset queues nothing: the search is a heavy job, started by its button (issue 25's queue)."""
+    monkeypatch.setattr(datasets, "duplicates_on_request", lambda data: data.n_rows > 100)  # 150 rows: large here
+    at = _nli_upload(app_test)
+    assert at.session_state[DATA_PAGE].get("dup_run") is None  # nothing started by opening the page
+    assert not [w for w in at.warning if "have an exact or near duplicate" in w.value]
+    at.button(key="data-dup-start").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state[DATASET] in at.session_state[DATA_PAGE]["dup_asked"]
+    at.run()  # the job ran (its result waited for or stored)
+    for _ in range(40):
+        if any("have an exact or near duplicate" in w.value for w in at.warning):
+            break
+        at.run()
+    assert any("have an exact or near duplicate" in w.value for w in at.warning)
+    assert not [b for b in at.button if b.key == "data-dup-start"]
+
+
 def test_groups_choice_and_run_groups():
     data = datasets.bundled_dataset("digits")
     assert runs.groups_choice(data) == "" and datasets.groups_sentence(data) is None

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_app.compute import runs, upload_sentences, uploads
+from aflite_app.compute import run_costs, runs, upload_sentences, uploads
 from aflite_app.jobs import Outcome
 from aflite_app.specs import DatasetSpec, FilterSpec
 
@@ -91,7 +91,7 @@ def test_after_a_tau_change_the_sidebar_shows_the_new_run(app_test):
 # -- item 4: the confirmation before a long run ---------------------------------------------------------------------
 def test_k_equal_to_one_asks_before_a_long_run_and_keeps_the_current_one(app_test, monkeypatch):
     """The k slider's Home key (k = 1) started a run of hundreds of rounds at once; now it asks, with an estimate."""
-    monkeypatch.setattr(runs, "CONFIRM_SECONDS", 1.0)  # digits at k = 1 are ~40 s here; any run above 1 s asks
+    monkeypatch.setattr(run_costs, "CONFIRM_SECONDS", 1.0)  # digits at k = 1 are ~40 s here; any run above 1 s asks
     at = app_test(page="pages/filter.py")
     first = _metrics(at)
     k = next(s for s in at.slider if s.key.startswith("k-"))
@@ -144,9 +144,9 @@ def test_a_change_that_rounds_to_zero_never_reads_minus_zero():
 
 def test_the_long_run_estimate_grows_as_k_falls():
     spec = FilterSpec(DatasetSpec("digits", "mlp"), target_size=719, train_size=360, slice_size=72, tau=0.75)
-    fast = runs.estimate_run_seconds(spec, 1438, 64, 10)
-    slow = runs.estimate_run_seconds(spec.with_(slice_size=1), 1438, 64, 10)
-    assert runs.run_rounds(spec, 1438) == 10 and runs.run_rounds(spec.with_(slice_size=1), 1438) == 719
+    fast = run_costs.estimate_run_seconds(spec, 1438, 64, 10)
+    slow = run_costs.estimate_run_seconds(spec.with_(slice_size=1), 1438, 64, 10)
+    assert run_costs.run_rounds(spec, 1438) == 10 and run_costs.run_rounds(spec.with_(slice_size=1), 1438) == 719
     assert slow > 20 * fast > 0
 
 

@@ -176,14 +176,14 @@ def test_a_run_another_session_finished_while_this_one_waited_is_not_run_again(m
 
 
 def test_a_run_the_server_has_no_memory_for_is_refused_with_advice_that_works(monkeypatch):
-    from aflite_app.compute import runs
+    from aflite_app.compute import run_costs, runs
     from aflite_app.specs import SessionData
     from aflite_app.state import DatasetSpec, FilterSpec
 
     spec = FilterSpec(DatasetSpec("digits", "mlp"), target_size=900, train_size=300, slice_size=200, tau=0.6)
-    need = runs.run_memory_bytes(spec, 1438, 64)
-    assert need >= 1438 * 64 * 4 * runs.RUN_MEMORY_FACTOR
-    monkeypatch.setattr(runs, "available_memory_bytes", lambda: need - 1)
+    need = run_costs.run_memory_bytes(spec, 1438, 64)
+    assert need >= 1438 * 64 * 4 * run_costs.RUN_MEMORY_FACTOR
+    monkeypatch.setattr(run_costs, "available_memory_bytes", lambda: need - 1)
     with pytest.raises(ValueError) as refused:
         runs.prepare_run(spec)
     text = str(refused.value)
@@ -192,15 +192,15 @@ def test_a_run_the_server_has_no_memory_for_is_refused_with_advice_that_works(mo
     opened = SessionData(run_dirs={"x": {"spec": spec.with_(tau=0.7, slice_size=150), "result": None}})
     with pytest.raises(ValueError, match=r"keep k at 150 and τ at 0\.70 or above \(read off the opened run"):
         runs.prepare_run(spec, session=opened)
-    monkeypatch.setattr(runs, "available_memory_bytes", lambda: None)  # the platform does not say: run it
+    monkeypatch.setattr(run_costs, "available_memory_bytes", lambda: None)  # the platform does not say: run it
     assert callable(runs.prepare_run(spec))
-    assert runs.available_memory_bytes.__module__  # (the real one reads psutil or /proc/meminfo)
+    assert run_costs.available_memory_bytes.__module__  # (the real one reads psutil or /proc/meminfo)
 
 
 def test_available_memory_is_read():
-    from aflite_app.compute import runs
+    from aflite_app.compute import run_costs
 
-    free = runs.available_memory_bytes()
+    free = run_costs.available_memory_bytes()
     assert free is None or free > 0
 
 

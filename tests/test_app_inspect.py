@@ -290,7 +290,7 @@ def test_a_stopped_stability_report_shows_the_finished_seeds_and_continues(app_t
     """A report stopped in its last seed shows the seeds finished, and Continue runs only the missing one."""
     from types import SimpleNamespace
 
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_stability as compute
 
     real = compute.prepare_run
     ran = []

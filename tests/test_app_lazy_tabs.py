@@ -63,7 +63,7 @@ def _open_tab(at, label: str):
 
 def _spy(monkeypatch):
     """Record every computation of "What the removed rows share" (the job's one compute function)."""
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_artifacts as compute
 
     calls, real = [], compute._compute_artifacts
 
@@ -76,7 +76,7 @@ def _spy(monkeypatch):
 
 
 def test_the_removed_rows_tab_computes_nothing_until_it_is_opened(opened, monkeypatch):
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_artifacts as compute
 
     calls = _spy(monkeypatch)
     at = opened
@@ -112,7 +112,7 @@ def test_the_removed_rows_tab_computes_nothing_until_it_is_opened(opened, monkey
 
 def test_the_removed_rows_tab_shows_progress_and_stops(opened, monkeypatch):
     """A slow comparison: the tab shows a progress bar and Stop, the page says what is still running, Stop ends it."""
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_artifacts as compute
 
     release, started = threading.Event(), threading.Event()
     real = compute._compute_artifacts
@@ -240,7 +240,7 @@ def _words_shown(at) -> bool:
 
 
 def test_the_words_tab_computes_nothing_until_it_is_opened(text_opened, monkeypatch):
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_artifacts as compute
 
     calls, real = [], compute._compute_words
 
@@ -267,7 +267,7 @@ def test_the_words_tab_computes_nothing_until_it_is_opened(text_opened, monkeypa
 
 def _slow_words(monkeypatch):
     """A words job that reports its first block, then waits for ``release`` before computing in full."""
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_artifacts as compute
 
     release, started = threading.Event(), threading.Event()
     real = compute._compute_words
@@ -307,7 +307,7 @@ def test_the_words_tab_shows_progress_then_its_table(text_opened, monkeypatch):
 
 
 def test_the_words_tab_stops(text_opened, monkeypatch):
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_artifacts as compute
 
     release, started, real = _slow_words(monkeypatch)
     at = text_opened
@@ -333,7 +333,7 @@ def test_the_words_tab_stops(text_opened, monkeypatch):
 def test_the_words_tab_above_the_interactive_size_waits_its_turn_in_the_queue(text_opened, monkeypatch):
     """A heavy job only above the interactive size (as compute.runs decides): here that size is lowered below 3,000."""
     from aflite_app.compute import _stores
-    from aflite_app.compute import inspect as compute
+    from aflite_app.compute import inspect_artifacts as compute
 
     queued, real = [], compute.heavy
 

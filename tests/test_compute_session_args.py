@@ -128,14 +128,14 @@ def test_every_call_into_compute_passes_the_session():
 
 
 def test_the_reader_flags_a_call_without_the_session(tmp_path, monkeypatch):
-    """The check itself: a page calling ``datasets.dataset(key)`` without ``session=`` is caught."""
-    page = ig.ROOT / "pages" / "data.py"
+    """The check itself: the Data page's tabs calling ``datasets.dataset(key)`` without ``session=`` are caught."""
+    page = ig.ROOT / "aflite_app" / "data_tabs.py"  # the Data page's drawing code (moved out of pages/data.py)
     text = page.read_text(encoding="utf-8")
     assert "datasets.dataset(" in text
-    fake = tmp_path / "data.py"
+    fake = tmp_path / "data_tabs.py"
     fake.write_text(text + "\n\ndatasets.dataset('digits')\nlook_up = datasets.dataset_choices\n", encoding="utf-8")
-    monkeypatch.setitem(CALLERS, "pages.data", fake)
-    monkeypatch.setitem(FILES, "pages.data", fake)
-    bad = [b for b in _calls_without_session() if "data.py" in b]
+    monkeypatch.setitem(CALLERS, "aflite_app.data_tabs", fake)
+    monkeypatch.setitem(FILES, "aflite_app.data_tabs", fake)
+    bad = [b for b in _calls_without_session() if "data_tabs" in b]
     assert any("dataset(...) without session=" in b for b in bad)
     assert any("dataset_choices passed on without its session" in b for b in bad)

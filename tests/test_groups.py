@@ -1,9 +1,10 @@
 """Group-aware partitions (issue 28): ``groups=`` keeps every group on one side of every partition.
 
-Partitions are observed through the ``backend=`` hook: a :class:`~aflite_core.engine.loop.LocalBackend` subclass
-that records each round's rows and plan. Copies of a row (every row present three times, one group per original
-row) are the sharpest check that groups work: with groups their scores are those of the single copy, without
-them a model that trained on a copy predicts the row from it.
+Partitions are observed through the ``backend=`` hook: a
+:class:`~aflite_core.engine.local_backend.LocalBackend` subclass that records each round's rows and plan. Copies of a
+row (every row present three times, one group per original row) are the sharpest check that groups work: with
+groups their scores are those of the single copy, without them a model that trained on a copy predicts the row
+from it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from sklearn.neighbors import KNeighborsClassifier
 
 from aflite_core import aflite, null_predictability, predictability
-from aflite_core.engine.loop import LocalBackend
+from aflite_core.engine.local_backend import LocalBackend
 from aflite_core.engine.models import LinearFamily
 from aflite_core.engine.partitions import group_blocks, grouped_exact_plan
 

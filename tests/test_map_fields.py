@@ -170,12 +170,12 @@ def test_the_map_title_starts_below_the_toolbar_and_is_wrapped():
 def test_difficulty_and_stability_colour_the_map_once_computed_elsewhere():
     """Training dynamics recorded on the same dataset (its page's request) and Inspect's stability seeds: the map
     offers both and colours each row by its level / by the share of seeds that removed it."""
-    from aflite_app.compute import dynamics, inspect
+    from aflite_app.compute import dynamics, inspect_stability
 
     spec = FilterSpec(DatasetSpec("circles", "features"), target_size=500, train_size=250, slice_size=50, tau=0.6)
     dyn = dynamics.DynamicsSpec(spec.dataset, None, epochs=2, seed=0)
     dynamics.dynamics_record(dyn)
-    inspect.run_stability(spec, 2)
+    inspect_stability.run_stability(spec, 2)
     modes = fields.colour_modes(spec, dynamics=dyn, stability_seeds=2)
     assert {"difficulty", "stability"} <= set(modes)
     level = fields.map_field(spec, "difficulty", dynamics=dyn)
@@ -189,7 +189,7 @@ def test_difficulty_and_stability_colour_the_map_once_computed_elsewhere():
     assert dense.grid.counts.sum() == 1_000 and dense.codes[-1] == "none"
     field_charts.embedding_field_density(dense)
     stable = fields.map_field(spec, "stability", stability_seeds=2)
-    frame, _, _ = inspect.inspect_stability(spec, 2)
+    frame, _, _ = inspect_stability.inspect_stability(spec, 2)
     np.testing.assert_array_equal(stable.values, frame["removal_frequency"].to_numpy(dtype=float))
     assert set(np.unique(stable.values)) <= {0.0, 0.5, 1.0}
     other = dynamics.DynamicsSpec(DatasetSpec("digits", "mlp"), None, epochs=2, seed=0)

@@ -20,7 +20,7 @@ import pytest
 from aflite_app import jobs as app_jobs
 from aflite_app.compute import dynamics as dyn
 from aflite_app.compute import embedding as emb
-from aflite_app.compute import inspect as insp
+from aflite_app.compute import inspect_stability as insp
 from aflite_app.compute import level_checks as checks
 from aflite_app.compute import runs, upload_sentences
 from aflite_app.jobs import BackgroundRun

@@ -19,7 +19,7 @@ from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
 from aflite_core import AFLiteResult, aflite
-from aflite_core.engine.loop import LocalBackend
+from aflite_core.engine.local_backend import LocalBackend
 from aflite_core.engine.models import LinearFamily
 from aflite_core.engine.partitions import RoundScores
 

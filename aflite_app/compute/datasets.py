@@ -569,6 +569,15 @@ def prepare_duplicates(spec: DatasetSpec, *, session: SessionData = NO_SESSION) 
     return target
 
 
+def duplicates_on_request(data: Dataset) -> bool:
+    """Whether the Data page's duplicate search of ``data`` starts only when asked (above the interactive size).
+
+    Below it the search takes seconds and runs as the page opens; above it it is a heavy job that waits its turn
+    in the server's queue, so opening a large run never queues work the user did not ask for.
+    """
+    return data.n_rows > _stores.MAX_INTERACTIVE_ROWS
+
+
 def describe_duplicates(progress: Any, elapsed: float, _step: Any = None) -> tuple[float, str]:
     """The duplicate search's progress bar: rows hashed so far."""
     if not progress:

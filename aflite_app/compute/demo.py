@@ -28,7 +28,7 @@ from aflite_core.data.datasets import Dataset
 from aflite_core.measures.artifact_statistics import artifact_shares, tokenize
 
 from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
-from . import _stores
+from . import _stores, run_devices
 from . import datasets as datasets_compute
 from . import runs as runs_compute
 from . import synthetic as synthetic_compute
@@ -107,7 +107,7 @@ def demo_filter_spec(data: Dataset) -> FilterSpec:
         slice_size=defaults["slice_size"],
         tau=DEMO_TAU,
         n_partitions=defaults["n_partitions"],
-        device=runs_compute.app_device("linear"),
+        device=run_devices.app_device("linear"),
         groups=runs_compute.groups_choice(data),
     )
 

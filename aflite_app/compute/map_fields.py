@@ -19,7 +19,7 @@ from ..specs import NO_SESSION, DatasetSpec, FilterSpec, SessionData
 from . import _stores
 from .datasets import dataset
 from .dynamics import DynamicsSpec, LevelSpec, dynamics_levels, stored_dynamics
-from .inspect import inspect_stability, missing_stability_runs
+from .inspect_stability import inspect_stability, missing_stability_runs
 from .runs import run_filter
 
 __all__ = [

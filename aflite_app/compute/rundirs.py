@@ -42,7 +42,7 @@ from ..run_root import (
 from ..run_root import MAX_DEPTH as RUN_ROOT_DEPTH
 from ..specs import DatasetSpec, FilterSpec
 from ._stores import upload_limit_bytes
-from .runs import app_device
+from .run_devices import app_device
 
 __all__ = [
     "DATA_ROOTS_ENV",

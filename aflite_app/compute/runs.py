@@ -10,15 +10,13 @@ greedy and sampling strategies, and a stopped run, always run. Other pages that 
 call :func:`run_filter` (the same look-up, else a run in their thread).
 
 Any size the machine can hold is run (issue 25): no row limit here (uploads keep theirs, on the upload path), a
-run refused only when :func:`check_memory` finds too little memory free, and a run above the interactive size
-(``_stores.MAX_INTERACTIVE_ROWS``) is a heavy job that waits its turn in the server's queue
-(:func:`aflite_app.admission.heavy`).
+run refused only when :func:`aflite_app.compute.run_costs.check_memory` finds too little memory free, and a run
+above the interactive size (``_stores.MAX_INTERACTIVE_ROWS``) is a heavy job that waits its turn in the server's
+queue (:func:`aflite_app.admission.heavy`). Where a run computes is :mod:`aflite_app.compute.run_devices`.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -26,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import AFLiteResult
-from aflite_core.engine import estimates
 from aflite_core.engine.filtering import execute_run, plan_run
 from aflite_core.engine.null import chance_table, grid_counts, suggest_tau
 from aflite_core.engine.result import round_half
@@ -39,27 +36,20 @@ from ..jobs import app_threads
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
 from .datasets import dataset, stored_duplicates
+from .run_costs import check_memory
+from .run_devices import app_device  # re-exported only for benchmarks/bench_run_table.py: import it from run_devices
 
 __all__ = [
-    "CONFIRM_SECONDS",
     "DEFAULT_NULL_PERMUTATIONS",
-    "GPU_FAMILIES",
     "MAX_NULL_PERMUTATIONS",
     "RESULT_STORE_SIZE",
-    "RUN_MEMORY_FACTOR",
     "app_device",
-    "available_memory_bytes",
     "can_narrow",
     "change_since_round_1",
     "check_form",
-    "check_memory",
     "check_null_permutations",
     "class_impact",
-    "cuda_available",
-    "device_caption",
-    "estimate_run_seconds",
     "filter_defaults",
-    "gpu_name",
     "groups_choice",
     "narrowed_from",
     "null_by_class",
@@ -72,8 +62,6 @@ __all__ = [
     "result",
     "run_filter",
     "run_groups",
-    "run_memory_bytes",
-    "run_rounds",
     "stored_result",
     "suggested_tau",
     "tau_source",
@@ -93,62 +81,6 @@ def _result_store() -> _stores.Store:
 def _narrowed_store() -> _stores.Store:
     """Runs read off a stored run (:func:`result`), by spec: a rerun at the same τ does not narrow again."""
     return _stores.store("narrowed_store", NARROWED_STORE_SIZE)
-
-
-#: model families with a torch session (:func:`aflite_core.engine.torch_backend.check_family`): the default family
-GPU_FAMILIES = ("linear", "ridge")
-
-
-@functools.cache
-def cuda_available() -> bool:
-    """True when torch is installed and sees a CUDA GPU (asked once per process; tests patch this function)."""
-    if importlib.util.find_spec("torch") is None:
-        return False
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except Exception:  # a broken torch install: the app runs on the CPU
-        return False
-
-
-@functools.cache
-def gpu_name(device: str) -> str:
-    """The name of the GPU ``device`` (``"cuda"``, ``"cuda:0"``), e.g. ``"NVIDIA H200"``; the device if unknown."""
-    try:
-        import torch
-
-        index = int(device.split(":")[1]) if ":" in device else 0
-        return str(torch.cuda.get_device_name(index))
-    except Exception:
-        return device
-
-
-def app_device(model: str) -> str:
-    """Where the Filter page runs the family ``model``: ``"cuda"`` or ``"cpu"`` (the spec carries it).
-
-    ``AFLITE_DEVICE`` (:attr:`aflite_app.settings.Settings.device`): ``auto`` runs the default family on a GPU
-    when torch is installed and sees one (:func:`cuda_available`), ``cuda`` always (the core refuses in one
-    sentence where there is none), ``cpu`` never. Families without a torch session always run on the CPU.
-    """
-    if model not in GPU_FAMILIES:
-        return "cpu"
-    choice = settings.load().device
-    if choice == "auto":
-        return "cuda" if cuda_available() else "cpu"
-    return choice
-
-
-def device_caption(run: AFLiteResult) -> str:
-    """Which device ran ``run``: "on NVIDIA H200 (cuda)" or "on the CPU, 2 threads" (for the Filter page)."""
-    device = str(run.params.get("device", "cpu"))
-    if device.startswith("cuda"):
-        return f"on {gpu_name(device)} (cuda)"
-    threads = run.params.get("n_threads")
-    where = "on the CPU (torch)" if device == "torch:cpu" else "on the CPU"
-    if threads is None:
-        return where
-    return f"{where}, {int(threads)} thread{'s' if int(threads) != 1 else ''}"
 
 
 def stored_result(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> AFLiteResult | None:
@@ -281,106 +213,6 @@ def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
         "n_partitions": 64,
         "slice_size": int(max(1, round(0.05 * n_rows))),
     }
-
-
-#: a Filter run estimated above this many seconds waits for the user's "Start the run" (issue 29 item 4)
-CONFIRM_SECONDS = 30.0
-
-
-def run_rounds(spec: FilterSpec, n_rows: int) -> int:
-    """Rounds a run of ``spec`` takes at most: to the target size, k rows a round (1 for the greedy strategy)."""
-    k = 1 if spec.strategy == "greedy" else max(1, int(spec.slice_size))
-    return max(0, -(-(int(n_rows) - int(spec.target_size)) // k))
-
-
-def estimate_run_seconds(spec: FilterSpec, n_rows: int, n_features: int, n_classes: int = 3) -> float:
-    """Seconds an AFLite run of ``spec`` takes on this server at most (to the target size; τ may end it sooner).
-
-    :func:`aflite_core.engine.estimates.estimate_seconds` (``"aflite"``): the default family's shape model at this
-    server's rates - the reference machine's first (no measuring), then, for a run that may be long (over a
-    third of :data:`CONFIRM_SECONDS`), the rates this process measures once (:func:`~aflite_core.engine.estimates.
-    calibrate`, about a second). The other families are priced as the default one (a floor: scikit-learn's fits are
-    slower). The greedy strategy removes one row a round.
-    """
-    shape = dict(
-        n_rows=int(n_rows),
-        target_size=int(spec.target_size),
-        slice_size=1 if spec.strategy == "greedy" else max(1, int(spec.slice_size)),
-        train_size=int(spec.train_size),
-        n_partitions=int(spec.n_partitions),
-        n_features=max(1, int(n_features)),
-        n_classes=max(2, int(n_classes)),
-    )
-    seconds = estimates.estimate_seconds("aflite", calibrated=False, **shape)
-    if seconds > CONFIRM_SECONDS / 3:
-        seconds = estimates.estimate_seconds("aflite", calibrated=True, **shape)
-    return seconds
-
-
-#: an in-app run's peak memory over its features' float32 bytes (the engine's blocks, predictions and copies;
-#: the CLI peaked at 2.6× (200,000 × 384) and 1.9× (550,000 × 384), issue 25): a margin above both
-RUN_MEMORY_FACTOR = 3.0
-
-
-def available_memory_bytes() -> int | None:
-    """Memory the server can give a new job now, in bytes (None when the platform does not say).
-
-    psutil's ``available`` when psutil is installed, else ``MemAvailable`` of /proc/meminfo; with neither the run
-    is not refused for memory.
-    """
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except Exception:  # not installed, or a platform it cannot read
-        pass
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def run_memory_bytes(spec: FilterSpec, n_rows: int, n_features: int) -> int:
-    """Bytes an AFLite run of ``spec`` on ``n_rows`` × ``n_features`` needs at most, roughly.
-
-    The features' float32 bytes × :data:`RUN_MEMORY_FACTOR`, plus the per-round score and prediction-count
-    matrices (8 bytes a row a round, for every round the run can take until the target size).
-    """
-    k = 1 if spec.strategy == "greedy" else max(1, int(spec.slice_size))
-    rounds = max(1, -(-max(0, n_rows - int(spec.target_size)) // k))
-    return int(n_rows * n_features * 4 * RUN_MEMORY_FACTOR + n_rows * min(rounds, 10_000) * 8)
-
-
-def _human(n_bytes: float) -> str:
-    return f"{n_bytes / 2**30:,.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.0f} MB"
-
-
-def check_memory(spec: FilterSpec, n_rows: int, n_features: int, *, session: SessionData = NO_SESSION) -> None:
-    """Refuse, in one sentence whose advice works, a run this server has not the memory for now (ValueError).
-
-    Every size the machine can hold is run (an opened run directory of 550,000 rows included); only a run whose
-    :func:`run_memory_bytes` exceeds :func:`available_memory_bytes` is refused. Its advice: the opened run's own
-    k with a τ at or above its τ (read off it, no new run) when this session opened one on this dataset, and
-    waiting for the server's other jobs.
-    """
-    need, free = run_memory_bytes(spec, n_rows, n_features), available_memory_bytes()
-    if free is None or need <= free:
-        return
-    opened = [e["spec"] for e in session.run_dirs.values() if e["spec"].dataset == spec.dataset]
-    read_off = (
-        f"keep k at {opened[0].slice_size:,} and τ at {opened[0].tau:.2f} or above (read off the opened run, no "
-        "new AFLite run), or "
-        if opened and opened[0].strategy == "slice"
-        else ""
-    )
-    raise ValueError(
-        f"An AFLite run on {n_rows:,} rows × {n_features:,} features needs about {_human(need)} of memory, but "
-        f"this server has {_human(free)} free now: {read_off}try again once the server's other jobs have finished."
-    )
 
 
 def _prepared(spec: FilterSpec, data, *, session: SessionData = NO_SESSION):

@@ -4,7 +4,8 @@
 module              holds
 =================== ==============================================================================================
 ``filtering``       the public entry points :func:`aflite` and :func:`predictability`: argument checks, the run plan
-``loop``            the loop of Algorithm 1 as a resumable :class:`Run` over a backend (:class:`LocalBackend`)
+``loop``            the loop of Algorithm 1 as a resumable :class:`Run` over a backend
+``local_backend``   the :class:`Backend` protocol and :class:`LocalBackend` (a round's work in this process)
 ``partitions``      the m random partitions of a round and the scoring unit every backend runs
 ``models``          the batched ridge family (:class:`LinearFamily`) and scikit-learn families
 ``shards``          the ridge family's block Gram matrices, cut into shards and summed along a fixed tree
@@ -12,6 +13,7 @@ module              holds
 ``_inputs``         the argument checks :func:`predictability` and the null share
 ``_parallel``       the engine's thread pool with single-threaded BLAS (same bits at any thread count)
 ``torch_backend``   the default family on a PyTorch device (a GPU, or torch's CPU device for CI)
+``torch_devices``   the checks of ``device`` and ``precision``, and the precision context a torch run computes in
 ``torch_logistic``  the L-BFGS fit of ``logistic`` ported to PyTorch
 ``distributed``     the Dask backend (whole shards per worker; bit-identical to the local backend)
 ``checkpoint``      per-round checkpoints and their checks

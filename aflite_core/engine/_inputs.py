@@ -70,7 +70,7 @@ def _check_device(device: Any, precision: Any, max_device_bytes: Any, family: An
     """Validate the device arguments: None for the numpy engine, else the torch device name (torch imported)."""
     if device == "cpu" and precision == "float32" and max_device_bytes is None:
         return None  # the default: nothing to import or check
-    from .torch_backend import check_device, check_family
+    from .torch_devices import check_device, check_family
 
     torch_device = check_device(device, precision, max_device_bytes, func)
     if torch_device is not None:

@@ -452,7 +452,7 @@ def execute_run(run: Any, *, resume: bool = False) -> AFLiteResult:
 
 def _resolve_backend(backend: Any, func: str):
     """None / "local" -> in-process; "dask" -> the current dask.distributed client; a Client -> that client."""
-    from .loop import LocalBackend
+    from .local_backend import LocalBackend
 
     if backend is None or backend == "local":
         return LocalBackend()

@@ -141,7 +141,7 @@ def _relabelled_shard(session: Any, shard: Any) -> Any:
 def _score(session, X, codes, rows, plan, rng, precision, eval_X, eval_codes, eval_rows, on_step) -> RoundScores:
     """One round's counts with ``session`` (numpy sessions through score_round, torch sessions their own)."""
     if hasattr(session, "codes_dev"):
-        from .torch_backend import torch_context
+        from .torch_devices import torch_context
 
         with torch_context(precision):
             return session.score_round(rows, plan, rng, eval_rows=eval_rows, eval_codes=eval_codes, on_step=on_step)

@@ -116,8 +116,8 @@ def _check_mapping(
 class _EnsembleBackend:
     """An engine backend that scores every round with several adversaries and pools their counts.
 
-    Each member is an ordinary :class:`aflite_core.engine.loop.LocalBackend` on its own representation; a round's
-    "plan" is the list of the members' plans. The run's ``n_partitions`` is ``m × n_members`` (so the engine's
+    Each member is an ordinary :class:`~aflite_core.engine.local_backend.LocalBackend` on its own representation;
+    a round's "plan" is the list of the members' plans. The run's ``n_partitions`` is ``m × n_members`` (so the engine's
     evaluation score ``eval_correct / n_partitions`` is the pooled share), while each member fits m models.
     """
 
@@ -141,7 +141,7 @@ class _EnsembleBackend:
 
     def open(self, X, codes, n_classes, family, *, train_size, n_partitions, rng, eval_X=None, eval_codes=None) -> None:
         """Open one local backend per member, in order (each draws its per-run randomness from ``rng``)."""
-        from ..engine.loop import LocalBackend
+        from ..engine.local_backend import LocalBackend
 
         self.N = X.shape[0]
         self.n_eval = 0 if eval_X is None else eval_X.shape[0]
