@@ -66,17 +66,6 @@ def drive(b: scale.Bench, n: int, stop_timeout_s: float) -> None:
     print(json.dumps({"duplicate_search_s": round(time.perf_counter() - t0, 1)}), flush=True)
     b.settled()
     b.set_base()
-    # -- Baselines
-    b.step("Baselines", "page (controls)", "first render", scale._nav(b, "Baselines"),
-           scale._visible(b, page.get_by_role("button", name="Compute")))  # fmt: skip
-    b.settled()
-    b.step("Baselines", "Compute: progress, time left, Stop", "job start",
-           lambda: page.get_by_role("button", name="Compute").click(), scale._job_started(b))  # fmt: skip
-    _stop(b, "Baselines", stop_timeout_s)
-    # -- Embedding map: the UMAP job starts with the page
-    b.step("Embedding map", "page → UMAP progress, time left, Stop", "job start", scale._nav(b, "Embedding map"),
-           scale._job_started(b))  # fmt: skip
-    _stop(b, "Embedding map", stop_timeout_s)
     # -- Filter: τ below the run, k + 1
     b.step(
         "Filter",
@@ -98,6 +87,26 @@ def drive(b: scale.Bench, n: int, stop_timeout_s: float) -> None:
     k = scale._slider(b, "k — rows removed")
     b.step("Filter", "k + 1", "job start", scale._press(k, "ArrowRight"), scale._job_started(b))
     _stop(b, "Filter k + 1", stop_timeout_s)
+    # -- Inspect: the two tab jobs
+    b.step("Inspect", "page (rows table)", "first render", scale._nav(b, "Inspect"),
+           scale._visible(b, page.get_by_text("One row per example. p is predictability")))  # fmt: skip
+    b.settled()
+    for label in ("Label-revealing words", "What the removed rows share"):
+        b.step("Inspect", f"tab '{label}': progress, time left, Stop", "job start",
+               lambda label=label: page.get_by_role("tab", name=label, exact=True).click(),
+               scale._job_started(b))  # fmt: skip
+        _stop(b, f"Inspect {label}", stop_timeout_s)
+    # -- Baselines
+    b.step("Baselines", "page (controls)", "first render", scale._nav(b, "Baselines"),
+           scale._visible(b, page.get_by_role("button", name="Compute")))  # fmt: skip
+    b.settled()
+    b.step("Baselines", "Compute: progress, time left, Stop", "job start",
+           lambda: page.get_by_role("button", name="Compute").click(), scale._job_started(b))  # fmt: skip
+    _stop(b, "Baselines", stop_timeout_s)
+    # -- Embedding map: the UMAP job starts with the page
+    b.step("Embedding map", "page → UMAP progress, time left, Stop", "job start", scale._nav(b, "Embedding map"),
+           scale._job_started(b))  # fmt: skip
+    _stop(b, "Embedding map", stop_timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=scale.DIM)
     parser.add_argument("--tiny", action="store_true", help="3,000 × 16: seconds")
     parser.add_argument("--work", type=Path, default=None, help="where bench_app_scale.py keeps its runs")
+    parser.add_argument("--screenshots", type=Path, default=None, help="a PNG of each step that failed")
     parser.add_argument("--timeout", type=float, default=180.0, help="longest wait for one step (s)")
     parser.add_argument("--stop-timeout", type=float, default=60.0, help="longest wait for a job to end after Stop")
     args = parser.parse_args(argv)
@@ -124,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 page = browser.new_page(viewport={"width": 1500, "height": 1000})
                 page.goto(url)
                 b = scale.Bench(page, page.context.new_cdp_session(page), pid, run_root / "data" / "X.npy",
-                                f"{n:,}", None, args.timeout)  # fmt: skip
+                                f"{n:,}", args.screenshots, args.timeout)  # fmt: skip
                 drive(b, n, args.stop_timeout)
                 b.rss.stop()
             finally:
