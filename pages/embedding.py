@@ -116,6 +116,9 @@ elif method == "UMAP" and view.umap_status == "stopped":
         help="Start computing UMAP again, in the background",
         on_click=lambda: compute.restart_umap(spec.dataset, session=session_data),
     )
+elif method == "UMAP" and view.umap_status in ("failed", "off"):
+    st.warning(f"{view.message} Showing PCA instead.")
+
 # the selection survives a new colouring, projection or run (Streamlit resets a chart whose figure changes)
 sel = compute.for_figure(
     st.session_state.get(sel_key), (repr(spec), drawn_colour, None if field is None else field.key, proj.method)
