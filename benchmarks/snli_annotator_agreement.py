@@ -2,9 +2,11 @@
 
 Evaluation rows split off by premise; hypothesis-only and premise+hypothesis MiniLM embeddings as adversaries;
 only the uniformly sampled ``random_subset`` rows count (ChaosNLI rows are the low-agreement ones by
-construction). Prints the mean agreement with the gold label per history category, over the seeds.
+construction). Prints the mean agreement with the gold label per history category, over the seeds; with
+``--per-seed`` each seed is run alone too and the spread over seeds (mean ± sd of the per-seed figures, min-max)
+is printed beside the pooled table.
 
-    python benchmarks/snli_annotator_agreement.py [--shared ../shared/data] [--seeds 0,1,2]
+    python benchmarks/snli_annotator_agreement.py [--shared ../shared/data] [--seeds 0,1,2] [--per-seed]
     python benchmarks/snli_annotator_agreement.py --tiny   # seed 0 only: checks that it runs (tests/test_benchmarks.py)
 """
 
@@ -32,6 +34,7 @@ def main() -> None:
     ap.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--tiny", action="store_true", help=f"seed 0, the first {TINY_ROWS:,} rows: checks that it runs")
+    ap.add_argument("--per-seed", action="store_true", help="also run each seed alone and print the spread over seeds")
     args = ap.parse_args()
     if args.tiny:
         args.seeds = "0"
@@ -64,6 +67,24 @@ def main() -> None:
         f"({time.perf_counter() - t0:.0f} s)"
     )
     print(study.agreement.table().round(3).to_string())
+    if args.per_seed:
+        tables = []
+        for seed in seeds:
+            one = setup.run(seeds=(seed,)).agreement.table()
+            print(f"\nseed {seed}:\n{one.round(3).to_string()}")
+            tables.append(one)
+        numeric = [t.select_dtypes("number") for t in tables]
+        stacked = np.stack([t.to_numpy(dtype=float) for t in numeric])
+        cols = numeric[0].columns
+        spread = pd.DataFrame(index=numeric[0].index)
+        for j, col in enumerate(cols):
+            spread[f"{col} mean"] = stacked[:, :, j].mean(0)
+            spread[f"{col} sd"] = stacked[:, :, j].std(0, ddof=1) if len(tables) > 1 else np.nan
+            spread[f"{col} min-max"] = [
+                f"{lo:.3f}-{hi:.3f}" for lo, hi in zip(stacked[:, :, j].min(0), stacked[:, :, j].max(0))
+            ]
+        print(f"\nover {len(tables)} seeds run alone (mean, sd, min-max of the per-seed figures):")
+        print(spread.round(3).to_string())
 
 
 if __name__ == "__main__":

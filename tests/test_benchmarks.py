@@ -58,6 +58,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_inspect_scale.py",
         "bench_job_starts.py",
         "bench_estimates.py",
+        "bench_gpu_extras.py",
         "bench_null.py",
         "bench_plotly_once.py",
         "bench_app_tau.py",
@@ -164,6 +165,17 @@ def test_bench_votes():
     assert {"seconds_without_votes", "seconds_with_votes", "overhead", "votes_npy_mb"} <= set(records[0])
 
 
+def test_bench_gpu_extras():
+    """The GPU slot's script on torch's CPU device: votes change no removal, the null neither, groups run, embed."""
+    out = run_tiny("bench_gpu_extras.py", "--device", "torch:cpu", timeout=240)
+    rec = {r["section"]: r for r in json_lines(out) if "section" in r}  # (embed prints its own JSON line)
+    assert set(rec) == {"machine", "votes", "null", "groups", "embed"}, out
+    assert rec["votes"]["same_removals"] and rec["votes"]["votes_MiB"] is not None
+    assert rec["null"]["same_removals"] and rec["null"]["null_recorded"]
+    assert rec["groups"]["removed_groups"] > 0 and 0 < rec["groups"]["jaccard"] <= 1
+    assert rec["embed"]["pairs"] == 40 and rec["embed"]["min_cosine_vs_cpu"] > 0.999
+
+
 def test_bench_null():
     """Random labels (engine, null and scikit-learn loop per seed), planted rows, and a run's one-line null."""
     out = run_tiny("bench_null.py")
@@ -260,8 +272,9 @@ def test_snli_groups(shared_data):
 
 
 def test_snli_annotator_agreement(shared_data):
-    out = run_tiny("snli_annotator_agreement.py", "--shared", str(shared_data))
+    out = run_tiny("snli_annotator_agreement.py", "--shared", str(shared_data), "--per-seed")
     assert "seeds (0,)," in out and "evaluation rows with random_subset labels" in out
+    assert "over 1 seeds run alone (mean, sd, min-max of the per-seed figures):" in out
     lines = out.splitlines()
     assert any("removed in round 1" in line and "selected" in line for line in lines)
     assert {line.split()[0] for line in lines if line.split()} >= {"none", "pair", "hypothesis"}
