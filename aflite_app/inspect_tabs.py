@@ -16,7 +16,7 @@ import streamlit as st
 from aflite_core import AFLiteResult
 from aflite_core.data.datasets import Dataset
 
-from . import inspect_columns, plotly_once, state, ui
+from . import inspect_columns, plotly_once, settings, state, ui
 from .charts import inspect as charts
 from .compute import inspect as compute
 from .compute import inspect_artifacts, inspect_stability
@@ -94,14 +94,16 @@ def _words_result(v: InspectView, request: inspect_artifacts.WordsRequest):
         keys=("inspect-words-stop", "inspect-words-again"),
         stop_help="Stop testing the tokens; open this tab again to start over.",
         stopped="Stopped before the tokens were tested.",
+        quick=v.data.n_rows > settings.load().max_interactive_rows,
     )
 
 
-def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stopped):
+def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stopped, quick=False):
     """A lazy tab's result: stored, or its background job (progress, Stop, "Compute again"); None while it runs.
 
     ``entry`` is the job's place in Inspect's page dict; ``prepare(request)`` the job (the session bound by the
-    caller); ``keys`` the Stop and "Compute again" widget keys.
+    caller); ``keys`` the Stop and "Compute again" widget keys; ``quick``: show the progress bar and Stop at once
+    (a run above the interactive size), not after the sync wait.
     """
     done = stored(request)
     if done is not None:
@@ -115,6 +117,7 @@ def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stop
         stop_help=stop_help,
         stopping="Stopping…",
         block=False,  # the rest of the page is drawn while it runs
+        quick=quick,  # a large run's job: its progress and Stop at once (issue 25), not after the sync wait
     )
     if outcome is None:
         return None
@@ -241,6 +244,7 @@ def _artifact_table(v: InspectView, request: inspect_artifacts.ArtifactRequest):
         keys=("inspect-art-stop", "inspect-art-again"),
         stop_help="Stop comparing the removed and kept rows; open this tab again to start over.",
         stopped="Stopped before the comparison was done.",
+        quick=v.data.n_rows > settings.load().max_interactive_rows,
     )
 
 

@@ -379,6 +379,22 @@ def sync_wait() -> float:
     return settings.load().sync_wait_s
 
 
+#: seconds a heavy job (or one asked ``quick``) is awaited before its progress bar and Stop show (issue 25: a
+#: job shows progress, time left and Stop within 2 s; such a job never ends within the default sync wait anyway)
+HEAVY_SYNC_WAIT_S = 0.3
+
+
+def _first_wait(target: Any, quick: bool) -> float:
+    """Seconds to await a job before its progress bar: :func:`sync_wait`, at most HEAVY_SYNC_WAIT_S for a heavy one.
+
+    A sync wait raised above its default (tests that await runs within one script run) is kept as it is.
+    """
+    wait = sync_wait()
+    if (quick or isinstance(target, HeavyJob)) and wait <= settings.Settings.sync_wait_s:
+        return min(wait, HEAVY_SYNC_WAIT_S)
+    return wait
+
+
 def run_in_background(
     state_key: str | tuple[str, str],
     spec: Any,
@@ -390,6 +406,7 @@ def run_in_background(
     stopping: str,
     restart: bool = False,
     block: bool = True,
+    quick: bool = False,
 ) -> Any:
     """The result for ``spec``, computed in a background thread with a progress bar and a Stop button.
 
@@ -402,7 +419,8 @@ def run_in_background(
     ends the old run within one step of its round; a run whose browser session is gone is cancelled
     (:func:`~aflite_app.admission.session_alive`). Errors show as ``st.error``. ``restart`` starts over a
     finished run. With ``block=False`` the page goes on below the progress bar while the job runs (the call
-    returns None), and reruns once it is done.
+    returns None), and reruns once it is done. A heavy job (:func:`~aflite_app.admission.heavy`), or any with
+    ``quick``, shows its progress and Stop after at most :data:`HEAVY_SYNC_WAIT_S` (issue 25: within 2 s).
     """
     holder, entry = _slot(state_key)
     run = holder.get(entry)
@@ -420,7 +438,7 @@ def run_in_background(
                 run.stop()
             run.start()
         holder[entry] = run
-    deadline = time.perf_counter() + sync_wait()
+    deadline = time.perf_counter() + _first_wait(run.target, quick)
     while not run.wait(min(0.05, max(0.0, deadline - time.perf_counter()))):
         if time.perf_counter() >= deadline or run.waiting is not None:
             break  # slow, or waiting for its turn in the heavy-job queue: show its progress (or place) now

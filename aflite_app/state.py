@@ -126,6 +126,9 @@ COMPARE_PAGE = "compare-page"
 # picked in step 2; "row" - which removed row step 3 explains (an index into its candidates); "shown" - the step the
 # page last scrolled to the top for
 DEMO_PAGE = "demo-page"
+# Baselines (issue 25: the comparison in the background, with Stop): "asked" - the (FilterSpec, BaselineOptions)
+# whose Compute was pressed (or that started without asking); "run" - BackgroundRun: this session's comparison
+BASELINES_PAGE = "bl-page"
 
 
 def page_state(session: MutableMapping, page: str) -> dict:

@@ -1,6 +1,6 @@
 import streamlit as st
 
-from aflite_app import plotly_once, ui
+from aflite_app import plotly_once, state, ui
 from aflite_app.charts import baselines as charts
 from aflite_app.charts.theme import MISSING
 from aflite_app.compute import baselines as compute
@@ -86,9 +86,17 @@ if report is None:
         n_partitions=int(spec.n_partitions) if spec.model == "linear" else min(int(spec.n_partitions), 16),
         n_classes=len(data.classes),
     )
-    gate = st.empty()
-    if estimate > compute.BASELINE_AUTO_SECONDS:
+    page = st.session_state.setdefault(state.BASELINES_PAGE, {})
+    request = (spec, options)
+    run = page.get("run")
+    stopped = run is not None and run.key == request and run.done and run.stop_requested
+    # asked already (Compute pressed, or small enough to start by itself): the job runs in the background
+    asked = page.get("asked") == request and run is not None and run.key == request and not stopped
+    if estimate > compute.BASELINE_AUTO_SECONDS and not asked:
+        gate = st.empty()
         with gate.container():
+            if stopped:
+                st.info("The comparison was stopped before it finished; what it computed is cached.")
             st.info(
                 f"This comparison trains {len(options.models)} model "
                 f"famil{'ies' if len(options.models) > 1 else 'y'} × {options.n_splits} folds × 4 subsets"
@@ -98,19 +106,27 @@ if report is None:
             clicked = st.button("Compute", type="primary", key="bl-compute")
         if not clicked:
             st.stop()
-    gate.empty()
-    # a heavy job: it waits its turn in the server's queue (its place and a Stop button shown meanwhile)
-    with ui.heavy_turn("a Baselines comparison", stop_key="bl-stop"), ui.errors():
-        bar = st.progress(
-            0.0, text=f"Cross-validating the model families on the four subsets (about {estimate:.0f} s)…"
-        )
-        report = compute.baselines(
-            spec,
-            options,
-            session=session_data,
-            progress=lambda fraction, text: bar.progress(fraction, text=ui.md(text)),
-        )
-        bar.empty()
+        gate.empty()
+        page.pop("run", None)  # a new job (a stopped one starts over; finished pieces come from the cache)
+    page["asked"] = request
+    # a heavy background job (it waits its turn in the server's queue): progress, time left and Stop at once
+    outcome = ui.run_in_background(
+        (state.BASELINES_PAGE, "run"),
+        request,
+        lambda r: compute.prepare_baselines(r[0], r[1], session=session_data),
+        compute.describe_baselines(estimate),
+        stop_key="bl-stop",
+        stop_help="Stop the comparison (the families and subsets already computed stay cached)",
+        stopping="Stopping after the model that is training now…",
+    )
+    if outcome.stopped:
+        st.info("The comparison was stopped before it finished; what it computed is cached.")
+        st.button("Compute again", key="bl-again", on_click=page.pop, args=("run", None))
+        st.stop()
+    if outcome.error is not None:
+        st.error(ui.message(outcome.error))
+        st.stop()
+    report = outcome.value
 
 acc, bias = report.accuracies, report.bias
 for note in report.notes:

@@ -82,21 +82,40 @@ drawn_colour = colour if colour not in fields.FIELD_MODES or field is not None e
 
 # a link's selection drawn on UMAP waits for it too (the page switches to it by itself)
 waits_for_umap = (page_views.pending_selection(st.session_state) or {}).get("on") == "UMAP"
-if (method == "UMAP" or waits_for_umap) and view.umap_status == "running":
+if (method == "UMAP" or waits_for_umap) and view.umap_status in ("running", "stopping"):
 
     @st.fragment(run_every=1.0)
     def umap_progress() -> None:
         current = compute.embedding_view(spec.dataset, "UMAP", session=session_data)
-        if current.umap_status != "running":
+        if current.umap_status not in ("running", "stopping"):
             st.rerun(scope="app")
+        if current.umap_status == "stopping":
+            st.progress(0.0, text=ui.message(current.message))
+            return
         fraction, text = compute.describe_umap(current)
-        st.progress(fraction, text=text)
+        st.progress(fraction, text=ui.message(text))
         st.caption(
-            "Computing UMAP once for every session (it cannot be stopped once started; the first map after the "
-            "server starts also compiles its code). Showing PCA until then; the map switches by itself."
+            "Computing UMAP once for every session (the first map after the server starts also compiles its "
+            "code). Showing PCA until then; the map switches by itself. Stop ends it for every session."
         )
 
     umap_progress()
+    if view.umap_status == "running":
+        # a script button, not the fragment's (a fragment click during a full rerun can be lost: aflite_app.jobs)
+        st.button(
+            "Stop",
+            key="emb-umap-stop",
+            help="Stop computing UMAP now (the map stays on PCA; it can be started again)",
+            on_click=lambda: compute.stop_umap(spec.dataset, session=session_data),
+        )
+elif method == "UMAP" and view.umap_status == "stopped":
+    st.info("UMAP was stopped; showing PCA instead.")
+    st.button(
+        "Compute UMAP",
+        key="emb-umap-restart",
+        help="Start computing UMAP again, in the background",
+        on_click=lambda: compute.restart_umap(spec.dataset, session=session_data),
+    )
 elif method == "UMAP" and view.umap_status in ("failed", "off"):
     st.warning(f"{view.message} Showing PCA instead.")
 

@@ -139,3 +139,47 @@ def test_without_a_one_shot_filter_the_page_compares_three_subsets(app_test, mon
     assert any("one-shot filter not possible here: the kept set is too small" in w.value for w in at.warning)
     assert [b["name"] for b in _bars(_accuracy_figure(at))] == ["full data", "AFLite kept", "random subset"]
     assert {m.label: m.value for m in at.metric}["One-shot filter"] == "–"
+
+
+def test_baselines_run_in_the_background_with_a_time_left_and_a_stop_that_ends_them(app_test, monkeypatch):
+    """Issue 25: the comparison's first report shows progress, a time left and Stop; Stop ends it between pieces."""
+    import threading
+    import time
+
+    from aflite_app.compute import baselines as compute
+
+    pieces, stopped = [], threading.Event()
+
+    def slow_baselines(spec, options, *, session=None, progress=None):
+        progress(0.0, "Drawing the random subset and the one-shot filter")  # the real first report: no time left
+        try:
+            for i in range(300):  # pieces until stopped (at most 30 s)
+                time.sleep(0.1)
+                pieces.append(i)
+                progress(i / 300, f"piece {i}")
+        except Exception:
+            stopped.set()
+            raise
+        pytest.fail("the comparison was not stopped")
+
+    monkeypatch.setattr(compute, "baselines", slow_baselines)
+    monkeypatch.setattr(compute, "baseline_estimate", lambda *a, **k: 60.0)  # a large run's: it asks first
+    at = app_test(page="pages/filter.py")
+    monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.3")
+    at.session_state["bl-models"], at.session_state["bl-folds"] = ["logistic"], 2
+    at.switch_page("pages/baselines.py").run()
+    next(b for b in at.button if b.key == "bl-compute").click().run()
+    assert not at.exception, at.exception
+    bars = at.get("progress")
+    assert len(bars) == 1 and "left" in bars[0].proto.text, [b.proto.text for b in bars]
+    next(b for b in at.button if b.label == "Stop").click().run()
+    assert stopped.wait(10)  # ended after the piece that ran
+    for _ in range(25):
+        if any("stopped before it finished" in i.value for i in at.info):
+            break
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception, at.exception
+    assert any("stopped before it finished" in i.value for i in at.info)
+    assert {b.key for b in at.button} & {"bl-compute", "bl-again"}  # asked again to start over
+    assert "Full data" not in {m.label for m in at.metric}

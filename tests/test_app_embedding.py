@@ -73,7 +73,9 @@ def test_map_after_a_filter_run(app_test, umap_gate):
     assert "PCA (UMAP not ready yet)" in _captions(at) and "Computing UMAP" in _captions(at)
     bars = at.get("progress")  # the fit cannot report, so the bar moves with elapsed / estimate
     assert len(bars) == 1 and "Computing UMAP in the background" in bars[0].proto.text
-    assert "cannot be stopped" in _captions(at)
+    # issue 25: the first report has a Stop button and a time left (from the estimate, before any row is placed)
+    assert "left" in bars[0].proto.text
+    assert any(b.label == "Stop" for b in at.button)
     assert any("Nothing selected" in i.value for i in at.info)
 
     # the colour control changes the figure; moving it never re-runs AFLite
@@ -111,6 +113,45 @@ def test_map_after_a_filter_run(app_test, umap_gate):
     assert "Shown: UMAP" in _captions(at)
     at.radio(key="emb-method").set_value("PCA").run()
     assert _map(at)["layout"]["title"]["text"].startswith("PCA")
+
+
+def test_umap_stop_ends_the_job_and_it_can_be_started_again(app_test, monkeypatch):
+    """Issue 25: Stop on the map's UMAP job ends it (PCA stays), and "Compute UMAP" starts it again."""
+    fits = []
+
+    def fake_umap_all(X, max_fit_rows, random_state=0, progress=None, stop=None, **kw):
+        from aflite_core._child_process import ChildStopped
+
+        fits.append(1)
+        for _ in range(600):  # a fit that runs until it is stopped (at most 60 s)
+            if stop is not None and stop():
+                raise ChildStopped("the UMAP fit was stopped.")
+            time.sleep(0.1)
+        return np.asarray(X[:, :2], dtype=np.float32), np.arange(max_fit_rows)
+
+    monkeypatch.setattr(compute, "umap_2d_all", fake_umap_all)
+    monkeypatch.setattr(compute, "EMBED_MAX_ROWS", 500)  # digits' 1,438 rows: fitted on a sample, with a stop
+    monkeypatch.setattr(compute, "_umap_attempts", {})
+    monkeypatch.delenv("AFLITE_APP_UMAP", raising=False)
+    at = app_test(page="pages/filter.py")
+    at.switch_page("pages/embedding.py").run()
+    assert not at.exception, at.exception
+    bars = at.get("progress")
+    assert len(bars) == 1 and "left" in bars[0].proto.text
+    next(b for b in at.button if b.label == "Stop").click().run()
+    assert not at.exception, at.exception
+    for _ in range(50):
+        if any("UMAP was stopped" in i.value for i in at.info):
+            break
+        time.sleep(0.2)
+        at.run()
+    assert any("UMAP was stopped" in i.value for i in at.info)
+    assert _map(at)["layout"]["title"]["text"].startswith("PCA")
+    assert fits == [1]
+    next(b for b in at.button if b.label == "Compute UMAP").click().run()
+    assert not at.exception, at.exception
+    assert fits == [1, 1] and any(b.label == "Stop" for b in at.button)  # a new job, running
+    next(b for b in at.button if b.label == "Stop").click().run()
 
 
 def _tiny_dataset(shift: float):

@@ -56,6 +56,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_duplicates.py",
         "bench_embedding_map.py",
         "bench_inspect_scale.py",
+        "bench_job_starts.py",
         "bench_estimates.py",
         "bench_gpu_extras.py",
         "bench_null.py",
@@ -304,6 +305,15 @@ def test_bench_plotly_once(tmp_path):
     assert set(runs) == {"streamlit", "none", "once"} and "per change" in out
     assert runs["once"]["first"]["afterplots_per_figure"] == [1] * 6 and runs["once"]["changes"][0]["afterplots"] == 6
     assert all(r["changes"][0]["cdp_TaskDuration"] > 0 for r in runs.values())
+
+
+def test_bench_job_starts():
+    """Issue 25's job starts at 3,000 × 16: every job step and its Stop recorded (jobs end at once at this size)."""
+    _require_browser()
+    out = run_tiny("bench_job_starts.py", timeout=300)
+    steps = {(r.get("page"), r.get("kind")) for r in json_lines(out)}
+    assert {("Filter", "job start"), ("Inspect", "job start"), ("Baselines", "job start")} <= steps
+    assert ("Embedding map", "job start") in steps and ("Baselines", "job stop") in steps
 
 
 def test_bench_app_scale(tmp_path):

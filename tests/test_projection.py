@@ -235,3 +235,44 @@ def test_umap_2d_all_fits_the_sample_and_transforms_the_rest(monkeypatch):
     rest = np.setdiff1d(np.arange(1_000), rows)
     np.testing.assert_allclose(xy[rest], X[rest, :2] - 100.0)  # every other row is placed by transform
     assert seen[0] == (300, 1_000) and seen[-1] == (1_000, 1_000) and len(seen) == 1 + 3
+
+
+def test_umap_2d_all_asks_stop_between_the_fit_and_every_chunk_without_a_child(monkeypatch):
+    """Where no child process runs (child processes off), a stop ends the job before the next chunk (issue 25)."""
+    import aflite_core._child_process as child
+    import aflite_core.measures.projection as projection
+
+    class FakeUMAP:
+        def __init__(self, **kwargs):
+            pass
+
+        def fit_transform(self, X):
+            return X[:, :2]
+
+        def transform(self, X):
+            chunks.append(len(X))
+            return X[:, :2]
+
+    chunks: list[int] = []
+    monkeypatch.setattr(projection, "_import_umap", lambda: type("umap", (), {"UMAP": FakeUMAP}))
+    monkeypatch.setattr(child, "ENABLED", False)
+    X = np.random.default_rng(1).normal(size=(1_000, 4)).astype(np.float32)
+    seen: list[tuple[int, int]] = []
+    with pytest.raises(child.ChildStopped):
+        umap_2d_all(
+            X, max_fit_rows=300, chunk_rows=250, progress=lambda d, n: seen.append((d, n)), stop=lambda: bool(seen)
+        )
+    assert seen == [(300, 1_000)] and chunks == []  # stopped after the fit, before the first transform
+
+
+def test_umap_2d_all_with_stop_runs_in_a_child_process_that_a_stop_ends_mid_fit():
+    """With a stop callback the real fit runs in a child process: a stop 1 s in ends it within about a second."""
+    import time
+
+    from aflite_core._child_process import ChildStopped
+
+    X = np.random.default_rng(0).normal(size=(6_000, 16)).astype(np.float32)
+    start = time.perf_counter()
+    with pytest.raises(ChildStopped):
+        umap_2d_all(X, max_fit_rows=5_000, stop=lambda: time.perf_counter() - start > 1.0)
+    assert time.perf_counter() - start < 6.0  # the fit (numba compiling, then NN-descent) takes far longer

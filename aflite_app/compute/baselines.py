@@ -25,6 +25,8 @@ from aflite_core.engine.registry import CLASSIFIER_LABELS
 from aflite_core.measures import baselines as core_baselines
 
 from .. import settings
+from ..admission import heavy
+from ..jobs import Outcome, Stopped, as_outcome
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
 from .datasets import dataset, default_partial_input, pair_full_input, partial_input_choices
@@ -39,8 +41,10 @@ __all__ = [
     "baseline_estimate",
     "baselines",
     "default_partial_input",
+    "describe_baselines",
     "pair_full_input",
     "partial_input_choices",
+    "prepare_baselines",
     "stored_baselines",
 ]
 
@@ -406,3 +410,45 @@ def baselines(
     )
     _baseline_store().keep((spec, options), report)
     return report
+
+
+def prepare_baselines(
+    spec: FilterSpec, options: BaselineOptions, *, session: SessionData = NO_SESSION
+) -> Callable[[Callable], Outcome]:
+    """The comparison of :func:`baselines` as a heavy background job (:func:`aflite_app.jobs.run_in_background`).
+
+    It waits its turn in the server's heavy-job queue; every piece reports ``(fraction, text)`` to the job's
+    callback, and a Stop (the callback says no) ends it after the piece that runs (a family's cross-validation on
+    one subset, or a subset's bias); pieces already computed stay cached, the report is stored once complete.
+    The job's result is an :class:`~aflite_app.jobs.Outcome`: the report, stopped, or a one-sentence error.
+    """
+
+    def target(callback: Callable) -> Outcome:
+        def report(fraction: float, text: str) -> None:
+            if not callback((fraction, text)):
+                raise Stopped("Stopped.")
+
+        return as_outcome(
+            lambda: baselines(spec, options, session=session, progress=report), "The Baselines comparison"
+        )
+
+    return heavy(target, "a Baselines comparison")
+
+
+def describe_baselines(estimate: float) -> Callable[[Any, float, Any], tuple[float, str]]:
+    """The progress bar of a Baselines job: ``describe(progress, elapsed, step) -> (fraction, text)``.
+
+    ``progress`` is the last ``(fraction, text)`` the comparison reported; before its first, and while a report
+    has no time left yet, the time left is the page's estimate (``estimate`` seconds) less the time so far.
+    """
+
+    def describe(progress: Any, elapsed: float, step: Any) -> tuple[float, str]:
+        fraction, text = progress if progress is not None else (0.0, f"Preparing the comparison · {elapsed:.0f} s")
+        if "left" not in text and "finishing" not in text:
+            left = estimate - elapsed
+            text += (
+                f" · about {left:,.0f} s left" if left >= 1 else " · taking longer than estimated (the server is busy)"
+            )
+        return float(fraction), text
+
+    return describe

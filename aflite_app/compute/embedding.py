@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from aflite_core import AFLiteResult
+from aflite_core import AFLiteResult, _child_process
+from aflite_core._child_process import ChildStopped, run_stoppable
 from aflite_core.measures.map_grids import DensityGrid, ValueGrid, density_grid, density_values, points_in_box
 from aflite_core.measures.projection import (
     PCA_FIT_ROWS,
@@ -35,7 +36,7 @@ from aflite_core.measures.projection import (
 
 from .. import settings
 from ..admission import heavy
-from ..jobs import BackgroundRun, remaining_text
+from ..jobs import BackgroundRun, Stopped, remaining_text, time_left_text
 from ..map_table import class_counts, selection_table, thumbnails
 from ..selection import (
     MAX_LASSO_VERTICES,
@@ -72,9 +73,11 @@ __all__ = [
     "for_figure",
     "map_layer",
     "redrawn",
+    "restart_umap",
     "restored",
     "rows_in_view",
     "selection_extent",
+    "stop_umap",
     "thumbnails",
     "umap_estimate",
 ]
@@ -130,8 +133,9 @@ class Projection:
 
 @dataclass(frozen=True, eq=False)
 class EmbeddingView:
-    """The projection the page shows and the state of the UMAP job ("ready", "running", "failed", "off").
+    """The projection the page shows and the state of its UMAP job.
 
+    ``umap_status`` is "ready", "running", "stopping", "stopped", "failed" or "off";
     ``elapsed`` is the UMAP job's seconds so far (or in all, once ready); ``estimate`` its expected seconds.
     """
 
@@ -180,8 +184,8 @@ def describe_umap(view: EmbeddingView) -> tuple[float, str]:
         )
     if view.elapsed > view.estimate:
         left = " · taking longer than estimated (the server is busy)"
-    else:
-        left = remaining_text(view.elapsed, fraction)
+    else:  # from the first report: the estimate (the calibrated fit + transform model) less the time so far
+        left = time_left_text(view.estimate - view.elapsed, view.elapsed, fraction) or " · finishing"
     return fraction, f"Computing UMAP in the background: {view.elapsed:.0f} s{left}"
 
 
@@ -205,50 +209,96 @@ def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
 
 
 @_stores.memo("umap_job", 8)
-def _umap_job(dspec: DatasetSpec, _X: np.ndarray):
+def _umap_job(dspec: DatasetSpec, _X: np.ndarray, attempt: int = 0):
     """The UMAP fit of ``dspec`` in a daemon thread, started once per (dataset, representation), and its estimate.
 
     the memo computes a key once even when several sessions ask at the same time (a lock per key), so
-    every rerun and session asking for this projection joins the one thread.
+    every rerun and session asking for this projection joins the one thread. ``attempt`` counts the restarts after
+    a Stop (:func:`restart_umap`): each is a new job.
     """
     rows = embedding_rows(_X.shape[0])
     n_rows = _X.shape[0]
     titles = ("UMAP 1 (arbitrary units)", "UMAP 2 (arbitrary units)")
+    small = n_rows <= EMBED_MAX_ROWS
+    cells = int(n_rows) * int(_X.shape[1])
+    # a child process (Stop ends it at once) unless child processes are off or a small fit ends soon anyway
+    in_child = settings.load().child_processes and not (small and cells < _child_process.MIN_CELLS)
 
     def target(callback) -> Projection:
-        if n_rows <= EMBED_MAX_ROWS:
-            xy = umap_2d(np.array(_X, dtype=np.float32), random_state=EMBED_SEED)
+        # Stop ends the fit at once: it runs in a child process that a stop terminates (aflite_core._child_process)
+        def stop() -> bool:
+            return not callback.step(None)
+
+        if small:
+            xy = run_stoppable(
+                umap_2d,
+                np.array(_X, dtype=np.float32),
+                random_state=EMBED_SEED,
+                stop=stop,
+                what="the UMAP fit",
+                cells=cells,
+            )
         else:  # fitted on the seeded sample, every other row placed by transform (progress per chunk)
             xy, _ = umap_2d_all(
                 _X,
                 max_fit_rows=EMBED_MAX_ROWS,
                 random_state=EMBED_SEED,
                 progress=lambda done, total: callback(done / total),
+                stop=stop,
             )
-        with _umap_compiled_lock:
-            _umap_compiled.add(_umap_path(len(rows)))
+        if not in_child:  # compiled in this process (a child's compiled code ends with it)
+            with _umap_compiled_lock:
+                _umap_compiled.add(_umap_path(len(rows)))
         return Projection("UMAP", np.arange(n_rows), xy, n_rows, titles, fit_rows=len(rows))
 
     # a heavy job: it waits its turn in the server's queue (aflite_app.admission.heavy), its place shown on the page
     job = BackgroundRun(dspec, heavy(target, "a UMAP projection")).start()
-    return job, umap_estimate(len(rows), n_total=n_rows)  # the estimate as it starts
+    compiled = False if in_child else None
+    return job, umap_estimate(len(rows), compiled, n_total=n_rows)  # the estimate as it starts
+
+
+#: restarts of each dataset's UMAP job after a Stop (the memo key's ``attempt``)
+_umap_attempts: dict[DatasetSpec, int] = {}
+_umap_attempts_lock = threading.Lock()
+
+
+def _umap_attempt(dspec: DatasetSpec) -> int:
+    with _umap_attempts_lock:
+        return _umap_attempts.get(dspec, 0)
+
+
+def stop_umap(dspec: DatasetSpec, *, session: SessionData = NO_SESSION) -> None:
+    """Stop ``dspec``'s running UMAP job (for every session: it is one job per server; PCA stays on the map)."""
+    X = dataset(dspec, session=session).representation(dspec.representation)
+    job, _ = _umap_job(dspec, X, _umap_attempt(dspec))
+    job.stop()
+
+
+def restart_umap(dspec: DatasetSpec, *, session: SessionData = NO_SESSION) -> None:
+    """Start ``dspec``'s UMAP job again after a Stop (the next :func:`embedding_view` starts it)."""
+    with _umap_attempts_lock:
+        _umap_attempts[dspec] = _umap_attempts.get(dspec, 0) + 1
 
 
 def embedding_view(dspec: DatasetSpec, method: str = "UMAP", *, session: SessionData = NO_SESSION) -> EmbeddingView:
     """The map to show for ``dspec``: UMAP once its background fit is done, PCA until then (or on request).
 
-    The UMAP job starts on the first call for a (dataset, representation) and is never restarted; setting
-    ``AFLITE_APP_UMAP=0`` turns it off (PCA only).
+    The UMAP job starts on the first call for a (dataset, representation); a Stop (:func:`stop_umap`) ends it
+    ("stopped": PCA stays) until :func:`restart_umap`. Setting ``AFLITE_APP_UMAP=0`` turns it off (PCA only).
     """
     X = dataset(dspec, session=session).representation(dspec.representation)
     pca = _pca_projection(dspec, X)
     if not _umap_enabled():
         return EmbeddingView(pca, "off", "UMAP is turned off on this server (AFLITE_APP_UMAP=0).")
-    job, estimate = _umap_job(dspec, X)
+    job, estimate = _umap_job(dspec, X, _umap_attempt(dspec))
     if job.done and job.error is None:
         return EmbeddingView(job.result if method == "UMAP" else pca, "ready", elapsed=job.elapsed)
+    if job.done and (job.stop_requested or isinstance(job.error, Stopped | ChildStopped)):
+        return EmbeddingView(pca, "stopped", "UMAP was stopped.", elapsed=job.elapsed)
     if job.done:
         return EmbeddingView(pca, "failed", f"UMAP failed ({type(job.error).__name__}: {job.error}).")
+    if job.stop_requested:
+        return EmbeddingView(pca, "stopping", "Stopping UMAP…", elapsed=job.elapsed, estimate=estimate)
     fraction = job.progress if isinstance(job.progress, float) else None
     return EmbeddingView(pca, "running", job.waiting or "", elapsed=job.elapsed, estimate=estimate, fraction=fraction)
 

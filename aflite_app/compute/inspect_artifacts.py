@@ -69,11 +69,20 @@ class ArtifactRequest:
 
 @dataclass(frozen=True)
 class ArtifactProgress:
-    """Where an artifact job is: ``done`` of ``total`` blocks of work, and what it is doing."""
+    """Where an artifact job is: ``done`` of ``total`` blocks of work, and what it is doing.
+
+    ``seconds``: the expected seconds of a step that reports no blocks (token counting), for its time left.
+    """
 
     done: int
     total: int
     what: str
+    seconds: float | None = None
+
+
+#: seconds per text of token counting in "What the removed rows share" (core ``token_artifacts``), measured with
+#: bench_app_scale.py: 200,000 texts in 3 s, 550,000 in about 7-8 s on the 2-core machine at load 2-5
+TOKEN_COUNT_SECONDS_PER_TEXT = 1.5e-5
 
 
 def _artifact_store() -> _stores.Store:
@@ -87,7 +96,8 @@ def _compute_artifacts(
     y = inspect_tables.class_names(data, result)
     if request.kind == "token":
         texts, _ = inspect_tables.artifact_texts(data)
-        report(ArtifactProgress(0, 1, f"Counting the tokens of {len(texts):,} texts"))
+        expected = TOKEN_COUNT_SECONDS_PER_TEXT * len(texts)  # one call, no blocks to count: its time left
+        report(ArtifactProgress(0, 1, f"Counting the tokens of {len(texts):,} texts", seconds=expected))
         return token_artifacts(texts, y, result.kept, top_k=request.top_k, min_count=request.min_count)
     if request.kind != "feature" or request.source is None:
         raise ValueError(f"Unknown artifact request kind {request.kind!r}; expected 'token' or 'feature'.")
@@ -157,6 +167,11 @@ def describe_artifacts(request: ArtifactRequest) -> Callable:
         if p is None:
             return 0.0, f"Starting… {elapsed:.0f} s"
         fraction = min(1.0, p.done / max(p.total, 1))
+        if p.done == 0 and p.seconds is not None:  # a step without blocks: its expected seconds less the time so far
+            left = p.seconds - elapsed
+            if left >= 1:
+                return min(0.95, elapsed / p.seconds), f"{p.what} · {elapsed:.0f} s · about {left:,.0f} s left"
+            return 0.95, f"{p.what} · {elapsed:.0f} s · finishing"
         return fraction, f"{p.what} · {elapsed:.0f} s{remaining_text(elapsed, fraction)}"
 
     return describe

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .. import _child_process
 from .. import _validation as v
 from .._utils import blas_threads
 
@@ -273,6 +274,7 @@ def umap_2d_all(
     random_state: int | np.random.Generator | None = 0,
     chunk_rows: int = _CHUNK_ROWS,
     progress: Callable[[int, int], Any] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[NDArray[np.float32], NDArray[np.intp]]:
     """UMAP fitted on at most ``max_fit_rows`` rows and applied to every other row with its ``transform``.
 
@@ -292,6 +294,11 @@ def umap_2d_all(
         Rows transformed per chunk.
     progress : callable, optional
         ``progress(rows_done, n_rows)`` after the fit and after every chunk.
+    stop : callable, optional
+        ``stop() -> bool``: with it the fit and the transforms run in a child process
+        (:class:`aflite_core._child_process.Worker`, the same seeded result) that ``stop()`` ends within a
+        fraction of a second, raising :class:`~aflite_core._child_process.ChildStopped`; where no child process
+        can be started, ``stop()`` is asked between the fit and every chunk here instead.
 
     Returns
     -------
@@ -309,33 +316,83 @@ def umap_2d_all(
     n = X.shape[0]
     rows = sample_rows(n, max_fit_rows, random_state=seed)
     if n <= max_fit_rows:
-        xy = umap_2d(X, n_neighbors=n_neighbors, min_dist=min_dist, random_state=seed)
+        xy = _child_process.run_stoppable(
+            umap_2d, X, n_neighbors=n_neighbors, min_dist=min_dist, random_state=seed, stop=stop, what="the UMAP fit"
+        )
         if progress is not None:
             progress(n, n)
         return xy, rows
     n_neighbors = v.check_int(n_neighbors, "n_neighbors", func, low=2)
     min_dist = v.check_probability(min_dist, "min_dist", func)
-    umap = _import_umap()
-    reducer = umap.UMAP(
-        n_components=2, n_neighbors=n_neighbors, min_dist=min_dist, init="pca", random_state=seed, n_jobs=1
-    )
+    if stop is not None:
+        v.check_optional_callable(stop, "stop", func)
     xy = np.zeros((n, 2), dtype=np.float32)
     rest = np.ones(n, dtype=bool)
     rest[rows] = False
     others = np.flatnonzero(rest)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        xy[rows] = reducer.fit_transform(np.asarray(X[rows], dtype=np.float32))
+    sample = np.asarray(X[rows], dtype=np.float32)
+    worker = None
+    if stop is not None and _child_process.ENABLED:
+        worker = _child_process.Worker(_umap_fitted, sample, n_neighbors, min_dist, seed, what="the UMAP fit")
+    try:
+        reducer = None
+        if worker is not None:
+            try:
+                xy[rows] = worker.call(_umap_embedding, stop=stop)
+            except _child_process.NoChildProcess:
+                worker = None
+        if worker is None:
+            _stop_check(stop)
+            reducer = _umap_fitted(sample, n_neighbors, min_dist, seed)
+            xy[rows] = _umap_embedding(reducer)
+        del sample
         done = len(rows)
         if progress is not None:
             progress(done, n)
         for start in range(0, len(others), chunk_rows):
             part = others[start : start + chunk_rows]
-            xy[part] = reducer.transform(np.asarray(X[part], dtype=np.float32))
+            chunk = np.asarray(X[part], dtype=np.float32)
+            if worker is not None:
+                xy[part] = worker.call(_umap_transform, chunk, stop=stop)
+            else:
+                _stop_check(stop)
+                xy[part] = _umap_transform(reducer, chunk)
             done += len(part)
             if progress is not None:
                 progress(done, n)
+    finally:
+        if worker is not None:
+            worker.close()
     return xy, rows
+
+
+def _stop_check(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise _child_process.ChildStopped("the UMAP fit was stopped.")
+
+
+def _umap_fitted(sample: NDArray[np.float32], n_neighbors: int, min_dist: float, seed: Any) -> tuple[Any, Any]:
+    """A UMAP reducer fitted on ``sample`` and the sample's coordinates: ``(reducer, xy)``."""
+    umap = _import_umap()
+    reducer = umap.UMAP(
+        n_components=2, n_neighbors=n_neighbors, min_dist=min_dist, init="pca", random_state=seed, n_jobs=1
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xy = reducer.fit_transform(sample)
+    return reducer, xy
+
+
+def _umap_embedding(fitted: tuple[Any, Any]) -> NDArray[np.float32]:
+    """The fitted sample's coordinates (float32) from :func:`_umap_fitted`'s pair."""
+    return np.asarray(fitted[1], dtype=np.float32)
+
+
+def _umap_transform(fitted: tuple[Any, Any], chunk: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The fitted reducer's ``transform(chunk)`` as float32 (UMAP's warnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(fitted[0].transform(chunk), dtype=np.float32)
 
 
 def _import_umap() -> Any:

@@ -1,0 +1,166 @@
+"""Issue 25's job starts only: how soon each heavy job shows progress, a time left and Stop, and how soon Stop ends it.
+
+Drives the same served app and Chromium as ``bench_app_scale.py`` (its run B, 550,000 × 384, built by it under
+``--work``; built here if missing), but only the jobs: Baselines' Compute, the Embedding map's UMAP job, the
+Filter's τ below the run and k + 1. Per job: *start* = click (or navigation) to its progress bar, then up to 6 s
+more for a time left and Stop (``bench_app_scale._job_started``); *stop* = Stop click to the progress bar gone
+(a job without Stop is waited for up to ``--stop-timeout`` seconds and reported as not stopped).
+
+    python benchmarks/bench_job_starts.py --work /tmp/aflite-scale            # B (550,000 × 384)
+    python benchmarks/bench_job_starts.py --tiny                              # 3,000 × 16, seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_app_scale as scale
+
+#: the Filter page's run shown (its early-stop line, drawn above the metrics and chart)
+FILTER_SHOWN = re.compile(r"^Early stop \(τ\): in round \d+")
+
+
+def _click_if(locator) -> None:
+    """Click the first match if there is one (at --tiny size a job may start without asking)."""
+    with contextlib.suppress(Exception):
+        if locator.count():
+            locator.first.click(timeout=5000)
+
+
+def _stop(b: scale.Bench, what: str, timeout_s: float) -> dict:
+    """Click Stop (if there is one) and time until the progress bar is gone."""
+    page = b.page
+    has_stop = page.get_by_role("button", name="Stop").count() > 0
+    t0 = time.perf_counter()
+    if has_stop:
+        with contextlib.suppress(Exception):
+            page.get_by_role("button", name="Stop").first.click(timeout=5000)
+    try:
+        page.locator('[data-testid="stProgress"]').first.wait_for(state="hidden", timeout=timeout_s * 1000)
+        wall, note = round(time.perf_counter() - t0, 2), "stopped" if has_stop else "ran to its end (no Stop)"
+    except Exception:
+        wall, note = float("nan"), f"still running after {timeout_s:.0f} s (no Stop)"
+    rec = {"size": b.size, "page": what, "what": "Stop → progress gone", "kind": "job stop", "wall_s": wall,
+           "load1": round(os.getloadavg()[0], 2), "note": note}  # fmt: skip
+    b.rows.append(rec)
+    print(json.dumps(rec, ensure_ascii=False), flush=True)
+    with contextlib.suppress(Exception):
+        b.settled()
+    return rec
+
+
+def drive(b: scale.Bench, n: int, stop_timeout_s: float) -> None:
+    page = b.page
+    page.goto(page.url)
+    b.settled()
+    scale._nav(b, "Data")()
+    page.get_by_role("tab", name="Open a run directory").first.wait_for(timeout=b.timeout)
+    page.get_by_role("tab", name="Open a run directory").click()
+    page.get_by_role("button", name="Open run").click()
+    page.get_by_test_id("stSidebar").get_by_text(re.compile(rf"^{n:,} rows · ")).first.wait_for(timeout=b.timeout)
+    b.settled()
+    # the Data page's duplicate search of the opened run (a heavy job) runs first: the jobs below would wait behind it
+    t0 = time.perf_counter()
+    with contextlib.suppress(Exception):
+        page.locator('[data-testid="stProgress"]').first.wait_for(state="hidden", timeout=600_000)
+    print(json.dumps({"duplicate_search_s": round(time.perf_counter() - t0, 1)}), flush=True)
+    b.settled()
+    b.set_base()
+    # -- Filter: τ below the run, k + 1
+    b.step(
+        "Filter",
+        "page",
+        "first render",
+        scale._nav(b, "Filter"),
+        scale._visible(b, page.get_by_text(FILTER_SHOWN)),
+    )
+    b.settled()
+    # a run estimated over 30 s asks first (issue 29): the job starts with "Start the run", timed from that click
+    start = page.get_by_role("button", name="Start the run")
+    scale._press(scale._slider(b, "τ — remove only rows"), "ArrowLeft")()
+    with contextlib.suppress(Exception):  # a small run starts without asking
+        start.first.wait_for(timeout=min(b.timeout, 10_000))
+    b.step("Filter", "τ below the run (0.75 → 0.74): Start the run", "job start", lambda: _click_if(start),
+           scale._job_started(b))  # fmt: skip
+    _stop(b, "Filter τ below", stop_timeout_s)
+    scale._press(scale._slider(b, "τ — remove only rows"), "ArrowRight")()
+    with contextlib.suppress(Exception):
+        page.get_by_text(FILTER_SHOWN).first.wait_for(timeout=b.timeout)
+    b.settled()
+    scale._press(scale._slider(b, "k — rows removed"), "ArrowRight")()
+    with contextlib.suppress(Exception):
+        start.first.wait_for(timeout=min(b.timeout, 10_000))
+    b.step("Filter", "k + 1: Start the run", "job start", lambda: _click_if(start), scale._job_started(b))
+    _stop(b, "Filter k + 1", stop_timeout_s)
+    scale._press(scale._slider(b, "k — rows removed"), "ArrowLeft")()
+    b.settled()
+    # -- Inspect: the two tab jobs
+    b.step("Inspect", "page (rows table)", "first render", scale._nav(b, "Inspect"),
+           scale._visible(b, page.get_by_text("One row per example. p is predictability")))  # fmt: skip
+    b.settled()
+    for label in ("Label-revealing words", "What the removed rows share"):
+        b.step("Inspect", f"tab '{label}': progress, time left, Stop", "job start",
+               lambda label=label: page.get_by_role("tab", name=label, exact=True).click(),
+               scale._job_started(b))  # fmt: skip
+        _stop(b, f"Inspect {label}", stop_timeout_s)
+    # -- Baselines
+    b.step("Baselines", "page (controls)", "first render", scale._nav(b, "Baselines"),
+           scale._visible(b, page.get_by_role("button", name="Compute")))  # fmt: skip
+    b.settled()
+    b.step("Baselines", "Compute: progress, time left, Stop", "job start",
+           lambda: _click_if(page.get_by_role("button", name="Compute")), scale._job_started(b))  # fmt: skip
+    _stop(b, "Baselines", stop_timeout_s)
+    # -- Embedding map: the UMAP job starts with the page
+    b.step("Embedding map", "page → UMAP progress, time left, Stop", "job start", scale._nav(b, "Embedding map"),
+           scale._job_started(b))  # fmt: skip
+    _stop(b, "Embedding map", stop_timeout_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=scale.SIZES["B"])
+    parser.add_argument("--dim", type=int, default=scale.DIM)
+    parser.add_argument("--tiny", action="store_true", help="3,000 × 16: seconds")
+    parser.add_argument("--work", type=Path, default=None, help="where bench_app_scale.py keeps its runs")
+    parser.add_argument("--screenshots", type=Path, default=None, help="a PNG of each step that failed")
+    parser.add_argument("--timeout", type=float, default=180.0, help="longest wait for one step (s)")
+    parser.add_argument("--stop-timeout", type=float, default=60.0, help="longest wait for a job to end after Stop")
+    args = parser.parse_args(argv)
+    n, d, m = (scale.TINY[0], scale.TINY[1], 16) if args.tiny else (args.rows, args.dim, 64)
+    if args.tiny:  # jobs end within the sync wait at this size: steps that wait for a progress bar time out fast
+        args.timeout, args.stop_timeout = min(args.timeout, 8.0), min(args.stop_timeout, 5.0)
+    print(f"# job starts · {os.cpu_count()} cores · load {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    with contextlib.ExitStack() as stack:
+        work = args.work or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="aflite-job-starts-")))
+        work.mkdir(parents=True, exist_ok=True)
+        run = scale.build(work, n, d, m=m)
+        run_root = work / run.split("/")[0]
+        from playwright.sync_api import sync_playwright
+
+        with scale.served(run_root, work / "streamlit-jobs.log") as (url, pid), sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=scale.CHROMIUM, headless=True, args=scale.ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1500, "height": 1000})
+                page.goto(url)
+                b = scale.Bench(page, page.context.new_cdp_session(page), pid, run_root / "data" / "X.npy",
+                                f"{n:,}", args.screenshots, args.timeout)  # fmt: skip
+                drive(b, n, args.stop_timeout)
+                b.rss.stop()
+            finally:
+                browser.close()
+    print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
