@@ -164,8 +164,13 @@ def measure(checkout: Path, run_root: Path, relative: str) -> dict:
     s, g = _timed(rss, base, at.run)
     assert not at.exception, at.exception
     out["predictability_first_render_s"], out["predictability_first_render_peak_gib"] = round(s, 2), round(g, 2)
-    figs = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-    out["predictability_figure_bytes"] = sum(len(el.proto.spec) for el in at.get("plotly_chart"))
+    # the page's figures, drawn by st.plotly_chart or by aflite_app.plotly_once (tests/plotly_figures.py reads both)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from plotly_figures import plotly_elements
+
+    elements = plotly_elements(at)
+    figs = [json.loads(el.proto.spec) for el in elements]
+    out["predictability_figure_bytes"] = sum(len(el.proto.spec) for el in elements)
     rounds = at.slider(key="pred-round")
     out["rounds"] = rounds.max
     rounds.set_value(min(2, rounds.max))

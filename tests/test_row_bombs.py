@@ -73,8 +73,9 @@ def _record_zip(tmp_path, *, claimed_rows: int, rows_parquet: bytes) -> bytes:
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("result.json", json.dumps(meta))
         zf.writestr("rows.parquet", rows_parquet)
-        for name in ("history.parquet", "scores.parquet"):
-            zf.write(folder / name, name)
+        for name in sorted(meta["files"]):  # every other file the run wrote (votes.npy since format 5)
+            if name != "rows.parquet":
+                zf.write(folder / name, name)
     return out.getvalue()
 
 
