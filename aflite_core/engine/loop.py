@@ -571,7 +571,7 @@ def _check_same_device(mine: dict, theirs: dict, checkpoint_dir) -> None:
         )
 
 
-def tie_break_of(params: Any) -> str:
+def _tie_break_of(params: Any) -> str:
     """The tie-break a run's recorded parameters name; a record or checkpoint written without one: ``"position"``."""
     value = params.get("tie_break", "position") if isinstance(params, dict) else "position"
     return value if value in TIE_BREAKS else str(value)
@@ -579,7 +579,7 @@ def tie_break_of(params: Any) -> str:
 
 def _check_same_tie_break(mine: str, theirs: dict, checkpoint_dir) -> None:
     """Refuse to resume a checkpoint written with the other tie-break: its later rounds would order ties otherwise."""
-    there = tie_break_of(theirs.get("params", {}) if isinstance(theirs, dict) else {})
+    there = _tie_break_of(theirs.get("params", {}) if isinstance(theirs, dict) else {})
     if there != mine:
         raise ValueError(
             f"The checkpoint in '{checkpoint_dir}' was written with tie_break={there!r} and cannot be resumed with "
