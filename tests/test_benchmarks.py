@@ -65,6 +65,7 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "bench_run_table.py",
         "bench_scale.py",
         "bench_threads.py",
+        "bench_tie_break.py",
         "bench_votes.py",
         "bench_words_progress.py",
         "evalsets_digits.py",
@@ -174,6 +175,20 @@ def test_bench_gpu_extras():
     assert rec["null"]["same_removals"] and rec["null"]["null_recorded"]
     assert rec["groups"]["removed_groups"] > 0 and 0 < rec["groups"]["jaccard"] <= 1
     assert rec["embed"]["pairs"] == 40 and rec["embed"]["min_cosine_vs_cpu"] > 0.999
+
+
+def test_bench_tie_break():
+    """torch:cpu against numpy per tie-break mode: every shape and mode prints its agreement and CPU seconds."""
+    pytest.importorskip("torch")
+    out = run_tiny("bench_tie_break.py", timeout=240)
+    records = json_lines(out)
+    runs = [(r["shape"], r["tie_break"]) for r in records if "tie_break" in r]
+    assert runs == [("small", "position"), ("small", "row"), ("b", "position"), ("b", "row")], out
+    for rec in records:
+        if "tie_break" in rec:
+            assert 0 <= rec["jaccard_removed"] <= 1 and rec["cpu_s_numpy"] >= 0 and len(rec["load_at_start"]) == 3
+        else:
+            assert 0 <= rec["jaccard_removed_numpy_position_vs_row"] <= 1
 
 
 def test_bench_null():

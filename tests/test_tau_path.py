@@ -68,10 +68,11 @@ def test_real_nli_embeddings_every_tau_matches_a_direct_run(shared_data):
     k=st.integers(1, 40),
     tau_low=st.floats(0.0, 0.9),
     gap=st.floats(0.0, 0.5),
+    tie_break=st.sampled_from(["position", "row"]),
 )
-def test_narrowing_is_exact_for_any_seed_k_and_pair_of_taus(seed, k, tau_low, gap):
+def test_narrowing_is_exact_for_any_seed_k_and_pair_of_taus(seed, k, tau_low, gap, tie_break):
     X, y, *_ = make_biased_circles(300, separation=0.4, random_state=seed)
-    kw = dict(target_size=40, train_size=30, slice_size=k, n_partitions=12, random_state=seed)
+    kw = dict(target_size=40, train_size=30, slice_size=k, n_partitions=12, random_state=seed, tie_break=tie_break)
     tau = min(1.0, tau_low + gap)
     assert_same_run(narrow_to_tau(aflite(X, y, tau=tau_low, **kw), tau), aflite(X, y, tau=tau, **kw))
 

@@ -239,6 +239,14 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         for name in _RUN_OPTIONS:
             setattr(args, name, saved.get(name))
         table_id_column = saved.get("table_id_column")
+        # the tie-break the run started with (a run directory written before the option existed: "position")
+        started_with = saved.get("tie_break") or "position"
+        if args.tie_break is not None and args.tie_break != started_with:
+            raise CLIError(
+                f"--resume '{out}' started with --tie-break {started_with} and continues with it; "
+                f"drop --tie-break {args.tie_break}"
+            )
+        args.tie_break = started_with
         # the groups the run started with (a run written before groups existed has none)
         args.groups_column, args.no_groups = saved.get("groups_column"), saved.get("groups_column") is None
         # continue with the family the run started with (its recorded spec), not what its name means today
@@ -250,6 +258,7 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
     else:
         _check_out(args)
         table_id_column = args.id_column
+        args.tie_break = args.tie_break or "position"
     if args.dask_local is not None and args.dask_local < 1:
         raise CLIError(f"--dask-local must be a number of workers >= 1, got {args.dask_local}")
     if args.dask_local is not None and args.dask_local > THREADS[1]:
@@ -302,6 +311,7 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         null_permutations=args.null_permutations or 0,  # a run directory written before the null: none
         groups=groups,
         groups_source=groups_column,
+        tie_break=args.tie_break,
     )
     cfg = run.config  # the resolved counts: the progress line's time left follows the run's shape model
     bar.set_shape(
@@ -325,6 +335,7 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
     if not args.resume:
         record = {n: getattr(args, n) for n in _RUN_OPTIONS}
         record["groups_column"] = groups_column
+        record["tie_break"] = args.tie_break
         for key in _INPUT_FILES:
             if record[key] is not None:
                 record[key] = str(Path(record[key]).resolve())
@@ -472,6 +483,14 @@ def add_cli(sub: Any) -> None:
         metavar="K",
         help="also score K label permutations every round and record how many rows chance alone would put at "
         "p >= tau (the run removes the same rows; about K + 1 times the fits; default 0: no null)",
+    )
+    f.add_argument(
+        "--tie-break",
+        default=None,
+        choices=["position", "row"],
+        help="order among rows of equal score: position (default; a fresh random key per position in the set "
+        "each round, the engine's order since commit 4293819) or row (keys drawn per row and round, so a row "
+        "that differs by a rounding error on another device moves no other row's key); a resumed run keeps its own",
     )
     add_group_options(f)
     f.add_argument("--quiet", action="store_true", help="no progress bar")

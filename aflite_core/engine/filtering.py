@@ -31,7 +31,7 @@ from .loop import select_rows
 from .partitions import open_session, score_round
 from .registry import resolve_model
 from .result import AFLiteResult, RoundProgress, StepProgress
-from .run_constants import HISTORY_COLUMNS, STRATEGIES  # noqa: F401  (re-exported: importable from here as before)
+from .run_constants import HISTORY_COLUMNS, STRATEGIES, TIE_BREAKS  # noqa: F401  (re-exported: importable from here as before)
 
 __all__ = ["STRATEGIES", "aflite", "predictability"]
 
@@ -138,6 +138,7 @@ def aflite(
     null_permutations: int = 0,
     groups: ArrayLike | None = None,
     record_votes: bool = True,
+    tie_break: str = "position",
 ) -> AFLiteResult:
     """Filter the rows a model family finds predictable from Φ(X), round by round (AFLite, Algorithm 1).
 
@@ -237,6 +238,15 @@ def aflite(
         went to that class, counted as the round runs (2 bytes per round, row and class: 135 MB at 550,000 rows
         × 41 rounds × 3 classes; a few percent of a round's time). Only with a per-round score matrix (not
         ``strategy="greedy"``) and not on the Dask backend (its result says "votes not recorded").
+    tie_break : {"position", "row"}, default="position"
+        How rows of equal p are ordered for removal (many rows can tie, e.g. at p = 1). ``"position"`` draws a
+        fresh seeded random key per position in the current set every round (the engine's order since commit
+        4293819). ``"row"`` draws every round's keys per row, from the seed, the round and the row's index only
+        (:func:`aflite_core.engine.loop.row_priorities`): a row whose p differs by a rounding error in one round
+        (another BLAS build, a torch device) then changes at most its own fate, not which of the other tied rows
+        leave in every later round. Both are a uniformly random order among tied rows each round, and every other
+        random draw is the same in both modes; the same seed gives the same result on every backend in either.
+        Recorded in ``result.params["tie_break"]``; a checkpoint resumes only with its own tie-break.
 
     Returns
     -------
@@ -249,7 +259,8 @@ def aflite(
 
     * the last slice is clamped so the set never drops below ``target_size`` (the pseudo-code can overshoot);
     * rows with no out-of-sample prediction in a round are not scored in it and cannot be removed in it;
-    * equal scores are ordered by a seeded random permutation, not by row index;
+    * equal scores are ordered by a seeded random permutation (per position, or per row with
+      ``tie_break="row"``), not by row index;
     * the fast linear family draws each training part as a random union of blocks of rows (size within half a
       block of t) rather than t independent rows.
 
@@ -299,6 +310,7 @@ def aflite(
         null_permutations=null_permutations,
         groups=groups,
         record_votes=record_votes,
+        tie_break=tie_break,
     )
     return execute_run(run, resume=resume)
 
@@ -332,6 +344,7 @@ def plan_run(
     groups_source: str | None = None,
     func: str = "aflite",
     record_votes: bool = True,
+    tie_break: str = "position",
 ):
     """Validate every argument of :func:`aflite` and return the run, not yet started.
 
@@ -362,6 +375,8 @@ def plan_run(
     n_threads, seed = _check_run_args(callback, n_threads, random_state, func, on_step)
     n_null = v.check_int(null_permutations, "null_permutations", func, low=0)
     from .loop import Run, RunConfig
+
+    tie_break = check_tie_break(tie_break, func)
     from .null import check_null_backend, round_null
 
     check_null_backend(backend, n_null, func)
@@ -421,7 +436,17 @@ def plan_run(
         null_round=round_null if n_null else None,
         groups=group_codes,
         record_votes=_check_flag(record_votes, "record_votes", func),
+        tie_break=tie_break,
     )
+
+
+def check_tie_break(value: Any, func: str) -> str:
+    """``value`` if it names a tie-break (:data:`~aflite_core.engine.run_constants.TIE_BREAKS`), else an error."""
+    if not isinstance(value, str) or value not in TIE_BREAKS:
+        raise ValueError(
+            f"The 'tie_break' parameter of {func} must be a str among {list(TIE_BREAKS)}. Got {value!r} instead."
+        )
+    return value
 
 
 def _takes_groups(backend: Any) -> bool:

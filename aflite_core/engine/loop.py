@@ -28,21 +28,60 @@ from .checkpoint import read_checkpoint, write_checkpoint
 from .local_backend import LocalBackend
 from .partitions import RoundInterrupted
 from .result import AFLiteResult, RoundProgress, StepProgress
-from .run_constants import HISTORY_COLUMNS
+from .run_constants import HISTORY_COLUMNS, TIE_BREAKS
 
-__all__ = ["HISTORY_COLUMNS", "Run", "select_rows"]
+__all__ = ["HISTORY_COLUMNS", "TIE_BREAKS", "Run", "row_priorities", "select_rows"]
 
 
-def select_rows(p: NDArray[np.float32], qualified: NDArray[np.bool_], k: int, strategy: str, rng) -> NDArray[np.intp]:
+def row_priorities(seed: int, n_rows: int, round_no: int) -> NDArray[np.float64]:
+    """Round ``round_no``'s tie-break key of every row of a ``tie_break="row"`` run, indexed by the row's index.
+
+    Drawn from ``np.random.SeedSequence(seed, spawn_key=(1, round_no))``: a child of the run's seed that neither
+    the run's own generator (the root, which spawning never advances) nor the null's streams (spawn keys
+    ``(0, r)``, :mod:`aflite_core.engine.null`) draw from, so every other random draw of the run is unchanged.
+    A row's key depends on its index, the seed and the round only - not on which other rows are still in S - so
+    a row that differs in one round (a rounding error on another device) moves no other row's key; and a fresh
+    key every round keeps the default's statistics (among tied rows, a uniformly random order each round).
+
+    Examples
+    --------
+    >>> a = row_priorities(0, 5, 1)
+    >>> bool((a == row_priorities(0, 5, 1)).all()), bool((row_priorities(0, 3, 1) == a[:3]).all())
+    (True, True)
+    >>> bool((a == row_priorities(0, 5, 2)).any())
+    False
+    """
+    seq = np.random.SeedSequence(int(seed), spawn_key=(1, int(round_no)))
+    return np.random.default_rng(seq).random(int(n_rows))
+
+
+def select_rows(
+    p: NDArray[np.float32],
+    qualified: NDArray[np.bool_],
+    k: int,
+    strategy: str,
+    rng,
+    priority: NDArray[np.float64] | None = None,
+) -> NDArray[np.intp]:
     """Positions to remove this round (Algorithm 1 line 12, or strategy C).
 
     Both random draws happen every round whatever the outcome, so the random stream does not depend on the
     scores: a seeded random order breaks ties (never the index), and for ``"sample"`` Gumbel noise on log p
     turns top-k into k draws without replacement with probability ∝ p (ICLR version §2, C).
+
+    ``priority`` (one key per position of S, e.g. :func:`row_priorities` at S) replaces the round's drawn
+    tie-break: a ``tie_break="row"`` run passes its per-row keys, so which of the tied rows leave does not depend
+    on where they sit in S (one row that differs in one round shifts no other row's key). The round's draw still
+    happens, and is discarded, so the random stream is the same in both modes. ``None`` (``"position"``): the
+    draw orders the ties, as it always has. Strategy C's Gumbel noise stays drawn per position in both modes.
     """
     n = len(p)
     tie_break = rng.random(n)
     gumbel = rng.gumbel(size=n) if strategy == "sample" else None
+    if priority is not None:
+        if len(priority) != n:
+            raise ValueError(f"select_rows got {len(priority)} priorities for {n} scores; give one per position.")
+        tie_break = priority
     cand = np.flatnonzero(qualified)
     if len(cand) == 0 or k == 0:
         return cand[:0]
@@ -96,10 +135,19 @@ class Run:
     #: record, per round, row and class, the held-out predictions that went to each class (``AFLiteResult.votes``;
     #: only with a per-round score matrix, and only on backends that count them - not the Dask backend)
     record_votes: bool = True
+    #: how rows of equal score are ordered (:data:`TIE_BREAKS`): ``"position"`` (a fresh draw per position in S
+    #: each round, the default) or ``"row"`` (a fresh key per row and round, keyed by the row, :func:`row_priorities`)
+    tie_break: str = "position"
 
     def __post_init__(self) -> None:
         N = self.X.shape[0]
         cfg = self.config
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(
+                f"The 'tie_break' parameter of aflite must be a str among {list(TIE_BREAKS)}. "
+                f"Got {self.tie_break!r} instead."
+            )
+        self._record_tie_break()
         self.backend = self.backend or LocalBackend()
         self.keep_matrix = cfg.strategy != "greedy"
         self.count_dtype = np.uint16 if cfg.n_partitions < 2**16 else np.int32
@@ -138,6 +186,12 @@ class Run:
         }
         if self.groups is not None:  # only when grouped: an ungrouped run's fingerprint stays as it was
             self.hashes["groups_sha256"] = hash_array(np.asarray(self.groups, dtype=np.int32))
+
+    def _record_tie_break(self) -> None:
+        """Record the tie-break with the run (params, checkpoints); a record without one was a "position" run."""
+        if not isinstance(self.extra_state.get("params"), dict):
+            self.extra_state["params"] = {}
+        self.extra_state["params"]["tie_break"] = self.tie_break
 
     # -- the current sets ----------------------------------------------------------------------------------
     @property
@@ -223,7 +277,8 @@ class Run:
         qualified = scored & (p >= cfg.tau)
         n_qualified = int(qualified.sum())
         k_eff = min(cfg.slice_size, len(S) - cfg.target_size)  # never below the target (documented deviation)
-        pos = select_rows(p, qualified, k_eff, cfg.strategy, self.rng)
+        priority = row_priorities(cfg.seed, N, rnd)[S] if self.tie_break == "row" else None
+        pos = select_rows(p, qualified, k_eff, cfg.strategy, self.rng, priority)
         gone = S[pos]
         if rnd == 1:
             self.first_score[S] = p
@@ -440,6 +495,7 @@ class Run:
             vote_shape=(len(self.classes), self.vote_dtype) if self.record_votes else None,
         )
         _check_same_device(self.extra_state, cp.extra, checkpoint_dir)
+        _check_same_tie_break(self.tie_break, cp.extra, checkpoint_dir)
         self._restore_null(cp.extra, cp.round, checkpoint_dir)
         rng = np.random.default_rng(self.config.seed)
         try:
@@ -458,6 +514,7 @@ class Run:
         self.history = list(cp.history)
         self.stop_reason = cp.stop_reason
         self.extra_state = cp.extra
+        self._record_tie_break()  # checked equal above (a checkpoint written before tie_break existed lacks it)
         # the same random draws as at the start, then the same removals in the same order
         with engine_threads(self.config.n_threads):
             self.rng = np.random.default_rng(self.config.seed)
@@ -511,4 +568,20 @@ def _check_same_device(mine: dict, theirs: dict, checkpoint_dir) -> None:
         raise ValueError(
             f"The checkpoint in '{checkpoint_dir}' was written with device={there[0]!r} (precision {there[1]!r}) "
             f"and cannot be resumed with device={here[0]!r} (precision {here[1]!r}); resume it on its own device."
+        )
+
+
+def _tie_break_of(params: Any) -> str:
+    """The tie-break a run's recorded parameters name; a record or checkpoint written without one: ``"position"``."""
+    value = params.get("tie_break", "position") if isinstance(params, dict) else "position"
+    return value if value in TIE_BREAKS else str(value)
+
+
+def _check_same_tie_break(mine: str, theirs: dict, checkpoint_dir) -> None:
+    """Refuse to resume a checkpoint written with the other tie-break: its later rounds would order ties otherwise."""
+    there = _tie_break_of(theirs.get("params", {}) if isinstance(theirs, dict) else {})
+    if there != mine:
+        raise ValueError(
+            f"The checkpoint in '{checkpoint_dir}' was written with tie_break={there!r} and cannot be resumed with "
+            f"tie_break={mine!r}; resume it with tie_break={there!r}."
         )

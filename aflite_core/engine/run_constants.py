@@ -10,7 +10,7 @@ importable from where they were defined before (``loop.HISTORY_COLUMNS``, ``filt
 
 from __future__ import annotations
 
-__all__ = ["HISTORY_COLUMNS", "STOP_REASONS", "STRATEGIES", "TABLE_FILE", "VOTES_FILE"]
+__all__ = ["HISTORY_COLUMNS", "STOP_REASONS", "STRATEGIES", "TABLE_FILE", "TIE_BREAKS", "VOTES_FILE"]
 
 #: the file name of a run's recorded table (the user's rows, :mod:`~aflite_core.engine.run_table`) in its directory
 TABLE_FILE = "table.parquet"
@@ -25,6 +25,12 @@ HISTORY_COLUMNS = [
 
 #: filtering strategies (ICLR version §2): A = greedy, B = greedy slicing (AFLite), C = slice sampling
 STRATEGIES = ("slice", "greedy", "sample")
+
+#: how rows of equal score are ordered (``aflite(tie_break=...)``, :func:`aflite_core.engine.loop.row_priorities`):
+#: ``"position"`` draws a fresh random key per position in S every round (the default, the engine's order since
+#: commit 4293819); ``"row"`` draws every round's keys per row, keyed by the row's index and the round. A record or
+#: checkpoint written before the option existed was a ``"position"`` run.
+TIE_BREAKS = ("position", "row")
 
 #: stop reasons and how they read in words (``AFLiteResult.stop_message``)
 STOP_REASONS = {

@@ -27,7 +27,7 @@ from .._validation import shown, shown_list
 from ..data import budget
 from ..data.parquet_reads import read_parquet_checked
 from ..data.preflight import json_bound
-from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE, VOTES_FILE
+from .run_constants import HISTORY_COLUMNS, STOP_REASONS, STRATEGIES, TABLE_FILE, TIE_BREAKS, VOTES_FILE
 from .run_record import FORMAT, FORMAT_VERSION, NULL_TAU_COLUMNS, ROW_COLUMNS, _canonical, _sha
 from .run_votes import VotesError, read_votes, votes_meta_of
 
@@ -372,6 +372,9 @@ def _check_params(meta: dict) -> tuple[dict, list, str]:
             raise _Bad(f"its parameter '{key}' is missing or of the wrong type")
     if not 0 <= params["tau"] <= 1 or params["strategy"] not in STRATEGIES or params["n_partitions"] < 1:
         raise _Bad("its parameters are out of range")
+    if params.get("tie_break", "position") not in TIE_BREAKS:
+        raise _Bad(f"its tie-break {shown(params.get('tie_break'))} is unknown")
+    params = {**params, "tie_break": params.get("tie_break", "position")}  # written before the option: "position"
     classes = _need(meta, "classes", list)
     if len(classes) < 2 or not all(isinstance(c, (str, int, float, bool)) or c is None for c in classes):
         raise _Bad("its classes are not a list of at least two names")

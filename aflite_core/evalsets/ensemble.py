@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _validation as v
-from ..engine.filtering import _check_run_args, _resolve
+from ..engine.filtering import _check_run_args, _resolve, check_tie_break
 from ..engine.partitions import RoundScores
 from ..engine.registry import resolve_model
 from ..engine.result import AFLiteResult, RoundProgress, StepProgress
@@ -235,6 +235,7 @@ def ensemble_aflite(
     eval_ids: ArrayLike | None = None,
     n_threads: int | None = 1,
     on_step: Callable[[StepProgress], bool | None] | None = None,
+    tie_break: str = "position",
 ) -> EnsembleResult:
     """AFLite with an ensemble of adversaries: a row's predictability pools every adversary's partition models.
 
@@ -243,9 +244,10 @@ def ensemble_aflite(
     its correct out-of-sample predictions over all adversaries divided by the sum of its predictions; an
     evaluation row's is its correct predictions over all ``m × n_adversaries`` models. The loop is the
     engine's (:class:`aflite_core.engine.loop.Run`, strategy B, greedy slicing): up to ``slice_size`` training rows
-    with the highest p ≥ ``tau`` leave (seeded tie-break, never below ``target_size``), every evaluation row
-    with p ≥ ``tau`` leaves, and the run stops when S reached the target or fewer than ``slice_size`` rows
-    qualified. Evaluation rows are never used for fitting and never change which training rows are removed.
+    with the highest p ≥ ``tau`` leave (seeded tie-break, see ``tie_break``; never below ``target_size``), every
+    evaluation row with p ≥ ``tau`` leaves, and the run stops when S reached the target or fewer than
+    ``slice_size`` rows qualified. Evaluation rows are never used for fitting and never change which training rows
+    are removed.
 
     Parameters
     ----------
@@ -272,6 +274,9 @@ def ensemble_aflite(
         member, with a :class:`~aflite_core.engine.result.StepProgress` (``done`` / ``total`` over all members);
         ``False`` abandons the round and ends the run with the rounds completed so far, as in
         :func:`aflite_core.aflite`.
+    tie_break : {"position", "row"}, default="position"
+        How rows of equal pooled p are ordered for removal, as in :func:`aflite_core.aflite` (the engine's
+        :func:`aflite_core.engine.loop.select_rows` makes the selection); recorded in ``params["tie_break"]``.
 
     Returns
     -------
@@ -327,6 +332,7 @@ def ensemble_aflite(
     )
     family = resolve_model(model, func)
     n_threads, seed = _check_run_args(callback, n_threads, random_state, func, on_step)
+    tie_break = check_tie_break(tie_break, func)
     from ..engine.loop import Run, RunConfig
 
     labels = r["labels"]
@@ -359,6 +365,7 @@ def ensemble_aflite(
         ids=r["ids"],
         eval_ids=r["eval_ids"],
         extra_state={"params": extra},
+        tie_break=tie_break,
     )
     result = run.execute()
     n_eval = None if EXs is None else len(r["eval_codes"])
