@@ -47,9 +47,16 @@ def forget_finished(entry: str) -> None:
 
 
 def groups_panel(session_data: SessionData) -> None:
-    """Issue 28: what Filter runs on the current dataset keep together - its premise groups, its duplicates."""
+    """Issue 28: what Filter runs on the current dataset keep together - its premise groups, its duplicates.
+
+    Up to the interactive size the duplicate search is awaited here, before the panel's widgets draw
+    (:func:`~aflite_app.compute.datasets.duplicates_now`): the finding comes with the run that searched, and no
+    progress fragment reruns the page when the search ends - a rerun that could swallow a click made meanwhile.
+    Above it the search is a heavy background job that starts when asked.
+    """
     gspec, gdata = ui.current_dataset()
     page = state.page_state(st.session_state, DATA_PAGE)
+    st.markdown(f"**Rows kept together in Filter runs on {ui.md(gdata.name)}**")
     line = datasets.groups_sentence(gdata)
     if line is not None:
         keep = st.checkbox(
@@ -58,22 +65,37 @@ def groups_panel(session_data: SessionData) -> None:
         page["keep_premise"] = keep
         if keep:
             ui.caption(line)
+    if not datasets.duplicates_on_request(gdata):
+        with st.spinner("Looking for exact and near-duplicate rows…"):
+            found = datasets.duplicates_now(gspec, session=session_data)
+    else:
+        found = _duplicates_on_request(gspec, gdata, page, session_data)
+    if found is not None and found.error is not None:
+        st.error(ui.message(found.error))
+    elif found is not None and found.ok and found.value.n_with_duplicate:
+        st.warning(ui.message(found.value.message()))
+        chosen = page.setdefault("group_duplicates", set())
+        on = st.checkbox(
+            "Group the duplicates in the run", value=gspec.key in chosen, key=f"data-group-dups-{gspec.key}"
+        )
+        (chosen.add if on else chosen.discard)(gspec.key)
+    elif found is not None and found.ok:
+        ui.caption(found.value.message())
+
+
+def _duplicates_on_request(gspec, gdata, page: dict, session_data: SessionData):
+    """Above the interactive size: a button starts the search, a heavy background job (None until it is done)."""
     asked = page.setdefault("dup_asked", set())
     run = page.get("dup_run")
-    if (
-        datasets.duplicates_on_request(gdata)
-        and gspec.key not in asked
-        and (run is None or run.key != gspec)
-        and datasets.stored_duplicates(gspec) is None
-    ):  # above the interactive size the search is a heavy job: it starts when asked, never by opening the page
+    if gspec.key not in asked and (run is None or run.key != gspec) and datasets.stored_duplicates(gspec) is None:
         if st.button(
             f"Look for duplicate rows ({gdata.n_rows:,} rows; a background job that waits its turn)",
             key="data-dup-start",
         ):
             asked.add(gspec.key)
             st.rerun()
-        return
-    found = ui.run_in_background(
+        return None
+    return ui.run_in_background(
         (DATA_PAGE, "dup_run"),
         gspec,
         lambda spec: datasets.prepare_duplicates(spec, session=session_data),
@@ -83,13 +105,6 @@ def groups_panel(session_data: SessionData) -> None:
         stopping="Stopping…",
         block=False,
     )
-    if found is not None and found.ok and found.value.n_with_duplicate:
-        st.warning(ui.message(found.value.message()))
-        chosen = page.setdefault("group_duplicates", set())
-        on = st.checkbox(
-            "Group the duplicates in the run", value=gspec.key in chosen, key=f"data-group-dups-{gspec.key}"
-        )
-        (chosen.add if on else chosen.discard)(gspec.key)
 
 
 def bundled_tab(current: str | None) -> None:
