@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import plotly_once, state, ui
+from . import inspect_tabs, plotly_once, state, ui
 from .charts import data as charts
 from .compute import datasets, rundirs, uploads
 from .specs import SessionData
@@ -265,25 +265,8 @@ def words_tab(session_data: SessionData) -> None:
             "text columns, and use it."
         )
     else:
-        a1, a2, a3 = st.columns([2, 1, 1])
-        art_source = a1.selectbox(
-            "Tokens of",
-            list(art_choices),
-            format_func=art_choices.get,
-            key=f"data-art-source-{art_spec.key}",
-            help="Annotation artifacts of NLI live in the hypothesis, which annotators wrote.",
-        )
-        art_min = a2.number_input(
-            "Test tokens in at least … texts",
-            min_value=2,
-            max_value=100_000,
-            value=10,
-            step=5,
-            key="data-art-min",
-            help="Rarer tokens are not tested (and could not reach significance anyway).",
-        )
-        art_alpha = a3.selectbox(
-            "Significance level α", [0.05, 0.01, 0.001], index=1, key="data-art-alpha", help="Family-wise."
+        art_source, art_min, art_alpha = inspect_tabs.word_test_controls(
+            art_choices, keys=(f"data-art-source-{art_spec.key}", "data-art-min", "data-art-alpha")
         )
         art_waits = datasets.artifact_statistics_wait(art_data) and art_spec.key not in _art_started()
         if art_waits:
@@ -301,14 +284,7 @@ def words_tab(session_data: SessionData) -> None:
                 f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
                 + ui.message(datasets.artifact_summary(art_stats))
             )
-            plotly_once.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
-            ui.caption(
-                "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
-                "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
-                "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
-                "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
-                "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
-            )
+            inspect_tabs.word_chart(art_stats, key="data-art-chart")
             art_every = st.toggle("Show every tested pair, not only the significant ones", key="data-art-every")
             st.dataframe(
                 datasets.artifact_table(art_stats, every_pair=art_every),
