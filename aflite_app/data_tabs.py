@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import plotly_once, state, ui
+from . import inspect_tabs, plotly_once, state, ui
 from .charts import data as charts
 from .compute import datasets, rundirs, uploads
 from .specs import SessionData
@@ -47,9 +47,16 @@ def forget_finished(entry: str) -> None:
 
 
 def groups_panel(session_data: SessionData) -> None:
-    """Issue 28: what Filter runs on the current dataset keep together - its premise groups, its duplicates."""
+    """Issue 28: what Filter runs on the current dataset keep together - its premise groups, its duplicates.
+
+    Up to the interactive size the duplicate search is awaited here, before the panel's widgets draw
+    (:func:`~aflite_app.compute.datasets.duplicates_now`): the finding comes with the run that searched, and no
+    progress fragment reruns the page when the search ends - a rerun that could swallow a click made meanwhile.
+    Above it the search is a heavy background job that starts when asked.
+    """
     gspec, gdata = ui.current_dataset()
     page = state.page_state(st.session_state, DATA_PAGE)
+    st.markdown(f"**Rows kept together in Filter runs on {ui.md(gdata.name)}**")
     line = datasets.groups_sentence(gdata)
     if line is not None:
         keep = st.checkbox(
@@ -58,22 +65,37 @@ def groups_panel(session_data: SessionData) -> None:
         page["keep_premise"] = keep
         if keep:
             ui.caption(line)
+    if not datasets.duplicates_on_request(gdata):
+        with st.spinner("Looking for exact and near-duplicate rows…"):
+            found = datasets.duplicates_now(gspec, session=session_data)
+    else:
+        found = _duplicates_on_request(gspec, gdata, page, session_data)
+    if found is not None and found.error is not None:
+        st.error(ui.message(found.error))
+    elif found is not None and found.ok and found.value.n_with_duplicate:
+        st.warning(ui.message(found.value.message()))
+        chosen = page.setdefault("group_duplicates", set())
+        on = st.checkbox(
+            "Group the duplicates in the run", value=gspec.key in chosen, key=f"data-group-dups-{gspec.key}"
+        )
+        (chosen.add if on else chosen.discard)(gspec.key)
+    elif found is not None and found.ok:
+        ui.caption(found.value.message())
+
+
+def _duplicates_on_request(gspec, gdata, page: dict, session_data: SessionData):
+    """Above the interactive size: a button starts the search, a heavy background job (None until it is done)."""
     asked = page.setdefault("dup_asked", set())
     run = page.get("dup_run")
-    if (
-        datasets.duplicates_on_request(gdata)
-        and gspec.key not in asked
-        and (run is None or run.key != gspec)
-        and datasets.stored_duplicates(gspec) is None
-    ):  # above the interactive size the search is a heavy job: it starts when asked, never by opening the page
+    if gspec.key not in asked and (run is None or run.key != gspec) and datasets.stored_duplicates(gspec) is None:
         if st.button(
             f"Look for duplicate rows ({gdata.n_rows:,} rows; a background job that waits its turn)",
             key="data-dup-start",
         ):
             asked.add(gspec.key)
             st.rerun()
-        return
-    found = ui.run_in_background(
+        return None
+    return ui.run_in_background(
         (DATA_PAGE, "dup_run"),
         gspec,
         lambda spec: datasets.prepare_duplicates(spec, session=session_data),
@@ -83,13 +105,6 @@ def groups_panel(session_data: SessionData) -> None:
         stopping="Stopping…",
         block=False,
     )
-    if found is not None and found.ok and found.value.n_with_duplicate:
-        st.warning(ui.message(found.value.message()))
-        chosen = page.setdefault("group_duplicates", set())
-        on = st.checkbox(
-            "Group the duplicates in the run", value=gspec.key in chosen, key=f"data-group-dups-{gspec.key}"
-        )
-        (chosen.add if on else chosen.discard)(gspec.key)
 
 
 def bundled_tab(current: str | None) -> None:
@@ -250,25 +265,8 @@ def words_tab(session_data: SessionData) -> None:
             "text columns, and use it."
         )
     else:
-        a1, a2, a3 = st.columns([2, 1, 1])
-        art_source = a1.selectbox(
-            "Tokens of",
-            list(art_choices),
-            format_func=art_choices.get,
-            key=f"data-art-source-{art_spec.key}",
-            help="Annotation artifacts of NLI live in the hypothesis, which annotators wrote.",
-        )
-        art_min = a2.number_input(
-            "Test tokens in at least … texts",
-            min_value=2,
-            max_value=100_000,
-            value=10,
-            step=5,
-            key="data-art-min",
-            help="Rarer tokens are not tested (and could not reach significance anyway).",
-        )
-        art_alpha = a3.selectbox(
-            "Significance level α", [0.05, 0.01, 0.001], index=1, key="data-art-alpha", help="Family-wise."
+        art_source, art_min, art_alpha = inspect_tabs.word_test_controls(
+            art_choices, keys=(f"data-art-source-{art_spec.key}", "data-art-min", "data-art-alpha")
         )
         art_waits = datasets.artifact_statistics_wait(art_data) and art_spec.key not in _art_started()
         if art_waits:
@@ -286,14 +284,7 @@ def words_tab(session_data: SessionData) -> None:
                 f"**{ui.md(art_name)}**, tokens of {ui.md(art_choices[art_source])}: "
                 + ui.message(datasets.artifact_summary(art_stats))
             )
-            plotly_once.plotly_chart(charts.artifact_statistics_chart(art_stats), width="stretch", key="data-art-chart")
-            ui.caption(
-                "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
-                "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
-                "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
-                "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
-                "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
-            )
+            inspect_tabs.word_chart(art_stats, key="data-art-chart")
             art_every = st.toggle("Show every tested pair, not only the significant ones", key="data-art-every")
             st.dataframe(
                 datasets.artifact_table(art_stats, every_pair=art_every),

@@ -139,13 +139,7 @@ def _tab_job(entry, request, stored, prepare, describe, *, keys, stop_help, stop
 def _draw_words(v: InspectView, word_stats, shares) -> None:
     """The statistics chart on all rows, and whether this run removed the significant pairs (``shares``)."""
     st.caption(compute.artifact_summary(word_stats))
-    plotly_once.plotly_chart(charts.artifact_statistics_chart(word_stats), width="stretch", key="inspect-words-chart")
-    ui.caption(
-        "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
-        "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
-        "outlined points; the strongest are named); the dotted line is 1/|Y|. z grows with n, so a frequent "
-        "word can be significant with p̂ only a little above 1/|Y|: read p̂ next to z. Hover for examples."
-    )
+    word_chart(word_stats, key="inspect-words-chart")
     st.subheader("Did this run remove them?")
     n_significant = int(word_stats["significant"].sum())
     if v.result.n_removed == 0 or v.result.n_kept == 0:
@@ -190,6 +184,49 @@ def _draw_words(v: InspectView, word_stats, shares) -> None:
         st.dataframe(compute.artifact_table(word_stats), hide_index=True, width="stretch")
 
 
+def word_test_controls(choices: dict[str, str], *, keys: tuple[str, str, str], **widget: Any) -> tuple[str, int, float]:
+    """The word test's three controls in a row (Data and Inspect pages): the texts, the least count and α.
+
+    ``keys`` are the widgets' keys (texts, least count, α); ``widget`` goes to each (e.g. ``persist_state``).
+    Returns the chosen text source, the least number of texts a tested token is in, and α.
+    """
+    c1, c2, c3 = st.columns([2, 1, 1])
+    source = c1.selectbox(
+        "Tokens of",
+        list(choices),
+        format_func=choices.get,
+        key=keys[0],
+        help="Annotation artifacts of NLI live in the hypothesis, which annotators wrote.",
+        **widget,
+    )
+    least = c2.number_input(
+        "Test tokens in at least … texts",
+        min_value=2,
+        max_value=100_000,
+        value=10,
+        step=5,
+        key=keys[1],
+        help="Rarer tokens are not tested (and could not reach significance anyway).",
+        **widget,
+    )
+    alpha = c3.selectbox(
+        "Significance level α", [0.05, 0.01, 0.001], index=1, key=keys[2], help="Family-wise.", **widget
+    )
+    return source, int(least), float(alpha)
+
+
+def word_chart(stats, *, key: str) -> None:
+    """The word test's chart of every (token, label) pair and its caption (Data and Inspect pages)."""
+    plotly_once.plotly_chart(charts.artifact_statistics_chart(stats), width="stretch", key=key)
+    ui.caption(
+        "Each point is a (token, label) pair: x = n, the texts containing the token (log scale); y = p̂, the "
+        "share of them with that label; colour = label. Above the dashed curve a pair is significant (large, "
+        "outlined points; the strongest are named); the dotted line is 1/|Y|, what a token that says nothing "
+        "gives. z grows with n, so a frequent word can be significant with p̂ only a little above 1/|Y| "
+        "(e.g. 'for' → neutral in SNLI): read p̂ next to z. Hover for example texts."
+    )
+
+
 def words_tab(v: InspectView) -> None:
     """The tab "Label-revealing words"."""
     word_choices = compute.artifact_text_choices(v.data)
@@ -205,28 +242,13 @@ def words_tab(v: InspectView) -> None:
             "with z = (p̂ − 1/|Y|) / sqrt((1/|Y|)(1 − 1/|Y|)/n), Bonferroni-corrected over all tests. Below: "
             "whether this run's removals took the significant ones away."
         )
-        w1, w2, w3 = st.columns([2, 1, 1])
-        word_source = w1.selectbox(
-            "Tokens of",
-            list(word_choices),
-            format_func=word_choices.get,
-            key=f"inspect-words-source-{v.dspec.key}",
+        word_source, word_min, word_alpha = word_test_controls(
+            word_choices,
+            keys=(f"inspect-words-source-{v.dspec.key}", "inspect-words-min", "inspect-words-alpha"),
             persist_state="page",
-        )
-        word_min = w2.number_input(
-            "Test tokens in at least … texts",
-            min_value=2,
-            max_value=100_000,
-            value=10,
-            step=5,
-            key="inspect-words-min",
-            persist_state="page",
-        )
-        word_alpha = w3.selectbox(
-            "Significance level α", [0.05, 0.01, 0.001], index=1, key="inspect-words-alpha", persist_state="page"
         )
         words = _words_result(
-            v, inspect_artifacts.WordsRequest(v.ref, word_source, min_count=int(word_min), alpha=float(word_alpha))
+            v, inspect_artifacts.WordsRequest(v.ref, word_source, min_count=word_min, alpha=word_alpha)
         )
         if words is not None:
             _draw_words(v, *words)

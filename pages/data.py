@@ -22,14 +22,14 @@ def _start_embedding(espec) -> None:
 
 
 current = st.session_state.get(DATASET)
-# the groups panel lives in a container of its own: what it shows comes and goes (a duplicate search's progress, its
-# finding, the premise checkbox of a pair dataset), and an element more or less above the tabs would redraw them on
-# the first tab - the user, e.g. just after 'Use this dataset' in 'Upload your own', would lose the tab they are on
-with st.container():
-    data_tabs.groups_panel(session_data)
 bundled_tab, nli_tab, upload_tab, run_tab, art_tab = st.tabs(
     ["Bundled datasets", "SNLI / MultiNLI by name", "Upload your own", "Open a run directory", "Label-revealing words"]
 )
+# the groups panel of the dataset in use sits under the tabs (after the upload form and the dataset cards), in a
+# container of its own: what it shows comes and goes (the premise checkbox of a pair dataset, the duplicates' finding)
+# and an element more or less above the tabs would redraw them on the first one. It is drawn before the upload tab's
+# code, which stops the script until a file is uploaded.
+groups_box = st.container(border=True)
 
 with bundled_tab:
     data_tabs.bundled_tab(current)
@@ -39,6 +39,8 @@ with art_tab:
     data_tabs.words_tab(session_data)
 with nli_tab:
     data_tabs.nli_tab(current)
+with groups_box:
+    data_tabs.groups_panel(session_data)
 
 # (the upload tab comes last in the code: it stops the script until a file is uploaded)
 with upload_tab:

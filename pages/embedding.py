@@ -55,14 +55,21 @@ if colour == "word":
         placeholder="e.g. sleeping",
         help="Whole word, any case, looked for in " + ui.md(", ".join(fields.word_columns(data))) + ".",
     )
+umap_off = compute.umap_off_reason()
+if umap_off:  # the server computes no UMAP: the radio says PCA (a link's or an earlier choice of UMAP included)
+    st.session_state[page_views.EMB_METHOD] = "PCA"
 method = c2.radio(
     "Projection",
     ["UMAP", "PCA"],
     horizontal=True,
-    key="emb-method",
-    help="UMAP keeps neighbourhoods (clusters); PCA keeps the two directions of largest variance. "
+    key=page_views.EMB_METHOD,
+    disabled=bool(umap_off),
+    help=umap_off
+    or "UMAP keeps neighbourhoods (clusters); PCA keeps the two directions of largest variance. "
     "UMAP is computed in the background the first time; PCA is shown until it is ready.",
 )
+if umap_off:
+    c2.caption(f"{umap_off} The map uses PCA.")
 
 map_key = embedding_map_key(spec.dataset.key, rep)
 sel_key = embedding_selection_key(map_key)

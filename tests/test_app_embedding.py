@@ -154,6 +154,23 @@ def test_umap_stop_ends_the_job_and_it_can_be_started_again(app_test, monkeypatc
     next(b for b in at.button if b.label == "Stop").click().run()
 
 
+def test_umap_turned_off_on_the_server_leaves_the_projection_on_pca(app_test, monkeypatch):
+    """AFLITE_APP_UMAP=0: the radio shows PCA, disabled, with the reason - not UMAP while the map shows PCA."""
+    monkeypatch.setenv("AFLITE_APP_UMAP", "0")
+    at = app_test(page="pages/filter.py")
+    at.switch_page("pages/embedding.py").run()
+    assert not at.exception, at.exception
+    radio = at.radio(key="emb-method")
+    assert radio.value == "PCA" and radio.disabled
+    assert "UMAP is turned off on this server (AFLITE_APP_UMAP=0). The map uses PCA." in _captions(at)
+    assert _map(at)["layout"]["title"]["text"].startswith("PCA")
+    assert not at.get("progress") and not at.warning  # no UMAP job, no "Showing PCA instead" for a choice not made
+    at.session_state["emb-method"] = "UMAP"  # e.g. a link that asked for UMAP
+    at.run()
+    assert not at.exception, at.exception
+    assert at.radio(key="emb-method").value == "PCA"
+
+
 def _tiny_dataset(shift: float):
     import pandas as pd
 
@@ -175,7 +192,8 @@ def test_fifty_rows_with_strategy_greedy(app_test, monkeypatch):
     at.switch_page("pages/embedding.py").run()
     assert not at.exception, at.exception
     assert _n_points(_map(at)) == 50
-    assert any("UMAP is turned off" in w.value for w in at.warning)
+    # the reason is said under the radio, which shows PCA (not a warning about a UMAP choice the page made itself)
+    assert "UMAP is turned off" in _captions(at) and at.radio(key="emb-method").value == "PCA"
     at.selectbox(key="emb-colour").set_value("round").run()
     assert not at.exception
     assert at.session_state["last_result_spec"].strategy == "greedy"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,36 @@ def test_the_duplicates_job_warns_in_one_line_and_groups_them_in_the_run(app_tes
     spec = at.session_state[LAST]
     assert spec.groups == "premise+duplicates"
     assert "duplicates" in runs.stored_result(spec).params["groups"]["source"]
+
+
+def test_a_click_made_while_the_duplicate_search_runs_is_kept_and_no_rerun_follows(app_test, monkeypatch):
+    """Up to the interactive size the search is awaited before the panel's widgets draw: the run that searched shows
+    the finding, with no progress fragment whose end would rerun the page (that rerun could swallow a click)."""
+    from aflite_core.data import duplicates as core_duplicates
+
+    real, searches = core_duplicates.find_duplicates, []
+
+    def slow_search(*args, **kwargs):
+        searches.append(1)
+        time.sleep(1.0)  # longer than the page's wait before a job shows its progress (below)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(core_duplicates, "find_duplicates", slow_search)
+    at = _nli_upload(app_test)
+    monkeypatch.setenv("AFLITE_APP_SYNC_WAIT", "0.1")  # the server's default 1.5 s, shorter: the search is slow here
+    key = at.session_state[DATASET]
+    store = datasets._duplicates_store()
+    for spec in [s for s in store.keys() if s.key == key]:
+        store.pop(spec)  # searched afresh in the next run: the click below comes while the search runs
+    at.session_state[DATA_PAGE].pop("dup_run", None)  # (where a background search kept its result)
+    n = len(searches)
+    at.checkbox(key="data-keep-premise").uncheck().run()  # the click, sent while the search runs
+    assert not at.exception, at.exception
+    assert at.checkbox(key="data-keep-premise").value is False  # the click kept
+    assert at.session_state[DATA_PAGE]["keep_premise"] is False
+    assert any("have an exact or near duplicate" in w.value for w in at.warning)  # the finding, in the same run
+    assert not at.get("progress") and not [b for b in at.button if b.key == "dup-stop"]  # nothing left to rerun
+    assert len(searches) == n + 1  # the search ran in this run, once
 
 
 def test_above_the_interactive_size_the_duplicate_search_waits_to_be_asked(app_test, monkeypatch):

@@ -74,9 +74,11 @@ def test_every_script_has_a_tiny_mode_and_a_test():
         "soak_app.py",
     }
     modules = {
+        "browser_steps.py",
         "reference.py",
         "scale_model.py",
-    }  # imported by bench_core / bench_adversary and bench_scale, run through them
+        "served_app.py",
+    }  # imported by bench_core / bench_adversary, bench_scale and bench_app_scale, run through them
     others = {"bench_hardware.py"}  # another change adds it with a test of its own (tests/test_bench_hardware.py)
     scripts = {p.name for p in BENCH.glob("*.py")}
     assert scripts - modules - others <= tested, (

@@ -214,7 +214,7 @@ def test_estimate_grows_with_text_length_and_counts_the_model_load():
 def test_status_without_the_extra_names_the_install_command(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        embeddings.importlib.util, "find_spec", lambda name: None if name == "sentence_transformers" else real(name)
+        importlib.util, "find_spec", lambda name: None if name == "sentence_transformers" else real(name)
     )
     status = embeddings_status()
     assert not status.available and status.missing == ("sentence-transformers",)

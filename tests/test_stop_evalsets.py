@@ -13,7 +13,7 @@ import pytest
 
 from aflite_app.compute import evalsets as compute
 from aflite_app.jobs import BackgroundRun
-from aflite_core.data import embeddings
+from aflite_core.data import embeddings, sentence_model
 from aflite_core.evalsets import AdversarySetup, SetupStopped, text_adversary_setup
 
 
@@ -202,8 +202,8 @@ def fake_sentence_model(monkeypatch):
         loads.append(path)
         return model
 
-    monkeypatch.setattr(embeddings, "_MODELS", {})
-    monkeypatch.setattr(embeddings, "_load_sentence_model", load)
+    monkeypatch.setattr(sentence_model, "_MODELS", {})
+    monkeypatch.setattr(sentence_model, "_load_sentence_model", load)
     return model, loads
 
 
@@ -296,7 +296,7 @@ def test_the_sentence_model_is_loaded_once_for_concurrent_callers(fake_sentence_
         entered.set()
         return slow_load(path, device)
 
-    embeddings._load_sentence_model, original = loader, embeddings._load_sentence_model
+    sentence_model._load_sentence_model, original = loader, sentence_model._load_sentence_model
     try:
         first = threading.Thread(target=lambda: results.append(embeddings.load_sentence_model()))
         second = threading.Thread(
@@ -311,7 +311,7 @@ def test_the_sentence_model_is_loaded_once_for_concurrent_callers(fake_sentence_
         for t in (first, second):
             t.join(10)
     finally:
-        embeddings._load_sentence_model = original
+        sentence_model._load_sentence_model = original
     assert len(loads) == 1 and results == [model, model] and announced == []
     assert embeddings.sentence_model_loaded()
 

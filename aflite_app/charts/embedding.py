@@ -9,7 +9,7 @@ The same map coloured by a per-row field is :mod:`aflite_app.charts.map_fields`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -117,33 +117,10 @@ def embedding_scatter(
             f"The 'colour' parameter of embedding_scatter must be one of {list(_OUTCOME_MODES)}. Got {colour!r} "
             "instead."
         )
-    n = len(frame)
-    scatter = go.Scattergl if n > WEBGL_POINTS else go.Scatter
-    size = _marker_size(n)
-    hover = _hover(frame)
     kept = frame["kept"].to_numpy(dtype=bool)
     rr = frame["removed_round"].to_numpy()
     fig = go.Figure()
-
-    chosen = None if not selected else np.isin(frame["row"].to_numpy(), np.fromiter(selected, dtype=np.int64))
-
-    def add(mask: np.ndarray, name: str, marker: dict, **kw) -> None:
-        sub = frame.loc[mask]
-        if chosen is not None:
-            kw["selectedpoints"] = np.flatnonzero(chosen[mask]).tolist()
-        fig.add_trace(
-            scatter(
-                x=sub["x"].to_numpy(),
-                y=sub["y"].to_numpy(),
-                mode="markers",
-                name=name,
-                customdata=sub["row"].to_numpy(dtype=np.int64),
-                hovertext=hover[mask],
-                hovertemplate="%{hovertext}<extra></extra>",
-                marker=dict(size=size, **marker),
-                **kw,
-            )
-        )
+    add = _point_traces(fig, frame, _hover(frame), selected)
 
     if colour == "status":
         add(kept, f"kept ({kept.sum():,})", dict(color=KEPT, opacity=0.55))
@@ -175,6 +152,44 @@ def embedding_scatter(
             mask = labels == name
             if mask.any():
                 add(mask, f"{name} ({mask.sum():,})", dict(color=colours[name], opacity=0.7))
+    return _lasso_map(fig, revision, axis_titles, extent, height, title)
+
+
+def _point_traces(
+    fig: go.Figure, frame: pd.DataFrame, hover: np.ndarray, selected: Collection[int] | None
+) -> Callable[[np.ndarray, str, dict], None]:
+    """``add(mask, name, marker)``: a trace of the rows of ``frame`` in ``mask``, added to ``fig`` (both maps' points).
+
+    WebGL above :data:`WEBGL_POINTS` rows, the marker size of the map's row count, ``hover`` as its text,
+    ``customdata`` the rows' positions, and the ``selected`` rows drawn as selected (the others dimmed).
+    """
+    n = len(frame)
+    scatter = go.Scattergl if n > WEBGL_POINTS else go.Scatter
+    size = _marker_size(n)
+    chosen = None if not selected else np.isin(frame["row"].to_numpy(), np.fromiter(selected, dtype=np.int64))
+
+    def add(mask: np.ndarray, name: str, marker: dict) -> None:
+        sub = frame.loc[mask]
+        kw = {} if chosen is None else {"selectedpoints": np.flatnonzero(chosen[mask]).tolist()}
+        fig.add_trace(
+            scatter(
+                x=sub["x"].to_numpy(),
+                y=sub["y"].to_numpy(),
+                mode="markers",
+                name=name,
+                customdata=sub["row"].to_numpy(dtype=np.int64),
+                hovertext=hover[mask],
+                hovertemplate="%{hovertext}<extra></extra>",
+                marker=dict(size=size, **marker),
+                **kw,
+            )
+        )
+
+    return add
+
+
+def _lasso_map(fig: go.Figure, revision: int, axis_titles, extent, height, title) -> go.Figure:
+    """A point map's layout: lasso by default, its selection revision in ``meta``, then :func:`_finish`."""
     fig.update_layout(
         dragmode="lasso", hovermode="closest", clickmode="event+select", meta={"selection_revision": int(revision)}
     )

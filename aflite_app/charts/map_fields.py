@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .embedding import WEBGL_POINTS, _finish, _hover, _marker_size
+from .embedding import _finish, _hover, _lasso_map, _point_traces
 from .theme import NEUTRAL, plotly_text
 
 __all__ = [
@@ -76,30 +76,9 @@ def embedding_field_scatter(
     plotly.graph_objects.Figure
         Every trace's ``customdata`` holds each point's row position; ``dragmode`` is "lasso".
     """
-    n = len(frame)
-    scatter = go.Scattergl if n > WEBGL_POINTS else go.Scatter
-    size = _marker_size(n)
-    hover = _field_hover(frame, field)
     values = frame["value"].to_numpy(dtype=float)
-    chosen = None if not selected else np.isin(frame["row"].to_numpy(), np.fromiter(selected, dtype=np.int64))
     fig = go.Figure()
-
-    def add(mask: np.ndarray, name: str, marker: dict) -> None:
-        sub = frame.loc[mask]
-        kw = {} if chosen is None else {"selectedpoints": np.flatnonzero(chosen[mask]).tolist()}
-        fig.add_trace(
-            scatter(
-                x=sub["x"].to_numpy(),
-                y=sub["y"].to_numpy(),
-                mode="markers",
-                name=name,
-                customdata=sub["row"].to_numpy(dtype=np.int64),
-                hovertext=hover[mask],
-                hovertemplate="%{hovertext}<extra></extra>",
-                marker=dict(size=size, **marker),
-                **kw,
-            )
-        )
+    add = _point_traces(fig, frame, _field_hover(frame, field), selected)
 
     if field.kind == "number":
         none = np.isnan(values)
@@ -132,10 +111,7 @@ def embedding_field_scatter(
         none = codes < 0
         if none.any():
             add(none, f"no level ({none.sum():,})", dict(color=NEUTRAL, opacity=0.35))
-    fig.update_layout(
-        dragmode="lasso", hovermode="closest", clickmode="event+select", meta={"selection_revision": int(revision)}
-    )
-    return _finish(fig, axis_titles, extent, height, title)
+    return _lasso_map(fig, revision, axis_titles, extent, height, title)
 
 
 def embedding_field_density(

@@ -569,6 +569,18 @@ def prepare_duplicates(spec: DatasetSpec, *, session: SessionData = NO_SESSION) 
     return target
 
 
+def duplicates_now(spec: DatasetSpec, *, session: SessionData = NO_SESSION) -> Outcome:
+    """The duplicate search of ``spec`` (up to the interactive size) awaited in the page's thread, or its stored report.
+
+    Awaited before the Data page draws the groups panel's widgets: no progress fragment reruns the page when the
+    search ends (a rerun that could swallow a click). Another session's search is joined, never started twice.
+    """
+    hit = stored_duplicates(spec)
+    if hit is not None:
+        return Outcome(hit)
+    return prepare_duplicates(spec, session=session)(lambda _progress: True)
+
+
 def duplicates_on_request(data: Dataset) -> bool:
     """Whether the Data page's duplicate search of ``data`` starts only when asked (above the interactive size).
 

@@ -80,6 +80,7 @@ __all__ = [
     "stop_umap",
     "thumbnails",
     "umap_estimate",
+    "umap_off_reason",
 ]
 
 #: rows the map draws as points at most (more in view: a density image); rows above which UMAP is fitted on a
@@ -198,6 +199,15 @@ def _umap_enabled() -> bool:
     return settings.load().umap
 
 
+#: why the Embedding page offers PCA only when the server's settings turn UMAP off
+UMAP_OFF = "UMAP is turned off on this server (AFLITE_APP_UMAP=0)."
+
+
+def umap_off_reason() -> str | None:
+    """Why this server computes no UMAP (one sentence), or None when it does (``AFLITE_APP_UMAP``, read now)."""
+    return None if _umap_enabled() else UMAP_OFF
+
+
 @_stores.memo("pca_projection", 8, spinner="Projecting the representation (PCA)…")
 def _pca_projection(dspec: DatasetSpec, _X: np.ndarray) -> Projection:
     n = _X.shape[0]
@@ -289,7 +299,7 @@ def embedding_view(dspec: DatasetSpec, method: str = "UMAP", *, session: Session
     X = dataset(dspec, session=session).representation(dspec.representation)
     pca = _pca_projection(dspec, X)
     if not _umap_enabled():
-        return EmbeddingView(pca, "off", "UMAP is turned off on this server (AFLITE_APP_UMAP=0).")
+        return EmbeddingView(pca, "off", UMAP_OFF)
     job, estimate = _umap_job(dspec, X, _umap_attempt(dspec))
     if job.done and job.error is None:
         return EmbeddingView(job.result if method == "UMAP" else pca, "ready", elapsed=job.elapsed)

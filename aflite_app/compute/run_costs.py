@@ -14,10 +14,12 @@ from ..specs import NO_SESSION, FilterSpec, SessionData
 
 __all__ = [
     "CONFIRM_SECONDS",
+    "ROW_RECORD_BYTES",
     "RUN_MEMORY_FACTOR",
     "available_memory_bytes",
     "check_memory",
     "estimate_run_seconds",
+    "round_record_bytes",
     "run_memory_bytes",
     "run_rounds",
 ]
@@ -84,22 +86,49 @@ def available_memory_bytes() -> int | None:
     return None
 
 
-def run_memory_bytes(spec: FilterSpec, n_rows: int, n_features: int) -> int:
+#: bytes a run keeps per row whatever its rounds: the removal round and the first, last and removal scores (in the
+#: engine's loop and again in the result it returns), the kept mask and the label codes
+ROW_RECORD_BYTES = 48
+
+
+def round_record_bytes(spec: FilterSpec, n_classes: int = 3) -> int:
+    """Bytes a run of ``spec`` records per row and round (``aflite_core.engine.loop``'s per-round rows).
+
+    The round's score (float32), its prediction count (uint16; int32 from 65,536 models) and its votes, one count
+    per class (``AFLiteResult.votes``, recorded by default: int16; int32 from 32,768 models): 12 bytes at 3
+    classes and m < 32,768. The greedy strategy keeps no per-round rows: 0.
+    """
+    if spec.strategy == "greedy":
+        return 0
+    m = int(spec.n_partitions)
+    count = 2 if m < 2**16 else 4
+    vote = 2 if m < 2**15 else 4
+    return 4 + count + max(2, int(n_classes)) * vote
+
+
+def run_memory_bytes(spec: FilterSpec, n_rows: int, n_features: int, n_classes: int = 3) -> int:
     """Bytes an AFLite run of ``spec`` on ``n_rows`` × ``n_features`` needs at most, roughly.
 
-    The features' float32 bytes × :data:`RUN_MEMORY_FACTOR`, plus the per-round score and prediction-count
-    matrices (8 bytes a row a round, for every round the run can take until the target size).
+    The features' float32 bytes × :data:`RUN_MEMORY_FACTOR`, :data:`ROW_RECORD_BYTES` a row, and the per-round
+    records (:func:`round_record_bytes` a row a round, for every round the run can take until the target size, at
+    most 10,000) twice: the engine's rows and the result's matrices stacked from them are both held when the run
+    ends.
     """
     k = 1 if spec.strategy == "greedy" else max(1, int(spec.slice_size))
     rounds = max(1, -(-max(0, n_rows - int(spec.target_size)) // k))
-    return int(n_rows * n_features * 4 * RUN_MEMORY_FACTOR + n_rows * min(rounds, 10_000) * 8)
+    per_round = 2 * round_record_bytes(spec, n_classes)
+    return int(
+        n_rows * n_features * 4 * RUN_MEMORY_FACTOR + n_rows * (ROW_RECORD_BYTES + min(rounds, 10_000) * per_round)
+    )
 
 
 def _human(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:,.1f} GB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:,.0f} MB"
 
 
-def check_memory(spec: FilterSpec, n_rows: int, n_features: int, *, session: SessionData = NO_SESSION) -> None:
+def check_memory(
+    spec: FilterSpec, n_rows: int, n_features: int, *, n_classes: int = 3, session: SessionData = NO_SESSION
+) -> None:
     """Refuse, in one sentence whose advice works, a run this server has not the memory for now (ValueError).
 
     Every size the machine can hold is run (an opened run directory of 550,000 rows included); only a run whose
@@ -107,7 +136,7 @@ def check_memory(spec: FilterSpec, n_rows: int, n_features: int, *, session: Ses
     k with a τ at or above its τ (read off it, no new run) when this session opened one on this dataset, and
     waiting for the server's other jobs.
     """
-    need, free = run_memory_bytes(spec, n_rows, n_features), available_memory_bytes()
+    need, free = run_memory_bytes(spec, n_rows, n_features, n_classes), available_memory_bytes()
     if free is None or need <= free:
         return
     opened = [e["spec"] for e in session.run_dirs.values() if e["spec"].dataset == spec.dataset]

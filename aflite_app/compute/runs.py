@@ -217,7 +217,8 @@ def filter_defaults(n_rows: int, n_classes: int) -> dict[str, int]:
 
 def _prepared(spec: FilterSpec, data, *, session: SessionData = NO_SESSION):
     X = data.representation(spec.dataset.representation)
-    check_memory(spec, data.n_rows, int(X.shape[1]) if X.ndim == 2 else 1, session=session)
+    n_features = int(X.shape[1]) if X.ndim == 2 else 1
+    check_memory(spec, data.n_rows, n_features, n_classes=data.n_classes, session=session)
     return X, data.y, data.ids
 
 

@@ -28,17 +28,37 @@ rate in, so the time left follows the server's actual speed (load included) rath
 For pages that have yet to use it: the Embedding map's UMAP, ``estimate_seconds("umap", n_rows=n)``; an
 embedding job, ``estimate_seconds("embedding", texts=texts, model_loaded=...)``; any job's progress line,
 ``RunningEstimate(total=estimate, prior_seconds_per_unit=1.0).update(estimated_seconds_done, elapsed)``.
+
+The shape model is :mod:`aflite_core.engine.work_units` and the calibration :mod:`aflite_core.engine.rate_calibration`;
+this module multiplies the two and follows jobs as they run, and re-exports both (callers import from here).
 """
 
 from __future__ import annotations
 
 import math
-import threading
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
+from .rate_calibration import _WARMUP_SECONDS, calibrate, rates  # noqa: F401 (re-exported)
+from .work_units import (  # noqa: F401 (re-exported: callers import the shape model from here)
+    _REFERENCE,
+    KNN_DISTANCE_WEIGHT,
+    PREDICT_WEIGHT,
+    RIDGE_ROW_WEIGHT,
+    ROW_WEIGHT,
+    SETUP_WEIGHT,
+    _rows,
+    aflite_round_units,
+    aflite_rounds_left,
+    aflite_solver,
+    aflite_units,
+    aflite_units_left,
+    baselines_units,
+    bias_units,
+    cv_units,
+    one_shot_units,
+    rate_kind,
+    setup_units,
+)
 
 __all__ = [
     "KNN_DISTANCE_WEIGHT",
@@ -64,412 +84,12 @@ __all__ = [
     "setup_units",
 ]
 
-#: a predicted row costs this share of a fitted row (measured: the default family, 100,000-200,000 × 128)
-PREDICT_WEIGHT = 0.05
-#: a round also costs this many units per row of S whatever m and d (indexing, scores, selection, bookkeeping;
-#: measured at 3,000-12,000 × 8, m 8, where it dominates, and 20,000 × 32, m 64)
-ROW_WEIGHT = 72.0
-#: the ridge fallback's cost per row of S a round whatever m and d (scores, selection, block bookkeeping), in its
-#: multiply-adds (measured at 40,000-120,000 × 64-256, m 32-96: about 0.4 µs a row, a multiply-add 0.04 ns)
-RIDGE_ROW_WEIGHT = 10_000.0
-#: a kNN distance costs this many feature units besides its d (the neighbour search over each row's distances;
-#: measured: 10,000-200,000 rows at d 32-256 grow less than in proportion to d)
-KNN_DISTANCE_WEIGHT = 64.0
-#: opening a run (blocks, float32 copy, first statistics) costs about this many units per feature value
-SETUP_WEIGHT = 2.0
-#: seconds per unit measured on the 2-core development machine (typical calibrations at load 1.5-3.5): what
-#: :func:`rates` gives before :func:`calibrate` ran, and the reference the kinds without a calibration of their
-#: own (UMAP, embeddings) are scaled from
-_REFERENCE = {"aflite": 1.0e-8, "ridge": 3.8e-11, "logistic": 6.0e-9, "knn": 3.8e-11}
-#: fixed costs on the reference machine: an AFLite round (plan, selection, bookkeeping; measured at 12,000 × 8, m 8:
-#: about 1 ms a round besides the per-row work), and one fold of a scikit-learn fit and its prediction (about 3 ms)
-_ROUND_SECONDS = 0.001
-_FOLD_SECONDS = 0.003
-#: the seconds an AFLite call pays once on the reference machine (its first round's one-off costs besides the
-#: process's first compilations: 0.02-0.1 s measured)
-_WARMUP_SECONDS = 0.05
 #: loading all-MiniLM-L6-v2 in a fresh process (torch and sentence-transformers imported, files in the page cache) on
 #: the reference machine: 4.6 s measured where the calibration gave speed 1.07; 36 s at load 15 where it gave 0.11
 #: (issue 25; the uncalibrated :func:`~aflite_core.data.embed_status.estimate_embedding_seconds` assumes ~9 s)
 _MODEL_LOAD_REFERENCE = 5.0
 #: UMAP (n_neighbors 15, 2-D): seconds per n·log₂ n on the reference machine (issue 25: 41-85 s at 550,000 rows)
 _UMAP_RATE = 6.0e-6
-#: an MLP fit (64 units, up to 200 epochs) costs about this many logistic units per row × feature (the digits:
-#: 1,150 × 64 in 0.6 s; the calibrated logistic rate about 6e-9 s a unit)
-_MLP_FACTOR = 1400.0
-#: an RBF SVM's fit and prediction: units are rows² × d, at about this many kNN distance units each (the digits:
-#: a fit on 1,150 rows in 0.03 s)
-_RBF_FACTOR = 4.0
-
-_lock = threading.Lock()
-_rates: dict[str, float] | None = None
-#: calibrations so far in this process: each draws new data (seed + _SEED_STEP × calls), so a forced one never
-#: times fits the family memoised from an earlier one
-_calls = 0
-_SEED_STEP = 10
-
-
-def _synthetic(n: int, d: int, seed: int = 0, signal: float = 1.5):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 3, n)
-    X = rng.standard_normal((n, d)).astype(np.float32)
-    X[:, :3] += np.eye(3, dtype=np.float32)[y] * signal
-    return X, y
-
-
-def _measure_aflite() -> tuple[float, float]:
-    """Seconds per unit of rounds 2-4 of a small run (the first pays the process's one-off compilations)."""
-    from .filtering import aflite
-
-    n, d, m, t, k = 24_000, 64, 32, 6_000, 480
-    X, y = _synthetic(n, d, seed=_SEED_STEP * _calls)
-    ends: list[float] = []
-    start = time.perf_counter()
-    aflite(
-        X,
-        y,
-        target_size=n - 4 * k,
-        train_size=t,
-        slice_size=k,
-        tau=0.0,
-        n_partitions=m,
-        random_state=0,
-        n_threads=1,
-        callback=lambda progress: ends.append(time.perf_counter()) and None,
-    )
-    if len(ends) < 4:
-        return (time.perf_counter() - start) / aflite_units(n, n - 4 * k, k, t, m, d), 0.0
-    rate = (ends[3] - ends[0]) / sum(aflite_round_units(n - r * k, t, m, d) for r in (1, 2, 3))
-    return rate, 0.0
-
-
-def _measure_ridge() -> float:
-    """Seconds per ridge unit: the default family forced onto its ridge fallback (``max_work`` 1), rounds 2-3."""
-    from .filtering import aflite
-    from .logistic import LogisticFamily
-
-    n, d, m, t, k = 40_000, 64, 32, 8_000, 800
-    X, y = _synthetic(n, d, seed=3 + _SEED_STEP * _calls)
-    ends: list[float] = []
-    aflite(
-        X,
-        y,
-        target_size=n - 3 * k,
-        train_size=t,
-        slice_size=k,
-        tau=0.0,
-        n_partitions=m,
-        model=LogisticFamily(max_work=1.0),
-        random_state=0,
-        n_threads=1,
-        callback=lambda progress: ends.append(time.perf_counter()) and None,
-    )
-    if len(ends) < 3:
-        return _REFERENCE["ridge"]
-    units = sum(aflite_round_units(n - r * k, t, m, d, solver="ridge") for r in (1, 2))
-    return (ends[2] - ends[0]) / units
-
-
-def _measure_logistic() -> float:
-    from sklearn.linear_model import LogisticRegression
-
-    from ._parallel import engine_threads
-
-    n, d = 3000, 64
-    X, y = _synthetic(n, d, seed=1 + _SEED_STEP * _calls, signal=0.5)  # overlapping: lbfgs iterates as on real data
-    with engine_threads(1):
-        LogisticRegression(max_iter=1000).fit(X[:200], y[:200])  # the first fit's lazy imports are not the rate
-        start = time.perf_counter()
-        LogisticRegression(C=1.0, max_iter=1000).fit(X, y)
-        seconds = time.perf_counter() - start
-    return seconds / (n * d * 3)
-
-
-def _measure_knn() -> float:
-    from sklearn.neighbors import KNeighborsClassifier
-
-    from ._parallel import engine_threads
-
-    n, d, held_out = 2000, 64, 6000
-    X, y = _synthetic(n + held_out, d, seed=2 + _SEED_STEP * _calls)
-    with engine_threads(1):
-        model = KNeighborsClassifier(n_neighbors=15, weights="distance").fit(X[:n], y[:n])
-        model.predict(X[n : n + 100])  # the first prediction's one-off costs are not the rate
-        start = time.perf_counter()
-        model.predict(X[n:])
-        seconds = time.perf_counter() - start
-    return seconds / (held_out * n * (d + KNN_DISTANCE_WEIGHT))
-
-
-def calibrate(force: bool = False) -> dict[str, float]:
-    """Measure this server's rates (seconds per unit) once per process, about a second; cached afterwards.
-
-    Parameters
-    ----------
-    force : bool, default=False
-        Measure again (e.g. after the machine's load changed a lot).
-
-    Returns
-    -------
-    dict
-        ``{"aflite", "ridge", "logistic", "knn", "speed", "warmup"}``: seconds per unit of each measured kind;
-        ``speed``, the reference AFLite rate over the measured one (> 1: faster than the development machine),
-        which scales the kinds without a measurement of their own; ``warmup``, the seconds every AFLite call
-        (a run, a subset's bias) pays once.
-    """
-    global _rates, _calls
-    with _lock:
-        if _rates is None or force:
-            aflite_rate, _ = _measure_aflite()
-            measured = {
-                "aflite": aflite_rate,
-                "ridge": _measure_ridge(),
-                "logistic": _measure_logistic(),
-                "knn": _measure_knn(),
-            }
-            measured = {key: max(value, 1e-15) for key, value in measured.items()}
-            measured["speed"] = _REFERENCE["aflite"] / measured["aflite"]
-            measured["warmup"] = _WARMUP_SECONDS / measured["speed"]
-            _rates = measured
-            _calls += 1
-        return dict(_rates)
-
-
-def rates() -> dict[str, float]:
-    """The calibrated rates if :func:`calibrate` ran in this process, else the reference machine's (no measuring)."""
-    current = _rates
-    return dict(current) if current is not None else {**_REFERENCE, "speed": 1.0, "warmup": _WARMUP_SECONDS}
-
-
-# --- AFLite --------------------------------------------------------------------------------------------------
-
-
-def aflite_solver(n_partitions: int, train_size: int, n_features: int, n_classes: int = 3) -> str:
-    """``"logistic"`` or ``"ridge"``: what the default family fits for these shapes (its own documented rule)."""
-    from .logistic import LogisticFamily
-
-    return LogisticFamily().solver(int(n_partitions), int(train_size), int(n_features), int(n_classes))
-
-
-def aflite_round_units(
-    size: int, train_size: int, n_partitions: int, n_features: int, *, solver: str = "logistic", n_classes: int = 3
-) -> float:
-    """Units of one AFLite round that starts with ``size`` rows: m fits on t rows and the predictions of the rest.
-
-    ``solver="logistic"`` (batched L-BFGS; rate kind ``"aflite"``): ``m × d × (t + PREDICT_WEIGHT × rest) +
-    ROW_WEIGHT × size``. ``solver="ridge"`` (the fallback above ``max_work``; rate kind ``"ridge"``): its
-    multiply-adds, the predictions of every row by every model (``m × size × (d + 1) × K``) and each partition's
-    Gram matrix summed from about ``32 × size / t`` block Grams (``m × 32 size / t × D²``, D = d + 1 + K), plus
-    ``RIDGE_ROW_WEIGHT × size`` for the per-row work of a round.
-
-    Examples
-    --------
-    >>> round(aflite_round_units(1000, 100, 10, 8) - aflite_round_units(0, 0, 10, 8))  # fits, predictions, rows
-    83600
-    """
-    size = max(int(size), 0)
-    t = min(max(int(train_size), 0), size)
-    m, d = int(n_partitions), int(n_features)
-    if solver == "ridge":
-        K = 1 if n_classes == 2 else int(n_classes)
-        blocks = 32.0 * size / max(t, 1)
-        D = d + 1 + K
-        fixed = _ROUND_SECONDS / _REFERENCE["ridge"]
-        return float(m * (size * (d + 1) * K + blocks * D * D) + RIDGE_ROW_WEIGHT * size + fixed)
-    rest = size - t
-    fixed = _ROUND_SECONDS / _REFERENCE["aflite"]
-    return float(m * d * (t + PREDICT_WEIGHT * rest) + ROW_WEIGHT * size + fixed)
-
-
-def aflite_rounds_left(
-    size: int,
-    target_size: int,
-    slice_size: int,
-    qualified: int | None = None,
-    removed: int | None = None,
-) -> int:
-    """Rounds an AFLite run still does: to the target by k, capped by what τ allows.
-
-    Without τ, ``ceil((size − target) / k)``. After a round, ``qualified`` rows had predictability ≥ τ and
-    ``removed`` of them were removed: the others (``qualified − removed``) are the pool later rounds remove from,
-    k a round, and the round after the pool runs dry finds fewer than k and ends the run, so at most
-    ``1 + (qualified − removed) // k`` more rounds (an estimate from the last scores: rows can rise above τ as S
-    shrinks, and the estimate is refined each round). A round that removed nothing, or found fewer than k rows
-    at p ≥ τ, ended the run: 0.
-
-    Examples
-    --------
-    >>> aflite_rounds_left(1000, 700, 100)
-    3
-    >>> aflite_rounds_left(1000, 700, 100, qualified=150, removed=100)  # 50 left at p ≥ τ: one more round
-    1
-    >>> aflite_rounds_left(1000, 700, 100, qualified=90, removed=90)  # fewer than k qualified: the run ended
-    0
-    """
-    k = max(int(slice_size), 1)
-    if size <= target_size:
-        return 0
-    rounds = -(-(int(size) - int(target_size)) // k)
-    if qualified is not None:
-        if qualified < k or (removed is not None and removed <= 0):
-            return 0
-        pool = max(int(qualified) - int(removed if removed is not None else k), 0)
-        rounds = min(rounds, 1 + pool // k)
-    return max(rounds, 0)
-
-
-def rate_kind(solver: str) -> str:
-    """The rate an AFLite unit of this solver is priced at: ``"ridge"`` or ``"aflite"`` (batched logistic)."""
-    return "ridge" if solver == "ridge" else "aflite"
-
-
-def aflite_units_left(
-    size: int,
-    target_size: int,
-    slice_size: int,
-    train_size: int,
-    n_partitions: int,
-    n_features: int,
-    qualified: int | None = None,
-    removed: int | None = None,
-    *,
-    solver: str = "logistic",
-    n_classes: int = 3,
-) -> float:
-    """Units of the rounds an AFLite run still does (:func:`aflite_rounds_left` rounds of size, size − k, …)."""
-    k = max(int(slice_size), 1)
-    rounds = aflite_rounds_left(size, target_size, slice_size, qualified, removed)
-    return float(
-        sum(
-            aflite_round_units(
-                max(size - r * k, 0), train_size, n_partitions, n_features, solver=solver, n_classes=n_classes
-            )
-            for r in range(rounds)
-        )
-    )
-
-
-def setup_units(n_rows: int, n_features: int, *, solver: str = "logistic", n_classes: int = 3) -> float:
-    """Units of opening a run: reading X (logistic), or every block's Gram matrix (ridge: n × D²)."""
-    if solver == "ridge":
-        D = int(n_features) + 1 + (1 if n_classes == 2 else int(n_classes))
-        return float(int(n_rows) * D * D)
-    return SETUP_WEIGHT * int(n_rows) * int(n_features)
-
-
-def aflite_units(
-    n_rows: int,
-    target_size: int,
-    slice_size: int,
-    train_size: int,
-    n_partitions: int,
-    n_features: int,
-    *,
-    solver: str = "logistic",
-    n_classes: int = 3,
-) -> float:
-    """Units of a whole AFLite run going to the target (opening the run included)."""
-    setup = setup_units(n_rows, n_features, solver=solver, n_classes=n_classes)
-    return setup + aflite_units_left(
-        n_rows, target_size, slice_size, train_size, n_partitions, n_features, solver=solver, n_classes=n_classes
-    )
-
-
-def _rows(value: int | float, n: int) -> int:
-    """A count or a fraction of n, as rows (what the engine resolves ``target_size`` / ``train_size`` to)."""
-    if isinstance(value, float) and 0 < value < 1:
-        return round(value * n)
-    return int(value)
-
-
-# --- Baselines -----------------------------------------------------------------------------------------------
-
-
-def cv_units(
-    model: str,
-    n_rows: int,
-    n_features: int,
-    *,
-    n_splits: int = 5,
-    max_train_rows: int | None = 2000,
-    n_classes: int = 3,
-) -> tuple[str, float]:
-    """The rate kind and units of cross-validating one family on ``n_rows`` rows (every row held out once).
-
-    A logistic fit is rows × d × classes units per fold, an MLP rows × d × 1,400; kNN's units are the distances
-    of every held-out row to its training fold (held-out rows × training rows × d); an RBF SVM's, its kernel
-    evaluations (folds × training rows² plus held-out rows × training rows, × d). kNN's d is counted plus
-    :data:`KNN_DISTANCE_WEIGHT`.
-    """
-    folds = max(int(n_splits), 2)
-    train = n_rows * (folds - 1) / folds
-    if max_train_rows is not None:
-        train = min(train, int(max_train_rows))
-    d = int(n_features)
-    if model in ("logistic", "mlp"):
-        per_row = _MLP_FACTOR if model == "mlp" else n_classes
-        return "logistic", folds * (train * d * per_row + _FOLD_SECONDS / _REFERENCE["logistic"])
-    fixed = folds * _FOLD_SECONDS / _REFERENCE["knn"]
-    if model == "rbf":
-        return "knn", _RBF_FACTOR * (folds * train * train + n_rows * train) * d + fixed
-    return "knn", float(n_rows * train * (d + KNN_DISTANCE_WEIGHT) + fixed)
-
-
-def one_shot_units(train_size: int, n_features: int, n_classes: int = 3) -> float:
-    """Logistic units of the one-shot filter: one scikit-learn logistic fit on t rows (its predictions are cheap)."""
-    return float(int(train_size) * int(n_features) * int(n_classes) + _FOLD_SECONDS / _REFERENCE["logistic"])
-
-
-def bias_units(
-    n_rows: int, train_size: int, n_partitions: int, n_features: int, n_classes: int = 3
-) -> tuple[str, float]:
-    """The rate kind and units of scoring one subset's representation bias: one AFLite scoring phase, opened."""
-    t = min(int(train_size), max(int(n_rows) - 1, 0))
-    solver = aflite_solver(n_partitions, t, n_features, n_classes)
-    units = setup_units(n_rows, n_features, solver=solver, n_classes=n_classes) + aflite_round_units(
-        n_rows, t, n_partitions, n_features, solver=solver, n_classes=n_classes
-    )
-    return rate_kind(solver), units
-
-
-def baselines_units(
-    n_rows: int,
-    n_kept: int,
-    train_size: int,
-    n_features: int,
-    models: Sequence[str] = ("logistic", "knn"),
-    *,
-    n_splits: int = 5,
-    max_train_rows: int | None = 2000,
-    n_partitions: int = 64,
-    partial_features: int | None = None,
-    n_classes: int = 3,
-) -> dict[str, float]:
-    """Units of the Baselines page's report by rate kind: ``{"aflite", "logistic", "knn"}``.
-
-    The four subsets (the full data and three of ``n_kept`` rows) are cross-validated with every family on the
-    full (and the partial) input (:func:`cv_units`); the one-shot filter fits one logistic model on t rows; the
-    representation bias scores every subset with ``n_partitions`` models of the default family
-    (:func:`bias_units`).
-    """
-    units = {"aflite": 0.0, "ridge": 0.0, "logistic": 0.0, "knn": 0.0}
-    sizes = [int(n_rows)] + [int(n_kept)] * 3
-    views = [int(n_features)] + ([int(partial_features)] if partial_features else [])
-    for d in views:
-        for s in sizes:
-            for model in models:
-                key, value = cv_units(
-                    model, s, d, n_splits=n_splits, max_train_rows=max_train_rows, n_classes=n_classes
-                )
-                units[key] += value
-    units["logistic"] += one_shot_units(min(int(train_size), max(int(n_rows) - 1, 0)), n_features, n_classes)
-    for s in sizes:
-        key, value = bias_units(s, train_size, n_partitions, n_features, n_classes)
-        units[key] += value
-    return units
-
-
-# --- the public estimate -------------------------------------------------------------------------------------
 
 
 def estimate_seconds(kind: str, *, calibrated: bool = True, **shape) -> float:
