@@ -31,11 +31,10 @@ _page()["step"] = step
 title, action = compute.DEMO_STEPS[step - 1]
 
 st.title("AFLite in 10 minutes")
-st.caption(
+st.caption(  # the steps, the current one in bold (no progress bar: at 390 px each line above the figure counts)
     f"Step {step} of {N_STEPS}: "
     + " → ".join(f"**{t}**" if i == step else t for i, (t, _) in enumerate(compute.DEMO_STEPS, start=1))
 )
-st.progress(step / N_STEPS)
 if _page().get("shown") != step:  # a new step starts at the top of the page (Next was pressed at its bottom)
     _page()["shown"] = step
     st.iframe(  # the step in the text: another step's script is a new frame, so it runs again
@@ -70,10 +69,7 @@ _nav("top")
 if step == 1:
     # at 390 px the figure must start on the first screen: one line of heading, a short lead, a one-line slider
     st.subheader("1 · The shortcut")
-    st.markdown(
-        "AFLite removes the rows that simple linear models find easy. Move τ: the **linear model falls**, the "
-        "**RBF SVM stays**."
-    )
+    st.markdown("AFLite removes the rows linear models find easy: the **linear model falls**, the **RBF SVM stays**.")
     tau = st.slider(
         "**Try it:** move τ",
         compute.DEMO_TAU_FLOOR,
@@ -95,13 +91,13 @@ if step == 1:
         )
         before, after = st.columns(2)  # side by side on a wide screen, stacked on a phone
         plotly_once.plotly_chart(
-            syn_charts.circles_column(shown["data"], shown["result"], row, part="original", height=500),
+            demo_charts.circles_panel(shown["data"], shown["result"], row, part="original", height=500),
             width="stretch",
             key="demo-circles-original",
             container=before,
         )
         plotly_once.plotly_chart(
-            syn_charts.circles_column(shown["data"], shown["result"], row, part="after", webgl=False, height=540),
+            demo_charts.circles_panel(shown["data"], shown["result"], row, part="after", webgl=False, height=540),
             width="stretch",
             key="demo-circles",
             container=after,
