@@ -143,7 +143,7 @@ def test_the_evaluation_sets_heatmap_reads_at_390_px(server, phone):
             size: parseFloat(getComputedStyle(e).fontSize), box: box(e.getBoundingClientRect())}}));
         const ticks = [...p.querySelectorAll(TICKS)].map(e =>
             [e.textContent, ...box(e.getBoundingClientRect())]);
-        const titles = [...p.querySelectorAll(AXIS_TITLES)].map(e =>
+        const titles = [...p.querySelectorAll(AXIS_TITLES + ', .legendtext')].map(e =>
             [e.textContent, ...box(e.getBoundingClientRect())]);
         const cats = p.data.filter(t => t.type === 'heatmap').reduce((n, t) => n + t.x.length + t.y.length, 0);
         return {{fig: box(p.getBoundingClientRect()), cells, ticks, titles, cats}};
@@ -159,7 +159,7 @@ def test_the_evaluation_sets_heatmap_reads_at_390_px(server, phone):
     assert len(info["ticks"]) == info["cats"], (len(info["ticks"]), info["cats"])
     assert not _apart(info["ticks"], 0), _apart(info["ticks"], 0)[:3]
     left, top, right, bottom = info["fig"]
-    for text, x0, y0, x1, y1 in info["ticks"] + info["titles"]:  # nothing cut at the figure's edges
+    for text, x0, y0, x1, y1 in info["ticks"] + info["titles"]:  # nothing cut at the figure's edges (legend too)
         assert left - 1 <= x0 and x1 <= right + 1 and top - 1 <= y0 and y1 <= bottom + 1, (text, info["fig"])
     assert phone.locator('[data-testid="stException"]').count() == 0
 
