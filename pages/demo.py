@@ -2,7 +2,6 @@ import streamlit as st
 
 from aflite_app import plotly_once, state, ui
 from aflite_app.charts import demo as demo_charts
-from aflite_app.charts import inspect as inspect_charts
 from aflite_app.charts import synthetic as syn_charts
 from aflite_app.compute import demo as compute
 from aflite_app.markup import md
@@ -152,7 +151,7 @@ elif step == 2:
             )
             _page()["word"] = choice
             w = shares.iloc[pairs.index(choice)]
-            fig = inspect_charts.artifact_shares_chart(shares, z_critical=words["z_critical"])
+            fig = demo_charts.word_shares_panel(shares, z_critical=words["z_critical"])
             plotly_once.plotly_chart(fig, width="stretch", key="demo-words")  # the figure first: on a phone too
             st.markdown(
                 f"**'{md(w['token'])}'** is in {int(w['count']):,} hypotheses, {w['p_hat']:.0%} of them labelled "

@@ -90,6 +90,21 @@ def _tops(page, js_test: str) -> tuple[float, float]:
     )
 
 
+def _outside(page, js_test: str) -> list:
+    """The axis titles, tick labels and legend texts of the first figure passing ``js_test`` that reach past the
+    figure's edges (cut off on screen)."""
+    return page.evaluate(
+        f"""() => {{
+        const p = {_find(js_test)}, f = p.getBoundingClientRect();
+        return [...p.querySelectorAll(`{_TICKS}, {_AXIS_TITLES}, .legendtext`)].filter(e => e.textContent)
+          .map(e => [e.textContent, e.getBoundingClientRect()])
+          .filter(([, r]) => r.left < f.left - 1 || r.right > f.right + 1
+                             || r.top < f.top - 1 || r.bottom > f.bottom + 1)
+          .map(([t, r]) => [t, Math.round(r.left), Math.round(r.right), Math.round(f.right)]);
+    }}"""
+    )
+
+
 def _apart(boxes: list[list[float]], gap: float) -> list:
     """The pairs of boxes ``[text, left, top, right, bottom]`` closer than ``gap`` px (overlapping: negative)."""
     close = []
@@ -113,13 +128,15 @@ _STEP_FIGURES = {
 def test_every_demo_step_starts_its_figure_on_the_first_screen(server, phone):
     """Issue 29 at 390 × 844: step 1's scatter started at ~905 px and step 3's chart at ~1,009 px (measured). The
     figure and its plot area: step 1's square plot sat centred, ~60 px under the figure's title."""
-    tops = {}
+    tops, cut = {}, {}
     for step, figure in _STEP_FIGURES.items():
         phone.goto(f"{server}/demo?step={step}")
         _plot_with(phone, figure)
         _idle(phone)
         tops[step] = _tops(phone, figure)
+        cut[step] = _outside(phone, figure)
     assert all(fig < PHONE["height"] and plot < PHONE["height"] for fig, plot in tops.values()), tops
+    assert not any(cut.values()), cut  # step 2's x-axis title ran past the right edge ("…contains the t")
     assert phone.locator('[data-testid="stException"]').count() == 0
 
 

@@ -41,3 +41,26 @@ def test_the_removed_label_sits_on_a_white_ground_off_the_tau_line():
     assert label.x == 4 and label.y == pytest.approx(0.8) and label.yshift < 0 and label.bgcolor
     diamond = next(t for t in fig.data if t.name == "removed in round 4")
     assert diamond.mode == "markers" and not diamond.text
+
+
+def test_step_2s_axis_title_is_two_short_lines():
+    """On one line the title ran past the figure's right edge at 390 px ("share of rows whose text contains the t")."""
+    import pandas as pd
+
+    shares = pd.DataFrame(
+        {
+            "token": ["eating", "sleeping"],
+            "label": ["contradiction", "contradiction"],
+            "share_kept": [0.01, 0.02],
+            "share_removed": [0.03, 0.05],
+            "count_kept": [3, 5],
+            "count_removed": [10, 12],
+            "p_hat": [0.8, 0.9],
+            "p_hat_kept": [0.5, 0.6],
+            "z": [4.1, 5.0],
+            "z_kept": [0.9, 1.2],
+        }
+    )
+    fig = charts.word_shares_panel(shares, z_critical=3.0)
+    title = fig.layout.xaxis.title.text
+    assert title.startswith("share of rows whose text") and all(len(line) <= 26 for line in title.split("<br>"))

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from .inspect import artifact_shares_chart
 from .synthetic import circles_column
 from .theme import KEPT, REMOVED, TAU_LINE, style
 
-__all__ = ["circles_panel", "row_rounds_chart"]
+__all__ = ["circles_panel", "row_rounds_chart", "word_shares_panel"]
 
 
 def circles_panel(data: Any, kept: Any, row: Any, *, part: str, **kwargs: Any) -> go.Figure:
@@ -28,6 +29,18 @@ def circles_panel(data: Any, kept: Any, row: Any, *, part: str, **kwargs: Any) -
     """
     fig = circles_column(data, kept, row, part=part, **kwargs)
     fig.update_yaxes(constraintoward="top")
+    return fig
+
+
+def word_shares_panel(shares: Any, *, z_critical: float) -> go.Figure:
+    """Step 2's chart: :func:`~aflite_app.charts.inspect.artifact_shares_chart` with its x-axis title on two lines.
+
+    The title is centred under the plot, which the (word → label) names push right: on one line it ran past the
+    figure's right edge at 390 px ("share of rows whose text contains the t").
+    """
+    fig = artifact_shares_chart(shares, z_critical=z_critical)
+    fig.update_xaxes(title_text="share of rows whose text<br>contains the token")
+    fig.update_layout(margin=dict(b=fig.layout.margin.b + 18))
     return fig
 
 
