@@ -6,7 +6,7 @@
   cell: at 390 px seven model columns left 12 px a cell, so "0.92 ±0.03" ran into its neighbours) and every axis
   label is drawn and inside the figure (Plotly dropped every other model name and cut the axis title);
 * Predictability: the "All rounds" small multiples' round titles and tick labels keep apart (six panels a row ran
-  the ticks of neighbouring panels together, "0 0.5 10 0.5 1").
+  the ticks of neighbouring panels together, "0 0.5 10 0.5 1"), and the round's histogram shows on the first screen.
 
 One server for the module. Without a browser the tests are skipped, or fail when ``CI`` is set
 (tests/test_browser.py).
@@ -201,6 +201,10 @@ def test_the_predictability_small_multiples_keep_titles_and_ticks_apart(server, 
                  fig: [fig.left, fig.top, fig.right, fig.bottom]}};
     }}"""
     )
+    # the page's main chart (this round's histogram by class) is on the first screen, its panels and not only its
+    # title: four metrics stacked one a row had pushed its plot area to ~840 px
+    _, plot = _tops(phone, "String(p.layout.title?.text ?? '').startsWith('Round ')")
+    assert plot < PHONE["height"] - 150, plot
     titles, ticks = info["titles"], info["ticks"]
     assert len(titles) >= 9, titles
     # round titles clear of each other (old: 4.7 px between two titles), ticks too (old: 0.2 px, "1" of one panel
