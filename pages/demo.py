@@ -2,7 +2,6 @@ import streamlit as st
 
 from aflite_app import plotly_once, state, ui
 from aflite_app.charts import demo as demo_charts
-from aflite_app.charts import inspect as inspect_charts
 from aflite_app.charts import synthetic as syn_charts
 from aflite_app.compute import demo as compute
 from aflite_app.markup import md
@@ -31,11 +30,10 @@ _page()["step"] = step
 title, action = compute.DEMO_STEPS[step - 1]
 
 st.title("AFLite in 10 minutes")
-st.caption(
+st.caption(  # the steps, the current one in bold (no progress bar: at 390 px each line above the figure counts)
     f"Step {step} of {N_STEPS}: "
     + " → ".join(f"**{t}**" if i == step else t for i, (t, _) in enumerate(compute.DEMO_STEPS, start=1))
 )
-st.progress(step / N_STEPS)
 if _page().get("shown") != step:  # a new step starts at the top of the page (Next was pressed at its bottom)
     _page()["shown"] = step
     st.iframe(  # the step in the text: another step's script is a new frame, so it runs again
@@ -68,20 +66,18 @@ _nav("top")
 
 # -- step 1: the shortcut on the circles -------------------------------------------------------------------------
 if step == 1:
-    st.subheader("1 · A shortcut, and what AFLite does to it")
-    st.markdown(
-        "Two classes lie on two rings: the *real task*, which a straight line cannot solve but an RBF-kernel SVM "
-        "can. Three rows in four also carry *bias features* that give the label away: a *shortcut* a linear model "
-        "uses instead. AFLite removes the rows simple linear models find easy, so the shortcut goes, the **linear "
-        "model falls** and the **RBF SVM stays**."
-    )
+    # at 390 px the figure must start on the first screen: one line of heading, a short lead, a one-line slider
+    st.subheader("1 · The shortcut")
+    st.markdown("AFLite removes the rows linear models find easy: the **linear model falls**, the **RBF SVM stays**.")
     tau = st.slider(
-        "**Try it:** move τ (AFLite removes only rows with predictability ≥ τ)",
+        "**Try it:** move τ",
         compute.DEMO_TAU_FLOOR,
         1.0,
         float(_page().get("tau", compute.DEMO_TAU)),
         0.01,
         key="demo-tau",
+        help="AFLite removes only rows whose predictability (the share of linear models, not trained on the row, "
+        "that get its label right) is at least τ.",
     )
     _page()["tau"] = float(tau)
     with ui.errors():
@@ -94,13 +90,13 @@ if step == 1:
         )
         before, after = st.columns(2)  # side by side on a wide screen, stacked on a phone
         plotly_once.plotly_chart(
-            syn_charts.circles_column(shown["data"], shown["result"], row, part="original", height=500),
+            demo_charts.circles_panel(shown["data"], shown["result"], row, part="original", height=500),
             width="stretch",
             key="demo-circles-original",
             container=before,
         )
         plotly_once.plotly_chart(
-            syn_charts.circles_column(shown["data"], shown["result"], row, part="after", webgl=False, height=540),
+            demo_charts.circles_panel(shown["data"], shown["result"], row, part="after", webgl=False, height=540),
             width="stretch",
             key="demo-circles",
             container=after,
@@ -120,16 +116,26 @@ if step == 1:
             delta_color="off",
             width=160,
         )
+    st.markdown(
+        "Two classes lie on two rings: the *real task*, which a straight line cannot solve but an RBF-kernel SVM "
+        "can. Three rows in four also carry *bias features* that give the label away: a *shortcut* a linear model "
+        "uses instead. Removing the easy rows removes the shortcut."
+    )
     ui.caption(
-        f"{shown['data'].name}: all rows (left) and the rows AFLite kept at τ = {tau:g} (right); the titles give "
-        "each model's held-out accuracy on the set shown. The Synthetic circles page has all four datasets."
+        f"{shown['data'].name}: all rows (left, first on a phone) and the rows AFLite kept at τ = {tau:g} (right); "
+        "the titles give each model's held-out accuracy on the set shown. The Synthetic circles page has all four "
+        "datasets."
     )
 
 # -- step 2: real words in a real NLI sample ----------------------------------------------------------------------
 elif step == 2:
-    st.subheader("2 · The same on real text: SNLI")
+    st.subheader("2 · The same on real text")
     with ui.errors():
         words = compute.words_step(session=ui.session_data())
+        st.markdown(
+            f"{words['data'].n_rows:,} real SNLI sentence pairs ship with the app. A hypothesis alone should not "
+            "reveal whether it follows from its premise, yet some words do."
+        )
         shares = words["shares"]
         if words["word"] is None or shares.empty:
             st.info("The word test found no significant word in this sample.")
@@ -145,17 +151,15 @@ elif step == 2:
             )
             _page()["word"] = choice
             w = shares.iloc[pairs.index(choice)]
+            fig = demo_charts.word_shares_panel(shares, z_critical=words["z_critical"])
+            plotly_once.plotly_chart(fig, width="stretch", key="demo-words")  # the figure first: on a phone too
             st.markdown(
-                f"{words['data'].n_rows:,} real sentence pairs ship with the app. A hypothesis alone should not "
-                "reveal whether it follows from its premise, yet some words do: "
                 f"**'{md(w['token'])}'** is in {int(w['count']):,} hypotheses, {w['p_hat']:.0%} of them labelled "
                 f"*{md(w['label'])}* (significant, z = {w['z']:.1f}). AFLite, run on the hypothesis alone, removed "
                 f"**{w['removed_fraction']:.0%} of them** against {words['removed_share']:.0%} of all rows; "
                 f"among the rows it kept, z falls to {w['z_kept']:.1f}"
                 + (" (no longer significant)." if w["z_kept"] <= words["z_critical"] else " (still significant).")
             )
-            fig = inspect_charts.artifact_shares_chart(shares, z_critical=words["z_critical"])
-            plotly_once.plotly_chart(fig, width="stretch", key="demo-words")
             ui.caption(
                 "Each significant (word → label) pair: the share of kept rows (blue) and of removed rows "
                 "(vermillion) whose hypothesis contains the word. A word far more common among removed rows is "
@@ -166,7 +170,7 @@ elif step == 2:
 
 # -- step 3: one removed row, explained -----------------------------------------------------------------------------
 else:
-    st.subheader("3 · One removed row, explained")
+    st.subheader("3 · One removed row")
     with ui.errors():
         words = compute.words_step(session=ui.session_data())
         token = label = None
@@ -181,12 +185,21 @@ else:
         scores = why["scores"]
         qualified = sum(1 for p in scores if p >= why["tau"])
         st.markdown(
-            f"Every round, {words['spec'].n_partitions} linear models are trained on other rows and predict this "
-            f"one: its *predictability* is the share that get its label right. This row reached τ = {why['tau']:g} "
-            f"in {qualified} of its {len(scores)} round(s) and was among the most predictable in round "
-            f"{why['removed_round']}, so AFLite removed it."
+            f"Why did AFLite remove this row? Its *predictability* in each round: the share of "
+            f"{words['spec'].n_partitions} linear models, trained on other rows, that get its label right."
         )
-        with st.container(border=True):
+        st.button(
+            f"**Try it:** show another removed row ({index + 1} of {len(rows)})", key="demo-another", on_click=_next_row
+        )
+        # the figure beside the row on a wide screen; on a phone (columns stack) the figure comes first
+        chart, text = st.columns([3, 2], gap="medium")
+        fig = demo_charts.row_rounds_chart(why["rounds"], scores, why["tau"], why["removed_round"])
+        plotly_once.plotly_chart(fig, width="stretch", key="demo-row", container=chart)
+        chart.caption(
+            "Vermillion points reached τ (dashed). A row can reach τ and stay a round: AFLite removes only the k "
+            "most predictable rows per round."
+        )
+        with text.container(border=True):
             st.markdown(f"**Premise:** {md(why['premise'])}  \n**Hypothesis:** {md(why['hypothesis'])}")
             st.markdown(f"**Label:** {md(why['label'])} · row {md(why['id'])}")
             if len(why["words"]):
@@ -199,14 +212,9 @@ else:
                 )
             else:
                 st.markdown("**Words that give a label away:** none of the significant ones.")
-        st.button(
-            f"**Try it:** show another removed row ({index + 1} of {len(rows)})", key="demo-another", on_click=_next_row
-        )
-        fig = demo_charts.row_rounds_chart(why["rounds"], scores, why["tau"], why["removed_round"])
-        plotly_once.plotly_chart(fig, width="stretch", key="demo-row")
-        ui.caption(
-            "This row's predictability in every round it was scored; vermillion points reached τ (dashed). A row can "
-            "reach τ and stay a round: AFLite removes only the k most predictable rows per round."
+        text.markdown(
+            f"This row reached τ = {why['tau']:g} in {qualified} of its {len(scores)} round(s) and was among the most "
+            f"predictable in round {why['removed_round']}, so AFLite removed it."
         )
     if st.button(  # the callback picks the SNLI sample (before the sidebar draws); its default run is this one
         "Open this run on the Filter page",

@@ -432,11 +432,13 @@ st.subheader("Accuracy of the evaluated models")
 tab1, tab2 = st.tabs(["Heatmap (Figure 7)", "Lines (Figure 2)"])
 with tab1:
     plotly_once.plotly_chart(charts.accuracy_heatmap(study), width="stretch", key="es-heatmap")
+    cut = charts.heatmap_name_key(study)
     ui.caption(
-        "Accuracy of each evaluated model (columns, weakest to strongest on the full set) on the full evaluation set "
-        "(top row) and on the rows each adversary selected (mean over seeds); ± is half the width of a 95 % binomial "
-        "interval on that many rows (hover for the interval and the spread over seeds): a few dozen selected rows "
-        "leave ±0.1 or more. Darker is lower. Outlined cells: the adversary's backbone, or a model on its very Φ."
+        "Accuracy of each evaluated model (rows, weakest to strongest on the full set) on the full evaluation set "
+        "(first column) and on the rows each adversary selected (mean over seeds); ± is half the width of a 95 % "
+        "binomial interval on that many rows (hover for the interval and the spread over seeds): a few dozen selected "
+        "rows leave ±0.1 or more. Darker is lower. Outlined cells: the adversary's backbone, or a model on its very Φ."
+        + (" Names cut short: " + "; ".join(f"{ui.md(a)} = {ui.md(b)}" for a, b in cut.items()) + "." if cut else "")
     )
 with tab2:
     plotly_once.plotly_chart(charts.accuracy_lines(study), width="stretch", key="es-lines")

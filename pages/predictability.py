@@ -32,11 +32,11 @@ rnd = st.slider(
 )
 rnd = min(rnd, result.n_rounds)
 row = result.history.iloc[rnd - 1]
-c1, c2, c3, c4 = st.columns(4)
-c1.metric("Rows scored", f"{int(row['n_scored']):,}")
-c2.metric("Reached τ", f"{int(row['n_qualified']):,}")
-c3.metric("Removed this round", f"{int(row['n_removed']):,}")
-c4.metric("Mean p (R estimate)", f"{row['mean_predictability']:.3f}")
+numbers = st.container(horizontal=True, gap="medium")  # two a row on a phone (columns stacked them one a row)
+numbers.metric("Rows scored", f"{int(row['n_scored']):,}", width=160)
+numbers.metric("Reached τ", f"{int(row['n_qualified']):,}", width=160)
+numbers.metric("Removed this round", f"{int(row['n_removed']):,}", width=160)
+numbers.metric("Mean p (R estimate)", f"{row['mean_predictability']:.3f}", width=160)
 mine = ui.session_data()
 page = state.page_state(st.session_state, state.PRED_PAGE)
 with ui.errors():

@@ -149,9 +149,9 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
         "(ours)" in t and "swap order" in t for t in _kendall_titles(ranking)
     )
     assert ranking["layout"]["xaxis"]["ticktext"] == ["none (unfiltered)", "mlp_small", "pca", "pixels", "mlp"]
-    heat = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")
-    assert heat["data"][0]["y"][0] == "none (unfiltered)" and len(heat["data"][0]["y"]) == 5
-    assert "backbone:mlp" in heat["data"][0]["x"]  # the chosen adversaries' backbones are always evaluated
+    heat = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")  # sets across, models down
+    assert heat["data"][0]["x"][0] == "none (unfiltered)" and len(heat["data"][0]["x"]) == 5
+    assert "backbone:mlp" in heat["data"][0]["y"]  # the chosen adversaries' backbones are always evaluated
     strength = _figure_with(at, "strength: backbone accuracy")
     assert strength is not None and sorted(strength["data"][0]["text"]) == ["mlp", "mlp_small", "pca", "pixels"]
     reading = _reading(at)
@@ -177,7 +177,7 @@ def test_default_study_on_digits_then_fewer_adversaries(app_test):
     assert _by_key(at, "es-ranking")["layout"]["xaxis"]["ticktext"] == ["none (unfiltered)", "pixels", "mlp"]
     assert len(_rank_lists(at)) == 3
     heat = next(f for f in plotly_figures(at) if f["data"][0]["type"] == "heatmap")
-    assert heat["data"][0]["y"] == ["none (unfiltered)", "pixels", "mlp"]
+    assert heat["data"][0]["x"] == ["none (unfiltered)", "pixels", "mlp"]
     assert "**pca**" not in _reading(at)
 
     # the shown study is cached: a rerun (or coming back) does not recompute
@@ -220,6 +220,14 @@ def test_text_pair_upload_with_annotator_labels_shows_agreement(app_test):
     caption = next(c.value for c in at.caption if c.value.startswith("Figure 5"))
     assert "excluded by their source" in caption and "used" in caption
     assert "Annotator agreement is" in _reading(at)
+    # issue 29: the heatmap names each model in two short lines, read whole at 390 px ("logistic:tfidf_hypoth…"
+    # was cut before); nothing needed cutting, so the caption lists no names
+    heat = _by_key(at, "es-heatmap")
+    models = heat["data"][0]["y"]
+    assert "logistic:tfidf_hypothesis" in models
+    labels = dict(zip(heat["layout"]["yaxis"]["tickvals"], heat["layout"]["yaxis"]["ticktext"]))
+    assert labels["logistic:tfidf_hypothesis"] == "logistic:<br>tfidf_hypothesis"
+    assert not any("Names cut short" in c.value for c in at.caption)
 
 
 def test_evaluation_table_upload_rebuilds_tfidf(app_test):

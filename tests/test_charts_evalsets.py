@@ -73,16 +73,17 @@ def test_category_bars_sum_to_100_per_adversary_in_strength_order(study):
     np.testing.assert_allclose(counts, study.params["n_eval"])
 
 
-def test_accuracy_heatmap_has_a_row_per_adversary_plus_none(study):
+def test_accuracy_heatmap_has_a_column_per_adversary_plus_none(study):
+    """Transposed for a phone (issue 29): a row per evaluated model, a column per evaluation set."""
     fig = ce.accuracy_heatmap(study)
     heat = fig.data[0]
     z = np.asarray(heat.z, dtype=float)
-    assert z.shape == (len(study.adversaries) + 1, len(study.accuracy_matrix))
-    assert list(heat.y) == [ce.NONE_LABEL, "weak", "mid", "strong"]
-    assert list(heat.x) == ce.model_order(study)
-    # the first row is the unfiltered accuracy, in the heatmap's column order
-    expected = study.accuracy_matrix.loc[list(heat.x), NONE].to_numpy(float)
-    np.testing.assert_allclose(z[0], expected)
+    assert z.shape == (len(study.accuracy_matrix), len(study.adversaries) + 1)
+    assert list(heat.x) == [ce.NONE_LABEL, "weak", "mid", "strong"]
+    assert list(heat.y) == ce.model_order(study)
+    # the first column is the unfiltered accuracy, in the heatmap's row order
+    expected = study.accuracy_matrix.loc[list(heat.y), NONE].to_numpy(float)
+    np.testing.assert_allclose(z[:, 0], expected)
     # every model that shares an adversary's representation gets an outlined cell
     assert len(fig.layout.shapes) == len(study.same_representation)
     assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
@@ -262,3 +263,93 @@ def test_charts_survive_an_adversary_that_selects_nothing():
     ce.accuracy_lines(st)
     cr.same_representation_chart(st)
     cr.strength_chart(st)
+
+
+def _many_adversaries(n_adv: int = 6):
+    """A one-seed study with ``n_adv`` adversaries (more evaluation sets than one panel of the heatmap holds)."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 300)
+    reps = {}
+    for i in range(n_adv):
+        X = rng.normal(size=(300, 3))
+        X[:, 0] += (0.3 + 0.3 * i) * (2 * y - 1)
+        reps[f"rep{i}"] = X
+    labels = np.where(y == 1, "yes", "no")
+    return adversary_study(
+        {k: X[:200] for k, X in reps.items()},
+        labels[:200],
+        {k: X[200:] for k, X in reps.items()},
+        labels[200:],
+        target_size=100,
+        train_size=40,
+        slice_size=20,
+        seeds=(0,),
+        adversaries=list(reps),
+        evaluated=[("logistic", "rep0"), ("knn", "rep1")],
+        random_state=0,
+    )
+
+
+def test_heatmap_reads_on_a_phone(study):
+    """Issue 29: at 390 px the cells' '±0.05' was too small and the model names cut. The cells keep a readable
+    font, every name is a tick of its own in short lines, no colour bar takes the width, and the figure grows with
+    the number of models (a fixed height squeezed many models into thin rows)."""
+    fig = ce.accuracy_heatmap(study)
+    heat = fig.data[0]
+    assert heat.textfont.size >= 11 and fig.layout.xaxis.tickfont.size >= 11 and fig.layout.yaxis.tickfont.size >= 11
+    assert heat.showscale is False
+    for axis, names in ((fig.layout.xaxis, heat.x), (fig.layout.yaxis, heat.y)):
+        assert axis.tickmode == "array" and list(axis.tickvals) == list(names) and len(axis.ticktext) == len(names)
+        assert all(len(line) <= ce.HEATMAP_CUT_CHARS for t in axis.ticktext for line in t.split("<br>"))
+    assert fig.layout.xaxis.ticktext[0] == ce.HEATMAP_NONE_TICK == "full set"  # short, on one line
+    assert "full set" in fig.layout.xaxis.title.text
+    assert len(heat.x) <= ce.HEATMAP_MAX_COLUMNS
+    n_models = len(heat.y)
+    assert fig.layout.height >= ce.HEATMAP_ROW_PX * n_models + fig.layout.margin.t + fig.layout.margin.b
+    fewer = replace_models_subset(study, ce.model_order(study)[:2])
+    assert ce.accuracy_heatmap(fewer).layout.height == fig.layout.height - ce.HEATMAP_ROW_PX * (n_models - 2)
+    # the axis titles are short lines: none is wider than a phone's plot area
+    for title in (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text):
+        assert all(len(line) <= 34 for line in title.split("<br>")), title
+
+
+def replace_models_subset(study, models: list[str]):
+    """The study with only ``models`` evaluated."""
+    from dataclasses import replace
+
+    return replace(study, accuracy_matrix=study.accuracy_matrix.loc[models])
+
+
+def test_heatmap_cuts_long_names_and_lists_them_in_a_key(study):
+    from test_charts_evalsets_controls import replace_models
+
+    long = "logistic:embedding_hypothesis_minilm_l6"
+    fig = ce.accuracy_heatmap(replace_models(study, {"logistic:weak": long}))
+    heat = fig.data[0]
+    assert long in list(heat.y)  # the hover (and the category) keep the full name
+    shown = fig.layout.yaxis.ticktext[list(heat.y).index(long)]
+    assert shown.startswith("logistic:<br>embedding_") and shown.endswith("…") and len(shown.split("<br>")) == 2
+    key = ce.heatmap_name_key(replace_models(study, {"logistic:weak": long}))
+    assert key == {shown.replace("<br>", " "): long}
+    assert ce.heatmap_name_key(study) == {}  # short names: no key
+    # a tag in a name is shown as typed
+    tagged = ce.accuracy_heatmap(replace_models(study, {"logistic:weak": "<b>x</b>"}))
+    assert "&lt;b>x&lt;/b>" in tagged.layout.yaxis.ticktext
+
+
+def test_heatmap_wraps_many_evaluation_sets_into_panels():
+    assert ce.heatmap_panels(1) == [1] and ce.heatmap_panels(5) == [5]
+    assert ce.heatmap_panels(6) == [3, 3] and ce.heatmap_panels(7) == [4, 3] and ce.heatmap_panels(11) == [4, 4, 3]
+    st = _many_adversaries(6)  # 7 evaluation sets: two panels of 4 and 3 columns
+    fig = ce.accuracy_heatmap(st)
+    heats = [t for t in fig.data if t.type == "heatmap"]
+    assert [len(t.x) for t in heats] == [4, 3]
+    assert [x for t in heats for x in t.x] == [ce.NONE_LABEL, *[f"rep{i}" for i in range(6)]]
+    assert all(list(t.y) == ce.model_order(st) for t in heats)
+    assert {t.yaxis for t in heats} == {"y", "y2"}
+    # the outline of each backbone cell sits on its own panel's axes
+    refs = {(s.xref, s.yref) for s in fig.layout.shapes}
+    assert refs <= {("x", "y"), ("x2", "y2")} and len(fig.layout.shapes) == len(st.same_representation)
+    # two panels are taller than one of the same models, by one panel and its axis band
+    one = ce.accuracy_heatmap(_many_adversaries(4))
+    assert fig.layout.height - one.layout.height == ce.HEATMAP_ROW_PX * len(heats[0].y) + ce.HEATMAP_AXIS_PX

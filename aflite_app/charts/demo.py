@@ -1,19 +1,47 @@
-"""Charts of the guided demo page that no other page draws (pure; no Streamlit): one row's predictability per round.
+"""Charts of the guided demo page (pure; no Streamlit): one row's predictability per round, step 1's circles.
 
 The demo's other figures come from the pages they introduce (:mod:`aflite_app.charts.synthetic`,
-:func:`aflite_app.charts.inspect.artifact_shares_chart`).
+:func:`aflite_app.charts.inspect.artifact_shares_chart`); :func:`circles_panel` is the Synthetic page's
+:func:`~aflite_app.charts.synthetic.circles_column` laid out for a phone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
+from .inspect import artifact_shares_chart
+from .synthetic import circles_column
 from .theme import KEPT, REMOVED, TAU_LINE, style
 
-__all__ = ["row_rounds_chart"]
+__all__ = ["circles_panel", "row_rounds_chart", "word_shares_panel"]
+
+
+def circles_panel(data: Any, kept: Any, row: Any, *, part: str, **kwargs: Any) -> go.Figure:
+    """Step 1's scatter: :func:`~aflite_app.charts.synthetic.circles_column` with its square plot at the top.
+
+    The arguments are ``circles_column``'s. On a phone the width sets the square's size and the height has room to
+    spare: centred (Plotly's default), the points started ~60 px below the panel's title, past the first screen at
+    390 × 844; at the top they start right under it. On a wide screen the height sets the size and nothing moves.
+    """
+    fig = circles_column(data, kept, row, part=part, **kwargs)
+    fig.update_yaxes(constraintoward="top")
+    return fig
+
+
+def word_shares_panel(shares: Any, *, z_critical: float) -> go.Figure:
+    """Step 2's chart: :func:`~aflite_app.charts.inspect.artifact_shares_chart` with its x-axis title on two lines.
+
+    The title is centred under the plot, which the (word → label) names push right: on one line it ran past the
+    figure's right edge at 390 px ("share of rows whose text contains the t").
+    """
+    fig = artifact_shares_chart(shares, z_critical=z_critical)
+    fig.update_xaxes(title_text="share of rows whose text<br>contains the token")
+    fig.update_layout(margin=dict(b=fig.layout.margin.b + 18))
+    return fig
 
 
 def row_rounds_chart(
@@ -50,14 +78,20 @@ def row_rounds_chart(
             go.Scatter(
                 x=[removed_round],
                 y=[p[i]],
-                mode="markers+text",
+                mode="markers",
                 name=f"removed in round {removed_round}",
                 marker=dict(color=REMOVED, size=20, symbol="diamond-open", line=dict(width=3, color=REMOVED)),
-                text=["removed"],
-                textposition="bottom center",
-                cliponaxis=False,
                 hoverinfo="skip",
             )
+        )
+        fig.add_annotation(  # on a white ground: the τ line often runs right under the diamond
+            x=removed_round,
+            y=p[i],
+            yshift=-24,
+            text="removed",
+            showarrow=False,
+            font=dict(color=REMOVED, size=13),
+            bgcolor="rgba(255,255,255,0.9)",
         )
     fig.add_hline(
         y=tau,

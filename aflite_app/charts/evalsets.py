@@ -12,11 +12,14 @@ the strength figures (Figures 3 and 4, Table 1) are :mod:`aflite_app.charts.eval
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 
 import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from aflite_core.engine.result import EVAL_CATEGORIES
 from aflite_core.evalsets import NONE, AdversaryStudy
@@ -30,6 +33,8 @@ __all__ = [
     "accuracy_lines",
     "agreement_chart",
     "category_chart",
+    "heatmap_name_key",
+    "heatmap_panels",
     "model_order",
 ]
 
@@ -159,60 +164,173 @@ def _intervals(study: AdversaryStudy, models: list[str], cols: list[str]):
 
 #: the heatmap's cell text size in px (the accuracy and its ± on two lines)
 HEATMAP_FONT_SIZE = 13
+#: the unfiltered set's column label in the heatmap (short: a phone's column is ~50 px wide; its title says more)
+HEATMAP_NONE_TICK = "full set"
+#: the heatmap's axis label size in px (the models' and the evaluation sets' names)
+HEATMAP_LABEL_SIZE = 12
+#: at most this many evaluation sets (columns) side by side: at 390 px a column stays ~48 px wide, room for "±0.05"
+#: at :data:`HEATMAP_FONT_SIZE`; more sets wrap into further panels below
+HEATMAP_MAX_COLUMNS = 5
+#: the height of one evaluated model's row of cells in px (the accuracy and its ± on two lines)
+HEATMAP_ROW_PX = 44
+#: room under a panel for its two-line names and its axis title, in px
+HEATMAP_AXIS_PX = 110
+#: a name is broken into lines of at most this many characters where it has a break (":", "_", " ", "-", ".", "/")
+HEATMAP_LINE_CHARS = 10
+#: the longest line of a name; a longer one is cut with "…" (:func:`heatmap_name_key` gives the full names)
+HEATMAP_CUT_CHARS = 16
+
+
+def _name_lines(name: str) -> tuple[list[str], bool]:
+    """``name`` in at most two lines for an axis label, and whether a line had to be cut (with "…").
+
+    Broken after ":", "_", " ", "-", "." or "/" into lines of at most :data:`HEATMAP_LINE_CHARS` characters where
+    it can be; what does not fit in two lines goes on the second, cut to :data:`HEATMAP_CUT_CHARS`.
+    """
+    pieces = [p for p in re.split(r"(?<=[:_\s\-./])", str(name)) if p]
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and len(lines[-1]) + len(piece) <= HEATMAP_LINE_CHARS:
+            lines[-1] += piece
+        else:
+            lines.append(piece)
+    if len(lines) > 2:
+        lines = [lines[0], "".join(lines[1:])]
+    lines = [line.strip() for line in lines]
+    cut = any(len(line) > HEATMAP_CUT_CHARS for line in lines)
+    return [line if len(line) <= HEATMAP_CUT_CHARS else line[: HEATMAP_CUT_CHARS - 1] + "…" for line in lines], cut
+
+
+def _axis_label(name: str) -> str:
+    """The tick text of ``name``: its lines (:func:`_name_lines`) joined by ``<br>``, each shown as typed."""
+    return "<br>".join(plotly_text(line) for line in _name_lines(name)[0])
+
+
+def heatmap_name_key(study: AdversaryStudy) -> dict[str, str]:
+    """The names the accuracy heatmap had to cut: ``{shown label (one line): full name}``; empty when none was.
+
+    The page lists them under the chart; the hover always gives the full names.
+    """
+    names = [*model_order(study), *_adversaries(study)]
+    key = {}
+    for name in names:
+        lines, cut = _name_lines(name)
+        if cut:
+            key[" ".join(lines)] = str(name)
+    return key
+
+
+def heatmap_panels(n_sets: int) -> list[int]:
+    """How many evaluation sets (columns) each panel of the heatmap holds, top to bottom.
+
+    Balanced, at most :data:`HEATMAP_MAX_COLUMNS` each.
+
+    >>> heatmap_panels(5), heatmap_panels(6), heatmap_panels(11)
+    ([5], [3, 3], [4, 4, 3])
+    """
+    if n_sets <= 0:
+        return []
+    n_panels = math.ceil(n_sets / HEATMAP_MAX_COLUMNS)
+    base, extra = divmod(n_sets, n_panels)
+    return [base + (1 if i < extra else 0) for i in range(n_panels)]
 
 
 def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.Figure:
-    """Figure 7: accuracy of every evaluated model (columns) on each adversary's selected rows (rows).
+    """Figure 7: accuracy of every evaluated model (rows) on the full set and each adversary's selection (columns).
 
-    The first row is the unfiltered evaluation set (``"none"``). Cells where the model shares the adversary's
-    representation are outlined (the paper's diagonal). Shape: (adversaries + 1) × evaluated models.
+    Laid out to read at 390 px as at 1,500 px: the models run down (weakest on the full set first; as many as
+    there are, the figure grows with them), the evaluation sets across - the unfiltered set (``"none"``) first,
+    then the adversaries weakest to strongest, at most :data:`HEATMAP_MAX_COLUMNS` per panel (more wrap into panels
+    below). Each cell gives the accuracy and, under it, ± half the width of its 95 % binomial interval at
+    :data:`HEATMAP_FONT_SIZE` px; names are broken into short lines and cut when very long (the hover has them
+    whole, :func:`heatmap_name_key` lists them). Cells where the model shares the adversary's representation are
+    outlined (the paper's diagonal). No colour bar: every cell carries its number. Each panel's trace holds a
+    (models × its evaluation sets) matrix.
     """
     M = study.accuracy_matrix
     models = model_order(study)
     cols = [NONE, *_adversaries(study)]
-    Z = M.reindex(index=models, columns=cols).T.to_numpy(dtype=float)
-    ylab = [NONE_LABEL if c == NONE else c for c in cols]
+    Z = M.reindex(index=models, columns=cols).to_numpy(dtype=float)
+    xlab = [NONE_LABEL if c == NONE else c for c in cols]
     chance = float(study.params.get("chance", 0.0))
-    lo, hi, n_rows, sd = _intervals(study, models, cols)
-    text = [
+    lo, hi, n_rows, sd = (a.T for a in _intervals(study, models, cols))
+    text = np.array(
         # "±" at the cell's own font size on a second line (a <sub> was too small to read on a projector or a phone)
-        [_cell_text(v) + ("" if not np.isfinite(v) else f"<br>±{(h - lw) / 2:.2f}") for v, lw, h in zip(*r)]
-        for r in zip(Z, lo, hi)
-    ]
+        [[_cell_text(v) + ("" if not np.isfinite(v) else f"<br>±{(h - lw) / 2:.2f}") for v, lw, h in zip(*r)]
+         for r in zip(Z, lo, hi)],
+        dtype=object,
+    ).reshape(Z.shape)  # fmt: skip
     custom = np.dstack([lo, hi, n_rows, sd])
-    fig = go.Figure(
-        go.Heatmap(
-            z=Z,
-            x=models,
-            y=ylab,
-            text=text,
-            texttemplate="%{text}",
-            textfont=dict(size=HEATMAP_FONT_SIZE),
-            colorscale="Blues",
-            reversescale=True,
-            zmin=min(chance, float(np.nanmin(Z)) if np.isfinite(Z).any() else chance),
-            zmax=1.0,
-            colorbar=dict(title=dict(text="accuracy (0-1)")),
-            xgap=2,
-            ygap=2,
-            customdata=custom,
-            hovertemplate="evaluated model %{x}<br>rows: %{y}<br>accuracy %{z:.3f}<br>95 % interval "
-            "%{customdata[0]:.3f}-%{customdata[1]:.3f} on %{customdata[2]:.0f} rows<br>spread over seeds (sd) "
-            "%{customdata[3]:.3f}<extra></extra>",
+    zmin = min(chance, float(np.nanmin(Z)) if np.isfinite(Z).any() else chance)
+    sizes = heatmap_panels(len(cols)) or [0]
+    plot_px = HEATMAP_ROW_PX * max(len(models), 1)
+    span = len(sizes) * plot_px + (len(sizes) - 1) * HEATMAP_AXIS_PX
+    fig = make_subplots(rows=len(sizes), cols=1, vertical_spacing=HEATMAP_AXIS_PX / span if len(sizes) > 1 else 0)
+    same = _same_pairs(study)
+    start = 0
+    for panel, size in enumerate(sizes, start=1):
+        part = slice(start, start + size)
+        names = xlab[part]
+        fig.add_trace(
+            go.Heatmap(
+                z=Z[:, part],
+                x=names,
+                y=models,
+                text=text[:, part],
+                texttemplate="%{text}",
+                textfont=dict(size=HEATMAP_FONT_SIZE),
+                colorscale="Blues",
+                reversescale=True,
+                zmin=zmin,
+                zmax=1.0,
+                showscale=False,
+                xgap=2,
+                ygap=2,
+                customdata=custom[:, part],
+                hovertemplate="evaluated model %{y}<br>rows: %{x}<br>accuracy %{z:.3f}<br>95 % interval "
+                "%{customdata[0]:.3f}-%{customdata[1]:.3f} on %{customdata[2]:.0f} rows<br>spread over seeds (sd) "
+                "%{customdata[3]:.3f}<extra></extra>",
+            ),
+            row=panel,
+            col=1,
         )
-    )
-    pairs = [(models.index(m), cols.index(a)) for a, m in _same_pairs(study) if m in models and a in cols]
-    for i, j in pairs:  # outline the whole cell (categories sit at 0, 1, … on both axes)
-        fig.add_shape(
-            type="rect",
-            x0=i - 0.47,
-            x1=i + 0.47,
-            y0=j - 0.45,
-            y1=j + 0.45,
-            line=dict(color=SAME_COLOUR, width=4),
-            fillcolor="rgba(0,0,0,0)",
+        for j, c in enumerate(cols[part]):  # outline the whole cell (categories sit at 0, 1, … on both axes)
+            for i, m in enumerate(models):
+                if (str(c), str(m)) in same:
+                    fig.add_shape(
+                        type="rect",
+                        x0=j - 0.47,
+                        x1=j + 0.47,
+                        y0=i - 0.45,
+                        y1=i + 0.45,
+                        line=dict(color=SAME_COLOUR, width=4),
+                        fillcolor="rgba(0,0,0,0)",
+                        row=panel,
+                        col=1,
+                    )
+        fig.update_xaxes(
+            title_text="evaluation rows: the full set,<br>then each adversary's selection",
+            tickmode="array",
+            tickvals=names,
+            ticktext=[HEATMAP_NONE_TICK if n == NONE_LABEL else _axis_label(n) for n in names],
+            tickfont=dict(size=HEATMAP_LABEL_SIZE),
+            showgrid=False,
+            row=panel,
+            col=1,
         )
-    if pairs:  # a legend entry for the outline
+        fig.update_yaxes(
+            title_text="evaluated model",
+            tickmode="array",
+            tickvals=models,
+            ticktext=[_axis_label(m) for m in models],
+            tickfont=dict(size=HEATMAP_LABEL_SIZE),
+            autorange="reversed",
+            showgrid=False,
+            row=panel,
+            col=1,
+        )
+        start += size
+    if fig.layout.shapes:  # a legend entry for the outline
         fig.add_trace(
             go.Scatter(
                 x=[None],
@@ -223,12 +341,11 @@ def accuracy_heatmap(study: AdversaryStudy, *, title: str | None = None) -> go.F
                 hoverinfo="skip",
             )
         )
-        fig.update_layout(showlegend=True)
-    fig.update_xaxes(
-        title_text="evaluated model (family:representation), weakest → strongest on the full set", showgrid=False
-    )
-    fig.update_yaxes(title_text="evaluation rows scored", autorange="reversed", showgrid=False)
-    return style(fig, height=max(300, 90 + 55 * len(cols)), title=title)
+    fig.update_layout(showlegend=bool(fig.layout.shapes))
+    fig = style(fig, title=title, height=0 + span + HEATMAP_AXIS_PX + 110 + (34 if title else 0))
+    # the legend from the figure's left edge, not the plot's: at 390 px it then fits the width
+    fig.update_layout(margin=dict(r=10, b=HEATMAP_AXIS_PX), legend=dict(xref="container", x=0))
+    return fig
 
 
 def accuracy_lines(study: AdversaryStudy, *, title: str | None = None) -> go.Figure:

@@ -386,10 +386,24 @@ def predictability_histogram(
     return fig
 
 
+#: at most this many rounds side by side in the "All rounds" small multiples: at 390 px a panel stays ~60 px wide
+MULTIPLES_MAX_COLUMNS = 4
+#: the height of one row of small multiples in px (its panels and the gap above them for their titles)
+MULTIPLES_ROW_PX = 150
+#: the gap between two rows of small multiples in px: room for the lower panels' titles
+MULTIPLES_GAP_PX = 34
+#: the small multiples' figure height outside the panels in px (the top margin with its legend, the bottom axis)
+MULTIPLES_FRAME_PX = 140
+
+
 def predictability_small_multiples(
     result: AFLiteResult, *, max_rounds: int = 48, null: AFLiteResult | None = None
 ) -> go.Figure:
     """One small histogram per round (all classes together), removed rows highlighted, τ dashed.
+
+    Laid out to read at 390 px as at 1,500 px (the server cannot know the width): at most
+    :data:`MULTIPLES_MAX_COLUMNS` panels a row, x ticks only at 0 and 1, the figure growing by
+    :data:`MULTIPLES_ROW_PX` per row of panels with a fixed gap for the panels' titles.
 
     ``null``: the same run with a null; every round it covers also draws the mean rows per bin under shuffled
     labels (all classes together) as a dotted step.
@@ -397,16 +411,18 @@ def predictability_small_multiples(
     if result.scores is None:
         raise ValueError("Per-round scores are not kept for strategy='greedy'; choose 'slice' or 'sample'.")
     n = min(result.n_rounds, max_rounds)
-    cols = min(6, n)
+    cols = min(MULTIPLES_MAX_COLUMNS, n)
     rows = math.ceil(n / cols)
+    height = max(260, MULTIPLES_FRAME_PX + MULTIPLES_ROW_PX * rows)
+    area = height - MULTIPLES_FRAME_PX  # the panels and the gaps between their rows, in px
     fig = make_subplots(
         rows=rows,
         cols=cols,
         shared_xaxes=True,
         shared_yaxes=True,
         subplot_titles=[f"round {r}" for r in range(1, n + 1)],
-        vertical_spacing=0.25 / rows,
-        horizontal_spacing=0.02,
+        vertical_spacing=MULTIPLES_GAP_PX / area if rows > 1 else 0.0,
+        horizontal_spacing=0.04,
     )
     edges = histogram_edges(result)
     centres, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0])
@@ -453,11 +469,18 @@ def predictability_small_multiples(
     _tau_lines(fig, tau, list(range(1, n + 1)))
     fig.update_layout(barmode="stack", bargap=0)
     fig.update_yaxes(range=[0, top * 1.05])  # explicit: Plotly's autorange over matched stacked panels can clip
-    fig.update_xaxes(range=[-0.03, 1.03], tickvals=[0, 0.5, 1])
+    # ticks only at 0 and 1; an invisible 5 px tick on both axes keeps the corner's two "0" labels apart
+    clear = dict(ticks="outside", ticklen=5, tickcolor="rgba(0,0,0,0)", tickfont_size=11)
+    fig.update_xaxes(range=[-0.03, 1.03], tickvals=[0, 1], ticktext=["0", "1"], **clear)
+    fig.update_yaxes(nticks=4, **clear)
     fig.update_xaxes(title_text="p(i)", row=rows)
+    for r in range(n - cols + 1, (rows - 1) * cols + 1):  # nothing below these panels: their own x axis
+        fig.update_layout({f"xaxis{r if r > 1 else ''}": dict(showticklabels=True, title_text="p(i)")})
     fig.update_yaxes(title_text="rows", col=1)
     fig.update_annotations(font_size=11)
-    return style(fig, height=max(260, 170 * rows))
+    fig = style(fig, height=height)
+    fig.update_layout(margin=dict(b=MULTIPLES_FRAME_PX - fig.layout.margin.t))
+    return fig
 
 
 def class_counts_chart(counts: pd.DataFrame, *, title: str | None = None) -> go.Figure:
