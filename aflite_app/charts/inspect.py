@@ -301,7 +301,7 @@ def artifact_shares_chart(
             hovertemplate="'%{customdata[0]}' in %{customdata[2]:,} removed rows (%{x:.1%} of them)" + tail,
         )
     )
-    fig.update_xaxes(title_text="share of rows whose text contains the token", tickformat=".0%", rangemode="tozero")
+    fig.update_xaxes(title_text="share of rows whose text<br>contains the token", tickformat=".0%", rangemode="tozero")
     fig.update_yaxes(title_text=None, type="category")
     fig.update_layout(meta={"n_pairs": len(part)})
     return style(fig, height=max(260, 26 * len(part) + 130), title=title)

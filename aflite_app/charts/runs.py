@@ -327,7 +327,7 @@ def predictability_histogram(
         shared_xaxes=True,
         subplot_titles=[plotly_text(c) for c in classes],
         vertical_spacing=0.12 / max(1, rows / 3),
-        horizontal_spacing=0.08,
+        horizontal_spacing=0.14,  # room for the right panel's y tick labels at 390 px
     )
     bin_text = [f"{max(a, 0.0):.3f}–{min(b, 1.0):.3f}" for a, b in itertools.pairwise(edges)]
     for i, name in enumerate(classes):
