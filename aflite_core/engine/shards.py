@@ -58,6 +58,10 @@ GRAM_CHUNK_BYTES = 32 * 2**20
 DEFAULT_SHARDS = 16
 #: bytes of the partial products one tile of columns holds while the shard tree adds them (kept in cache)
 TILE_BYTES = 2**21
+#: ... and at most this many columns (a speed setting only: on the 2-core VM at the mid shape a round's Gram sums
+#: took ~88 ms with 768 columns, ~97 ms with 1,638 and ~105 ms with 1,024; OpenBLAS's rate for these thin
+#: products drops from ~110 to ~70 GFLOP/s above ~1,300 columns)
+TILE_COLUMNS = 768
 #: removal segments (rows of one block removed in one round) up to this length use the fused ``?syrk`` update;
 #: longer ones (rare) form ``ZᵀZ`` and subtract it, as the fused call would split its sum beyond BLAS's K block
 FUSED_ROWS = 256
@@ -98,10 +102,11 @@ def _tree_depth(n: int) -> int:
     return 0 if n <= 1 else 1 + _tree_depth(n - n // 2)
 
 
-def _tree_tile(parts: list, leaves: list, buf: NDArray[np.float32], a: int, b: int, level: int) -> None:
+def _tree_tile(parts: list, leaves: list, buf: Sequence[NDArray[np.float32]], a: int, b: int, level: int) -> None:
     """Tree node (a, b) (indices into ``parts``) of one column tile into ``buf[level]``, added in place.
 
     ``node(a, b) = node(a, mid) + node(mid, b)`` as in :func:`tree_sum`; the right child uses the levels below.
+    ``buf[0]`` may be a strided view (the output's columns: the root is written in place, no copy).
     """
     if b - a == 1:
         np.matmul(parts[a], leaves[a], out=buf[level])
@@ -409,14 +414,14 @@ class ShardedGrams:
         size = flats[0].shape[1]
         out = np.empty((g, size), dtype=np.float32)
         levels = _tree_depth(hi - lo) + 1
-        tiles = _column_tiles(size, int(TILE_BYTES // (4 * max(g, 1) * levels)))
+        tiles = _column_tiles(size, min(TILE_COLUMNS, int(TILE_BYTES // (4 * max(g, 1) * levels))))
         width = max(c1 - c0 for c0, c1 in tiles)
 
         def run(todo: range) -> None:
             buf = np.empty((levels, g, width), dtype=np.float32)
             for c0, c1 in (tiles[i] for i in todo):
-                _tree_tile(parts, [f[:, c0:c1] for f in flats], buf[:, :, : c1 - c0], 0, hi - lo, 0)
-                out[:, c0:c1] = buf[0, :, : c1 - c0]
+                bufs = [out[:, c0:c1], *(level[:, : c1 - c0] for level in buf[1:])]
+                _tree_tile(parts, [f[:, c0:c1] for f in flats], bufs, 0, hi - lo, 0)
 
         map_ordered(run, split(len(tiles), 4 * n_workers()) if n_workers() > 1 else [range(len(tiles))])
         return out
