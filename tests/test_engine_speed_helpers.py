@@ -81,3 +81,16 @@ def test_gather_rows_buffers_are_per_thread():
         t.join()
     assert not np.shares_memory(out[0], out[1])
     assert all(np.array_equal(out[i], X[i : i + 10]) for i in range(2))
+
+
+def test_versions_name_scikit_learn_without_importing_it():
+    """A run's provenance names scikit-learn's version; reading it no longer imports the package (1-2 CPU s)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from aflite_core._utils import versions; v = versions()['scikit-learn']; "
+        "print('sklearn' in sys.modules); import sklearn; print(v == sklearn.__version__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
