@@ -58,9 +58,9 @@ GRAM_CHUNK_BYTES = 32 * 2**20
 DEFAULT_SHARDS = 16
 #: bytes of the partial products one tile of columns holds while the shard tree adds them (kept in cache)
 TILE_BYTES = 2**21
-#: ... and at most this many columns (a speed setting only: on the 2-core VM at the mid shape a round's Gram sums
-#: took ~88 ms with 768 columns, ~97 ms with 1,638 and ~105 ms with 1,024; OpenBLAS's rate for these thin
-#: products drops from ~110 to ~70 GFLOP/s above ~1,300 columns)
+#: ... and at most this many columns (a speed setting only: on the shared 2-core VM at the mid shape a round's
+#: Gram sums took ~75-80 ms with 512-768 columns and ~85-89 ms with the 1,638 the byte budget allows; OpenBLAS
+#: multiplies these thin products at ~110 GFLOP/s up to ~1,300 columns and ~70 GFLOP/s from ~1,500)
 TILE_COLUMNS = 768
 #: removal segments (rows of one block removed in one round) up to this length use the fused ``?syrk`` update;
 #: longer ones (rare) form ``ZᵀZ`` and subtract it, as the fused call would split its sum beyond BLAS's K block
