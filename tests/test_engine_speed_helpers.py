@@ -94,3 +94,16 @@ def test_versions_name_scikit_learn_without_importing_it():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+@given(d=st.integers(1, 9), k=st.integers(1, 4), p=st.integers(1, 12), seed=st.integers(0, 2**16))
+def test_weights_select_is_the_indexed_reshape(d, k, p, seed):
+    """select() by column take = the last-axis indexing and reshape it replaced (values and order)."""
+    rng = np.random.default_rng(seed)
+    weights = models._LinearWeights(
+        rng.standard_normal((d, k, p)).astype(np.float32), rng.standard_normal((k, p)).astype(np.float32), k + 1
+    )
+    chosen = np.sort(rng.choice(p, int(rng.integers(1, p + 1)), replace=False))
+    W, b = weights.select(chosen)
+    assert np.array_equal(W, weights.W[:, :, chosen].reshape(d, -1))
+    assert np.array_equal(b, weights.b[:, chosen].reshape(-1))

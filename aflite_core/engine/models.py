@@ -188,9 +188,14 @@ class _LinearWeights:
         return int(self.W.shape[2])
 
     def select(self, models: NDArray[np.intp]) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-        """Weights and biases of some models, flattened for one matrix product."""
-        W = self.W[:, :, models]
-        return W.reshape(W.shape[0], -1), self.b[:, models].reshape(-1)
+        """Weights and biases of some models, flattened for one matrix product (columns: class-major).
+
+        One ``np.take`` of whole columns of the flattened weights (about twice as fast as indexing the last
+        axis and reshaping, which copies the same values in the same order).
+        """
+        d, k, p = self.W.shape
+        cols = (np.arange(k, dtype=np.intp)[:, None] * p + np.asarray(models, dtype=np.intp)).ravel()
+        return np.take(self.W.reshape(d, k * p), cols, axis=1), np.take(self.b.reshape(-1), cols)
 
 
 #: rows of X gathered for one block's scores go into a buffer kept per thread while they fit this many bytes
