@@ -142,10 +142,8 @@ def unpack_upper(packed: NDArray, D: int) -> NDArray:
 
 
 def _mirror_upper(G: NDArray) -> None:
-    """Copy the upper triangle of the square, C-contiguous matrix G onto its lower triangle, in place."""
-    upper, mirror = _triangle(G.shape[0])
-    flat = G.reshape(-1)
-    flat[mirror] = flat[upper]
+    """Copy the upper triangle of the square matrix G onto its lower triangle, in place."""
+    np.copyto(G, G.T, where=_strict_lower(G.shape[0]))  # numpy reads the overlapping transpose from a copy
 
 
 def folded_shape(D: int) -> tuple[int, int]:
@@ -184,18 +182,19 @@ def fold_grams(G: NDArray, D: int | None = None) -> NDArray:
 def unfold_grams(packed: NDArray, D: int) -> NDArray:
     """Full symmetric matrices (g, D, D) from folded ones (:func:`fold_grams`; shape (g, 2k+1, k) or (g, (2k+1)·k))."""
     rows, k = folded_shape(D)
-    F = packed.reshape(-1, rows, k)
+    folded = packed.reshape(-1, rows, k)
     m = D - k  # size of the bottom-right corner (k, or k - 1 for odd D)
-    out = np.empty((F.shape[0], D, D), dtype=packed.dtype)
+    out = np.empty((folded.shape[0], D, D), dtype=packed.dtype)
     below = _strict_lower(k)
-    top_left, bottom_right = out[:, :k, :k], out[:, k:, k:]
-    top_left[...] = F[:, :k]  # upper triangle right; the lower one mirrored from it
-    np.copyto(top_left, np.swapaxes(F[:, :k], 1, 2), where=below)
-    corner = F[:, 1 : k + 1, :m][:, :m]  # its lower triangle (with the diagonal) is the corner transposed
-    bottom_right[...] = np.swapaxes(corner, 1, 2)
-    np.copyto(bottom_right, corner, where=below[:m, :m])
-    out[:, :k, k:] = F[:, k + 1 :, :m]
-    out[:, k:, :k] = np.swapaxes(F[:, k + 1 :, :m], 1, 2)
+    for F, G in zip(folded, out):  # one matrix at a time: its six copies stay in cache
+        top_left, bottom_right = G[:k, :k], G[k:, k:]
+        top_left[...] = F[:k]  # upper triangle right; the lower one mirrored from it
+        np.copyto(top_left, F[:k].T, where=below)
+        corner = F[1 : k + 1, :m][:m]  # its lower triangle (with the diagonal) is the corner transposed
+        bottom_right[...] = corner.T
+        np.copyto(bottom_right, corner, where=below[:m, :m])
+        G[:k, k:] = F[k + 1 :, :m]
+        G[k:, :k] = F[k + 1 :, :m].T
     return out
 
 
