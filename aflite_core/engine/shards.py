@@ -102,18 +102,21 @@ def _tree_depth(n: int) -> int:
     return 0 if n <= 1 else 1 + _tree_depth(n - n // 2)
 
 
-def _tree_tile(parts: list, leaves: list, buf: NDArray[np.float32], a: int, b: int, level: int) -> None:
+def _tree_tile(
+    parts: list, leaves: list, buf: NDArray[np.float32], a: int, b: int, level: int, out: NDArray | None = None
+) -> None:
     """Tree node (a, b) (indices into ``parts``) of one column tile into ``buf[level]``, added in place.
 
     ``node(a, b) = node(a, mid) + node(mid, b)`` as in :func:`tree_sum`; the right child uses the levels below.
+    With ``out`` the node's value goes there instead (the last addition writes it: no copy afterwards).
     """
     if b - a == 1:
-        np.matmul(parts[a], leaves[a], out=buf[level])
+        np.matmul(parts[a], leaves[a], out=buf[level] if out is None else out)
         return
     mid = (a + b) // 2
     _tree_tile(parts, leaves, buf, a, mid, level)
     _tree_tile(parts, leaves, buf, mid, b, level + 1)
-    np.add(buf[level], buf[level + 1], out=buf[level])
+    np.add(buf[level], buf[level + 1], out=buf[level] if out is None else out)
 
 
 @functools.lru_cache(maxsize=8)
@@ -420,8 +423,7 @@ class ShardedGrams:
             for c0, c1 in (tiles[i] for i in todo):
                 # contiguous levels for this tile's width: numpy adds strided 2-D views about 4x slower
                 buf = space[: levels * g * (c1 - c0)].reshape(levels, g, c1 - c0)
-                _tree_tile(parts, [f[:, c0:c1] for f in flats], buf, 0, hi - lo, 0)
-                out[:, c0:c1] = buf[0]
+                _tree_tile(parts, [f[:, c0:c1] for f in flats], buf, 0, hi - lo, 0, out[:, c0:c1])
 
         map_ordered(run, split(len(tiles), 4 * n_workers()) if n_workers() > 1 else [range(len(tiles))])
         return out
