@@ -71,9 +71,9 @@ BLOCKS_PER_PARTITION = 32
 MIN_BLOCKS_PER_PARTITION = 8
 #: memory for the partition Gram matrices summed in one matrix product (fewer passes over the block Grams)
 PARTITION_GROUP_BYTES = 512 * 2**20
-#: the Gram sums of all m partitions (upper triangles) are formed in one pass over the block stack when they fit
-#: this; above it, one pass per partition group (the same values; less memory at paper scale, e.g. 135 MB at
-#: d = 1,024, where the peak memory budget is tight)
+#: the Gram sums of all m partitions (one triangle each, folded: see shards.fold_grams) are formed in one pass
+#: over the block stack when they fit this; above it, one pass per partition group (the same values; less memory
+#: at paper scale, e.g. 135 MB at d = 1,024, where the peak memory budget is tight)
 ALL_PARTITIONS_BYTES = 64 * 2**20
 
 
