@@ -107,3 +107,16 @@ def test_weights_select_is_the_indexed_reshape(d, k, p, seed):
     W, b = weights.select(chosen)
     assert np.array_equal(W, weights.W[:, :, chosen].reshape(d, -1))
     assert np.array_equal(b, weights.b[:, chosen].reshape(-1))
+
+
+def test_fitted_weights_are_kept_in_c_order():
+    """Weights built from transposed pieces (as the fits concatenate them) are stored C-ordered, same values."""
+    rng = np.random.default_rng(0)
+    pieces = [rng.standard_normal((5, 4, 2)).transpose(1, 2, 0) for _ in range(2)]  # (g, d, C-1) -> (d, C-1, g)
+    W = np.concatenate(pieces, axis=2).astype(np.float32)  # numpy keeps the pieces' layout: not C-ordered
+    b = rng.standard_normal((10, 2)).astype(np.float32).T
+    weights = models._LinearWeights(W, b, 3)
+    assert weights.W.flags.c_contiguous and weights.b.flags.c_contiguous
+    assert np.array_equal(weights.W, W) and np.array_equal(weights.b, b)
+    flat, bias = weights.select(np.arange(10))
+    assert np.array_equal(flat, W.reshape(4, -1)) and np.array_equal(bias, b.reshape(-1))
