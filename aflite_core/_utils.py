@@ -46,11 +46,31 @@ def hash_labels(codes: NDArray, classes: tuple) -> str:
     return h.hexdigest()
 
 
+def _sklearn_version() -> str:
+    """scikit-learn's version, read from its installed metadata unless it is imported already.
+
+    Importing scikit-learn only to read its version took 1-2 CPU seconds at the end of every run in a fresh
+    process (about a tenth of a one-thread run at the mid shape); the installed distribution says the same.
+    """
+    import sys
+
+    module = sys.modules.get("sklearn")
+    if module is not None:
+        return module.__version__
+    try:
+        from importlib.metadata import version
+
+        return version("scikit-learn")
+    except Exception:  # no metadata (a vendored copy): ask the package
+        import sklearn
+
+        return sklearn.__version__
+
+
 def versions() -> dict[str, str]:
     """Versions of Python and the packages a result depends on."""
     import pandas as pd
     import scipy
-    import sklearn
 
     from . import __version__
 
@@ -59,7 +79,7 @@ def versions() -> dict[str, str]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "scipy": scipy.__version__,
-        "scikit-learn": sklearn.__version__,
+        "scikit-learn": _sklearn_version(),
         "pandas": pd.__version__,
     }
 

@@ -98,6 +98,7 @@ def main() -> None:
     x, y = data(args.shape, work)
     roots = {"old": args.base or str(HERE.parent), "new": str(HERE.parent)}
     ref = None
+    records: list[dict] = []
     for rep in range(args.repeat):
         for threads in map(int, args.threads.split(",")):
             for name in args.only.split(","):
@@ -113,7 +114,42 @@ def main() -> None:
                     shape=args.shape,
                     jaccard_vs_first=round(float((removed & ref).sum() / max(union, 1)), 4),
                 )
+                records.append(rec)
                 print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in rec.items()}), flush=True)
+    for line in summary(records):
+        print(line)
+
+
+def summary(records: list[dict]) -> list[str]:
+    """Per engine and thread count: min and median CPU and wall seconds, the load seen, and new / old ratios."""
+    lines, stats = [], {}
+    for name, threads in sorted({(r["engine"], r["threads"]) for r in records}):
+        runs = [r for r in records if r["engine"] == name and r["threads"] == threads]
+        st = {
+            key: (float(np.min([r[key] for r in runs])), float(np.median([r[key] for r in runs])))
+            for key in ("cpu", "wall")
+        }
+        loads = [x for r in runs for x in (r["load_before"], r["load_after"])]
+        stats[name, threads] = st
+        lines.append(
+            f"{name}, {threads} thread(s), {len(runs)} run(s): CPU s min {st['cpu'][0]:.1f} median {st['cpu'][1]:.1f}; "
+            f"wall s min {st['wall'][0]:.1f} median {st['wall'][1]:.1f}; 1-min load {min(loads):.1f}-{max(loads):.1f}"
+        )
+    for (name, threads), st in stats.items():
+        old = stats.get(("old", threads))
+        if name == "new" and old is not None:
+            lines.append(
+                f"new / old at {threads} thread(s): CPU {st['cpu'][0] / old['cpu'][0]:.2f} (min) "
+                f"{st['cpu'][1] / old['cpu'][1]:.2f} (median); wall {st['wall'][0] / old['wall'][0]:.2f} (min) "
+                f"{st['wall'][1] / old['wall'][1]:.2f} (median)"
+            )
+    one = stats.get(("new", 1))
+    for (name, threads), st in stats.items():
+        if name == "new" and threads > 1 and one is not None:
+            lines.append(
+                f"new, {threads} threads against 1: {one['wall'][1] / st['wall'][1]:.2f}x faster (median wall)"
+            )
+    return lines
 
 
 if __name__ == "__main__":

@@ -117,6 +117,7 @@ def test_bench_threads():
     for rec in records:
         assert rec["wall"] > 0 and rec["cpu"] > 0 and rec["rounds"] >= 1 and rec["peak_over_x"] > 0
         assert rec["jaccard_vs_first"] == 1.0  # the same engine at any thread count removes the same rows
+    assert "new / old at 1 thread(s): CPU" in out and "new, 2 threads against 1:" in out  # the summary lines
 
 
 def test_bench_core(tmp_path):

@@ -133,8 +133,7 @@ def _relabelled_shard(session: Any, shard: Any) -> Any:
     block = session.block_of_row[sh.rows] - lo
     order = np.argsort(block, kind="stable")
     cuts = np.cumsum(np.bincount(block, minlength=hi - lo))[:-1]
-    sh.stack = np.empty((hi - lo, session.D, session.D), dtype=np.float32)
-    session._gram_of_groups(np.split(sh.rows[order], cuts), sh.stack)
+    sh.stack, _ = session.block_stack(np.split(sh.rows[order], cuts))
     return sh
 
 

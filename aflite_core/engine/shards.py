@@ -8,12 +8,16 @@ process on one thread or several, or a cluster worker - gets the same bits.
 
 How that fixed arithmetic is carried out cheaply:
 
-* **symmetric statistics, one triangle**: a block's Gram matrix ``ZᵀZ`` is exactly symmetric (BLAS computes
-  one triangle and mirrors it), and so are sums and differences of such matrices. The partition sums are
-  therefore formed for the upper triangles only (half the products and half the memory traffic), and a
-  removal subtracts ``ZᵀZ`` from the upper triangle in one fused BLAS call (``?syrk`` with ``beta=1``, which
-  rounds exactly as forming ``ZᵀZ`` and subtracting it, for the segment lengths it is used for); the lower
-  triangles of the block stack are not kept up to date and never read;
+* **symmetric statistics, folded**: a block's Gram matrix ``ZᵀZ`` is exactly symmetric (BLAS computes one
+  triangle and mirrors it), and so are sums and differences of such matrices. Each block keeps only the
+  D·(D+1)/2 values of one triangle, *folded* into a (2k+1) × k matrix (k = ⌈D/2⌉, :func:`fold_grams`): the
+  upper triangle of the top-left k × k corner, the bottom-right corner's triangle transposed below it, and the
+  top-right k × k rectangle under both. The folded blocks are one contiguous run of values, so the partition
+  sums are cut into column tiles of any width with no value computed twice, and the stack takes half the
+  memory of square matrices. A removal subtracts ``ZᵀZ`` from the three parts in place with three fused
+  BLAS calls (two ``?syrk`` and one ``?gemm`` with ``beta=1``): each value is the stored value minus the same
+  sequential sum of products a single ``?syrk`` over the square forms (the products commute), for the
+  segment lengths the fused calls are used for;
 * **one pass over the stack**: the partial products of all the round's partitions are one matrix product per
   shard and column tile (a product's entries do not depend on how many rows or columns it has), tiles wide
   enough that a handful of calls cover the stack, and the tree is added in place tile by tile;
@@ -36,10 +40,13 @@ __all__ = [
     "DEFAULT_SHARDS",
     "GRAM_CHUNK_BYTES",
     "ShardedGrams",
+    "fold_grams",
+    "folded_shape",
     "pack_upper",
     "shard_bounds",
     "tree_cover",
     "tree_sum",
+    "unfold_grams",
     "unpack_upper",
 ]
 
@@ -51,8 +58,10 @@ GRAM_CHUNK_BYTES = 32 * 2**20
 DEFAULT_SHARDS = 16
 #: bytes of the partial products one tile of columns holds while the shard tree adds them (kept in cache)
 TILE_BYTES = 2**21
-#: at most this share of a column tile may be lower-triangle entries computed only to keep the tile in one piece
-TILE_WASTE = 0.3
+#: ... and at most this many columns (a speed setting only: on the shared 2-core VM at the mid shape a round's
+#: Gram sums took ~75-80 ms with 512-768 columns and ~85-89 ms with the 1,638 the byte budget allows; OpenBLAS
+#: multiplies these thin products at ~110 GFLOP/s up to ~1,300 columns and ~70 GFLOP/s from ~1,500)
+TILE_COLUMNS = 768
 #: removal segments (rows of one block removed in one round) up to this length use the fused ``?syrk`` update;
 #: longer ones (rare) form ``ZᵀZ`` and subtract it, as the fused call would split its sum beyond BLAS's K block
 FUSED_ROWS = 256
@@ -93,18 +102,21 @@ def _tree_depth(n: int) -> int:
     return 0 if n <= 1 else 1 + _tree_depth(n - n // 2)
 
 
-def _tree_tile(parts: list, leaves: list, buf: NDArray[np.float32], a: int, b: int, level: int) -> None:
+def _tree_tile(
+    parts: list, leaves: list, buf: NDArray[np.float32], a: int, b: int, level: int, out: NDArray | None = None
+) -> None:
     """Tree node (a, b) (indices into ``parts``) of one column tile into ``buf[level]``, added in place.
 
     ``node(a, b) = node(a, mid) + node(mid, b)`` as in :func:`tree_sum`; the right child uses the levels below.
+    With ``out`` the node's value goes there instead (the last addition writes it: no copy afterwards).
     """
     if b - a == 1:
-        np.matmul(parts[a], leaves[a], out=buf[level])
+        np.matmul(parts[a], leaves[a], out=buf[level] if out is None else out)
         return
     mid = (a + b) // 2
     _tree_tile(parts, leaves, buf, a, mid, level)
     _tree_tile(parts, leaves, buf, mid, b, level + 1)
-    np.add(buf[level], buf[level + 1], out=buf[level])
+    np.add(buf[level], buf[level + 1], out=buf[level] if out is None else out)
 
 
 @functools.lru_cache(maxsize=8)
@@ -134,30 +146,85 @@ def unpack_upper(packed: NDArray, D: int) -> NDArray:
 
 def _mirror_upper(G: NDArray) -> None:
     """Copy the upper triangle of the square matrix G onto its lower triangle, in place."""
-    il = np.tril_indices(G.shape[0], -1)
-    G[il] = G.T[il]
+    np.copyto(G, G.T, where=_strict_lower(G.shape[0]))  # numpy reads the overlapping transpose from a copy
 
 
-@functools.lru_cache(maxsize=32)
-def _row_tiles(D: int, max_width: int) -> tuple[tuple[int, int], ...]:
-    """Row ranges [r0, r1) whose upper-triangle entries are computed as one contiguous range of flat columns.
+def folded_shape(D: int) -> tuple[int, int]:
+    """Shape (2k+1, k) of a folded D×D symmetric matrix, k = ⌈D/2⌉ (see :func:`fold_grams`)."""
+    k = (D + 1) // 2
+    return 2 * k + 1, k
 
-    The range runs from (r0, r0) to (r1 - 1, D - 1), so it also holds the lower-triangle entries of rows r0 + 1
-    .. r1 - 1; rows are added while the range stays within ``max_width`` columns and at most
-    :data:`TILE_WASTE` of it is such entries. A function of the shapes only.
+
+@functools.lru_cache(maxsize=8)
+def _strict_lower(k: int) -> NDArray[np.bool_]:
+    return np.tril(np.ones((k, k), dtype=bool), -1)
+
+
+def fold_grams(G: NDArray, D: int | None = None) -> NDArray:
+    """Fold symmetric matrices G (g, D, D) into (g, 2k+1, k), k = ⌈D/2⌉: every value of one triangle, once.
+
+    Rows 0 .. k-1 hold the upper triangle of the top-left k × k corner ``G[:k, :k]`` (on and above the
+    diagonal); rows 1 .. k hold the bottom-right corner ``G[k:, k:]`` transposed, on and below the diagonal (so
+    its upper triangle); rows k+1 .. 2k hold the top-right rectangle ``G[:k, k:]``. For odd D the last row and
+    column are padded with zeros. The three parts are contiguous k × k matrices, so BLAS updates them in place.
+    Only the upper triangle of G is read.
     """
-    tiles, r0 = [], 0
-    while r0 < D:
-        r1 = r0 + 1
-        while r1 < D:
-            width = (r1 + 1 - r0) * D - r0
-            waste = (r1 - r0) * r0 + (r1 - r0) * (r1 - r0 + 1) // 2
-            if width > max_width or waste > TILE_WASTE * width:
-                break
-            r1 += 1
-        tiles.append((r0, r1))
-        r0 = r1
-    return tuple(tiles)
+    D = G.shape[-1] if D is None else D
+    k = (D + 1) // 2
+    g = G.shape[0]
+    F = np.zeros((g, 2 * k + 1, k), dtype=G.dtype)
+    F[:, :k, :k] = G[:, :k, :k]
+    lower = np.tril(np.ones((k, k), dtype=bool))
+    corner = np.zeros((g, k, k), dtype=G.dtype)
+    corner[:, : D - k, : D - k] = np.swapaxes(G[:, k:, k:], 1, 2)
+    np.copyto(F[:, 1 : k + 1], corner, where=lower)
+    F[:, k + 1 :, : D - k] = G[:, :k, k:]
+    return F
+
+
+def unfold_grams(packed: NDArray, D: int) -> NDArray:
+    """Full symmetric matrices (g, D, D) from folded ones (:func:`fold_grams`; shape (g, 2k+1, k) or (g, (2k+1)·k))."""
+    rows, k = folded_shape(D)
+    folded = packed.reshape(-1, rows, k)
+    m = D - k  # size of the bottom-right corner (k, or k - 1 for odd D)
+    out = np.empty((folded.shape[0], D, D), dtype=packed.dtype)
+    below = _strict_lower(k)
+    for F, G in zip(folded, out):  # one matrix at a time: its six copies stay in cache
+        top_left, bottom_right = G[:k, :k], G[k:, k:]
+        top_left[...] = F[:k]  # upper triangle right; the lower one mirrored from it
+        np.copyto(top_left, F[:k].T, where=below)
+        corner = F[1 : k + 1, :m][:m]  # its lower triangle (with the diagonal) is the corner transposed
+        bottom_right[...] = corner.T
+        np.copyto(bottom_right, corner, where=below[:m, :m])
+        G[:k, k:] = F[k + 1 :, :m]
+        G[k:, :k] = F[k + 1 :, :m].T
+    return out
+
+
+def _column_tiles(n_cols: int, width: int) -> list[tuple[int, int]]:
+    """[c0, c1) ranges of nearly equal widths (at most ``width``, at least 2) covering ``n_cols`` columns.
+
+    Never a single column: numpy multiplies by one column with a matrix-vector routine, which rounds
+    differently from the matrix product every other tile uses.
+    """
+    n_tiles = max(1, min(-(-n_cols // max(width, 2)), n_cols // 2))
+    bounds = [(i * n_cols) // n_tiles for i in range(n_tiles + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(n_tiles)]
+
+
+def _fused_folded_downdate(Z1: NDArray[np.float32], Z2: NDArray[np.float32], F: NDArray[np.float32]) -> None:
+    """F -= ZᵀZ on a folded Gram matrix F (2k+1, k) in place, Z = [Z1, Z2] cut at column k (both (rows, k)).
+
+    Two ``ssyrk`` (the corners' triangles) and one ``sgemm`` (the rectangle), each with ``beta=1``: a value
+    becomes ``F - Σ z_i z_j``, the same sequential sum of products one ``ssyrk`` over the square forms (see
+    :func:`_fused_downdate`), while Z has at most :data:`FUSED_ROWS` rows.
+    """
+    from scipy.linalg.blas import sgemm, ssyrk
+
+    k = F.shape[1]
+    ssyrk(-1.0, Z1.T, beta=1.0, c=F[:k].T, trans=0, lower=1, overwrite_c=1)  # top-left: upper triangle
+    ssyrk(-1.0, Z2.T, beta=1.0, c=F[1 : k + 1].T, trans=0, lower=0, overwrite_c=1)  # bottom-right, transposed
+    sgemm(-1.0, Z2.T, Z1.T, beta=1.0, c=F[k + 1 :].T, trans_b=1, overwrite_c=1)  # top-right rectangle
 
 
 def _fused_downdate(Z: NDArray[np.float32], C: NDArray[np.float32], sign: float) -> None:
@@ -177,8 +244,8 @@ class _Shard:
     """One shard of a run: its current rows and the Gram statistics of its blocks (or rows).
 
     ``stack`` (blocks whose Grams the ridge fits sum; None where only the total is needed) holds the shard's
-    blocks' Gram matrices (their upper triangles are current; the lower ones are not read after the first
-    removal), ``total`` (float64) the Gram matrix of all its current rows. ``applied`` counts the rounds of
+    blocks' Gram matrices, folded (:func:`fold_grams`: shape (blocks, 2k+1, k)), ``total`` (float64) the Gram
+    matrix of all its current rows. ``applied`` counts the rounds of
     removals already subtracted (a cluster worker replays the missing ones in order).
     """
 
@@ -226,8 +293,9 @@ class ShardedGrams:
 
     @property
     def packed_size(self) -> int:
-        """Values of one packed Gram matrix, ``D·(D+1)/2``."""
-        return self.D * (self.D + 1) // 2
+        """Values of one folded Gram matrix (:func:`fold_grams`): ``D·(D+1)/2``, a little more for odd D."""
+        rows, k = folded_shape(self.D)
+        return rows * k
 
     def _z(self, rows: NDArray[np.intp]) -> NDArray[np.float32]:
         """[x - μ, 1, onehot(y)] for ``rows``."""
@@ -246,6 +314,12 @@ class ShardedGrams:
             for start in range(0, len(rows), chunk):
                 Z = self._z(np.sort(rows[start : start + chunk]))
                 out[i] += Z.T @ Z
+
+    def block_stack(self, groups: Sequence[NDArray[np.intp]]) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+        """Folded Gram matrices (len(groups), 2k+1, k) of the blocks' rows ``groups`` and their float64 sum."""
+        full = np.empty((len(groups), self.D, self.D), dtype=np.float32)
+        self._gram_of_groups(groups, full)
+        return fold_grams(full), full.sum(axis=0, dtype=np.float64)
 
     # -- shards -------------------------------------------------------------------------------------
     def shard(self, index: int) -> _Shard:
@@ -267,9 +341,7 @@ class ShardedGrams:
             block = self.block_of_row[sh.rows] - lo
             order = np.argsort(block, kind="stable")
             cuts = np.cumsum(np.bincount(block, minlength=hi - lo))[:-1]
-            sh.stack = np.empty((hi - lo, self.D, self.D), dtype=np.float32)
-            self._gram_of_groups(np.split(sh.rows[order], cuts), sh.stack)
-            sh.total = sh.stack.sum(axis=0, dtype=np.float64)
+            sh.stack, sh.total = self.block_stack(np.split(sh.rows[order], cuts))
         elif self.uses_total:
             out = np.empty((1, self.D, self.D), dtype=np.float32)
             self._gram_of_groups([sh.rows], out)
@@ -285,6 +357,7 @@ class ShardedGrams:
         sh.rows = sh.rows[~np.isin(sh.rows, rows, assume_unique=True)]
         if sh.stack is not None:
             lo, D = sh.blocks[0], self.D
+            k = sh.stack.shape[2]
             blocks = self.block_of_row[rows]
             order = np.lexsort((rows, blocks))  # by block, each block's rows sorted: few gathers for the shard
             rows_sorted, blocks_sorted = rows[order], blocks[order]
@@ -297,14 +370,17 @@ class ShardedGrams:
                 while end < len(cuts) - 1 and cuts[end + 1] - cuts[start] <= step:
                     end += 1
                 Z = self._z(rows_sorted[cuts[start] : cuts[end]])
+                Z1 = np.ascontiguousarray(Z[:, :k])
+                Z2 = np.zeros((len(Z), k), dtype=np.float32)
+                Z2[:, : D - k] = Z[:, k:]
                 for a, b in zip(cuts[start:end] - cuts[start], cuts[start + 1 : end + 1] - cuts[start]):
-                    Zs, G = Z[a:b], sh.stack[blocks_sorted[cuts[start] + a] - lo]
+                    Zs, F = Z[a:b], sh.stack[blocks_sorted[cuts[start] + a] - lo]
                     if b - a <= FUSED_ROWS:
-                        _fused_downdate(Zs, G, -1.0)
+                        _fused_folded_downdate(Z1[a:b], Z2[a:b], F)
                         _fused_downdate(Zs, removed, 1.0)
                     else:
                         ZtZ = Zs.T @ Zs
-                        G -= ZtZ
+                        F -= fold_grams(ZtZ[None])[0]
                         removed += ZtZ
                 start = end
             _mirror_upper(removed)
@@ -322,40 +398,39 @@ class ShardedGrams:
     def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_]) -> NDArray[np.float32]:
         """Partial Gram matrices of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
 
-        Returns their upper triangles, shape (g, D·(D+1)/2) (:func:`unpack_upper` gives the matrices). One
-        matrix product per shard and column tile, added along the shard tree: the value of the tree node
+        Returns them folded (:func:`fold_grams`), shape (g, (2k+1)·k) (:func:`unfold_grams` gives the matrices).
+        One matrix product per shard and column tile, added along the shard tree: the value of the tree node
         ``node``, bit for bit whichever process computes it (all its shards must be built and up to date).
         Column tiles run on the run's thread pool.
         """
         lo, hi = node
-        g, D = member.shape[0], self.D
+        g = member.shape[0]
         A = member.astype(np.float32)
         parts, flats = [], []
         for s in range(lo, hi):
             sh = self.shards[s]
             b0, b1 = sh.blocks
             parts.append(np.ascontiguousarray(A[:, b0:b1]))
-            flats.append(sh.stack.reshape(b1 - b0, D * D))
-        out = np.empty((g, self.packed_size), dtype=np.float32)
+            flats.append(sh.stack.reshape(b1 - b0, -1))
+        size = flats[0].shape[1]
+        out = np.empty((g, size), dtype=np.float32)
         levels = _tree_depth(hi - lo) + 1
-        width = int(max(2 * D, TILE_BYTES // (4 * max(g, 1) * levels)))
-        tiles = _row_tiles(D, width)
-        starts = np.r_[0, np.cumsum(D - np.arange(D))]  # where each row's upper part starts in ``out``
+        tiles = _column_tiles(size, min(TILE_COLUMNS, int(TILE_BYTES // (4 * max(g, 1) * levels))))
+        width = max(c1 - c0 for c0, c1 in tiles)
 
         def run(todo: range) -> None:
-            buf = np.empty((levels, g, width), dtype=np.float32)
-            for r0, r1 in (tiles[i] for i in todo):
-                f0, f1 = r0 * D + r0, (r1 - 1) * D + D
-                _tree_tile(parts, [f[:, f0:f1] for f in flats], buf[:, :, : f1 - f0], 0, hi - lo, 0)
-                for r in range(r0, r1):
-                    out[:, starts[r] : starts[r + 1]] = buf[0, :, r * D + r - f0 : r * D + D - f0]
+            space = np.empty(levels * g * width, dtype=np.float32)
+            for c0, c1 in (tiles[i] for i in todo):
+                # contiguous levels for this tile's width: numpy adds strided 2-D views about 4x slower
+                buf = space[: levels * g * (c1 - c0)].reshape(levels, g, c1 - c0)
+                _tree_tile(parts, [f[:, c0:c1] for f in flats], buf, 0, hi - lo, 0, out[:, c0:c1])
 
         map_ordered(run, split(len(tiles), 4 * n_workers()) if n_workers() > 1 else [range(len(tiles))])
         return out
 
     def unpack_grams(self, packed: NDArray[np.float32]) -> NDArray[np.float32]:
-        """Gram matrices (g, D, D) from :meth:`node_grams`' upper triangles (g, D·(D+1)/2)."""
-        return unpack_upper(packed, self.D)
+        """Gram matrices (g, D, D) from :meth:`node_grams`' folded ones (g, (2k+1)·k)."""
+        return unfold_grams(packed, self.D)
 
     def node_total(self, node: tuple[int, int]) -> NDArray[np.float64]:
         """Gram matrix of the current rows of the shards of ``node`` (float64, summed along the shard tree)."""

@@ -1,0 +1,122 @@
+"""Helpers that replaced slower code in the engine's hot paths give exactly what the code they replaced gave."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aflite_core.engine import models
+from aflite_core.engine.models import gather_rows
+from aflite_core.engine.ridge_solve import ridge_system
+
+
+def _ridge_system_before(P, d, alpha):
+    """ridge_system as it was (float64 outer product, then ``astype``-style rounding, then subtraction)."""
+    s = P[:, :d, d].astype(np.float64)
+    n = np.maximum(P[:, d, d].astype(np.float64), 1.0)
+    ysum = P[:, d, d + 1 :].astype(np.float64)
+    rhs = P[:, :d, d + 1 :].astype(np.float64) - s[:, :, None] * (ysum / n[:, None])[:, None, :]
+    A = P[:, :d, :d]
+    s_over_n = s / n[:, None]
+    idx = np.arange(d)
+    for i in range(len(A)):
+        A[i] -= np.multiply.outer(s[i], s_over_n[i]).astype(P.dtype)
+        trace = float(np.trace(A[i], dtype=np.float64)) / d
+        A[i, idx, idx] += alpha * (trace if trace > 0 else 1.0)
+    return A, rhs, s, n, ysum
+
+
+@given(
+    d=st.integers(1, 24),
+    g=st.integers(1, 3),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    seed=st.integers(0, 2**16),
+)
+def test_ridge_system_has_the_bits_of_the_two_pass_centring(d, g, scale, dtype, seed):
+    """One pass that rounds the float64 products to P's type = products rounded by ``astype``, bit for bit."""
+    rng = np.random.default_rng(seed)
+    Z = (rng.standard_normal((5 * d + 10, d + 3)) * scale).astype(dtype)
+    Z[:, d] = 1.0
+    P = np.stack([Z[i::g].T @ Z[i::g] for i in range(g)]).astype(dtype)
+    got = ridge_system(P.copy(), d, 1e-3)
+    want = _ridge_system_before(P.copy(), d, 1e-3)
+    for a, b in zip(got, want):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+@given(n_rows=st.integers(0, 300), seed=st.integers(0, 2**16))
+def test_gather_rows_is_fancy_indexing(n_rows, seed):
+    """The kept buffer holds X[rows]; a later, larger call grows it and still gives X[rows]."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((400, 7)).astype(np.float32)
+    for rows in (np.sort(rng.choice(400, n_rows, replace=False)), rng.integers(0, 400, n_rows * 2)):
+        assert np.array_equal(gather_rows(X, rows), X[rows])
+
+
+def test_gather_rows_above_the_budget_gets_a_fresh_array(monkeypatch):
+    """Past GATHER_BUFFER_BYTES the rows come in their own array (the buffer stays small)."""
+    X = np.arange(60, dtype=np.float32).reshape(20, 3)
+    monkeypatch.setattr(models, "GATHER_BUFFER_BYTES", 4 * 3 * 4)
+    small = gather_rows(X, np.array([1, 2]))
+    big = gather_rows(X, np.arange(10))
+    assert not np.shares_memory(small, big) and np.array_equal(big, X[:10])
+
+
+def test_gather_rows_buffers_are_per_thread():
+    """Two threads never share a buffer (scoring pieces run on the engine's pool)."""
+    X = np.arange(300, dtype=np.float32).reshape(100, 3)
+    out = {}
+
+    def work(name, rows):
+        out[name] = gather_rows(X, rows)
+
+    threads = [threading.Thread(target=work, args=(i, np.arange(i, i + 10))) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not np.shares_memory(out[0], out[1])
+    assert all(np.array_equal(out[i], X[i : i + 10]) for i in range(2))
+
+
+def test_versions_name_scikit_learn_without_importing_it():
+    """A run's provenance names scikit-learn's version; reading it no longer imports the package (1-2 CPU s)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from aflite_core._utils import versions; v = versions()['scikit-learn']; "
+        "print('sklearn' in sys.modules); import sklearn; print(v == sklearn.__version__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
+
+
+@given(d=st.integers(1, 9), k=st.integers(1, 4), p=st.integers(1, 12), seed=st.integers(0, 2**16))
+def test_weights_select_is_the_indexed_reshape(d, k, p, seed):
+    """select() by column take = the last-axis indexing and reshape it replaced (values and order)."""
+    rng = np.random.default_rng(seed)
+    weights = models._LinearWeights(
+        rng.standard_normal((d, k, p)).astype(np.float32), rng.standard_normal((k, p)).astype(np.float32), k + 1
+    )
+    chosen = np.sort(rng.choice(p, int(rng.integers(1, p + 1)), replace=False))
+    W, b = weights.select(chosen)
+    assert np.array_equal(W, weights.W[:, :, chosen].reshape(d, -1))
+    assert np.array_equal(b, weights.b[:, chosen].reshape(-1))
+
+
+def test_fitted_weights_are_kept_in_c_order():
+    """Weights built from transposed pieces (as the fits concatenate them) are stored C-ordered, same values."""
+    rng = np.random.default_rng(0)
+    pieces = [rng.standard_normal((5, 4, 2)).transpose(1, 2, 0) for _ in range(2)]  # (g, d, C-1) -> (d, C-1, g)
+    W = np.concatenate(pieces, axis=2).astype(np.float32)  # numpy keeps the pieces' layout: not C-ordered
+    b = rng.standard_normal((10, 2)).astype(np.float32).T
+    weights = models._LinearWeights(W, b, 3)
+    assert weights.W.flags.c_contiguous and weights.b.flags.c_contiguous
+    assert np.array_equal(weights.W, W) and np.array_equal(weights.b, b)
+    flat, bias = weights.select(np.arange(10))
+    assert np.array_equal(flat, W.reshape(4, -1)) and np.array_equal(bias, b.reshape(-1))
