@@ -154,7 +154,7 @@ def _solve(key: str, spec: dict, x_ref: Any, values: dict, n_shards: int, n_mode
     session = entry["session"]
     with blas_threads(1):
         with _cpu(key, "reduce"):
-            packed = tree_sum(values, 0, n_shards)  # upper triangles of the group's Gram matrices
+            packed = tree_sum(values, 0, n_shards)  # folded triangles of the group's Gram matrices (shards.block_stack)
         with _cpu(key, "solve"):
             W, b = session.solve_grams(session.unpack_grams(packed.reshape(n_models, -1)), precond)
             return _LinearWeights(np.ascontiguousarray(W, dtype=np.float32), b.astype(np.float32), session.n_classes)
