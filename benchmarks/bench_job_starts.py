@@ -8,6 +8,13 @@ more for a time left and Stop (``bench_app_scale._job_started``); *stop* = Stop 
 
     python benchmarks/bench_job_starts.py --work /tmp/aflite-scale            # B (550,000 × 384)
     python benchmarks/bench_job_starts.py --tiny                              # 3,000 × 16, seconds
+    python benchmarks/bench_job_starts.py --stop-timing 3                     # Stop → stopped state, 3 times each
+
+``--stop-timing N`` (issue 29: Stop answers within 2 s) times only Stop, on the bundled digits: N times a slow
+Filter run (scikit-learn's logistic regression, seconds a round) stopped mid-round after its first round, and N
+times a Baselines comparison (logistic, kNN and the MLP) stopped while its MLP cross-validates; *stop* = Stop click
+to the stopped state on the page (the partial result's warning, or the Baselines "stopped" note). Run it under the
+load you want to measure at; each record has the 1-minute load average.
 """
 
 from __future__ import annotations
@@ -126,6 +133,76 @@ def drive(b: scale.Bench, n: int, stop_timeout_s: float) -> None:
     _stop(b, "Embedding map", stop_timeout_s)
 
 
+#: a slow Filter run on the digits: scikit-learn's logistic regression fits m = 64 models a round (seconds a round)
+SLOW_FILTER = "/filter?dataset=digits&rep=mlp&n=719&t=360&k=72&m=64&seed={seed}&strategy=slice&model=logistic"
+#: the Filter page's stopped state: the partial result's warning (or nothing-removed-yet's)
+FILTER_STOPPED = re.compile(r"this is a partial result|Stopped during round 1")
+
+
+def _stop_record(what: str, t0: float, note: str) -> dict:
+    wall = round(time.perf_counter() - t0, 2)
+    rec = {"page": what, "what": "Stop → stopped state", "kind": "stop timing", "wall_s": wall,
+           "load1": round(os.getloadavg()[0], 2), "note": note}  # fmt: skip
+    print(json.dumps(rec, ensure_ascii=False), flush=True)
+    return rec
+
+
+def stop_timing(page, url: str, repeats: int, timeout_s: float) -> list[dict]:
+    """Stop during a slow Filter round and during a Baselines MLP piece, ``repeats`` times each; the records."""
+    from playwright.sync_api import expect
+
+    rows = []
+    for i in range(repeats):
+        page.goto(url + SLOW_FILTER.format(seed=100 + i))
+        stop = page.get_by_role("button", name="Stop")
+        progress = page.locator('[data-testid="stMain"] [data-testid="stProgress"]').first
+        expect(progress).to_contain_text(re.compile(r"removed"), timeout=timeout_s * 1000)  # a round done
+        page.wait_for_timeout(700)  # well inside the next round
+        stop.first.click()
+        t0 = time.perf_counter()
+        try:
+            page.get_by_text(FILTER_STOPPED).first.wait_for(timeout=timeout_s * 1000)
+            rows.append(_stop_record("Filter", t0, "partial result shown"))
+        except Exception:
+            rows.append(_stop_record("Filter", t0, f"no stopped state within {timeout_s:.0f} s"))
+    # Baselines on the stopped run: logistic, kNN and the MLP; Stop once the MLP is cross-validating
+    for i in range(repeats):
+        page.get_by_test_id("stSidebarNav").get_by_text("Baselines", exact=True).first.click()
+        page.get_by_role("heading", name="Baselines").first.wait_for(timeout=timeout_s * 1000)
+        page.wait_for_timeout(500)
+        with contextlib.suppress(Exception):
+            page.get_by_role("button", name="Compute again").first.click(timeout=2000)
+        if i == 0:
+            page.locator('[data-testid="stMultiSelect"]').first.click()
+            page.keyboard.type("MLP")
+            page.keyboard.press("Enter")
+            page.keyboard.press("Escape")
+        page.wait_for_timeout(500)
+        seed = page.get_by_label("Seed (random subset, one-shot split, folds)")
+        with contextlib.suppress(Exception):  # a new seed each time: nothing cached
+            if not seed.is_visible():
+                page.get_by_text("Options: folds, training-row cap, seed").first.click()
+            seed.fill(str(200 + i))
+            seed.press("Enter")
+        page.wait_for_timeout(800)
+        _click_if(page.get_by_role("button", name="Compute"))
+        progress = page.locator('[data-testid="stMain"] [data-testid="stProgress"]').first
+        try:  # the MLP runs once kNN on the full subset has reported
+            expect(progress).to_contain_text(re.compile(r"kNN \(k = 15\) on the full subset"), timeout=timeout_s * 1000)
+        except Exception:
+            rows.append({"page": "Baselines", "kind": "stop timing", "note": "the MLP piece was not reached"})
+            continue
+        page.wait_for_timeout(300)
+        page.get_by_role("button", name="Stop").first.click()
+        t0 = time.perf_counter()
+        try:
+            page.get_by_text("The comparison was stopped before it finished").first.wait_for(timeout=timeout_s * 1000)
+            rows.append(_stop_record("Baselines", t0, "stopped note shown"))
+        except Exception:
+            rows.append(_stop_record("Baselines", t0, f"no stopped state within {timeout_s:.0f} s"))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=scale.SIZES["B"])
@@ -135,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--screenshots", type=Path, default=None, help="a PNG of each step that failed")
     parser.add_argument("--timeout", type=float, default=180.0, help="longest wait for one step (s)")
     parser.add_argument("--stop-timeout", type=float, default=60.0, help="longest wait for a job to end after Stop")
+    parser.add_argument("--stop-timing", type=int, default=0, metavar="N",
+                        help="only time Stop → stopped state on the digits, N times a job")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.stop_timing:
+        return _main_stop_timing(args)
     n, d, m = (scale.TINY[0], scale.TINY[1], 16) if args.tiny else (args.rows, args.dim, 64)
     if args.tiny:  # jobs end within the sync wait at this size: steps that wait for a progress bar time out fast
         args.timeout, args.stop_timeout = min(args.timeout, 8.0), min(args.stop_timeout, 5.0)
@@ -159,6 +240,30 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 browser.close()
     print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    return 0
+
+
+def _main_stop_timing(args) -> int:
+    """``--stop-timing N``: the digits served from a fresh cache, Stop timed N times per job."""
+    print(f"# stop timing · {os.cpu_count()} cores · load {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="aflite-stop-timing-") as work:
+        os.environ["AFLITE_CACHE_DIR"] = str(Path(work) / "cache")
+        os.environ.setdefault("AFLITE_APP_UMAP", "0")
+        from playwright.sync_api import sync_playwright
+
+        with scale.served(Path(work), Path(work) / "streamlit.log") as (url, _pid), sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=scale.CHROMIUM, headless=True, args=scale.ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1500, "height": 1000})
+                rows = stop_timing(page, url, args.stop_timing, args.stop_timeout)
+            finally:
+                browser.close()
+    for what in ("Filter", "Baselines"):
+        walls = sorted(r["wall_s"] for r in rows if r["page"] == what and "wall_s" in r)
+        if walls:
+            listed = ", ".join(f"{w:.2f}" for w in walls)
+            print(f"{what}: Stop → stopped state {listed} s (median {walls[len(walls) // 2]:.2f})")
+    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return 0
 
 
