@@ -162,8 +162,13 @@ class BackgroundRun:
         self._partial, self._frozen = (freeze, build), None
 
     def _freeze(self) -> None:
-        if self._partial is not None:
+        if self._partial is None:
+            return
+        try:
             self._frozen = self._partial[0]()
+        except Exception:  # no result so far to show: a Stop waits for the job's own ending, as before
+            _LOG.exception("the result so far of a job could not be kept")
+            self._partial = self._frozen = None
 
     def _run(self) -> None:
         admitted = None
@@ -193,6 +198,7 @@ class BackgroundRun:
                 elif error is not None and not isinstance(error, Stopped | _child_process.ChildStopped):
                     _LOG.warning("a stopped job ended with %s after its page moved on", type(error).__name__)
                 self.finished = time.perf_counter()
+                self._partial = self._frozen = None  # its outcome is there: the copy of its state is not needed
             with _LIVE_LOCK:
                 _LIVE.discard(self)
 
@@ -232,10 +238,11 @@ class BackgroundRun:
         with self._lock:
             if self.finished is not None or self.abandoned:
                 return True
-            if not self._stop.is_set() or self._partial is None or self._frozen is None:
+            partial, frozen = self._partial, self._frozen
+            if not self._stop.is_set() or partial is None or frozen is None:
                 return False
             try:
-                self.result = self._partial[1](self._frozen)
+                self.result = partial[1](frozen)
             except Exception:  # the job's own stop gives the result when it ends: wait for it as before
                 _LOG.exception("the result so far of a stopped job could not be built")
                 return False
