@@ -13,8 +13,12 @@ script thread. Its life:
 3. **Stop** - a script button (not the fragment's: a fragment click during a full rerun was lost) stops the
    current run; the click's time is kept on that run for one rerun (:attr:`BackgroundRun.stop_clicked`), so
    a run started by the same rerun (τ moved and Stop pressed at once) stops too. The engine answers within one
-   step (a group of fits or a block of predictions, well under a second); a job whose browser session is gone
-   is cancelled (:func:`~aflite_app.admission.session_alive`);
+   step (a group of fits or a block of predictions: well under a second on an idle server, seconds under load);
+   a job that offered its result so far (:meth:`_Reporter.offer_partial`: the Filter's AFLite run, the
+   Baselines comparison) answers at once instead (issue 29: Stop within 2 s everywhere) - the page shows that
+   result while the job's thread ends in the background at its next step (:meth:`BackgroundRun.abandon`; it
+   holds its heavy-job slot and counts in :func:`running_jobs` until it really ends). A job whose browser
+   session is gone is cancelled (:func:`~aflite_app.admission.session_alive`);
 4. **outcome** - the result (a stopped AFLite run is partial, ``stop_reason == "stopped_by_callback"``), or for
    shared jobs an :class:`Outcome` (value, one-sentence error, or stopped); the job's own ``prepare`` stores a
    finished result in its compute store, so the next rerun finds it there.
@@ -116,8 +120,15 @@ class BackgroundRun:
     ticket: Ticket | None = None
     #: the shared job this run follows (:meth:`SharedJobs.follow`): its place in the queue is this run's too
     following: BackgroundRun | None = None
+    #: True once Stop was answered with the job's result so far while its thread still ran (:meth:`abandon`)
+    abandoned: bool = False
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    #: ``(freeze, build)`` the job offered (:meth:`_Reporter.offer_partial`), and the last ``freeze()`` taken
+    _partial: tuple[Callable[[], Any], Callable[[Any], Any]] | None = None
+    _frozen: Any = None
+    _abandoned_at: float | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> BackgroundRun:
         """Start the thread (returns self)."""
@@ -138,14 +149,30 @@ class BackgroundRun:
 
     def _callback(self, progress) -> bool:
         self.progress = progress
+        self._freeze()  # a round ended: the job's state is the one a stop now would give
         return self._keep_going()
 
     def _step(self, step) -> bool:
         self.step = step
+        if self._partial is not None and self._frozen is None:
+            self._freeze()  # its first step: nothing finished yet, but the partial result (none) is ready
         return self._keep_going()
+
+    def _offer(self, freeze: Callable[[], Any], build: Callable[[Any], Any]) -> None:
+        self._partial, self._frozen = (freeze, build), None
+
+    def _freeze(self) -> None:
+        if self._partial is None:
+            return
+        try:
+            self._frozen = self._partial[0]()
+        except Exception:  # no result so far to show: a Stop waits for the job's own ending, as before
+            _LOG.exception("the result so far of a job could not be kept")
+            self._partial = self._frozen = None
 
     def _run(self) -> None:
         admitted = None
+        result, error = None, None
         try:
             if isinstance(self.target, HeavyJob):  # wait for a turn in the server's queue first
                 admitted = self.target.queue.enter(self.target.what, self._keep_going)
@@ -158,14 +185,20 @@ class BackgroundRun:
                 self.ticket = None
                 self.started = time.perf_counter()  # its time (and time left) counts from its turn, not the wait
             _child_process.set_enabled(settings.load().child_processes)  # a long fit: a child process Stop ends
-            self.result = self.target(_Reporter(self._callback, self._step))
+            result = self.target(_Reporter(self._callback, self._step, self._offer, self._keep_going))
         except BaseException as exc:  # surfaced to the page as st.error
-            self.error = exc
+            error = exc
         finally:
             if admitted is not None:
                 admitted.leave()  # its slot goes to the next in line
             self.ticket = None
-            self.finished = time.perf_counter()
+            with self._lock:
+                if not self.abandoned:  # an abandoned run's page shows the result it had at Stop (the same rounds)
+                    self.result, self.error = result, error
+                elif error is not None and not isinstance(error, Stopped | _child_process.ChildStopped):
+                    _LOG.warning("a stopped job ended with %s after its page moved on", type(error).__name__)
+                self.finished = time.perf_counter()
+                self._partial = self._frozen = None  # its outcome is there: the copy of its state is not needed
             with _LIVE_LOCK:
                 _LIVE.discard(self)
 
@@ -187,6 +220,35 @@ class BackgroundRun:
         """Ask the engine to stop at its next step (within one group of fits or block of predictions)."""
         self._stop.set()
 
+    def abandon(self) -> bool:
+        """After :meth:`stop`: take the job's result so far as its result now, and let its thread end on its own.
+
+        Possible once the job offered its result so far (:meth:`_Reporter.offer_partial`) and reached a point
+        where it took it: the result is what the job itself returns when it stops there (an AFLite run's
+        completed rounds; a stopped Baselines comparison), so the page shows it at once instead of waiting for
+        the step that runs (seconds under load). The thread goes on to that step, then ends; it holds its
+        heavy-job slot and counts in :func:`running_jobs` until then; what it returns is dropped.
+
+        Returns
+        -------
+        bool
+            True when the run is done now (abandoned, or its thread had ended); False when it cannot be
+            abandoned (not stopped, no result so far offered, or building it failed): wait for it as before.
+        """
+        with self._lock:
+            if self.finished is not None or self.abandoned:
+                return True
+            partial, frozen = self._partial, self._frozen
+            if not self._stop.is_set() or partial is None or frozen is None:
+                return False
+            try:
+                self.result = partial[1](frozen)
+            except Exception:  # the job's own stop gives the result when it ends: wait for it as before
+                _LOG.exception("the result so far of a stopped job could not be built")
+                return False
+            self.abandoned, self._abandoned_at = True, time.perf_counter()
+            return True
+
     @property
     def stop_requested(self) -> bool:
         """True once :meth:`stop` was called."""
@@ -194,19 +256,24 @@ class BackgroundRun:
 
     @property
     def done(self) -> bool:
-        """True when the thread has finished (with a result or an error)."""
+        """True when the run has its outcome: its thread finished (with a result or an error), or it was abandoned."""
+        return self.finished is not None or self.abandoned
+
+    @property
+    def ended(self) -> bool:
+        """True when its thread has ended (an abandoned run's thread may still be finishing its step)."""
         return self.finished is not None
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds; True if the run is done."""
-        if self._thread is not None:
+        if self._thread is not None and not self.abandoned:
             self._thread.join(timeout)
         return self.done
 
     @property
     def elapsed(self) -> float:
-        """Seconds since the start (until the end once finished)."""
-        return (self.finished or time.perf_counter()) - self.started
+        """Seconds since the start (until the end once finished, or until it was abandoned)."""
+        return (self._abandoned_at or self.finished or time.perf_counter()) - self.started
 
 
 @dataclass(frozen=True)
@@ -215,6 +282,23 @@ class _Reporter:
 
     per_round: Callable[[Any], bool]
     step: Callable[[Any], bool]
+    offer: Callable[[Callable[[], Any], Callable[[Any], Any]], None] | None = None
+    keep_going: Callable[[], bool] | None = None
+
+    def offer_partial(self, freeze: Callable[[], Any], build: Callable[[Any], Any]) -> None:
+        """Let Stop answer at once with the job's result so far (:meth:`BackgroundRun.abandon`).
+
+        ``freeze()`` is called in the job's thread at every point where the job's state is the one its own stop
+        would return - after each round's callback, and at its first step - and must copy what later work
+        changes in place; ``build(frozen)`` makes the result from the last one, in the page's thread, when Stop
+        is pressed while a step still runs. The job must return the same result when it stops there itself.
+        """
+        if self.offer is not None:
+            self.offer(freeze, build)
+
+    def stopping(self) -> bool:
+        """True once the job was asked to stop (Stop, or its session gone): a ``stop()`` for a child process."""
+        return self.keep_going is not None and not self.keep_going()
 
     @property
     def run(self) -> BackgroundRun | None:
@@ -379,6 +463,10 @@ def sync_wait() -> float:
     return settings.load().sync_wait_s
 
 
+#: seconds a stopped run is awaited before its result so far is taken instead (:meth:`BackgroundRun.abandon`): a
+#: run that ends at once keeps its own ending; one in a long step answers Stop within this plus the page's render
+STOP_GRACE_S = 0.25
+
 #: seconds a heavy job (or one asked ``quick``) is awaited before its progress bar and Stop show (issue 25: a
 #: job shows progress, time left and Stop within 2 s; such a job never ends within the default sync wait anyway)
 HEAVY_SYNC_WAIT_S = 0.3
@@ -438,10 +526,13 @@ def run_in_background(
                 run.stop()
             run.start()
         holder[entry] = run
-    deadline = time.perf_counter() + _first_wait(run.target, quick)
+    first = _first_wait(run.target, quick)
+    deadline = time.perf_counter() + (min(first, STOP_GRACE_S) if run.stop_requested else first)
     while not run.wait(min(0.05, max(0.0, deadline - time.perf_counter()))):
         if time.perf_counter() >= deadline or run.waiting is not None:
             break  # slow, or waiting for its turn in the heavy-job queue: show its progress (or place) now
+    if run.stop_requested:
+        run.abandon()  # stopped in a step that runs on: its result so far now, the thread ends by itself
     if isinstance(run.error, StoppedWaiting):  # Stop pressed while it waited its turn: said, not an error
         st.warning(message(str(run.error)))
         st.stop()
@@ -455,7 +546,7 @@ def run_in_background(
     def progress_panel() -> None:
         holder, entry = _slot(state_key)
         current = holder[entry]
-        if current.done:
+        if current.done or (current.stop_requested and current.abandon()):
             st.rerun(scope="app")
         waiting = current.waiting
         if waiting is not None:  # a heavy job waiting for its turn: its place in line, Stop takes it out
@@ -505,9 +596,12 @@ def start_daemon(target: Callable[[], Any], name: str) -> threading.Thread:
 
 
 def running_jobs() -> int:
-    """Background runs of this process that have started and not finished (every session's), queued ones aside."""
+    """Background runs of this process that have started and not finished (every session's), queued ones aside.
+
+    An abandoned run (:meth:`BackgroundRun.abandon`) counts until its thread really ends: it still uses a core.
+    """
     with _LIVE_LOCK:
-        return sum(1 for run in _LIVE if not run.done and not run.queued)  # a queued job uses no core
+        return sum(1 for run in _LIVE if not run.ended and not run.queued)  # a queued job uses no core
 
 
 def available_cores() -> int:

@@ -194,9 +194,10 @@ class Settings:
     child_processes : bool
         ``AFLITE_CHILD_PROCESSES``: a background job's long library call that cannot be interrupted (one MLP or
         logistic fit, a Gaussian mixture of the training-dynamics validation, a chunk of 512 texts of sentence
-        embeddings, whose model a child process then loads once and keeps) runs in a child process that Stop
-        ends within a second (:mod:`aflite_core._child_process`); off, it runs in the server's process and Stop
-        waits for it to end. Turn it off where the host forbids starting processes. Default True.
+        embeddings, whose model a child process then loads once and keeps; each piece of a Baselines
+        comparison, in one child per comparison that receives the features once) runs in a child process that
+        Stop ends within a second (:mod:`aflite_core._child_process`); off, it runs in the server's process and
+        Stop waits for it to end. Turn it off where the host forbids starting processes. Default True.
     max_interactive_rows : int
         Rows an upload may have (above it the app refuses and names the command-line equivalent), and the size
         above which an AFLite run is a heavy job that waits its turn in the queue (``_stores.MAX_INTERACTIVE_ROWS``;

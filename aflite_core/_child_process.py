@@ -12,7 +12,9 @@ yes - so a stop is answered within a fraction of a second whatever the call does
   thread limits as this thread has (read with ``threadpoolctl``), so a seeded fit gives bit-identical results.
 * **Arrays travel as raw bytes**: arguments and the result are pickled with protocol 5, and every contiguous
   numpy buffer goes through the pipe out of band, as its bytes (no pickling copy; one copy into the child,
-  received into a writable buffer).
+  received into a writable buffer). A read-only memory-mapped array (``np.load(..., mmap_mode="r")``, an opened
+  run's features) travels as its file instead - the child maps the same file, nothing is copied - and any other
+  memory-mapped array as its bytes (numpy would pickle one into a full in-memory copy first).
 * **A crash is one sentence**: a child that dies (killed, out of memory, a segfault) raises
   :class:`ChildProcessFailed` (a ValueError) naming the step and the exit code; an exception the call raises is
   raised here again (its type and message; the child's traceback is not kept).
@@ -20,6 +22,7 @@ yes - so a stop is answered within a fraction of a second whatever the call does
 
 from __future__ import annotations
 
+import io
 import multiprocessing
 import pickle
 import signal
@@ -27,6 +30,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 __all__ = [
     "ENABLED",
@@ -106,10 +111,30 @@ def _thread_limits() -> dict[str, int]:
     return limits
 
 
+def _mapped(filename: str, dtype: str, shape: tuple, offset: int, order: str) -> np.memmap:
+    """The child's side of a memory-mapped array sent by file (:class:`_Pickler`): the same file, read-only."""
+    return np.memmap(filename, dtype=np.dtype(dtype), mode="r", offset=offset, shape=shape, order=order)
+
+
+class _Pickler(pickle.Pickler):
+    """Protocol 5 with memory-mapped arrays sent by file (read-only, whole mapping) or as out-of-band bytes."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if not isinstance(obj, np.memmap):
+            return NotImplemented
+        whole = getattr(obj, "_mmap", None) is not None and obj.base is obj._mmap  # not a slice of one
+        if whole and obj.mode == "r" and obj.filename and (obj.flags.c_contiguous or obj.flags.f_contiguous):
+            order = "C" if obj.flags.c_contiguous else "F"
+            return _mapped, (str(obj.filename), obj.dtype.str, obj.shape, int(obj.offset), order)
+        return np.asarray, (obj.view(np.ndarray),)  # a plain array's bytes go out of band (no in-memory copy)
+
+
 def _send(conn: Any, obj: Any) -> None:
     """Pickle ``obj`` (protocol 5) and send it, its contiguous buffers as raw bytes after it."""
     buffers: list[pickle.PickleBuffer] = []
-    head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    out = io.BytesIO()
+    _Pickler(out, protocol=5, buffer_callback=buffers.append).dump(obj)
+    head = out.getvalue()
     raws = [b.raw() for b in buffers]
     conn.send((len(head), [r.nbytes for r in raws]))
     conn.send_bytes(head)

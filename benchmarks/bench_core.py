@@ -321,8 +321,8 @@ def bench_snli_shaped(json_out: str | None, threads: int, workdir: str | None, t
         load_average_at_end=[round(v, 2) for v in os.getloadavg()],
     )
     print(
-        f"   engine: {rec['seconds'] / 60:.1f} min ({rec['cpu_seconds']:.0f} CPU-s), {rec['rounds']} rounds, kept {rec['kept']:,} "
-        f"({rec['stop']}); peak RSS {rec['peak_rss'] / 2**30:.2f} GiB = {rec['peak_over_x']}x the "
+        f"   engine: {rec['seconds'] / 60:.1f} min ({rec['cpu_seconds']:.0f} CPU-s), {rec['rounds']} rounds, "
+        f"kept {rec['kept']:,} ({rec['stop']}); peak RSS {rec['peak_rss'] / 2**30:.2f} GiB = {rec['peak_over_x']}x the "
         f"{rec['x_bytes'] / 2**30:.2f} GiB feature matrix",
         flush=True,
     )

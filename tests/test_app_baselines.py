@@ -150,7 +150,7 @@ def test_baselines_run_in_the_background_with_a_time_left_and_a_stop_that_ends_t
 
     pieces, stopped = [], threading.Event()
 
-    def slow_baselines(spec, options, *, session=None, progress=None):
+    def slow_baselines(spec, options, *, session=None, progress=None, stop=None):
         progress(0.0, "Drawing the random subset and the one-shot filter")  # the real first report: no time left
         try:
             for i in range(300):  # pieces until stopped (at most 30 s)

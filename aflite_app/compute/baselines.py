@@ -6,6 +6,11 @@ single-model filter's subset, plus each subset's representation bias. Small piec
 (in the byte-bounded stores, :func:`._stores.memo`), so the full-data numbers are reused across runs and
 adding a model family computes only that family; whole reports sit in a bounded store so the page can tell
 "already computed" from "needs the Compute button".
+
+Stop (issue 29: within 2 s everywhere): in the page's background job every piece - a family's cross-validation on
+one subset, a subset's bias, the one-shot filter - runs in one child process per comparison
+(:class:`aflite_core._child_process.Worker`: the features travel to it once) that Stop ends at once; the same
+functions on the same arguments, so the numbers are those computed here.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core import predictability
+from aflite_core import _child_process
 from aflite_core.data.datasets import Dataset
 from aflite_core.engine import estimates
 from aflite_core.engine.registry import CLASSIFIER_LABELS
@@ -29,6 +34,7 @@ from ..admission import heavy
 from ..jobs import Outcome, Stopped, as_outcome
 from ..specs import NO_SESSION, FilterSpec, SessionData
 from . import _stores
+from . import baseline_pieces as pieces_
 from .datasets import dataset, default_partial_input, pair_full_input, partial_input_choices
 from .runs import run_filter
 
@@ -150,8 +156,53 @@ def _baseline_groups(data: Dataset):
     return data.frame[data.pair[0]].astype(str).to_numpy(), data.pair[0]
 
 
+# -- the pieces, here or in the comparison's child process --------------------------------------------------------
+class _Pieces:
+    """Where a comparison's pieces run: here, or - with a ``stop`` - in one child process that ``stop()`` ends.
+
+    The child (:class:`aflite_core._child_process.Worker`) starts with the first piece and receives the
+    representations, labels and groups once; each piece then sends only its subset's mask. ``stop()`` is asked
+    every :data:`~aflite_core._child_process.POLL_S` seconds while a piece runs: True ends the child and raises
+    :class:`~aflite_app.jobs.Stopped`. Without a stop, with child processes off (``AFLITE_CHILD_PROCESSES``),
+    below :data:`~aflite_core._child_process.MIN_CELLS` feature cells, or where no process can be started, the
+    pieces run here (Stop then ends the comparison between pieces, as before). A piece's size is the largest
+    representation's cells × ``repeats`` (the folds).
+    """
+
+    def __init__(
+        self, views: dict[str, Any], y: Any, groups: Any, stop: Callable[[], bool] | None, repeats: int = 1
+    ) -> None:
+        # a piece's size: the largest representation × its folds (a cross-validation fits one model per fold)
+        cells = max((int(np.asarray(X).size) for X in views.values()), default=0) * max(int(repeats), 1)
+        self.stop = stop if cells >= _child_process.MIN_CELLS else None
+        self.views, self.y, self.groups = views, y, groups
+        self.worker: _child_process.Worker | None = None
+
+    def run(self, here: Callable[[], Any], there: Callable[..., Any], rep: str | None, *args: Any) -> Any:
+        """``there(state, rep, *args)`` in the child process, else ``here()`` in this thread (the same value)."""
+        if self.stop is not None and _child_process.ENABLED:
+            if self.worker is None:
+                self.worker = _child_process.Worker(
+                    pieces_.child_state, self.views, self.y, self.groups, what="the Baselines comparison"
+                )
+            try:
+                return self.worker.call(there, rep or "", *args, stop=self.stop)
+            except _child_process.ChildStopped:
+                raise Stopped("Stopped.") from None
+            except _child_process.NoChildProcess:
+                self.stop = None  # no child process here: every piece runs in this thread
+        return here()
+
+    def close(self) -> None:
+        """End the child process (if one was started)."""
+        if self.worker is not None:
+            self.worker.close()
+
+
 @_stores.memo("baseline_subsets", 16)
-def _baseline_subsets(spec: FilterSpec, seed: int, *, _session: SessionData = NO_SESSION) -> dict:
+def _baseline_subsets(
+    spec: FilterSpec, seed: int, *, _session: SessionData = NO_SESSION, _pieces: _Pieces | None = None
+) -> dict:
     """Masks of the four subsets of one run (same size except the full data) and a note per subset."""
     result = run_filter(spec, session=_session)
     data = dataset(spec.dataset, session=_session)
@@ -170,16 +221,12 @@ def _baseline_subsets(spec: FilterSpec, seed: int, *, _session: SessionData = NO
         notes["one-shot"] = "nothing removed: the one-shot filter keeps every row too"
     else:
         try:
-            one = core_baselines.one_shot_filter(
-                data.representation(spec.dataset.representation),
-                data.y,
-                size=n_kept,
-                train_size=t,
-                model=family,
-                random_state=seed,
-                n_threads=1,
+            X, rep = data.representation(spec.dataset.representation), spec.dataset.representation or ""
+            args = (n_kept, t, family, seed)
+            local = lambda: pieces_.one_shot_piece(X, data.y, *args)  # noqa: E731
+            masks["one-shot"] = (
+                local() if _pieces is None else _pieces.run(local, pieces_.one_shot_in_child, rep, *args)
             )
-            masks["one-shot"] = one.kept
         except ValueError as exc:  # e.g. a kept set too small for its training part: compare without it
             notes["one-shot"] = f"one-shot filter not possible here: {exc}"
     return {"masks": masks, "notes": notes, "train_size": t, "one_shot_model": family}
@@ -198,46 +245,25 @@ def _subset_key(name: str, spec: FilterSpec, n_kept: int, t: int) -> tuple:
 
 @_stores.memo("subset_accuracy", 512)
 def _subset_accuracy(
-    data_key: str, subset: tuple, view: str, model: str, n_splits: int, cap: int, seed: int, _X, _y, _mask, _groups
-) -> dict:
-    frame = core_baselines.model_accuracies(
-        _X,
-        _y,
-        mask=_mask,
-        models=[model],
-        n_splits=n_splits,
-        groups=_groups,
-        max_train_rows=cap,
-        random_state=seed,
-        n_threads=1,
+    data_key: str, subset: tuple, view: str, model: str, n_splits: int, cap: int, seed: int, _X, _y, _mask, _groups,
+    _pieces: _Pieces | None = None,
+) -> dict:  # fmt: skip
+    local = lambda: pieces_.cv_piece(_X, _y, _mask, _groups, model, n_splits, cap, seed)  # noqa: E731
+    return (
+        local() if _pieces is None else _pieces.run(local, pieces_.cv_in_child, view, _mask, model, n_splits, cap, seed)
     )
-    return frame.iloc[0].to_dict()
 
 
 @_stores.memo("subset_bias", 128)
 def _subset_bias(
-    data_key: str, subset: tuple, rep: str | None, family: str, t: int, m: int, seed: int, _X, _y, _mask
-) -> dict:
+    data_key: str, subset: tuple, rep: str | None, family: str, t: int, m: int, seed: int, _X, _y, _mask,
+    _pieces: _Pieces | None = None,
+) -> dict:  # fmt: skip
     """Mean out-of-sample predictability of one subset (aflite_core.predictability: one AFLite scoring phase)."""
-    rows = np.flatnonzero(_mask)
-    y = np.asarray(_y)[rows]
-    counts = np.bincount(y) if len(y) else np.zeros(0, int)
-    small = np.flatnonzero((counts > 0) & (counts < 2))
-    note = ""
-    if len(small):
-        rows = rows[~np.isin(y, small)]
-        y = np.asarray(_y)[rows]
-        note = f"{len(small)} class(es) with a single row left out"
-    out = {"n_rows": int(_mask.sum()), "n_scored": 0, "mean_predictability": float("nan"), "note": note}
-    if len(np.unique(y)) < 2 or t >= len(rows):
-        out["note"] = "fewer than 2 classes or too few rows to score"
-        return out
-    p = predictability(
-        np.asarray(_X)[rows], y, n_partitions=m, train_size=t, model=family, random_state=seed, n_threads=1
+    local = lambda: pieces_.bias_piece(_X, _y, _mask, family, t, m, seed)  # noqa: E731
+    return (
+        local() if _pieces is None else _pieces.run(local, pieces_.bias_in_child, rep or "", _mask, family, t, m, seed)
     )
-    scored = ~np.isnan(p)
-    out.update(n_scored=int(scored.sum()), mean_predictability=float(np.nanmean(p)) if scored.any() else float("nan"))
-    return out
 
 
 class _Progress:
@@ -284,12 +310,15 @@ def baselines(
     *,
     session: SessionData = NO_SESSION,
     progress: Callable[[float, str], Any] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> BaselineReport:
     """Compute (or fetch) the Baselines report of a run: accuracies of every family on every subset + bias.
 
     ``progress(fraction, text)`` is called after every piece (the subsets, each family on each subset, each
     subset's bias): the share done by the shape model's estimate and a line with the time left
-    (:class:`aflite_core.engine.estimates.RunningEstimate`, refined by the pieces' actual times).
+    (:class:`aflite_core.engine.estimates.RunningEstimate`, refined by the pieces' actual times). With ``stop``
+    (``stop() -> bool``) the pieces run in a child process that ``stop()`` ending True terminates at once, raising
+    :class:`~aflite_app.jobs.Stopped` (:class:`_Pieces`); the numbers are the same.
     """
     hit = stored_baselines(spec, options)
     if hit is not None:
@@ -315,101 +344,113 @@ def baselines(
     d_partial = int(data.representation(options.partial).shape[1]) if options.partial else None
     d_view = int(data.representation(options.full).shape[1]) if options.full else d_full  # the full view's CV
     m = int(spec.n_partitions) if spec.model == "linear" else min(int(spec.n_partitions), 16)
-    tracker = None
-    if progress is not None:
-        tracker = _Progress(progress, data.n_rows, options, d_full, d_partial, len(data.classes), m)
-        tracker(0.0, "Drawing the random subset and the one-shot filter")
-    subsets = _baseline_subsets(spec, options.seed, _session=session)
-    masks, t = subsets["masks"], subsets["train_size"]
-    n_kept = int(masks["aflite"].sum())
-    if tracker is not None:  # the subsets' sizes and t are known now: the estimate of the whole is revised
-        first = tracker.one_shot_seconds(t, d_full)
-        rest = sum(
-            tracker.cv_seconds(model, int(mask.sum()), d)
-            for mask in masks.values()
-            for d in (d_view, d_partial)
-            if d
-            for model in options.models
-        ) + sum(tracker.bias_seconds(int(mask.sum()), t, m, d_full) for mask in masks.values())
-        tracker(first, "Subsets drawn", total=first + rest)
     groups, grouped_by = _baseline_groups(data)
-    views = {"full input": options.full or spec.dataset.representation}
-    if options.partial:
-        views["partial input"] = options.partial
-    rows = []
-    for name, mask in masks.items():
-        skey = _subset_key(name, spec, n_kept, t)
-        for view, rep in views.items():
-            X = data.representation(rep)
-            for model in options.models:
-                rec = _subset_accuracy(
-                    data.name + ":" + spec.dataset.key,
-                    skey,
-                    rep or "",
-                    model,
-                    options.n_splits,
-                    options.max_train_rows,
-                    options.seed,
-                    X,
-                    data.y,
-                    mask,
-                    groups,
-                )
-                if tracker is not None:
-                    label = BASELINE_MODELS.get(model, model)
-                    tracker(
-                        tracker.cv_seconds(model, int(mask.sum()), int(X.shape[1])),
-                        f"{label} on the {name} subset ({view})",
+    reps = {spec.dataset.representation, options.full or spec.dataset.representation, options.partial} - {None, ""}
+    views_x = {r: data.representation(r) for r in reps}
+    if spec.dataset.representation in (None, ""):  # the dataset's default representation
+        views_x[""] = data.representation(spec.dataset.representation)
+    pieces = _Pieces(views_x, data.y, groups, stop, repeats=options.n_splits)
+    try:
+        tracker = None
+        if progress is not None:
+            tracker = _Progress(progress, data.n_rows, options, d_full, d_partial, len(data.classes), m)
+            tracker(0.0, "Drawing the random subset and the one-shot filter")
+        subsets = _baseline_subsets(spec, options.seed, _session=session, _pieces=pieces)
+        masks, t = subsets["masks"], subsets["train_size"]
+        n_kept = int(masks["aflite"].sum())
+        if tracker is not None:  # the subsets' sizes and t are known now: the estimate of the whole is revised
+            first = tracker.one_shot_seconds(t, d_full)
+            rest = sum(
+                tracker.cv_seconds(model, int(mask.sum()), d)
+                for mask in masks.values()
+                for d in (d_view, d_partial)
+                if d
+                for model in options.models
+            ) + sum(tracker.bias_seconds(int(mask.sum()), t, m, d_full) for mask in masks.values())
+            tracker(first, "Subsets drawn", total=first + rest)
+        views = {"full input": options.full or spec.dataset.representation}
+        if options.partial:
+            views["partial input"] = options.partial
+        rows = []
+        for name, mask in masks.items():
+            skey = _subset_key(name, spec, n_kept, t)
+            for view, rep in views.items():
+                X = data.representation(rep)
+                for model in options.models:
+                    rec = _subset_accuracy(
+                        data.name + ":" + spec.dataset.key,
+                        skey,
+                        rep or "",
+                        model,
+                        options.n_splits,
+                        options.max_train_rows,
+                        options.seed,
+                        X,
+                        data.y,
+                        mask,
+                        groups,
+                        _pieces=pieces,
                     )
-                note = "; ".join(x for x in (subsets["notes"].get(name, ""), rec.get("note", "")) if x)
-                rows.append(
-                    {
-                        "subset": name,
-                        "features": view,
-                        "model": model,
-                        "n_rows": int(rec["n_rows"]),
-                        "accuracy": float(rec["accuracy"]),
-                        "accuracy_std": float(rec["accuracy_std"]),
-                        "n_splits": int(rec["n_splits"]),
-                        "majority_rate": float(rec["majority_rate"]),
-                        "note": note,
-                    }
+                    if tracker is not None:
+                        label = BASELINE_MODELS.get(model, model)
+                        tracker(
+                            tracker.cv_seconds(model, int(mask.sum()), int(X.shape[1])),
+                            f"{label} on the {name} subset ({view})",
+                        )
+                    note = "; ".join(x for x in (subsets["notes"].get(name, ""), rec.get("note", "")) if x)
+                    rows.append(
+                        {
+                            "subset": name,
+                            "features": view,
+                            "model": model,
+                            "n_rows": int(rec["n_rows"]),
+                            "accuracy": float(rec["accuracy"]),
+                            "accuracy_std": float(rec["accuracy_std"]),
+                            "n_splits": int(rec["n_splits"]),
+                            "majority_rate": float(rec["majority_rate"]),
+                            "note": note,
+                        }
+                    )
+        X = data.representation(spec.dataset.representation)
+        bias_rows = []
+        for name, mask in masks.items():
+            rec = _subset_bias(
+                data.name + ":" + spec.dataset.key,
+                _subset_key(name, spec, n_kept, t),
+                spec.dataset.representation,
+                spec.model,
+                t,
+                m,
+                options.seed,
+                X,
+                data.y,
+                mask,
+                _pieces=pieces,
+            )
+            bias_rows.append({"subset": name, **rec})
+            if tracker is not None:
+                tracker(
+                    tracker.bias_seconds(int(mask.sum()), t, m, d_full), f"Representation bias of the {name} subset"
                 )
-    X = data.representation(spec.dataset.representation)
-    bias_rows = []
-    for name, mask in masks.items():
-        rec = _subset_bias(
-            data.name + ":" + spec.dataset.key,
-            _subset_key(name, spec, n_kept, t),
-            spec.dataset.representation,
-            spec.model,
-            t,
-            m,
-            options.seed,
-            X,
-            data.y,
-            mask,
+        notes = [note for name, note in subsets["notes"].items() if name not in masks]
+        if n_kept >= data.n_rows:
+            notes.append("AFLite removed no rows in this run: every subset is the full data.")
+        report = BaselineReport(
+            accuracies=pd.DataFrame(rows),
+            bias=pd.DataFrame(bias_rows),
+            sizes={name: int(mask.sum()) for name, mask in masks.items()},
+            notes=tuple(notes),
+            seconds=time.perf_counter() - start,
+            train_size=t,
+            bias_partitions=m,
+            bias_model=spec.model,
+            one_shot_model=subsets["one_shot_model"],
+            grouped_by=grouped_by,
         )
-        bias_rows.append({"subset": name, **rec})
-        if tracker is not None:
-            tracker(tracker.bias_seconds(int(mask.sum()), t, m, d_full), f"Representation bias of the {name} subset")
-    notes = [note for name, note in subsets["notes"].items() if name not in masks]
-    if n_kept >= data.n_rows:
-        notes.append("AFLite removed no rows in this run: every subset is the full data.")
-    report = BaselineReport(
-        accuracies=pd.DataFrame(rows),
-        bias=pd.DataFrame(bias_rows),
-        sizes={name: int(mask.sum()) for name, mask in masks.items()},
-        notes=tuple(notes),
-        seconds=time.perf_counter() - start,
-        train_size=t,
-        bias_partitions=m,
-        bias_model=spec.model,
-        one_shot_model=subsets["one_shot_model"],
-        grouped_by=grouped_by,
-    )
-    _baseline_store().keep((spec, options), report)
-    return report
+        _baseline_store().keep((spec, options), report)
+        return report
+    finally:
+        pieces.close()  # the comparison's child process ends with it
 
 
 def prepare_baselines(
@@ -418,8 +459,9 @@ def prepare_baselines(
     """The comparison of :func:`baselines` as a heavy background job (:func:`aflite_app.jobs.run_in_background`).
 
     It waits its turn in the server's heavy-job queue; every piece reports ``(fraction, text)`` to the job's
-    callback, and a Stop (the callback says no) ends it after the piece that runs (a family's cross-validation on
-    one subset, or a subset's bias); pieces already computed stay cached, the report is stored once complete.
+    callback, and a Stop ends the piece that runs (a family's cross-validation on one subset, a subset's bias, the
+    one-shot filter: in the comparison's child process, :class:`_Pieces`) at once; pieces already computed stay
+    cached, the report is stored once complete.
     The job's result is an :class:`~aflite_app.jobs.Outcome`: the report, stopped, or a one-sentence error.
     """
 
@@ -428,8 +470,13 @@ def prepare_baselines(
             if not callback((fraction, text)):
                 raise Stopped("Stopped.")
 
+        # Stop answers at once: a stopped comparison's outcome is known before its piece has ended (issue 29)
+        offer = getattr(callback, "offer_partial", None)
+        if offer is not None:
+            offer(lambda: True, lambda _: Outcome(stopped=True))
+        stop = getattr(callback, "stopping", None)  # each piece in a child process that Stop ends
         return as_outcome(
-            lambda: baselines(spec, options, session=session, progress=report), "The Baselines comparison"
+            lambda: baselines(spec, options, session=session, progress=report, stop=stop), "The Baselines comparison"
         )
 
     return heavy(target, "a Baselines comparison")

@@ -263,6 +263,9 @@ def _run_target(spec: FilterSpec, *, session: SessionData) -> tuple[Callable[[Ca
             **grouped,
         )
         run.callback, run.on_step = callback, getattr(callback, "step", None)
+        offer = getattr(callback, "offer_partial", None)  # Stop shows the rounds finished so far at once (issue 29)
+        if offer is not None:
+            offer(run.snapshot, lambda frozen: with_class_names(frozen.result(), names))
         result = with_class_names(execute_run(run), names)
         if not result.stopped:  # a partial run is shown, but never served as the answer to the full request
             store.keep(spec, result)

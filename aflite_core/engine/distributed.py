@@ -11,8 +11,9 @@ predicts its own shards' rows with every model that held them out. Nothing a wor
 
 **What crosses the network per round.** To each worker: the partitions' block membership (m × blocks
 booleans), the rows removed in the previous round (indices), and the m fitted models (m · d · (C - 1) floats).
-Between workers: the partial Gram sums, m · D(D + 1)/2 floats at most per worker (one triangle each, stored folded, D = d + 1 + C;
-the *reduction*). Back to the driver: per-row counts of the worker's rows. Feature rows never travel after the set-up.
+Between workers: the partial Gram sums, m · D(D + 1)/2 floats at most per worker (one triangle each, stored
+folded, D = d + 1 + C; the *reduction*). Back to the driver: per-row counts of the worker's rows. Feature rows
+never travel after the set-up.
 
 **The reduction.** Partition j's Gram matrix is the sum over shards of that shard's partial sum, added along a
 fixed balanced binary tree over the shard indices (:func:`aflite_core.engine.shards.tree_sum`), as the local backend

@@ -11,6 +11,7 @@ grouping and chunking, so they give identical results for the same seed.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -391,6 +392,32 @@ class Run:
         }
         out.update(self.extra_state.get("params", {}))
         return out
+
+    def snapshot(self) -> Run:
+        """A copy of the run as it stands, stopped: its :meth:`result` is the one a stop here would give.
+
+        Take it only between two rounds' bookkeeping - in the per-round ``callback`` or in ``on_step`` - from the
+        run's own thread: the arrays a round changes in place and the per-round lists are copied, the rest is
+        shared (never changed after it is set). The copy's :meth:`result` may then be built in another thread
+        while the run goes on (the app shows it at once when Stop is pressed during a long step).
+        """
+        frozen = copy.copy(self)
+        for name in (
+            "removed_round",
+            "first_score",
+            "last_score",
+            "removal_score",
+            "eval_removed_round",
+            "eval_first",
+            "eval_last",
+            "eval_removal",
+        ):
+            setattr(frozen, name, getattr(self, name).copy())
+        for name in ("score_rows", "count_rows", "eval_score_rows", "null_rows", "eval_null_rows", "vote_rows"):
+            setattr(frozen, name, list(getattr(self, name)))
+        frozen.history = list(self.history)
+        frozen.stop_reason, frozen.finished = "stopped_by_callback", True
+        return frozen
 
     def result(self) -> AFLiteResult:
         """The run so far as an :class:`AFLiteResult`."""
