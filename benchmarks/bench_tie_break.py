@@ -29,7 +29,6 @@ percentage point) is read off the output and goes into benchmarks/README.md by h
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -41,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_core import DATA, SETTINGS, write_snli_shaped  # noqa: E402  (the same data as bench_core's settings)
+from bench_core import DATA, SETTINGS, emit, jaccard, write_snli_shaped  # noqa: E402  (bench_core's data and helpers)
 
 SHAPES = {
     "small": dict(n=10_000, d=64, classes=3, m=64, t=4_000, k=500, tau=0.75, target=6_000),
@@ -54,19 +53,6 @@ TINY = {
     "mid": dict(n=3_000, d=24, classes=3, m=8, t=600, k=150, tau=0.75, target=900, data="snli"),
 }
 MODES = ("position", "row")
-
-
-def jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    union = (a | b).sum()
-    return float((a & b).sum() / union) if union else 1.0
-
-
-def emit(record: dict, json_out: str | None) -> None:
-    line = json.dumps(record)
-    print(line, flush=True)
-    if json_out:
-        with open(json_out, "a") as fh:
-            fh.write(line + "\n")
 
 
 def one_run(X, y, s: dict, device: str, tie_break: str, threads: int) -> tuple[object, float, float]:
