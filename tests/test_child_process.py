@@ -279,3 +279,14 @@ def test_a_memory_mapped_argument_gives_the_same_result_in_the_child(tmp_path):
     m = np.load(tmp_path / "X.npy", mmap_mode="r")
     got = run_stoppable(np.sum, m, axis=0, stop=lambda: False)
     assert np.array_equal(got, X.sum(axis=0))
+
+
+def _niceness() -> int:
+    return os.nice(0)
+
+
+def test_a_child_runs_at_a_lower_cpu_priority_than_its_parent():
+    """A background computation in a child yields the cores to the server's interactive work."""
+    here = os.nice(0)
+    there = run_stoppable(_niceness, stop=lambda: False)
+    assert there == min(here + _child_process.CHILD_NICENESS, 19)
