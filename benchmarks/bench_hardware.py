@@ -133,21 +133,53 @@ X = np.load({path!r})
 y = np.load({labels!r})
 biased = np.load({biased!r})
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+prof = None
+if {phases}:
+    import cProfile
+    prof = cProfile.Profile()  # the driving thread only: the pool's threads are not profiled
 t0 = time.perf_counter()
+if prof is not None:
+    prof.enable()
 res = aflite(X, y, target_size={target}, n_partitions={m}, train_size={t}, slice_size={k}, tau={tau},
              random_state=0, n_threads={threads})
 secs = time.perf_counter() - t0
+phases = None
+if prof is not None:
+    prof.disable()
+    import pstats
+    stats = pstats.Stats(prof).stats
+    def cum(fname, func):
+        return round(sum(v[3] for (f, _, fn), v in stats.items() if f.endswith(fname) and fn == func), 2)
+    def own(pred):
+        return round(sum(v[2] for (f, _, fn), v in stats.items() if pred(f, fn)), 2)
+    waited = own(lambda f, fn: fn == "<method 'acquire' of '_thread.lock' objects>")
+    phases = dict(
+        fit=max(cum("engine/models.py", "fit"), cum("engine/logistic.py", "fit")),
+        fit_gram_sums=cum("engine/shards.py", "node_grams"),
+        scoring=cum("engine/partitions.py", "score_round"), scoring_pieces=cum("engine/partitions.py", "run_pieces"),
+        removal=cum("engine/shards.py", "remove_from_shards"), select_rows=cum("engine/loop.py", "select_rows"),
+        merge_pieces=cum("engine/partitions.py", "merge_pieces"),
+        plan_pieces=cum("engine/partitions.py", "scoring_pieces"),
+        prepare=cum("engine/shards.py", "prepare"), driving_thread_waiting=waited,
+        driving_thread_busy=round(secs - waited, 2))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 np.save({removed_out!r}, ~res.kept)
 print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=res.stop_reason,
                       peak_rss=peak, rss_after_load=base, x_bytes=X.nbytes,
                       sizes=[int(v) for v in res.history["size_before"]],
-                      planted_removed=float((~res.kept[biased]).mean()))))
+                      planted_removed=float((~res.kept[biased]).mean()), phases=phases)))
 """
 
 
-def cpu_engine(name: str, s: dict, path: Path, threads: int, timeout: float | None = None) -> dict:
-    """One engine run in a child process; its record plus the removed mask (key ``removed``)."""
+def cpu_engine(
+    name: str, s: dict, path: Path, threads: int, timeout: float | None = None, phases: bool = False
+) -> dict:
+    """One engine run in a child process; its record plus the removed mask (key ``removed``).
+
+    ``phases``: profile the thread that drives the run (cProfile; the pool's threads run unprofiled) and
+    record the wall seconds of each phase of the rounds as that thread sees them, and how long it waited
+    for the pool - a phase that does not shrink with more threads is where the cores go idle.
+    """
     removed_out = str(path.with_suffix(f".removed_t{threads}.npy"))
     code = CHILD.format(
         root=str(ROOT),
@@ -156,6 +188,7 @@ def cpu_engine(name: str, s: dict, path: Path, threads: int, timeout: float | No
         biased=str(path.with_suffix(".biased.npy")),
         removed_out=removed_out,
         threads=threads,
+        phases=bool(phases),
         **{key: s[key] for key in ("target", "m", "t", "k", "tau")},
     )
     proc = subprocess.run(
@@ -186,7 +219,7 @@ def run_cpu(args, shapes: dict, workdir: Path) -> None:
         ref = None
         for th in thread_counts:
             try:
-                rec = cpu_engine(name, s, path, th)
+                rec = cpu_engine(name, s, path, th, phases=args.phases)
             except Exception as exc:  # a benchmark reports and goes on
                 print(f"   {th} thread(s): failed ({exc})", flush=True)
                 continue
@@ -209,6 +242,7 @@ def run_cpu(args, shapes: dict, workdir: Path) -> None:
                 planted_removed=round(rec["planted_removed"], 4),
                 planted_rows=int(planted.sum()),
                 jaccard_vs_1_thread=None if ref is None else round(jaccard(ref, removed), 4),
+                phases=rec.get("phases"),
             )
             print(
                 f"   {th} thread(s): {out['seconds']:.1f} s, {out['rounds']} rounds, flop bound "
@@ -217,6 +251,8 @@ def run_cpu(args, shapes: dict, workdir: Path) -> None:
                 f"{100 * out['planted_removed']:.1f} %, Jaccard vs 1 thread {out['jaccard_vs_1_thread']}",
                 flush=True,
             )
+            if out["phases"]:
+                print(f"   phases as the driving thread sees them (wall s): {out['phases']}", flush=True)
             emit(out, args.json_out)
 
 
@@ -298,17 +334,19 @@ def _peak_gib(device: str) -> float | None:
     return round(torch.cuda.max_memory_allocated() / 2**30, 2)
 
 
-def torch_run(X, y, s: dict, device: str, precision: str, max_rounds: int | None = None):
+def torch_run(X, y, s: dict, device: str, precision: str, max_rounds: int | None = None, model="linear"):
     """An AFLite run on a torch device; (result, per-round L-BFGS iterations, seconds)."""
     from aflite_core.engine.filtering import execute_run, plan_run
 
     iterations: list[int] = []
+    evaluations: list[int] = []
     fit_seconds: list[float] = []
     holder = {}
 
     def callback(p) -> bool:
         session = getattr(holder["run"].backend, "session", None)
         iterations.append(max(getattr(session, "n_iter", []) or [0]))
+        evaluations.append(max(getattr(session, "n_evaluations", []) or [0]))
         fit_seconds.append(float(getattr(session, "fit_seconds", 0.0)))
         return max_rounds is None or p.round < max_rounds
 
@@ -324,12 +362,31 @@ def torch_run(X, y, s: dict, device: str, precision: str, max_rounds: int | None
         callback=callback,
         device=device,
         precision=precision,
+        model=model,
     )
     holder["run"] = run
     t0 = time.perf_counter()
     res = execute_run(run)
     torch_run.fit_seconds = fit_seconds
+    torch_run.evaluations = evaluations
     return res, iterations, time.perf_counter() - t0
+
+
+def profile_round(data: dict, si: dict, device: str, family, json_out: str | None) -> None:
+    """One TF32 round of the reduced ImageNet shape under torch's profiler: where the round's time goes."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device != "torch:cpu" else [])
+    with profile(activities=activities) as prof:
+        _, iters, secs = torch_run(data["X"], data["y"], si, device, "tf32", max_rounds=1, model=family)
+        if device != "torch:cpu":
+            torch.cuda.synchronize()
+    key = "cuda_time_total" if device != "torch:cpu" else "cpu_time_total"
+    table = prof.key_averages().table(sort_by=key, row_limit=22, max_name_column_width=60)
+    cpu_table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=60)
+    print(f"   profiled round (profiler on): {secs:.2f} s, L-BFGS iterations {iters}\n{table}\n{cpu_table}", flush=True)
+    emit({"mode": "gpu", "section": "imagenet_profile", "seconds": round(secs, 2), "iterations": iters}, json_out)
 
 
 def run_gpu(args, shapes: dict, workdir: Path) -> None:
@@ -411,6 +468,21 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
         secs = _section(f"c_{label}", json_out)(one)
         if secs is not None:
             per_run = max(secs * 1.3, 5.0)
+    if args.profile and path is not None and "c" in wanted and budget.fits("c_profile", per_run * 3, json_out):
+
+        def profile_c() -> None:
+            from torch.profiler import ProfilerActivity, profile
+
+            acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device != "torch:cpu" else [])
+            with profile(activities=acts) as prof:
+                _, _, secs = torch_run(X, y, s, device, "float32")
+            key = "cuda_time_total" if device != "torch:cpu" else "cpu_time_total"
+            table = prof.key_averages().table(sort_by=key, row_limit=18, max_name_column_width=50)
+            cpu_table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12, max_name_column_width=50)
+            print(f"   (c) float32 under the profiler: {secs:.2f} s\n{table}\n{cpu_table}", flush=True)
+            emit({"mode": "gpu", "section": "c_profile", "seconds": round(secs, 2)}, json_out)
+
+        _section("c_profile", json_out)(profile_c)
     if "fp32_1" in removed:
         for other in ("fp32_2", "fp32_3", "tf32_1"):
             if other in removed:
@@ -422,6 +494,15 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
     # -- reduced ImageNet: two rounds (TF32, then float32 if time is left after the CPU run) --------------------
     si = shapes["imagenet"]
     data = {}
+    from aflite_core.engine.logistic import LogisticFamily
+
+    if args.imagenet_iterations:
+        # every fit runs exactly this many L-BFGS iterations (a tolerance no model reaches): the round is then
+        # *measured* with the projection's iteration floor instead of extrapolated from converged fits
+        family = LogisticFamily(tol=1e-12, max_iter=args.imagenet_iterations)
+        family_note = f"default family, every fit forced to {args.imagenet_iterations} L-BFGS iterations (tol 1e-12)"
+    else:
+        family, family_note = "linear", "default family (tol 1e-3, max_iter 100)"
 
     def imagenet(precision: str) -> None:
         if "X" not in data:
@@ -429,7 +510,7 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
             data["X"], data["y"], data["planted"] = make_many_class_data(si, device)
             emit({"mode": "gpu", "section": "imagenet_data", "seconds": round(time.perf_counter() - t1, 1)}, json_out)
         _reset_peak(device)
-        res, iters, secs = torch_run(data["X"], data["y"], si, device, precision, max_rounds=2)
+        res, iters, secs = torch_run(data["X"], data["y"], si, device, precision, max_rounds=2, model=family)
         per_round = [float(v) for v in res.history["seconds"]]
         measured = max(1, round(float(np.mean(iters))) if iters else 1)
         round_s = float(np.mean(per_round))
@@ -444,12 +525,15 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
             seconds=round(secs, 2),
             per_round_s=[round(v, 2) for v in per_round],
             lbfgs_iterations=iters,
+            objective_evaluations=torch_run.evaluations,
+            objective_evaluations_note="per round, the most of any batch of fits (one per trial step and backtrack)",
             fit_s=[round(v, 2) for v in torch_run.fit_seconds],
             stop=res.stop_reason,
             qualified=[int(v) for v in res.history["n_qualified"]],
             peak_gpu_gib=_peak_gib(device),
             projection_full_imagenet_s=round(projection, 1),
             projection_fit_only_scaled_s=round(split, 1),
+            family=family_note,
             projection_note=(
                 "projection, not a measurement: mean per-round time x 1,281,167/200,000 rows x 12 rounds x "
                 "max(iterations, 20)/iterations; the _fit_only_scaled variant scales only the fits by the "
@@ -457,7 +541,8 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
             ),
         )
         print(
-            f"   ImageNet-reduced {precision}: rounds {rec['per_round_s']} s, L-BFGS iterations {iters}, peak GPU "
+            f"   ImageNet-reduced {precision}: rounds {rec['per_round_s']} s, L-BFGS iterations {iters} "
+            f"({torch_run.evaluations} objective evaluations), peak GPU "
             f"{rec['peak_gpu_gib']} GiB, fits {rec['fit_s']} s, qualified {rec['qualified']}; full ImageNet "
             f"projection {projection / 60:.1f} min ({split / 60:.1f} min scaling only the fits) ({precision})",
             flush=True,
@@ -470,13 +555,15 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
     )
     if "imagenet" in wanted and budget.fits("imagenet_tf32", 30 if args.tiny else 100, json_out):
         _section("imagenet_tf32", json_out)(imagenet, "tf32")
+    if args.profile and "X" in data and budget.fits("imagenet_profile", 10 if args.tiny else 60, json_out):
+        _section("imagenet_profile", json_out)(profile_round, data, si, device, family, json_out)
 
     # -- the CPU engine on all cores at (c), once ---------------------------------------------------------------
     cores = os.cpu_count() or 1
 
     def cpu_c() -> None:
         print(f"\n== (c) CPU engine, {cores} threads", flush=True)
-        rec = cpu_engine("c", s, path, cores, timeout=max(10.0, budget.left() - 5))
+        rec = cpu_engine("c", s, path, cores, timeout=max(10.0, budget.left() - 5), phases=args.phases)
         cpu_removed = rec.pop("removed")
         rec.pop("sizes")
         out = dict(
@@ -489,6 +576,7 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
             planted_removed=round(rec["planted_removed"], 4),
             peak_over_features=round(rec["peak_rss"] / rec["x_bytes"], 2),
             load_1min=rec["load_1min"],
+            phases=rec.get("phases"),
         )
         for label, mask in removed.items():
             out[f"jaccard_vs_{label}"] = round(jaccard(cpu_removed, mask), 4)
@@ -498,6 +586,8 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
             f"{ {k: v for k, v in out.items() if k.startswith('jaccard')} }",
             flush=True,
         )
+        if out["phases"]:
+            print(f"   phases as the driving thread sees them (wall s): {out['phases']}", flush=True)
         emit(out, json_out)
 
     if "cpu" in wanted and path is not None and budget.fits("c_cpu_all_cores", 30 if not args.tiny else 5, json_out):
@@ -518,6 +608,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--sections", default="c,imagenet,cpu", help="--gpu: comma list among c, imagenet, cpu (default all)"
     )
+    ap.add_argument(
+        "--imagenet-iterations",
+        type=int,
+        default=MIN_ITERATIONS,
+        help="--gpu: force every reduced-ImageNet fit to this many L-BFGS iterations (0: the family's own stop)",
+    )
+    ap.add_argument("--profile", action="store_true", help="--gpu: one reduced-ImageNet round under torch's profiler")
+    ap.add_argument("--phases", action="store_true", help="CPU runs: each phase's wall time on the driving thread")
     ap.add_argument("--json-out", default=None, help="append one JSON line per measurement")
     ap.add_argument("--workdir", default=None, help="where the feature files are written (reused if present)")
     args = ap.parse_args(argv)

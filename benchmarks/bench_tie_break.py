@@ -6,13 +6,15 @@ Usage::
     python benchmarks/bench_tie_break.py --shapes b --modes row              # one shape, one mode
     python benchmarks/bench_tie_break.py --shapes mid                        # the issue's mid shape (41 rounds)
     python benchmarks/bench_tie_break.py --tiny                              # every code path in seconds (tests)
+    python benchmarks/bench_tie_break.py --device cuda --threads 16          # the GPU against the numpy engine
 
 For each shape and each ``tie_break`` mode (``"position"``, the default, and ``"row"``) it runs the same
-``aflite()`` twice with the same seed - ``device="cpu"`` (the numpy engine) and ``device="torch:cpu"`` (the torch
-backend's code on the CPU) - and prints the removed sets' Jaccard over the whole run, the planted rows removed by
-each and their difference in percentage points, the rounds, and each run's CPU seconds (``time.process_time``;
-the machine is shared, so CPU seconds are the steadier figure) with the 1-minute load average. It also prints the
-Jaccard between the two modes' numpy runs (how much the tie-break alone moves the removed set).
+``aflite()`` twice with the same seed - ``device="cpu"`` (the numpy engine) and ``--device`` (default
+``"torch:cpu"``, the torch backend's code on the CPU; ``cuda`` on a GPU) - and prints the removed sets' Jaccard over
+the whole run, the planted rows removed by each and their difference in percentage points, the rounds, and each
+run's CPU seconds (``time.process_time``; the machine is shared, so CPU seconds are the steadier figure) with the
+1-minute load average. It also prints the Jaccard between the two modes' numpy runs (how much the tie-break alone
+moves the removed set).
 
 Shapes (small and (b): the anisotropic planted-bias data of ``bench_core.py``,
 ``make_planted_bias(..., spectrum_decay=0.5)``; mid: ``bench_core.write_snli_shaped``, as ``bench_hardware.py``):
@@ -81,7 +83,9 @@ def make_data(s: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return make_planted_bias(s["n"], s["d"], n_classes=s["classes"], spectrum_decay=DATA["anisotropic"], random_state=0)
 
 
-def bench_shape(name: str, s: dict, modes: tuple[str, ...], threads: int, json_out: str | None) -> list[dict]:
+def bench_shape(
+    name: str, s: dict, modes: tuple[str, ...], threads: int, json_out: str | None, device: str = "torch:cpu"
+) -> list[dict]:
     X, y, biased = make_data(s)
     print(
         f"\n== {name}: {s.get('data', 'anisotropic')} N={s['n']:,} d={s['d']} C={s['classes']} m={s['m']} "
@@ -92,13 +96,14 @@ def bench_shape(name: str, s: dict, modes: tuple[str, ...], threads: int, json_o
     for mode in modes:
         load = [round(v, 2) for v in os.getloadavg()]
         ref, ref_cpu, ref_wall = one_run(X, y, s, "cpu", mode, threads)
-        got, got_cpu, got_wall = one_run(X, y, s, "torch:cpu", mode, threads)
+        got, got_cpu, got_wall = one_run(X, y, s, device, mode, threads)
         a, b = ~ref.kept, ~got.kept
         numpy_removed[mode] = a
         planted = (float(a[biased].mean()), float(b[biased].mean()))
         rec = {
             "shape": name,
             "tie_break": mode,
+            "device": device,
             "rounds_numpy": ref.n_rounds,
             "rounds_torch": got.n_rounds,
             "removed_numpy": int(a.sum()),
@@ -116,7 +121,7 @@ def bench_shape(name: str, s: dict, modes: tuple[str, ...], threads: int, json_o
             "load_at_end": [round(v, 2) for v in os.getloadavg()],
         }
         print(
-            f"   {mode:8s}: torch:cpu vs numpy removed-set Jaccard {rec['jaccard_removed']:.4f} "
+            f"   {mode:8s}: {device} vs numpy removed-set Jaccard {rec['jaccard_removed']:.4f} "
             f"({rec['rows_differ']:,} rows differ), planted removed {rec['planted_removed_numpy']:.2f} / "
             f"{rec['planted_removed_torch']:.2f} % ({rec['planted_diff_points']:+.2f} points); rounds "
             f"{ref.n_rounds} / {got.n_rounds}; CPU s {ref_cpu:.1f} / {got_cpu:.1f}; load {load}",
@@ -136,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shapes", default="small,b", help="comma list among small,b")
     ap.add_argument("--modes", default="position,row", help="comma list among position,row")
     ap.add_argument("--threads", type=int, default=1, help="engine threads for every run (default 1)")
+    ap.add_argument("--device", default="torch:cpu", help="the torch path's device: torch:cpu (default) or cuda")
     ap.add_argument("--json-out", default=None, help="append the JSON records to this file")
     ap.add_argument("--tiny", action="store_true", help="toy sizes: every code path in seconds (figures mean nothing)")
     args = ap.parse_args(argv)
@@ -146,11 +152,12 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"--modes: {mode!r} is not among {list(MODES)}")
     import torch
 
-    print(f"numpy {np.__version__}, torch {torch.__version__}, {os.cpu_count()} cores", flush=True)
+    gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else "no GPU used"
+    print(f"numpy {np.__version__}, torch {torch.__version__}, {os.cpu_count()} cores, {gpu}", flush=True)
     for name in args.shapes.split(","):
         if name not in shapes:
             ap.error(f"--shapes: {name!r} is not among {sorted(shapes)}")
-        bench_shape(name, shapes[name], modes, args.threads, args.json_out)
+        bench_shape(name, shapes[name], modes, args.threads, args.json_out, args.device)
 
 
 if __name__ == "__main__":

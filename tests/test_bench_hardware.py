@@ -31,13 +31,18 @@ def test_cpu_mode(tmp_path):
 
 def test_gpu_mode_on_torch_cpu(tmp_path):
     pytest.importorskip("torch")
-    records = _run(tmp_path, "--gpu", "--device", "torch:cpu")
+    records = _run(tmp_path, "--gpu", "--device", "torch:cpu", "--profile", "--phases")
     sections = {r["section"]: r for r in records}
     assert not [r for r in records if "error" in r], records
     assert {"c_fp32_1", "c_fp32_2", "c_fp32_3", "c_tf32_1", "imagenet_tf32", "c_cpu_all_cores"} <= set(sections)
+    assert {"c_profile", "imagenet_profile"} <= set(sections)
     assert sections["c_agree_fp32_1_fp32_2"]["removed_equal"]  # two float32 runs on one device are equal
-    assert sections["imagenet_tf32"]["projection_full_imagenet_s"] > 0
-    assert len(sections["imagenet_tf32"]["per_round_s"]) == 2
+    imagenet = sections["imagenet_tf32"]
+    assert imagenet["projection_full_imagenet_s"] > 0 and len(imagenet["per_round_s"]) == 2
+    # every fit is forced to the projection's 20 iterations, and the objective evaluations are counted
+    assert imagenet["lbfgs_iterations"] == [20, 20] and min(imagenet["objective_evaluations"]) >= 21
+    phases = sections["c_cpu_all_cores"]["phases"]
+    assert phases["scoring"] > 0 and phases["driving_thread_busy"] > 0
 
 
 def test_budget_skips_sections(tmp_path):

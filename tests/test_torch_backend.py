@@ -160,13 +160,15 @@ def test_cli_device_option(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_torch_records_the_votes_it_counts(device):
+@pytest.mark.parametrize("n_classes", [4, 40])  # one comparison per class; one bincount above 32 classes
+def test_torch_records_the_votes_it_counts(device, n_classes):
     """The device path counts the votes itself (per class, held-out models only): they add up to its prediction
     counts, their gold share is its p, and round 1 (same partitions) matches the numpy engine's votes."""
-    X, y, _ = _data(3000, 12, 4)
+    X, y, _ = _data(3000, 12, n_classes)
     kw = dict(target_size=800, train_size=600, slice_size=150, random_state=0)
     ref, got = aflite(X, y, **kw), aflite(X, y, device=device, **kw)
-    assert got.votes is not None and got.votes.dtype == np.int16 and got.votes.shape == (got.n_rounds, 3000, 4)
+    assert got.votes is not None and got.votes.dtype == np.int16
+    assert got.votes.shape == (got.n_rounds, 3000, n_classes)
     np.testing.assert_array_equal(got.votes.sum(axis=2), got.n_predictions.astype(np.int64))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = (got.votes[:, np.arange(3000), y] / got.n_predictions.astype(np.float64)).astype(np.float32)

@@ -106,6 +106,7 @@ class TorchSession:
         self.present = np.ones(X.shape[0], dtype=bool)
         self.on_step = None
         self.n_iter: list[int] = []  # L-BFGS iterations of the last round's fits (the longest per batch)
+        self.n_evaluations: list[int] = []  # objective evaluations of the last round's fits, per batch
         self.fit_seconds = 0.0  # wall time of the last round's fits (device synchronised)
         feature_bytes = X.nbytes + (0 if eval_X is None else eval_X.nbytes)
         if max_device_bytes is None and self.device.type == "cuda":
@@ -339,7 +340,7 @@ class TorchSession:
             max(1, min(len(parts), FIT_GATHER_BYTES // (4 * longest * (d + 1)), FIT_RESID_BYTES // (4 * K * longest)))
         )
         fam = self.family
-        self.n_iter = []
+        self.n_iter, self.n_evaluations = [], []
         for g0 in range(0, len(parts), group):
             report_step(self, "fit", g0, len(parts))
             ids = parts[g0 : g0 + group]
@@ -356,13 +357,32 @@ class TorchSession:
                 Xg[i, : len(tr), d] = 1.0
                 codes[i, : len(tr)] = self.codes_dev[idx]
                 mask[i, : len(tr)] = 1.0
-            Wg, bg, n_iter = fit_logistic_torch(Xg, codes, mask, K, H_inv, C=fam.C, tol=fam.tol, max_iter=fam.max_iter)
+            stats: dict = {}
+            Wg, bg, n_iter = fit_logistic_torch(
+                Xg, codes, mask, K, H_inv, C=fam.C, tol=fam.tol, max_iter=fam.max_iter, stats=stats
+            )
             self.n_iter.append(int(n_iter.max()))
+            self.n_evaluations.append(int(stats["evaluations"]))
             del Xg
             self._fold(Wg.double(), bg.double(), W, b, g0)
         report_step(self, "fit", len(parts), len(parts))
 
     # -- scoring ----------------------------------------------------------------------------------------
+    def _votes(self, preds, held):
+        """Held-out predictions per row and class, (rows, C) int32 (:func:`.partitions.count_votes`).
+
+        A few classes: one comparison per class. Many classes (a loop of C small kernels per chunk took most of
+        a 1,000-class round): one ``bincount`` of row·C + class over the held-out predictions - integer counts,
+        exact and the same in any order.
+        """
+        torch = self.torch
+        C = self.n_classes
+        if C <= 32:
+            return torch.stack([((preds == c) & held).sum(dim=1, dtype=torch.int32) for c in range(C)], dim=1)
+        flat = torch.arange(len(preds), device=preds.device)[:, None] * C + preds
+        counts = torch.bincount(flat[held], minlength=len(preds) * C)
+        return counts.reshape(len(preds), C).to(torch.int32)
+
     def _chunk_rows(self) -> int:
         return int(max(256, SCORE_CHUNK_BYTES // (4 * max(1, (self.n_classes - 1) * self.n_partitions))))
 
@@ -414,8 +434,8 @@ class TorchSession:
                 right = (preds == self.codes_dev[index[sl]][:, None]) & held
                 correct[sl] = right.sum(dim=1, dtype=torch.int32)
                 n_pred[sl] = held.sum(dim=1, dtype=torch.int32)
-                for c in range(self.n_classes) if vote is not None else ():
-                    vote[sl, c] = ((preds == c) & held).sum(dim=1, dtype=torch.int32)
+                if vote is not None:
+                    vote[sl] = self._votes(preds, held)
                 model_correct += right.sum(dim=0)
                 model_total += held.sum(dim=0)
             eval_correct = None

@@ -22,6 +22,7 @@ class _TorchBatch:
         g, T, d1 = Xg.shape
         self.g, self.d, self.T, self.K = g, d1 - 1, T, K
         self.Xg, self.mask, self.lam = Xg, mask, float(lam)
+        self.evaluations = 0  # objective evaluations (each one batched product over the training rows)
         if K == 1:
             self.y = (codes == 1).float() * mask
         else:
@@ -31,6 +32,7 @@ class _TorchBatch:
         """Objective per model (float64) and the residual P - Y on the training rows, shape (g, K, T)."""
         import torch
 
+        self.evaluations += 1
         Z = torch.matmul(x, self.Xg.transpose(1, 2))
         W = x[:, :, : self.d]
         penalty = (0.5 * self.lam) * (W * W).sum(dim=(1, 2)).double()
@@ -60,7 +62,9 @@ def _dot(a, b):
     return (a * b).sum(dim=1)
 
 
-def fit_logistic_torch(Xg, codes, mask, K: int, H_inv, *, C: float = 1.0, tol: float = 1e-4, max_iter: int = 100):
+def fit_logistic_torch(
+    Xg, codes, mask, K: int, H_inv, *, C: float = 1.0, tol: float = 1e-4, max_iter: int = 100, stats=None
+):
     """Fit g logistic regressions at once by preconditioned L-BFGS on a torch device.
 
     Parameters
@@ -77,6 +81,9 @@ def fit_logistic_torch(Xg, codes, mask, K: int, H_inv, *, C: float = 1.0, tol: f
         Initial inverse-Hessian approximation shared by the models.
     C, tol, max_iter
         See :class:`aflite_core.engine.logistic.LogisticFamily`.
+    stats : dict, optional
+        Receives ``"evaluations"``: the objective evaluations of the batch (one per iteration's trial step,
+        one more per backtracking halving, one at the start) - what a fit costs beyond its iterations.
 
     Returns
     -------
@@ -166,5 +173,7 @@ def fit_logistic_torch(Xg, codes, mask, K: int, H_inv, *, C: float = 1.0, tol: f
         n_pairs = min(n_pairs + 1, LBFGS_MEMORY)
         x, f, resid, grad = x_new, f_new, resid_new, grad_new
         active &= grad.abs().amax(dim=1) > limit
+    if stats is not None:
+        stats["evaluations"] = batch.evaluations
     x = view(x)
     return x[:, :, :d].transpose(1, 2), x[:, :, d], n_iter
