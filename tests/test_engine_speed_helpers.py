@@ -120,3 +120,94 @@ def test_fitted_weights_are_kept_in_c_order():
     assert np.array_equal(weights.W, W) and np.array_equal(weights.b, b)
     flat, bias = weights.select(np.arange(10))
     assert np.array_equal(flat, W.reshape(4, -1)) and np.array_equal(bias, b.reshape(-1))
+
+
+@given(
+    rows=st.integers(0, 300),
+    n=st.integers(1, 40),
+    alpha=st.sampled_from([-1.0, 0.5, 1.0]),
+    upper=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_gil_free_ssyrk_has_the_bits_of_scipys(rows, n, alpha, upper, seed):
+    """The ctypes call of SciPy's ssyrk (no GIL held) updates the same triangle to the same bits as f2py's."""
+    from scipy.linalg.blas import ssyrk
+
+    from aflite_core.engine._blas import ssyrk_into
+
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((rows, n)).astype(np.float32)
+    C0 = rng.standard_normal((n, n)).astype(np.float32)
+    want, got = C0.copy(), C0.copy()
+    if rows:
+        ssyrk(alpha, Z.T, beta=1.0, c=want.T, trans=0, lower=int(upper), overwrite_c=1)
+    ssyrk_into(alpha, Z, got, upper_of_c=upper)
+    np.testing.assert_array_equal(got, want)
+
+
+@given(rows=st.integers(0, 300), m=st.integers(1, 30), n=st.integers(1, 30), seed=st.integers(0, 2**16))
+def test_gil_free_sgemm_has_the_bits_of_scipys(rows, m, n, seed):
+    from scipy.linalg.blas import sgemm
+
+    from aflite_core.engine._blas import sgemm_nt_into
+
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((rows, m)).astype(np.float32)
+    B = rng.standard_normal((rows, n)).astype(np.float32)
+    C0 = rng.standard_normal((n, m)).astype(np.float32)
+    want, got = C0.copy(), C0.copy()
+    if rows:
+        sgemm(-1.0, A.T, B.T, beta=1.0, c=want.T, trans_b=1, overwrite_c=1)
+    sgemm_nt_into(-1.0, A, B, got)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gil_free_blas_refuses_arrays_it_cannot_pass_as_they_lie():
+    import pytest
+
+    from aflite_core.engine._blas import ssyrk_into
+
+    Z = np.ones((4, 6), dtype=np.float32)
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        ssyrk_into(1.0, Z, np.zeros((6, 6), dtype=np.float64), upper_of_c=True)
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        ssyrk_into(1.0, Z, np.zeros((6, 12), dtype=np.float32)[:, ::2], upper_of_c=True)
+
+
+def _ticks_during_one_call(call) -> tuple[int, float]:
+    """Python loop iterations another thread makes in the middle 80 % of one ``call()`` (and its seconds)."""
+    import time
+
+    from aflite_core._utils import blas_threads
+
+    span: dict[str, float] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        span["start"] = time.perf_counter()
+        call()
+        span["end"] = time.perf_counter()
+        done.set()
+
+    ticks = []
+    with blas_threads(1):
+        worker = threading.Thread(target=work)
+        worker.start()
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+        worker.join()
+    lo, hi = span["start"], span["end"]
+    return sum(lo + 0.1 * (hi - lo) < t < hi - 0.1 * (hi - lo) for t in ticks), hi - lo
+
+
+def test_the_removal_downdates_let_other_threads_run():
+    """While one thread is inside a long downdate, Python code in another thread keeps running (the GIL is
+    free). f2py's ssyrk holds the GIL for the whole call (no tick inside one 0.1 s call, measured), so the
+    engine's threads removed rows one at a time."""
+    from aflite_core.engine.shards import _fused_downdate
+
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((1024, 3000)).astype(np.float32)
+    C = np.zeros((3000, 3000), dtype=np.float32)
+    inside, seconds = _ticks_during_one_call(lambda: _fused_downdate(Z, C, 1.0))
+    assert inside > 100, (inside, seconds)

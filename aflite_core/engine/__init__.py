@@ -12,6 +12,7 @@ module              holds
 ``logistic``        the default family, batched L-BFGS logistic regression (:class:`LogisticFamily`)
 ``_inputs``         the argument checks :func:`predictability` and the null share
 ``_parallel``       the engine's thread pool with single-threaded BLAS (same bits at any thread count)
+``_blas``           SciPy's BLAS routines called without the GIL (the removals' fused downdates)
 ``torch_backend``   the default family on a PyTorch device (a GPU, or torch's CPU device for CI)
 ``torch_devices``   the checks of ``device`` and ``precision``, and the precision context a torch run computes in
 ``torch_logistic``  the L-BFGS fit of ``logistic`` ported to PyTorch

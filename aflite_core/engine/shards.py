@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from ._blas import sgemm_nt_into, ssyrk_into
 from ._parallel import map_ordered, n_workers, split
 
 __all__ = [
@@ -215,16 +216,15 @@ def _column_tiles(n_cols: int, width: int) -> list[tuple[int, int]]:
 def _fused_folded_downdate(Z1: NDArray[np.float32], Z2: NDArray[np.float32], F: NDArray[np.float32]) -> None:
     """F -= ZᵀZ on a folded Gram matrix F (2k+1, k) in place, Z = [Z1, Z2] cut at column k (both (rows, k)).
 
-    Two ``ssyrk`` (the corners' triangles) and one ``sgemm`` (the rectangle), each with ``beta=1``: a value
+    Two ``ssyrk`` (the corners' triangles) and one ``sgemm`` (the rectangle), each with ``beta=1`` and called
+    without the GIL (:mod:`aflite_core.engine._blas`): a value
     becomes ``F - Σ z_i z_j``, the same sequential sum of products one ``ssyrk`` over the square forms (see
     :func:`_fused_downdate`), while Z has at most :data:`FUSED_ROWS` rows.
     """
-    from scipy.linalg.blas import sgemm, ssyrk
-
     k = F.shape[1]
-    ssyrk(-1.0, Z1.T, beta=1.0, c=F[:k].T, trans=0, lower=1, overwrite_c=1)  # top-left: upper triangle
-    ssyrk(-1.0, Z2.T, beta=1.0, c=F[1 : k + 1].T, trans=0, lower=0, overwrite_c=1)  # bottom-right, transposed
-    sgemm(-1.0, Z2.T, Z1.T, beta=1.0, c=F[k + 1 :].T, trans_b=1, overwrite_c=1)  # top-right rectangle
+    ssyrk_into(-1.0, Z1, F[:k], upper_of_c=True)  # top-left: upper triangle
+    ssyrk_into(-1.0, Z2, F[1 : k + 1], upper_of_c=False)  # bottom-right, transposed
+    sgemm_nt_into(-1.0, Z2, Z1, F[k + 1 :])  # top-right rectangle
 
 
 def _fused_downdate(Z: NDArray[np.float32], C: NDArray[np.float32], sign: float) -> None:
@@ -234,9 +234,7 @@ def _fused_downdate(Z: NDArray[np.float32], C: NDArray[np.float32], sign: float)
     same routine) and adds them to C once, so the upper triangle equals ``C + sign * (Z.T @ Z)`` bit for bit
     while Z has at most :data:`FUSED_ROWS` rows.
     """
-    from scipy.linalg.blas import ssyrk
-
-    ssyrk(sign, Z.T, beta=1.0, c=C.T, trans=0, lower=1, overwrite_c=1)
+    ssyrk_into(sign, Z, C, upper_of_c=True)
 
 
 @dataclass

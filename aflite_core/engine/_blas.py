@@ -1,0 +1,104 @@
+"""SciPy's BLAS routines called without holding the GIL (the engine's fused Gram downdates).
+
+``scipy.linalg.blas.ssyrk`` and ``sgemm`` (f2py wrappers) keep the GIL for the whole BLAS call: sampled with
+``py-spy --gil`` at the mid shape, the removals held the GIL in 94 % of their samples, so the engine's threads
+removed rows one shard at a time however many cores they had. The same routines are reached here through the
+function pointers SciPy exports for Cython (``scipy.linalg.cython_blas``) and called with :mod:`ctypes`, which
+releases the GIL for the duration of a foreign call. It is the same library routine with the same arguments,
+so the results are the same bits as the f2py calls (``tests/test_engine_speed_helpers.py`` checks it); only
+other threads may now run meanwhile.
+
+Arrays are passed as they lie in memory, in Fortran's column-major terms: a C-ordered (rows, cols) array is a
+column-major (cols, rows) matrix with leading dimension ``cols``. Callers pass C-contiguous float32 arrays
+(checked).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["sgemm_nt_into", "ssyrk_into"]
+
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+_c_float_p = ctypes.POINTER(ctypes.c_float)
+
+
+@functools.cache
+def _routine(name: str, n_args: int):
+    """The Cython-exported BLAS routine ``name`` as a ctypes function (all arguments by reference)."""
+    from scipy.linalg import cython_blas
+
+    capsule = cython_blas.__pyx_capi__[name]
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    address = get_pointer(capsule, get_name(capsule))
+    return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))(address)
+
+
+def _ptr(a: NDArray[np.float32]) -> int:
+    if a.dtype != np.float32 or not a.flags.c_contiguous:
+        raise ValueError("the GIL-free BLAS calls take C-contiguous float32 arrays")
+    return a.ctypes.data
+
+
+def _args(*values) -> list:
+    out = []
+    for v in values:
+        if isinstance(v, bytes):
+            out.append(ctypes.c_char_p(v))
+        elif isinstance(v, float):
+            out.append(ctypes.byref(ctypes.c_float(v)))
+        elif isinstance(v, int | np.integer):
+            out.append(ctypes.byref(ctypes.c_int(int(v))))
+        else:
+            out.append(ctypes.c_void_p(v.value))
+    return out
+
+
+class _Address:
+    """A raw address for :func:`_args` (kept apart from ints, which are passed as Fortran integers)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+def ssyrk_into(alpha: float, Z: NDArray[np.float32], C: NDArray[np.float32], upper_of_c: bool) -> None:
+    """C += alpha · ZᵀZ on one triangle of C, in place, without holding the GIL.
+
+    As ``scipy.linalg.blas.ssyrk(alpha, Z.T, beta=1.0, c=C.T, trans=0, lower=int(upper_of_c), overwrite_c=1)``.
+    ``Z`` (rows, n) and ``C`` (n, n), both C-contiguous float32 (``C`` may be a C-contiguous block of a larger
+    array). ``upper_of_c``: update C's upper triangle (row-major), i.e. the lower one of the column-major
+    ``C.T``; False updates its lower triangle.
+    """
+    rows, n = Z.shape
+    if C.shape != (n, n):
+        raise ValueError(f"C must be ({n}, {n}); got {C.shape}")
+    if rows == 0:
+        return
+    uplo = b"L" if upper_of_c else b"U"
+    _routine("ssyrk", 10)(*_args(uplo, b"N", n, rows, float(alpha), _Address(_ptr(Z)), n, 1.0, _Address(_ptr(C)), n))
+
+
+def sgemm_nt_into(alpha: float, A: NDArray[np.float32], B: NDArray[np.float32], C: NDArray[np.float32]) -> None:
+    """C += alpha · BᵀA, in place, without holding the GIL.
+
+    As ``scipy.linalg.blas.sgemm(alpha, A.T, B.T, beta=1.0, c=C.T, trans_b=1, overwrite_c=1)``.
+    ``A`` (rows, m), ``B`` (rows, n) and ``C`` (n, m), all C-contiguous float32: in column-major terms
+    ``C.T (m × n) += alpha · A.T (m × rows) · B (rows × n)``.
+    """
+    rows, m = A.shape
+    n = B.shape[1]
+    if B.shape[0] != rows or C.shape != (n, m):
+        raise ValueError(f"shapes do not agree: A {A.shape}, B {B.shape}, C {C.shape}")
+    if rows == 0:
+        return
+    _routine("sgemm", 13)(
+        *_args(b"N", b"T", m, n, rows, float(alpha), _Address(_ptr(A)), m, _Address(_ptr(B)), n, 1.0,
+               _Address(_ptr(C)), m)
+    )  # fmt: skip
