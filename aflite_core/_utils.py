@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["blas_threads", "hash_array", "hash_labels", "json_default", "versions"]
+__all__ = ["blas_threads", "data_hashes", "hash_array", "hash_labels", "json_default", "versions"]
 
 
 def blas_threads(n_threads: int | None) -> contextlib.AbstractContextManager[Any]:
@@ -27,16 +27,28 @@ def blas_threads(n_threads: int | None) -> contextlib.AbstractContextManager[Any
 
 
 def hash_array(a: NDArray) -> str:
-    """sha256 of an array's dtype, shape and bytes (read in chunks, so a memory-mapped array is fine)."""
+    """sha256 of an array's dtype, shape and bytes (read in chunks, so a memory-mapped array is fine).
+
+    The chunks are hashed where they lie (a C-contiguous chunk is not copied), and ``hashlib`` releases the
+    GIL while it hashes, so other threads run meanwhile.
+    """
     h = hashlib.sha256()
     h.update(f"{a.dtype.str}{a.shape}".encode())
     if a.ndim == 2:
         step = max(1, (64 * 2**20) // max(1, a.shape[1] * a.itemsize))
         for start in range(0, a.shape[0], step):
-            h.update(np.ascontiguousarray(a[start : start + step]).tobytes())
+            h.update(_c_bytes(a[start : start + step]))
     else:
-        h.update(np.ascontiguousarray(a).tobytes())
+        h.update(_c_bytes(a))
     return h.hexdigest()
+
+
+def _c_bytes(a: NDArray) -> memoryview:
+    """The bytes ``a.tobytes()`` would give (C order), without copying a C-contiguous array."""
+    c = np.ascontiguousarray(a)
+    if c.dtype.hasobject:  # no buffer of the values themselves: as before
+        return memoryview(c.tobytes())
+    return memoryview(c.reshape(-1).view(np.uint8))
 
 
 def hash_labels(codes: NDArray, classes: tuple) -> str:
@@ -44,6 +56,20 @@ def hash_labels(codes: NDArray, classes: tuple) -> str:
     h = hashlib.sha256(repr(classes).encode())
     h.update(np.ascontiguousarray(codes, dtype=np.int32).tobytes())
     return h.hexdigest()
+
+
+def data_hashes(X: NDArray, codes: NDArray, classes: tuple, eval_X=None, eval_codes=None, groups=None) -> dict:
+    """A run's data hashes: features, labels, evaluation rows and labels, and groups (only when grouped)."""
+    has_eval = eval_X is not None
+    hashes = {
+        "x_sha256": hash_array(X),
+        "y_sha256": hash_labels(codes, classes),
+        "eval_x_sha256": hash_array(eval_X) if has_eval else None,
+        "eval_y_sha256": hash_labels(eval_codes, classes) if has_eval else None,
+    }
+    if groups is not None:  # an ungrouped run's fingerprint stays as it was
+        hashes["groups_sha256"] = hash_array(np.asarray(groups, dtype=np.int32))
+    return hashes
 
 
 def _sklearn_version() -> str:

@@ -211,3 +211,84 @@ def test_the_removal_downdates_let_other_threads_run():
     C = np.zeros((3000, 3000), dtype=np.float32)
     inside, seconds = _ticks_during_one_call(lambda: _fused_downdate(Z, C, 1.0))
     assert inside > 100, (inside, seconds)
+
+
+def _hash_before(a) -> str:
+    """hash_array as it was (every chunk copied by ``tobytes``)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update(f"{a.dtype.str}{a.shape}".encode())
+    if a.ndim == 2:
+        step = max(1, (64 * 2**20) // max(1, a.shape[1] * a.itemsize))
+        for start in range(0, a.shape[0], step):
+            h.update(np.ascontiguousarray(a[start : start + step]).tobytes())
+    else:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+@given(
+    shape=st.sampled_from([(0,), (7,), (0, 3), (5, 0), (40, 6), (3, 1)]),
+    dtype=st.sampled_from(["<f4", "<f8", ">i4", "<i8", "?", "<u2"]),
+    order=st.sampled_from(["C", "F", "strided"]),
+    seed=st.integers(0, 2**16),
+)
+def test_hash_array_hashes_what_tobytes_gave(shape, dtype, order, seed):
+    """Hashing the chunks where they lie gives the sha256 of the copies it used to make (every layout)."""
+    from aflite_core._utils import hash_array
+
+    rng = np.random.default_rng(seed)
+    base = (rng.standard_normal((shape[0], 2 * shape[1])) if len(shape) == 2 else rng.standard_normal(shape)) * 9
+    a = base.astype(np.dtype(dtype))
+    a = a[:, ::2] if len(shape) == 2 and order == "strided" else a[:, : shape[1]] if len(shape) == 2 else a
+    if order == "F":
+        a = np.asfortranarray(a)
+    assert hash_array(a) == _hash_before(a)
+
+
+def test_hash_array_of_a_memory_mapped_file(tmp_path):
+    from aflite_core._utils import hash_array
+
+    X = np.random.default_rng(0).standard_normal((3000, 17)).astype(np.float32)
+    np.save(tmp_path / "x.npy", X)
+    assert hash_array(np.load(tmp_path / "x.npy", mmap_mode="r")) == _hash_before(X) == hash_array(X)
+
+
+def test_deferred_gives_the_value_or_raises_the_error():
+    import pytest
+
+    from aflite_core.engine._parallel import Deferred
+
+    assert Deferred(lambda: {"a": 1}).result() == {"a": 1}
+
+    def boom():
+        raise OSError("disk went away")
+
+    failing = Deferred(boom)
+    with pytest.raises(OSError, match="disk went away"):
+        failing.result()
+
+
+def test_a_run_hashes_its_data_beside_its_rounds(monkeypatch):
+    """plan_run returns while the data hashes are still being computed (in a thread of their own); the result
+    carries the same hashes as before."""
+    from aflite_core._utils import hash_array
+    from aflite_core.engine import loop
+    from aflite_core.engine.filtering import execute_run, plan_run
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 900)
+    X = (rng.standard_normal((900, 6)) + np.eye(6)[y]).astype(np.float32)
+    gate, real = threading.Event(), loop.data_hashes
+
+    def gated(*args, **kwargs):
+        assert gate.wait(60), "the run never went on without its hashes"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "data_hashes", gated)
+    run = plan_run(X, y, target_size=600, train_size=300, slice_size=100, random_state=0)
+    assert run._hashing._thread.is_alive()  # set up without waiting for the hashes
+    gate.set()
+    res = execute_run(run)
+    assert res.provenance["x_sha256"] == hash_array(X) == _hash_before(X)

@@ -22,7 +22,16 @@ from typing import Any, TypeVar
 
 from .._utils import blas_threads
 
-__all__ = ["available_cores", "background", "engine_threads", "map_ordered", "n_workers", "resolve_threads", "split"]
+__all__ = [
+    "Deferred",
+    "available_cores",
+    "background",
+    "engine_threads",
+    "map_ordered",
+    "n_workers",
+    "resolve_threads",
+    "split",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -125,3 +134,31 @@ def split(n_items: int, n_parts: int) -> list[range]:
     n_parts = max(1, min(n_parts, n_items))
     bounds = [(i * n_items) // n_parts for i in range(n_parts + 1)]
     return [range(bounds[i], bounds[i + 1]) for i in range(n_parts)]
+
+
+class Deferred:
+    """``fn()`` computed in a daemon thread of its own, started now; :meth:`result` waits for it.
+
+    For work a run needs only later and that leaves the GIL free most of the time (hashing gigabytes of features
+    with ``hashlib``), so it overlaps the first rounds instead of delaying them. Not the run's pool: it must not
+    take a slot the round's pieces are waiting for. An error raised by ``fn`` is raised again by :meth:`result`.
+    """
+
+    def __init__(self, fn: Callable[[], R]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), name="aflite-deferred", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # kept for whoever asks for the value
+            self._error = exc
+
+    def result(self) -> Any:
+        """The value of ``fn()`` (waits for it; raises what ``fn`` raised)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from .._utils import hash_array, hash_labels, versions
-from ._parallel import engine_threads
+from .._utils import data_hashes, versions
+from ._parallel import Deferred, engine_threads
 from .checkpoint import read_checkpoint, write_checkpoint
 from .local_backend import LocalBackend
 from .partitions import RoundInterrupted
@@ -179,14 +179,15 @@ class Run:
         self.finished = False
         self.round = 0
         self.rng = np.random.default_rng(cfg.seed)
-        self.hashes = {
-            "x_sha256": hash_array(self.X),
-            "y_sha256": hash_labels(self.codes, self.classes),
-            "eval_x_sha256": hash_array(self.eval_X) if self.has_eval else None,
-            "eval_y_sha256": hash_labels(self.eval_codes, self.classes) if self.has_eval else None,
-        }
-        if self.groups is not None:  # only when grouped: an ungrouped run's fingerprint stays as it was
-            self.hashes["groups_sha256"] = hash_array(np.asarray(self.groups, dtype=np.int32))
+        # gigabytes of features take seconds to hash: a thread of their own does it beside the first rounds
+        self._hashing = Deferred(
+            lambda: data_hashes(self.X, self.codes, self.classes, self.eval_X, self.eval_codes, self.groups)
+        )
+
+    @property
+    def hashes(self) -> dict:
+        """sha256 of the features, labels (evaluation rows, groups): the run's provenance and fingerprint."""
+        return self._hashing.result()
 
     def _record_tie_break(self) -> None:
         """Record the tie-break with the run (params, checkpoints); a record without one was a "position" run."""
