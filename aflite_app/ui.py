@@ -336,6 +336,7 @@ def describe_filter_run(spec: FilterSpec, n_rows: int, n_features: int | None = 
         int(spec.n_partitions),
         d or 1,
         n_classes=n_classes,
+        model=str(spec.model),
         prior=estimates.rates() if d else None,
     )
 

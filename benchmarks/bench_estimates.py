@@ -12,7 +12,10 @@ ratio within 2× (0.5-2).
   2,000 rows, the one-shot filter, the representation bias with 64 models), by the same core calls, with a
   random third of the rows as the kept subset;
 * ``embedding`` (only when the offline MiniLM extra is installed, and not in ``--tiny``): sentence embeddings of
-  synthetic texts.
+  synthetic texts;
+* ``families``: whole AFLite runs of the other adversary families the Filter page and the CLI offer (``ridge``,
+  scikit-learn's ``logistic``, ``knn``; m 16, t 10 %, k 2 %, τ 0), each priced by its own shape model
+  (:func:`aflite_core.engine.work_units.family_solver`).
 
 Data: seeded synthetic features (3 classes, a planted signal), nothing read from disk. Prints one JSON line per job
 and a Markdown table, with the machine's load average.
@@ -21,6 +24,7 @@ and a Markdown table, with the machine's load average.
     python benchmarks/bench_estimates.py --tiny   # toy sizes: a few seconds
     python benchmarks/bench_estimates.py --jobs embedding   # only the embedding rows
     python benchmarks/bench_estimates.py --recalibrate      # calibrate again just before each job (a loaded machine)
+    python benchmarks/bench_estimates.py --jobs families    # ridge, scikit-learn logistic, kNN at 6k-24k rows
 """
 
 from __future__ import annotations
@@ -44,8 +48,16 @@ from aflite_core.measures import baselines as core_baselines  # noqa: E402
 SIZES = {
     "aflite": [(20_000, 32), (100_000, 64), (200_000, 256)],
     "baselines": [(10_000, 32), (50_000, 64), (200_000, 256)],
+    "families": [(6_000, 16), (12_000, 32), (24_000, 32)],
 }
-TINY = {"aflite": [(3_000, 8), (6_000, 8), (12_000, 8)], "baselines": [(1_500, 8), (3_000, 8), (6_000, 8)]}
+TINY = {
+    "aflite": [(3_000, 8), (6_000, 8), (12_000, 8)],
+    "baselines": [(1_500, 8), (3_000, 8), (6_000, 8)],
+    "families": [(1_200, 8)],
+}
+#: the other adversary families (besides the default "linear") and their partitions m in the ``families`` job
+FAMILIES = ("ridge", "logistic", "knn")
+FAMILY_PARTITIONS = 16
 
 
 #: ``--recalibrate``: :func:`_estimate` measures the rates again before each job
@@ -89,6 +101,16 @@ def bench_aflite(rows: list, n: int, d: int, m: int) -> None:
     start = time.perf_counter()
     aflite(X, y, tau=0.0, random_state=0, n_threads=1, **shape)
     _record(rows, "aflite", n, d, estimate, time.perf_counter() - start)
+
+
+def bench_family(rows: list, family: str, n: int, d: int, m: int) -> None:
+    """A whole run of another adversary family, estimated with its own shape model (``model=family``)."""
+    X, y = _data(n, d, seed=n + 2)
+    shape = {"target_size": n // 3, "train_size": n // 10, "slice_size": max(n // 50, 1), "n_partitions": m}
+    estimate = _estimate("aflite", n_rows=n, n_features=d, model=family, **shape)
+    start = time.perf_counter()
+    aflite(X, y, tau=0.0, random_state=0, n_threads=1, model=family, **shape)
+    _record(rows, f"aflite {family}", n, d, estimate, time.perf_counter() - start)
 
 
 def bench_baselines(rows: list, n: int, d: int, m: int) -> None:
@@ -139,7 +161,7 @@ def bench_embedding(rows: list) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tiny", action="store_true", help="toy sizes (a few seconds)")
-    parser.add_argument("--jobs", default="aflite,baselines,embedding", help="comma list of the jobs to time")
+    parser.add_argument("--jobs", default="aflite,baselines,embedding,families", help="comma list of the jobs to time")
     parser.add_argument(
         "--recalibrate",
         action="store_true",
@@ -163,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         bench_aflite(rows, n, d, m)
     for n, d in sizes["baselines"] if "baselines" in jobs else []:
         bench_baselines(rows, n, d, m)
+    for family in FAMILIES if "families" in jobs else ():
+        for n, d in sizes["families"]:
+            bench_family(rows, family, n, d, min(m, FAMILY_PARTITIONS))
     if not args.tiny and "embedding" in jobs:
         try:
             bench_embedding(rows)

@@ -218,7 +218,8 @@ def test_bench_estimates():
     records = json_lines(out)
     assert records[0]["calibration_s"] > 0 and records[0]["aflite"] > 0
     jobs = [(r["job"], r["rows"]) for r in records[1:]]
-    assert [j for j, _ in jobs] == ["aflite"] * 3 + ["baselines"] * 3
+    families = ["aflite ridge", "aflite logistic", "aflite knn"]  # each family priced by its own shape model
+    assert [j for j, _ in jobs] == ["aflite"] * 3 + ["baselines"] * 3 + families
     assert all(r["estimate_s"] > 0 and r["actual_s"] > 0 and r["ratio"] > 0 for r in records[1:])
     assert all(r["speed"] > 0 and r["load1"] >= 0 for r in records[1:])  # the calibration each estimate used
     assert "| job | rows × d | estimate (s) | actual (s) | estimate / actual |" in out

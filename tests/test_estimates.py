@@ -18,6 +18,7 @@ import pytest
 from aflite_core import aflite, predictability
 from aflite_core.cli._common import Progress
 from aflite_core.engine import estimates
+from aflite_core.engine.registry import ADVERSARY_LABELS
 from aflite_core.engine.result import RoundProgress
 from aflite_core.measures import baselines as core_baselines
 
@@ -30,6 +31,9 @@ def _data(n: int, d: int, seed: int = 0):
     X = rng.standard_normal((n, d)).astype(np.float32)
     X[:, :3] += np.eye(3, dtype=np.float32)[y]
     return X, y
+
+
+FAMILIES = list(ADVERSARY_LABELS)
 
 
 def test_calibration_is_measured_once_per_process_and_positive():
@@ -51,6 +55,33 @@ def test_aflite_estimate_within_a_loose_factor_of_the_actual_run():
     aflite(X, y, tau=0.0, random_state=0, n_threads=1, **shape)
     ratio = estimate / (time.perf_counter() - start)
     assert LOOSE[0] <= ratio <= LOOSE[1], ratio
+
+
+@pytest.mark.parametrize("family", ["knn", "logistic"])
+def test_other_families_are_priced_by_their_own_shape_model(family):
+    """A kNN run's estimate was the default family's (36x too low at 24,000 rows); each family is now priced by its
+    own shape model at the rate the calibration measured for it."""
+    n, d, m = 3000, 8, 8
+    X, y = _data(n, d, seed=2)
+    shape = {"target_size": n // 3, "train_size": n // 10, "slice_size": n // 50, "n_partitions": m}
+    estimate = estimates.estimate_seconds("aflite", n_rows=n, n_features=d, model=family, **shape)
+    assert estimate != estimates.estimate_seconds("aflite", n_rows=n, n_features=d, **shape)
+    start = time.perf_counter()
+    aflite(X, y, tau=0.0, random_state=0, n_threads=1, model=family, **shape)
+    ratio = estimate / (time.perf_counter() - start)
+    assert LOOSE[0] <= ratio <= LOOSE[1], ratio
+
+
+def test_the_family_shape_models_follow_their_work():
+    base = {"n_rows": 100_000, "n_features": 64, "n_partitions": 64, "train_size": 10_000, "slice_size": 2000}
+    seconds = {f: estimates.estimate_seconds("aflite", calibrated=False, model=f, **base) for f in FAMILIES}
+    assert seconds["knn"] > 10 * seconds["linear"]  # every held-out row against every training row, m times
+    assert seconds["ridge"] < seconds["linear"]  # the fastest family
+    # kNN's distances grow with the held-out rows times the training rows: doubling t about doubles it
+    doubled = estimates.estimate_seconds("aflite", calibrated=False, model="knn", **{**base, "train_size": 20_000})
+    assert 1.6 < doubled / seconds["knn"] < 2.2
+    timer = estimates.AFLiteTimeLeft(100_000, 33_000, 2000, 10_000, 64, 64, model="knn", prior=estimates.rates())
+    assert timer.update(0.0, rounds_done=0, size=100_000) == pytest.approx(seconds["knn"], rel=0.05)
 
 
 def test_baselines_estimate_within_a_loose_factor_of_the_actual_computation():

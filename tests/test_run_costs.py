@@ -56,3 +56,12 @@ def test_a_greedy_run_keeps_no_per_round_records():
     greedy = spec.with_(strategy="greedy")
     assert run_costs.round_record_bytes(greedy) == 0
     assert run_costs.run_memory_bytes(greedy, 1000, 8) < run_costs.run_memory_bytes(spec, 1000, 8)
+
+
+def test_the_filter_page_prices_the_chosen_family():
+    """A kNN run on 100,000 rows is priced as kNN (every held-out row against every training row), so the page asks
+    before starting it, where pricing it as the default family said seconds."""
+    spec = FilterSpec(DatasetSpec("digits", "mlp"), target_size=33_000, train_size=10_000, slice_size=2_000, tau=0.75)
+    default = run_costs.estimate_run_seconds(spec, 100_000, 64)
+    knn = run_costs.estimate_run_seconds(spec.with_(model="knn"), 100_000, 64)
+    assert knn > 10 * default and knn > run_costs.CONFIRM_SECONDS

@@ -41,8 +41,9 @@ def estimate_run_seconds(spec: FilterSpec, n_rows: int, n_features: int, n_class
     :func:`aflite_core.engine.estimates.estimate_seconds` (``"aflite"``): the default family's shape model at this
     server's rates - the reference machine's first (no measuring), then, for a run that may be long (over a
     third of :data:`CONFIRM_SECONDS`), the rates this process measures once (:func:`~aflite_core.engine.estimates.
-    calibrate`, about a second). The other families are priced as the default one (a floor: scikit-learn's fits are
-    slower). The greedy strategy removes one row a round.
+    calibrate`, about a second). Each family is priced by its own shape model and rate (scikit-learn's logistic
+    regression and kNN at the rates the calibration measures for the Baselines page). The greedy strategy removes
+    one row a round.
     """
     shape = dict(
         n_rows=int(n_rows),
@@ -52,6 +53,7 @@ def estimate_run_seconds(spec: FilterSpec, n_rows: int, n_features: int, n_class
         n_partitions=int(spec.n_partitions),
         n_features=max(1, int(n_features)),
         n_classes=max(2, int(n_classes)),
+        model=str(spec.model),
     )
     seconds = estimates.estimate_seconds("aflite", calibrated=False, **shape)
     if seconds > CONFIRM_SECONDS / 3:

@@ -322,6 +322,7 @@ def _filter_locked(args: argparse.Namespace, out: Path) -> int:
         n_partitions=cfg.n_partitions,
         n_features=int(X.shape[1]) if X.ndim == 2 else 1,
         n_classes=max(len(np.unique(y)), 2),
+        model=args.model if isinstance(args.model, str) else "linear",  # a resumed run's recorded family: as default
     )
     if args.device != "cpu" and (args.scheduler or args.dask_local is not None):
         raise CLIError(f"--device {args.device} runs in this process only; drop --scheduler/--dask-local")

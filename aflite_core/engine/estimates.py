@@ -55,6 +55,7 @@ from .work_units import (  # noqa: F401 (re-exported: callers import the shape m
     baselines_units,
     bias_units,
     cv_units,
+    family_solver,
     one_shot_units,
     rate_kind,
     setup_units,
@@ -99,9 +100,11 @@ def estimate_seconds(kind: str, *, calibrated: bool = True, **shape) -> float:
     ----------
     kind : {"aflite", "baselines", "stability", "umap", "embedding"}
         ``aflite``: ``n_rows, target_size, slice_size, train_size, n_partitions, n_features`` (target and train
-        as counts or fractions of n_rows); ``baselines``: the arguments of :func:`baselines_units`;
-        ``stability``: those of ``aflite`` and ``seeds``; ``umap``: ``n_rows``; ``embedding``: ``texts`` (and
-        ``model_loaded``).
+        as counts or fractions of n_rows), ``n_classes`` and ``model`` (the adversary family's name, default
+        ``"linear"``: :func:`~aflite_core.engine.work_units.family_solver` prices scikit-learn's logistic
+        regression and kNN at the rates the calibration measures for them); ``baselines``: the arguments of
+        :func:`baselines_units`; ``stability``: those of ``aflite`` and ``seeds``; ``umap``: ``n_rows``;
+        ``embedding``: ``texts`` (and ``model_loaded``).
     calibrated : bool, default=True
         Measure this server's rates first (once per process, about a second); False uses what is known
         (:func:`rates`).
@@ -118,7 +121,7 @@ def estimate_seconds(kind: str, *, calibrated: bool = True, **shape) -> float:
         n = int(shape["n_rows"])
         t, m, d = _rows(shape.get("train_size", 0.1), n), int(shape.get("n_partitions", 64)), int(shape["n_features"])
         classes = int(shape.get("n_classes", 3))
-        solver = aflite_solver(m, t, d, classes)
+        solver = family_solver(str(shape.get("model", "linear")), m, t, d, classes)
         seconds = rate[rate_kind(solver)] * aflite_units(
             n,
             _rows(shape.get("target_size", n // 3), n),
@@ -229,6 +232,8 @@ class AFLiteTimeLeft:
         The run's shape (target and train as counts or fractions of n_rows).
     n_classes : int, default=3
         Classes (the ridge fallback's outputs).
+    model : str, default="linear"
+        The adversary family's name (:func:`~aflite_core.engine.work_units.family_solver`).
     prior : dict or None
         Seconds per unit by rate kind (:func:`calibrate` or :func:`rates`); None: say nothing until work is done.
 
@@ -253,13 +258,14 @@ class AFLiteTimeLeft:
         n_features: int,
         *,
         n_classes: int = 3,
+        model: str = "linear",
         prior: dict[str, float] | None = None,
     ) -> None:
         n = int(n_rows)
         self.n_rows, self.target = n, _rows(target_size, n)
         self.k = max(_rows(slice_size, n), 1)
         self.t, self.m, self.d, self.classes = _rows(train_size, n), int(n_partitions), int(n_features), n_classes
-        self.solver = aflite_solver(self.m, self.t, self.d, n_classes) if self.d > 0 else "logistic"
+        self.solver = family_solver(model, self.m, self.t, self.d, n_classes) if self.d > 0 else "logistic"
         self.setup = setup_units(n, self.d, solver=self.solver, n_classes=n_classes)
         total = self.setup + self._left(n, None, None)
         rate = None if prior is None else prior.get(rate_kind(self.solver))

@@ -25,6 +25,7 @@ __all__ = [
     "baselines_units",
     "bias_units",
     "cv_units",
+    "family_solver",
     "one_shot_units",
     "rate_kind",
     "setup_units",
@@ -69,16 +70,42 @@ def aflite_solver(n_partitions: int, train_size: int, n_features: int, n_classes
     return LogisticFamily().solver(int(n_partitions), int(train_size), int(n_features), int(n_classes))
 
 
+#: the families an AFLite run is priced for by name (the app's and the CLI's adversary names), besides "linear"
+FAMILY_SOLVERS = {"ridge": "ridge", "logistic": "sklearn_logistic", "knn": "knn"}
+
+
+def family_solver(model: str, n_partitions: int, train_size: int, n_features: int, n_classes: int = 3) -> str:
+    """What a run of the adversary family ``model`` fits, as it is priced here.
+
+    The default family's rule for ``"linear"``; else ``"ridge"`` (batched least squares), ``"sklearn_logistic"``
+    (one scikit-learn fit per model) or ``"knn"``.
+
+    Examples
+    --------
+    >>> family_solver("knn", 64, 1000, 32)
+    'knn'
+    >>> family_solver("linear", 64, 1000, 32)
+    'logistic'
+    """
+    if model in FAMILY_SOLVERS:
+        return FAMILY_SOLVERS[model]
+    return aflite_solver(n_partitions, train_size, n_features, n_classes)
+
+
 def aflite_round_units(
     size: int, train_size: int, n_partitions: int, n_features: int, *, solver: str = "logistic", n_classes: int = 3
 ) -> float:
     """Units of one AFLite round that starts with ``size`` rows: m fits on t rows and the predictions of the rest.
 
     ``solver="logistic"`` (batched L-BFGS; rate kind ``"aflite"``): ``m × d × (t + PREDICT_WEIGHT × rest) +
-    ROW_WEIGHT × size``. ``solver="ridge"`` (the fallback above ``max_work``; rate kind ``"ridge"``): its
-    multiply-adds, the predictions of every row by every model (``m × size × (d + 1) × K``) and each partition's
-    Gram matrix summed from about ``32 × size / t`` block Grams (``m × 32 size / t × D²``, D = d + 1 + K), plus
-    ``RIDGE_ROW_WEIGHT × size`` for the per-row work of a round.
+    ROW_WEIGHT × size``. ``"sklearn_logistic"`` (rate kind ``"logistic"``, as the Baselines page's fits): m fits of
+    ``t × d × C`` units and a fold's fixed cost each, predictions at ``PREDICT_WEIGHT`` of a fitted row; ``"knn"``
+    (rate kind ``"knn"``): every held-out row's distances to the m training parts, ``m × rest × t × (d +
+    KNN_DISTANCE_WEIGHT)``. Both add the round's per-row work (``ROW_WEIGHT``) converted to their rate.
+    ``solver="ridge"`` (the fallback above ``max_work``; rate kind ``"ridge"``): its multiply-adds, the predictions
+    of every row by every model (``m × size × (d + 1) × K``) and each partition's Gram matrix summed from about ``32
+    × size / t`` block Grams (``m × 32 size / t × D²``, D = d + 1 + K), plus ``RIDGE_ROW_WEIGHT × size`` for the
+    per-row work of a round.
 
     Examples
     --------
@@ -95,6 +122,14 @@ def aflite_round_units(
         fixed = _ROUND_SECONDS / _REFERENCE["ridge"]
         return float(m * (size * (d + 1) * K + blocks * D * D) + RIDGE_ROW_WEIGHT * size + fixed)
     rest = size - t
+    if solver in ("sklearn_logistic", "knn"):
+        kind = rate_kind(solver)
+        per_round = (ROW_WEIGHT * size * _REFERENCE["aflite"] + _ROUND_SECONDS) / _REFERENCE[kind]
+        fold = _FOLD_SECONDS / _REFERENCE[kind]
+        if solver == "knn":
+            return float(m * (rest * t * (d + KNN_DISTANCE_WEIGHT) + fold) + per_round)
+        C = max(int(n_classes), 2)
+        return float(m * (t * d * C + PREDICT_WEIGHT * rest * d * C + fold) + per_round)
     fixed = _ROUND_SECONDS / _REFERENCE["aflite"]
     return float(m * d * (t + PREDICT_WEIGHT * rest) + ROW_WEIGHT * size + fixed)
 
@@ -137,8 +172,12 @@ def aflite_rounds_left(
 
 
 def rate_kind(solver: str) -> str:
-    """The rate an AFLite unit of this solver is priced at: ``"ridge"`` or ``"aflite"`` (batched logistic)."""
-    return "ridge" if solver == "ridge" else "aflite"
+    """The rate an AFLite unit of this solver is priced at.
+
+    ``"ridge"``, ``"aflite"`` (batched logistic), or the Baselines page's ``"logistic"`` (scikit-learn fits) and
+    ``"knn"``.
+    """
+    return {"ridge": "ridge", "sklearn_logistic": "logistic", "knn": "knn"}.get(solver, "aflite")
 
 
 def aflite_units_left(
@@ -172,7 +211,9 @@ def setup_units(n_rows: int, n_features: int, *, solver: str = "logistic", n_cla
     if solver == "ridge":
         D = int(n_features) + 1 + (1 if n_classes == 2 else int(n_classes))
         return float(int(n_rows) * D * D)
-    return SETUP_WEIGHT * int(n_rows) * int(n_features)
+    units = SETUP_WEIGHT * int(n_rows) * int(n_features)
+    kind = rate_kind(solver)
+    return units * _REFERENCE["aflite"] / _REFERENCE[kind] if kind != "aflite" else units
 
 
 def aflite_units(
