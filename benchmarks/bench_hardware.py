@@ -152,7 +152,7 @@ if prof is not None:
         return round(sum(v[3] for (f, _, fn), v in stats.items() if f.endswith(fname) and fn == func), 2)
     def own(pred):
         return round(sum(v[2] for (f, _, fn), v in stats.items() if pred(f, fn)), 2)
-    waited = own(lambda f, fn: fn == "<method 'acquire' of '_thread.lock' objects>")
+    waited = cum("concurrent/futures/_base.py", "result")  # the pool's results awaited (any Python version)
     phases = dict(
         fit=max(cum("engine/models.py", "fit"), cum("engine/logistic.py", "fit")),
         fit_gram_sums=cum("engine/shards.py", "node_grams"),
