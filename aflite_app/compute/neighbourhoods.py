@@ -133,7 +133,9 @@ def embedding_knn(spec: FilterSpec, *, session: SessionData = NO_SESSION) -> dic
     return _embedding_knn(spec, run_filter(spec, session=session), _session=session)
 
 
-def in_worker(func: Callable[..., Any], *args: Any, yield_point: Callable[[], Any], poll: float = 0.1, **kwargs: Any):
+def in_worker(
+    func: Callable[..., Any], *args: Any, yield_point: Callable[[], Any], poll: float = 0.1, **kwargs: Any
+) -> Any:
     """``func(*args, **kwargs)`` computed in a daemon thread and awaited, calling ``yield_point()`` every ``poll`` s.
 
     The page's ``yield_point`` updates an element: Streamlit stops or reruns a script only where it sends one, so a
