@@ -11,12 +11,20 @@ against Streamlit 1.67 on a heatmap-only figure):
 :func:`rows_in_geometry` evaluates that geometry over every row's map coordinates, so a selection on the density
 map of 550,000 rows needs no per-point data from the browser.
 :mod:`aflite_app.map_table` lists the rows found here (thumbnails, text columns, counts per class).
+
+The selected rows are kept as :class:`Rows`: one read-only numpy array of sorted row positions, found once when the
+box or lasso arrives (a boolean mask over every row, :func:`mask_in_shapes`). A box over 418,000 of 550,000 rows
+is then 3.3 MB in one array, never 418,000 Python ints in the session's state, and a rerun of the page reads it
+without a Python loop over the rows (issue 25).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Hashable, Iterable, Mapping
+import threading
+import weakref
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +39,7 @@ __all__ = [
     "MAX_LASSO_VERTICES",
     "MAX_LINKED_POINTS",
     "MapSelection",
+    "Rows",
     "Shape",
     "after_event",
     "cleared",
@@ -39,12 +48,118 @@ __all__ = [
     "encode_shapes",
     "for_figure",
     "geometry_of",
+    "mask_in_shapes",
+    "prepare_lasso",
     "redrawn",
     "restored",
     "rows_in_geometry",
     "rows_in_shapes",
     "selected_rows",
 ]
+
+
+class Rows:
+    """Sorted, distinct row positions in one read-only numpy array: a selection of any size, kept compactly.
+
+    Behaves as the tuple of those positions (length, iteration as Python ints, indexing, ``in``, equality with a
+    tuple or list of ints, ``repr``) and as an array (``np.asarray(rows)``, :attr:`array`), without holding one
+    Python int per row. Hashable (by content), so a :class:`MapSelection` holding it stays hashable.
+
+    Examples
+    --------
+    >>> r = Rows([8, 3, 3])
+    >>> r, len(r), r == (3, 8), list(r), 8 in r
+    ((3, 8), 2, True, [3, 8], True)
+    >>> Rows.of_mask(np.array([False, True, True])).array
+    array([1, 2])
+    >>> bool(Rows()), Rows() == ()
+    (False, True)
+    """
+
+    __slots__ = ("_array", "_hash")
+
+    def __init__(self, rows: Iterable[int] | NDArray | None = None) -> None:
+        if rows is None:
+            a = np.zeros(0, dtype=np.intp)
+        elif isinstance(rows, Rows):
+            a = rows._array
+        else:
+            src = rows if isinstance(rows, np.ndarray) else np.fromiter((int(r) for r in rows), dtype=np.int64)
+            a = np.asarray(src, dtype=np.intp).ravel()
+            if len(a) > 1 and not bool(np.all(a[1:] > a[:-1])):  # sorted and distinct already: no sort
+                a = np.unique(a)
+            if a.base is not None or a.flags.writeable:
+                a = a.copy()
+        a.flags.writeable = False
+        self._array: NDArray[np.intp] = a
+        self._hash: int | None = None
+
+    @classmethod
+    def of_mask(cls, mask: NDArray[np.bool_]) -> Rows:
+        """The positions where ``mask`` is True."""
+        out = cls.__new__(cls)
+        a = np.flatnonzero(mask).astype(np.intp, copy=False)
+        a.flags.writeable = False
+        out._array, out._hash = a, None
+        return out
+
+    @property
+    def array(self) -> NDArray[np.intp]:
+        """The positions as a read-only 1-D integer array (no copy)."""
+        return self._array
+
+    def below(self, n_rows: int) -> Rows:
+        """The positions under ``n_rows`` (a selection left over from a larger dataset loses the others)."""
+        if not len(self._array) or self._array[-1] < n_rows:
+            return self
+        return Rows(self._array[: int(np.searchsorted(self._array, max(int(n_rows), 0)))])
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> NDArray:
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def __len__(self) -> int:
+        return len(self._array)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._array.tolist())
+
+    def __getitem__(self, index: int | slice) -> int | Rows:
+        if isinstance(index, slice):
+            return Rows(self._array[index])
+        return int(self._array[index])
+
+    def __contains__(self, row: object) -> bool:
+        try:
+            value = int(row)  # type: ignore[call-overload]
+        except (TypeError, ValueError):
+            return False
+        i = int(np.searchsorted(self._array, value))
+        return i < len(self._array) and int(self._array[i]) == value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Rows):
+            return self is other or bool(np.array_equal(self._array, other._array))
+        if isinstance(other, tuple | list):
+            return len(other) == len(self._array) and list(other) == self._array.tolist()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            digest = hashlib.blake2b(np.ascontiguousarray(self._array, dtype=np.int64).tobytes(), digest_size=8)
+            self._hash = hash((len(self._array), digest.digest()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        if len(self._array) > 20:
+            return f"Rows({len(self._array):,} rows from {self._array[0]} to {self._array[-1]})"
+        return repr(tuple(self._array.tolist()))
+
+    def __reduce__(self) -> tuple:
+        return (Rows, (self._array,))
+
+
+#: no rows selected
+NO_ROWS = Rows()
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -238,25 +353,141 @@ def compact(shapes: Iterable[Shape], xy: NDArray) -> tuple[Shape, ...]:
     >>> compact([("box", (0.0, 0.99999), (0.0, 1.0))], xy)  # 4 digits would take row 1 in: kept as drawn
     (('box', (0.0, 0.99999), (0.0, 1.0)),)
     """
-    shapes = tuple(shapes)
-    rows = rows_in_shapes(shapes, xy)
+    return _compact(tuple(shapes), xy)[0]
+
+
+def _compact(shapes: tuple[Shape, ...], xy: NDArray) -> tuple[tuple[Shape, ...], NDArray[np.bool_]]:
+    """:func:`compact`'s form and the mask of the rows it selects (those of ``shapes``): one mask per form tried."""
+    inside = mask_in_shapes(shapes, xy)
     for max_vertices, digits in COMPACT_FORMS:
         form = tuple(_shape(kind, np.asarray(sx), np.asarray(sy), max_vertices, digits) for kind, sx, sy in shapes)
-        if all(f is not None for f in form) and rows_in_shapes(form, xy) == rows:
-            return form
-    return shapes
+        if all(f is not None for f in form) and np.array_equal(mask_in_shapes(form, xy), inside):
+            return form, inside
+    return shapes, inside
+
+
+def mask_in_shapes(shapes: Iterable[Shape], xy: NDArray) -> NDArray[np.bool_]:
+    """Which rows of ``xy`` lie inside any of the shapes (their union): a boolean mask over every row.
+
+    Uses :func:`aflite_core.measures.projection.points_in_box` and
+    :func:`~aflite_core.measures.projection.points_in_polygon` (vectorised over all rows).
+
+    Examples
+    --------
+    >>> mask_in_shapes([("box", (-1.0, 2.0), (-1.0, 2.0))], np.array([[0.0, 0.0], [5.0, 5.0]]))
+    array([ True, False])
+    """
+    inside = np.zeros(len(xy), dtype=bool)
+    for kind, sx, sy in shapes:
+        inside |= points_in_box(xy, sx, sy) if kind == "box" else _in_polygon(xy, sx, sy)
+    return inside
+
+
+class _ByY:
+    """Every row of one map sorted by y once: a lasso's edges then each test the rows of their own band of y."""
+
+    def __init__(self, xy: NDArray) -> None:
+        y = np.asarray(xy[:, 1], dtype=np.float64)
+        self.order = np.argsort(y, kind="stable")
+        self.ys = y[self.order]
+        self.xs = np.asarray(xy[:, 0], dtype=np.float64)[self.order]
+
+
+#: the last maps' rows sorted by y (id of the coordinates -> (weak reference, sorted)); a few MB each
+_BY_Y: dict[int, tuple[weakref.ref, _ByY]] = {}
+_BY_Y_LOCK = threading.Lock()
+_BY_Y_KEPT = 2
+#: maps whose rows :func:`prepare_lasso` is sorting now
+_BY_Y_PENDING: set[int] = set()
+
+
+def _by_y(xy: NDArray) -> _ByY:
+    """``xy``'s rows sorted by y, computed once per map (the projection's coordinates stay the same array)."""
+    with _BY_Y_LOCK:
+        entry = _BY_Y.get(id(xy))
+        if entry is not None and entry[0]() is xy:
+            return entry[1]
+    sorted_rows = _ByY(xy)
+    try:
+        ref = weakref.ref(xy)
+    except TypeError:  # not an ndarray (a list): nothing to keep
+        return sorted_rows
+    with _BY_Y_LOCK:
+        _BY_Y[id(xy)] = (ref, sorted_rows)
+        for key in [k for k, (r, _) in _BY_Y.items() if r() is None] + list(_BY_Y)[:-_BY_Y_KEPT]:
+            _BY_Y.pop(key, None)
+    return sorted_rows
+
+
+def prepare_lasso(xy: NDArray) -> None:
+    """Sort a map's rows by y for its lassos in a daemon thread, once per map, so that a first lasso need not.
+
+    Called when the map is drawn: a lasso over 550,000 rows then costs its edges' passes only (the sort is about
+    0.1 s of CPU on a busy machine, otherwise spent in the lasso's own rerun).
+    """
+    if not isinstance(xy, np.ndarray) or xy.ndim != 2 or xy.shape[1] != 2:
+        return
+    with _BY_Y_LOCK:
+        entry = _BY_Y.get(id(xy))
+        if (entry is not None and entry[0]() is xy) or id(xy) in _BY_Y_PENDING:
+            return
+        _BY_Y_PENDING.add(id(xy))
+
+    def work() -> None:
+        try:
+            _by_y(xy)
+        finally:
+            with _BY_Y_LOCK:
+                _BY_Y_PENDING.discard(id(xy))
+
+    threading.Thread(target=work, name="aflite-lasso-rows", daemon=True).start()
+
+
+def _in_polygon(xy: NDArray, px: Iterable[float], py: Iterable[float]) -> NDArray[np.bool_]:
+    """:func:`aflite_core.measures.map_grids.points_in_polygon`, with the rows sorted by y once per map.
+
+    The same even-odd test, edge by edge in the same float64 arithmetic (so the same rows), but the sort by y that
+    it does per call is done once per map (:func:`_by_y`): a lasso over 550,000 rows and each compact form tried
+    for its link (:func:`compact`) then cost a few passes over the rows each edge's band holds, not a sort.
+    """
+    xy = np.asarray(xy)
+    if xy.ndim != 2 or xy.shape[1] != 2 or not len(xy):
+        return points_in_polygon(xy, px, py)
+    px, py = np.asarray(px, dtype=np.float64).ravel(), np.asarray(py, dtype=np.float64).ravel()
+    if len(px) != len(py) or not (np.isfinite(px).all() and np.isfinite(py).all()):
+        return points_in_polygon(xy, px, py)  # its one-sentence refusal
+    inside = np.zeros(len(xy), dtype=bool)
+    if len(px) >= 2 and px[0] == px[-1] and py[0] == py[-1]:
+        px, py = px[:-1], py[:-1]
+    if len(px) < 3:
+        return inside
+    rows = _by_y(xy)
+    ys, xs = rows.ys, rows.xs
+    lo, hi = np.searchsorted(ys, py.min(), "left"), np.searchsorted(ys, py.max(), "left")  # py.min() <= y < py.max()
+    if lo == hi:
+        return inside
+    flip = np.zeros(hi - lo, dtype=bool)
+    for ax, ay, bx, by in zip(px, py, np.roll(px, -1), np.roll(py, -1)):
+        if ay == by:  # a horizontal edge crosses no horizontal ray
+            continue
+        a, b = np.searchsorted(ys, min(ay, by), "left"), np.searchsorted(ys, max(ay, by), "left")
+        if a == b:
+            continue
+        cross = ax + (ys[a:b] - ay) * ((bx - ax) / (by - ay))
+        flip[a - lo : b - lo] ^= xs[a:b] < cross
+    band_x = xs[lo:hi]
+    flip &= (band_x >= px.min()) & (band_x <= px.max())  # the polygon's bounding box in x, as points_in_polygon's
+    inside[rows.order[lo:hi][flip]] = True
+    return inside
 
 
 def rows_in_shapes(shapes: Iterable[Shape], xy: NDArray) -> list[int]:
     """Row positions inside any of the shapes (their union), evaluated over every row of ``xy``, sorted.
 
-    Uses :func:`aflite_core.measures.projection.points_in_box` and
-    :func:`~aflite_core.measures.projection.points_in_polygon` (vectorised over all rows).
+    A list of Python ints (for small selections and tests); the page keeps :func:`mask_in_shapes`' rows as
+    :class:`Rows`.
     """
-    inside = np.zeros(len(xy), dtype=bool)
-    for kind, sx, sy in shapes:
-        inside |= points_in_box(xy, sx, sy) if kind == "box" else points_in_polygon(xy, sx, sy)
-    return np.flatnonzero(inside).tolist()
+    return np.flatnonzero(mask_in_shapes(shapes, xy)).tolist()
 
 
 def encode_shapes(shapes: Iterable[Shape]) -> str:
@@ -355,9 +586,10 @@ class MapSelection:
     ----------
     signature : hashable
         What the figure shows (e.g. run, colour, projection).
-    rows : tuple of int
-        The selected rows the page lists.
-    baked : tuple of int
+    rows : Rows
+        The selected rows the page lists (sorted positions in one read-only array; compares equal to the tuple
+        of those positions).
+    baked : Rows
         Rows drawn as selected in the figure: the selection carried over when the figure changed. Fixed while
         the figure stays, so the chart keeps its identity (and the user's next selection on it).
     touched : bool
@@ -373,13 +605,18 @@ class MapSelection:
     """
 
     signature: Hashable = None
-    rows: tuple[int, ...] = ()
-    baked: tuple[int, ...] = ()
+    rows: Rows = NO_ROWS
+    baked: Rows = NO_ROWS
     touched: bool = False
     revision: int = 0
     shapes: tuple[Shape, ...] = ()
     drawn_on: str | None = None
     clicked: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("rows", "baked"):  # rows given as a tuple or list (a test, an older state) kept as Rows
+            if not isinstance(getattr(self, name), Rows):
+                object.__setattr__(self, name, Rows(getattr(self, name)))
 
 
 def for_figure(state: MapSelection | None, signature: Hashable) -> MapSelection:
@@ -421,18 +658,26 @@ def after_event(
     state = state if state is not None else MapSelection()
     shapes = geometry_of(event) if xy is not None else None
     clicked = tuple(selected_rows(event, n_rows=n_rows))
-    if shapes is not None:
-        shapes = compact(shapes, xy)
-        inside = rows_in_shapes(shapes, xy)
-        rows = tuple(sorted(set(inside).union(clicked))) if clicked else tuple(inside)
-        rows = tuple(r for r in rows if n_rows is None or r < n_rows)
+    if shapes is not None:  # one mask over every row (numpy): no Python loop over the rows inside
+        shapes, inside = _compact(shapes, xy)
+        if clicked:
+            inside = _with_rows(inside, clicked)
+        rows = Rows.of_mask(inside if n_rows is None else inside[: max(int(n_rows), 0)])
     else:
-        rows = clicked
+        rows = Rows(clicked)
     if rows:
         return replace(state, rows=rows, touched=True, shapes=shapes or (), drawn_on=drawn_on, clicked=clicked)
     if state.touched:
-        return replace(state, rows=(), touched=False, shapes=(), drawn_on=None, clicked=())
+        return replace(state, rows=NO_ROWS, touched=False, shapes=(), drawn_on=None, clicked=())
     return state
+
+
+def _with_rows(mask: NDArray[np.bool_], rows: Iterable[int]) -> NDArray[np.bool_]:
+    """``mask`` with ``rows`` (positions inside it) set too, as a new mask."""
+    idx = np.asarray(list(rows), dtype=np.intp)
+    out = mask.copy()
+    out[idx[(idx >= 0) & (idx < len(out))]] = True
+    return out
 
 
 def restored(
@@ -457,7 +702,7 @@ def restored(
     shapes = tuple(shapes)
     n = len(xy)
     points = tuple(sorted({int(r) for r in clicked if 0 <= int(r) < n}))
-    rows = tuple(sorted(set(rows_in_shapes(shapes, xy)).union(points)))
+    rows = Rows.of_mask(_with_rows(mask_in_shapes(shapes, xy), points))
     return replace(state, rows=rows, baked=rows, touched=False, shapes=shapes, drawn_on=drawn_on, clicked=points)
 
 
@@ -481,4 +726,4 @@ def redrawn(state: MapSelection | None) -> MapSelection:
 def cleared(state: MapSelection | None) -> MapSelection:
     """No rows selected, and a new figure revision so the chart drops its own selection too."""
     state = state if state is not None else MapSelection()
-    return MapSelection(state.signature, (), (), False, state.revision + 1)
+    return MapSelection(state.signature, NO_ROWS, NO_ROWS, False, state.revision + 1)

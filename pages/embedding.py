@@ -204,9 +204,11 @@ else:
 plotly_once.plotly_chart(
     fig, key=map_key, on_select=_on_select, selection_mode=("points", "box", "lasso"), width="stretch"
 )
+compute.prepare_lasso(proj.xy)  # the rows sorted by y in the background, once per map: a first lasso need not
 
 z1, z2, z3 = st.columns([2, 2, 3])
-selected_now = [r for r in st.session_state[sel_key].rows if r < data.n_rows]
+# the selected rows as one read-only array (aflite_app.selection.Rows): no Python loop over 418,000 rows
+selected_now = st.session_state[sel_key].rows.below(data.n_rows)
 if z1.button(
     "Zoom to the selection",
     key="emb-zoom",
@@ -330,6 +332,21 @@ else:
         },
     )
 
+
+def _computed(func, *args, what: str, **kwargs):
+    """``func(*args, **kwargs)`` (a memoised table) computed in a worker thread, awaited where a rerun can stop it.
+
+    The first visit computes Figure 1 and Table 3 over every row (seconds at 550,000 rows); a box drawn on the map
+    meanwhile starts its rerun at once instead of waiting for them, and the computation goes on in its thread
+    and is kept in its store, where the next run finds it (issue 25: the box's rows listed within 2 s).
+    """
+    slot = st.empty()
+    try:
+        return neighbourhoods.in_worker(func, *args, yield_point=lambda: slot.caption(what), **kwargs)
+    finally:
+        slot.empty()
+
+
 # -- Figure 1: similarity of retained vs removed rows -------------------------------------------------------
 st.subheader("Are the retained rows more diverse? Cosine similarity per class")
 s1, s2, s3 = st.columns(3)
@@ -337,7 +354,15 @@ code = s1.selectbox("Class", range(len(names)), format_func=lambda i: names[i], 
 per = s2.slider("Rows sampled per side", 3, 30, 10, key="emb-sim-n")
 seed = s3.number_input("Sample seed", min_value=0, max_value=1_000_000, value=0, step=1, key="emb-sim-seed")
 with ui.errors():
-    out = neighbourhoods.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data)
+    out = _computed(
+        neighbourhoods.embedding_similarity,
+        spec,
+        code,
+        n_per_group=per,
+        seed=seed,
+        session=session_data,
+        what="Computing cosine similarities…",
+    )
 sim = out["sim"]
 h1, h2 = st.columns([3, 2])
 plotly_once.plotly_chart(
@@ -389,7 +414,9 @@ ui.caption(
 # -- Table 3: kNN distances ----------------------------------------------------------------------------------
 st.subheader("Nearest-neighbour distances before and after filtering")
 with ui.errors():
-    knn = neighbourhoods.embedding_knn(spec, session=session_data)
+    knn = _computed(
+        neighbourhoods.embedding_knn, spec, session=session_data, what="Computing nearest-neighbour distances…"
+    )
 k1, k2 = st.columns(2)
 k1.metric(
     "After vs before",

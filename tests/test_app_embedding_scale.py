@@ -12,6 +12,7 @@ import pytest
 from conftest import plotly_figures
 
 from aflite_app.compute import embedding as compute
+from aflite_app.selection import Rows
 from aflite_app.state import embedding_map_key, embedding_selection_key
 from aflite_core.cli import main
 from aflite_core.data.planted_bias import make_planted_bias
@@ -97,6 +98,11 @@ def test_a_lasso_returns_every_row_inside_it_not_a_sample(app_test, monkeypatch,
     sampled = compute.embedding_rows(N_ROWS)
     assert np.setdiff1d(np.flatnonzero(expected), sampled).size > 0  # rows no sample drew
     assert list(at.session_state[sel_key].rows) == np.flatnonzero(expected).tolist()
+    # kept as one read-only array of positions, not a Python int per row (issue 25: 418,000 of them at run B)
+    held = at.session_state[sel_key]
+    assert (
+        isinstance(held.rows, Rows) and isinstance(held.baked, Rows) and isinstance(np.asarray(held.rows), np.ndarray)
+    )
     assert any(f"**{n:,} rows selected**" in m.value for m in at.markdown)
     per_class = at.dataframe[0].value
     assert int(per_class["selected"].sum()) == n

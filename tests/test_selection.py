@@ -248,3 +248,98 @@ def test_docstring_examples():
     import aflite_app.selection as module
 
     assert doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE).failed == 0
+
+
+def _python_sequences(value, seen=None):
+    """Every tuple or list inside ``value`` (dataclass fields, containers), with its length."""
+    import dataclasses
+
+    seen = set() if seen is None else seen
+    if id(value) in seen:
+        return []
+    seen.add(id(value))
+    found = []
+    if isinstance(value, (tuple, list)):
+        found.append(len(value))
+        for item in value:
+            found += _python_sequences(item, seen)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            found += _python_sequences(getattr(value, f.name), seen)
+    return found
+
+
+def test_a_box_over_many_rows_is_kept_as_one_array_not_a_python_int_per_row():
+    # issue 25: a box over 418,000 of 550,000 rows was kept as a tuple of 418,000 Python ints (built, filtered
+    # and looped over in Python on every rerun); the state now holds one read-only array and the geometry
+    from aflite_app.selection import Rows, redrawn, restored
+
+    n = 60_000
+    xy = np.random.default_rng(0).normal(size=(n, 2))
+    box = {"selection": {"points": [], "box": [{"x": [-1.5, 1.5], "y": [-1.5, 1.5]}], "lasso": []}}
+    state = after_event(for_figure(None, "status"), box, n_rows=n, xy=xy, drawn_on="PCA")
+    expected = np.flatnonzero((np.abs(xy) <= 1.5).all(axis=1))
+    assert len(expected) > n // 2
+    assert isinstance(state.rows, Rows) and np.array_equal(np.asarray(state.rows), expected)
+    assert not state.rows.array.flags.writeable  # shared by reruns: nobody changes it in place
+    for kept in (state, for_figure(state, "class"), redrawn(state)):
+        assert max(_python_sequences(kept), default=0) < 100, "a Python sequence per selected row"
+    linked = restored(None, state.shapes, [], xy=xy, drawn_on="PCA")
+    assert linked.rows == state.rows and max(_python_sequences(linked), default=0) < 100
+    # a click added to a box (Shift) joins its rows; rows beyond n_rows are dropped
+    outside = int(np.flatnonzero(~(np.abs(xy) <= 1.5).all(axis=1))[0])
+    both = dict(box["selection"], points=[{"customdata": outside}])
+    joined = after_event(None, {"selection": both}, n_rows=n, xy=xy)
+    assert outside in joined.rows and len(joined.rows) == len(expected) + 1
+    assert after_event(None, box, n_rows=10, xy=xy).rows == tuple(r for r in expected.tolist() if r < 10)
+
+
+def test_rows_behave_as_the_tuple_of_their_positions():
+    from aflite_app.selection import Rows
+
+    rows = Rows([9, 2, 2, 5])
+    assert rows == (2, 5, 9) and rows == [2, 5, 9] and rows != (2, 5) and rows == Rows(np.array([2, 5, 9]))
+    assert hash(rows) == hash(Rows((2, 5, 9))) and list(rows) == [2, 5, 9] and rows[1] == 5 and rows[-1] == 9
+    assert 5 in rows and 4 not in rows and "x" not in rows
+    assert rows.below(6) == (2, 5) and rows.below(100) is rows and rows.below(0) == ()
+    assert repr(rows) == "(2, 5, 9)" and not Rows() and len(Rows(range(100))) == 100
+    assert MapSelection(rows=(3, 1)).rows == (1, 3)  # a tuple given is kept as Rows
+    import pickle
+
+    assert pickle.loads(pickle.dumps(rows)) == rows
+
+
+def test_the_table_lists_a_sorted_array_of_rows_as_it_lists_a_list(toy):
+    from aflite_app.map_table import class_counts
+    from aflite_app.selection import Rows
+
+    data, result = toy
+    n = data.n_rows
+    listed = [n - 1, 3, 7, 3, n + 10, -1, 12]
+    for rows in (Rows([3, 7, 12, n - 1]), np.array([3, 7, 12, n - 1, n + 10]), np.array([12, 3, n - 1, 7, 7])):
+        a, ca = selection_table(data, result, rows, cap=2, offset=1)
+        b, cb = selection_table(data, result, listed, cap=2, offset=1)
+        pd.testing.assert_frame_equal(a, b)
+        assert ca == cb and ca["selected"] == 4
+        pd.testing.assert_frame_equal(class_counts(data, result, rows), class_counts(data, result, listed))
+
+
+def test_a_lasso_selects_exactly_the_rows_of_points_in_polygon_with_the_rows_sorted_once():
+    from aflite_app.selection import _BY_Y, mask_in_shapes, prepare_lasso
+    from aflite_core.measures.map_grids import points_in_polygon
+
+    rng = np.random.default_rng(3)
+    # float32 coordinates on a coarse grid: many rows exactly on a vertex's or an edge's y, and ties in y
+    xy = np.round(rng.normal(size=(20_000, 2)) * 4).astype(np.float32) / 4
+    prepare_lasso(xy)  # sorted in the background when the map is drawn (a lasso meanwhile sorts for itself)
+    for k in range(30):
+        n = int(rng.integers(3, 40))
+        t = np.sort(rng.uniform(0, 2 * np.pi, n))
+        r = rng.uniform(0.2, 3, n)  # star-shaped, often concave
+        px, py = np.round(r * np.cos(t) * 4) / 4, np.round(r * np.sin(t) * 4) / 4
+        if k % 3 == 0:
+            py[1] = py[0]  # a horizontal edge
+        shape = ("lasso", tuple(px), tuple(py))
+        assert np.array_equal(mask_in_shapes([shape], xy), points_in_polygon(xy, px, py)), k
+    assert not mask_in_shapes([("lasso", (0.0, 1.0, 2.0), (0.0, 0.0, 0.0))], xy).any()  # encloses nothing
+    assert _BY_Y[id(xy)][0]() is xy  # kept for this map's next lassos

@@ -166,7 +166,13 @@ def _point_traces(
     n = len(frame)
     scatter = go.Scattergl if n > WEBGL_POINTS else go.Scatter
     size = _marker_size(n)
-    chosen = None if not selected else np.isin(frame["row"].to_numpy(), np.fromiter(selected, dtype=np.int64))
+    chosen = (
+        None
+        if selected is None or not len(selected)
+        else np.isin(
+            frame["row"].to_numpy(), np.asarray(selected if hasattr(selected, "__array__") else list(selected))
+        )
+    )
 
     def add(mask: np.ndarray, name: str, marker: dict) -> None:
         sub = frame.loc[mask]

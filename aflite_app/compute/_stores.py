@@ -370,9 +370,12 @@ def memo(name: str, max_entries: int, spinner: str | None = None) -> Callable[[C
                 if spinner and get_script_run_ctx(suppress_warning=True) is not None:
                     with st.spinner(spinner):
                         value = func(*args, **kwargs)
+                        # kept before the spinner closes: closing it is where Streamlit stops a run that a rerun
+                        # interrupted, and the value computed would be lost (computed again by the next run)
+                        pool.keep(name, key, value, max_entries)
                 else:
                     value = func(*args, **kwargs)
-                pool.keep(name, key, value, max_entries)
+                    pool.keep(name, key, value, max_entries)
                 return _fresh(value)
 
         wrapper.store_name = name  # type: ignore[attr-defined]

@@ -44,6 +44,7 @@ from ..selection import (
     after_event,
     cleared,
     for_figure,
+    prepare_lasso,
     redrawn,
     restored,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "embedding_view",
     "for_figure",
     "map_layer",
+    "prepare_lasso",
     "redrawn",
     "restart_umap",
     "restored",
@@ -400,7 +402,7 @@ def rows_in_view(proj: Projection, extent: tuple[float, float, float, float] | N
 
 def selection_extent(proj: Projection, rows, *, pad: float = 0.03) -> tuple[float, float, float, float] | None:
     """The box around some rows' map positions (padded by ``pad`` of its size), to zoom to; None without rows."""
-    idx = np.asarray(rows if isinstance(rows, np.ndarray) else list(rows), dtype=np.intp)
+    idx = np.asarray(rows if hasattr(rows, "__array__") else list(rows), dtype=np.intp)  # Rows: its array
     idx = idx[(idx >= 0) & (idx < proj.n_rows)]
     if not len(idx):
         return None
