@@ -9,9 +9,9 @@ about twenty boxes:
 * ``pages/`` is one box, ``aflite_app/charts/`` one box, and ``aflite_app/compute/`` two: its shared modules and
   the modules of one page (the table of docs/ARCHITECTURE.md says which is which);
 * every other module of ``aflite_app`` (ui, state, specs, jobs, settings, …) and ``app.py`` is a box of its own.
-* a module split off another by job shares that module's box (:data:`DRAWN_TOGETHER`: ``selection + map_table``,
-  ``links + page_views``, ``jobs + admission``, and ``aflite_app.data_tabs`` in ``pages/``, the page it was split
-  off), so that splitting a module does not grow the drawing.
+* a module split off another by job shares that module's box (:data:`DRAWN_TOGETHER`: ``selection + map_table``
+  (``map_shapes`` too), ``links + page_views``, ``jobs + admission``, and ``aflite_app.data_tabs`` in ``pages/``,
+  the page it was split off), so that splitting a module does not grow the drawing.
 
 Usage::
 
@@ -37,7 +37,7 @@ PACKAGES = ("aflite_core", "aflite_app", "pages")
 DRAWN_TOGETHER = {
     module: box_name
     for box_name, modules in {
-        "aflite_app.selection + map_table": ("aflite_app.selection", "aflite_app.map_table"),
+        "aflite_app.selection + map_table": ("aflite_app.selection", "aflite_app.map_shapes", "aflite_app.map_table"),
         "aflite_app.links + page_views": ("aflite_app.links", "aflite_app.page_views"),
         "aflite_app.jobs + admission": ("aflite_app.jobs", "aflite_app.admission"),
         "pages": ("aflite_app.data_tabs",),  # the Data page's tabs, moved out of pages/data.py

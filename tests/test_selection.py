@@ -325,7 +325,7 @@ def test_the_table_lists_a_sorted_array_of_rows_as_it_lists_a_list(toy):
 
 
 def test_a_lasso_selects_exactly_the_rows_of_points_in_polygon_with_the_rows_sorted_once():
-    from aflite_app.selection import _BY_Y, mask_in_shapes, prepare_lasso
+    from aflite_app.map_shapes import _BY_Y, mask_in_shapes, prepare_lasso
     from aflite_core.measures.map_grids import points_in_polygon
 
     rng = np.random.default_rng(3)
