@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite_core._validation import MAX_NUMBER_CHARS, bounded_float
-from aflite_core.measures.map_grids import points_in_box, points_in_polygon
+from aflite_core.measures.map_grids import points_in_box, points_in_polygon, polygon_parity
 
 __all__ = [
     "COMPACT_FORMS",
@@ -276,15 +276,8 @@ def _in_polygon(xy: NDArray, px: Iterable[float], py: Iterable[float]) -> NDArra
     lo, hi = np.searchsorted(ys, py.min(), "left"), np.searchsorted(ys, py.max(), "left")  # py.min() <= y < py.max()
     if lo == hi:
         return inside
-    flip = np.zeros(hi - lo, dtype=bool)
-    for ax, ay, bx, by in zip(px, py, np.roll(px, -1), np.roll(py, -1)):
-        if ay == by:  # a horizontal edge crosses no horizontal ray
-            continue
-        a, b = np.searchsorted(ys, min(ay, by), "left"), np.searchsorted(ys, max(ay, by), "left")
-        if a == b:
-            continue
-        cross = ax + (ys[a:b] - ay) * ((bx - ax) / (by - ay))
-        flip[a - lo : b - lo] ^= xs[a:b] < cross
+    # every edge lies in the band py.min() <= y < py.max(): searching the band finds the same rows, from lo
+    flip = polygon_parity(xs[lo:hi], ys[lo:hi], px, py)
     band_x = xs[lo:hi]
     flip &= (band_x >= px.min()) & (band_x <= px.max())  # the polygon's bounding box in x, as points_in_polygon's
     inside[rows.order[lo:hi][flip]] = True

@@ -30,6 +30,7 @@ __all__ = [
     "density_values",
     "points_in_box",
     "points_in_polygon",
+    "polygon_parity",
 ]
 
 
@@ -106,9 +107,20 @@ def points_in_polygon(xy: ArrayLike, px: ArrayLike, py: ArrayLike) -> NDArray[np
     cy = np.asarray(y[box], dtype=np.float64)
     order = np.argsort(cy, kind="stable")
     ys, xs = cy[order], np.asarray(x[box], dtype=np.float64)[order]
-    flip = np.zeros(len(box), dtype=bool)
-    x2, y2 = np.roll(px, -1), np.roll(py, -1)
-    for ax, ay, bx, by in zip(px, py, x2, y2):
+    flip = polygon_parity(xs, ys, px, py)
+    inside[box[order[flip]]] = True
+    return inside
+
+
+def polygon_parity(xs: NDArray, ys: NDArray, px: NDArray, py: NDArray) -> NDArray[np.bool_]:
+    """Even-odd rule for points sorted by y: True where the polygon's edges cross to a point's right oddly often.
+
+    For points within the polygon's y range that is "inside". ``ys`` ascending, ``xs`` the same points' x; ``px``,
+    ``py`` the polygon's vertices (not closed). Each edge touches only the points in its own y band (two binary
+    searches), so a lasso costs a pass over the points near each edge, not over every point per edge.
+    """
+    flip = np.zeros(len(ys), dtype=bool)
+    for ax, ay, bx, by in zip(px, py, np.roll(px, -1), np.roll(py, -1)):
         if ay == by:  # a horizontal edge crosses no horizontal ray
             continue
         a, b = np.searchsorted(ys, min(ay, by), "left"), np.searchsorted(ys, max(ay, by), "left")
@@ -116,8 +128,7 @@ def points_in_polygon(xy: ArrayLike, px: ArrayLike, py: ArrayLike) -> NDArray[np
             continue
         cross = ax + (ys[a:b] - ay) * ((bx - ax) / (by - ay))
         flip[a:b] ^= xs[a:b] < cross
-    inside[box[order[flip]]] = True
-    return inside
+    return flip
 
 
 @dataclass(frozen=True, eq=False)
