@@ -91,10 +91,11 @@ def open_run(b: scale.Bench, n: int) -> None:
     b.settled()
 
 
-#: the "Start the run" button (a run estimated over 30 s asks first), a progress bar, or the app idle ``quiet`` ms
+#: a button labelled ``label`` ("Start the run": a run estimated over 30 s asks first; Baselines' "Compute"), a
+#: progress bar, or the app idle ``quiet`` ms
 START_OR_IDLE_JS = """
-([quiet]) => {
-  if ([...document.querySelectorAll('button')].some(e => e.innerText.trim() === 'Start the run')) return true;
+([quiet, label]) => {
+  if ([...document.querySelectorAll('button')].some(e => e.innerText.trim() === label)) return true;
   if (document.querySelector('[data-testid="stProgress"]')) return true;
   const now = performance.now();
   if (document.querySelector('RUNNING')) { window.__busyAt = now; return false; }
@@ -108,7 +109,9 @@ def _wait_for_start(b: scale.Bench, start, tiny: bool) -> None:
     with contextlib.suppress(Exception):  # a small run starts without asking
         if tiny:  # the key press's rerun: timed from here, as Bench.step does
             b.page.evaluate("window.__busyAt = performance.now()")
-            b.page.wait_for_function(START_OR_IDLE_JS, arg=[1000], timeout=min(b.timeout, 10_000), polling=50)
+            b.page.wait_for_function(
+                START_OR_IDLE_JS, arg=[1000, "Start the run"], timeout=min(b.timeout, 10_000), polling=50
+            )
         else:
             start.first.wait_for(timeout=min(b.timeout, 10_000))
 
@@ -156,9 +159,16 @@ def drive(b: scale.Bench, n: int, stop_timeout_s: float, *, tiny: bool = False) 
                lambda label=label: page.get_by_role("tab", name=label, exact=True).click(),
                started(b))  # fmt: skip
         _stop(b, f"Inspect {label}", stop_timeout_s)
-    # -- Baselines
-    b.step("Baselines", "page (controls)", "first render", scale._nav(b, "Baselines"),
-           scale._visible(b, page.get_by_role("button", name="Compute")))  # fmt: skip
+
+    # -- Baselines (at --tiny size the comparison starts by itself, without a Compute button: its progress or the
+    # page idle ends the wait then)
+    def compute_shown() -> None:
+        if tiny:
+            page.wait_for_function(START_OR_IDLE_JS, arg=[1000, "Compute"], timeout=b.timeout, polling=50)
+        else:
+            page.get_by_role("button", name="Compute").first.wait_for(state="visible", timeout=b.timeout)
+
+    b.step("Baselines", "page (controls)", "first render", scale._nav(b, "Baselines"), compute_shown)
     b.settled()
     b.step("Baselines", "Compute: progress, time left, Stop", "job start",
            lambda: _click_if(page.get_by_role("button", name="Compute")), started(b))  # fmt: skip
