@@ -162,8 +162,8 @@ def time_browser(root: Path, n: int) -> dict:
     """Chromium: open the run on the Data page, then time the map's density image and a drawn lasso."""
     import re
 
+    from browser_fixtures import served_app
     from playwright.sync_api import expect, sync_playwright
-    from test_browser import served_app
 
     out = {}
     env = {"AFLITE_APP_UMAP": "0", "AFLITE_RUN_ROOT": str(root)}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import re
@@ -90,8 +91,37 @@ def open_run(b: scale.Bench, n: int) -> None:
     b.settled()
 
 
-def drive(b: scale.Bench, n: int, stop_timeout_s: float) -> None:
+#: a button labelled ``label`` ("Start the run": a run estimated over 30 s asks first; Baselines' "Compute"), a
+#: progress bar, or the app idle ``quiet`` ms
+START_OR_IDLE_JS = """
+([quiet, label]) => {
+  if ([...document.querySelectorAll('button')].some(e => e.innerText.trim() === label)) return true;
+  if (document.querySelector('[data-testid="stProgress"]')) return true;
+  const now = performance.now();
+  if (document.querySelector('RUNNING')) { window.__busyAt = now; return false; }
+  return now - (window.__busyAt || 0) > quiet;
+}
+""".replace("RUNNING", scale.RUNNING)
+
+
+def _wait_for_start(b: scale.Bench, start, tiny: bool) -> None:
+    """Wait (up to 10 s) for "Start the run"; ``tiny``: only until the run started or ended without asking."""
+    with contextlib.suppress(Exception):  # a small run starts without asking
+        if tiny:  # the key press's rerun: timed from here, as Bench.step does
+            b.page.evaluate("window.__busyAt = performance.now()")
+            b.page.wait_for_function(
+                START_OR_IDLE_JS, arg=[1000, "Start the run"], timeout=min(b.timeout, 10_000), polling=50
+            )
+        else:
+            start.first.wait_for(timeout=min(b.timeout, 10_000))
+
+
+def drive(b: scale.Bench, n: int, stop_timeout_s: float, *, tiny: bool = False) -> None:
+    """Every job's start and Stop; ``tiny`` (3,000 rows: most jobs end inside the click's rerun, with no progress
+    bar): a wait for "Start the run" or a progress bar ends once the app has been idle a second, not at its timeout.
+    """
     page = b.page
+    started = functools.partial(scale._job_started, idle_ends=tiny)
     open_run(b, n)
     b.set_base()
     # -- Filter: τ below the run, k + 1
@@ -106,19 +136,17 @@ def drive(b: scale.Bench, n: int, stop_timeout_s: float) -> None:
     # a run estimated over 30 s asks first (issue 29): the job starts with "Start the run", timed from that click
     start = page.get_by_role("button", name="Start the run")
     scale._press(scale._slider(b, "τ — remove only rows"), "ArrowLeft")()
-    with contextlib.suppress(Exception):  # a small run starts without asking
-        start.first.wait_for(timeout=min(b.timeout, 10_000))
+    _wait_for_start(b, start, tiny)
     b.step("Filter", "τ below the run (0.75 → 0.74): Start the run", "job start", lambda: _click_if(start),
-           scale._job_started(b))  # fmt: skip
+           started(b))  # fmt: skip
     _stop(b, "Filter τ below", stop_timeout_s)
     scale._press(scale._slider(b, "τ — remove only rows"), "ArrowRight")()
     with contextlib.suppress(Exception):
         page.get_by_text(FILTER_SHOWN).first.wait_for(timeout=b.timeout)
     b.settled()
     scale._press(scale._slider(b, "k — rows removed"), "ArrowRight")()
-    with contextlib.suppress(Exception):
-        start.first.wait_for(timeout=min(b.timeout, 10_000))
-    b.step("Filter", "k + 1: Start the run", "job start", lambda: _click_if(start), scale._job_started(b))
+    _wait_for_start(b, start, tiny)
+    b.step("Filter", "k + 1: Start the run", "job start", lambda: _click_if(start), started(b))
     _stop(b, "Filter k + 1", stop_timeout_s)
     scale._press(scale._slider(b, "k — rows removed"), "ArrowLeft")()
     b.settled()
@@ -129,18 +157,25 @@ def drive(b: scale.Bench, n: int, stop_timeout_s: float) -> None:
     for label in ("Label-revealing words", "What the removed rows share"):
         b.step("Inspect", f"tab '{label}': progress, time left, Stop", "job start",
                lambda label=label: page.get_by_role("tab", name=label, exact=True).click(),
-               scale._job_started(b))  # fmt: skip
+               started(b))  # fmt: skip
         _stop(b, f"Inspect {label}", stop_timeout_s)
-    # -- Baselines
-    b.step("Baselines", "page (controls)", "first render", scale._nav(b, "Baselines"),
-           scale._visible(b, page.get_by_role("button", name="Compute")))  # fmt: skip
+
+    # -- Baselines (at --tiny size the comparison starts by itself, without a Compute button: its progress or the
+    # page idle ends the wait then)
+    def compute_shown() -> None:
+        if tiny:
+            page.wait_for_function(START_OR_IDLE_JS, arg=[1000, "Compute"], timeout=b.timeout, polling=50)
+        else:
+            page.get_by_role("button", name="Compute").first.wait_for(state="visible", timeout=b.timeout)
+
+    b.step("Baselines", "page (controls)", "first render", scale._nav(b, "Baselines"), compute_shown)
     b.settled()
     b.step("Baselines", "Compute: progress, time left, Stop", "job start",
-           lambda: _click_if(page.get_by_role("button", name="Compute")), scale._job_started(b))  # fmt: skip
+           lambda: _click_if(page.get_by_role("button", name="Compute")), started(b))  # fmt: skip
     _stop(b, "Baselines", stop_timeout_s)
     # -- Embedding map: the UMAP job starts with the page
     b.step("Embedding map", "page → UMAP progress, time left, Stop", "job start", scale._nav(b, "Embedding map"),
-           scale._job_started(b))  # fmt: skip
+           started(b))  # fmt: skip
     _stop(b, "Embedding map", stop_timeout_s)
 
 
@@ -287,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                 page.goto(url)
                 b = scale.Bench(page, page.context.new_cdp_session(page), pid, run_root / "data" / "X.npy",
                                 f"{n:,}", args.screenshots, args.timeout)  # fmt: skip
-                drive(b, n, args.stop_timeout)
+                drive(b, n, args.stop_timeout, tiny=args.tiny)
                 b.rss.stop()
             finally:
                 browser.close()

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+# the real-browser tests' served app and Chromium, one definition for every tests/test_browser*.py file
+from browser_fixtures import browser, server, server_dir, server_env  # noqa: F401
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]

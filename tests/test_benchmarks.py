@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_browser import _require_browser  # one check of Chromium and playwright for every browser test
+from browser_fixtures import _require_browser  # one check of Chromium and playwright for every browser test
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"

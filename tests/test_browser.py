@@ -6,114 +6,29 @@ result. In CI (``CI`` set) a missing browser is a failure; elsewhere the test is
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from browser_fixtures import (  # noqa: F401 (older imports of these names from here keep working)
+    CHROMIUM,
+    LAUNCH_ARGS,
+    ROOT,
+    _free_port,
+    _require_browser,
+    served_app,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 
 
-def _require_browser() -> None:
-    missing = []
-    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        missing.append(f"Chromium at {CHROMIUM} (apt-get install chromium, or set AFLITE_CHROMIUM)")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        missing.append("the playwright package (pip install -r requirements-dev.txt)")
-    if missing:
-        message = "browser test needs " + " and ".join(missing)
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def served_app(
-    *, env: dict[str, str] | None = None, log: Path | None = None, timeout: float = 60, app: Path | None = None
-) -> Iterator[str]:
-    """``streamlit run app.py`` on a free port of 127.0.0.1 (``env`` on top of this environment); yields its URL
-    once it answers its health check, and always terminates it. Every browser test module serves the app this way
-    (``app``: another script, served from this checkout's folder with its settings).
-    """
-    port = _free_port()
-    full_env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
-    full_env.update(env or {})
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app or ROOT / "app.py"), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--browser.gatherUsageStats", "false"]  # fmt: skip
-    with contextlib.ExitStack() as stack:
-        out = stack.enter_context(open(log, "w")) if log is not None else subprocess.DEVNULL
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=out, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if proc.poll() is not None:
-                    pytest.fail(f"streamlit exited with code {proc.returncode}")
-                try:
-                    if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
-                        break
-                except OSError:
-                    time.sleep(0.3)
-            else:
-                pytest.fail(f"streamlit did not answer /_stcore/health within {timeout:.0f} s")
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def server():
-    _require_browser()
-    with served_app() as url:
-        yield url
-
-
 @pytest.fixture
-def chrome_page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1100})
-        try:
-            yield pg
-        finally:
-            browser.close()
+def chrome_page(browser):
+    """A page in a new context of the module's Chromium (the ``server`` and ``browser`` fixtures: browser_fixtures)."""
+    pg = browser.new_page(viewport={"width": 1400, "height": 1100})
+    try:
+        yield pg
+    finally:
+        pg.context.close()
 
 
 def _kept_metric(pg) -> str:

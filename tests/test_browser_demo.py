@@ -6,7 +6,6 @@ Served and driven like tests/test_browser.py (Playwright + Debian's Chromium; sk
 from __future__ import annotations
 
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, _require_browser, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -16,25 +15,6 @@ _KEPT_ROWS = """() => [...document.querySelectorAll('.js-plotly-plot')]
 #: the top of the first chart of the main area, in px from the top of the viewport (the page scrolled to its top)
 _FIRST_CHART_TOP = """() => Math.min(...[...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
   .map(e => e.getBoundingClientRect().top))"""
-
-
-@pytest.fixture(scope="module")
-def server():
-    _require_browser()
-    with served_app() as url:
-        yield url
-
-
-@pytest.fixture
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _idle(page) -> None:

@@ -16,7 +16,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_browser import served_app
 
 pytestmark = pytest.mark.browser
 
@@ -40,12 +39,10 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture
-def server(tmp_path):
-    """``streamlit run app.py`` on a free port of 127.0.0.1; always terminated."""
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba_cache"), "AFLITE_APP_UMAP": "0"}
-    with served_app(env=env, log=tmp_path / "streamlit.log", timeout=30) as base:
-        yield base
+@pytest.fixture(scope="module")
+def server_env(server_dir):
+    """This module's served app (``server``: browser_fixtures): a numba cache of its own and no UMAP."""
+    return {"NUMBA_CACHE_DIR": str(server_dir / "numba_cache"), "AFLITE_APP_UMAP": "0"}
 
 
 def test_lasso_on_the_map_lists_the_selected_rows(server, tmp_path):

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, _require_browser, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -34,24 +33,18 @@ BARS_DRAWN = "document.querySelectorAll('.js-plotly-plot .bars .point path').len
 
 
 @pytest.fixture(scope="module")
-def server():
-    _require_browser()
-    # the Embedding map as PCA: deterministic and fast (UMAP is tested elsewhere)
-    with served_app(env={"AFLITE_APP_UMAP": "0"}) as url:
-        yield url
+def server_env():
+    """The Embedding map as PCA: deterministic and fast (UMAP is tested elsewhere; ``server``: browser_fixtures)."""
+    return {"AFLITE_APP_UMAP": "0"}
 
 
 @pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import expect, sync_playwright
+def browser(browser):
+    """The shared module Chromium (browser_fixtures), with a long ``expect`` timeout."""
+    from playwright.sync_api import expect
 
     expect.set_options(timeout=90_000)  # a first run on a busy CI machine; each test has its own timeout mark
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    return browser
 
 
 @pytest.fixture

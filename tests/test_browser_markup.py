@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, _free_port, _require_browser
+from browser_fixtures import CHROMIUM, LAUNCH_ARGS, _free_port, _require_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 

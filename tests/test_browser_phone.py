@@ -15,7 +15,6 @@ One server for the module. Without a browser the tests are skipped, or fail when
 from __future__ import annotations
 
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, _require_browser, served_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -30,24 +29,9 @@ QUICK = "dataset=digits&rep=mlp&n=719&t=360&k=72&m=64&seed=3&strategy=slice&mode
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    _require_browser()
-    tmp = tmp_path_factory.mktemp("phone")
-    env = {"AFLITE_CACHE_DIR": str(tmp / "cache"), "AFLITE_APP_UMAP": "0"}
-    with served_app(env=env, log=tmp / "streamlit.log", timeout=90) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+def server_env(server_dir):
+    """A fresh cache and no UMAP for this module's served app (``server`` and ``browser``: browser_fixtures)."""
+    return {"AFLITE_CACHE_DIR": str(server_dir / "cache"), "AFLITE_APP_UMAP": "0"}
 
 
 @pytest.fixture

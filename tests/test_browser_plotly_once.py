@@ -14,7 +14,7 @@ import shutil
 import sys
 
 import pytest
-from test_browser import CHROMIUM, LAUNCH_ARGS, ROOT, _require_browser, served_app
+from browser_fixtures import ROOT, _require_browser, served_app
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_app import OBSERVER_JS  # counts plotly_afterplot per graph div
@@ -62,17 +62,14 @@ def small_app(tmp_path_factory):
 
 
 @pytest.fixture
-def page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        pg = browser.new_page(viewport={"width": 1000, "height": 1400})
-        pg.add_init_script(OBSERVER_JS)
-        try:
-            yield pg
-        finally:
-            browser.close()
+def page(browser):
+    """A page in a new context of the module's Chromium (``browser``: browser_fixtures), counting draws."""
+    pg = browser.new_page(viewport={"width": 1000, "height": 1400})
+    pg.add_init_script(OBSERVER_JS)
+    try:
+        yield pg
+    finally:
+        pg.context.close()
 
 
 def _echo(page, i: int) -> dict:
@@ -150,22 +147,21 @@ def test_box_lasso_and_click_return_st_plotly_charts_selection_shape(small_app, 
     assert page.get_by_test_id("stException").count() == 0
 
 
-def test_predictability_page_draws_each_figure_once(page):
-    _require_browser()
-    with served_app() as url:
-        page.goto(url + "/")
-        page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Filter", exact=True).wait_for(timeout=30_000)
-        page.goto(url + "/filter")
-        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .bars path').length > 0", timeout=90_000)
-        page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Predictability").click()
-        page.wait_for_function(
-            "() => location.pathname.endsWith('/predictability') && "
-            "document.querySelectorAll('.js-plotly-plot .bars path').length > 0",
-            timeout=90_000,
-        )
-        page.wait_for_timeout(1500)
-        counts = page.evaluate(
-            "() => [...document.querySelectorAll('.js-plotly-plot')].filter(g => g._fullLayout)"
-            ".map(g => g.__afterplotCount || 0)"
-        )
-        assert counts and all(c == 1 for c in counts), counts
+def test_predictability_page_draws_each_figure_once(page, server):
+    url = server  # the app itself, served for this module (browser_fixtures)
+    page.goto(url + "/")
+    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Filter", exact=True).wait_for(timeout=30_000)
+    page.goto(url + "/filter")
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot .bars path').length > 0", timeout=90_000)
+    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Predictability").click()
+    page.wait_for_function(
+        "() => location.pathname.endsWith('/predictability') && "
+        "document.querySelectorAll('.js-plotly-plot .bars path').length > 0",
+        timeout=90_000,
+    )
+    page.wait_for_timeout(1500)
+    counts = page.evaluate(
+        "() => [...document.querySelectorAll('.js-plotly-plot')].filter(g => g._fullLayout)"
+        ".map(g => g.__afterplotCount || 0)"
+    )
+    assert counts and all(c == 1 for c in counts), counts
