@@ -333,8 +333,8 @@ else:
     )
 
 
-def _computed(func, *args, what: str, **kwargs):
-    """``func(*args, **kwargs)`` (a memoised table) computed in a worker thread, awaited where a rerun can stop it.
+def _computed(compute, what: str):
+    """``compute()`` (a memoised table) computed in a worker thread, awaited where a rerun can stop it.
 
     The first visit computes Figure 1 and Table 3 over every row (seconds at 550,000 rows); a box drawn on the map
     meanwhile starts its rerun at once instead of waiting for them, and the computation goes on in its thread
@@ -342,7 +342,7 @@ def _computed(func, *args, what: str, **kwargs):
     """
     slot = st.empty()
     try:
-        return neighbourhoods.in_worker(func, *args, yield_point=lambda: slot.caption(what), **kwargs)
+        return neighbourhoods.in_worker(compute, yield_point=lambda: slot.caption(what))
     finally:
         slot.empty()
 
@@ -355,13 +355,8 @@ per = s2.slider("Rows sampled per side", 3, 30, 10, key="emb-sim-n")
 seed = s3.number_input("Sample seed", min_value=0, max_value=1_000_000, value=0, step=1, key="emb-sim-seed")
 with ui.errors():
     out = _computed(
-        neighbourhoods.embedding_similarity,
-        spec,
-        code,
-        n_per_group=per,
-        seed=seed,
-        session=session_data,
-        what="Computing cosine similarities…",
+        lambda: neighbourhoods.embedding_similarity(spec, code, n_per_group=per, seed=seed, session=session_data),
+        "Computing cosine similarities…",
     )
 sim = out["sim"]
 h1, h2 = st.columns([3, 2])
@@ -415,7 +410,7 @@ ui.caption(
 st.subheader("Nearest-neighbour distances before and after filtering")
 with ui.errors():
     knn = _computed(
-        neighbourhoods.embedding_knn, spec, session=session_data, what="Computing nearest-neighbour distances…"
+        lambda: neighbourhoods.embedding_knn(spec, session=session_data), "Computing nearest-neighbour distances…"
     )
 k1, k2 = st.columns(2)
 k1.metric(
