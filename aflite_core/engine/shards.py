@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from . import tree_add
 from ._blas import sgemm_nt_into, ssyrk_into
 from ._parallel import map_ordered, n_workers, split
 
@@ -59,6 +60,11 @@ GRAM_CHUNK_BYTES = 32 * 2**20
 DEFAULT_SHARDS = 16
 #: bytes of the partial products one tile of columns holds while the shard tree adds them (kept in cache)
 TILE_BYTES = 2**21
+#: bytes of a tile's n shard products when the compiled additions (:mod:`aflite_core.engine.tree_add`) add them:
+#: at the mid shape (64 partitions, 16 shards) 256 columns; per 1,000 columns on the 2-core VM the products and
+#: additions took 309 µs at 256 columns, 422 µs at 512 and 433 µs for numpy's tree at 768 (speed only: a
+#: product's entries do not depend on how many columns it has)
+LEAF_BYTES = 2**20
 #: ... and at most this many columns (a speed setting only: on the shared 2-core VM at the mid shape a round's
 #: Gram sums took ~75-80 ms with 512-768 columns and ~85-89 ms with the 1,638 the byte budget allows; OpenBLAS
 #: multiplies these thin products at ~110 GFLOP/s up to ~1,300 columns and ~70 GFLOP/s from ~1,500)
@@ -161,19 +167,23 @@ def _strict_lower(k: int) -> NDArray[np.bool_]:
     return np.tril(np.ones((k, k), dtype=bool), -1)
 
 
-def fold_grams(G: NDArray, D: int | None = None) -> NDArray:
+def fold_grams(G: NDArray, D: int | None = None, out: NDArray | None = None) -> NDArray:
     """Fold symmetric matrices G (g, D, D) into (g, 2k+1, k), k = ⌈D/2⌉: every value of one triangle, once.
 
     Rows 0 .. k-1 hold the upper triangle of the top-left k × k corner ``G[:k, :k]`` (on and above the
     diagonal); rows 1 .. k hold the bottom-right corner ``G[k:, k:]`` transposed, on and below the diagonal (so
     its upper triangle); rows k+1 .. 2k hold the top-right rectangle ``G[:k, k:]``. For odd D the last row and
     column are padded with zeros. The three parts are contiguous k × k matrices, so BLAS updates them in place.
-    Only the upper triangle of G is read.
+    Only the upper triangle of G is read. ``out`` (g, 2k+1, k), if given, receives the result.
     """
     D = G.shape[-1] if D is None else D
     k = (D + 1) // 2
     g = G.shape[0]
-    F = np.zeros((g, 2 * k + 1, k), dtype=G.dtype)
+    if out is None:
+        F = np.zeros((g, 2 * k + 1, k), dtype=G.dtype)
+    else:
+        F = out
+        F[...] = 0
     F[:, :k, :k] = G[:, :k, :k]
     lower = np.tril(np.ones((k, k), dtype=bool))
     corner = np.zeros((g, k, k), dtype=G.dtype)
@@ -313,11 +323,16 @@ class ShardedGrams:
                 Z = self._z(np.sort(rows[start : start + chunk]))
                 out[i] += Z.T @ Z
 
-    def block_stack(self, groups: Sequence[NDArray[np.intp]]) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
-        """Folded Gram matrices (len(groups), 2k+1, k) of the blocks' rows ``groups`` and their float64 sum."""
+    def block_stack(
+        self, groups: Sequence[NDArray[np.intp]], out: NDArray[np.float32] | None = None
+    ) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+        """Folded Gram matrices (len(groups), 2k+1, k) of the blocks' rows ``groups`` and their float64 sum.
+
+        ``out``, if given, receives the folded matrices (and is returned).
+        """
         full = np.empty((len(groups), self.D, self.D), dtype=np.float32)
         self._gram_of_groups(groups, full)
-        return fold_grams(full), full.sum(axis=0, dtype=np.float64)
+        return fold_grams(full, out=out), full.sum(axis=0, dtype=np.float64)
 
     # -- shards -------------------------------------------------------------------------------------
     def shard(self, index: int) -> _Shard:
@@ -328,7 +343,7 @@ class ShardedGrams:
             self.shards[index] = sh
         return sh
 
-    def _new_shard(self, index: int) -> _Shard:
+    def _new_shard(self, index: int, stack_out: NDArray[np.float32] | None = None) -> _Shard:
         rows = np.flatnonzero(self.shard_of_row == index)
         blocks = (0, 0)
         if self.shard_block_bounds is not None:
@@ -339,7 +354,7 @@ class ShardedGrams:
             block = self.block_of_row[sh.rows] - lo
             order = np.argsort(block, kind="stable")
             cuts = np.cumsum(np.bincount(block, minlength=hi - lo))[:-1]
-            sh.stack, sh.total = self.block_stack(np.split(sh.rows[order], cuts))
+            sh.stack, sh.total = self.block_stack(np.split(sh.rows[order], cuts), out=stack_out)
         elif self.uses_total:
             out = np.empty((1, self.D, self.D), dtype=np.float32)
             self._gram_of_groups([sh.rows], out)
@@ -412,16 +427,34 @@ class ShardedGrams:
             flats.append(sh.stack.reshape(b1 - b0, -1))
         size = flats[0].shape[1]
         out = np.empty((g, size), dtype=np.float32)
-        levels = _tree_depth(hi - lo) + 1
-        tiles = _column_tiles(size, min(TILE_COLUMNS, int(TILE_BYTES // (4 * max(g, 1) * levels))))
+        n = hi - lo
+        compiled = n >= 2 and tree_add.available()
+        # the shards' stacks as consecutive views of one array (prepare): a tile's n products are one call
+        base = self.shards[lo].stack.base
+        batched = compiled and all(self.shards[s].stack.base is base for s in range(lo, hi)) and base is not None
+        if batched:
+            stacked = base.reshape(base.shape[0], base.shape[1], -1)[lo:hi]  # (n, blocks, size) view
+            A3 = np.stack(parts)
+        # the compiled additions keep every shard's product of a tile (n leaves); numpy's keep one per level
+        levels = n if compiled else _tree_depth(n) + 1
+        budget = LEAF_BYTES if compiled else TILE_BYTES
+        tiles = _column_tiles(size, min(TILE_COLUMNS, int(budget // (4 * max(g, 1) * levels))))
         width = max(c1 - c0 for c0, c1 in tiles)
 
         def run(todo: range) -> None:
             space = np.empty(levels * g * width, dtype=np.float32)
             for c0, c1 in (tiles[i] for i in todo):
-                # contiguous levels for this tile's width: numpy adds strided 2-D views about 4x slower
+                # contiguous buffers for this tile's width: numpy adds strided 2-D views about 4x slower
                 buf = space[: levels * g * (c1 - c0)].reshape(levels, g, c1 - c0)
-                _tree_tile(parts, [f[:, c0:c1] for f in flats], buf, 0, hi - lo, 0, out[:, c0:c1])
+                if compiled:  # n products, then one GIL-free call for the n - 1 additions (same bits)
+                    if batched:  # numpy multiplies the n pairs with the same sgemm calls, in one call
+                        np.matmul(A3, stacked[:, :, c0:c1], out=buf)
+                    else:
+                        for s in range(n):
+                            np.matmul(parts[s], flats[s][:, c0:c1], out=buf[s])
+                    tree_add.tree_add(buf, out, c0)
+                else:
+                    _tree_tile(parts, [f[:, c0:c1] for f in flats], buf, 0, n, 0, out[:, c0:c1])
 
         map_ordered(run, split(len(tiles), 4 * n_workers()) if n_workers() > 1 else [range(len(tiles))])
         return out
@@ -442,8 +475,24 @@ class ShardedGrams:
         """
         if self.uses_stack or self.uses_total:
             todo = [s for s in range(self.n_shards) if s not in self.shards]
-            for s, sh in zip(todo, map_ordered(self._new_shard, todo)):
+            base = self._stack_base(todo)
+            build = self._new_shard if base is None else (lambda s: self._new_shard(s, base[s]))
+            for s, sh in zip(todo, map_ordered(build, todo)):
                 self.shards[s] = sh
+
+    def _stack_base(self, todo: list[int]) -> NDArray[np.float32] | None:
+        """One array (shards, blocks, 2k+1, k) for all the shards' stacks, or None.
+
+        Only where every shard is built here at once and holds as many blocks: the shards' stacks are then its
+        consecutive views, and :meth:`node_grams` multiplies a column tile of all of them in one call.
+        """
+        if not self.uses_stack or len(todo) != self.n_shards or self.n_shards < 2:
+            return None
+        counts = np.diff(self.shard_block_bounds)
+        if not np.all(counts == counts[0]):
+            return None
+        rows, k = folded_shape(self.D)
+        return np.empty((self.n_shards, int(counts[0]), rows, k), dtype=np.float32)
 
     def _total(self) -> NDArray[np.float64]:
         if len(self.shards) < self.n_shards:

@@ -1,0 +1,132 @@
+"""The compiled shard-tree additions (``aflite_core.engine.tree_add``): the bits of numpy's additions, fewer calls.
+
+A partition's Gram sum is a fixed tree of float32 additions over the shards' products; the compiled kernel must
+give exactly the values numpy's recursive additions give (``tree_sum``), for every tree size, and the engine's
+runs must not change by a bit whether it is used, whether the shards' stacks share one array (one batched
+product per tile) or not, and whatever the thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aflite_core import aflite
+from aflite_core.data.planted_bias import make_planted_bias
+from aflite_core.engine import shards, tree_add
+from aflite_core.engine.models import LinearFamily, tree_sum
+
+pytestmark = pytest.mark.skipif(not tree_add.available(), reason="numba is a dependency (umap-learn)")
+
+
+@pytest.mark.parametrize("n", range(2, 41))
+def test_every_tree_size_adds_like_numpy(n):
+    rng = np.random.default_rng(n)
+    # magnitudes far apart, so a different grouping of the additions would round differently
+    leaves = (rng.standard_normal((n, 3, 29)) * rng.choice([1e-4, 1.0, 1e5], (n, 3, 29))).astype(np.float32)
+    out = np.full((3, 40), np.nan, dtype=np.float32)
+    tree_add.tree_add(leaves, out, 5)
+    assert np.array_equal(out[:, 5:34], tree_sum({s: leaves[s] for s in range(n)}, 0, n))
+    assert np.isnan(out[:, :5]).all() and np.isnan(out[:, 34:]).all()  # only the tile's columns are written
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 20),
+    g=st.integers(1, 5),
+    w=st.integers(1, 40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_any_tile_adds_like_numpy(n, g, w, seed):
+    rng = np.random.default_rng(seed)
+    leaves = (rng.standard_normal((n, g, w)) * 10.0 ** rng.integers(-6, 7, (n, g, w))).astype(np.float32)
+    out = np.zeros((g, w), dtype=np.float32)
+    tree_add.tree_add(leaves, out, 0)
+    assert np.array_equal(out, tree_sum({s: leaves[s] for s in range(n)}, 0, n))
+
+
+def test_the_expression_is_the_trees_grouping():
+    assert tree_add.tree_expression(0, 3) == "(L[0, r, c] + (L[1, r, c] + L[2, r, c]))"
+    assert tree_add.tree_expression(0, 4) == "((L[0, r, c] + L[1, r, c]) + (L[2, r, c] + L[3, r, c]))"
+
+
+def test_the_cached_16_leaf_kernel_is_written_as_the_tree():
+    """The default 16 shards use a kernel written out in the module (so numba can cache it): the same tree."""
+    import ast
+    import inspect
+
+    body = ast.parse(inspect.getsource(tree_add._add_16)).body[0]
+    assigned = [node.value for node in ast.walk(body) if isinstance(node, ast.Assign)][-1]
+    assert ast.dump(assigned) == ast.dump(ast.parse(tree_add.tree_expression(0, 16), mode="eval").body)
+
+
+def test_bad_arguments_are_refused_in_one_sentence():
+    with pytest.raises(ValueError, match="at least 2 leaves"):
+        tree_add.tree_add(np.zeros((1, 2, 3), np.float32), np.zeros((2, 3), np.float32), 0)
+    with pytest.raises(ValueError, match="do not fit"):
+        tree_add.tree_add(np.zeros((2, 2, 3), np.float32), np.zeros((2, 3), np.float32), 1)
+    with pytest.raises(ValueError, match="C-contiguous float32"):
+        tree_add.tree_add(np.zeros((2, 2, 3), np.float64), np.zeros((2, 3), np.float32), 0)
+
+
+def _run(X, y, n_threads=1, **family):
+    kw = dict(target_size=2_000, train_size=1_600, slice_size=250, n_partitions=64, tau=0.75, random_state=0)
+    model = LinearFamily(**family) if family else "ridge"
+    return aflite(X, y, model=model, n_threads=n_threads, **kw)
+
+
+def _same(a, b) -> None:
+    assert np.array_equal(a.removed_round, b.removed_round)
+    assert np.array_equal(a.n_predictions, b.n_predictions)
+    assert np.array_equal(a.scores, b.scores, equal_nan=True)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, _ = make_planted_bias(4_000, 16, n_classes=3, spectrum_decay=0.5, random_state=1)
+    return X, y
+
+
+def test_runs_are_the_same_with_and_without_the_compiled_additions(data, monkeypatch):
+    """16 shards of equal block counts: one batched product and one compiled call per tile, or numpy's tree."""
+    calls = {"tree_add": 0, "base": 0}
+    real_add, real_base = tree_add.tree_add, shards.ShardedGrams._stack_base
+
+    def counting_add(*a, **k):
+        calls["tree_add"] += 1
+        return real_add(*a, **k)
+
+    def counting_base(self, todo):
+        base = real_base(self, todo)
+        calls["base"] += base is not None
+        return base
+
+    monkeypatch.setattr(tree_add, "tree_add", counting_add)
+    monkeypatch.setattr(shards.ShardedGrams, "_stack_base", counting_base)
+    compiled = _run(*data)
+    assert calls["tree_add"] > 0 and calls["base"] == 1  # the batched, compiled path ran
+    monkeypatch.setattr(tree_add, "available", lambda: False)
+    _same(compiled, _run(*data))
+
+
+def test_unequal_shards_use_one_product_per_shard_and_give_the_same_bits(data, monkeypatch):
+    """7 shards over the blocks cannot hold equal block counts: the stacks stay apart, products one by one."""
+    X, y = data
+    with_kernel = _run(X, y, shards=7)
+    with_kernel_2 = _run(X, y, n_threads=2, shards=7)
+    monkeypatch.setattr(tree_add, "available", lambda: False)
+    _same(with_kernel, _run(X, y, shards=7))
+    _same(with_kernel, with_kernel_2)
+
+
+def test_the_stack_base_is_used_only_when_every_shard_holds_as_many_blocks(data):
+    X, y = data
+    codes = np.unique(y, return_inverse=True)[1]
+    rng = np.random.default_rng(0)
+    session = LinearFamily().session(X, codes, 3, train_size=1_600, n_partitions=64, rng=rng)
+    counts = np.diff(session.shard_block_bounds)
+    base = session._stack_base(list(range(session.n_shards)))
+    assert (base is not None) == bool(np.all(counts == counts[0]) and session.n_shards > 1)
+    assert session._stack_base(list(range(session.n_shards - 1))) is None  # some shards built elsewhere
