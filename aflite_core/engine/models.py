@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from . import piece_counts, tree_add
 from ._parallel import background, map_ordered
 from .partitions import (
     PREDICT_CHUNK_BYTES,
@@ -381,7 +382,9 @@ class _LinearSession(ShardedGrams):
         """
         parts = np.asarray(list(partitions), dtype=np.intp)
         if self.mode == "blocks" and len(self.shards) < self.n_shards:
+            warmed = background(self._warm_kernels)  # beside the shards' Gram matrices, on the run's pool
             self.prepare()
+            warmed()
         # the round's preconditioner (one LAPACK factorisation) runs beside the Gram sums' tiles
         precond_of = background(lambda: self._preconditioner(len(rows)) if self.mode == "blocks" else None)
         step = self.fit_group
@@ -410,6 +413,11 @@ class _LinearSession(ShardedGrams):
         b = np.concatenate([bb for _, bb in solved], axis=1).astype(np.float32)
         return _LinearWeights(W, b, self.n_classes)
 
+    def _warm_kernels(self) -> None:
+        """Compile or load the numba kernels the rounds use (the tree's additions, the blocks' counts)."""
+        tree_add.warm(self.n_shards)
+        piece_counts.warm(self.n_classes, self.codes)
+
     def solve_grams(self, P: NDArray[np.float32], precond: NDArray[np.float32] | None):
         """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten)."""
         Wg, bg = solve_ridge(P, self.d, self.n_classes, self.family.alpha, precond)  # (g, d, C), (g, C) float64
@@ -434,11 +442,16 @@ class _LinearSession(ShardedGrams):
 
     def block_predictions(self, fitted: _LinearWeights, block_rows: NDArray[np.intp], models: NDArray[np.intp]):
         """Class codes (rows × models) the models that held a block out predict for that block's rows."""
+        C = fitted.n_classes
+        scores = self.block_scores(fitted, block_rows, models)
+        return _predict_codes(scores.reshape(len(block_rows), C - 1, len(models)), C)
+
+    def block_scores(self, fitted: _LinearWeights, block_rows: NDArray[np.intp], models: NDArray[np.intp]):
+        """Score differences to class 0 (rows × (C-1)·models, class-major) of the models that held a block out."""
         W, b = fitted.select(models)
         scores = gather_rows(self.X, block_rows) @ W
         scores += b
-        C = fitted.n_classes
-        return _predict_codes(scores.reshape(len(block_rows), C - 1, len(models)), C)
+        return scores
 
     def forget(self, rows: NDArray[np.intp]) -> None:
         """Bookkeeping of removed rows that every process holding the session keeps (block sizes)."""

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from ._parallel import map_ordered, n_workers, split
+from . import piece_counts
+from ._parallel import background, map_ordered, n_workers, split
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Sequence
@@ -391,6 +392,22 @@ def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, 
     n_classes = piece.get("votes")
     if kind == "block":
         votes = None
+        if hasattr(session, "block_scores") and piece_counts.available():  # one GIL-free call, same counts
+            rows = piece["rows"]
+            scores = session.block_scores(fitted, rows, piece["models"])
+            correct, model_correct, votes = piece_counts.count_block(
+                scores, session.n_classes, codes, rows, bool(n_classes)
+            )
+            return {
+                "kind": kind,
+                "votes": votes,
+                "positions": piece["positions"],
+                "models": piece["models"],
+                "correct": correct,
+                "n_pred": len(piece["models"]),
+                "model_correct": model_correct,
+                "model_total": len(rows),
+            }
         if n_classes and hasattr(session, "block_predictions"):
             preds = session.block_predictions(fitted, piece["rows"], piece["models"])
             right = preds == codes[piece["rows"]][:, None]
@@ -510,9 +527,13 @@ def score_round(
     session.on_step = on_step  # families report their fit groups through report_step
     try:
         report_step(session, "fit", 0, m)
-        fitted = session.fit(rows, plan, range(m), rng)
         with_eval = eval_X is not None and eval_rows is not None
-        pieces = scoring_pieces(session, rows, plan, eval_rows if with_eval else None, votes=votes)
+        # the pieces depend on the plan only: cut them on the run's pool while the models are fitted
+        pieces_of = background(
+            lambda: scoring_pieces(session, rows, plan, eval_rows if with_eval else None, votes=votes)
+        )
+        fitted = session.fit(rows, plan, range(m), rng)
+        pieces = pieces_of()
         results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes)
     finally:
         session.on_step = None

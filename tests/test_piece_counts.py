@@ -1,0 +1,85 @@
+"""A block's counts in one compiled call (``aflite_core.engine.piece_counts``): the integers numpy's path gives.
+
+Predicted classes (largest score difference to class 0, ties to the lower class, NaN as ``np.maximum`` treats
+it), correct predictions per row and per model, and votes per row and class must equal those of
+``models._predict_codes`` and ``partitions.count_votes``, for any number of classes, including exact ties.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aflite_core import aflite
+from aflite_core.data.planted_bias import make_planted_bias
+from aflite_core.engine import piece_counts
+from aflite_core.engine.models import _predict_codes
+from aflite_core.engine.partitions import count_votes
+
+pytestmark = pytest.mark.skipif(not piece_counts.available(), reason="numba is a dependency (umap-learn)")
+
+
+def _numpy_counts(scores, n_classes, codes, rows):
+    n_models = scores.shape[1] // (n_classes - 1)
+    preds = _predict_codes(scores.reshape(len(rows), n_classes - 1, n_models), n_classes)
+    right = preds == codes[rows][:, None]
+    return right.sum(axis=1, dtype=np.int32), right.sum(axis=0, dtype=np.int64), count_votes(preds, None, n_classes)
+
+
+def _check(scores, n_classes, codes, rows):
+    correct, model_correct, votes = piece_counts.count_block(scores, n_classes, codes, rows, True)
+    want = _numpy_counts(scores, n_classes, codes, rows)
+    assert correct.dtype == np.int32 and model_correct.dtype == np.int64 and votes.dtype == np.int32
+    assert np.array_equal(correct, want[0])
+    assert np.array_equal(model_correct, want[1])
+    assert np.array_equal(votes, want[2])
+    assert piece_counts.count_block(scores, n_classes, codes, rows, False)[2] is None
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    n_classes=st.integers(2, 6),
+    n_rows=st.integers(1, 30),
+    n_models=st.integers(1, 12),
+    seed=st.integers(0, 2**32 - 1),
+    ties=st.booleans(),
+    nans=st.booleans(),
+)
+def test_counts_equal_numpys(n_classes, n_rows, n_models, seed, ties, nans):
+    rng = np.random.default_rng(seed)
+    if ties:  # few distinct values: exact ties between classes and with class 0's zero
+        scores = rng.integers(-2, 3, (n_rows, (n_classes - 1) * n_models)).astype(np.float32)
+    else:
+        scores = rng.standard_normal((n_rows, (n_classes - 1) * n_models)).astype(np.float32)
+    if nans:
+        scores[rng.random(scores.shape) < 0.1] = np.nan
+    codes = rng.integers(0, n_classes, 100).astype(np.int32)
+    rows = rng.choice(100, n_rows, replace=False).astype(np.intp)
+    _check(scores, n_classes, codes, rows)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_label_codes_of_any_integer_type(dtype):
+    rng = np.random.default_rng(1)
+    scores = rng.standard_normal((7, 2 * 5)).astype(np.float32)
+    _check(scores, 3, rng.integers(0, 3, 20).astype(dtype), np.arange(3, 10, dtype=np.intp))
+
+
+def test_scores_that_do_not_fit_are_refused_in_one_sentence():
+    with pytest.raises(ValueError, match="do not fit"):
+        piece_counts.count_block(np.zeros((3, 5), np.float32), 3, np.zeros(3, np.int32), np.arange(3), True)
+
+
+def test_runs_are_the_same_with_and_without_the_compiled_counts(monkeypatch):
+    X, y, _ = make_planted_bias(3_000, 16, n_classes=3, spectrum_decay=0.5, random_state=2)
+    kw = dict(target_size=1_500, train_size=1_000, slice_size=200, n_partitions=32, tau=0.75, random_state=0)
+    compiled = aflite(X, y, **kw)
+    for n_threads in (1, 2):
+        monkeypatch.setattr(piece_counts, "available", lambda: False)
+        plain = aflite(X, y, **kw, n_threads=n_threads)
+        assert np.array_equal(compiled.removed_round, plain.removed_round)
+        assert np.array_equal(compiled.scores, plain.scores, equal_nan=True)
+        assert np.array_equal(compiled.n_predictions, plain.n_predictions)
+        assert np.array_equal(compiled.votes, plain.votes)
