@@ -83,3 +83,65 @@ def test_runs_are_the_same_with_and_without_the_compiled_counts(monkeypatch):
         assert np.array_equal(compiled.scores, plain.scores, equal_nan=True)
         assert np.array_equal(compiled.n_predictions, plain.n_predictions)
         assert np.array_equal(compiled.votes, plain.votes)
+
+
+def _merge_one_by_one(results, n_rows, n_partitions):
+    """merge_pieces as it was: every piece's counts added to the round's arrays as it comes."""
+    correct, n_pred = np.zeros(n_rows, np.int32), np.zeros(n_rows, np.int32)
+    model_correct, model_total = np.zeros(n_partitions, np.int64), np.zeros(n_partitions, np.int64)
+    with_votes = all(res.get("votes") is not None for res in results)
+    votes = np.zeros((n_rows, results[0]["votes"].shape[1]), np.int32) if with_votes else None
+    for res in results:
+        if with_votes:
+            votes[res["positions"]] += res["votes"]
+        if res["kind"] == "block":
+            correct[res["positions"]] = res["correct"]
+            n_pred[res["positions"]] = res["n_pred"]
+            model_correct[res["models"]] += res["model_correct"]
+            model_total[res["models"]] += res["model_total"]
+        else:
+            correct[res["positions"]] += res["correct"]
+            n_pred[res["positions"]] += res["n_pred"]
+            model_correct += res["model_correct"]
+            model_total += res["model_total"]
+    return correct, n_pred, model_correct, model_total, votes
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(["block", "chunk"]), votes=st.booleans())
+def test_merged_counts_equal_adding_piece_by_piece(seed, kind, votes):
+    """Blocks' counts are written with one scatter per field at the end: the same arrays as piece by piece."""
+    from aflite_core.engine.partitions import merge_pieces
+
+    rng = np.random.default_rng(seed)
+    n_rows, m, C = int(rng.integers(5, 80)), int(rng.integers(1, 9)), 3
+    cuts = np.sort(rng.choice(np.arange(1, n_rows), int(rng.integers(0, min(6, n_rows - 1))), replace=False))
+    order = rng.permutation(n_rows) if kind == "block" else np.arange(n_rows)
+    results = []
+    for pos in np.split(order, cuts):
+        n = len(pos)
+        res = {"kind": kind, "positions": pos, "votes": rng.integers(0, 5, (n, C)).astype(np.int32) if votes else None}
+        if kind == "block":
+            models = np.sort(rng.choice(m, int(rng.integers(1, m + 1)), replace=False))
+            res |= {
+                "models": models,
+                "correct": rng.integers(0, 9, n).astype(np.int32),
+                "n_pred": len(models),
+                "model_correct": rng.integers(0, 50, len(models)).astype(np.int64),
+                "model_total": n,
+            }
+        else:
+            res |= {
+                "correct": rng.integers(0, 9, n).astype(np.int32),
+                "n_pred": rng.integers(0, 9, n).astype(np.int32),
+                "model_correct": rng.integers(0, 50, m).astype(np.int64),
+                "model_total": rng.integers(0, 50, m).astype(np.int64),
+            }
+        results.append(res)
+    got = merge_pieces(results, n_rows, m, None)
+    want = _merge_one_by_one(results, n_rows, m)
+    for a, b in zip((got.correct, got.n_predictions, got.model_correct, got.model_total), want[:4]):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert (got.votes is None) == (want[4] is None)
+    if votes:
+        assert np.array_equal(got.votes, want[4])

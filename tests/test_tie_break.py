@@ -13,11 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aflite_core import AFLiteResult, aflite
 from aflite_core.cli import main
 from aflite_core.data.planted_bias import make_planted_bias
-from aflite_core.engine.loop import row_priorities, select_rows
+from aflite_core.engine.row_selection import row_priorities, select_rows
 from aflite_core.engine.run_record import _canonical, _sha
 from aflite_core.engine.tau_path import narrow_to_tau
 from aflite_core.evalsets import ensemble_aflite
@@ -274,3 +276,24 @@ def test_dask_gives_the_local_row_run(tied):
         client.close()
         cluster.close()
     assert remote.equals(local) and remote.params["tie_break"] == "row"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 120),
+    levels=st.integers(1, 6),
+    k=st.integers(0, 130),
+    tie_levels=st.integers(0, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_greedy_selection_is_the_full_lexsort_of_the_candidates(n, levels, k, tie_levels, seed):
+    """select_rows' top k (one partition and a sort of the tied group) takes exactly the rows a stable lexsort
+    of every candidate by (-p, tie-break) takes - with many equal p, and equal tie-break keys (position order)."""
+    rng = np.random.default_rng(seed)
+    p = (rng.integers(0, levels + 1, n) / levels).astype(np.float32)
+    qualified = rng.random(n) < 0.7
+    priority = rng.integers(0, tie_levels, n).astype(np.float64) if tie_levels else rng.random(n)
+    got = select_rows(p, qualified, k, "greedy", np.random.default_rng(0), priority=priority)
+    cand = np.flatnonzero(qualified)
+    want = np.sort(cand[np.lexsort((priority[cand], -p[cand].astype(np.float64)))[:k]])
+    assert np.array_equal(got, want)

@@ -27,10 +27,10 @@ from numpy.typing import ArrayLike, NDArray
 from .. import _validation as v
 from ._inputs import _check_device, check_groups, group_summary, predictability_inputs
 from ._parallel import engine_threads
-from .loop import select_rows
 from .partitions import open_session, score_round
 from .registry import resolve_model
 from .result import AFLiteResult, RoundProgress, StepProgress
+from .row_selection import select_rows
 from .run_constants import HISTORY_COLUMNS, STRATEGIES, TIE_BREAKS  # noqa: F401  (re-exported: importable from here as before)
 
 __all__ = ["STRATEGIES", "aflite", "predictability"]
@@ -239,11 +239,11 @@ def aflite(
         × 41 rounds × 3 classes; a few percent of a round's time). Only with a per-round score matrix (not
         ``strategy="greedy"``) and not on the Dask backend (its result says "votes not recorded").
     tie_break : {"position", "row"}, default="position"
-        How rows of equal p are ordered for removal (many rows can tie, e.g. at p = 1). ``"position"`` draws a
-        fresh seeded random key per position in the current set every round (the engine's order since commit
-        4293819). ``"row"`` draws every round's keys per row, from the seed, the round and the row's index only
-        (:func:`aflite_core.engine.loop.row_priorities`): a row whose p differs by a rounding error in one round
-        (another BLAS build, a torch device) then changes at most its own fate, not which of the other tied rows
+        How rows of equal p are ordered for removal (many rows can tie, e.g. at p = 1). ``"position"`` draws a fresh
+        seeded random key per position in the current set every round (the engine's order since commit 4293819).
+        ``"row"`` draws every round's keys per row, from the seed, the round and the row's index only
+        (:func:`aflite_core.engine.row_selection.row_priorities`): a row whose p differs by a rounding error in one
+        round (another BLAS build, a torch device) then changes at most its own fate, not which of the other tied rows
         leave in every later round. Both are a uniformly random order among tied rows each round, and every other
         random draw is the same in both modes; the same seed gives the same result on every backend in either.
         Recorded in ``result.params["tie_break"]``; a checkpoint resumes only with its own tie-break.

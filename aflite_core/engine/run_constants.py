@@ -26,7 +26,8 @@ HISTORY_COLUMNS = [
 #: filtering strategies (ICLR version §2): A = greedy, B = greedy slicing (AFLite), C = slice sampling
 STRATEGIES = ("slice", "greedy", "sample")
 
-#: how rows of equal score are ordered (``aflite(tie_break=...)``, :func:`aflite_core.engine.loop.row_priorities`):
+#: how rows of equal score are ordered (``aflite(tie_break=...)``,
+#: :func:`aflite_core.engine.row_selection.row_priorities`):
 #: ``"position"`` draws a fresh random key per position in S every round (the default, the engine's order since
 #: commit 4293819); ``"row"`` draws every round's keys per row, keyed by the row's index and the round. A record or
 #: checkpoint written before the option existed was a ``"position"`` run.

@@ -1,17 +1,18 @@
 """One run, every higher τ: the result of AFLite at τ read off a finished run at a lower τ, without refitting.
 
 Why it is exact (ICML 2020, Algorithm 1 lines 12-14, as :mod:`aflite_core.engine.loop` implements them): a round
-removes the k most predictable rows among those with p ≥ τ, ordered by (-p, a seeded tie-break), and the run
-stops after the first round in which fewer than k rows reach τ. The random stream does not depend on the scores
-(:func:`aflite_core.engine.loop.select_rows` draws its tie-break every round), so two runs with the same seed and every
-other parameter equal, at τ₀ ≤ τ, score the same rows with the same models for as long as they remove the same
-rows. The tie-break is the same in both runs in either mode: ``tie_break="position"`` orders ties by that
-round's draw over S, and ``tie_break="row"`` by keys drawn from the seed, the round and the row's index
-(:func:`aflite_core.engine.loop.row_priorities`), never from the scores. While at least k rows reach τ, those
-rows are also the k most predictable at τ₀, so both remove the same
-rows. In the first round where fewer than k rows reach τ, the run at τ removes exactly the rows the run at τ₀
-removed with p ≥ τ, and stops. Everything the run at τ records follows from the run at τ₀'s per-round score
-matrix: :func:`narrow_to_tau` rebuilds it, and the tests compare it with a direct run field by field.
+removes the k most predictable rows among those with p ≥ τ, ordered by (-p, a seeded tie-break), and the run stops
+after the first round in which fewer than k rows reach τ. The random stream does not depend on the scores
+(:func:`aflite_core.engine.row_selection.select_rows` draws its tie-break every round), so two runs with the same seed
+and every other parameter equal, at τ₀ ≤ τ, score the same rows with the same models for as long as they remove the
+same rows. The tie-break is the same in both runs in either mode: ``tie_break="position"`` orders ties by that round's
+draw over S, and ``tie_break="row"`` by keys drawn from the seed, the round and the row's index
+(:func:`aflite_core.engine.row_selection.row_priorities`), never from the scores. While at least k rows reach τ, those
+rows are also the k most predictable at τ₀, so both remove the same rows. In the first round where fewer than k rows
+reach τ, the run at τ removes exactly the rows the run at τ₀ removed with p ≥ τ, and stops. Everything the run at τ
+records follows from the run at τ₀'s per-round score matrix: :func:`narrow_to_tau` rebuilds it, and the tests compare
+it with a direct run field by field.
+
 
 Only for the top-k strategy (``strategy="slice"``, the default) without an evaluation set: strategy C samples
 among the qualified rows (a smaller candidate set is not a prefix of the larger one), and an evaluation set loses

@@ -276,7 +276,7 @@ def ensemble_aflite(
         :func:`aflite_core.aflite`.
     tie_break : {"position", "row"}, default="position"
         How rows of equal pooled p are ordered for removal, as in :func:`aflite_core.aflite` (the engine's
-        :func:`aflite_core.engine.loop.select_rows` makes the selection); recorded in ``params["tie_break"]``.
+        :func:`aflite_core.engine.row_selection.select_rows` makes the selection); recorded in ``params["tie_break"]``.
 
     Returns
     -------
