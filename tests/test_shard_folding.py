@@ -44,6 +44,25 @@ def test_fold_then_unfold_is_the_matrix(D, g, seed):
     assert np.array_equal(unfold_grams(F.reshape(g, -1), D), G)
 
 
+@given(D=st.integers(1, 80), g=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_the_compiled_unfolding_equals_numpys_copies(D, g, seed):
+    """gram_unfold (one numba pass in 32 x 32 tiles) and the numpy copies give the same matrices, odd D too."""
+    from aflite_core.engine import gram_unfold
+
+    if not gram_unfold.available():
+        pytest.skip("numba is a dependency (umap-learn)")
+    G = _symmetric(np.random.default_rng(seed), g, D)
+    F = fold_grams(G)
+    compiled = gram_unfold.unfold(F, D)
+    real = gram_unfold.available
+    gram_unfold.available = lambda: False  # the numpy path of unfold_grams
+    try:
+        plain = unfold_grams(F, D)
+    finally:
+        gram_unfold.available = real
+    assert np.array_equal(compiled, plain) and np.array_equal(compiled, G)
+
+
 def test_unfold_agrees_with_the_upper_triangle_unpacking():
     """The folded and the row-packed upper triangles describe the same matrices."""
     G = _symmetric(np.random.default_rng(3), 2, 17)

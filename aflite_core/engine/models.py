@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from . import piece_counts, tree_add
+from . import gram_unfold, piece_counts, tree_add
 from ._parallel import background, map_ordered
 from .partitions import (
     PREDICT_CHUNK_BYTES,
@@ -73,9 +73,10 @@ MIN_BLOCKS_PER_PARTITION = 8
 #: memory for the partition Gram matrices summed in one matrix product (fewer passes over the block Grams)
 PARTITION_GROUP_BYTES = 512 * 2**20
 #: the Gram sums of all m partitions (one triangle each, folded: see shards.fold_grams) are formed in one pass
-#: over the block stack when they fit this; above it, one pass per partition group (the same values; less memory
-#: at paper scale, e.g. 135 MB at d = 1,024, where the peak memory budget is tight)
-ALL_PARTITIONS_BYTES = 64 * 2**20
+#: over the block stack when they fit this; above it, one pass per partition group (the same values). At the SNLI
+#: shape (d = 1,024, m = 64) they take 135 MB: with the earlier 64 MB limit each round read the 846 MB block stack
+#: from memory four times (~175 ms a pass on the 2-core VM, 29 s of a 124 s one-thread run)
+ALL_PARTITIONS_BYTES = 192 * 2**20
 
 
 def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
@@ -392,7 +393,7 @@ class _LinearSession(ShardedGrams):
         root = (0, self.n_shards)
         packed = None
         if self.mode == "blocks" and 4 * len(parts) * self.packed_size <= ALL_PARTITIONS_BYTES:
-            packed = self.node_grams(root, plan.membership[parts])
+            packed = self.node_grams(root, plan.membership[parts], reuse=True)  # solved below, in this fit
         precond = precond_of()
 
         def solve(u: int):
@@ -417,6 +418,8 @@ class _LinearSession(ShardedGrams):
         """Compile or load the numba kernels the rounds use (the tree's additions, the blocks' counts)."""
         tree_add.warm(self.n_shards)
         piece_counts.warm(self.n_classes, self.codes)
+        if gram_unfold.available():
+            gram_unfold.unfold(np.zeros((1, 3, 1), dtype=np.float32), 2)
 
     def solve_grams(self, P: NDArray[np.float32], precond: NDArray[np.float32] | None):
         """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten)."""

@@ -403,7 +403,7 @@ def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, 
     n_classes = piece.get("votes")
     if kind == "block":
         votes = None
-        if hasattr(session, "block_scores") and piece_counts.available():  # one GIL-free call, same counts
+        if hasattr(session, "block_scores") and piece_counts.available(session.n_classes):  # one GIL-free call
             rows = piece["rows"]
             scores = session.block_scores(fitted, rows, piece["models"])
             correct, model_correct, votes = piece_counts.count_block(

@@ -21,28 +21,40 @@ __all__ = ["available", "count_block", "warm"]
 
 
 def _count(scores, n_classes, n_models, codes, rows, correct, model_correct, votes):  # pragma: no cover - compiled
+    pred = np.empty(n_models, dtype=np.int32)
+    best = np.empty(n_models, dtype=np.float32)
+    nan = np.float32(np.nan)
     for i in range(scores.shape[0]):
+        # each loop over the models is branch-free enough to vectorise
+        for j in range(n_models):
+            s0 = scores[i, j]
+            pred[j] = 1 if s0 > 0 else 0
+            best[j] = s0 if (s0 > 0 or s0 != s0) else np.float32(0.0)  # np.maximum(s0, 0): NaN stays NaN
+        for c in range(2, n_classes):
+            base = (c - 1) * n_models
+            for j in range(n_models):
+                sc = scores[i, base + j]
+                b = best[j]
+                if sc > b:
+                    pred[j] = c
+                best[j] = nan if (b != b or sc != sc) else (sc if sc > b else b)  # np.maximum(best, sc)
         code = codes[rows[i]]
         right = 0
         for j in range(n_models):
-            s0 = scores[i, j]
-            pred = 1 if s0 > 0 else 0
-            if n_classes > 2:
-                best = s0 if (s0 > 0 or s0 != s0) else np.float32(0.0)  # np.maximum(s0, 0): NaN stays NaN
-                for c in range(2, n_classes):
-                    sc = scores[i, (c - 1) * n_models + j]
-                    if sc > best:
-                        pred = c
-                    if best != best or sc != sc:  # np.maximum(best, sc)
-                        best = np.float32(np.nan)
-                    elif sc > best:
-                        best = sc
-            if votes.shape[0] > 0:
-                votes[i, pred] += 1
-            if pred == code:
-                right += 1
-                model_correct[j] += 1
+            hit = 1 if pred[j] == code else 0
+            model_correct[j] += hit
+            right += hit
         correct[i] = right
+        if votes.shape[0] > 0:
+            if n_classes <= 8:  # a few classes: one vectorised count each
+                for c in range(n_classes):
+                    count = 0
+                    for j in range(n_models):
+                        count += 1 if pred[j] == c else 0
+                    votes[i, c] = count
+            else:
+                for j in range(n_models):
+                    votes[i, pred[j]] += 1
 
 
 @functools.cache
@@ -54,9 +66,13 @@ def _kernel():
     return numba.njit(nogil=True, cache=True)(_count)
 
 
-def available() -> bool:
-    """True when the compiled counts can be used (numba importable)."""
-    return _kernel() is not None
+#: class codes are int8 in the numpy path (``models._predict_codes``), which this one reproduces
+MAX_CLASSES = 127
+
+
+def available(n_classes: int = 2) -> bool:
+    """True when the compiled counts can be used: numba importable and at most :data:`MAX_CLASSES` classes."""
+    return n_classes <= MAX_CLASSES and _kernel() is not None
 
 
 def warm(n_classes: int, codes: NDArray) -> None:
@@ -64,7 +80,7 @@ def warm(n_classes: int, codes: NDArray) -> None:
 
     The engine calls it beside the first round's shard building, so the first block does not wait for it.
     """
-    if available() and n_classes >= 2:
+    if available(n_classes) and n_classes >= 2:
         count_block(np.zeros((1, n_classes - 1), dtype=np.float32), n_classes, codes[:1], np.zeros(1, np.intp), True)
 
 

@@ -28,13 +28,14 @@ How that fixed arithmetic is carried out cheaply:
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from . import tree_add
+from . import gram_unfold, tree_add
 from ._blas import sgemm_nt_into, ssyrk_into
 from ._parallel import map_ordered, n_workers, split
 
@@ -193,12 +194,18 @@ def fold_grams(G: NDArray, D: int | None = None, out: NDArray | None = None) -> 
     return F
 
 
-def unfold_grams(packed: NDArray, D: int) -> NDArray:
-    """Full symmetric matrices (g, D, D) from folded ones (:func:`fold_grams`; shape (g, 2k+1, k) or (g, (2k+1)·k))."""
+def unfold_grams(packed: NDArray, D: int, out: NDArray | None = None) -> NDArray:
+    """Full symmetric matrices (g, D, D) from folded ones (:func:`fold_grams`; shape (g, 2k+1, k) or (g, (2k+1)·k)).
+
+    ``out`` (g, D, D), C-contiguous, receives them if given.
+    """
     rows, k = folded_shape(D)
     folded = packed.reshape(-1, rows, k)
+    if gram_unfold.available():  # one compiled pass, the same values (copies), without the GIL
+        return gram_unfold.unfold(folded, D, out)
     m = D - k  # size of the bottom-right corner (k, or k - 1 for odd D)
-    out = np.empty((folded.shape[0], D, D), dtype=packed.dtype)
+    if out is None:
+        out = np.empty((folded.shape[0], D, D), dtype=packed.dtype)
     below = _strict_lower(k)
     for F, G in zip(folded, out):  # one matrix at a time: its six copies stay in cache
         top_left, bottom_right = G[:k, :k], G[k:, k:]
@@ -245,6 +252,10 @@ def _fused_downdate(Z: NDArray[np.float32], C: NDArray[np.float32], sign: float)
     while Z has at most :data:`FUSED_ROWS` rows.
     """
     ssyrk_into(sign, Z, C, upper_of_c=True)
+
+
+_UNPACKED = threading.local()
+_GRAMS = threading.local()
 
 
 @dataclass
@@ -408,13 +419,15 @@ class ShardedGrams:
         built = [self.shards[s] for s in range(self.n_shards) if s in self.shards]
         map_ordered(lambda sh: self.remove_from_shard(sh, rows[of == sh.index]), built)
 
-    def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_]) -> NDArray[np.float32]:
+    def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_], reuse: bool = False) -> NDArray[np.float32]:
         """Partial Gram matrices of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
 
         Returns them folded (:func:`fold_grams`), shape (g, (2k+1)·k) (:func:`unfold_grams` gives the matrices).
         One matrix product per shard and column tile, added along the shard tree: the value of the tree node
         ``node``, bit for bit whichever process computes it (all its shards must be built and up to date).
-        Column tiles run on the run's thread pool.
+        Column tiles run on the run's thread pool. ``reuse=True`` writes them into a buffer kept per thread
+        (valid until this thread's next such call: a round's fit, which solves them at once; a fresh array every
+        round cost page faults, ~135 MB at the SNLI shape).
         """
         lo, hi = node
         g = member.shape[0]
@@ -426,7 +439,13 @@ class ShardedGrams:
             parts.append(np.ascontiguousarray(A[:, b0:b1]))
             flats.append(sh.stack.reshape(b1 - b0, -1))
         size = flats[0].shape[1]
-        out = np.empty((g, size), dtype=np.float32)
+        if reuse:
+            buf = getattr(_GRAMS, "buf", None)
+            if buf is None or buf.size < g * size:
+                buf = _GRAMS.buf = np.empty(g * size, dtype=np.float32)
+            out = buf[: g * size].reshape(g, size)
+        else:
+            out = np.empty((g, size), dtype=np.float32)
         n = hi - lo
         compiled = n >= 2 and tree_add.available()
         # the shards' stacks as consecutive views of one array (prepare): a tile's n products are one call
@@ -460,8 +479,16 @@ class ShardedGrams:
         return out
 
     def unpack_grams(self, packed: NDArray[np.float32]) -> NDArray[np.float32]:
-        """Gram matrices (g, D, D) from :meth:`node_grams`' folded ones (g, (2k+1)·k)."""
-        return unfold_grams(packed, self.D)
+        """Gram matrices (g, D, D) from :meth:`node_grams`' folded ones (g, (2k+1)·k).
+
+        Written into a buffer kept per thread: valid until this thread's next call (the fits solve them at once).
+        """
+        g, D = len(packed), self.D
+        buf = getattr(_UNPACKED, "buf", None)
+        if buf is None or buf.size < g * D * D or buf.dtype != packed.dtype:
+            # kept per thread: a fresh (g, D, D) array every group cost page faults (~60 MB at the SNLI shape)
+            buf = _UNPACKED.buf = np.empty(g * D * D, dtype=packed.dtype)
+        return unfold_grams(packed, D, buf[: g * D * D].reshape(g, D, D))
 
     def node_total(self, node: tuple[int, int]) -> NDArray[np.float64]:
         """Gram matrix of the current rows of the shards of ``node`` (float64, summed along the shard tree)."""
