@@ -130,3 +130,22 @@ def test_the_stack_base_is_used_only_when_every_shard_holds_as_many_blocks(data)
     base = session._stack_base(list(range(session.n_shards)))
     assert (base is not None) == bool(np.all(counts == counts[0]) and session.n_shards > 1)
     assert session._stack_base(list(range(session.n_shards - 1))) is None  # some shards built elsewhere
+
+
+def test_kernels_compile_uncached_where_numba_cannot_write_its_cache(monkeypatch):
+    """A read-only install and home: numba refuses cache=True, and the kernel is compiled for this process."""
+    from aflite_core.engine import _jit
+
+    calls = []
+
+    class FakeNumba:
+        @staticmethod
+        def njit(**options):
+            calls.append(options)
+            if options.get("cache"):
+                raise RuntimeError("cannot cache function: no locator available")
+            return lambda fn: ("compiled", fn)
+
+    monkeypatch.setattr(_jit, "numba_module", lambda: FakeNumba)
+    assert _jit.compile_nogil(len) == ("compiled", len)
+    assert calls == [{"nogil": True, "cache": True}, {"nogil": True}]

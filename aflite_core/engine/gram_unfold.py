@@ -14,6 +14,8 @@ import functools
 import numpy as np
 from numpy.typing import NDArray
 
+from ._jit import compile_nogil, numba_module
+
 __all__ = ["available", "unfold"]
 
 _TILE = 32
@@ -40,11 +42,7 @@ def _unfold(folded, out, k):  # pragma: no cover - compiled
 
 @functools.cache
 def _kernel():
-    try:
-        import numba
-    except Exception:  # pragma: no cover - numba ships with umap-learn, a dependency of the app
-        return None
-    return numba.njit(nogil=True, cache=True)(_unfold)
+    return compile_nogil(_unfold) if numba_module() is not None else None
 
 
 def available() -> bool:

@@ -17,6 +17,8 @@ import functools
 import numpy as np
 from numpy.typing import NDArray
 
+from ._jit import compile_nogil, numba_module
+
 __all__ = ["available", "count_block", "warm"]
 
 
@@ -59,11 +61,7 @@ def _count(scores, n_classes, n_models, codes, rows, correct, model_correct, vot
 
 @functools.cache
 def _kernel():
-    try:
-        import numba
-    except Exception:  # pragma: no cover - numba ships with umap-learn, a dependency of the app
-        return None
-    return numba.njit(nogil=True, cache=True)(_count)
+    return compile_nogil(_count) if numba_module() is not None else None
 
 
 #: class codes are int8 in the numpy path (``models._predict_codes``), which this one reproduces

@@ -19,6 +19,8 @@ import threading
 import numpy as np
 from numpy.typing import NDArray
 
+from ._jit import compile_nogil, numba_module
+
 __all__ = ["available", "tree_add", "tree_expression", "warm"]
 
 
@@ -35,15 +37,6 @@ def tree_expression(a: int, b: int) -> str:
 
 
 _LOCK = threading.Lock()
-
-
-@functools.cache
-def _numba():
-    try:
-        import numba
-    except Exception:  # pragma: no cover - numba ships with umap-learn, a dependency of the app
-        return None
-    return numba
 
 
 def _add_16(L, out, c0):  # pragma: no cover - compiled; the default 16 shards, as tree_expression(0, 16) writes it
@@ -66,12 +59,11 @@ def _kernel(n: int):
 
     Every value is read once and the sum stays in registers, so a tile's additions touch its leaves once. The
     default tree (16 shards) is a function of this file, so numba keeps its machine code between processes
-    (``cache=True``: ~0.1 s to load instead of ~0.5 s to compile); other sizes are compiled from
+    (``cache=True``: ~0.3 s to load instead of ~0.5 s to compile); other sizes are compiled from
     :func:`tree_expression` once per process.
     """
-    numba = _numba()
     if n == 16:
-        return numba.njit(nogil=True, cache=True)(_add_16)
+        return compile_nogil(_add_16)
     src = (
         "def add_tree(L, out, c0):\n"
         "    g, w = L.shape[1], L.shape[2]\n"
@@ -82,12 +74,12 @@ def _kernel(n: int):
     )
     namespace: dict = {}
     exec(compile(src, f"<shard tree over {n} leaves>", "exec"), namespace)  # our own source (tree_expression)
-    return numba.njit(nogil=True)(namespace["add_tree"])
+    return compile_nogil(namespace["add_tree"], cache=False)
 
 
 def available() -> bool:
     """True when the compiled additions can be used (numba importable)."""
-    return _numba() is not None
+    return numba_module() is not None
 
 
 def warm(n: int) -> None:
@@ -105,7 +97,7 @@ def tree_add(leaves: NDArray[np.float32], out: NDArray[np.float32], c0: int) -> 
     ``leaves`` is C-contiguous float32 with ``n >= 2``; ``out`` (g, ≥ c0 + w) is C-contiguous float32. Raises
     RuntimeError when numba is missing (check :func:`available` first).
     """
-    if _numba() is None:
+    if numba_module() is None:
         raise RuntimeError("numba is not available")
     n, g, w = leaves.shape
     if not (leaves.dtype == out.dtype == np.float32 and leaves.flags.c_contiguous and out.flags.c_contiguous):
