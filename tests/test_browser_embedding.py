@@ -16,21 +16,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_fixtures import CHROMIUM, LAUNCH_ARGS
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("AFLITE_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def _unavailable(reason: str) -> None:
@@ -55,7 +45,7 @@ def test_lasso_on_the_map_lists_the_selected_rows(server, tmp_path):
         _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set AFLITE_CHROMIUM)")
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1400})
             # The home page first: a fresh server runs app.py's st.navigation only once "/" was opened

@@ -10,15 +10,10 @@ heading, emoji, formula or tag made of it.
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_fixtures import CHROMIUM, LAUNCH_ARGS, _free_port, _require_browser
+from browser_fixtures import CHROMIUM, LAUNCH_ARGS, _require_browser, served_app
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,32 +63,9 @@ st.markdown("THE END")
 
 @contextlib.contextmanager
 def served_script(path: Path, timeout: float = 60):
-    port = _free_port()
-    env = dict(os.environ, NUMBA_CACHE_DIR=os.environ.get("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache")))
-    cmd = [sys.executable, "-m", "streamlit", "run", str(path), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--browser.gatherUsageStats", "false"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=path.parent, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"streamlit exited with code {proc.returncode}")
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read().strip() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.3)
-        else:
-            pytest.fail("streamlit did not answer its health check")
+    """The hostile-text script served as the app is (browser_fixtures.served_app)."""
+    with served_app(app=path, timeout=timeout) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _typed(text: str) -> str:
