@@ -85,36 +85,28 @@ def n_workers() -> int:
 
 
 def map_ordered(
-    fn: Callable[[T], R],
-    items: Sequence[T],
-    *,
-    report: Callable[[int, int], Any] | None = None,
-    consume: Callable[[R], Any] | None = None,
+    fn: Callable[[T], R], items: Sequence[T], *, report: Callable[[int, int], Any] | None = None
 ) -> list[R]:
     """``[fn(x) for x in items]``, on the run's pool when there is one; results in the order of ``items``.
 
     ``report(done, total)`` is called before each result is taken, in this thread (it may raise to abandon the
-    rest: pieces not yet started are cancelled, running ones are waited for). ``consume(result)``, if given, is
-    called with each result in the order of ``items``, in this thread, as soon as it is taken - while later
-    pieces still run - and the returned list is empty.
+    rest: pieces not yet started are cancelled, running ones are waited for).
     """
     pool = _pool()
     if pool is None or len(items) <= 1:
-        out: list[R] = []
-        take = consume if consume is not None else out.append
+        out = []
         for i, item in enumerate(items):
             if report is not None:
                 report(i, len(items))
-            take(fn(item))
+            out.append(fn(item))
         return out
     futures = [pool.submit(fn, item) for item in items]
     try:
         out = []
-        take = consume if consume is not None else out.append
         for i, fut in enumerate(futures):
             if report is not None:
                 report(i, len(items))
-            take(fut.result())
+            out.append(fut.result())
         return out
     finally:
         for fut in futures:

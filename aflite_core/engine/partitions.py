@@ -18,7 +18,7 @@ Algorithm 1 (Le Bras et al., 2020, lines 5-11) trains m models per round, each o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -367,20 +367,12 @@ def scoring_pieces(
 
 
 def run_pieces(
-    session: FamilySession,
-    fitted: object,
-    pieces: list[dict],
-    X,
-    codes,
-    eval_X=None,
-    eval_codes=None,
-    consume: Callable[[dict], Any] | None = None,
+    session: FamilySession, fitted: object, pieces: list[dict], X, codes, eval_X=None, eval_codes=None
 ) -> list[dict]:
     """Score pieces with fitted models; returns one small dict of counts per piece, in the order of ``pieces``.
 
     On the run's thread pool (:mod:`aflite_core.engine._parallel`) contiguous batches of pieces are scored at once;
-    each piece's arithmetic is the same whichever thread scores it. ``consume(result)``, if given, takes each
-    piece's counts in order as soon as its batch is done (the returned list is then empty).
+    each piece's arithmetic is the same whichever thread scores it.
     """
     workers = n_workers()
     batches = split(len(pieces), 8 * workers) if workers > 1 else [range(i, i + 1) for i in range(len(pieces))]
@@ -391,9 +383,6 @@ def run_pieces(
     def report(u: int, _: int) -> None:
         report_step(session, "predict", batches[u].start, len(pieces))
 
-    if consume is not None:
-        map_ordered(run, batches, report=report, consume=lambda batch: [consume(res) for res in batch])
-        return []
     return [res for batch in map_ordered(run, batches, report=report) for res in batch]
 
 
@@ -589,9 +578,7 @@ def score_round(
         )
         fitted = session.fit(rows, plan, range(m), rng)
         pieces = pieces_of()
-        # each batch's counts are added up here while the later batches are still scored
-        merged = _Merged(len(rows), m, None if eval_rows is None else len(eval_rows))
-        run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes, consume=merged.add)
+        results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes)
     finally:
         session.on_step = None
-    return merged.scores()
+    return merge_pieces(results, len(rows), m, None if eval_rows is None else len(eval_rows))
