@@ -175,3 +175,30 @@ def test_torch_records_the_votes_it_counts(device, n_classes):
     np.testing.assert_array_equal(p, got.scores)
     assert np.mean(np.all(ref.votes[0] == got.votes[0], axis=1)) >= 0.999
     assert aflite(X, y, device=device, record_votes=False, **kw).votes is None
+
+
+@pytest.mark.parametrize("K", [1, 4])
+def test_zero_padded_rows_fit_as_unpadded(K):
+    """Zero columns after the bias column (the backend aligns the rows to 8 floats) leave the fit unchanged."""
+    from aflite_core.engine.torch_logistic import fit_logistic_torch
+
+    gen = torch.Generator().manual_seed(0)
+    g, T, d = 3, 200, 13
+    X = torch.randn((g, T, d), generator=gen)
+    codes = torch.randint(0, 2 if K == 1 else K, (g, T), generator=gen)
+    codes[:, :2] = torch.arange(2)  # every class present
+    mask = torch.ones((g, T))
+    mask[1, 150:] = 0.0  # one model with fewer rows: padding rows as the backend makes them
+    X = X * mask[:, :, None]
+    plain = torch.cat([X, mask[:, :, None]], dim=2)
+    H_inv = torch.linalg.inv(torch.eye(d + 1) * 2.0 + 0.1)
+    padded = torch.zeros((g, T, 24))
+    padded[:, :, : d + 1] = plain
+    H_pad = torch.zeros((24, 24))
+    H_pad[: d + 1, : d + 1] = H_inv
+    W0, b0, n0 = fit_logistic_torch(plain, codes, mask, K, H_inv, tol=1e-4, max_iter=50)
+    W1, b1, n1 = fit_logistic_torch(padded, codes, mask, K, H_pad, tol=1e-4, max_iter=50, n_features=d)
+    assert W1.shape == W0.shape == (g, d, K) and b1.shape == b0.shape == (g, K)
+    assert torch.equal(n0, n1) and int(n0.max()) > 1
+    torch.testing.assert_close(W1, W0, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(b1, b0, rtol=1e-4, atol=1e-5)

@@ -51,6 +51,9 @@ GRAM_CHUNK_BYTES = 256 * 2**20
 FIT_GATHER_BYTES = 2 * 2**30
 #: bytes of per-row class scores of a batch of logistic models (g · K · T floats, several live at once)
 FIT_RESID_BYTES = 1 * 2**30
+#: logistic regression's training rows are padded with zero columns to a width that is a multiple of this (8 floats,
+#: 32 bytes): at d + 1 = 2,561 columns the batched TF32 products ran CUDA's older unaligned kernels
+FIT_ROW_ALIGN = 8
 #: share of the GPU's free memory the features may take when ``max_device_bytes`` is None
 DEVICE_SHARE = 0.5
 
@@ -335,16 +338,18 @@ class TorchSession:
         else:
             sizes = plan.membership.sum(axis=1)
         longest = int(sizes.max())
-        H_inv = self._precond(len(rows))
+        width = -(-(d + 1) // FIT_ROW_ALIGN) * FIT_ROW_ALIGN  # zero columns after the bias column align the rows
+        H_inv = torch.zeros((width, width), dtype=torch.float32, device=self.device)
+        H_inv[: d + 1, : d + 1] = self._precond(len(rows))
         group = int(
-            max(1, min(len(parts), FIT_GATHER_BYTES // (4 * longest * (d + 1)), FIT_RESID_BYTES // (4 * K * longest)))
+            max(1, min(len(parts), FIT_GATHER_BYTES // (4 * longest * width), FIT_RESID_BYTES // (4 * K * longest)))
         )
         fam = self.family
         self.n_iter, self.n_evaluations = [], []
         for g0 in range(0, len(parts), group):
             report_step(self, "fit", g0, len(parts))
             ids = parts[g0 : g0 + group]
-            Xg = torch.zeros((len(ids), longest, d + 1), dtype=torch.float32, device=self.device)
+            Xg = torch.zeros((len(ids), longest, width), dtype=torch.float32, device=self.device)
             codes = torch.zeros((len(ids), longest), dtype=torch.int64, device=self.device)
             mask = torch.zeros((len(ids), longest), dtype=torch.float32, device=self.device)
             lists = [train(j) for j in ids]
@@ -359,7 +364,7 @@ class TorchSession:
                 mask[i, : len(tr)] = 1.0
             stats: dict = {}
             Wg, bg, n_iter = fit_logistic_torch(
-                Xg, codes, mask, K, H_inv, C=fam.C, tol=fam.tol, max_iter=fam.max_iter, stats=stats
+                Xg, codes, mask, K, H_inv, C=fam.C, tol=fam.tol, max_iter=fam.max_iter, stats=stats, n_features=d
             )
             self.n_iter.append(int(n_iter.max()))
             self.n_evaluations.append(int(stats["evaluations"]))

@@ -18,9 +18,9 @@ __all__ = ["fit_logistic_torch"]
 class _TorchBatch:
     """The training data of g models and their objective: summed log-loss + 0.5·λ·||W||² (numpy ``_Batch``)."""
 
-    def __init__(self, Xg, codes, mask, K: int, lam: float) -> None:
-        g, T, d1 = Xg.shape
-        self.g, self.d, self.T, self.K = g, d1 - 1, T, K
+    def __init__(self, Xg, codes, mask, K: int, lam: float, d: int) -> None:
+        g, T, _ = Xg.shape
+        self.g, self.d, self.T, self.K = g, d, T, K
         self.Xg, self.mask, self.lam = Xg, mask, float(lam)
         self.evaluations = 0  # objective evaluations (each one batched product over the training rows)
         if K == 1:
@@ -52,7 +52,7 @@ class _TorchBatch:
         return penalty - loss.sum(dim=1, dtype=torch.float64), E
 
     def gradient(self, resid, x):
-        """Gradient of the objective, shape (g, K, d + 1), from the residual at ``x``."""
+        """Gradient of the objective, shape (g, K, width), from the residual at ``x``."""
         grad = resid @ self.Xg
         grad[:, :, : self.d] += self.lam * x[:, :, : self.d]
         return grad
@@ -63,24 +63,39 @@ def _dot(a, b):
 
 
 def fit_logistic_torch(
-    Xg, codes, mask, K: int, H_inv, *, C: float = 1.0, tol: float = 1e-4, max_iter: int = 100, stats=None
+    Xg,
+    codes,
+    mask,
+    K: int,
+    H_inv,
+    *,
+    C: float = 1.0,
+    tol: float = 1e-4,
+    max_iter: int = 100,
+    stats=None,
+    n_features: int | None = None,
 ):
     """Fit g logistic regressions at once by preconditioned L-BFGS on a torch device.
 
     Parameters
     ----------
-    Xg : torch.Tensor of float32, shape (g, T, d + 1)
-        Each model's centred training rows, zero-padded to T, with a last column equal to ``mask``.
+    Xg : torch.Tensor of float32, shape (g, T, width)
+        Each model's centred training rows, zero-padded to T: d feature columns, then a column equal to ``mask``,
+        then ``width - d - 1`` zero columns (none by default). The zero columns only align the rows in memory:
+        their weights start at zero, their gradient is zero and ``H_inv`` keeps them there, so the fit is that of
+        the unpadded rows.
     codes : torch.Tensor of int64, shape (g, T)
         Class codes (anything on padding).
     mask : torch.Tensor of float32, shape (g, T)
         1 on training rows, 0 on padding.
     K : int
         1 for a binomial model (two classes), otherwise the number of classes.
-    H_inv : torch.Tensor of float32, shape (d + 1, d + 1)
-        Initial inverse-Hessian approximation shared by the models.
+    H_inv : torch.Tensor of float32, shape (width, width)
+        Initial inverse-Hessian approximation shared by the models (zero in the padding's rows and columns).
     C, tol, max_iter
         See :class:`aflite_core.engine.logistic.LogisticFamily`.
+    n_features : int, optional
+        d; ``width - 1`` (no padding) when omitted.
     stats : dict, optional
         Receives ``"evaluations"``: the objective evaluations of the batch (one per iteration's trial step,
         one more per backtracking halving, one at the start) - what a fit costs beyond its iterations.
@@ -93,17 +108,19 @@ def fit_logistic_torch(
     """
     import torch
 
-    batch = _TorchBatch(Xg, codes, mask, K, 1.0 / C)
-    g, d = batch.g, batch.d
-    P = K * (d + 1)
+    width = Xg.shape[2]
+    d = width - 1 if n_features is None else int(n_features)
+    batch = _TorchBatch(Xg, codes, mask, K, 1.0 / C, d)
+    g = batch.g
+    P = K * width
     dev = Xg.device
     x = torch.zeros((g, P), dtype=torch.float32, device=dev)
 
     def view(v):
-        return v.reshape(g, K, d + 1)
+        return v.reshape(g, K, width)
 
     def precondition(v):
-        return (v.reshape(g * K, d + 1) @ H_inv).reshape(g, P)
+        return (v.reshape(g * K, width) @ H_inv).reshape(g, P)
 
     f, resid = batch.objective(view(x))
     grad = batch.gradient(resid, view(x)).reshape(g, P)
