@@ -138,11 +138,13 @@ if {phases}:
     import cProfile
     prof = cProfile.Profile()  # the driving thread only: the pool's threads are not profiled
 t0 = time.perf_counter()
+cpu0 = time.process_time()
 if prof is not None:
     prof.enable()
 res = aflite(X, y, target_size={target}, n_partitions={m}, train_size={t}, slice_size={k}, tau={tau},
              random_state=0, n_threads={threads})
 secs = time.perf_counter() - t0
+cpu_secs = time.process_time() - cpu0  # every thread of the process, user and system
 phases = None
 if prof is not None:
     prof.disable()
@@ -164,7 +166,7 @@ if prof is not None:
         driving_thread_busy=round(secs - waited, 2))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 np.save({removed_out!r}, ~res.kept)
-print(json.dumps(dict(seconds=secs, rounds=res.n_rounds, kept=res.n_kept, stop=res.stop_reason,
+print(json.dumps(dict(seconds=secs, cpu_seconds=cpu_secs, rounds=res.n_rounds, kept=res.n_kept, stop=res.stop_reason,
                       peak_rss=peak, rss_after_load=base, x_bytes=X.nbytes,
                       sizes=[int(v) for v in res.history["size_before"]],
                       planted_removed=float((~res.kept[biased]).mean()), phases=phases)))
@@ -231,6 +233,8 @@ def run_cpu(args, shapes: dict, workdir: Path) -> None:
                 shape=name,
                 threads=th,
                 seconds=round(rec["seconds"], 2),
+                cpu_seconds=round(rec["cpu_seconds"], 1),
+                cores_busy=round(rec["cpu_seconds"] / rec["seconds"], 2),
                 rounds=rec["rounds"],
                 kept=rec["kept"],
                 flop_bound=flops,
@@ -245,7 +249,8 @@ def run_cpu(args, shapes: dict, workdir: Path) -> None:
                 phases=rec.get("phases"),
             )
             print(
-                f"   {th} thread(s): {out['seconds']:.1f} s, {out['rounds']} rounds, flop bound "
+                f"   {th} thread(s): {out['seconds']:.1f} s ({out['cores_busy']} cores busy on average), "
+                f"{out['rounds']} rounds, flop bound "
                 f"{flops / 1e12:.2f} TFLOP = {100 * out['share_of_gemm_rate']:.1f} % of the GEMM rate, peak "
                 f"{out['peak_over_features']}x features, load {out['load_1min']}, planted removed "
                 f"{100 * out['planted_removed']:.1f} %, Jaccard vs 1 thread {out['jaccard_vs_1_thread']}",
@@ -571,6 +576,8 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
             section="c_cpu_all_cores",
             threads=cores,
             seconds=round(rec["seconds"], 2),
+            cpu_seconds=round(rec["cpu_seconds"], 1),
+            cores_busy=round(rec["cpu_seconds"] / rec["seconds"], 2),
             rounds=rec["rounds"],
             kept=rec["kept"],
             planted_removed=round(rec["planted_removed"], 4),
@@ -581,7 +588,8 @@ def run_gpu(args, shapes: dict, workdir: Path) -> None:
         for label, mask in removed.items():
             out[f"jaccard_vs_{label}"] = round(jaccard(cpu_removed, mask), 4)
         print(
-            f"   CPU {cores} threads: {out['seconds']:.1f} s, {out['rounds']} rounds, planted removed "
+            f"   CPU {cores} threads: {out['seconds']:.1f} s ({out['cores_busy']} cores busy on average), "
+            f"{out['rounds']} rounds, planted removed "
             f"{100 * out['planted_removed']:.1f} %, Jaccard vs GPU runs "
             f"{ {k: v for k, v in out.items() if k.startswith('jaccard')} }",
             flush=True,
