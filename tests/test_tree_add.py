@@ -47,9 +47,36 @@ def test_any_tile_adds_like_numpy(n, g, w, seed):
     assert np.array_equal(out, tree_sum({s: leaves[s] for s in range(n)}, 0, n))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.sampled_from([2, 3, 7, 16]),
+    n_tiles=st.integers(1, 6),
+    g=st.integers(1, 4),
+    w=st.integers(1, 17),
+    c0=st.integers(0, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_run_of_tiles_adds_as_one_call_per_tile(n, n_tiles, g, w, c0, seed):
+    """Leaves (n, T, g, w) of T consecutive tiles: each tile's columns as a one-tile call writes them."""
+    rng = np.random.default_rng(seed)
+    leaves = (rng.standard_normal((n, n_tiles, g, w)) * 10.0 ** rng.integers(-6, 7, (n, n_tiles, g, w))).astype(
+        np.float32
+    )
+    width = c0 + n_tiles * w + 3
+    got, want = np.full((g, width), np.nan, np.float32), np.full((g, width), np.nan, np.float32)
+    tree_add.tree_add(leaves, got, c0)
+    for t in range(n_tiles):
+        tree_add.tree_add(np.ascontiguousarray(leaves[:, t]), want, c0 + t * w)
+        tile = want[:, c0 + t * w : c0 + (t + 1) * w]
+        assert np.array_equal(tile, tree_sum({s: leaves[s, t] for s in range(n)}, 0, n))
+    np.testing.assert_array_equal(got, want)  # NaN outside the run's columns in both
+    with pytest.raises(ValueError, match="do not fit"):
+        tree_add.tree_add(leaves, np.zeros((g, c0 + n_tiles * w - 1), np.float32), c0)
+
+
 def test_the_expression_is_the_trees_grouping():
-    assert tree_add.tree_expression(0, 3) == "(L[0, r, c] + (L[1, r, c] + L[2, r, c]))"
-    assert tree_add.tree_expression(0, 4) == "((L[0, r, c] + L[1, r, c]) + (L[2, r, c] + L[3, r, c]))"
+    assert tree_add.tree_expression(0, 3) == "(L[0, t, r, c] + (L[1, t, r, c] + L[2, t, r, c]))"
+    assert tree_add.tree_expression(0, 4) == "((L[0, t, r, c] + L[1, t, r, c]) + (L[2, t, r, c] + L[3, t, r, c]))"
 
 
 def test_the_cached_16_leaf_kernel_is_written_as_the_tree():

@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import gram_unfold, piece_counts, tree_add
+from ._blas import lower_inverse
 from ._parallel import background, map_ordered
 from .partitions import (
     PREDICT_CHUNK_BYTES,
@@ -77,6 +78,11 @@ PARTITION_GROUP_BYTES = 512 * 2**20
 #: shape (d = 1,024, m = 64) they take 135 MB: with the earlier 64 MB limit each round read the 846 MB block stack
 #: from memory four times (~175 ms a pass on the 2-core VM, 29 s of a 124 s one-thread run)
 ALL_PARTITIONS_BYTES = 192 * 2**20
+#: Gram matrices one solve piece takes when every partition's were summed in one pass: the pieces are solved in
+#: parallel. A function of the shapes only (each system is solved by the same calls in any piece). At the SNLI shape
+#: (D = 1,028) pieces of 4 partitions, 16 pieces for m = 64: in groups of 16 only 4 of 16 cores solved, for 8.3 s of
+#: a 30.5 s run; at D ≤ 1,000 or so a piece is the whole group, as before
+SOLVE_PIECE_BYTES = 20 * 2**20
 
 
 def partition_group_size(n_partitions: int, D: int, preferred: int = 16) -> int:
@@ -348,9 +354,7 @@ class _LinearSession(ShardedGrams):
             L = np.linalg.cholesky(A[0])
         except np.linalg.LinAlgError:
             return None
-        from scipy.linalg import solve_triangular
-
-        L_inv = solve_triangular(L, np.eye(self.d), lower=True, check_finite=False)
+        L_inv = lower_inverse(np.ascontiguousarray(L))  # scipy's solve_triangular(L, I), without the GIL
         return np.ascontiguousarray((L_inv.T @ L_inv).astype(np.float32))
 
     # -- FamilySession ------------------------------------------------------------------------------
@@ -379,7 +383,8 @@ class _LinearSession(ShardedGrams):
 
         Blocks mode sums every partition's Gram matrix in one pass over the block stack when they fit
         :data:`ALL_PARTITIONS_BYTES` (the products' entries are those of per-group passes), then solves the
-        groups; groups are solved in parallel on the run's thread pool, each by the same calls as on one thread.
+        groups (then in pieces of :data:`SOLVE_PIECE_BYTES`); groups or pieces are solved in parallel on the run's
+        thread pool, each system by the same calls as on one thread.
         """
         parts = np.asarray(list(partitions), dtype=np.intp)
         if self.mode == "blocks" and len(self.shards) < self.n_shards:
@@ -395,6 +400,9 @@ class _LinearSession(ShardedGrams):
         if self.mode == "blocks" and 4 * len(parts) * self.packed_size <= ALL_PARTITIONS_BYTES:
             packed = self.node_grams(root, plan.membership[parts], reuse=True)  # solved below, in this fit
         precond = precond_of()
+        if packed is not None:  # every Gram matrix is summed: solve them in pieces, on every core
+            step = int(max(1, min(step, SOLVE_PIECE_BYTES // (4 * self.D * self.D))))
+            groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
 
         def solve(u: int):
             group = groups[u]

@@ -25,13 +25,13 @@ __all__ = ["available", "tree_add", "tree_expression", "warm"]
 
 
 def tree_expression(a: int, b: int) -> str:
-    """Node ``(a, b)`` of the shard tree as one Python expression over the leaves ``L[s, r, c]``.
+    """Node ``(a, b)`` of the shard tree as one Python expression over the leaves ``L[s, t, r, c]``.
 
     ``node(a, b) = node(a, mid) + node(mid, b)``: the parentheses fix the additions and their order (no
     compiler may reassociate float additions without being told to).
     """
     if b - a == 1:
-        return f"L[{a}, r, c]"
+        return f"L[{a}, t, r, c]"
     mid = (a + b) // 2
     return f"({tree_expression(a, mid)} + {tree_expression(mid, b)})"
 
@@ -40,17 +40,18 @@ _LOCK = threading.Lock()
 
 
 def _add_16(L, out, c0):  # pragma: no cover - compiled; the default 16 shards, as tree_expression(0, 16) writes it
-    g, w = L.shape[1], L.shape[2]
-    for r in range(g):
-        row = out[r, c0 : c0 + w]
-        for c in range(w):
-            row[c] = (
-                ((L[0, r, c] + L[1, r, c]) + (L[2, r, c] + L[3, r, c]))
-                + ((L[4, r, c] + L[5, r, c]) + (L[6, r, c] + L[7, r, c]))
-            ) + (
-                ((L[8, r, c] + L[9, r, c]) + (L[10, r, c] + L[11, r, c]))
-                + ((L[12, r, c] + L[13, r, c]) + (L[14, r, c] + L[15, r, c]))
-            )
+    n_tiles, g, w = L.shape[1], L.shape[2], L.shape[3]
+    for t in range(n_tiles):
+        for r in range(g):
+            row = out[r, c0 + t * w : c0 + (t + 1) * w]
+            for c in range(w):
+                row[c] = (
+                    ((L[0, t, r, c] + L[1, t, r, c]) + (L[2, t, r, c] + L[3, t, r, c]))
+                    + ((L[4, t, r, c] + L[5, t, r, c]) + (L[6, t, r, c] + L[7, t, r, c]))
+                ) + (
+                    ((L[8, t, r, c] + L[9, t, r, c]) + (L[10, t, r, c] + L[11, t, r, c]))
+                    + ((L[12, t, r, c] + L[13, t, r, c]) + (L[14, t, r, c] + L[15, t, r, c]))
+                )
 
 
 @functools.cache
@@ -66,11 +67,12 @@ def _kernel(n: int):
         return compile_nogil(_add_16)
     src = (
         "def add_tree(L, out, c0):\n"
-        "    g, w = L.shape[1], L.shape[2]\n"
-        "    for r in range(g):\n"
-        "        row = out[r, c0 : c0 + w]\n"  # written through a row view: 3x faster than out[r, c0 + c]
-        "        for c in range(w):\n"
-        f"            row[c] = {tree_expression(0, n)}\n"
+        "    n_tiles, g, w = L.shape[1], L.shape[2], L.shape[3]\n"
+        "    for t in range(n_tiles):\n"
+        "        for r in range(g):\n"
+        "            row = out[r, c0 + t * w : c0 + (t + 1) * w]\n"  # a row view: 3x faster than out[r, c0 + c]
+        "            for c in range(w):\n"
+        f"                row[c] = {tree_expression(0, n)}\n"
     )
     namespace: dict = {}
     exec(compile(src, f"<shard tree over {n} leaves>", "exec"), namespace)  # our own source (tree_expression)
@@ -94,16 +96,21 @@ def warm(n: int) -> None:
 def tree_add(leaves: NDArray[np.float32], out: NDArray[np.float32], c0: int) -> None:
     """``out[:, c0:c0+w] = node(0, n)`` of the shard tree over ``leaves`` (n, g, w), without the GIL.
 
-    ``leaves`` is C-contiguous float32 with ``n >= 2``; ``out`` (g, ≥ c0 + w) is C-contiguous float32. Raises
-    RuntimeError when numba is missing (check :func:`available` first).
+    ``leaves`` may also hold a run of T consecutive tiles of width w, shape (n, T, g, w): tile t is written to
+    ``out[:, c0 + t·w : c0 + (t + 1)·w]``, each entry by the same additions as a one-tile call (one call instead
+    of T: on 16 threads a call per tile made the GIL the Gram sums' bottleneck). ``leaves`` is C-contiguous
+    float32 with ``n >= 2``; ``out`` (g, ≥ c0 + T·w) is C-contiguous float32. Raises RuntimeError when numba is
+    missing (check :func:`available` first).
     """
     if numba_module() is None:
         raise RuntimeError("numba is not available")
-    n, g, w = leaves.shape
+    if leaves.ndim == 3:
+        leaves = leaves[:, None]
+    n, n_tiles, g, w = leaves.shape
     if not (leaves.dtype == out.dtype == np.float32 and leaves.flags.c_contiguous and out.flags.c_contiguous):
         raise ValueError("tree_add takes C-contiguous float32 arrays")
-    if out.shape[0] != g or c0 < 0 or c0 + w > out.shape[1]:
-        raise ValueError(f"the tile's columns [{c0}, {c0 + w}) do not fit an output of shape {out.shape}")
+    if out.shape[0] != g or c0 < 0 or c0 + n_tiles * w > out.shape[1]:
+        raise ValueError(f"the tiles' columns [{c0}, {c0 + n_tiles * w}) do not fit an output of shape {out.shape}")
     if n < 2:
         raise ValueError(f"the tree needs at least 2 leaves; got {n}")
     with _LOCK:  # two threads asking for a new tree size compile it once
