@@ -210,9 +210,9 @@ class _LogisticSession(_LinearSession):
         self.present[rows] = False
         super().forget(rows)
 
-    def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
+    def _preconditioner(self, n_rows: int, total: NDArray[np.float64] | None = None) -> NDArray[np.float32] | None:
         if self.solver != "logistic":
-            return super()._preconditioner(n_rows)
+            return super()._preconditioner(n_rows, total)
         if self._precond_cache is None or self._precond_cache[0] != n_rows:
             self._precond_cache = (n_rows, self.preconditioner_from_total(self._total(), n_rows))
         return self._precond_cache[1]

@@ -332,13 +332,20 @@ class _LinearSession(ShardedGrams):
             return "exact", 1
         return "blocks", rows
 
-    def _preconditioner(self, n_rows: int) -> NDArray[np.float32] | None:
-        """The PCG preconditioner of this round (see :func:`ridge_preconditioner`), cached per round."""
+    def _needs_preconditioner(self, n_rows: int) -> bool:
+        """True when this round's preconditioner is still to be computed."""
+        return self.family.iterative and (self._precond_cache is None or self._precond_cache[0] != n_rows)
+
+    def _preconditioner(self, n_rows: int, total: NDArray[np.float64] | None = None) -> NDArray[np.float32] | None:
+        """The PCG preconditioner of this round (see :func:`ridge_preconditioner`), cached per round.
+
+        ``total``: the current set's Gram matrix when the caller has it (:meth:`_total` otherwise).
+        """
         if not self.family.iterative:
             return None
         if self._precond_cache is not None and self._precond_cache[0] == n_rows:
             return self._precond_cache[1]
-        M_inv = self.preconditioner_from_total(self._total(), n_rows)
+        M_inv = self.preconditioner_from_total(self._total() if total is None else total, n_rows)
         self._precond_cache = (n_rows, M_inv)
         return M_inv
 
@@ -391,8 +398,10 @@ class _LinearSession(ShardedGrams):
             warmed = background(self._warm_kernels)  # beside the shards' Gram matrices, on the run's pool
             self.prepare()
             warmed()
-        # the round's preconditioner (one LAPACK factorisation) runs beside the Gram sums' tiles
-        precond_of = background(lambda: self._preconditioner(len(rows)) if self.mode == "blocks" else None)
+        # the round's preconditioner (LAPACK factorisations) runs beside the Gram sums' tiles; the shards' totals
+        # it starts from are added first, in pieces on the pool
+        total = self._total() if self.mode == "blocks" and self._needs_preconditioner(len(rows)) else None
+        precond_of = background(lambda: self._preconditioner(len(rows), total) if self.mode == "blocks" else None)
         step = self.fit_group
         groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
         root = (0, self.n_shards)
