@@ -104,7 +104,7 @@ def main() -> None:
             for name in args.only.split(","):
                 out = work / f"removed_{name}_{threads}.npy"
                 rec = run(roots[name], args.shape, threads, x, y, out)
-                removed = np.load(out) > 0
+                removed = np.load(out) >= 0  # removed_round: the round a row left in (from 0), -1 if kept
                 ref = removed if ref is None else ref
                 union = (removed | ref).sum()
                 rec.update(
