@@ -31,7 +31,7 @@ def test_cpu_mode(tmp_path):
 
 def test_gpu_mode_on_torch_cpu(tmp_path):
     pytest.importorskip("torch")
-    records = _run(tmp_path, "--gpu", "--device", "torch:cpu", "--profile", "--phases")
+    records = _run(tmp_path, "--gpu", "--device", "torch:cpu", "--profile", "--phases", "--cpu-repeat", "2")
     sections = {r["section"]: r for r in records}
     assert not [r for r in records if "error" in r], records
     assert {"c_fp32_1", "c_fp32_2", "c_fp32_3", "c_tf32_1", "imagenet_tf32", "c_cpu_all_cores"} <= set(sections)
@@ -41,6 +41,7 @@ def test_gpu_mode_on_torch_cpu(tmp_path):
     assert imagenet["projection_full_imagenet_s"] > 0 and len(imagenet["per_round_s"]) == 2
     # every fit is forced to the projection's 20 iterations, and the objective evaluations are counted
     assert imagenet["lbfgs_iterations"] == [20, 20] and min(imagenet["objective_evaluations"]) >= 21
+    assert [r["run"] for r in records if r["section"] == "c_cpu_all_cores"] == [1, 2]
     phases = sections["c_cpu_all_cores"]["phases"]
     assert phases["scoring"] > 0 and phases["driving_thread_busy"] > 0
 
