@@ -336,3 +336,31 @@ def test_a_run_hashes_its_data_beside_its_rounds(monkeypatch):
     gate.set()
     res = execute_run(run)
     assert res.provenance["x_sha256"] == hash_array(X) == _hash_before(X)
+
+
+def test_solve_ridge_takes_the_preconditioner_or_a_function_that_gives_it_once_the_systems_are_built():
+    """The pieces of a fit build their systems before waiting for the round's preconditioner: same answer."""
+    from aflite_core.engine.ridge_solve import solve_ridge
+
+    rng = np.random.default_rng(3)
+    d, C, g = 12, 3, 4
+    Z = rng.standard_normal((g, 200, d + 1 + C)).astype(np.float32)
+    Z[:, :, d] = 1.0
+    Z[:, :, d + 1 :] = np.eye(C, dtype=np.float32)[rng.integers(0, C, (g, 200))]
+    P = np.einsum("gti,gtj->gij", Z, Z).astype(np.float32)
+    M_inv = np.linalg.inv(P[:, :d, :d].mean(axis=0).astype(np.float64) + np.eye(d)).astype(np.float32)
+    calls = []
+
+    def later():
+        calls.append(1)
+        return M_inv
+
+    w0, b0 = solve_ridge(P.copy(), d, C, 1e-3, M_inv)
+    w1, b1 = solve_ridge(P.copy(), d, C, 1e-3, later)
+    assert calls == [1]
+    np.testing.assert_array_equal(w1, w0)
+    np.testing.assert_array_equal(b1, b0)
+    w2, b2 = solve_ridge(P.copy(), d, C, 1e-3, lambda: None)  # no preconditioner: direct solves, as with None
+    w3, b3 = solve_ridge(P.copy(), d, C, 1e-3, None)
+    np.testing.assert_array_equal(w2, w3)
+    np.testing.assert_array_equal(b2, b3)

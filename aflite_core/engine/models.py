@@ -408,7 +408,6 @@ class _LinearSession(ShardedGrams):
         packed = None
         if self.mode == "blocks" and 4 * len(parts) * self.packed_size <= ALL_PARTITIONS_BYTES:
             packed = self.node_grams(root, plan.membership[parts], reuse=True)  # solved below, in this fit
-        precond = precond_of()
         if packed is not None:  # every Gram matrix is summed: solve them in pieces, on every core
             step = int(max(1, min(step, SOLVE_PIECE_BYTES // (4 * self.D * self.D))))
             groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
@@ -422,7 +421,9 @@ class _LinearSession(ShardedGrams):
                 P = self.unpack_grams(packed[u * step : u * step + len(group)])
             else:
                 P = self.unpack_grams(self.node_grams(root, plan.membership[group]))
-            return self.solve_grams(P, precond)
+            # the systems are built (unfolded, centred) before the preconditioner is waited for: at 16 threads its
+            # serial LAPACK calls outlast the Gram sums, and the pieces' first steps fill that wait
+            return self.solve_grams(P, precond_of)
 
         solved = map_ordered(
             solve, range(len(groups)), report=lambda u, _: report_step(self, "fit", u * step, len(parts))
@@ -438,8 +439,11 @@ class _LinearSession(ShardedGrams):
         if gram_unfold.available():
             gram_unfold.unfold(np.zeros((1, 3, 1), dtype=np.float32), 2)
 
-    def solve_grams(self, P: NDArray[np.float32], precond: NDArray[np.float32] | None):
-        """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten)."""
+    def solve_grams(self, P: NDArray[np.float32], precond):
+        """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten).
+
+        ``precond``: the round's preconditioner, or a function giving it (see :func:`.ridge_solve.solve_ridge`).
+        """
         Wg, bg = solve_ridge(P, self.d, self.n_classes, self.family.alpha, precond)  # (g, d, C), (g, C) float64
         Wdiff = Wg[:, :, 1:] - Wg[:, :, :1]
         bdiff = bg[:, 1:] - bg[:, :1] - np.einsum("d,gdc->gc", self.mu.astype(np.float64), Wdiff)

@@ -113,13 +113,17 @@ def _pcg_batch(A, rhs, M_inv, tol, max_iter):
     return x.astype(np.float64), ~active.any(axis=1)
 
 
-def solve_ridge(P: NDArray[np.float32], d: int, C: int, alpha: float, precond: NDArray[np.float32] | None = None):
+def solve_ridge(P: NDArray[np.float32], d: int, C: int, alpha: float, precond=None):
     """Ridge weights (g, d, C) and intercepts (g, C) from augmented Gram matrices ``P`` (g, D, D; overwritten).
 
     With a preconditioner factor, systems are solved by batched conjugate gradients (float32) and any that
     do not converge fall back to a direct Cholesky solve in float64; without one, all are solved directly.
+    ``precond`` may also be a function giving it (or None): it is called once the systems are built, so a thread
+    builds them while another still computes the preconditioner.
     """
     A, rhs, s, n, ysum = ridge_system(P, d, alpha)
+    if callable(precond):
+        precond = precond()
     if precond is not None:
         w, ok = pcg_solve(A, rhs, precond)
         if not ok.all():
