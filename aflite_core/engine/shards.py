@@ -74,7 +74,8 @@ TILE_COLUMNS = 768
 #: and adds in one call each (:func:`aflite_core.engine.tree_add.tree_add` takes runs): the same products and
 #: additions as tile by tile, in 2 calls per run instead of 2 per tile. On 16 threads at the SNLI shape the
 #: ~4,100 calls per round made the GIL the Gram sums' bottleneck (8.1 s of a 30.5 s run, against 14.8 s on one
-#: thread); on one thread runs of up to 16 tiles cost ~2 % (measured on the 2-core VM)
+#: thread); on one thread the Gram sums of runs of 1-32 tiles took the same time within ±5 % (the 2-core VM, a
+#: micro-benchmark at the SNLI shape; 14.8 s in a whole (c) run before and after)
 RUN_BYTES = 2**23
 #: rows of the shards' float64 totals added at once (:meth:`ShardedGrams.node_total`)
 TOTAL_ROWS = 32
