@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -439,7 +439,9 @@ class _LinearSession(ShardedGrams):
         if gram_unfold.available():
             gram_unfold.unfold(np.zeros((1, 3, 1), dtype=np.float32), 2)
 
-    def solve_grams(self, P: NDArray[np.float32], precond):
+    def solve_grams(
+        self, P: NDArray[np.float32], precond: NDArray[np.float32] | Callable[[], NDArray[np.float32] | None] | None
+    ):
         """Weights (d, C-1, g) and biases (C-1, g) of g partitions from their Gram matrices ``P`` (overwritten).
 
         ``precond``: the round's preconditioner, or a function giving it (see :func:`.ridge_solve.solve_ridge`).

@@ -8,6 +8,8 @@ in float32 (:func:`pcg_solve`) with a direct float64 Cholesky fallback (:func:`d
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -113,7 +115,13 @@ def _pcg_batch(A, rhs, M_inv, tol, max_iter):
     return x.astype(np.float64), ~active.any(axis=1)
 
 
-def solve_ridge(P: NDArray[np.float32], d: int, C: int, alpha: float, precond=None):
+def solve_ridge(
+    P: NDArray[np.float32],
+    d: int,
+    C: int,
+    alpha: float,
+    precond: NDArray[np.float32] | Callable[[], NDArray[np.float32] | None] | None = None,
+):
     """Ridge weights (g, d, C) and intercepts (g, C) from augmented Gram matrices ``P`` (g, D, D; overwritten).
 
     With a preconditioner factor, systems are solved by batched conjugate gradients (float32) and any that

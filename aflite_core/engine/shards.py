@@ -268,12 +268,16 @@ _GRAMS = threading.local()
 _LEAVES = threading.local()
 
 
-def _leaf_space(size: int) -> NDArray[np.float32]:
-    """A float32 buffer of at least ``size`` entries kept per thread (fresh megabytes every call page-fault)."""
-    buf = getattr(_LEAVES, "buf", None)
-    if buf is None or buf.size < size:
-        buf = _LEAVES.buf = np.empty(size, dtype=np.float32)
-    return buf
+def _kept(store: threading.local, size: int, dtype=np.float32) -> NDArray:
+    """The first ``size`` entries of a flat buffer ``store`` keeps for this thread (grown when too small).
+
+    Valid until this thread's next call with the same ``store``: fresh arrays of megabytes every call cost page
+    faults (the round's Gram sums, the unfolded matrices, the shard products of a run of tiles).
+    """
+    buf = getattr(store, "buf", None)
+    if buf is None or buf.size < size or buf.dtype != dtype:
+        buf = store.buf = np.empty(size, dtype=dtype)
+    return buf[:size]
 
 
 @dataclass
@@ -458,10 +462,7 @@ class ShardedGrams:
             flats.append(sh.stack.reshape(b1 - b0, -1))
         size = flats[0].shape[1]
         if reuse:
-            buf = getattr(_GRAMS, "buf", None)
-            if buf is None or buf.size < g * size:
-                buf = _GRAMS.buf = np.empty(g * size, dtype=np.float32)
-            out = buf[: g * size].reshape(g, size)
+            out = _kept(_GRAMS, g * size).reshape(g, size)
         else:
             out = np.empty((g, size), dtype=np.float32)
         n = hi - lo
@@ -499,7 +500,7 @@ class ShardedGrams:
                     buf = space[: levels * g * (c1 - c0)].reshape(levels, g, c1 - c0)
                     _tree_tile(parts, [f[:, c0:c1] for f in flats], buf, 0, n, 0, out[:, c0:c1])
                 return
-            space = _leaf_space(levels * g * width * longest)
+            space = _kept(_LEAVES, levels * g * width * longest)
             for c0, n_tiles, w in runs(todo):
                 # the n products of each tile of the run, then one GIL-free call for the additions (same bits)
                 buf = space[: n * n_tiles * g * w].reshape(n, n_tiles, g, w)
@@ -521,11 +522,8 @@ class ShardedGrams:
         Written into a buffer kept per thread: valid until this thread's next call (the fits solve them at once).
         """
         g, D = len(packed), self.D
-        buf = getattr(_UNPACKED, "buf", None)
-        if buf is None or buf.size < g * D * D or buf.dtype != packed.dtype:
-            # kept per thread: a fresh (g, D, D) array every group cost page faults (~60 MB at the SNLI shape)
-            buf = _UNPACKED.buf = np.empty(g * D * D, dtype=packed.dtype)
-        return unfold_grams(packed, D, buf[: g * D * D].reshape(g, D, D))
+        # kept per thread: a fresh (g, D, D) array every group cost page faults (~60 MB at the SNLI shape)
+        return unfold_grams(packed, D, _kept(_UNPACKED, g * D * D, packed.dtype).reshape(g, D, D))
 
     def node_total(self, node: tuple[int, int]) -> NDArray[np.float64]:
         """Gram matrix of the current rows of the shards of ``node`` (float64, summed along the shard tree).
