@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -364,3 +365,26 @@ def test_solve_ridge_takes_the_preconditioner_or_a_function_that_gives_it_once_t
     w3, b3 = solve_ridge(P.copy(), d, C, 1e-3, None)
     np.testing.assert_array_equal(w2, w3)
     np.testing.assert_array_equal(b2, b3)
+
+
+@given(n_rows=st.integers(1, 200), d=st.integers(1, 70), seed=st.integers(0, 2**16))
+def test_compiled_gather_copies_the_rows(n_rows, d, seed):
+    """The prefetching compiled gather (numba ships with the app) is the one used, and it copies X[rows] exactly."""
+    assert models._compiled_gather() is not None
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((300, d)).astype(np.float32)
+    rows = rng.integers(0, 300, n_rows)  # repeats, any order
+    out = np.full((n_rows, d), np.nan, dtype=np.float32)
+    models._compiled_gather()(X, rows, out)
+    assert np.array_equal(out, X[rows])
+
+
+def test_gather_rows_out_of_range_or_memory_mapped(tmp_path):
+    """Indices the kernel must not read (negative: numpy wraps them) go to np.take; a memory-mapped X is copied too."""
+    X = np.arange(40, dtype=np.float32).reshape(10, 4)
+    assert np.array_equal(gather_rows(X, np.array([-1, 0])), X[[-1, 0]])
+    with pytest.raises(IndexError):
+        gather_rows(X, np.array([3, 10]))
+    np.save(tmp_path / "x.npy", X)
+    mapped = np.load(tmp_path / "x.npy", mmap_mode="r")
+    assert np.array_equal(gather_rows(mapped, np.array([9, 2, 2])), X[[9, 2, 2]])

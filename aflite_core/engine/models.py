@@ -31,6 +31,7 @@ is :class:`aflite_core.engine.sklearn_family.SklearnFamily`.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from numpy.typing import NDArray
 
 from . import gram_unfold, piece_counts, tree_add
 from ._blas import lower_inverse
+from ._jit import numba_module
 from ._parallel import background, map_ordered
 from .partitions import (
     PREDICT_CHUNK_BYTES,
@@ -217,11 +219,31 @@ GATHER_BUFFER_BYTES = 64 * 2**20
 _GATHER = threading.local()
 
 
+@functools.cache
+def _compiled_gather() -> Callable | None:
+    """The compiled, prefetching row gather (:mod:`._prefetch_kernels`), or None without numba (or if it fails)."""
+    if numba_module() is None:
+        return None
+    try:
+        from ._prefetch_kernels import gather
+
+        probe = np.arange(6, dtype=np.float32).reshape(3, 2)
+        out = np.empty((2, 2), dtype=np.float32)
+        gather(probe, np.array([2, 0], dtype=np.intp), out)  # compiled (or loaded from numba's cache) here
+        return gather if np.array_equal(out, probe[[2, 0]]) else None
+    except Exception:  # pragma: no cover - an LLVM without the prefetch intrinsic: numpy's take instead
+        return None
+
+
 def gather_rows(X: NDArray, rows: NDArray[np.intp]) -> NDArray:
     """``X[rows]``, copied into this thread's reusable buffer (valid until the thread's next call).
 
-    A fresh array per block costs page faults on every call (about half the gather's time at the mid shape);
-    ``np.take`` into the kept buffer copies the same values. Larger gathers get a fresh array.
+    A fresh array per block costs page faults on every call (about half the gather's time at the mid shape).
+    Rows of an in-memory C-ordered X are copied by a compiled loop that asks for the cache lines of the rows
+    a few places ahead: a block's rows are scattered over X, and each 4 KB row (d = 1,024) is a new page the
+    hardware prefetchers do not enter. At the SNLI shape on the 2-core VM a round's 400 blocks took 0.38 s
+    this way against 0.66-0.71 s with ``np.take`` (0.46 s for the loop without the prefetches; a sequential copy
+    of X takes 0.20 s). Values are copied, so the result is ``X[rows]``. Larger gathers get a fresh array.
     """
     n, d = len(rows), X.shape[1]
     if n * d * X.dtype.itemsize > GATHER_BUFFER_BYTES:
@@ -231,7 +253,11 @@ def gather_rows(X: NDArray, rows: NDArray[np.intp]) -> NDArray:
         size = n * d if buf is None or buf.dtype != X.dtype else max(n * d, 2 * buf.size)
         buf = _GATHER.buf = np.empty(min(size, GATHER_BUFFER_BYTES // X.dtype.itemsize), dtype=X.dtype)
     out = buf[: n * d].reshape(n, d)
-    np.take(X, rows, axis=0, out=out)
+    fast = _compiled_gather() if n and isinstance(X, np.ndarray) and X.ndim == 2 and X.flags.c_contiguous else None
+    if fast is not None and rows.dtype == np.intp and 0 <= rows.min() and rows.max() < X.shape[0]:
+        fast(np.asarray(X), rows, out)
+    else:
+        np.take(X, rows, axis=0, out=out)
     return out
 
 
@@ -438,6 +464,7 @@ class _LinearSession(ShardedGrams):
         piece_counts.warm(self.n_classes, self.codes)
         if gram_unfold.available():
             gram_unfold.unfold(np.zeros((1, 3, 1), dtype=np.float32), 2)
+        _compiled_gather()
 
     def solve_grams(
         self, P: NDArray[np.float32], precond: NDArray[np.float32] | Callable[[], NDArray[np.float32] | None] | None
