@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from aflite_core import aflite
 from aflite_core.data.planted_bias import make_planted_bias
-from aflite_core.engine import shards, tree_add
+from aflite_core.engine import member_sums, tree_add
 from aflite_core.engine.models import LinearFamily, tree_sum
 
 pytestmark = pytest.mark.skipif(not tree_add.available(), reason="numba is a dependency (umap-learn)")
@@ -117,62 +117,25 @@ def data():
 
 
 def test_runs_are_the_same_with_and_without_the_compiled_additions(data, monkeypatch):
-    """16 shards of equal block counts: one batched product and one compiled call per tile, or numpy's tree."""
-    calls = {"tree_add": 0, "base": 0}
-    real_add, real_base = tree_add.tree_add, shards.ShardedGrams._stack_base
+    """Member blocks added (one array of stacks), products + compiled tree, or numpy's tree: the same runs."""
+    calls = {"tree_add": 0, "sums": 0}
+    real_add, real_sums = tree_add.tree_add, member_sums.sums
 
     def counting_add(*a, **k):
         calls["tree_add"] += 1
         return real_add(*a, **k)
 
-    def counting_base(self, todo):
-        base = real_base(self, todo)
-        calls["base"] += base is not None
-        return base
+    def counting_sums(*a, **k):
+        calls["sums"] += 1
+        return real_sums(*a, **k)
 
     monkeypatch.setattr(tree_add, "tree_add", counting_add)
-    monkeypatch.setattr(shards.ShardedGrams, "_stack_base", counting_base)
+    monkeypatch.setattr(member_sums, "sums", counting_sums)
+    added = _run(*data)
+    assert calls["sums"] > 0 and calls["tree_add"] == 0  # the member blocks' sums ran
+    monkeypatch.setattr(member_sums, "available", lambda: False)
     compiled = _run(*data)
-    assert calls["tree_add"] > 0 and calls["base"] == 1  # the batched, compiled path ran
+    assert calls["tree_add"] > 0  # the products and the compiled tree ran
+    _same(added, compiled)
     monkeypatch.setattr(tree_add, "available", lambda: False)
-    _same(compiled, _run(*data))
-
-
-def test_unequal_shards_use_one_product_per_shard_and_give_the_same_bits(data, monkeypatch):
-    """7 shards over the blocks cannot hold equal block counts: the stacks stay apart, products one by one."""
-    X, y = data
-    with_kernel = _run(X, y, shards=7)
-    with_kernel_2 = _run(X, y, n_threads=2, shards=7)
-    monkeypatch.setattr(tree_add, "available", lambda: False)
-    _same(with_kernel, _run(X, y, shards=7))
-    _same(with_kernel, with_kernel_2)
-
-
-def test_the_stack_base_is_used_only_when_every_shard_holds_as_many_blocks(data):
-    X, y = data
-    codes = np.unique(y, return_inverse=True)[1]
-    rng = np.random.default_rng(0)
-    session = LinearFamily().session(X, codes, 3, train_size=1_600, n_partitions=64, rng=rng)
-    counts = np.diff(session.shard_block_bounds)
-    base = session._stack_base(list(range(session.n_shards)))
-    assert (base is not None) == bool(np.all(counts == counts[0]) and session.n_shards > 1)
-    assert session._stack_base(list(range(session.n_shards - 1))) is None  # some shards built elsewhere
-
-
-def test_kernels_compile_uncached_where_numba_cannot_write_its_cache(monkeypatch):
-    """A read-only install and home: numba refuses cache=True, and the kernel is compiled for this process."""
-    from aflite_core.engine import _jit
-
-    calls = []
-
-    class FakeNumba:
-        @staticmethod
-        def njit(**options):
-            calls.append(options)
-            if options.get("cache"):
-                raise RuntimeError("cannot cache function: no locator available")
-            return lambda fn: ("compiled", fn)
-
-    monkeypatch.setattr(_jit, "numba_module", lambda: FakeNumba)
-    assert _jit.compile_nogil(len) == ("compiled", len)
-    assert calls == [{"nogil": True, "cache": True}, {"nogil": True}]
+    _same(added, _run(*data))

@@ -18,9 +18,12 @@ How that fixed arithmetic is carried out cheaply:
   BLAS calls (two ``?syrk`` and one ``?gemm`` with ``beta=1``): each value is the stored value minus the same
   sequential sum of products a single ``?syrk`` over the square forms (the products commute), for the
   segment lengths the fused calls are used for;
-* **one pass over the stack**: the partial products of all the round's partitions are one matrix product per
-  shard and column tile (a product's entries do not depend on how many rows or columns it has), tiles wide
-  enough that a handful of calls cover the stack, and the tree is added in place tile by tile;
+* **one pass over the stack**: where the shards' stacks are views of one array (a run's own process), each
+  partition's shard sums add only its member blocks, and the tree after them, in one compiled pass
+  (:mod:`aflite_core.engine.member_sums`: the bits of the 0/1 matrix products, with 8 % of their arithmetic at
+  the SNLI shape). Elsewhere (a cluster worker's shards) the partial products of all the round's partitions are
+  one matrix product per shard and column tile (a product's entries do not depend on how many rows or columns it
+  has), tiles wide enough that a handful of calls cover the stack, and the tree is added in place tile by tile;
 * **threads**: column tiles, shards and removals are independent, so they are spread over the run's thread
   pool (:mod:`aflite_core.engine._parallel`) and written to fixed places.
 """
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from . import gram_unfold, tree_add
+from . import gram_unfold, member_sums, tree_add
 from ._blas import sgemm_nt_into, ssyrk_into
 from ._parallel import map_ordered, n_workers, split
 
@@ -445,14 +448,29 @@ class ShardedGrams:
         """Partial Gram matrices of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
 
         Returns them folded (:func:`fold_grams`), shape (g, (2k+1)·k) (:func:`unfold_grams` gives the matrices).
-        One matrix product per shard and column tile, added along the shard tree: the value of the tree node
-        ``node``, bit for bit whichever process computes it (all its shards must be built and up to date).
+        Each shard's partial sum added along the shard tree: the value of the tree node ``node``, bit for bit
+        whichever process computes it (all its shards must be built and up to date). The partial sums are the
+        member blocks added in order (:mod:`.member_sums`) where the shards' stacks are views of one array, else one
+        matrix product per shard and column tile (the same bits).
         Column tiles run on the run's thread pool. ``reuse=True`` writes them into a buffer kept per thread
         (valid until this thread's next such call: a round's fit, which solves them at once; a fresh array every
         round cost page faults, ~135 MB at the SNLI shape).
         """
         lo, hi = node
         g = member.shape[0]
+        size = self.packed_size
+        if reuse:
+            out = _kept(_GRAMS, g * size).reshape(g, size)
+        else:
+            out = np.empty((g, size), dtype=np.float32)
+        stack = self._node_stack(node)
+        if stack is not None:  # every shard's stack a consecutive view of one array: add the member blocks
+            first, last = self.shard_block_bounds[lo], self.shard_block_bounds[hi]
+            ptr, blocks = member_sums.member_lists(member[:, first:last], self.shard_block_bounds[lo : hi + 1] - first)
+            step = member_sums.CHUNK * max(1, -(-size // (member_sums.CHUNK * 4 * n_workers())))
+            cuts = list(range(0, size, step))
+            map_ordered(lambda c0: member_sums.sums(stack, ptr, blocks, out, c0, min(c0 + step, size)), cuts)
+            return out
         A = member.astype(np.float32)
         parts, flats = [], []
         for s in range(lo, hi):
@@ -460,19 +478,8 @@ class ShardedGrams:
             b0, b1 = sh.blocks
             parts.append(np.ascontiguousarray(A[:, b0:b1]))
             flats.append(sh.stack.reshape(b1 - b0, -1))
-        size = flats[0].shape[1]
-        if reuse:
-            out = _kept(_GRAMS, g * size).reshape(g, size)
-        else:
-            out = np.empty((g, size), dtype=np.float32)
         n = hi - lo
         compiled = n >= 2 and tree_add.available()
-        # the shards' stacks as consecutive views of one array (prepare): a tile's n products are one call
-        base = self.shards[lo].stack.base
-        batched = compiled and all(self.shards[s].stack.base is base for s in range(lo, hi)) and base is not None
-        if batched:
-            stacked = base.reshape(base.shape[0], base.shape[1], -1)[lo:hi]  # (n, blocks, size) view
-            A4 = np.stack(parts)[:, None]  # (n, 1, g, blocks): one product per shard and tile of a run
         # the compiled additions keep every shard's product of a tile (n leaves); numpy's keep one per level
         levels = n if compiled else _tree_depth(n) + 1
         budget = LEAF_BYTES if compiled else TILE_BYTES
@@ -504,13 +511,9 @@ class ShardedGrams:
             for c0, n_tiles, w in runs(todo):
                 # the n products of each tile of the run, then one GIL-free call for the additions (same bits)
                 buf = space[: n * n_tiles * g * w].reshape(n, n_tiles, g, w)
-                if batched:  # numpy multiplies the n · T pairs with the same sgemm calls as tile by tile
-                    span = stacked[:, :, c0 : c0 + n_tiles * w]
-                    np.matmul(A4, span.reshape(n, span.shape[1], n_tiles, w).transpose(0, 2, 1, 3), out=buf)
-                else:
-                    for s in range(n):
-                        span = flats[s][:, c0 : c0 + n_tiles * w]
-                        np.matmul(parts[s], span.reshape(span.shape[0], n_tiles, w).transpose(1, 0, 2), out=buf[s])
+                for s in range(n):  # numpy multiplies the T tiles with the same sgemm calls as tile by tile
+                    span = flats[s][:, c0 : c0 + n_tiles * w]
+                    np.matmul(parts[s], span.reshape(span.shape[0], n_tiles, w).transpose(1, 0, 2), out=buf[s])
                 tree_add.tree_add(buf, out, c0)
 
         map_ordered(run, split(len(tiles), 4 * n_workers()) if n_workers() > 1 else [range(len(tiles))])
@@ -553,23 +556,41 @@ class ShardedGrams:
         if self.uses_stack or self.uses_total:
             todo = [s for s in range(self.n_shards) if s not in self.shards]
             base = self._stack_base(todo)
-            build = self._new_shard if base is None else (lambda s: self._new_shard(s, base[s]))
+            bounds = self.shard_block_bounds
+            build = self._new_shard if base is None else (lambda s: self._new_shard(s, base[bounds[s] : bounds[s + 1]]))
             for s, sh in zip(todo, map_ordered(build, todo)):
                 self.shards[s] = sh
 
     def _stack_base(self, todo: list[int]) -> NDArray[np.float32] | None:
-        """One array (shards, blocks, 2k+1, k) for all the shards' stacks, or None.
+        """One array (blocks, 2k+1, k) for all the shards' stacks, or None.
 
-        Only where every shard is built here at once and holds as many blocks: the shards' stacks are then its
-        consecutive views, and :meth:`node_grams` multiplies a column tile of all of them in one call.
+        Only where every shard is built here at once: the shards' stacks are then its consecutive views, and
+        :meth:`node_grams` adds the member blocks of any node in one compiled pass (:mod:`.member_sums`).
         """
-        if not self.uses_stack or len(todo) != self.n_shards or self.n_shards < 2:
-            return None
-        counts = np.diff(self.shard_block_bounds)
-        if not np.all(counts == counts[0]):
+        if not self.uses_stack or len(todo) != self.n_shards or not member_sums.available():
             return None
         rows, k = folded_shape(self.D)
-        return np.empty((self.n_shards, int(counts[0]), rows, k), dtype=np.float32)
+        return np.empty((int(self.shard_block_bounds[-1]), rows, k), dtype=np.float32)
+
+    def _node_stack(self, node: tuple[int, int]) -> NDArray[np.float32] | None:
+        """The folded block Grams of the shards of ``node`` as one (blocks, (2k+1)·k) view, or None.
+
+        Only where those shards' stacks are consecutive views of one array (:meth:`prepare`) and numba is there.
+        """
+        lo, hi = node
+        first = self.shards[lo].stack
+        base = first.base
+        if base is None or not member_sums.available():
+            return None
+        row_bytes = first.strides[0]
+        start = self.shard_block_bounds[lo]
+        for s in range(lo, hi):
+            st = self.shards[s].stack
+            b0 = self.shard_block_bounds[s]
+            if st.base is not base or st.ctypes.data != base.ctypes.data + b0 * row_bytes or not st.flags.c_contiguous:
+                return None
+        stop = self.shard_block_bounds[hi]
+        return base.reshape(base.shape[0], -1)[start:stop]
 
     def _total(self) -> NDArray[np.float64]:
         if len(self.shards) < self.n_shards:
