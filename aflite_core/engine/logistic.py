@@ -262,7 +262,10 @@ class _LogisticSession(_LinearSession):
 
             sizes = plan.membership.sum(axis=1)
         longest = int(sizes.max())  # one padded length for the whole round: every batch computes alike
-        H_inv = self._preconditioner(len(current)) if precond is None else precond
+        if precond is None:
+            started = self._take_pending(len(current))  # by the last removals, on a pool of threads
+            precond = started() if started is not None else self._preconditioner(len(current))
+        H_inv = precond
         step = self.fit_group
         mu = self.mu.astype(np.float64)
         round_key = self._round_key(current, plan, H_inv)

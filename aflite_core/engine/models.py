@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from . import gram_unfold, piece_counts, tree_add
 from ._blas import lower_inverse
 from ._jit import numba_module
-from ._parallel import background, map_ordered
+from ._parallel import Deferred, background, map_ordered, n_workers
 from .partitions import (
     PREDICT_CHUNK_BYTES,
     PartitionPlan,
@@ -305,6 +305,8 @@ class _LinearSession(ShardedGrams):
         self.shards: dict[int, _Shard] = {}
         # (n_rows, preconditioner): the total Gram changes only in remove(), so the fits of one round share it
         self._precond_cache: tuple[int, NDArray[np.float32] | None] | None = None
+        #: (rows, result function) of a preconditioner started by the removals, for the next fit
+        self._precond_pending: tuple[int, Callable[[], NDArray[np.float32] | None]] | None = None
         if layout is not None:  # another process drew the blocks (a cluster worker): take them as they are
             self.mode, self.rows_per_block = layout["mode"], int(layout["rows_per_block"])
             self.mu = np.asarray(layout["mu"], dtype=np.float32) if layout.get("mu") is not None else _column_mean(X)
@@ -357,6 +359,20 @@ class _LinearSession(ShardedGrams):
         if t / rows < MIN_BLOCKS_PER_PARTITION or math.ceil(n / rows) >= t:
             return "exact", 1
         return "blocks", rows
+
+    def _take_pending(self, n_rows: int) -> Callable[[], NDArray[np.float32] | None] | None:
+        """The result function of the preconditioner the removals started for ``n_rows`` rows, or None.
+
+        Taken once; one started for another count is waited for and dropped (it must not write its cache entry
+        while a later removal changes the totals it reads).
+        """
+        pending, self._precond_pending = self._precond_pending, None
+        if pending is None:
+            return None
+        if pending[0] != n_rows:
+            pending[1]()
+            return None
+        return pending[1]
 
     def _needs_preconditioner(self, n_rows: int) -> bool:
         """True when this round's preconditioner is still to be computed."""
@@ -426,8 +442,10 @@ class _LinearSession(ShardedGrams):
             warmed()
         # the round's preconditioner (LAPACK factorisations) runs beside the Gram sums' tiles; the shards' totals
         # it starts from are added first, in pieces on the pool
-        total = self._total() if self.mode == "blocks" and self._needs_preconditioner(len(rows)) else None
-        precond_of = background(lambda: self._preconditioner(len(rows), total) if self.mode == "blocks" else None)
+        precond_of = self._take_pending(len(rows))  # started by the last removals (see remove), or None
+        if precond_of is None:
+            total = self._total() if self.mode == "blocks" and self._needs_preconditioner(len(rows)) else None
+            precond_of = background(lambda: self._preconditioner(len(rows), total) if self.mode == "blocks" else None)
         step = self.fit_group
         groups = [parts[g0 : g0 + step] for g0 in range(0, len(parts), step)]
         root = (0, self.n_shards)
@@ -517,5 +535,17 @@ class _LinearSession(ShardedGrams):
         self.forget(rows)
         if not self.shards:
             return
+        self._take_pending(-1)  # one never taken (a worker given its preconditioner) finishes before the totals change
         self._precond_cache = None
-        self.remove_from_shards(rows)
+        totals_done = None
+        if self.mode == "blocks" and n_workers() > 1 and len(self.shards) == self.n_shards:
+            n_next = int(self.block_sizes.sum())
+            if self._needs_preconditioner(n_next):
+
+                def totals_done() -> None:
+                    # the next round's preconditioner, from the downdated totals, in a thread of its own while the
+                    # pool downdates the blocks' Grams: at 16 threads its serial LAPACK chain (~75 ms a round) was
+                    # waited for by the solves; the same calls on the same totals, so the same bits
+                    self._precond_pending = (n_next, Deferred(lambda: self._preconditioner(n_next)).result)
+
+        self.remove_from_shards(rows, totals_done)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -397,52 +397,90 @@ class ShardedGrams:
             sh.total = out[0].astype(np.float64)
         return sh
 
-    def remove_from_shard(self, sh: _Shard, rows: NDArray[np.intp]) -> None:
-        """Subtract ``rows`` (all in shard ``sh``) from its Gram statistics and its current rows."""
+    def remove_from_shard(
+        self, sh: _Shard, rows: NDArray[np.intp], totals_done: Callable[[], None] | None = None
+    ) -> None:
+        """Subtract ``rows`` (all in shard ``sh``) from its Gram statistics and its current rows.
+
+        The shard's total is downdated before its blocks' Grams, and ``totals_done()`` (if given) is called in
+        between: the next round's preconditioner needs only the totals (:meth:`remove_from_shards`). The two are
+        separate arrays, so the order changes no value.
+        """
         sh.applied += 1
         if len(rows) == 0:
+            if totals_done is not None:
+                totals_done()
             return
         rows = np.asarray(rows, dtype=np.intp)
         sh.rows = sh.rows[~np.isin(sh.rows, rows, assume_unique=True)]
-        if sh.stack is not None:
-            lo, D = sh.blocks[0], self.D
-            k = sh.stack.shape[2]
-            blocks = self.block_of_row[rows]
-            order = np.lexsort((rows, blocks))  # by block, each block's rows sorted: few gathers for the shard
-            rows_sorted, blocks_sorted = rows[order], blocks[order]
-            cuts = np.r_[0, np.flatnonzero(np.diff(blocks_sorted)) + 1, len(rows)]
-            removed = np.zeros((D, D), dtype=np.float32)
-            step = max(1, GRAM_CHUNK_BYTES // (4 * D))  # rows gathered at once (whole blocks)
-            start = 0
-            while start < len(cuts) - 1:
-                end = start + 1
-                while end < len(cuts) - 1 and cuts[end + 1] - cuts[start] <= step:
-                    end += 1
-                Z = self._z(rows_sorted[cuts[start] : cuts[end]])
-                Z1 = np.ascontiguousarray(Z[:, :k])
-                Z2 = np.zeros((len(Z), k), dtype=np.float32)
-                Z2[:, : D - k] = Z[:, k:]
-                for a, b in zip(cuts[start:end] - cuts[start], cuts[start + 1 : end + 1] - cuts[start]):
-                    Zs, F = Z[a:b], sh.stack[blocks_sorted[cuts[start] + a] - lo]
-                    if b - a <= FUSED_ROWS:
-                        _fused_folded_downdate(Z1[a:b], Z2[a:b], F)
-                        _fused_downdate(Zs, removed, 1.0)
-                    else:
-                        ZtZ = Zs.T @ Zs
-                        F -= fold_grams(ZtZ[None])[0]
-                        removed += ZtZ
-                start = end
-            _mirror_upper(removed)
-            sh.total -= removed
-        elif sh.total is not None:
-            Z = self._z(np.sort(rows))
-            sh.total -= (Z.T @ Z).astype(np.float64)
+        if sh.stack is None:
+            if sh.total is not None:
+                Z = self._z(np.sort(rows))
+                sh.total -= (Z.T @ Z).astype(np.float64)
+            if totals_done is not None:
+                totals_done()
+            return
+        lo, D = sh.blocks[0], self.D
+        k = sh.stack.shape[2]
+        blocks = self.block_of_row[rows]
+        order = np.lexsort((rows, blocks))  # by block, each block's rows sorted: few gathers for the shard
+        rows_sorted, blocks_sorted = rows[order], blocks[order]
+        cuts = np.r_[0, np.flatnonzero(np.diff(blocks_sorted)) + 1, len(rows)]
+        removed = np.zeros((D, D), dtype=np.float32)
+        step = max(1, GRAM_CHUNK_BYTES // (4 * D))  # rows gathered at once (whole blocks)
+        chunks, start = [], 0
+        while start < len(cuts) - 1:
+            end = start + 1
+            while end < len(cuts) - 1 and cuts[end + 1] - cuts[start] <= step:
+                end += 1
+            Z = self._z(rows_sorted[cuts[start] : cuts[end]])
+            segments = list(zip(cuts[start:end] - cuts[start], cuts[start + 1 : end + 1] - cuts[start]))
+            long = {}  # segments too long for the fused calls: ZᵀZ formed once, for both updates
+            for a, b in segments:  # the removed rows' Gram matrix, segment by segment
+                if b - a <= FUSED_ROWS:
+                    _fused_downdate(Z[a:b], removed, 1.0)
+                else:
+                    long[a] = Z[a:b].T @ Z[a:b]
+                    removed += long[a]
+            chunks.append((Z, segments, long, cuts[start]))
+            start = end
+        _mirror_upper(removed)
+        sh.total -= removed
+        if totals_done is not None:
+            totals_done()
+        for Z, segments, long, first in chunks:  # then the blocks' folded Grams
+            Z1 = np.ascontiguousarray(Z[:, :k])
+            Z2 = np.zeros((len(Z), k), dtype=np.float32)
+            Z2[:, : D - k] = Z[:, k:]
+            for a, b in segments:
+                F = sh.stack[blocks_sorted[first + a] - lo]
+                if a in long:
+                    F -= fold_grams(long[a][None])[0]
+                else:
+                    _fused_folded_downdate(Z1[a:b], Z2[a:b], F)
 
-    def remove_from_shards(self, rows: NDArray[np.intp]) -> None:
-        """Subtract removed ``rows`` from every built shard (shards in parallel on the run's pool)."""
+    def remove_from_shards(self, rows: NDArray[np.intp], totals_done: Callable[[], None] | None = None) -> None:
+        """Subtract removed ``rows`` from every built shard (shards in parallel on the run's pool).
+
+        ``totals_done()``, if given, is called once every shard's total is downdated, while their blocks' Grams
+        may still be (from a pool thread: it must only start work, never wait for the pool).
+        """
         of = self.shard_of_row[rows]
         built = [self.shards[s] for s in range(self.n_shards) if s in self.shards]
-        map_ordered(lambda sh: self.remove_from_shard(sh, rows[of == sh.index]), built)
+        tick = None
+        if totals_done is not None:
+            left, lock = [len(built)], threading.Lock()
+
+            def tick() -> None:
+                with lock:
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    totals_done()
+
+            if not built:
+                totals_done()
+        map_ordered(lambda sh: self.remove_from_shard(sh, rows[of == sh.index], tick), built)
 
     def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_], reuse: bool = False) -> NDArray[np.float32]:
         """Partial Gram matrices of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
