@@ -388,3 +388,10 @@ def test_gather_rows_out_of_range_or_memory_mapped(tmp_path):
     np.save(tmp_path / "x.npy", X)
     mapped = np.load(tmp_path / "x.npy", mmap_mode="r")
     assert np.array_equal(gather_rows(mapped, np.array([9, 2, 2])), X[[9, 2, 2]])
+
+
+def test_ridge_system_centres_float32_grams_with_the_compiled_pass():
+    """numba ships with the app: float32 systems take the one-pass centring (whose bits the test above checks)."""
+    from aflite_core.engine import ridge_solve
+
+    assert ridge_solve._compiled_centring() is not None

@@ -8,10 +8,13 @@ in float32 (:func:`pcg_solve`) with a direct float64 Cholesky fallback (:func:`d
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
+
+from ._jit import compile_nogil, numba_module
 
 __all__ = ["PCG_CHUNK_BYTES", "direct_solve", "pcg_solve", "ridge_system", "solve_ridge"]
 
@@ -34,13 +37,42 @@ def ridge_system(P: NDArray, d: int, alpha: float):
     # type as they are written (``casting="unsafe"`` casts each float64 product as ``astype`` does): one pass.
     # The products are subtracted from whole rows of P, the columns past d subtracting exact zeros (x - 0 = x):
     # numpy subtracts contiguous rows about 1.3x faster than the strided d × d view
-    outer = np.zeros((d, P.shape[2]), dtype=P.dtype)
-    for i in range(len(A)):  # rank-one centring and the ridge, in place
-        np.multiply.outer(s[i], s_over_n[i], out=outer[:, :d], casting="unsafe")
-        P[i, :d] -= outer
+    centre = _compiled_centring() if P.dtype == np.float32 and P.flags.c_contiguous else None
+    if centre is not None:  # one pass over each matrix instead of three (the products written, read, subtracted)
+        centre(P, s, s_over_n, d)
+    else:
+        outer = np.zeros((d, P.shape[2]), dtype=P.dtype)
+        for i in range(len(A)):  # rank-one centring, in place
+            np.multiply.outer(s[i], s_over_n[i], out=outer[:, :d], casting="unsafe")
+            P[i, :d] -= outer
+    for i in range(len(A)):  # the ridge
         trace = float(np.trace(A[i], dtype=np.float64)) / d
         A[i, idx, idx] += alpha * (trace if trace > 0 else 1.0)
     return A, rhs, s, n, ysum
+
+
+def _centring(P, s, s_over_n, d):  # pragma: no cover - compiled
+    for i in range(P.shape[0]):
+        sn = s_over_n[i]
+        for r in range(d):
+            a = s[i, r]
+            row = P[i, r, :d]
+            for c in range(d):
+                row[c] = row[c] - np.float32(a * sn[c])  # the float64 product rounded to float32, then subtracted
+
+
+@functools.cache
+def _compiled_centring() -> Callable | None:
+    """:func:`ridge_system`'s rank-one centring of float32 Grams compiled with numba (None without numba).
+
+    ``P[i, r, c] -= float32(s[r] · (s/n)[c])`` for r, c < d: the float64 product rounded as numpy's unsafe cast
+    rounds it, then one float32 subtraction, as the numpy path computes it (``tests/test_engine_speed_helpers.py``
+    checks the bits). At the SNLI shape the numpy path wrote, read and subtracted a 4 MB matrix of products per
+    partition: 64 a round.
+    """
+    if numba_module() is None:
+        return None
+    return compile_nogil(_centring)
 
 
 def direct_solve(A: NDArray, rhs: NDArray) -> NDArray[np.float64]:
