@@ -269,6 +269,7 @@ def _fused_downdate(Z: NDArray[np.float32], C: NDArray[np.float32], sign: float)
 _UNPACKED = threading.local()
 _GRAMS = threading.local()
 _LEAVES = threading.local()
+_SQUARE = threading.local()
 
 
 def _kept(store: threading.local, size: int, dtype=np.float32) -> NDArray:
@@ -364,11 +365,20 @@ class ShardedGrams:
     ) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
         """Folded Gram matrices (len(groups), 2k+1, k) of the blocks' rows ``groups`` and their float64 sum.
 
-        ``out``, if given, receives the folded matrices (and is returned).
+        ``out``, if given, receives the folded matrices (and is returned). One block's square matrix at a time: a
+        shard's (25 × 4 MB at the SNLI shape) held by each of 16 threads made the run's peak 2.35-2.49× the features
+        on 16 cores. The float64 sum adds the blocks in order, as ``sum(axis=0, dtype=float64)`` over all of them
+        did (the same bits).
         """
-        full = np.empty((len(groups), self.D, self.D), dtype=np.float32)
-        self._gram_of_groups(groups, full)
-        return fold_grams(full, out=out), full.sum(axis=0, dtype=np.float64)
+        rows, k = folded_shape(self.D)
+        folded = np.empty((len(groups), rows, k), dtype=np.float32) if out is None else out
+        total = np.zeros((self.D, self.D), dtype=np.float64)
+        square = _kept(_SQUARE, self.D * self.D).reshape(1, self.D, self.D)
+        for i, block in enumerate(groups):
+            self._gram_of_groups([block], square)
+            fold_grams(square, out=folded[i : i + 1])
+            total += square[0]
+        return folded, total
 
     # -- shards -------------------------------------------------------------------------------------
     def shard(self, index: int) -> _Shard:
