@@ -95,3 +95,28 @@ def test_preconditioners_started_by_the_removals_keep_the_bits(monkeypatch, name
         _assert_same(_run(name, 2), stored)
     if name == "ridge_blocks":  # blocks and PCG: every round after the first fits with the early preconditioner
         assert len(taken) >= 2 and not taken[0] and all(taken[1:])
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("shards", [1, 3, 7, 11, 16])
+def test_totals_summed_as_the_shards_finish_are_node_total_bit_for_bit(shards, threads):
+    """Any shard tree (odd sizes too), any finishing order: the removals' sum of the totals is node_total's."""
+    from aflite_core.data.planted_bias import make_planted_bias
+    from aflite_core.engine._parallel import engine_threads
+    from aflite_core.engine.models import LinearFamily
+
+    X, y, _ = make_planted_bias(4_000, 24, n_classes=3, spectrum_decay=0.5, random_state=1)
+    rng = np.random.default_rng(0)
+    session = LinearFamily(shards=shards).session(X, y, 3, train_size=1_600, n_partitions=16, rng=rng)
+    assert session.mode == "blocks" and session.n_shards == shards
+    present = np.ones(len(X), dtype=bool)
+    got = []
+    with engine_threads(threads):
+        session.prepare()
+        for _ in range(3):
+            rows = np.sort(rng.choice(np.flatnonzero(present), 300, replace=False))
+            present[rows] = False
+            session.remove_from_shards(rows, got.append)
+            assert len(got) == 1
+            want = session.node_total((0, shards))
+            assert np.array_equal(got.pop().view(np.int64), want.view(np.int64))

@@ -214,7 +214,10 @@ class _LogisticSession(_LinearSession):
         if self.solver != "logistic":
             return super()._preconditioner(n_rows, total)
         if self._precond_cache is None or self._precond_cache[0] != n_rows:
-            self._precond_cache = (n_rows, self.preconditioner_from_total(self._total(), n_rows))
+            self._precond_cache = (
+                n_rows,
+                self.preconditioner_from_total(self._total() if total is None else total, n_rows),
+            )
         return self._precond_cache[1]
 
     def preconditioner_from_total(self, total: NDArray[np.float64], n_rows: int) -> NDArray[np.float32] | None:

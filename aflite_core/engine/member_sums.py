@@ -63,17 +63,15 @@ def member_lists(member: NDArray[np.bool_], bounds: NDArray[np.int64]) -> tuple[
     """
     g = member.shape[0]
     n = len(bounds) - 1
-    ptr = np.empty((n, g + 1), dtype=np.int64)
-    pieces = []
-    start = 0
-    for s in range(n):
-        r, b = np.nonzero(member[:, bounds[s] : bounds[s + 1]])  # row-major: by partition, then block
-        ptr[s, 0] = start
-        ptr[s, 1:] = start + np.cumsum(np.bincount(r, minlength=g))
-        pieces.append(b.astype(np.int64) + bounds[s])
-        start += len(b)
-    blocks = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
-    return ptr, blocks
+    r, b = np.nonzero(member[:, bounds[0] : bounds[-1]])  # row-major: by partition, then block
+    b = b.astype(np.int64) + bounds[0]
+    shard = np.searchsorted(bounds, b, side="right") - 1
+    order = np.argsort(shard, kind="stable")  # by shard; within one, still by partition, then block
+    counts = np.bincount(shard * g + r, minlength=n * g).reshape(n, g)
+    ptr = np.zeros((n, g + 1), dtype=np.int64)
+    ptr[:, 1:] = np.cumsum(counts, axis=1)
+    ptr += np.r_[0, np.cumsum(counts.sum(axis=1))[:-1]][:, None]
+    return ptr, b[order]
 
 
 def _sums(stack, ptr, blocks, schedule, out, c_lo, c_hi, chunk):  # pragma: no cover - compiled

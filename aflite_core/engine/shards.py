@@ -469,28 +469,52 @@ class ShardedGrams:
                 else:
                     _fused_folded_downdate(Z1[a:b], Z2[a:b], F)
 
-    def remove_from_shards(self, rows: NDArray[np.intp], totals_done: Callable[[], None] | None = None) -> None:
+    def remove_from_shards(
+        self, rows: NDArray[np.intp], totals_done: Callable[[NDArray[np.float64]], None] | None = None
+    ) -> None:
         """Subtract removed ``rows`` from every built shard (shards in parallel on the run's pool).
 
-        ``totals_done()``, if given, is called once every shard's total is downdated, while their blocks' Grams
-        may still be (from a pool thread: it must only start work, never wait for the pool).
+        ``totals_done(total)``, if given (every shard must be built), is called once every shard's total is
+        downdated, with their sum along the shard tree (:meth:`node_total`'s value), while the blocks' Grams may
+        still be downdated. The tree is added as the shards finish: a shard whose sibling node is ready adds the
+        two (the same additions as :meth:`node_total`, so the same bits) and climbs on, so the sum is ready soon
+        after the last total. It is called from a pool thread: it must only start work, never wait for the pool.
         """
         of = self.shard_of_row[rows]
         built = [self.shards[s] for s in range(self.n_shards) if s in self.shards]
-        tick = None
+        on_total: Callable[[_Shard], Callable[[], None] | None] = lambda sh: None  # noqa: E731
         if totals_done is not None:
-            left, lock = [len(built)], threading.Lock()
+            if len(built) != self.n_shards:
+                raise ValueError("the totals' sum needs every shard")
+            root = (0, self.n_shards)
+            parent: dict[tuple[int, int], tuple[int, int]] = {}
 
-            def tick() -> None:
-                with lock:
-                    left[0] -= 1
-                    last = left[0] == 0
-                if last:
-                    totals_done()
+            def walk(lo: int, hi: int) -> None:
+                if hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    parent[(lo, mid)] = parent[(mid, hi)] = (lo, hi)
+                    walk(lo, mid)
+                    walk(mid, hi)
 
-            if not built:
-                totals_done()
-        map_ordered(lambda sh: self.remove_from_shard(sh, rows[of == sh.index], tick), built)
+            walk(*root)
+            waiting: dict[tuple[int, int], tuple[tuple[int, int], NDArray[np.float64]]] = {}
+            lock = threading.Lock()
+
+            def climb(sh: _Shard) -> None:
+                node, value = (sh.index, sh.index + 1), sh.total
+                while node != root:
+                    up = parent[node]
+                    with lock:
+                        other = waiting.pop(up, None)
+                        if other is None:  # the sibling is not ready: whoever finishes it adds the two
+                            waiting[up] = (node, value)
+                            return
+                    left, right = (value, other[1]) if node[0] < other[0][0] else (other[1], value)
+                    value, node = left + right, up
+                totals_done(value)
+
+            on_total = lambda sh: lambda: climb(sh)  # noqa: E731
+        map_ordered(lambda sh: self.remove_from_shard(sh, rows[of == sh.index], on_total(sh)), built)
 
     def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_], reuse: bool = False) -> NDArray[np.float32]:
         """Partial Gram matrices of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
