@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from aflite_core import aflite
 from aflite_core.data.planted_bias import make_planted_bias
-from aflite_core.engine import member_sums, tree_add
+from aflite_core.engine import member_sums, shards, tree_add
 from aflite_core.engine.models import LinearFamily, tree_sum
 
 pytestmark = pytest.mark.skipif(not tree_add.available(), reason="numba is a dependency (umap-learn)")
@@ -131,11 +131,26 @@ def test_runs_are_the_same_with_and_without_the_compiled_additions(data, monkeyp
 
     monkeypatch.setattr(tree_add, "tree_add", counting_add)
     monkeypatch.setattr(member_sums, "sums", counting_sums)
+    default = _run(*data)  # 40 % of the blocks are members from the start: the products
+    # t = 800 of 4,000 rows: 20 % of the blocks are members at first, 40 % at the end - both paths in one run
+    kw = dict(target_size=2_000, train_size=800, slice_size=250, n_partitions=64, tau=0.75, random_state=0)
+    switching = aflite(*data, model="ridge", n_threads=1, **kw)
+    assert calls["sums"] > 0 and calls["tree_add"] > 0
+    monkeypatch.setattr(shards, "MEMBER_SUMS_DENSITY", 0.0)
+    _same(switching, aflite(*data, model="ridge", n_threads=1, **kw))
+    monkeypatch.setattr(shards, "MEMBER_SUMS_DENSITY", 1.0)
+    _same(switching, aflite(*data, model="ridge", n_threads=1, **kw))
+    calls.update(sums=0, tree_add=0)
+    monkeypatch.setattr(shards, "MEMBER_SUMS_DENSITY", 1.0)
     added = _run(*data)
-    assert calls["sums"] > 0 and calls["tree_add"] == 0  # the member blocks' sums ran
+    assert calls["sums"] > 0 and calls["tree_add"] == 0  # the member blocks' sums ran, only they
+    _same(added, default)
+    monkeypatch.setattr(shards, "MEMBER_SUMS_DENSITY", 0.0)
+    products = _run(*data)
+    assert calls["tree_add"] > 0  # the products and the compiled tree ran
+    _same(added, products)
     monkeypatch.setattr(member_sums, "available", lambda: False)
     compiled = _run(*data)
-    assert calls["tree_add"] > 0  # the products and the compiled tree ran
     _same(added, compiled)
     monkeypatch.setattr(tree_add, "available", lambda: False)
     _same(added, _run(*data))

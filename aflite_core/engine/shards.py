@@ -80,6 +80,12 @@ TILE_COLUMNS = 768
 #: thread); on one thread the Gram sums of runs of 1-32 tiles took the same time within ±5 % (the 2-core VM, a
 #: micro-benchmark at the SNLI shape; 14.8 s in a whole (c) run before and after)
 RUN_BYTES = 2**23
+#: the member blocks are added (:mod:`aflite_core.engine.member_sums`) while at most this share of the blocks are
+#: members; above it the 0/1 products (the same bits). The adds' cost grows with the members, the products' does
+#: not: as rows are removed, blocks shrink and a training part takes more of them (the mid shape ends at ~90 %).
+#: One thread, 2-core VM, per round: mid shape 10 ms a quarter of the columns at 17 % members, 36 ms at ~90 %
+#: (products ~90 ms a round); SNLI shape ~0.25 s at 8 % (products ~0.48 s)
+MEMBER_SUMS_DENSITY = 0.25
 #: rows of the shards' float64 totals added at once (:meth:`ShardedGrams.node_total`)
 TOTAL_ROWS = 32
 #: removal segments (rows of one block removed in one round) up to this length use the fused ``?syrk`` update;
@@ -536,8 +542,8 @@ class ShardedGrams:
         else:
             out = np.empty((g, size), dtype=np.float32)
         stack = self._node_stack(node)
-        if stack is not None:  # every shard's stack a consecutive view of one array: add the member blocks
-            first, last = self.shard_block_bounds[lo], self.shard_block_bounds[hi]
+        first, last = (self.shard_block_bounds[lo], self.shard_block_bounds[hi]) if stack is not None else (0, 0)
+        if stack is not None and member[:, first:last].mean() <= MEMBER_SUMS_DENSITY:  # add the member blocks
             ptr, blocks = member_sums.member_lists(member[:, first:last], self.shard_block_bounds[lo : hi + 1] - first)
             step = member_sums.CHUNK * max(1, -(-size // (member_sums.CHUNK * 4 * n_workers())))
             cuts = list(range(0, size, step))
