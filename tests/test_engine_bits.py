@@ -78,7 +78,7 @@ def test_a_checkpoint_resumes_with_another_thread_count(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_preconditioners_started_by_the_removals_keep_the_bits(monkeypatch, name):
-    """On two threads the next round's preconditioner starts once the totals are downdated; the bits stay."""
+    """On 4 threads the next round's preconditioner starts once the totals are downdated; the bits stay."""
     from aflite_core.engine import models
 
     taken = []
@@ -92,7 +92,7 @@ def test_preconditioners_started_by_the_removals_keep_the_bits(monkeypatch, name
 
     monkeypatch.setattr(models._LinearSession, "_take_pending", counting)
     with np.load(FIXTURES / f"engine_{name}.npz") as stored:
-        _assert_same(_run(name, 2), stored)
+        _assert_same(_run(name, models.EARLY_PRECONDITIONER_THREADS), stored)
     if name == "ridge_blocks":  # blocks and PCG: every round after the first fits with the early preconditioner
         assert len(taken) >= 2 and not taken[0] and all(taken[1:])
 

@@ -80,6 +80,10 @@ PARTITION_GROUP_BYTES = 512 * 2**20
 #: shape (d = 1,024, m = 64) they take 135 MB: with the earlier 64 MB limit each round read the 846 MB block stack
 #: from memory four times (~175 ms a pass on the 2-core VM, 29 s of a 124 s one-thread run)
 ALL_PARTITIONS_BYTES = 192 * 2**20
+#: threads from which the removals start the next round's preconditioner in a thread of its own (see
+#: ``_LinearSession.remove``): on 16 cores it shortens each round; on the 2-core VM the extra thread made the mid
+#: shape ~4 % slower on two threads (11.6-12.0 s against 11.1-11.3 s, three runs each, back to back)
+EARLY_PRECONDITIONER_THREADS = 4
 #: Gram matrices one solve piece takes when every partition's were summed in one pass: the pieces are solved in
 #: parallel. A function of the shapes only (each system is solved by the same calls in any piece). At the SNLI shape
 #: (D = 1,028) pieces of 4 partitions, 16 pieces for m = 64: in groups of 16 only 4 of 16 cores solved, for 8.3 s of
@@ -544,7 +548,7 @@ class _LinearSession(ShardedGrams):
         self._take_pending(-1)  # one never taken (a worker given its preconditioner) finishes before the totals change
         self._precond_cache = None
         totals_done = None
-        if self.mode == "blocks" and n_workers() > 1 and len(self.shards) == self.n_shards:
+        if self.mode == "blocks" and n_workers() >= EARLY_PRECONDITIONER_THREADS and len(self.shards) == self.n_shards:
             n_next = int(self.block_sizes.sum())
             if self._needs_preconditioner(n_next):
 
