@@ -16,16 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
-from aflite_core.engine.shards import (
-    _column_tiles,
-    _fused_downdate,
-    _fused_folded_downdate,
-    _mirror_upper,
-    fold_grams,
-    folded_shape,
-    unfold_grams,
-    unpack_upper,
-)
+from aflite_core.engine.gram_folding import _mirror_upper, fold_grams, folded_shape, unfold_grams, unpack_upper
+from aflite_core.engine.shards import _column_tiles, _fused_downdate, _fused_folded_downdate
 
 
 def _symmetric(rng: np.random.Generator, g: int, D: int) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Full symmetric Gram matrices from folded ones in one compiled pass (numba), the same values as numpy's copies.
 
-:func:`aflite_core.engine.shards.unfold_grams` rebuilds each partition's D × D matrix from its folded triangle
-(:func:`aflite_core.engine.shards.fold_grams`) with six numpy copies per matrix, two of them masked and two
+:func:`aflite_core.engine.gram_folding.unfold_grams` rebuilds each partition's D × D matrix from its folded triangle
+(:func:`aflite_core.engine.gram_folding.fold_grams`) with six numpy copies per matrix, two of them masked and two
 transposed: at the SNLI shape (D = 1,028, 64 partitions) ~230 ms a round on the 2-core VM. :func:`unfold` writes
 every value once, in 32 × 32 tiles (the transposed reads stay in cache), without the GIL. Values are copied, never
 computed, so the result is equal to numpy's (``tests/test_shard_folding.py``).

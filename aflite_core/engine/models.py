@@ -75,7 +75,7 @@ BLOCKS_PER_PARTITION = 32
 MIN_BLOCKS_PER_PARTITION = 8
 #: memory for the partition Gram matrices summed in one matrix product (fewer passes over the block Grams)
 PARTITION_GROUP_BYTES = 512 * 2**20
-#: the Gram sums of all m partitions (one triangle each, folded: see shards.fold_grams) are formed in one pass
+#: the Gram sums of all m partitions (one triangle each, folded: see gram_folding.fold_grams) are formed in one pass
 #: over the block stack when they fit this; above it, one pass per partition group (the same values). At the SNLI
 #: shape (d = 1,024, m = 64) they take 135 MB: with the earlier 64 MB limit each round read the 846 MB block stack
 #: from memory four times (~175 ms a pass on the 2-core VM, 29 s of a 124 s one-thread run)
