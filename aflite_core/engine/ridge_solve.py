@@ -33,14 +33,14 @@ def ridge_system(P: NDArray, d: int, alpha: float):
     A = P[:, :d, :d]
     s_over_n = s / n[:, None]
     idx = np.arange(d)
-    # reused: fresh d×d temporaries per partition cost page faults. The float64 products are rounded to P's
-    # type as they are written (``casting="unsafe"`` casts each float64 product as ``astype`` does): one pass.
-    # The products are subtracted from whole rows of P, the columns past d subtracting exact zeros (x - 0 = x):
-    # numpy subtracts contiguous rows about 1.3x faster than the strided d × d view
     centre = _compiled_centring() if P.dtype == np.float32 and P.flags.c_contiguous else None
     if centre is not None:  # one pass over each matrix instead of three (the products written, read, subtracted)
         centre(P, s, s_over_n, d)
     else:
+        # reused: fresh d×d temporaries per partition cost page faults. The float64 products are rounded to P's
+        # type as they are written (``casting="unsafe"`` casts each float64 product as ``astype`` does). They are
+        # subtracted from whole rows of P, the columns past d subtracting exact zeros (x - 0 = x): numpy subtracts
+        # contiguous rows about 1.3x faster than the strided d × d view
         outer = np.zeros((d, P.shape[2]), dtype=P.dtype)
         for i in range(len(A)):  # rank-one centring, in place
             np.multiply.outer(s[i], s_over_n[i], out=outer[:, :d], casting="unsafe")

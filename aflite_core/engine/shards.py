@@ -457,13 +457,17 @@ class ShardedGrams:
         else:
             out = np.empty((g, size), dtype=np.float32)
         stack = self._node_stack(node)
-        first, last = (self.shard_block_bounds[lo], self.shard_block_bounds[hi]) if stack is not None else (0, 0)
-        if stack is not None and member[:, first:last].mean() <= MEMBER_SUMS_DENSITY:  # add the member blocks
-            ptr, blocks = member_sums.member_lists(member[:, first:last], self.shard_block_bounds[lo : hi + 1] - first)
-            step = member_sums.CHUNK * max(1, -(-size // (member_sums.CHUNK * 4 * n_workers())))
-            cuts = list(range(0, size, step))
-            map_ordered(lambda c0: member_sums.sums(stack, ptr, blocks, out, c0, min(c0 + step, size)), cuts)
-            return out
+        if stack is not None:
+            bounds = self.shard_block_bounds[lo : hi + 1]
+            members = member[:, bounds[0] : bounds[-1]]  # the node's blocks, as the rows of ``stack``
+            if members.mean() <= MEMBER_SUMS_DENSITY:  # add the member blocks, column chunks on the pool
+                ptr, blocks = member_sums.member_lists(members, bounds - bounds[0])
+                step = member_sums.CHUNK * max(1, -(-size // (member_sums.CHUNK * 4 * n_workers())))
+                map_ordered(
+                    lambda c0: member_sums.sums(stack, ptr, blocks, out, c0, min(c0 + step, size)),
+                    range(0, size, step),
+                )
+                return out
         A = member.astype(np.float32)
         parts, flats = [], []
         for s in range(lo, hi):
