@@ -128,3 +128,24 @@ def test_predictability_validates_too():
         predictability(X, y, train_size=100)
     with pytest.raises(ValueError, match="'X' parameter of predictability must contain only finite"):
         predictability(_with_nan(), y, train_size=20)
+
+
+def test_finite_check_finds_the_first_bad_row_in_any_chunk_and_accepts_sums_that_overflow(monkeypatch):
+    """The finite check clears a chunk by its sum: a NaN or infinity in a later chunk, or +inf and -inf that
+    cancel to NaN, is still found by row; huge finite values whose sum overflows are accepted."""
+    from aflite_core import _validation as v
+
+    monkeypatch.setattr(v, "_FINITE_CHUNK_ROWS", 16)
+    base = rng.normal(size=(100, 4)).astype(np.float32)
+    for row, values in ((0, (np.nan,)), (37, (np.inf,)), (99, (-np.inf,)), (50, (np.inf, -np.inf))):
+        bad = base.copy()
+        bad[row, : len(values)] = values
+        with pytest.raises(ValueError, match=rf"finite values\..*\(first in row {row}\)"):
+            v.check_features(bad, "X", "aflite")
+        with pytest.raises(ValueError, match=rf"first in row {row}"):  # column-major input too
+            v.check_features(np.asfortranarray(bad), "X", "aflite")
+    huge = np.full((100, 4), 3e38, dtype=np.float32)  # every value finite, every chunk's sum infinite
+    huge[::2] *= -1
+    huge[:, 0] = 3e38
+    assert not np.isfinite(huge[:16].sum())
+    assert np.array_equal(v.check_features(huge, "X", "aflite"), huge)
