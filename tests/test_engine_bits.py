@@ -51,11 +51,16 @@ def test_thread_count_does_not_change_the_bits(name):
 
 @pytest.mark.parametrize(
     "setting",
-    [("aflite_core.engine.models", "ALL_PARTITIONS_BYTES", 0), ("aflite_core.engine.shards", "FUSED_ROWS", 0)],
-    ids=["gram-sums-per-group", "unfused-downdates"],
+    [
+        ("aflite_core.engine.models", "ALL_PARTITIONS_BYTES", 0),
+        ("aflite_core.engine.shard_removal", "FUSED_ROWS", 0),
+        ("aflite_core.engine.shard_removal", "compiled_downdates", lambda: False),
+    ],
+    ids=["gram-sums-per-group", "unfused-downdates", "downdates-called-from-python"],
 )
 def test_the_engine_s_alternative_paths_keep_the_bits(monkeypatch, setting):
-    """Gram sums per partition group (paper-scale memory) and unfused removals give the stored bits too."""
+    """Gram sums per partition group (paper-scale memory), unfused removals and the fused downdates called one by
+    one from Python (no numba) give the stored bits too."""
     module, name, value = setting
     monkeypatch.setattr(importlib.import_module(module), name, value)
     with np.load(FIXTURES / "engine_ridge_blocks.npz") as stored:

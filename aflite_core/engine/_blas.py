@@ -22,12 +22,20 @@ import threading
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["lower_inverse", "sgemm_nt_into", "ssyrk_into"]
+__all__ = [
+    "compiled_downdates",
+    "folded_downdates",
+    "lower_inverse",
+    "sgemm_nt_into",
+    "ssyrk_into",
+    "total_downdates",
+    "warm_downdates",
+]
 
 
 @functools.cache
-def _routine(name: str, n_args: int, library: str = "blas"):
-    """The Cython-exported BLAS (or LAPACK) routine ``name`` as a ctypes function (all arguments by reference)."""
+def _address(name: str, library: str = "blas") -> int:
+    """Address of the Cython-exported BLAS (or LAPACK) routine ``name``."""
     if library == "lapack":
         from scipy.linalg import cython_lapack as module
     else:
@@ -38,8 +46,96 @@ def _routine(name: str, n_args: int, library: str = "blas"):
     get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    address = get_pointer(capsule, get_name(capsule))
-    return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))(address)
+    return int(get_pointer(capsule, get_name(capsule)))
+
+
+@functools.cache
+def _routine(name: str, n_args: int, library: str = "blas"):
+    """The Cython-exported BLAS (or LAPACK) routine ``name`` as a ctypes function (all arguments by reference)."""
+    return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))(_address(name, library))
+
+
+@functools.cache
+def _kernels():
+    """The compiled downdate loops (:mod:`._downdate_kernels`), or None without numba (or if they fail to load)."""
+    from ._jit import numba_module
+
+    if numba_module() is None:
+        return None
+    try:
+        from . import _downdate_kernels
+    except Exception:  # pragma: no cover - a numba that cannot build the loops: the ctypes calls stay
+        return None
+    return _downdate_kernels
+
+
+def compiled_downdates() -> bool:
+    """True when :func:`total_downdates` and :func:`folded_downdates` can run (numba there)."""
+    return _kernels() is not None
+
+
+def warm_downdates() -> None:
+    """Compile (or load from numba's cache) the downdate loops now, if numba is there."""
+    if compiled_downdates():
+        Z = np.zeros((1, 2), dtype=np.float32)
+        lo, hi = np.zeros(1, np.int64), np.ones(1, np.int64)
+        total_downdates(Z, lo, hi, np.zeros((2, 2), dtype=np.float32))
+        folded_downdates(Z[:, :1], Z[:, :1], lo, hi, np.zeros(1, np.int64), np.zeros((1, 3, 1), dtype=np.float32))
+
+
+def _scratch() -> tuple[NDArray[np.int32], NDArray[np.float32], NDArray[np.uint8]]:
+    """Fortran's by-reference scalars for one compiled loop: ints (n, k), floats (alpha, beta), chars b"LUNT"."""
+    return np.zeros(2, np.int32), np.zeros(2, np.float32), np.frombuffer(b"LUNT", dtype=np.uint8).copy()
+
+
+def _segments(lo: NDArray[np.int64], hi: NDArray[np.int64], rows: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    lo, hi = np.ascontiguousarray(lo, dtype=np.int64), np.ascontiguousarray(hi, dtype=np.int64)
+    if lo.shape != hi.shape or lo.ndim != 1 or (len(lo) and (lo.min() < 0 or hi.max() > rows or np.any(hi < lo))):
+        raise ValueError("segments must be ranges [lo, hi) of the rows of Z")
+    return lo, hi
+
+
+def total_downdates(Z: NDArray[np.float32], lo: NDArray[np.int64], hi: NDArray[np.int64], C: NDArray[np.float32]):
+    """``ssyrk_into(1.0, Z[lo[s]:hi[s]], C, upper_of_c=True)`` for every segment s in order, in one GIL-free call.
+
+    The same BLAS calls with the same arguments as that loop (the same bits). Raises RuntimeError without numba
+    (check :func:`compiled_downdates` first).
+    """
+    kernels = _kernels()
+    if kernels is None:
+        raise RuntimeError("numba is not available")
+    _ptr(Z), _ptr(C)
+    if C.shape != (Z.shape[1], Z.shape[1]):
+        raise ValueError(f"C must be ({Z.shape[1]}, {Z.shape[1]}); got {C.shape}")
+    lo, hi = _segments(lo, hi, Z.shape[0])
+    kernels.total_downdates(_address("ssyrk"), Z, lo, hi, C, *_scratch())
+
+
+def folded_downdates(
+    Z1: NDArray[np.float32],
+    Z2: NDArray[np.float32],
+    lo: NDArray[np.int64],
+    hi: NDArray[np.int64],
+    block: NDArray[np.int64],
+    stack: NDArray[np.float32],
+):
+    """``stack[block[s]] -= ZᵀZ`` folded for every segment s in order (Z = [Z1, Z2][lo[s]:hi[s]]), GIL-free.
+
+    The same three BLAS calls per segment as :func:`aflite_core.engine.shards._fused_folded_downdate` (the same
+    bits). ``stack`` (blocks, 2k+1, k) C-contiguous float32; Z1, Z2 (rows, k). Raises RuntimeError without numba.
+    """
+    kernels = _kernels()
+    if kernels is None:
+        raise RuntimeError("numba is not available")
+    _ptr(Z1), _ptr(Z2), _ptr(stack)
+    k = Z1.shape[1]
+    if Z2.shape != Z1.shape or stack.ndim != 3 or stack.shape[1:] != (2 * k + 1, k):
+        raise ValueError(f"shapes do not agree: Z1 {Z1.shape}, Z2 {Z2.shape}, stack {stack.shape}")
+    lo, hi = _segments(lo, hi, Z1.shape[0])
+    block = np.ascontiguousarray(block, dtype=np.int64)
+    if block.shape != lo.shape or (len(block) and (block.min() < 0 or block.max() >= stack.shape[0])):
+        raise ValueError("every segment needs a block of the stack")
+    kernels.folded_downdates(_address("ssyrk"), _address("sgemm"), Z1, Z2, lo, hi, block, stack, *_scratch())
 
 
 def _ptr(a: NDArray[np.float32]) -> int:

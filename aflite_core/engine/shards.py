@@ -31,22 +31,29 @@ How that fixed arithmetic is carried out cheaply:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from . import member_sums, tree_add
-from ._blas import sgemm_nt_into, ssyrk_into
+from ._jit import numba_installed
 from ._parallel import map_ordered, n_workers, split
-from .gram_folding import (  # re-exported: the folding helpers lived here before
+from .gram_folding import (  # noqa: F401 - re-exported: the folding helpers lived here before
     _mirror_upper,
     fold_grams,
     folded_shape,
     pack_upper,
     unfold_grams,
     unpack_upper,
+)
+from .shard_removal import (  # noqa: F401 - re-exported: the removals lived here before
+    FUSED_ROWS,
+    GRAM_CHUNK_BYTES,
+    ShardRemovals,
+    _fused_downdate,
+    _fused_folded_downdate,
 )
 
 __all__ = [
@@ -63,8 +70,6 @@ __all__ = [
     "unpack_upper",
 ]
 
-#: rows gathered at once when building or downdating Gram matrices
-GRAM_CHUNK_BYTES = 32 * 2**20
 #: shards of the blocks (fewer if there are fewer blocks): the unit a cluster worker owns. Fixed per run, so
 #: a run's result never depends on how many workers share the shards (more shards: more workers can share the
 #: Gram work; ``LinearFamily(shards=...)`` changes it, and with it the run's floating-point result)
@@ -95,9 +100,6 @@ RUN_BYTES = 2**23
 MEMBER_SUMS_DENSITY = 0.25
 #: rows of the shards' float64 totals added at once (:meth:`ShardedGrams.node_total`)
 TOTAL_ROWS = 32
-#: removal segments (rows of one block removed in one round) up to this length use the fused ``?syrk`` update;
-#: longer ones (rare) form ``ZᵀZ`` and subtract it, as the fused call would split its sum beyond BLAS's K block
-FUSED_ROWS = 256
 
 
 def shard_bounds(n_items: int, n_shards: int) -> NDArray[np.int64]:
@@ -163,30 +165,6 @@ def _column_tiles(n_cols: int, width: int) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1]) for i in range(n_tiles)]
 
 
-def _fused_folded_downdate(Z1: NDArray[np.float32], Z2: NDArray[np.float32], F: NDArray[np.float32]) -> None:
-    """F -= ZᵀZ on a folded Gram matrix F (2k+1, k) in place, Z = [Z1, Z2] cut at column k (both (rows, k)).
-
-    Two ``ssyrk`` (the corners' triangles) and one ``sgemm`` (the rectangle), each with ``beta=1`` and called
-    without the GIL (:mod:`aflite_core.engine._blas`): a value
-    becomes ``F - Σ z_i z_j``, the same sequential sum of products one ``ssyrk`` over the square forms (see
-    :func:`_fused_downdate`), while Z has at most :data:`FUSED_ROWS` rows.
-    """
-    k = F.shape[1]
-    ssyrk_into(-1.0, Z1, F[:k], upper_of_c=True)  # top-left: upper triangle
-    ssyrk_into(-1.0, Z2, F[1 : k + 1], upper_of_c=False)  # bottom-right, transposed
-    sgemm_nt_into(-1.0, Z2, Z1, F[k + 1 :])  # top-right rectangle
-
-
-def _fused_downdate(Z: NDArray[np.float32], C: NDArray[np.float32], sign: float) -> None:
-    """C += sign · ZᵀZ on C's upper triangle, in place (one ``ssyrk``; C is C-ordered, its transpose F-ordered).
-
-    OpenBLAS forms the products of a ``ssyrk`` call exactly as for ``Z.T @ Z`` (which numpy computes with the
-    same routine) and adds them to C once, so the upper triangle equals ``C + sign * (Z.T @ Z)`` bit for bit
-    while Z has at most :data:`FUSED_ROWS` rows.
-    """
-    ssyrk_into(sign, Z, C, upper_of_c=True)
-
-
 _UNPACKED = threading.local()
 _GRAMS = threading.local()
 _LEAVES = threading.local()
@@ -223,7 +201,7 @@ class _Shard:
     applied: int = 0
 
 
-class ShardedGrams:
+class ShardedGrams(ShardRemovals):
     """Mixin of the linear session: shards of its persistent blocks and their Gram statistics.
 
     Expects ``X``, ``codes``, ``mu``, ``d``, ``D``, ``family``, ``mode``, ``block_of_row``, ``block_sizes`` and
@@ -327,115 +305,6 @@ class ShardedGrams:
             self._gram_of_groups([sh.rows], out)
             sh.total = out[0].astype(np.float64)
         return sh
-
-    def remove_from_shard(
-        self, sh: _Shard, rows: NDArray[np.intp], totals_done: Callable[[], None] | None = None
-    ) -> None:
-        """Subtract ``rows`` (all in shard ``sh``) from its Gram statistics and its current rows.
-
-        The shard's total is downdated before its blocks' Grams, and ``totals_done()`` (if given) is called in
-        between: the next round's preconditioner needs only the totals (:meth:`remove_from_shards`). The two are
-        separate arrays, so the order changes no value.
-        """
-        sh.applied += 1
-        if len(rows) == 0:
-            if totals_done is not None:
-                totals_done()
-            return
-        rows = np.asarray(rows, dtype=np.intp)
-        sh.rows = sh.rows[~np.isin(sh.rows, rows, assume_unique=True)]
-        if sh.stack is None:
-            if sh.total is not None:
-                Z = self._z(np.sort(rows))
-                sh.total -= (Z.T @ Z).astype(np.float64)
-            if totals_done is not None:
-                totals_done()
-            return
-        lo, D = sh.blocks[0], self.D
-        k = sh.stack.shape[2]
-        blocks = self.block_of_row[rows]
-        order = np.lexsort((rows, blocks))  # by block, each block's rows sorted: few gathers for the shard
-        rows_sorted, blocks_sorted = rows[order], blocks[order]
-        cuts = np.r_[0, np.flatnonzero(np.diff(blocks_sorted)) + 1, len(rows)]
-        removed = np.zeros((D, D), dtype=np.float32)
-        step = max(1, GRAM_CHUNK_BYTES // (4 * D))  # rows gathered at once (whole blocks)
-        chunks, start = [], 0
-        while start < len(cuts) - 1:
-            end = start + 1
-            while end < len(cuts) - 1 and cuts[end + 1] - cuts[start] <= step:
-                end += 1
-            Z = self._z(rows_sorted[cuts[start] : cuts[end]])
-            segments = list(zip(cuts[start:end] - cuts[start], cuts[start + 1 : end + 1] - cuts[start]))
-            long = {}  # segments too long for the fused calls: ZᵀZ formed once, for both updates
-            for a, b in segments:  # the removed rows' Gram matrix, segment by segment
-                if b - a <= FUSED_ROWS:
-                    _fused_downdate(Z[a:b], removed, 1.0)
-                else:
-                    long[a] = Z[a:b].T @ Z[a:b]
-                    removed += long[a]
-            chunks.append((Z, segments, long, cuts[start]))
-            start = end
-        _mirror_upper(removed)
-        sh.total -= removed
-        if totals_done is not None:
-            totals_done()
-        for Z, segments, long, first in chunks:  # then the blocks' folded Grams
-            Z1 = np.ascontiguousarray(Z[:, :k])
-            Z2 = np.zeros((len(Z), k), dtype=np.float32)
-            Z2[:, : D - k] = Z[:, k:]
-            for a, b in segments:
-                F = sh.stack[blocks_sorted[first + a] - lo]
-                if a in long:
-                    F -= fold_grams(long[a][None])[0]
-                else:
-                    _fused_folded_downdate(Z1[a:b], Z2[a:b], F)
-
-    def remove_from_shards(
-        self, rows: NDArray[np.intp], totals_done: Callable[[NDArray[np.float64]], None] | None = None
-    ) -> None:
-        """Subtract removed ``rows`` from every built shard (shards in parallel on the run's pool).
-
-        ``totals_done(total)``, if given (every shard must be built), is called once every shard's total is
-        downdated, with their sum along the shard tree (:meth:`node_total`'s value), while the blocks' Grams may
-        still be downdated. The tree is added as the shards finish: a shard whose sibling node is ready adds the
-        two (the same additions as :meth:`node_total`, so the same bits) and climbs on, so the sum is ready soon
-        after the last total. It is called from a pool thread: it must only start work, never wait for the pool.
-        """
-        of = self.shard_of_row[rows]
-        built = [self.shards[s] for s in range(self.n_shards) if s in self.shards]
-        on_total: Callable[[_Shard], Callable[[], None] | None] = lambda sh: None  # noqa: E731
-        if totals_done is not None:
-            if len(built) != self.n_shards:
-                raise ValueError("the totals' sum needs every shard")
-            root = (0, self.n_shards)
-            parent: dict[tuple[int, int], tuple[int, int]] = {}
-
-            def walk(lo: int, hi: int) -> None:
-                if hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    parent[(lo, mid)] = parent[(mid, hi)] = (lo, hi)
-                    walk(lo, mid)
-                    walk(mid, hi)
-
-            walk(*root)
-            waiting: dict[tuple[int, int], tuple[tuple[int, int], NDArray[np.float64]]] = {}
-            lock = threading.Lock()
-
-            def climb(sh: _Shard) -> None:
-                node, value = (sh.index, sh.index + 1), sh.total
-                while node != root:
-                    up = parent[node]
-                    with lock:
-                        other = waiting.pop(up, None)
-                        if other is None:  # the sibling is not ready: whoever finishes it adds the two
-                            waiting[up] = (node, value)
-                            return
-                    left, right = (value, other[1]) if node[0] < other[0][0] else (other[1], value)
-                    value, node = left + right, up
-                totals_done(value)
-
-            on_total = lambda sh: lambda: climb(sh)  # noqa: E731
-        map_ordered(lambda sh: self.remove_from_shard(sh, rows[of == sh.index], on_total(sh)), built)
 
     def node_grams(self, node: tuple[int, int], member: NDArray[np.bool_], reuse: bool = False) -> NDArray[np.float32]:
         """Partial Gram matrices of the partitions ``member`` (g, n_blocks) over the shards of ``node``.
@@ -574,7 +443,10 @@ class ShardedGrams:
         Only where every shard is built here at once: the shards' stacks are then its consecutive views, and
         :meth:`node_grams` adds the member blocks of any node in one compiled pass (:mod:`.member_sums`).
         """
-        if not self.uses_stack or len(todo) != self.n_shards or not member_sums.available():
+        # numba_installed, not member_sums.available: importing numba here kept the pool idle for ~0.17 s while
+        # this thread imported it; the run's first fit imports it on the pool beside these shards (_warm_kernels),
+        # and without it (:meth:`_node_stack` asks) the views of one array are summed by the products
+        if not self.uses_stack or len(todo) != self.n_shards or not numba_installed():
             return None
         rows, k = folded_shape(self.D)
         return np.empty((int(self.shard_block_bounds[-1]), rows, k), dtype=np.float32)
