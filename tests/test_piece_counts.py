@@ -145,3 +145,66 @@ def test_merged_counts_equal_adding_piece_by_piece(seed, kind, votes):
     assert (got.votes is None) == (want[4] is None)
     if votes:
         assert np.array_equal(got.votes, want[4])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_classes=st.sampled_from([2, 3, 9, 12]),
+    votes=st.booleans(),
+    threads=st.sampled_from([1, 3]),
+)
+def test_block_pieces_writing_their_counts_in_place_give_the_round_s_scores(seed, n_classes, votes, threads):
+    """Block pieces that write their rows' counts into the round's arrays themselves (from the pool's threads at
+    once) give the counts the returned-and-merged pieces give: the same integers, votes and models' counts."""
+    from aflite_core.engine._parallel import engine_threads
+    from aflite_core.engine.partitions import _Merged, run_pieces, scoring_pieces
+    from aflite_core.engine.round_counts import merge_pieces
+
+    if not piece_counts.available(n_classes):
+        pytest.skip("numba is not importable")
+    rng = np.random.default_rng(seed)
+    n, d, m = int(rng.integers(2600, 3400)), 5, 8  # blocks mode, scored block by block
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    y = rng.integers(0, n_classes, n)
+    y[:n_classes] = np.arange(n_classes)
+    from aflite_core.engine.models import LinearFamily
+    from aflite_core.engine.partitions import open_session
+
+    session = open_session(LinearFamily(), X, y, n_classes, train_size=n // 5, n_partitions=m, rng=rng)
+    rows = np.arange(n)
+    plan = session.draw_plan(rows, rng)
+    with engine_threads(threads):
+        fitted = session.fit(rows, plan, range(m), rng)
+        pieces = scoring_pieces(session, rows, plan, None, votes=votes)
+        assert pieces and all(p["kind"] == "block" for p in pieces)
+        returned = merge_pieces(run_pieces(session, fitted, pieces, X, y), n, m, None)
+        merged = _Merged(n, m, None, n_classes)
+        results = run_pieces(session, fitted, pieces, X, y, into=merged)
+        assert all(r.get("scattered") for r in results)
+        for r in results:
+            merged.add(r)
+        in_place = merged.scores()
+    for field in ("correct", "n_predictions", "model_correct", "model_total"):
+        a, b = getattr(in_place, field), getattr(returned, field)
+        assert a.dtype == b.dtype and np.array_equal(a, b), field
+    assert (in_place.votes is None) == (returned.votes is None) == (not votes)
+    if votes:
+        assert np.array_equal(in_place.votes, returned.votes)
+        assert np.array_equal(in_place.votes.sum(axis=1), in_place.n_predictions)
+
+
+def test_a_block_target_that_does_not_fit_is_refused_before_any_write():
+    """Positions beyond the round's arrays, or votes of the wrong shape, are refused: nothing is written."""
+    if not piece_counts.available(3):
+        pytest.skip("numba is not importable")
+    scores = np.zeros((4, 2 * 5), dtype=np.float32)
+    codes, rows = np.zeros(10, np.int64), np.arange(4)
+    correct, n_pred = np.zeros(6, np.int32), np.zeros(6, np.int32)
+    bad = piece_counts.BlockTarget(np.array([0, 1, 2, 6]), correct, n_pred, None)
+    with pytest.raises(ValueError, match="do not fit"):
+        piece_counts.count_block(scores, 3, codes, rows, False, bad)
+    wrong_votes = piece_counts.BlockTarget(np.arange(4), correct, n_pred, np.zeros((6, 2), np.int32))
+    with pytest.raises(ValueError, match="do not fit"):
+        piece_counts.count_block(scores, 3, codes, rows, True, wrong_votes)
+    assert not correct.any() and not n_pred.any()

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from . import piece_counts
 from ._parallel import background, map_ordered, n_workers, split
+from .round_counts import RoundScores, _Merged, merge_pieces
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Sequence
@@ -233,38 +234,6 @@ def group_blocks(group_of_row: NDArray[np.int32], n_blocks: int, rng) -> NDArray
     return out[codes].astype(np.int32)
 
 
-@dataclass
-class RoundScores:
-    """What one round of m partition models found, as counts (additive across partition groups)."""
-
-    correct: NDArray[np.int32]
-    """Per position of S: correct out-of-sample predictions."""
-    n_predictions: NDArray[np.int32]
-    """Per position of S: number of models that held the row out (predicted it)."""
-    model_correct: NDArray[np.int64]
-    """Per partition model: correct predictions on its held-out rows."""
-    model_total: NDArray[np.int64]
-    """Per partition model: number of its held-out rows."""
-    eval_correct: NDArray[np.int32] | None = None
-    """Per remaining evaluation row: correct predictions among all m models."""
-    votes: NDArray[np.int32] | None = None
-    """Per position of S and class, shape (n_S, C): held-out predictions that went to that class (their sum over
-    classes is ``n_predictions``, their gold-class column ``correct``); None when the round did not count them."""
-
-    @property
-    def predictability(self) -> NDArray[np.float32]:
-        """p(i) = correct / predictions (Algorithm 1 line 11); NaN where a row got no prediction."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p = self.correct / self.n_predictions.astype(np.float64)
-        return p.astype(np.float32)
-
-    @property
-    def model_accuracy(self) -> NDArray[np.float64]:
-        """Held-out accuracy of each partition model (NaN if it held out nothing)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return self.model_correct / self.model_total
-
-
 class FamilySession(Protocol):
     """A model family bound to one run's data: what :func:`score_round` needs from it."""
 
@@ -367,18 +336,27 @@ def scoring_pieces(
 
 
 def run_pieces(
-    session: FamilySession, fitted: object, pieces: list[dict], X, codes, eval_X=None, eval_codes=None
+    session: FamilySession,
+    fitted: object,
+    pieces: list[dict],
+    X,
+    codes,
+    eval_X=None,
+    eval_codes=None,
+    into: _Merged | None = None,
 ) -> list[dict]:
     """Score pieces with fitted models; returns one small dict of counts per piece, in the order of ``pieces``.
 
     On the run's thread pool (:mod:`aflite_core.engine._parallel`) contiguous batches of pieces are scored at once;
-    each piece's arithmetic is the same whichever thread scores it.
+    each piece's arithmetic is the same whichever thread scores it. With ``into`` (the round's counts, in this
+    process), block pieces counted by the compiled kernel write their rows' counts there themselves; their
+    dicts then carry only the models' counts (``"scattered": True``). Add every dict to ``into`` afterwards.
     """
     workers = n_workers()
     batches = split(len(pieces), 8 * workers) if workers > 1 else [range(i, i + 1) for i in range(len(pieces))]
 
     def run(batch: range) -> list[dict]:
-        return [_score_piece(session, fitted, pieces[i], X, codes, eval_X, eval_codes) for i in batch]
+        return [_score_piece(session, fitted, pieces[i], X, codes, eval_X, eval_codes, into) for i in batch]
 
     def report(u: int, _: int) -> None:
         report_step(session, "predict", batches[u].start, len(pieces))
@@ -386,8 +364,10 @@ def run_pieces(
     return [res for batch in map_ordered(run, batches, report=report) for res in batch]
 
 
-def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, eval_X, eval_codes) -> dict:
-    """Counts of one scoring piece (see :func:`scoring_pieces`)."""
+def _score_piece(
+    session: FamilySession, fitted: object, piece: dict, X, codes, eval_X, eval_codes, into: _Merged | None = None
+) -> dict:
+    """Counts of one scoring piece (see :func:`scoring_pieces`; ``into``: see :func:`run_pieces`)."""
     kind = piece["kind"]
     n_classes = piece.get("votes")
     if kind == "block":
@@ -395,9 +375,18 @@ def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, 
         if hasattr(session, "block_scores") and piece_counts.available(session.n_classes):  # one GIL-free call
             rows = piece["rows"]
             scores = session.block_scores(fitted, rows, piece["models"])
+            target = None if into is None else into.target(piece["positions"], bool(n_classes))
             correct, model_correct, votes = piece_counts.count_block(
-                scores, session.n_classes, codes, rows, bool(n_classes)
+                scores, session.n_classes, codes, rows, bool(n_classes), target
             )
+            if target is not None:
+                return {
+                    "kind": kind,
+                    "scattered": True,
+                    "models": piece["models"],
+                    "model_correct": model_correct,
+                    "model_total": len(rows),
+                }
             return {
                 "kind": kind,
                 "votes": votes,
@@ -448,78 +437,6 @@ def _score_piece(session: FamilySession, fitted: object, piece: dict, X, codes, 
         "start": piece["start"],
         "eval_correct": (preds == eval_codes[r][:, None]).sum(axis=1).astype(np.int32),
     }
-
-
-def merge_pieces(results: list[dict], n_rows: int, n_partitions: int, n_eval: int | None) -> RoundScores:
-    """Add up the pieces' counts into one :class:`RoundScores`."""
-    merged = _Merged(n_rows, n_partitions, n_eval)
-    for res in results:
-        merged.add(res)
-    return merged.scores()
-
-
-class _Merged:
-    """The pieces' counts added up (integer sums: any order gives the same counts).
-
-    Block pieces cover disjoint positions, so their counts are kept as they come and written with one scatter
-    per field at the end (a fancy-indexed update per block held the GIL for ~3 ms a round while the pool
-    scored); row chunks and evaluation pieces are added as they come.
-    """
-
-    def __init__(self, n_rows: int, n_partitions: int, n_eval: int | None) -> None:
-        self.n_partitions = n_partitions
-        self.correct = np.zeros(n_rows, dtype=np.int32)
-        self.n_pred = np.zeros(n_rows, dtype=np.int32)
-        self.model_correct = np.zeros(n_partitions, dtype=np.int64)
-        self.model_total = np.zeros(n_partitions, dtype=np.int64)
-        self.eval_correct = None if n_eval is None else np.zeros(n_eval, dtype=np.int32)
-        self.votes: NDArray[np.int32] | None = None
-        self.with_votes: bool | None = None  # decided by the first row piece: all row pieces count votes or none
-        self.blocks: list[dict] = []
-
-    def add(self, res: dict) -> None:
-        if res["kind"] != "eval":
-            has = res.get("votes") is not None
-            if self.with_votes is None:
-                self.with_votes = has
-                if has:
-                    self.votes = np.zeros((len(self.correct), res["votes"].shape[1]), np.int32)
-            elif self.with_votes and not has:
-                self.with_votes, self.votes = False, None
-        if res["kind"] == "eval":
-            self.eval_correct[res["start"] : res["start"] + len(res["eval_correct"])] = res["eval_correct"]
-        elif res["kind"] == "block":
-            self.blocks.append(res)
-        else:
-            if self.with_votes:
-                self.votes[res["positions"]] += res["votes"]
-            self.correct[res["positions"]] += res["correct"]
-            self.n_pred[res["positions"]] += res["n_pred"]
-            self.model_correct += res["model_correct"]
-            self.model_total += res["model_total"]
-
-    def scores(self) -> RoundScores:
-        if self.blocks:
-            blocks = self.blocks
-            pos = np.concatenate([b["positions"] for b in blocks])
-            sizes = np.array([len(b["positions"]) for b in blocks])
-            self.correct[pos] = np.concatenate([b["correct"] for b in blocks])
-            self.n_pred[pos] = np.repeat([b["n_pred"] for b in blocks], sizes)
-            if self.with_votes:
-                self.votes[pos] = np.concatenate([b["votes"] for b in blocks])
-            models = np.concatenate([b["models"] for b in blocks])
-            per_model = np.array([len(b["models"]) for b in blocks])
-            m = self.n_partitions
-            # float64 weights hold these integer counts exactly (far below 2**53)
-            self.model_correct += np.bincount(
-                models, weights=np.concatenate([b["model_correct"] for b in blocks]), minlength=m
-            ).astype(np.int64)
-            self.model_total += np.bincount(
-                models, weights=np.repeat([b["model_total"] for b in blocks], per_model), minlength=m
-            ).astype(np.int64)
-            self.blocks = []
-        votes = self.votes if self.with_votes else None
-        return RoundScores(self.correct, self.n_pred, self.model_correct, self.model_total, self.eval_correct, votes)
 
 
 def score_round(
@@ -578,7 +495,10 @@ def score_round(
         )
         fitted = session.fit(rows, plan, range(m), rng)
         pieces = pieces_of()
-        results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes)
+        merged = _Merged(len(rows), m, None if eval_rows is None else len(eval_rows), getattr(session, "n_classes", 0))
+        results = run_pieces(session, fitted, pieces, X, codes, eval_X, eval_codes, into=merged)
     finally:
         session.on_step = None
-    return merge_pieces(results, len(rows), m, None if eval_rows is None else len(eval_rows))
+    for res in results:
+        merged.add(res)
+    return merged.scores()
