@@ -38,7 +38,7 @@ def test_fold_then_unfold_is_the_matrix(D, g, seed):
 
 @given(D=st.integers(1, 80), g=st.integers(1, 3), seed=st.integers(0, 2**16))
 def test_the_compiled_unfolding_equals_numpys_copies(D, g, seed):
-    """gram_unfold (one numba pass in 32 x 32 tiles) and the numpy copies give the same matrices, odd D too."""
+    """gram_unfold (one numba pass, row by row) and the numpy copies give the same matrices, odd D too."""
     from aflite_core.engine import gram_unfold
 
     if not gram_unfold.available():
@@ -53,6 +53,35 @@ def test_the_compiled_unfolding_equals_numpys_copies(D, g, seed):
     finally:
         gram_unfold.available = real
     assert np.array_equal(compiled, plain) and np.array_equal(compiled, G)
+
+
+@given(D=st.integers(1, 100), g=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_the_compiled_folding_equals_numpys_copies(D, g, seed):
+    """gram_unfold.fold and fold_grams' numpy copies give the same bits, reading only the upper triangle: a
+    non-symmetric input, signed zeros and a NaN, odd D's zero padding, and an ``out`` holding garbage."""
+    from aflite_core.engine import gram_unfold
+
+    if not gram_unfold.available():
+        pytest.skip("numba is a dependency (umap-learn)")
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((g, D, D)).astype(np.float32)  # not symmetric: the lower triangle must not matter
+    G[0, 0, D - 1] = -0.0
+    G[-1, D // 2, D - 1] = np.nan
+    rows, k = folded_shape(D)
+    out = np.full((g, rows, k), 7.0, dtype=np.float32)
+    compiled = fold_grams(G, out=out)
+    assert compiled is out
+    real = gram_unfold.available
+    gram_unfold.available = lambda: False  # the numpy path of fold_grams
+    try:
+        plain = fold_grams(G)
+        upper = np.triu(np.ones((D, D), dtype=bool))
+        upper_only = fold_grams(np.where(upper, G, np.float32(5.0)))  # another lower triangle
+    finally:
+        gram_unfold.available = real
+    assert np.array_equal(compiled.view(np.int32), plain.view(np.int32))
+    assert np.array_equal(compiled.view(np.int32), upper_only.view(np.int32))
+    assert np.array_equal(fold_grams(G).view(np.int32), plain.view(np.int32))  # a fresh array too
 
 
 def test_unfold_agrees_with_the_upper_triangle_unpacking():

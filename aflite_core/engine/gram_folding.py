@@ -72,6 +72,14 @@ def fold_grams(G: NDArray, D: int | None = None, out: NDArray | None = None) -> 
     D = G.shape[-1] if D is None else D
     k = (D + 1) // 2
     g = G.shape[0]
+    if (
+        G.shape[-1] == D
+        and G.dtype == np.float32
+        and (out is None or (out.dtype == G.dtype and out.flags.c_contiguous))
+        and gram_unfold.available()
+    ):  # one compiled pass, the same values (copies), without the GIL
+        F = np.empty((g, 2 * k + 1, k), dtype=G.dtype) if out is None else out
+        return gram_unfold.fold(G, F)
     if out is None:
         F = np.zeros((g, 2 * k + 1, k), dtype=G.dtype)
     else:
