@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,9 +21,6 @@ from numpy.typing import NDArray
 from ._blas import compiled_downdates, folded_downdates, sgemm_nt_into, ssyrk_into, total_downdates
 from ._parallel import map_ordered
 from .gram_folding import _mirror_upper, fold_grams
-
-if TYPE_CHECKING:
-    from .shards import _Shard
 
 __all__ = ["FUSED_ROWS", "GRAM_CHUNK_BYTES", "ShardRemovals"]
 
@@ -57,6 +54,24 @@ def _fused_downdate(Z: NDArray[np.float32], C: NDArray[np.float32], sign: float)
     while Z has at most :data:`FUSED_ROWS` rows.
     """
     ssyrk_into(sign, Z, C, upper_of_c=True)
+
+
+@dataclass
+class _Shard:
+    """One shard of a run: its current rows and the Gram statistics of its blocks (or rows).
+
+    ``stack`` (blocks whose Grams the ridge fits sum; None where only the total is needed) holds the shard's
+    blocks' Gram matrices, folded (:func:`.gram_folding.fold_grams`: shape (blocks, 2k+1, k)), ``total``
+    (float64) the Gram matrix of all its current rows. ``applied`` counts the rounds of removals already
+    subtracted (a cluster worker replays the missing ones in order).
+    """
+
+    index: int
+    rows: NDArray[np.intp]
+    blocks: tuple[int, int]
+    stack: NDArray[np.float32] | None = None
+    total: NDArray[np.float64] | None = None
+    applied: int = 0
 
 
 class ShardRemovals:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -54,6 +53,7 @@ from .shard_removal import (  # noqa: F401 - re-exported: the removals lived her
     ShardRemovals,
     _fused_downdate,
     _fused_folded_downdate,
+    _Shard,
 )
 
 __all__ = [
@@ -181,24 +181,6 @@ def _kept(store: threading.local, size: int, dtype=np.float32) -> NDArray:
     if buf is None or buf.size < size or buf.dtype != dtype:
         buf = store.buf = np.empty(size, dtype=dtype)
     return buf[:size]
-
-
-@dataclass
-class _Shard:
-    """One shard of a run: its current rows and the Gram statistics of its blocks (or rows).
-
-    ``stack`` (blocks whose Grams the ridge fits sum; None where only the total is needed) holds the shard's
-    blocks' Gram matrices, folded (:func:`fold_grams`: shape (blocks, 2k+1, k)), ``total`` (float64) the Gram
-    matrix of all its current rows. ``applied`` counts the rounds of
-    removals already subtracted (a cluster worker replays the missing ones in order).
-    """
-
-    index: int
-    rows: NDArray[np.intp]
-    blocks: tuple[int, int]
-    stack: NDArray[np.float32] | None = None
-    total: NDArray[np.float64] | None = None
-    applied: int = 0
 
 
 class ShardedGrams(ShardRemovals):
