@@ -133,19 +133,18 @@ class ShardRemovals:
                     else:
                         long[a] = Z[a:b].T @ Z[a:b]
                         removed += long[a]
-            chunks.append((Z, segments, long, cuts[start], compiled))
+            chunks.append((Z, segments, long, cuts[start], (seg_lo, seg_hi) if compiled else None))
             start = end
         _mirror_upper(removed)
         sh.total -= removed
         if totals_done is not None:
             totals_done()
-        for Z, segments, long, first, compiled in chunks:  # then the blocks' folded Grams
+        for Z, segments, long, first, looped in chunks:  # then the blocks' folded Grams
             Z1 = np.ascontiguousarray(Z[:, :k])
             Z2 = np.zeros((len(Z), k), dtype=np.float32)
             Z2[:, : D - k] = Z[:, k:]
-            if compiled and sh.stack.flags.c_contiguous:
-                seg_lo = np.array([a for a, _ in segments], dtype=np.int64)
-                seg_hi = np.array([b for _, b in segments], dtype=np.int64)
+            if looped is not None and sh.stack.flags.c_contiguous:
+                seg_lo, seg_hi = looped
                 folded_downdates(Z1, Z2, seg_lo, seg_hi, blocks_sorted[first + seg_lo] - lo, sh.stack)
                 continue
             for a, b in segments:
